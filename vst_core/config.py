@@ -1,0 +1,96 @@
+"""One typed settings object for a scoring run, and its reproducibility signature."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from dataclasses import asdict, dataclass, field, replace
+from importlib import metadata
+from typing import Any, Literal
+
+NRVariant = Literal["paper", "reference"]
+
+#: Metrics this version can compute, with a one-line description for --help and the app.
+AVAILABLE_METRICS: dict[str, str] = {
+    "redundancy": "RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
+}
+
+#: Libraries whose versions can change a score; recorded in every signature.
+_VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used (unknown metric, bad n-gram size, ...)."""
+
+
+def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Parse ``"a,b"`` into a tuple of known metric names, in order, without duplicates."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    cleaned = tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
+    if not cleaned:
+        raise SettingsError("no metric given; available: " + ", ".join(AVAILABLE_METRICS))
+    unknown = [n for n in cleaned if n not in AVAILABLE_METRICS]
+    if unknown:
+        raise SettingsError(
+            f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"available: {', '.join(AVAILABLE_METRICS)}"
+        )
+    return cleaned
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that can change a score. Two runs with equal settings give equal numbers."""
+
+    metrics: tuple[str, ...] = ("redundancy",)
+    nr_ngram: int = 4
+    nr_variant: NRVariant = "paper"
+    spacy_model: str | None = None  # None: first installed English pipeline
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        parse_metrics(self.metrics)
+        if self.nr_ngram < 1:
+            raise SettingsError(f"nr_ngram must be >= 1, got {self.nr_ngram}")
+        if self.nr_variant not in ("paper", "reference"):
+            raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
+
+    def with_(self, **changes: Any) -> Settings:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("extra")
+        data["metrics"] = list(self.metrics)
+        return data
+
+    def signature(self) -> dict[str, Any]:
+        """Settings, library versions and a short id hashing both: printed with every result."""
+        payload = {"settings": self.as_dict(), "versions": library_versions()}
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+        return {"id": digest, **payload}
+
+    def signature_id(self) -> str:
+        return str(self.signature()["id"])
+
+    def describe(self) -> str:
+        """One line for footers and figure captions."""
+        sig = self.signature()
+        parts = [f"sig {sig['id']}", "metrics " + "+".join(self.metrics)]
+        if "redundancy" in self.metrics:
+            parts.append(f"NR {self.nr_variant} n={self.nr_ngram}")
+        versions = sig["versions"]
+        parts.append(f"vst-eval {versions.get('vst-eval', '?')}")
+        return " · ".join(parts)
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in _VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

