@@ -1,0 +1,129 @@
+"""Dashboard entry point: the bundled sample (or your story set) scored for repetition."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from vst_core.config import Settings
+from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.pipeline import score_story
+from vst_core.viz import format_score, legend_html, redundancy_html
+
+SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
+
+st.set_page_config(page_title="Visual story evaluation", page_icon="📖", layout="wide")
+
+
+@st.cache_data(show_spinner=False)
+def load_upload(name: str, data: bytes, digest: str) -> tuple[StorySet | None, str | None]:
+    """Read an uploaded story file (cached by content hash); images are not part of an upload."""
+    folder = Path(tempfile.mkdtemp(prefix="vst-upload-"))
+    path = folder / Path(name).name
+    path.write_bytes(data)
+    try:
+        return read_story_set(path, check_images=False), None
+    except StorySetError as exc:
+        return None, str(exc)
+
+
+@st.cache_data(show_spinner=False)
+def load_path(path: str, mtime: float) -> tuple[StorySet | None, str | None]:
+    try:
+        return read_story_set(path), None
+    except StorySetError as exc:
+        return None, str(exc)
+
+
+@st.cache_data(show_spinner=False)
+def score_all(_story_set: StorySet, key: str, variant: str, n: int) -> list[dict]:
+    settings = Settings(metrics=("redundancy",), nr_variant=variant, nr_ngram=n)  # type: ignore[arg-type]
+    signature = settings.signature()
+    return [score_story(s, settings, signature) for s in _story_set]
+
+
+with st.sidebar:
+    st.header("Data")
+    source = st.radio("Story set", ["Bundled sample", "Upload a story file"], key="source")
+    story_set: StorySet | None = None
+    error: str | None = None
+    if source == "Bundled sample":
+        story_set, error = load_path(str(SAMPLE), SAMPLE.stat().st_mtime)
+    else:
+        upload = st.file_uploader("Story set (JSON or JSONL)", type=["json", "jsonl"], key="upload")
+        if upload is not None:
+            data = upload.getvalue()
+            story_set, error = load_upload(upload.name, data, hashlib.sha256(data).hexdigest())
+    st.header("Non-redundancy")
+    variant = st.selectbox(
+        "Definition",
+        ["paper", "reference"],
+        help="paper: RoViST Eq. 7 (unique lower-cased words). reference: the public RoViST code "
+        "(token pairs counted, last token dropped, case-sensitive).",
+        key="variant",
+    )
+    n = st.slider("n-gram window (intra part)", 2, 8, 4, key="ngram")
+
+settings = Settings(metrics=("redundancy",), nr_variant=variant, nr_ngram=n)  # type: ignore[arg-type]
+st.title("Visual story evaluation")
+st.caption("Non-redundancy (RoViST-NR) of every story, with the spans that repeat. " + legend_html(), unsafe_allow_html=True)
+
+if error:
+    st.error(error)
+if story_set is None:
+    if not error:
+        st.info("Upload a story set to begin, or pick the bundled sample.")
+    st.stop()
+
+for problem in story_set.all_problems():
+    (st.error if problem.severity == "error" else st.warning)(str(problem))
+
+records = score_all(story_set, f"{story_set.source}:{len(story_set)}", variant, n)
+by_id = {r["story_id"]: r for r in records}
+
+table = pd.DataFrame(
+    [
+        {
+            "story": r["story_id"],
+            "sequence": r["sequence_id"],
+            "system": r["system"],
+            "NR": r["metrics"].get("redundancy", {}).get("score"),
+            "inter": r["metrics"].get("redundancy", {}).get("inter"),
+            "intra": r["metrics"].get("redundancy", {}).get("intra"),
+            "error": "; ".join(r["errors"].values()),
+        }
+        for r in records
+    ]
+)
+st.subheader("Scores")
+st.dataframe(table, hide_index=True, width="stretch", column_config={
+    c: st.column_config.NumberColumn(format="%.3f") for c in ("NR", "inter", "intra")
+})
+
+for sequence_id, stories in story_set.sequences().items():
+    st.subheader(f"Sequence {sequence_id}")
+    first = next((s for s in stories if s.images_ok), None)
+    if first is not None:
+        for col, ref in zip(st.columns(len(first.images)), first.images):
+            col.image(str(story_set.image_path(ref)), width="stretch")
+    for story in stories:
+        record = by_id[story.story_id]
+        nr = record["metrics"].get("redundancy")
+        with st.container(border=True):
+            head, score = st.columns([4, 1])
+            head.markdown(f"**{story.system}** · `{story.story_id}`")
+            if nr is None:
+                score.metric("NR", "error")
+                st.error(record["errors"].get("redundancy", "not scored"))
+                continue
+            score.metric("NR", format_score(nr["score"]), help=f"inter {format_score(nr['inter'])} · intra {format_score(nr['intra'])}")
+            st.markdown(redundancy_html(story.sentences, nr), unsafe_allow_html=True)
+            for note in nr["notes"]:
+                st.caption(note)
+
+st.divider()
+st.caption(f"Settings: {settings.describe()} · device: cpu (no model in use)")

@@ -1,0 +1,63 @@
+"""The dashboard in streamlit's AppTest: sample, variants, uploads good and bad."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def at() -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=60)
+    app.run()
+    return app
+
+
+def nr_column(app: AppTest) -> dict[str, float]:
+    df = app.dataframe[0].value
+    return dict(zip(df["story"], df["NR"]))
+
+
+def test_sample_renders_with_scores_and_signature(at: AppTest) -> None:
+    assert not at.exception
+    assert at.title[0].value == "Visual story evaluation"
+    nr = nr_column(at)
+    assert len(nr) == 8 and nr["space-generic"] < nr["space-grounded"] - 0.15
+    assert len(at.metric) == 8
+    footer = at.caption[-1].value
+    assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer
+    assert any("vst-repeat" in m.value for m in at.markdown)
+
+
+def test_reference_variant_rerenders(at: AppTest) -> None:
+    before = nr_column(at)
+    at.selectbox(key="variant").set_value("reference").run()
+    assert not at.exception
+    after = nr_column(at)
+    assert after != before and "NR reference n=4" in at.caption[-1].value
+
+
+def test_upload_story_file(at: AppTest) -> None:
+    at.radio(key="source").set_value("Upload a story file").run()
+    assert any("Upload a story set" in i.value for i in at.info)
+    lines = [
+        json.dumps({"story_id": "u1", "system": "mine", "sentences": ["We sang.", "We sang and sang."]}),
+        "{not json",
+    ]
+    at.file_uploader(key="upload").set_value(("mine.jsonl", ("\n".join(lines) + "\n").encode(), "application/json")).run()
+    assert not at.exception
+    assert list(nr_column(at)) == ["u1"]
+    assert any("line 2" in e.value and "malformed JSON" in e.value for e in at.error)
+
+
+def test_upload_unreadable_file_shows_message(at: AppTest) -> None:
+    at.radio(key="source").set_value("Upload a story file").run()
+    at.file_uploader(key="upload").set_value(("bad.json", b"\xff\xfe garbage", "application/json")).run()
+    assert not at.exception
+    assert any("not UTF-8" in e.value for e in at.error)

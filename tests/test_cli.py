@@ -1,0 +1,133 @@
+"""The score command end to end: sample, resume, interruption, bad input, --help."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SAMPLE, write_jsonl
+from vst_core.__main__ import main
+from vst_core.config import Settings
+from vst_core.data import read_scores, read_story_set
+from vst_core.pipeline import score_story, score_story_set
+
+
+def run(*args: str) -> int:
+    return main(list(args))
+
+
+def test_sample_repetitive_stories_score_lower(tmp_path: Path) -> None:
+    out = tmp_path / "scores.jsonl"
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress") == 0
+    records, problems = read_scores(out)
+    assert problems == [] and len(records) == 8
+    nr = {r["story_id"]: r["metrics"]["redundancy"]["score"] for r in records}
+    for seq in ("space", "home"):
+        others = [nr[f"{seq}-{k}"] for k in ("ref", "grounded", "offtopic")]
+        assert nr[f"{seq}-generic"] < min(others) - 0.15
+    generic = next(r for r in records if r["story_id"] == "space-generic")
+    repeats = generic["metrics"]["redundancy"]["inter_repeats"]
+    sentence = generic["sentences"][1]
+    spans = [sentence[s:e] for rep in repeats if rep["sentence"] == 1 for s, e in rep["spans"]]
+    assert spans == ["We", "had", "a", "great", "time"]
+    assert generic["signature"]["settings"]["nr_variant"] == "paper"
+    assert len(generic["signature"]["id"]) == 12
+
+
+def test_rerun_skips_and_interrupted_run_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "scores.jsonl"
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress") == 0
+    full = out.read_text().splitlines()
+    # interrupt: keep 3 whole lines and half of the 4th
+    out.write_text("\n".join(full[:3]) + "\n" + full[3][: len(full[3]) // 2])
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress") == 0
+    resumed = out.read_text().splitlines()
+    assert sorted(resumed) == sorted(full)
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress") == 0
+    assert out.read_text().splitlines() == resumed  # nothing added twice
+
+
+def test_rerun_with_other_settings_refuses_to_mix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "scores.jsonl"
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress") == 0
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress", "--nr-variant", "reference") == 2
+    assert "other settings" in capsys.readouterr().err
+    assert run("score", str(SAMPLE), "--out", str(out), "--no-progress", "--nr-variant", "reference", "--overwrite") == 0
+    records, _ = read_scores(out)
+    assert {r["signature"]["settings"]["nr_variant"] for r in records} == {"reference"}
+
+
+def test_unknown_metric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("score", str(SAMPLE), "--out", str(tmp_path / "o.jsonl"), "--metrics", "redundancy,bleurt") == 2
+    err = capsys.readouterr().err
+    assert "unknown metric 'bleurt'" in err and "available: redundancy" in err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_bad_lines_and_empty_story_lose_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "s.jsonl"
+    src.write_text(
+        json.dumps({"story_id": "ok", "sentences": ["We ate.", "We ate again."]}) + "\n"
+        + "{broken\n"
+        + json.dumps({"story_id": "empty", "sentences": []}) + "\n"
+        + json.dumps({"story_id": "one", "sentences": ["Just one sentence here."]}) + "\n"
+    )
+    out = tmp_path / "o.jsonl"
+    assert run("score", str(src), "--out", str(out), "--no-progress") == 0
+    err = capsys.readouterr().err
+    assert "line 2" in err and "malformed JSON" in err and "1 unreadable input lines" in err
+    records = {r["story_id"]: r for r in read_scores(out)[0]}
+    assert set(records) == {"ok", "empty", "one"}
+    assert records["empty"]["errors"]["redundancy"] == "empty story: no sentences"
+    assert "redundancy" not in records["empty"]["metrics"]
+    one = records["one"]["metrics"]["redundancy"]
+    assert one["inter"] is None and any("no inter-sentence part" in n for n in one["notes"])
+
+
+def test_missing_image_story_still_scored_for_repetition(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "x", "images": ["gone.jpg"], "sentences": ["A cat."]}])
+    out = tmp_path / "o.jsonl"
+    assert run("score", str(src), "--out", str(out), "--no-progress") == 0
+    (record,) = read_scores(out)[0]
+    assert "redundancy" in record["metrics"] and "image not found" in record["problems"][0]
+
+
+def test_non_utf8_input_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "s.json"
+    src.write_bytes(b'[{"story_id": "caf\xe9", "sentences": ["x."]}]')
+    assert run("score", str(src), "--out", str(tmp_path / "o.jsonl")) == 3
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_batch_and_single_story_scoring_agree(tmp_path: Path) -> None:
+    ss = read_story_set(SAMPLE)
+    settings = Settings()
+    summary = score_story_set(ss, settings, tmp_path / "o.jsonl")
+    assert summary.scored == 8 and summary.failed == []
+    batch = {r["story_id"]: r for r in read_scores(tmp_path / "o.jsonl")[0]}
+    for s in ss:
+        assert batch[s.story_id] == json.loads(json.dumps(score_story(s, settings)))
+
+
+def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--out", "--metrics", "--nr-n", "--nr-variant", "--spacy-model", "--vist-images",
+                   "--vist-text-field", "--no-check-images", "--overwrite", "--no-progress"):
+        assert option in text
+
+
+def test_console_script_equals_module(tmp_path: Path) -> None:
+    module = subprocess.run([sys.executable, "-m", "vst_core", "score", "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert module.returncode == 0 and "--nr-variant" in module.stdout
+    script = shutil.which("vst", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("package not installed with pip install -e . (no vst script next to this python)")
+    console = subprocess.run([script, "score", "--help"], capture_output=True, text=True)
+    assert console.stdout.replace("vst_core", "vst") == module.stdout.replace("vst_core", "vst")

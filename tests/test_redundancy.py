@@ -1,0 +1,129 @@
+"""RoViST-NR against hand-computed examples, both variants, and the evidence spans."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from vst_core.metrics.redundancy import jaccard, non_redundancy
+from vst_core.text import tokenize
+
+
+def toks(*sentences: str) -> list[list[str]]:
+    return [[t.text for t in tokenize(s)] for s in sentences]
+
+
+def test_jaccard_sets_and_pairs() -> None:
+    assert jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+    # pair counting: a a vs a -> 2 matching pairs over a union of 1
+    assert jaccard(["a", "a"], ["a"], count_pairs=True) == 2.0
+    assert jaccard([], []) == 0.0
+
+
+def test_paper_variant_hand_computed() -> None:
+    # s1 words {the, dog, ran}; s2 words {the, dog, sat}; s3 words {a, cat}
+    # J(2,1) = 2/4, J(3,1) = 0, J(3,2) = 0 -> inter = 0.5/3
+    # intra with n=2: s1 "the dog | ran" -> {the,dog} vs {ran}: 0; s2 same: 0; s3 "a cat": one window
+    r = non_redundancy(toks("The dog ran.", "the dog sat!", "A cat."), n=2)
+    assert r.inter == pytest.approx(0.5 / 3)
+    assert r.intra == pytest.approx(0.0)
+    assert r.score == pytest.approx(1 - (0.5 / 3 + 0.0) / 2)
+    assert r.notes == ()
+    # evidence: sentence 2 (index 1) repeats "the dog" of sentence 1, token indices 0 and 1
+    (rep,) = r.inter_repeats
+    assert (rep.sentence, rep.earlier, rep.tokens, rep.earlier_tokens) == (1, 0, (0, 1), (0, 1))
+    assert rep.words == ("dog", "the")
+
+
+def test_paper_variant_intra_windows() -> None:
+    # "a b c d a b c d" with n=4: windows {a,b,c,d} and {a,b,c,d} -> J = 1 ; one sentence -> no inter
+    r = non_redundancy([["a", "b", "c", "d", "a", "b", "c", "d", "."]], n=4)
+    assert r.inter is None
+    assert r.intra == pytest.approx(1.0)
+    assert r.score == pytest.approx(0.0)
+    assert any("no inter-sentence part" in note for note in r.notes)
+    (rep,) = r.intra_repeats
+    assert rep.previous == (0, 4) and rep.window == (4, 8) and rep.tokens == (4, 5, 6, 7)
+
+
+def test_paper_variant_ignores_case_and_punctuation() -> None:
+    a = non_redundancy(toks("We had fun, really.", "WE HAD FUN!"), n=4)
+    # {we, had, fun, really} vs {we, had, fun}: 3/4 ; intra: s1 has 4 words -> one window; s2 3 words
+    assert a.inter == pytest.approx(0.75)
+    assert a.intra is None
+    assert a.score == pytest.approx(0.25)
+
+
+def test_reference_variant_exceeds_one_on_repeated_tokens() -> None:
+    # tokens minus the last: [the, dog, the, dog] twice; union 2, equal pairs 2*2 + 2*2 = 8 -> J = 4
+    # intra n=4: one window per sentence -> no pair -> intra = 0 (public-code behaviour)
+    r = non_redundancy(toks("the dog the dog .", "the dog the dog ."), n=4, variant="reference")
+    assert r.inter == pytest.approx(4.0)
+    assert r.intra == 0.0
+    assert r.score == pytest.approx(1 - (4.0 + 0.0) / 2)  # -1: below zero, as the public code gives
+    assert any("intra set to 0" in note for note in r.notes)
+
+
+def test_reference_variant_is_case_sensitive_and_drops_last_token_only() -> None:
+    s = [["We", "had", "fun", ",", "really", "."], ["we", "had", "fun", "really"]]
+    r = non_redundancy(s, n=4, variant="reference")
+    # s1 units: We had fun , really ; s2 units: we had fun (really dropped)
+    # union {We, had, fun, ",", really, we} = 6 ; pairs: had, fun -> 2 -> 1/3
+    assert r.inter == pytest.approx(2 / 6)
+    # intra: s1 windows [We had fun ,] [really] -> union 5, 0 pairs -> 0 ; s2 one window
+    assert r.intra == pytest.approx(0.0)
+    paper = non_redundancy(s, n=4, variant="paper")
+    assert paper.inter == pytest.approx(1.0)  # case-insensitive, punctuation excluded, nothing dropped
+
+
+def test_reference_variant_one_sentence_is_undefined() -> None:
+    r = non_redundancy(toks("We had a great time at the park ."), variant="reference")
+    assert r.score is None and r.inter is None
+    assert any("NaN" in note for note in r.notes)
+
+
+def test_empty_story_is_undefined() -> None:
+    r = non_redundancy([])
+    assert r.score is None and r.inter is None and r.intra is None
+    assert r.notes == ("empty story: non-redundancy is undefined",)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="n must be"):
+        non_redundancy([["a"]], n=0)
+    with pytest.raises(ValueError, match="unknown variant"):
+        non_redundancy([["a"]], variant="mine")
+
+
+def _reference_oracle(sentences: list[list[str]], n: int) -> float | None:
+    """Direct transcription of the published algorithm (token-pair double loops)."""
+    words = [s[:-1] for s in sentences]
+    inter = []
+    for i in range(1, len(words)):
+        for j in range(i):
+            union = len(set(words[i] + words[j]))
+            inter.append(sum(1 for x in words[i] for y in words[j] if x == y) / union if union else 0.0)
+    intra = []
+    for w in words:
+        for k in range(0, len(w), n):
+            prev, nxt = w[k : k + n], w[k + n : k + 2 * n]
+            if not nxt:
+                continue
+            intra.append(sum(1 for x in prev for y in nxt if x == y) / len(set(prev + nxt)))
+    if not inter:
+        return None
+    return 1 - (sum(inter) / len(inter) + (sum(intra) / len(intra) if intra else 0.0)) / 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reference_variant_matches_direct_algorithm(seed: int) -> None:
+    rng = random.Random(seed)
+    vocab = ["a", "b", "c", "A", "d", ",", "e"]
+    story = [[rng.choice(vocab) for _ in range(rng.randint(1, 14))] for _ in range(rng.randint(1, 6))]
+    n = rng.randint(1, 5)
+    got = non_redundancy(story, n=n, variant="reference").score
+    want = _reference_oracle(story, n)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got == pytest.approx(want)
