@@ -69,10 +69,11 @@ def test_main_page_in_chromium(server: str) -> None:
         page.wait_for_selector("text=Visual story evaluation", timeout=90_000)
         page.wait_for_selector("mark.vst-repeat", timeout=90_000)
         page.wait_for_selector('[data-testid="stImage"] img', timeout=90_000)
+        expect = sync_api.expect
+        expect(page.locator('[data-testid="stMetric"]')).to_have_count(8, timeout=60_000)
+        expect(page.locator("text=Sequence space-trip")).to_have_count(1)
+        expect(page.locator("text=Settings: sig")).to_have_count(1, timeout=30_000)
         assert page.locator('[data-testid="stException"]').count() == 0
-        assert page.locator('[data-testid="stMetric"]').count() == 8
-        assert page.locator("text=Sequence space-trip").count() == 1
-        assert page.locator("text=Settings: sig").count() == 1
         page.screenshot(path=str(ARTIFACTS / "app_main.png"))
         browser.close()
     assert (ARTIFACTS / "app_main.png").stat().st_size > 10_000
