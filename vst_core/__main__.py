@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
-from vst_core.data import Story, StorySetError, read_story_set
+from vst_core.data import StorySetError, read_story_set
+from vst_core.models.hub import WeightsUnavailableError
+from vst_core.models.pairs import DEFAULT_NSP_MODEL, CheckpointShapeError
 from vst_core.pipeline import ResumeMismatchError, score_story_set
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
+EXIT_WEIGHTS = 4
 
 
 def _metrics_help() -> str:
@@ -55,6 +59,22 @@ def build_parser() -> argparse.ArgumentParser:
         "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
     )
     score.add_argument(
+        "--coherence-model",
+        default="bert-nsp",
+        help="sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
+        "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+    )
+    score.add_argument(
+        "--coherence-tokenizer", default=None, help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)"
+    )
+    score.add_argument(
+        "--keep-repeated-pairs",
+        action="store_true",
+        help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
+    )
+    score.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where models run")
+    score.add_argument("--batch-size", type=int, default=32, help="model batch size")
+    score.add_argument(
         "--spacy-model",
         default=None,
         help="spaCy pipeline used to split a story given as one text (default: first installed English one)",
@@ -73,13 +93,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--overwrite", action="store_true", help="start --out afresh instead of resuming")
     score.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    sop = sub.add_parser(
+        "train-sop",
+        help="fine-tune a sentence-order classifier for the coherence metric",
+        description=(
+            "Fine-tune a sentence-order classifier from any story set this tool reads (VIST SIS JSON "
+            "included): adjacent pairs in order are positives, the same pairs swapped negatives. Reports "
+            "held-out accuracy per epoch, stops early, and writes the best epoch to --out, a directory "
+            "that `score --coherence-model DIR` accepts."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    sop.add_argument("stories", type=Path, metavar="STORIES", help="story set (JSON, JSONL or VIST annotation JSON)")
+    sop.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
+    sop.add_argument("--base", default=DEFAULT_NSP_MODEL, help="base model (hub id or local directory)")
+    sop.add_argument("--epochs", type=int, default=3, help="maximum number of epochs")
+    sop.add_argument("--batch-size", type=int, default=16, help="training batch size (pairs)")
+    sop.add_argument("--lr", type=float, default=2e-5, help="AdamW learning rate")
+    sop.add_argument("--held-out", type=float, default=0.1, help="fraction of image sequences held out")
+    sop.add_argument("--patience", type=int, default=2, help="epochs without held-out improvement before stopping")
+    sop.add_argument("--max-length", type=int, default=128, help="maximum tokens per pair")
+    sop.add_argument("--seed", type=int, default=13, help="random seed (split, shuffling, initialisation)")
+    sop.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where to train")
+    sop.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+    fetch = sub.add_parser(
+        "fetch-models",
+        help="download the default model weights into the local cache (needs internet)",
+        description="Download and check the default weights into the Hugging Face cache, so later runs work offline.",
+    )
+    fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model to fetch")
     return parser
 
 
-def _tqdm_progress(items: Iterable[Story], total: int) -> Iterable[Story]:
+def _tqdm_progress(total: int) -> Any:
     from tqdm.auto import tqdm
 
-    return tqdm(items, total=total, unit="story", desc="scoring", file=sys.stderr)
+    return tqdm(total=total, unit="story", desc="scoring", file=sys.stderr)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -89,6 +140,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             nr_ngram=args.nr_n,
             nr_variant=args.nr_variant,
             spacy_model=args.spacy_model,
+            coherence_model=args.coherence_model,
+            coherence_tokenizer=args.coherence_tokenizer,
+            coherence_repeat_zero=not args.keep_repeated_pairs,
+            device=args.device,
+            batch_size=args.batch_size,
         )
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -127,6 +183,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WEIGHTS
+    for warning in summary.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     skipped_lines = sum(1 for p in story_set.problems if p.kind == "line")
     print(
         f"scored {summary.scored} stories, skipped {summary.skipped} already in {summary.out}"
@@ -138,10 +199,79 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_sop(args: argparse.Namespace) -> int:
+    from vst_core.models.sop_train import SOPConfig, train_sop
+
+    try:
+        story_set = read_story_set(args.stories, check_images=False)
+    except StorySetError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    for problem in story_set.all_problems():
+        print(problem, file=sys.stderr)
+    config = SOPConfig(
+        base=args.base, epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr,
+        held_out=args.held_out, patience=args.patience, max_length=args.max_length, seed=args.seed, device=args.device,
+    )
+
+    def bar(total: int, desc: str) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit="batch", desc=desc, file=sys.stderr)
+
+    try:
+        report = train_sop(
+            story_set, args.out, config, progress=None if args.no_progress else bar,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    except WeightsUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_WEIGHTS
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    print(
+        f"trained on {report.train_pairs} pairs ({report.held_out_pairs} held out); best epoch {report.best_epoch} "
+        f"saved to {report.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_fetch_models(args: argparse.Namespace) -> int:
+    from transformers import AutoTokenizer, BertForNextSentencePrediction
+
+    from vst_core.models.hub import hf_cache_dir, hub_reachable
+
+    if not hub_reachable():
+        print(
+            f"error: the model hub cannot be reached from this machine. Run this command on a connected "
+            f"machine and copy its cache ({hf_cache_dir()}) here, or pass local checkpoint paths.",
+            file=sys.stderr,
+        )
+        return EXIT_WEIGHTS
+    name = args.coherence_model
+    print(f"fetching next-sentence model {name} into {hf_cache_dir()} ...", file=sys.stderr)
+    model = BertForNextSentencePrediction.from_pretrained(name)
+    tokenizer = AutoTokenizer.from_pretrained(name)
+    from vst_core.models.pairs import TransformerPairScorer
+
+    scorer = TransformerPairScorer(f"bert-nsp:{name}", tokenizer, model, positive=0, device="cpu")
+    p_in, p_out = scorer.score_pairs(
+        [("We went to the beach.", "The waves were huge."), ("We went to the beach.", "Interest rates rose on Monday.")]
+    )
+    print(f"ok: {name} loads and scores (P(follows) {p_in:.3f} for a related pair, {p_out:.3f} for an unrelated one)", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "score":
         return cmd_score(args)
+    if args.command == "train-sop":
+        return cmd_train_sop(args)
+    if args.command == "fetch-models":
+        return cmd_fetch_models(args)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the command
 
 

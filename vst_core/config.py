@@ -14,10 +14,14 @@ NRVariant = Literal["paper", "reference"]
 #: Metrics this version can compute, with a one-line description for --help and the app.
 AVAILABLE_METRICS: dict[str, str] = {
     "redundancy": "RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
+    "coherence": "RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
 }
 
+#: Metrics that need model weights (the others run with nothing downloaded).
+MODEL_METRICS: frozenset[str] = frozenset({"coherence"})
+
 #: Libraries whose versions can change a score; recorded in every signature.
-_VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy")
+_VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy", "torch", "transformers")
 
 
 class SettingsError(ValueError):
@@ -47,12 +51,21 @@ class Settings:
     nr_ngram: int = 4
     nr_variant: NRVariant = "paper"
     spacy_model: str | None = None  # None: first installed English pipeline
+    coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
+    coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
+    coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
+    device: str = "auto"
+    batch_size: int = 32
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         parse_metrics(self.metrics)
         if self.nr_ngram < 1:
             raise SettingsError(f"nr_ngram must be >= 1, got {self.nr_ngram}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise SettingsError(f"device must be auto, cpu or cuda, got {self.device!r}")
+        if self.batch_size < 1:
+            raise SettingsError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 
@@ -63,6 +76,8 @@ class Settings:
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("extra")
+        for key in ("device", "batch_size"):  # change speed, not scores
+            data.pop(key)
         data["metrics"] = list(self.metrics)
         return data
 
@@ -81,6 +96,8 @@ class Settings:
         parts = [f"sig {sig['id']}", "metrics " + "+".join(self.metrics)]
         if "redundancy" in self.metrics:
             parts.append(f"NR {self.nr_variant} n={self.nr_ngram}")
+        if "coherence" in self.metrics:
+            parts.append(f"coherence {self.coherence_model}")
         versions = sig["versions"]
         parts.append(f"vst-eval {versions.get('vst-eval', '?')}")
         return " · ".join(parts)

@@ -7,20 +7,31 @@ and per-metric errors as data (never a silent 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from vst_core.config import Settings
 from vst_core.data import ScoresWriter, Story, StorySet, read_scores
+from vst_core.metrics.coherence import coherence
 from vst_core.metrics.redundancy import NonRedundancy, non_redundancy
+from vst_core.models.pairs import PairScorer, PairScores, load_pair_scorer, pairs_of
 from vst_core.text import Token, tokenize
 
 #: Bumped when the record layout changes, so readers can tell old files apart.
 SCORES_FORMAT = 1
 
-Progress = Callable[[Iterable[Story], int], Iterable[Story]]
+class ProgressBar(Protocol):
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> None: ...
+
+
+#: ``progress(total)`` gives a bar that is advanced as stories are written (tqdm fits).
+Progress = Callable[[int], ProgressBar]
 
 
 class ResumeMismatchError(RuntimeError):
@@ -69,17 +80,70 @@ def redundancy_record(result: NonRedundancy, tokens: list[list[Token]]) -> dict[
     }
 
 
+class Models:
+    """The models a run needs, loaded once on first use (or injected, e.g. tiny ones in tests)."""
+
+    def __init__(self, settings: Settings, *, pair_scorer: PairScorer | None = None) -> None:
+        self.settings = settings
+        self._pair_scorer = pair_scorer
+
+    @property
+    def pair_scorer(self) -> PairScorer:
+        if self._pair_scorer is None:
+            s = self.settings
+            self._pair_scorer = load_pair_scorer(
+                s.coherence_model, tokenizer=s.coherence_tokenizer, device=s.device, batch_size=s.batch_size
+            )
+        return self._pair_scorer
+
+    def load(self) -> None:
+        """Load every model the settings need now, so a missing one fails before any work."""
+        if "coherence" in self.settings.metrics:
+            _ = self.pair_scorer
+
+
 def score_redundancy(story: Story, settings: Settings) -> dict[str, Any]:
     tokens = [tokenize(s) for s in story.sentences]
     result = non_redundancy([[t.text for t in ts] for ts in tokens], n=settings.nr_ngram, variant=settings.nr_variant)
     return redundancy_record(result, tokens)
 
 
-MetricFn = Callable[[Story, Settings], dict[str, Any]]
-METRIC_FUNCTIONS: dict[str, MetricFn] = {"redundancy": score_redundancy}
+def coherence_record(story: Story, settings: Settings, scores: PairScores, scorer_name: str) -> dict[str, Any]:
+    result = coherence(list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero)
+    return {
+        "score": result.score,
+        "pairs": [
+            {"from": i, "to": i + 1, "probability": p, "truncated": scores.truncated[i]}
+            for i, p in enumerate(result.pairs)
+        ],
+        "weakest": result.weakest,
+        "model": scorer_name,
+        "notes": list(result.notes),
+    }
 
 
-def score_story(story: Story, settings: Settings, signature: dict[str, Any] | None = None) -> dict[str, Any]:
+def pair_scores_for(stories: list[Story], scorer: PairScorer) -> dict[str, PairScores]:
+    """Score the adjacent pairs of many stories in one batched call."""
+    owners: list[tuple[str, int, int]] = []
+    pairs: list[tuple[str, str]] = []
+    for story in stories:
+        story_pairs = pairs_of(story.sentences)
+        owners.append((story.story_id, len(pairs), len(pairs) + len(story_pairs)))
+        pairs.extend(story_pairs)
+    scored = scorer.score_pairs_detailed(pairs) if pairs else PairScores(np.zeros(0), ())
+    return {
+        sid: PairScores(scored.probabilities[a:b], scored.truncated[a:b]) for sid, a, b in owners
+    }
+
+
+def score_story(
+    story: Story,
+    settings: Settings,
+    signature: dict[str, Any] | None = None,
+    *,
+    models: Models | None = None,
+    pair_scores: PairScores | None = None,
+) -> dict[str, Any]:
     """Score one story with every metric of ``settings``; a failing metric becomes an error entry."""
     record: dict[str, Any] = {
         "format": SCORES_FORMAT,
@@ -99,7 +163,20 @@ def score_story(story: Story, settings: Settings, signature: dict[str, Any] | No
             record["errors"][name] = "; ".join(blocking)
             continue
         try:
-            record["metrics"][name] = METRIC_FUNCTIONS[name](story, settings)
+            if name == "redundancy":
+                record["metrics"][name] = score_redundancy(story, settings)
+            elif name == "coherence":
+                models = models or Models(settings)
+                scores = pair_scores or pair_scores_for([story], models.pair_scorer)[story.story_id]
+                record["metrics"][name] = coherence_record(story, settings, scores, models.pair_scorer.name)
+                for i, cut in enumerate(scores.truncated):
+                    if cut:
+                        record["warnings"].append(
+                            f"coherence: pair {i + 1}->{i + 2} of story {story.story_id!r} is longer than the "
+                            "model's maximum length and was truncated"
+                        )
+            else:  # pragma: no cover - parse_metrics rejects unknown names
+                raise KeyError(name)
         except Exception as exc:  # a story that fails shows why; the run goes on
             record["errors"][name] = f"{type(exc).__name__}: {exc}"
     other = [str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"]
@@ -118,6 +195,7 @@ class RunSummary:
     skipped: int = 0
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def already_scored(out: Path, signature_id: str) -> set[str]:
@@ -141,8 +219,14 @@ def score_story_set(
     *,
     overwrite: bool = False,
     progress: Progress | None = None,
+    models: Models | None = None,
+    chunk_size: int = 16,
 ) -> RunSummary:
-    """Score every story not yet in ``out`` and append its record, one line per story."""
+    """Score every story not yet in ``out`` and append its record, one line per story.
+
+    Stories go through in chunks so model inputs of many stories share a batch; each record is
+    written as soon as its chunk is done, so an interrupted run loses at most one chunk.
+    """
     out = Path(out)
     signature = settings.signature()
     if overwrite and out.exists():
@@ -151,12 +235,38 @@ def score_story_set(
     summary = RunSummary(out=out, signature_id=signature["id"], problems=[str(p) for p in story_set.problems])
     todo = [s for s in story_set if s.story_id not in done]
     summary.skipped = len(story_set) - len(todo)
-    iterator: Iterable[Story] = progress(todo, len(todo)) if progress else todo
-    with ScoresWriter(out) as writer:
-        for story in iterator:
-            record = score_story(story, settings, signature)
-            writer.write(record)
-            summary.scored += 1
-            if record["errors"]:
-                summary.failed.append(story.story_id)
+    models = models or Models(settings)
+    if todo:
+        models.load()
+    bar = progress(len(todo)) if progress else None
+    try:
+        with ScoresWriter(out) as writer:
+            for start in range(0, len(todo), chunk_size):
+                chunk = todo[start : start + chunk_size]
+                _score_chunk(chunk, settings, signature, models, writer, summary)
+                if bar is not None:
+                    bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
     return summary
+
+
+def _score_chunk(
+    chunk: list[Story],
+    settings: Settings,
+    signature: dict[str, Any],
+    models: Models,
+    writer: ScoresWriter,
+    summary: RunSummary,
+) -> None:
+    pair_scores: dict[str, PairScores] = {}
+    if "coherence" in settings.metrics:
+        pair_scores = pair_scores_for([s for s in chunk if not s.is_empty], models.pair_scorer)
+    for story in chunk:
+        record = score_story(story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id))
+        writer.write(record)
+        summary.scored += 1
+        summary.warnings.extend(w for w in record["warnings"] if w.startswith("coherence:"))
+        if record["errors"]:
+            summary.failed.append(story.story_id)

@@ -1,0 +1,1 @@
+"""Adapters around real models, each loadable by name or local path, each injectable."""

@@ -1,0 +1,288 @@
+"""Sentence-pair scorers: P(B follows A) for a batch of sentence pairs.
+
+Backends, all fed ``[CLS] A [SEP] B [SEP]`` with segment ids 0 for A and 1 for B:
+
+* ``bert-nsp`` (default ``bert-base-uncased``): BERT's next-sentence head; index 0 is "B is next";
+* ``rovist-c``: the RoViST-C checkpoint, a dict ``{"opt": Namespace(hidden_dim, dropout_prob, ...),
+  "model": state_dict}`` of an ALBERT encoder (``albert_model.*``) with a ``linear`` 1024→2 head on
+  the pooled output; index 1 is "in order";
+* a sequence-classification checkpoint directory, e.g. one written by ``vst train-sop``; the
+  positive index is ``label2id["in_order"]`` (1 when absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from vst_core.models.hub import WeightsUnavailableError, load_hf
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NSP_MODEL = "bert-base-uncased"
+ROVIST_C_TOKENIZER = "albert-large-v1"
+SOP_META_FILE = "vst_sop.json"
+
+# ALBERT sizes: hidden -> (layers, heads); layers are weight-shared, so not in the state dict.
+_ALBERT_SHAPES: dict[int, tuple[int, int]] = {768: (12, 12), 1024: (24, 16), 2048: (24, 16), 4096: (12, 64)}
+
+
+class CheckpointShapeError(ValueError):
+    """A checkpoint whose tensors do not have the expected shapes."""
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """Probabilities (NaN where a pair could not be scored) and which pairs were truncated."""
+
+    probabilities: np.ndarray
+    truncated: tuple[bool, ...]
+
+
+class PairScorer(Protocol):
+    """Anything that gives P(B follows A) for sentence pairs."""
+
+    name: str
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray: ...
+
+    def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores: ...
+
+
+def resolve_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but no CUDA GPU is available; use --device cpu")
+    return device
+
+
+class TransformerPairScorer:
+    """Batched pair scorer around a transformers tokenizer and a model returning 2-way logits.
+
+    ``forward(batch) -> logits`` is the model call; ``positive`` is the logit index of
+    "B follows A".
+    """
+
+    def __init__(
+        self,
+        name: str,
+        tokenizer: Any,
+        model: Any,
+        positive: int,
+        *,
+        device: str = "auto",
+        batch_size: int = 32,
+        forward: Any = None,
+    ) -> None:
+        import torch
+
+        self.name = name
+        self.tokenizer = tokenizer
+        self.device = resolve_device(device)
+        self.model = model.to(self.device).eval()
+        self.positive = positive
+        self.batch_size = batch_size
+        self._forward = forward or (lambda batch: self.model(**batch).logits)
+        limits = [getattr(model.config, "max_position_embeddings", 512), getattr(tokenizer, "model_max_length", 512)]
+        self.max_length = int(min(x for x in limits if isinstance(x, int) and 0 < x < 100_000))
+        self._torch = torch
+
+    def _length(self, a: str, b: str) -> int:
+        return len(self.tokenizer(a, b, truncation=False)["input_ids"])
+
+    def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores:
+        probs = np.full(len(pairs), np.nan, dtype=np.float64)
+        valid = [k for k, (a, b) in enumerate(pairs) if a.strip() and b.strip()]
+        truncated = [False] * len(pairs)
+        for k in valid:
+            if self._length(*pairs[k]) > self.max_length:
+                truncated[k] = True
+        torch = self._torch
+        for start in range(0, len(valid), self.batch_size):
+            idx = valid[start : start + self.batch_size]
+            enc = self.tokenizer(
+                [pairs[k][0] for k in idx],
+                [pairs[k][1] for k in idx],
+                padding=True,
+                truncation="longest_first",
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
+            enc = {key: value.to(self.device) for key, value in enc.items()}
+            with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+                logits = self._forward(enc).float()
+            probs[idx] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
+        return PairScores(probs, tuple(truncated))
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """P(B follows A) per pair; NaN for a pair with an empty sentence."""
+        return self.score_pairs_detailed(pairs).probabilities
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def _load_tokenizer(name: str, what: str) -> Any:
+    from transformers import AutoTokenizer
+
+    return load_hf(name, AutoTokenizer.from_pretrained, f"{what} tokenizer", " with --coherence-tokenizer")
+
+
+def load_bert_nsp(name: str = DEFAULT_NSP_MODEL, *, device: str = "auto", batch_size: int = 32) -> TransformerPairScorer:
+    """BERT with its next-sentence-prediction head (by hub id or local directory)."""
+    from transformers import BertForNextSentencePrediction
+
+    model = load_hf(name, BertForNextSentencePrediction.from_pretrained, "next-sentence model", " with --coherence-model PATH")
+    tokenizer = _load_tokenizer(name, "next-sentence model")
+    return TransformerPairScorer(f"bert-nsp:{name}", tokenizer, model, positive=0, device=device, batch_size=batch_size)
+
+
+def load_sequence_classifier(path: str | Path, *, device: str = "auto", batch_size: int = 32) -> TransformerPairScorer:
+    """A sequence-classification checkpoint directory (e.g. written by ``train-sop``)."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    path = Path(path)
+    config = AutoConfig.from_pretrained(path)
+    architectures = config.architectures or []
+    if any("NextSentencePrediction" in a or "ForPreTraining" in a for a in architectures):
+        return load_bert_nsp(str(path), device=device, batch_size=batch_size)
+    if getattr(config, "num_labels", 2) != 2:
+        raise CheckpointShapeError(f"{path}: expected a 2-label sentence-order classifier, found {config.num_labels} labels")
+    model = AutoModelForSequenceClassification.from_pretrained(path)
+    tokenizer = _load_tokenizer(str(path), "sentence-order classifier")
+    positive = int((config.label2id or {}).get("in_order", 1))
+    return TransformerPairScorer(f"sop:{path.name}", tokenizer, model, positive=positive, device=device, batch_size=batch_size)
+
+
+def _albert_config(state: dict[str, Any], opt: Any) -> Any:
+    from transformers import AlbertConfig
+
+    try:
+        vocab, embedding = state["albert_model.embeddings.word_embeddings.weight"].shape
+        hidden = state["albert_model.encoder.embedding_hidden_mapping_in.weight"].shape[0]
+        ffn = state["albert_model.encoder.albert_layer_groups.0.albert_layers.0.ffn.weight"].shape[0]
+        positions = state["albert_model.embeddings.position_embeddings.weight"].shape[0]
+    except KeyError as exc:
+        raise CheckpointShapeError(
+            f"not a RoViST-C checkpoint: missing {exc.args[0]!r}; expected an ALBERT encoder under 'albert_model.' "
+            "and a 'linear' head"
+        ) from None
+    layers, heads = _ALBERT_SHAPES.get(hidden, (12, max(1, hidden // 64)))
+    layers = int(getattr(opt, "num_hidden_layers", layers))
+    heads = int(getattr(opt, "num_attention_heads", heads))
+    return AlbertConfig(
+        vocab_size=vocab, embedding_size=embedding, hidden_size=hidden, num_hidden_layers=layers,
+        num_attention_heads=heads, intermediate_size=ffn, max_position_embeddings=positions,
+        hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+    )
+
+
+def load_rovist_c(
+    path: str | Path,
+    *,
+    tokenizer: str | None = None,
+    device: str = "auto",
+    batch_size: int = 32,
+) -> TransformerPairScorer:
+    """The RoViST-C checkpoint file (``{"opt": ..., "model": state_dict}``); see module doc.
+
+    The file holds no tokenizer: ``tokenizer`` (default ``albert-large-v1``) is a hub id or directory.
+    """
+    import torch
+    from torch import nn
+    from transformers import AlbertModel
+
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsUnavailableError(
+            f"RoViST-C checkpoint not found at {path}. Download the authors' checkpoint (see the RoViST "
+            "repository) and pass its path with --coherence-model rovist-c:PATH"
+        )
+    torch.serialization.add_safe_globals([argparse.Namespace])
+    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(checkpoint, dict) or "model" not in checkpoint:
+        raise CheckpointShapeError(f"{path}: expected a dict with 'opt' and 'model' (the RoViST-C format)")
+    state = checkpoint["model"]
+    opt = checkpoint.get("opt")
+    config = _albert_config(state, opt)
+    hidden = int(getattr(opt, "hidden_dim", config.hidden_size))
+    head_w = state.get("linear.weight")
+    if head_w is None or tuple(head_w.shape) != (2, config.hidden_size) or hidden != config.hidden_size:
+        found = None if head_w is None else tuple(head_w.shape)
+        raise CheckpointShapeError(
+            f"{path}: expected a linear head of shape (2, {config.hidden_size}) on the pooled ALBERT output "
+            f"(opt.hidden_dim={hidden}), found {found}"
+        )
+
+    class _RoViSTC(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.albert_model = AlbertModel(config)
+            self.dropout = nn.Dropout(float(getattr(opt, "dropout_prob", 0.0)))
+            self.linear = nn.Linear(config.hidden_size, 2)
+            self.config = config
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            pooled = self.albert_model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[1]
+            return self.linear(pooled)
+
+    model = _RoViSTC()
+    state = {k: v for k, v in state.items() if not k.endswith("embeddings.position_ids")}
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise CheckpointShapeError(f"{path}: does not match an ALBERT encoder + linear(hidden, 2) head: {exc}") from None
+    tok = _load_tokenizer(tokenizer or ROVIST_C_TOKENIZER, "RoViST-C (ALBERT)")
+    if len(tok) > config.vocab_size:
+        raise CheckpointShapeError(f"tokenizer has {len(tok)} tokens but the checkpoint embeds {config.vocab_size}")
+    return TransformerPairScorer(
+        f"rovist-c:{path.name}", tok, model, positive=1, device=device, batch_size=batch_size,
+        forward=lambda batch: model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")),
+    )
+
+
+def load_pair_scorer(
+    spec: str = "bert-nsp",
+    *,
+    tokenizer: str | None = None,
+    device: str = "auto",
+    batch_size: int = 32,
+) -> TransformerPairScorer:
+    """Load a scorer from a spec: ``bert-nsp[:NAME|PATH]``, ``rovist-c:PATH``, or a checkpoint directory."""
+    kind, _, arg = spec.partition(":")
+    if kind == "bert-nsp":
+        return load_bert_nsp(arg or DEFAULT_NSP_MODEL, device=device, batch_size=batch_size)
+    if kind == "rovist-c":
+        if not arg:
+            raise ValueError("rovist-c needs the checkpoint path: rovist-c:PATH")
+        return load_rovist_c(arg, tokenizer=tokenizer, device=device, batch_size=batch_size)
+    path = Path(spec)
+    if path.is_dir():
+        return load_sequence_classifier(path, device=device, batch_size=batch_size)
+    if path.is_file():
+        return load_rovist_c(path, tokenizer=tokenizer, device=device, batch_size=batch_size)
+    raise ValueError(
+        f"unknown coherence model {spec!r}: use bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, "
+        "or a checkpoint directory written by train-sop"
+    )
+
+
+def read_sop_meta(path: str | Path) -> dict[str, Any]:
+    """Training summary stored beside a train-sop checkpoint (empty when absent)."""
+    meta = Path(path) / SOP_META_FILE
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+def pairs_of(sentences: Sequence[str]) -> list[tuple[str, str]]:
+    """Adjacent sentence pairs ``(s_i, s_i+1)``."""
+    return list(zip(sentences, sentences[1:]))
