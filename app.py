@@ -11,7 +11,9 @@ import streamlit as st
 
 from vst_core.config import Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
-from vst_core.pipeline import score_story
+from vst_core.models.hub import WeightsUnavailableError
+from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer
+from vst_core.pipeline import Models, score_story
 from vst_core.viz import format_score, legend_html, redundancy_html
 
 SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
@@ -39,11 +41,17 @@ def load_path(path: str, mtime: float) -> tuple[StorySet | None, str | None]:
         return None, str(exc)
 
 
-@st.cache_data(show_spinner=False)
-def score_all(_story_set: StorySet, key: str, variant: str, n: int) -> list[dict]:
-    settings = Settings(metrics=("redundancy",), nr_variant=variant, nr_ngram=n)  # type: ignore[arg-type]
+@st.cache_resource(show_spinner="Loading the sentence-pair model…")
+def pair_scorer(spec: str, device: str) -> PairScorer:
+    """One scorer per process, keyed by its spec string and device."""
+    return load_pair_scorer(spec, device=device)
+
+
+@st.cache_data(show_spinner="Scoring…")
+def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[dict]:
+    models = Models(settings, pair_scorer=pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None)
     signature = settings.signature()
-    return [score_story(s, settings, signature) for s in _story_set]
+    return [score_story(s, settings, signature, models=models) for s in _story_set]
 
 
 with st.sidebar:
@@ -67,10 +75,27 @@ with st.sidebar:
         key="variant",
     )
     n = st.slider("n-gram window (intra part)", 2, 8, 4, key="ngram")
+    st.header("Coherence")
+    want_coherence = st.toggle("Score sentence pairs (needs model weights)", value=True, key="coherence")
+    coherence_model = st.text_input(
+        "Pair model", "bert-nsp", key="coherence_model",
+        help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
+    )
 
-settings = Settings(metrics=("redundancy",), nr_variant=variant, nr_ngram=n)  # type: ignore[arg-type]
+metrics = ("redundancy", "coherence") if want_coherence else ("redundancy",)
+settings = Settings(metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model)  # type: ignore[arg-type]
 st.title("Visual story evaluation")
-st.caption("Non-redundancy (RoViST-NR) of every story, with the spans that repeat. " + legend_html(), unsafe_allow_html=True)
+st.caption(
+    "Non-redundancy (RoViST-NR) with the spans that repeat, and the coherence (RoViST-C) of every "
+    "sentence transition. " + legend_html(),
+    unsafe_allow_html=True,
+)
+if want_coherence:
+    try:
+        pair_scorer(coherence_model, settings.device)
+    except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
+        st.warning(f"Coherence is off: {exc}", icon="⚠️")
+        settings = settings.with_(metrics=("redundancy",))
 
 if error:
     st.error(error)
@@ -82,7 +107,7 @@ if story_set is None:
 for problem in story_set.all_problems():
     (st.error if problem.severity == "error" else st.warning)(str(problem))
 
-records = score_all(story_set, f"{story_set.source}:{len(story_set)}", variant, n)
+records = score_all(story_set, f"{story_set.source}:{len(story_set)}", settings)
 by_id = {r["story_id"]: r for r in records}
 
 table = pd.DataFrame(
@@ -94,6 +119,7 @@ table = pd.DataFrame(
             "NR": r["metrics"].get("redundancy", {}).get("score"),
             "inter": r["metrics"].get("redundancy", {}).get("inter"),
             "intra": r["metrics"].get("redundancy", {}).get("intra"),
+            **({"coherence": r["metrics"].get("coherence", {}).get("score")} if "coherence" in settings.metrics else {}),
             "error": "; ".join(r["errors"].values()),
         }
         for r in records
@@ -101,7 +127,7 @@ table = pd.DataFrame(
 )
 st.subheader("Scores")
 st.dataframe(table, hide_index=True, width="stretch", column_config={
-    c: st.column_config.NumberColumn(format="%.3f") for c in ("NR", "inter", "intra")
+    c: st.column_config.NumberColumn(format="%.3f") for c in ("NR", "inter", "intra", "coherence")
 })
 
 for sequence_id, stories in story_set.sequences().items():
@@ -114,15 +140,18 @@ for sequence_id, stories in story_set.sequences().items():
         record = by_id[story.story_id]
         nr = record["metrics"].get("redundancy")
         with st.container(border=True):
-            head, score = st.columns([4, 1])
+            head, score, coh_col = st.columns([4, 1, 1])
             head.markdown(f"**{story.system}** · `{story.story_id}`")
             if nr is None:
                 score.metric("NR", "error")
                 st.error(record["errors"].get("redundancy", "not scored"))
                 continue
+            coh = record["metrics"].get("coherence")
             score.metric("NR", format_score(nr["score"]), help=f"inter {format_score(nr['inter'])} · intra {format_score(nr['intra'])}")
-            st.markdown(redundancy_html(story.sentences, nr), unsafe_allow_html=True)
-            for note in nr["notes"]:
+            if coh is not None:
+                coh_col.metric("coherence", format_score(coh["score"]), help=f"mean P(next follows) · {coh['model']}")
+            st.markdown(redundancy_html(story.sentences, nr, coh), unsafe_allow_html=True)
+            for note in [*nr["notes"], *(coh or {}).get("notes", [])]:
                 st.caption(note)
 
 st.divider()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from PIL import Image
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -29,3 +30,35 @@ def image_dir(tmp_path: Path) -> Path:
     for name, colour in (("a", "red"), ("b", "green"), ("c", "blue")):
         Image.new("RGB", (16, 12), colour).save(tmp_path / f"{name}.png")
     return tmp_path
+
+
+WORDS = (
+    "we went to the beach park then first finally later after that a dog cat ran sat saw big small red "
+    "water waves sun home ate cake played ball were was it and on in of . , ! ?"
+).split()
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tok")
+    vocab = folder / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("bert")
+    config = BertConfig(
+        vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=48,
+    )
+    BertForNextSentencePrediction(config).save_pretrained(folder)
+    BertTokenizerFast.from_pretrained(tokenizer_dir).save_pretrained(folder)
+    return folder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -61,3 +62,21 @@ def test_upload_unreadable_file_shows_message(at: AppTest) -> None:
     at.file_uploader(key="upload").set_value(("bad.json", b"\xff\xfe garbage", "application/json")).run()
     assert not at.exception
     assert any("not UTF-8" in e.value for e in at.error)
+
+
+def test_missing_weights_show_one_notice_and_the_rest_works(at: AppTest) -> None:
+    at.text_input(key="coherence_model").set_value("bert-nsp:no-such-org/no-such-bert").run()
+    assert not at.exception
+    notices = [w.value for w in at.warning if "Coherence is off" in w.value]
+    assert len(notices) == 1 and "fetch-models" in notices[0]
+    assert len(nr_column(at)) == 8  # non-redundancy still shown
+
+
+def test_coherence_chips_with_a_local_model(at: AppTest, tiny_bert: Path) -> None:
+    at.text_input(key="coherence_model").set_value(f"bert-nsp:{tiny_bert}").run()
+    assert not at.exception
+    df = at.dataframe[0].value
+    assert df["coherence"].between(0, 1).all()
+    html = "".join(m.value for m in at.markdown)
+    assert html.count("vst-weakest") == 8 and html.count('class="vst-coh') == 8 * 4
+    assert "coherence bert-nsp:" in at.caption[-1].value

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import write_jsonl
+from conftest import WORDS, write_jsonl
 from vst_core.__main__ import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
@@ -20,12 +20,6 @@ from vst_core.metrics.coherence import coherence
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
 from vst_core.pipeline import Models, score_story
-
-WORDS = (
-    "we went to the beach park then first finally later after that a dog cat ran sat saw big small red "
-    "water waves sun home ate cake played ball were was it and on in of . , ! ?"
-).split()
-
 
 # --------------------------------------------------------------------------- pure metric
 
@@ -63,32 +57,6 @@ def test_bad_probabilities() -> None:
 
 
 # --------------------------------------------------------------------------- tiny models
-
-
-@pytest.fixture(scope="module")
-def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import BertTokenizerFast
-
-    folder = tmp_path_factory.mktemp("tok")
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
-    BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True).save_pretrained(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def tiny_bert(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast
-
-    torch.manual_seed(0)
-    folder = tmp_path_factory.mktemp("bert")
-    config = BertConfig(
-        vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=48,
-    )
-    BertForNextSentencePrediction(config).save_pretrained(folder)
-    BertTokenizerFast.from_pretrained(tokenizer_dir).save_pretrained(folder)
-    return folder
 
 
 PAIRS = [

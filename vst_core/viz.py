@@ -32,8 +32,33 @@ def _mark(text: str, labels: list[list[str]], kinds: list[set[str]]) -> str:
     return "".join(out)
 
 
-def redundancy_html(sentences: Sequence[str], record: dict[str, Any] | None) -> str:
-    """Story sentences as HTML with repeated spans highlighted; hover says what they repeat."""
+def probability_colour(p: float) -> str:
+    """Red (0) through amber (0.5) to green (1), as a CSS hsl colour."""
+    return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
+
+
+def coherence_chip(pair: dict[str, Any], weakest: bool) -> str:
+    """A small badge between sentences i and i+1 with P(i+1 follows i)."""
+    p = pair.get("probability")
+    if p is None:
+        return '<span class="vst-coh" title="not scored (empty sentence)" style="color:#a0aec0">·?·</span>'
+    title = f"P(sentence {pair['to'] + 1} follows sentence {pair['from'] + 1}) = {p:.3f}"
+    if pair.get("truncated"):
+        title += " (pair truncated to the model's maximum length)"
+    mark = " ▼ weakest" if weakest else ""
+    border = "2px solid #1a202c" if weakest else "none"
+    return (
+        f'<span class="vst-coh{" vst-weakest" if weakest else ""}" title="{html.escape(title, quote=True)}" '
+        f'style="background:{probability_colour(p)};color:white;font-size:0.75em;padding:1px 6px;'
+        f'border-radius:9px;border:{border};white-space:nowrap">{p:.2f}{mark}</span>'
+    )
+
+
+def redundancy_html(
+    sentences: Sequence[str], record: dict[str, Any] | None, coherence: dict[str, Any] | None = None
+) -> str:
+    """Story sentences as HTML with repeated spans highlighted (hover says what they repeat) and,
+    given a coherence record, a probability chip between consecutive sentences."""
     labels = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record or {}).get("inter_repeats", []):
@@ -49,10 +74,14 @@ def redundancy_html(sentences: Sequence[str], record: dict[str, Any] | None) -> 
             for c in range(start, min(end, len(sentences[rep["sentence"]]))):
                 labels[rep["sentence"]][c].append(label)
                 kinds[rep["sentence"]][c].add("intra")
+    pairs = {p["from"]: p for p in (coherence or {}).get("pairs", [])}
+    weakest = (coherence or {}).get("weakest")
     parts = []
     for k, sentence in enumerate(sentences):
         body = _mark(sentence, labels[k], kinds[k])
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
+        if k in pairs:
+            parts.append(coherence_chip(pairs[k], weakest == k))
     return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
 
 
