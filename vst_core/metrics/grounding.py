@@ -1,0 +1,151 @@
+"""Visual grounding: GROOVIST, temporal misalignment, NP proportion, CLIPScore, RoViST-VG style.
+
+All functions take similarities already computed (raw cosines between L2-normalised CLIP
+embeddings); no model is loaded here.
+
+GROOVIST (Surikuchi et al. 2023, Eq. 2 and Algorithm 2), for noun phrases k = 1..N:
+
+    s_k  = 2.5 · max over all regions of all images of cos(np_k, region)
+    p_k  = s_k            if s_k >= θ        (penalty; without it p_k = s_k)
+         = s_k − θ        otherwise
+    c_k  = p_k · w_k      w_k: concreteness (or idf, or 1)
+    G    = Σ c_k / N,     bounded: tanh(G)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+CLIP_SCALE = 2.5
+
+#: θ presets of the reference configuration (mean NP score over each dataset).
+THETA_PRESETS: dict[str, float] = {
+    "VIST": 0.6159241924121119,
+    "AESOP": 0.5949957337433985,
+    "VWP": 0.6193549522736276,
+    "custom": 0.5,
+}
+
+
+def resolve_theta(value: str | float) -> float:
+    """A preset name (case-insensitive) or a number."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    for name, theta in THETA_PRESETS.items():
+        if value.strip().lower() == name.lower():
+            return theta
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"theta must be a number or one of {', '.join(THETA_PRESETS)}; got {value!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class GroovistScore:
+    """Story grounding. ``contributions[k]`` is c_k; ``None`` scores mean no noun phrase."""
+
+    score: float | None  # unbounded G
+    bounded: float | None  # tanh(G)
+    scores: tuple[float, ...]  # s_k (scaled)
+    contributions: tuple[float, ...]  # c_k
+    weights: tuple[float, ...]
+    theta: float
+    notes: tuple[str, ...]
+
+
+def groovist_score(
+    similarities: Sequence[float] | np.ndarray,
+    concreteness: Sequence[float] | np.ndarray | None,
+    theta: float,
+    *,
+    penalize: bool = True,
+    weight: bool = True,
+) -> GroovistScore:
+    """GROOVIST from each NP's best raw cosine; see module doc. ``weight=False`` sets w_k = 1."""
+    sims = np.asarray(similarities, dtype=np.float64).reshape(-1)
+    if not weight or concreteness is None:
+        weights = np.ones_like(sims)
+    else:
+        weights = np.asarray(concreteness, dtype=np.float64).reshape(-1)
+        if weights.shape != sims.shape:
+            raise ValueError(f"{sims.size} similarities but {weights.size} weights")
+    if sims.size == 0:
+        return GroovistScore(None, None, (), (), (), theta, ("no noun phrase: grounding is undefined",))
+    if np.isnan(sims).any():
+        raise ValueError("similarities contain NaN")
+    scores = CLIP_SCALE * sims
+    penalized = np.where(scores >= theta, scores, scores - theta) if penalize else scores
+    contributions = penalized * weights
+    g = float(contributions.mean())
+    return GroovistScore(
+        score=g,
+        bounded=math.tanh(g),
+        scores=tuple(float(x) for x in scores),
+        contributions=tuple(float(x) for x in contributions),
+        weights=tuple(float(x) for x in weights),
+        theta=theta,
+        notes=(),
+    )
+
+
+def theta_from_scores(best_cosines: Sequence[float] | np.ndarray) -> float:
+    """θ as GROOVIST defines it: the mean scaled NP score (2.5 · best cosine) over a dataset."""
+    values = np.asarray(best_cosines, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError("no noun phrase in the dataset: θ cannot be computed")
+    return float(CLIP_SCALE * values.mean())
+
+
+def temporal_misalignment(np_sentences: Sequence[int], matched_images: Sequence[int], n_sentences: int) -> tuple[float | None, tuple[float | None, ...]]:
+    """GROOVIST Eq. 3: t_i = share of sentence i's NPs whose best image j ≠ i; T = mean of t_i.
+
+    Sentences without NPs have t_i = None and are left out of T; T is None if no sentence has one.
+    """
+    counts = [0] * n_sentences
+    off = [0] * n_sentences
+    for s, j in zip(np_sentences, matched_images, strict=True):
+        counts[s] += 1
+        off[s] += int(j != s)
+    per = tuple(off[i] / counts[i] if counts[i] else None for i in range(n_sentences))
+    defined = [t for t in per if t is not None]
+    return (sum(defined) / len(defined) if defined else None), per
+
+
+def np_proportion(n_phrases: int, n_words: int) -> float | None:
+    """GROOVIST Eq. 4: P = #NPs / #words (None for a story without words)."""
+    return n_phrases / n_words if n_words else None
+
+
+def clipscore(cosines: Sequence[float] | np.ndarray) -> tuple[float | None, tuple[float, ...]]:
+    """CLIPScore per image–sentence pair, 2.5 · max(cos, 0) (Hessel et al. 2021), and the mean."""
+    values = tuple(float(CLIP_SCALE * max(c, 0.0)) for c in cosines)
+    return (sum(values) / len(values) if values else None), values
+
+
+def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
+    """RoViST-VG-style score with CLIP similarities (RoViST Eq. 2-3), not the RoViST-VG model:
+
+    S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  scaled = 2 / (1 + exp(−0.5 S)) − 1.
+    """
+    cos = np.asarray(best_cosines, dtype=np.float64)
+    weights = np.asarray(idf, dtype=np.float64)
+    if cos.size == 0:
+        return None, None
+    x = weights * cos
+    m = float(x.max())
+    s = m + math.log(float(np.exp(x - m).sum()))
+    return s, 2.0 / (1.0 + math.exp(-0.5 * s)) - 1.0
+
+
+def idf_table(documents: Sequence[Sequence[str]]) -> dict[str, float]:
+    """idf(t) = log(N / (1 + df(t))) over documents (each a list of terms)."""
+    n = len(documents)
+    df: dict[str, int] = {}
+    for doc in documents:
+        for term in set(doc):
+            df[term] = df.get(term, 0) + 1
+    return {t: math.log(n / (1 + d)) for t, d in df.items()}
