@@ -62,3 +62,26 @@ def tiny_bert(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     BertForNextSentencePrediction(config).save_pretrained(folder)
     BertTokenizerFast.from_pretrained(tokenizer_dir).save_pretrained(folder)
     return folder
+
+
+TINY_CLIP_CONFIG = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 16, "head_width": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(model-config JSON, checkpoint) of a tiny random open_clip model named vst-tiny-clip."""
+    import open_clip
+
+    folder = tmp_path_factory.mktemp("clip")
+    config = folder / "vst-tiny-clip.json"
+    config.write_text(json.dumps(TINY_CLIP_CONFIG))
+    open_clip.add_model_config(str(config))
+    torch.manual_seed(0)
+    model = open_clip.create_model("vst-tiny-clip")
+    checkpoint = folder / "tiny-clip.pt"
+    torch.save(model.state_dict(), checkpoint)
+    return config, checkpoint

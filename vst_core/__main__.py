@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,7 @@ from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_me
 from vst_core.data import StorySetError, read_story_set
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import DEFAULT_NSP_MODEL, CheckpointShapeError
-from vst_core.pipeline import ResumeMismatchError, score_story_set
+from vst_core.pipeline import Models, ResumeMismatchError, score_story_set
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -72,6 +73,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
     )
+    score.add_argument("--clip-model", default="ViT-B-32", help="open_clip architecture")
+    score.add_argument("--clip-pretrained", default="openai", help="open_clip pretrained tag")
+    score.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
+    score.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
+    score.add_argument(
+        "--theta", default="VIST",
+        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5) or a number",
+    )
+    score.add_argument(
+        "--regions", default=None, metavar="FILE|detector|grid",
+        help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
+        "Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: grid",
+    )
+    score.add_argument("--top-b", type=int, default=10, help="regions kept per image")
+    score.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
+    score.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
+    score.add_argument(
+        "--weighting", choices=("concreteness", "idf", "none"), default="concreteness",
+        help="NP weights: Brysbaert concreteness (GROOVIST), idf (ablation -C +idf) or none (-C)",
+    )
+    score.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
+    score.add_argument(
+        "--expressions", action="store_true",
+        help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
+    )
+    score.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     score.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where models run")
     score.add_argument("--batch-size", type=int, default=32, help="model batch size")
     score.add_argument(
@@ -145,6 +172,19 @@ def cmd_score(args: argparse.Namespace) -> int:
             coherence_repeat_zero=not args.keep_repeated_pairs,
             device=args.device,
             batch_size=args.batch_size,
+            clip_arch=args.clip_model,
+            clip_pretrained=args.clip_pretrained,
+            clip_checkpoint=args.clip_checkpoint,
+            clip_config=args.clip_config,
+            theta=args.theta,
+            regions="grid" if args.regions in (None, "grid") else "detector" if args.regions == "detector" else "csv",
+            regions_file=None if args.regions in (None, "grid", "detector") else args.regions,
+            top_b=args.top_b,
+            whole_image=args.whole_image,
+            penalize=not args.no_penalty,
+            weighting=args.weighting,
+            units="nouns" if args.nouns else "phrases",
+            expressions=args.expressions,
         )
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -179,13 +219,16 @@ def cmd_score(args: argparse.Namespace) -> int:
             args.out,
             overwrite=args.overwrite,
             progress=None if args.no_progress else _tqdm_progress,
+            models=Models(settings, cache_dir=args.cache_dir),
         )
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
+    except (WeightsUnavailableError, CheckpointShapeError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WEIGHTS
+    for problem in summary.problems[len(story_set.problems):]:
+        print(problem, file=sys.stderr)
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     skipped_lines = sum(1 for p in story_set.problems if p.kind == "line")
@@ -266,6 +309,7 @@ def cmd_fetch_models(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     if args.command == "score":
         return cmd_score(args)
     if args.command == "train-sop":

@@ -15,13 +15,19 @@ NRVariant = Literal["paper", "reference"]
 AVAILABLE_METRICS: dict[str, str] = {
     "redundancy": "RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
     "coherence": "RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
+    "grounding": "GROOVIST: noun phrases matched to image regions with CLIP, θ penalty, concreteness weights; "
+    "also temporal misalignment T and noun-phrase proportion P",
+    "clipscore": "CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
+    "rovist_vg": "RoViST-VG style: idf-weighted LogSumExp of each noun's best CLIP cosine (not the RoViST-VG model)",
 }
 
 #: Metrics that need model weights (the others run with nothing downloaded).
-MODEL_METRICS: frozenset[str] = frozenset({"coherence"})
+MODEL_METRICS: frozenset[str] = frozenset({"coherence", "grounding", "clipscore", "rovist_vg"})
+#: Metrics computed from CLIP embeddings.
+CLIP_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg"})
 
 #: Libraries whose versions can change a score; recorded in every signature.
-_VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy", "torch", "transformers")
+_VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy", "torch", "transformers", "open_clip_torch")
 
 
 class SettingsError(ValueError):
@@ -54,6 +60,19 @@ class Settings:
     coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
     coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
     coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
+    clip_arch: str = "ViT-B-32"
+    clip_pretrained: str | None = "openai"
+    clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
+    clip_config: str | None = None  # open_clip model-config JSON registering clip_arch
+    theta: str = "VIST"  # preset name (VIST, AESOP, VWP, custom) or a number
+    regions: Literal["grid", "csv", "detector"] = "grid"
+    regions_file: str | None = None
+    top_b: int = 10
+    whole_image: bool = False  # add the whole image to each image's regions
+    penalize: bool = True  # GROOVIST ablation -P when False
+    weighting: Literal["concreteness", "idf", "none"] = "concreteness"  # -C: none, -C +idf: idf
+    units: Literal["phrases", "nouns"] = "phrases"  # nouns: the "nouns instead of NPs" replacement
+    expressions: bool = False  # concreteness of whole phrases / multi-word expressions first
     device: str = "auto"
     batch_size: int = 32
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
@@ -66,8 +85,24 @@ class Settings:
             raise SettingsError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.batch_size < 1:
             raise SettingsError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.regions == "csv" and not self.regions_file:
+            raise SettingsError("regions 'csv' needs regions_file")
+        if self.top_b < 1:
+            raise SettingsError(f"top_b must be >= 1, got {self.top_b}")
+        from vst_core.metrics.grounding import resolve_theta
+
+        try:
+            resolve_theta(self.theta)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
+
+    @property
+    def theta_value(self) -> float:
+        from vst_core.metrics.grounding import resolve_theta
+
+        return resolve_theta(self.theta)
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
@@ -78,6 +113,21 @@ class Settings:
         data.pop("extra")
         for key in ("device", "batch_size"):  # change speed, not scores
             data.pop(key)
+        if "coherence" not in self.metrics:
+            for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero"):
+                data.pop(key)
+        if self.clip_checkpoint:
+            from vst_core.models.clip import checkpoint_signature
+
+            data["clip_checkpoint"] = checkpoint_signature(self.clip_arch, self.clip_checkpoint)
+            data["clip_pretrained"] = None
+        if not CLIP_METRICS & set(self.metrics):
+            for key in [k for k in data if k.startswith("clip_")] + [
+                "theta", "regions", "regions_file", "top_b", "whole_image", "penalize", "weighting", "units", "expressions",
+            ]:
+                data.pop(key)
+        else:
+            data["theta"] = self.theta_value
         data["metrics"] = list(self.metrics)
         return data
 
@@ -98,6 +148,13 @@ class Settings:
             parts.append(f"NR {self.nr_variant} n={self.nr_ngram}")
         if "coherence" in self.metrics:
             parts.append(f"coherence {self.coherence_model}")
+        if CLIP_METRICS & set(self.metrics):
+            clip = f"{self.clip_arch}/{'file' if self.clip_checkpoint else self.clip_pretrained}"
+            ablation = "".join(
+                [" -P" if not self.penalize else "", {"concreteness": "", "idf": " -C+idf", "none": " -C"}[self.weighting],
+                 " nouns" if self.units == "nouns" else ""]
+            )
+            parts.append(f"CLIP {clip} θ={self.theta_value:.4f} regions {self.regions} top{self.top_b}{ablation}")
         versions = sig["versions"]
         parts.append(f"vst-eval {versions.get('vst-eval', '?')}")
         return " · ".join(parts)

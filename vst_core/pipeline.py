@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from vst_core.config import Settings
-from vst_core.data import ScoresWriter, Story, StorySet, read_scores
+from vst_core.config import CLIP_METRICS, Settings
+from vst_core.data import Problem, ScoresWriter, Story, StorySet, read_scores
 from vst_core.metrics.coherence import coherence
 from vst_core.metrics.redundancy import NonRedundancy, non_redundancy
 from vst_core.models.pairs import PairScorer, PairScores, load_pair_scorer, pairs_of
@@ -83,9 +83,58 @@ def redundancy_record(result: NonRedundancy, tokens: list[list[Token]]) -> dict[
 class Models:
     """The models a run needs, loaded once on first use (or injected, e.g. tiny ones in tests)."""
 
-    def __init__(self, settings: Settings, *, pair_scorer: PairScorer | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        pair_scorer: PairScorer | None = None,
+        clip: Any = None,
+        cache: Any = None,
+        cache_dir: Path | None = None,
+    ) -> None:
         self.settings = settings
         self._pair_scorer = pair_scorer
+        self._clip = clip
+        self._cache = cache
+        self.cache_dir = cache_dir
+        self._grounders: dict[str, Any] = {}
+        self.problems: list[Problem] = []
+
+    @property
+    def clip(self) -> Any:
+        if self._clip is None:
+            from vst_core.models.clip import load_clip
+
+            s = self.settings
+            self._clip = load_clip(
+                s.clip_arch, s.clip_pretrained, checkpoint=s.clip_checkpoint, model_config=s.clip_config,
+                device=s.device, batch_size=max(s.batch_size, 64),
+            )
+        return self._clip
+
+    @property
+    def cache(self) -> Any:
+        if self._cache is None:
+            from vst_core.embeddings import EmbeddingCache, default_cache_dir
+
+            self._cache = EmbeddingCache((self.cache_dir or default_cache_dir()) / "embeddings.sqlite")
+        return self._cache
+
+    def grounder(self, root: Path) -> Any:
+        """One grounder per dataset folder (its regions and idf belong to that set)."""
+        key = str(root)
+        if key not in self._grounders:
+            from vst_core.grounder import Grounder
+            from vst_core.regions import Detector, read_regions_csv
+
+            s = self.settings
+            table = None
+            if s.regions == "csv" and s.regions_file:
+                table, problems = read_regions_csv(s.regions_file)
+                self.problems.extend(problems)
+            detector = Detector(self.clip.device) if s.regions == "detector" else None
+            self._grounders[key] = Grounder(s, self.clip, root=root, cache=self.cache, regions_table=table, detector=detector)
+        return self._grounders[key]
 
     @property
     def pair_scorer(self) -> PairScorer:
@@ -100,6 +149,8 @@ class Models:
         """Load every model the settings need now, so a missing one fails before any work."""
         if "coherence" in self.settings.metrics:
             _ = self.pair_scorer
+        if CLIP_METRICS & set(self.settings.metrics):
+            _ = self.clip
 
 
 def score_redundancy(story: Story, settings: Settings) -> dict[str, Any]:
@@ -143,6 +194,7 @@ def score_story(
     *,
     models: Models | None = None,
     pair_scores: PairScores | None = None,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     """Score one story with every metric of ``settings``; a failing metric becomes an error entry."""
     record: dict[str, Any] = {
@@ -158,6 +210,7 @@ def score_story(
         "signature": signature or settings.signature(),
     }
     blocking = [p.message for p in story.problems if p.kind == "empty" and p.severity == "error"]
+    clip_results: dict[str, Any] | None = None
     for name in settings.metrics:
         if blocking:
             record["errors"][name] = "; ".join(blocking)
@@ -175,6 +228,14 @@ def score_story(
                             f"coherence: pair {i + 1}->{i + 2} of story {story.story_id!r} is longer than the "
                             "model's maximum length and was truncated"
                         )
+            elif name in CLIP_METRICS:
+                if clip_results is None:
+                    models = models or Models(settings)
+                    grounder = models.grounder(root or Path("."))
+                    if not grounder.ready(story):
+                        grounder.prepare([story])
+                    clip_results = grounder.score(story)
+                record["metrics"][name] = clip_results[name]
             else:  # pragma: no cover - parse_metrics rejects unknown names
                 raise KeyError(name)
         except Exception as exc:  # a story that fails shows why; the run goes on
@@ -238,12 +299,17 @@ def score_story_set(
     models = models or Models(settings)
     if todo:
         models.load()
+        if CLIP_METRICS & set(settings.metrics):
+            grounder = models.grounder(story_set.root)
+            summary.problems.extend(str(p) for p in models.problems)
+            if settings.weighting == "idf" or "rovist_vg" in settings.metrics:
+                grounder.fit_idf(list(story_set))  # idf over the whole loaded set
     bar = progress(len(todo)) if progress else None
     try:
         with ScoresWriter(out) as writer:
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
-                _score_chunk(chunk, settings, signature, models, writer, summary)
+                _score_chunk(chunk, settings, signature, models, writer, summary, story_set.root)
                 if bar is not None:
                     bar.update(len(chunk))
     finally:
@@ -259,14 +325,23 @@ def _score_chunk(
     models: Models,
     writer: ScoresWriter,
     summary: RunSummary,
+    root: Path,
 ) -> None:
     pair_scores: dict[str, PairScores] = {}
     if "coherence" in settings.metrics:
         pair_scores = pair_scores_for([s for s in chunk if not s.is_empty], models.pair_scorer)
+    grounder = None
+    if CLIP_METRICS & set(settings.metrics):
+        grounder = models.grounder(root)
+        grounder.prepare([s for s in chunk if not s.is_empty])
     for story in chunk:
-        record = score_story(story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id))
+        record = score_story(
+            story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id), root=root
+        )
         writer.write(record)
         summary.scored += 1
         summary.warnings.extend(w for w in record["warnings"] if w.startswith("coherence:"))
         if record["errors"]:
             summary.failed.append(story.story_id)
+    if grounder is not None:
+        grounder.forget()

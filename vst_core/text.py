@@ -79,6 +79,8 @@ class NounPhrase:
     end: int
     surface: str
     root: str  # lemma of the syntactic head, for the "nouns instead of phrases" ablation
+    words: tuple[str, ...] = ()  # lower-cased words of ``text`` (punctuation excluded)
+    lemmas: tuple[str, ...] = ()  # their lemmas, for concreteness look-up
 
 
 def tokenize(sentence: str) -> list[Token]:
@@ -196,6 +198,8 @@ def noun_phrases(sentences: Sequence[str], nlp: Language | None = None) -> list[
                     end=end,
                     surface=sentences[index][start:end],
                     root=chunk.root.lemma_.lower(),
+                    words=tuple(t.lower_ for t in chunk if not t.is_punct),
+                    lemmas=tuple(t.lemma_.lower() for t in chunk if not t.is_punct),
                 )
             )
     return phrases

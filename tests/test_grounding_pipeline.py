@@ -1,0 +1,179 @@
+"""CLIP encoder, regions, cache and the grounding metrics end to end, with a tiny open_clip model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from conftest import SAMPLE, write_jsonl
+from vst_core.__main__ import main
+from vst_core.config import Settings
+from vst_core.data import read_scores, read_story_set
+from vst_core.embeddings import EmbeddingCache
+from vst_core.metrics.grounding import groovist_score
+from vst_core.models.clip import load_clip
+from vst_core.models.hub import WeightsUnavailableError
+from vst_core.pipeline import Models, score_story_set
+from vst_core.regions import grid_proposals, read_regions_csv, select_regions
+
+
+def settings_for(tiny_clip: tuple[Path, Path], **kw: object) -> Settings:
+    config, checkpoint = tiny_clip
+    base = dict(metrics=("grounding", "clipscore", "rovist_vg"), clip_arch="vst-tiny-clip",
+                clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
+    base.update(kw)
+    return Settings(**base)  # type: ignore[arg-type]
+
+
+def test_encoder_shapes_normalisation_and_batching(tiny_clip: tuple[Path, Path]) -> None:
+    config, checkpoint = tiny_clip
+    one = load_clip("vst-tiny-clip", checkpoint=checkpoint, model_config=config, device="cpu", batch_size=1)
+    many = load_clip("vst-tiny-clip", checkpoint=checkpoint, model_config=config, device="cpu", batch_size=32)
+    texts = [f"a photo of {k} dogs" for k in range(40)]
+    a, b = one.encode_text(texts), many.encode_text(texts)
+    assert a.shape == (40, 16) and a.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    rng = np.random.default_rng(0)
+    images = [Image.fromarray(rng.integers(0, 255, (20 + k, 30, 3), dtype=np.uint8)) for k in range(33)]
+    x, y = one.encode_images(images), many.encode_images(images)
+    assert x.shape == (33, 16)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(x, y, atol=1e-5)
+    modes = [Image.new(m, (24, 24)) for m in ("L", "RGBA", "CMYK", "P")]
+    assert one.encode_images(modes).shape == (4, 16)
+    assert one.signature.startswith("vst-tiny-clip/file:")
+
+
+def test_long_text_truncated_with_a_warning(tiny_clip: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:
+    config, checkpoint = tiny_clip
+    enc = load_clip("vst-tiny-clip", checkpoint=checkpoint, model_config=config, device="cpu")
+    with caplog.at_level(logging.WARNING):
+        enc.encode_text(["word " * 40])
+    assert "truncated to CLIP's context length 16" in caplog.text
+
+
+def test_missing_clip_weights_fail_fast() -> None:
+    with pytest.raises(WeightsUnavailableError, match=r"ViT-B-32/openai.*fetch-models.*--clip-checkpoint"):
+        load_clip("ViT-B-32", "openai", device="cpu")
+
+
+def test_regions_grid_csv_and_selection(tmp_path: Path) -> None:
+    boxes = grid_proposals(100, 80)
+    assert len(boxes) == 10 and all(0 <= b.x1 < b.x2 <= 100 and 0 <= b.y1 < b.y2 <= 80 for b in boxes)
+    chosen = select_regions(boxes, 100, 80, top_b=3, include_whole=True)
+    assert [b.label for b in chosen] == ["whole image", "top-left", "top-right", "bottom-left"]
+    path = tmp_path / "regions.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["image_name", "image_id", "bbox", "object", "score"])
+        w.writerow(["a.png", "1", "[1, 2, 10, 12]", "dog", "0.9"])
+        w.writerow(["a.png", "1", "[oops]", "cat", "0.8"])
+        w.writerow(["a.png", "1", "[1, 2, 3]", "cat", "0.7"])
+    table, problems = read_regions_csv(path)
+    assert [b.label for b in table["a.png"]] == ["dog"]
+    assert [p.line for p in problems] == [3, 4]
+
+
+def test_sample_end_to_end_records(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    settings = settings_for(tiny_clip)
+    out = tmp_path / "scores.jsonl"
+    summary = score_story_set(read_story_set(SAMPLE), settings, out, models=Models(settings, cache_dir=tmp_path / "cache"))
+    assert summary.failed == [] and summary.scored == 8
+    records, _ = read_scores(out)
+    for record in records:
+        g = record["metrics"]["grounding"]
+        assert -1 <= g["score"] <= 1 and g["theta"] == pytest.approx(0.6159241924121119)
+        assert 0 <= g["temporal_misalignment"] <= 1 and 0 < g["np_proportion"] < 1
+        for p in g["phrases"]:
+            start, end = p["span"]
+            assert record["sentences"][p["sentence"]][start:end] == p["surface"]
+            assert 0 <= p["image"] < 5 and len(p["box"]) == 4
+        recomputed = groovist_score([p["best_cosine"] for p in g["phrases"]], [p["weight"] for p in g["phrases"]], g["theta"])
+        assert recomputed.bounded == pytest.approx(g["score"])
+        assert len(record["metrics"]["clipscore"]["pairs"]) == 5
+        assert record["metrics"]["rovist_vg"]["nouns"]
+
+
+def test_cache_hits_and_model_signature_invalidation(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    settings = settings_for(tiny_clip, metrics=("grounding",))
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    stories = read_story_set(SAMPLE)
+    score_story_set(stories, settings, tmp_path / "a.jsonl", models=Models(settings, cache=cache))
+    first_misses = cache.misses
+    assert first_misses > 0
+    cache2 = EmbeddingCache(tmp_path / "emb.sqlite")
+    score_story_set(stories, settings, tmp_path / "b.jsonl", models=Models(settings, cache=cache2))
+    assert cache2.misses == 0 and cache2.hits == first_misses
+    a, b = read_scores(tmp_path / "a.jsonl")[0], read_scores(tmp_path / "b.jsonl")[0]
+    assert [r["metrics"] for r in a] == [r["metrics"] for r in b]
+    # another model (other weights -> other signature) must not reuse the vectors
+    import open_clip
+    import torch
+
+    config, _ = tiny_clip
+    torch.manual_seed(5)
+    other = tmp_path / "other.pt"
+    torch.save(open_clip.create_model("vst-tiny-clip").state_dict(), other)
+    s2 = settings.with_(clip_checkpoint=str(other))
+    cache3 = EmbeddingCache(tmp_path / "emb.sqlite")
+    score_story_set(stories, s2, tmp_path / "c.jsonl", models=Models(s2, cache=cache3))
+    assert cache3.hits == 0 and cache3.misses == first_misses
+    count, size = cache3.size()
+    assert count == 2 * first_misses and size > 0
+
+
+def test_bad_images_are_reported_per_story(tiny_clip: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, mode in (("gray.png", "L"), ("rgba.png", "RGBA"), ("cmyk.jpg", "CMYK"), ("ok.png", "RGB")):
+        Image.new(mode, (40, 30)).save(tmp_path / name)
+    Image.new("RGB", (60, 60), "red").save(tmp_path / "big.png")
+    (tmp_path / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    good = (tmp_path / "ok.png").read_bytes()
+    Image.new("RGB", (200, 200), "blue").save(tmp_path / "trunc.jpg")
+    data = (tmp_path / "trunc.jpg").read_bytes()
+    (tmp_path / "trunc.jpg").write_bytes(data[: len(data) // 2])
+    assert good
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # big.png (3600 px) is now a "bomb" (> 2x)
+    stories = [
+        {"story_id": "modes", "images": ["gray.png", "rgba.png", "cmyk.jpg"], "sentences": ["A gray sky.", "A dog."]},
+        {"story_id": "corrupt", "images": ["ok.png", "corrupt.png"], "sentences": ["A cat.", "A hat."]},
+        {"story_id": "truncated", "images": ["trunc.jpg"], "sentences": ["A blue wall."]},
+        {"story_id": "bomb", "images": ["big.png"], "sentences": ["A red wall."]},
+    ]
+    src = write_jsonl(tmp_path / "s.jsonl", stories)
+    settings = settings_for(tiny_clip, metrics=("grounding", "redundancy"))
+    ss = read_story_set(src, check_images=False)
+    score_story_set(ss, settings, tmp_path / "o.jsonl", models=Models(settings, cache=EmbeddingCache(None)))
+    records = {r["story_id"]: r for r in read_scores(tmp_path / "o.jsonl")[0]}
+    assert "grounding" in records["modes"]["metrics"]  # more images than sentences is fine
+    assert records["modes"]["metrics"]["grounding"]["temporal_misalignment"] is not None
+    assert "image 2: cannot read corrupt.png" in records["corrupt"]["errors"]["grounding"]
+    assert "cannot read trunc.jpg" in records["truncated"]["errors"]["grounding"]
+    assert "DecompressionBomb" in records["bomb"]["errors"]["grounding"]
+    for r in records.values():
+        assert "redundancy" in r["metrics"]  # the rest is still scored
+
+
+def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    Image.new("RGB", (40, 30), "green").save(tmp_path / "a.png")
+    Image.new("RGB", (40, 30), "white").save(tmp_path / "b.png")
+    regions = tmp_path / "regions.csv"
+    regions.write_text('image_name,image_id,bbox,object,score\na.png,1,"[0, 0, 20, 15]",tree,0.9\nzzz.png,9,"[0, 0, 5, 5]",x,0.5\na.png,1,"[5, 5]",bad,0.1\n')
+    src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "x", "images": ["a.png", "b.png"], "sentences": ["A green tree.", "Snow."]}])
+    out = tmp_path / "o.jsonl"
+    code = main(["score", str(src), "--out", str(out), "--metrics", "grounding", "--clip-model", "vst-tiny-clip",
+                 "--clip-checkpoint", str(tiny_clip[1]), "--clip-config", str(tiny_clip[0]), "--regions", str(regions),
+                 "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--device", "cpu"])
+    assert code == 0
+    (record,) = read_scores(out)[0]
+    g = record["metrics"]["grounding"]
+    assert any("no regions for b.png" in n for n in g["notes"])
+    assert record["signature"]["settings"]["regions"] == "csv"
+    boxes = {tuple(p["box"]) for p in g["phrases"] if p["image"] == 0}
+    assert boxes <= {(0.0, 0.0, 20.0, 15.0)}

@@ -1,0 +1,99 @@
+"""On-disk embedding cache keyed by model signature and content, shared by the CLI and the app.
+
+Keys: ``sha256(model signature | "image" | sha256(image bytes) | box)`` for regions and
+``sha256(model signature | "text" | text)`` for phrases, so a changed model never reuses
+stale vectors and the same image under another name is encoded once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("VST_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "vst-eval")
+    return Path(base)
+
+
+def file_hash(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def region_key(model: str, image_hash: str, box_key: str) -> str:
+    return hashlib.sha256(f"{model}|image|{image_hash}|{box_key}".encode()).hexdigest()
+
+
+def text_key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}|text|{text}".encode()).hexdigest()
+
+
+class EmbeddingCache:
+    """A SQLite file of float32 vectors by key (``:memory:``-like when ``path`` is None)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for key, dim, blob in self._db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
+                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
+                [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
+            )
+            self._db.commit()
+
+    def fetch(self, keys: Sequence[str], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+        """Vectors for ``keys`` in order; ``compute(indices)`` encodes only the missing ones."""
+        unique = list(dict.fromkeys(keys))
+        found = self.get_many(unique)
+        missing = [k for k in unique if k not in found]
+        self.hits += len(unique) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            first_index: dict[str, int] = {}
+            for i, k in enumerate(keys):
+                first_index.setdefault(k, i)
+            vectors = compute([first_index[k] for k in missing])
+            new = {k: vectors[n] for n, k in enumerate(missing)}
+            self.put_many(new)
+            found.update(new)
+        return np.stack([found[k] for k in keys]) if keys else np.zeros((0, 0), np.float32)
+
+    def size(self) -> tuple[int, int]:
+        """(number of vectors, bytes on disk)."""
+        with self._lock:
+            (count,) = self._db.execute("SELECT COUNT(*) FROM emb").fetchone()
+        return int(count), (self.path.stat().st_size if self.path and self.path.exists() else 0)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM emb")
+            self._db.commit()
+            self._db.execute("VACUUM")

@@ -1,0 +1,293 @@
+"""Grounding a batch of stories: decode images once, pick regions, encode what the cache lacks,
+then apply the pure formulas of :mod:`vst_core.metrics.grounding` story by story."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vst_core.concreteness import phrase_concreteness
+from vst_core.config import Settings
+from vst_core.data import Story, resolve_image
+from vst_core.embeddings import EmbeddingCache, file_hash, region_key, text_key
+from vst_core.metrics.grounding import (
+    clipscore,
+    groovist_score,
+    idf_table,
+    np_proportion,
+    rovist_vg,
+    temporal_misalignment,
+)
+from vst_core.models.clip import ClipEncoder
+from vst_core.regions import Box, Detector, grid_proposals, select_regions, whole_image
+from vst_core.text import NounPhrase, is_punctuation, noun_phrases, tokenize
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ImageEntry:
+    """One decoded image: its regions and their embeddings, or why it failed."""
+
+    path: Path
+    error: str | None = None
+    size: tuple[int, int] = (0, 0)
+    boxes: list[Box] = field(default_factory=list)
+    region_emb: np.ndarray | None = None  # (R, D)
+    whole_emb: np.ndarray | None = None  # (D,)
+    note: str | None = None
+
+
+def open_image(path: Path) -> Image.Image:
+    """Decode an image fully (Pillow's decompression-bomb guard stays on) as RGB."""
+    with Image.open(path) as im:
+        im.load()
+        return im.convert("RGB")
+
+
+class Grounder:
+    """Scores the CLIP metrics of stories; models and region tables are injected."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        encoder: ClipEncoder,
+        *,
+        root: Path,
+        cache: EmbeddingCache | None = None,
+        regions_table: dict[str, list[Box]] | None = None,
+        detector: Detector | None = None,
+    ) -> None:
+        self.settings = settings
+        self.encoder = encoder
+        self.root = root
+        self.cache = cache or EmbeddingCache(None)
+        self.regions_table = regions_table
+        self.detector = detector
+        self.images: dict[str, ImageEntry] = {}
+        self.phrases: dict[str, list[NounPhrase]] = {}
+        self.idf: dict[str, float] = {}
+        self._text: dict[str, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ preparation
+
+    def _units(self, phrases: list[NounPhrase]) -> list[tuple[str, NounPhrase]]:
+        """(text to embed, phrase) per unit; with units='nouns' the head lemma, de-duplicated."""
+        if self.settings.units == "phrases":
+            return [(p.text, p) for p in phrases]
+        seen: dict[str, NounPhrase] = {}
+        for p in phrases:
+            seen.setdefault(p.root, p)
+        return list(seen.items())
+
+    def fit_idf(self, stories: Sequence[Story]) -> None:
+        """idf over the loaded stories, of phrase units (for -C +idf) and of head nouns (RoViST-VG)."""
+        docs_units, docs_nouns = [], []
+        for story in stories:
+            phrases = self._phrases(story)
+            docs_units.append([u for u, _ in self._units(phrases)])
+            docs_nouns.append([p.root for p in phrases])
+        self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
+
+    def _phrases(self, story: Story) -> list[NounPhrase]:
+        if story.story_id not in self.phrases:
+            self.phrases[story.story_id] = noun_phrases(story.sentences)
+        return self.phrases[story.story_id]
+
+    def _image(self, ref: str) -> ImageEntry:
+        if ref in self.images:
+            return self.images[ref]
+        try:
+            path = resolve_image(self.root, ref)
+        except ValueError as exc:
+            entry = ImageEntry(Path(ref), error=str(exc))
+            self.images[ref] = entry
+            return entry
+        entry = ImageEntry(path)
+        self.images[ref] = entry
+        return entry
+
+    def prepare(self, stories: Sequence[Story]) -> None:
+        """Decode new images, choose their regions and encode every missing region and phrase."""
+        s = self.settings
+        model = self.encoder.signature
+        pending: list[tuple[ImageEntry, Image.Image]] = []
+        for story in stories:
+            for ref in story.images:
+                entry = self._image(ref)
+                if entry.error is not None or entry.region_emb is not None or any(e is entry for e, _ in pending):
+                    continue
+                try:
+                    image = open_image(entry.path)
+                except Exception as exc:  # missing, truncated, not an image, decompression bomb
+                    entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+                    continue
+                entry.size = image.size
+                pending.append((entry, image))
+        if pending:
+            self._regions(pending)
+            keys, crops = [], []
+            for entry, image in pending:
+                digest = file_hash(entry.path)
+                entry_keys = [region_key(model, digest, b.key()) for b in entry.boxes]
+                whole = whole_image(*entry.size)
+                keys.extend([*entry_keys, region_key(model, digest, whole.key())])
+                crops.extend([(image, b) for b in entry.boxes] + [(image, whole)])
+            vectors = self.cache.fetch(keys, lambda idx: self.encoder.encode_images([_crop(*crops[i]) for i in idx]))
+            at = 0
+            for entry, _ in pending:
+                n = len(entry.boxes)
+                entry.region_emb = vectors[at : at + n]
+                entry.whole_emb = vectors[at + n]
+                at += n + 1
+        texts: list[str] = []
+        for story in stories:
+            phrases = self._phrases(story)
+            texts.extend(u for u, _ in self._units(phrases))
+            if "rovist_vg" in s.metrics:
+                texts.extend(p.root for p in phrases)
+            if "clipscore" in s.metrics:
+                texts.extend(story.sentences)
+        texts = list(dict.fromkeys(t for t in texts if t))
+        texts = [t for t in texts if t not in self._text]
+        if texts:
+            vectors = self.cache.fetch([text_key(model, t) for t in texts], lambda idx: self.encoder.encode_text([texts[i] for i in idx]))
+            self._text.update(zip(texts, vectors))
+
+    def ready(self, story: Story) -> bool:
+        """Whether :meth:`prepare` has covered this story."""
+        if story.story_id not in self.phrases:
+            return False
+        entries = [self.images.get(ref) for ref in story.images]
+        return all(e is not None and (e.error is not None or e.region_emb is not None) for e in entries)
+
+    def _regions(self, pending: list[tuple[ImageEntry, Image.Image]]) -> None:
+        s = self.settings
+        detected: list[list[Box]] | None = None
+        if s.regions == "detector" and self.detector is not None:
+            detected = self.detector.boxes([im for _, im in pending], s.top_b)
+        for k, (entry, image) in enumerate(pending):
+            width, height = image.size
+            if s.regions == "csv":
+                boxes = (self.regions_table or {}).get(entry.path.name)
+                if not boxes:
+                    entry.note = f"no regions for {entry.path.name} in the regions file: weight-free proposals used"
+                    boxes = grid_proposals(width, height)
+            elif detected is not None:
+                boxes = detected[k] or grid_proposals(width, height)
+            else:
+                boxes = grid_proposals(width, height)
+            entry.boxes = select_regions(boxes, width, height, top_b=s.top_b, include_whole=s.whole_image)
+            if not entry.boxes:
+                entry.note = f"no usable box in {entry.path.name}: whole image used"
+                entry.boxes = [whole_image(width, height)]
+
+    def forget(self) -> None:
+        """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk."""
+        self.images.clear()
+        self.phrases.clear()
+        self._text.clear()
+
+    # ------------------------------------------------------------------ scoring
+
+    def score(self, story: Story) -> dict[str, dict[str, Any]]:
+        """Records of the CLIP metrics asked for; raises ValueError with the reason on a failed story."""
+        s = self.settings
+        if not story.images:
+            raise ValueError("story has no images")
+        entries = [self._image(ref) for ref in story.images]
+        failed = [f"image {k + 1}: {e.error}" for k, e in enumerate(entries) if e.error]
+        if failed:
+            raise ValueError("; ".join(failed))
+        notes = [e.note for e in entries if e.note]
+        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        owner = np.concatenate([[k] * len(e.boxes) for k, e in enumerate(entries)])
+        boxes = [b for e in entries for b in e.boxes]
+        out: dict[str, dict[str, Any]] = {}
+        phrases = self._phrases(story)
+        units = self._units(phrases)
+        n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
+
+        if "grounding" in s.metrics:
+            if units:
+                emb = np.stack([self._text[u] for u, _ in units])
+                sims = emb @ regions.T
+                best = sims.argmax(axis=1)
+                best_cos = sims[np.arange(len(units)), best]
+            else:
+                best, best_cos = np.zeros(0, int), np.zeros(0)
+            if s.weighting == "concreteness":
+                weights = [
+                    phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions)
+                    if s.units == "phrases" else phrase_concreteness([u], None, expressions=s.expressions)
+                    for u, p in units
+                ]
+            elif s.weighting == "idf":
+                weights = [self.idf.get(u, 0.0) for u, _ in units]
+            else:
+                weights = [1.0] * len(units)
+            g = groovist_score(best_cos, weights, s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
+            matched = [int(owner[j]) for j in best]
+            aligned = len(story.sentences) <= len(story.images)
+            T, per_sentence = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences)) if aligned else (None, ())
+            story_notes = list(g.notes) + notes
+            if not aligned:
+                story_notes.append("more sentences than images: temporal misalignment T is undefined")
+            out["grounding"] = {
+                "score": g.bounded,
+                "unbounded": g.score,
+                "theta": g.theta,
+                "temporal_misalignment": T,
+                "misalignment_per_sentence": list(per_sentence),
+                "np_proportion": np_proportion(len(units), n_words),
+                "phrases": [
+                    {
+                        "text": u,
+                        "surface": p.surface,
+                        "sentence": p.sentence,
+                        "span": [p.start, p.end],
+                        "best_cosine": float(best_cos[k]),
+                        "score": g.scores[k],
+                        "image": matched[k],
+                        "box": boxes[int(best[k])].as_list(),
+                        "box_label": boxes[int(best[k])].label,
+                        "weight": g.weights[k],
+                        "contribution": g.contributions[k],
+                        "positive": g.scores[k] >= g.theta or not s.penalize,
+                    }
+                    for k, (u, p) in enumerate(units)
+                ],
+                "notes": story_notes,
+            }
+        if "clipscore" in s.metrics:
+            n = min(len(story.sentences), len(entries))
+            cosines = [float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)]  # type: ignore[operator]
+            mean, each = clipscore(cosines)
+            cs_notes = [] if n == len(story.sentences) == len(entries) else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
+            out["clipscore"] = {"score": mean, "pairs": list(each), "notes": cs_notes}
+        if "rovist_vg" in s.metrics:
+            nouns = list(dict.fromkeys(p.root for p in phrases))
+            if nouns:
+                best_noun = (np.stack([self._text[n] for n in nouns]) @ regions.T).max(axis=1)
+                idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
+                raw, scaled = rovist_vg(best_noun, idf)
+            else:
+                best_noun, idf, raw, scaled = np.zeros(0), [], None, None
+            out["rovist_vg"] = {
+                "score": scaled,
+                "lse": raw,
+                "nouns": [{"noun": n, "best_cosine": float(c), "idf": w} for n, c, w in zip(nouns, best_noun, idf)],
+                "notes": ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"]
+                + ([] if nouns else ["no noun: undefined"]),
+            }
+        return out
+
+
+def _crop(image: Image.Image, box: Box) -> Image.Image:
+    return image.crop((int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2))))

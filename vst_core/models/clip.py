@@ -1,0 +1,189 @@
+"""CLIP encoder on open_clip: batched, L2-normalised text and image embeddings.
+
+Loaded by architecture + pretrained tag (default ``ViT-B-32`` / ``openai``, the model GROOVIST
+uses) or by a local checkpoint file; an extra architecture can be registered from an open_clip
+model-config JSON. Weights are taken from the local cache first; when they are absent and
+cannot be downloaded, loading fails at once with a message saying how to get them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vst_core.models.hub import WeightsUnavailableError, hub_reachable
+from vst_core.models.pairs import resolve_device
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ARCH = "ViT-B-32"
+DEFAULT_PRETRAINED = "openai"
+
+
+def _file_digest(path: Path, limit: int = 1 << 24) -> str:
+    """sha256 of the first 16 MiB and the size: a cheap, stable id for a checkpoint file."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        h.update(fh.read(limit))
+    h.update(str(path.stat().st_size).encode())
+    return h.hexdigest()[:12]
+
+
+def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
+    """``arch/file:<digest>`` of a local checkpoint (``arch/file:missing`` when absent)."""
+    path = Path(checkpoint)
+    return f"{arch}/file:{_file_digest(path) if path.is_file() else 'missing'}"
+
+
+def cached_pretrained_file(arch: str, tag: str) -> str | None:
+    """Local path of the weights of an open_clip (arch, tag), if already downloaded."""
+    import open_clip
+    from open_clip.pretrained import get_pretrained_cfg
+
+    cfg = get_pretrained_cfg(arch, tag)
+    if not cfg:
+        return None
+    hub = cfg.get("hf_hub", "")
+    if hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        repo, filename = os.path.split(hub)
+        names = [filename] if filename else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+        if filename.endswith(".bin"):
+            names.insert(0, filename[:-4] + ".safetensors")
+        for name in names:
+            found = try_to_load_from_cache(repo, name)
+            if isinstance(found, str):
+                return found
+    url = cfg.get("url", "")
+    if url:
+        target = Path(os.path.expanduser("~/.cache/clip")) / os.path.basename(url)
+        if target.is_file():
+            return str(target)
+    return None
+
+
+def clip_cache_hint() -> str:
+    from vst_core.models.hub import hf_cache_dir
+
+    return f"{hf_cache_dir()} (or ~/.cache/clip)"
+
+
+class ClipEncoder:
+    """Batched CLIP encoder; ``signature`` names the exact weights for caches and exports."""
+
+    def __init__(self, model: Any, preprocess: Any, tokenizer: Any, signature: str, *, device: str, batch_size: int = 64) -> None:
+        import torch
+
+        self.model = model.to(device).eval()
+        self.preprocess = preprocess
+        self.tokenizer = tokenizer
+        self.signature = signature
+        self.device = device
+        self.batch_size = batch_size
+        self.context_length = int(getattr(model, "context_length", 77) or 77)
+        self._torch = torch
+
+    def _text_length(self, text: str) -> int | None:
+        inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
+        encode = getattr(inner, "encode", None)
+        if encode is None:
+            return None
+        try:
+            return len(encode(text)) + 2  # start and end tokens
+        except Exception:
+            return None
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        """(N, D) float32, unit rows. Texts over the context length are truncated with a warning."""
+        torch = self._torch
+        for text in texts:
+            length = self._text_length(text)
+            if length is not None and length > self.context_length:
+                log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
+        chunks = []
+        for start in range(0, len(texts), self.batch_size):
+            tokens = self.tokenizer(list(texts[start : start + self.batch_size]), context_length=self.context_length).to(self.device)
+            with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+                emb = self.model.encode_text(tokens).float()
+            chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
+        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+
+    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
+        """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB)."""
+        torch = self._torch
+        chunks = []
+        for start in range(0, len(images), self.batch_size):
+            batch = torch.stack([self.preprocess(im.convert("RGB")) for im in images[start : start + self.batch_size]])
+            if self.device == "cuda":
+                batch = batch.pin_memory()
+            batch = batch.to(self.device, non_blocking=True)
+            with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+                emb = self.model.encode_image(batch).float()
+            chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
+        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+
+    @property
+    def embed_dim(self) -> int:
+        proj = getattr(self.model, "text_projection", None)
+        return int(proj.shape[-1]) if proj is not None else 512
+
+
+def load_clip(
+    arch: str = DEFAULT_ARCH,
+    pretrained: str | None = DEFAULT_PRETRAINED,
+    *,
+    checkpoint: str | Path | None = None,
+    model_config: str | Path | None = None,
+    device: str = "auto",
+    batch_size: int = 64,
+) -> ClipEncoder:
+    """Load an open_clip model by (arch, pretrained tag) or (arch, local checkpoint file)."""
+    import open_clip
+    from open_clip.pretrained import get_pretrained_cfg
+
+    if model_config is not None:
+        open_clip.add_model_config(str(model_config))
+    if arch not in open_clip.list_models():
+        raise ValueError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
+    device = resolve_device(device)
+    kwargs: dict[str, Any] = {"device": device}
+    if checkpoint is not None:
+        path = Path(checkpoint)
+        if not path.is_file():
+            raise WeightsUnavailableError(f"CLIP checkpoint not found: {path}")
+        pretrained_arg: str | None = str(path)
+        signature = checkpoint_signature(arch, path)
+    elif pretrained:
+        cfg = get_pretrained_cfg(arch, pretrained)
+        if not cfg:
+            tags = ", ".join(t for a, t in open_clip.list_pretrained() if a == arch) or "none"
+            raise ValueError(f"no pretrained tag {pretrained!r} for {arch}; known: {tags}")
+        signature = f"{arch}/{pretrained}"
+        local = cached_pretrained_file(arch, pretrained)
+        if local is not None:
+            pretrained_arg = local
+            kwargs["force_quick_gelu"] = bool(cfg.get("quick_gelu", False))
+            kwargs["force_preprocess_cfg"] = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
+        elif hub_reachable():
+            pretrained_arg = pretrained
+        else:
+            raise WeightsUnavailableError(
+                f"CLIP weights {arch}/{pretrained} are not in the local cache ({clip_cache_hint()}) and cannot be "
+                "downloaded from here. Either run `python -m vst_core fetch-models` on a connected machine "
+                "(same cache), or pass --clip-checkpoint PATH."
+            )
+    else:
+        raise ValueError("give a pretrained tag or a checkpoint path")
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained_arg, **kwargs)
+    except (RuntimeError, KeyError) as exc:
+        raise ValueError(f"CLIP weights do not fit architecture {arch}: {exc}") from None
+    tokenizer = open_clip.get_tokenizer(arch)
+    return ClipEncoder(model, preprocess, tokenizer, signature, device=device, batch_size=batch_size)

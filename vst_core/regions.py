@@ -1,0 +1,153 @@
+"""Candidate image regions: a regions CSV, an object detector, or weight-free proposals.
+
+Order of preference (the caller picks): (a) a CSV in the GROOVIST/RoViST layout
+``image_name,image_id,bbox,object,score`` with ``bbox`` = ``[x1, y1, x2, y2]`` in pixels and rows
+of an image ordered by detector score; (b) torchvision's Faster R-CNN when its weights are in
+the local torch cache; (c) ten fixed proposals (quadrants, halves, centre), so grounding
+always works. The first ``top_b`` regions of an image are used, plus the whole image if asked.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vst_core.data import Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """A region ``[x1, y1, x2, y2]`` in pixels, with the detector's label and score if any."""
+
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    label: str | None = None
+    score: float | None = None
+
+    def as_list(self) -> list[float]:
+        return [round(self.x1, 1), round(self.y1, 1), round(self.x2, 1), round(self.y2, 1)]
+
+    def key(self) -> str:
+        return ",".join(f"{v:.1f}" for v in (self.x1, self.y1, self.x2, self.y2))
+
+
+def whole_image(width: int, height: int) -> Box:
+    return Box(0, 0, width, height, "whole image")
+
+
+def grid_proposals(width: int, height: int) -> list[Box]:
+    """Ten weight-free regions: four quadrants, the centre, four halves, the central 3/4."""
+    w, h = float(width), float(height)
+    return [
+        Box(0, 0, w / 2, h / 2, "top-left"),
+        Box(w / 2, 0, w, h / 2, "top-right"),
+        Box(0, h / 2, w / 2, h, "bottom-left"),
+        Box(w / 2, h / 2, w, h, "bottom-right"),
+        Box(w / 4, h / 4, 3 * w / 4, 3 * h / 4, "centre"),
+        Box(0, 0, w, h / 2, "top half"),
+        Box(0, h / 2, w, h, "bottom half"),
+        Box(0, 0, w / 2, h, "left half"),
+        Box(w / 2, 0, w, h, "right half"),
+        Box(w / 8, h / 8, 7 * w / 8, 7 * h / 8, "central 3/4"),
+    ]
+
+
+def clip_box(box: Box, width: int, height: int) -> Box | None:
+    """The box clipped to the image; None when nothing of at least 2x2 pixels is left."""
+    x1, y1 = max(0.0, min(box.x1, box.x2)), max(0.0, min(box.y1, box.y2))
+    x2, y2 = min(float(width), max(box.x1, box.x2)), min(float(height), max(box.y1, box.y2))
+    if x2 - x1 < 2 or y2 - y1 < 2:
+        return None
+    return Box(x1, y1, x2, y2, box.label, box.score)
+
+
+def read_regions_csv(path: str | Path) -> tuple[dict[str, list[Box]], list[Problem]]:
+    """image name -> boxes in file order; malformed rows are reported with their line number."""
+    path = Path(path)
+    regions: dict[str, list[Box]] = {}
+    problems: list[Problem] = []
+    with path.open("r", encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        missing = {"image_name", "bbox"} - set(reader.fieldnames or [])
+        if missing:
+            raise ValueError(f"{path}: regions CSV needs columns image_name and bbox (missing {', '.join(sorted(missing))})")
+        for row in reader:
+            line = reader.line_num
+            try:
+                coords = json.loads(row["bbox"])
+                if not (isinstance(coords, list) and len(coords) == 4 and all(isinstance(c, (int, float)) for c in coords)):
+                    raise ValueError("bbox must be [x1, y1, x2, y2]")
+                score = float(row["score"]) if row.get("score") not in (None, "") else None
+            except (ValueError, TypeError) as exc:
+                problems.append(Problem(f"regions CSV: bad row ({exc}); skipped", "line", line=line))
+                continue
+            name = os.path.basename(row["image_name"].strip())
+            regions.setdefault(name, []).append(Box(*map(float, coords), label=row.get("object") or None, score=score))
+    return regions, problems
+
+
+def detector_weights_path() -> Path | None:
+    """Local file of torchvision's Faster R-CNN (ResNet-50 FPN v2) COCO weights, if downloaded."""
+    try:
+        import torch
+        from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+    except Exception:
+        return None
+    url = FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.url
+    path = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
+    return path if path.is_file() else None
+
+
+class Detector:
+    """torchvision Faster R-CNN (COCO), loaded only from local weights."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        import torch
+        from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights, fasterrcnn_resnet50_fpn_v2
+
+        path = detector_weights_path()
+        if path is None:
+            raise FileNotFoundError(
+                "Faster R-CNN weights are not in the torch cache "
+                f"({Path(torch.hub.get_dir()) / 'checkpoints'}); run `python -m vst_core fetch-models --detector` "
+                "on a connected machine, or use --regions FILE or the weight-free proposals"
+            )
+        weights = FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT
+        self.categories = weights.meta["categories"]
+        self.model = fasterrcnn_resnet50_fpn_v2(weights=None, weights_backbone=None)
+        self.model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        self.model.eval().to(device)
+        self.transform = weights.transforms()
+        self.device = device
+
+    def boxes(self, images: Sequence[Any], top_b: int) -> list[list[Box]]:
+        import torch
+
+        with torch.inference_mode():
+            out = self.model([self.transform(im.convert("RGB")).to(self.device) for im in images])
+        result = []
+        for det in out:
+            boxes = []
+            for (x1, y1, x2, y2), label, score in zip(det["boxes"].tolist(), det["labels"].tolist(), det["scores"].tolist()):
+                boxes.append(Box(x1, y1, x2, y2, self.categories[label], float(score)))
+            result.append(boxes[:top_b])
+        return result
+
+
+def select_regions(boxes: Sequence[Box], width: int, height: int, *, top_b: int, include_whole: bool) -> list[Box]:
+    """The first ``top_b`` valid boxes clipped to the image, the whole image first if asked."""
+    chosen = [whole_image(width, height)] if include_whole else []
+    for box in boxes:
+        if len(chosen) - int(include_whole) >= top_b:
+            break
+        clipped = clip_box(box, width, height)
+        if clipped is not None:
+            chosen.append(clipped)
+    return chosen
