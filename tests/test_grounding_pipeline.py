@@ -177,3 +177,22 @@ def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path,
     assert record["signature"]["settings"]["regions"] == "csv"
     boxes = {tuple(p["box"]) for p in g["phrases"] if p["image"] == 0}
     assert boxes <= {(0.0, 0.0, 20.0, 15.0)}
+
+
+def test_theta_from_dataset_and_cache_command(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--metrics", "grounding", "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]),
+            "--clip-config", str(tiny_clip[0]), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--device", "cpu"]
+    out = tmp_path / "o.jsonl"
+    assert main(["score", str(SAMPLE), "--out", str(out), "--theta", "dataset", *args]) == 0
+    records = read_scores(out)[0]
+    phrases = [p for r in records for p in r["metrics"]["grounding"]["phrases"]]
+    theta = records[0]["metrics"]["grounding"]["theta"]
+    assert theta == pytest.approx(2.5 * np.mean([p["best_cosine"] for p in phrases]))
+    assert records[0]["signature"]["settings"]["theta"] == pytest.approx(theta)
+    assert main(["score", str(SAMPLE), "--out", str(out), "--theta", "dataset", *args]) == 0  # resumes: same θ
+    assert len(read_scores(out)[0]) == 8
+    capsys.readouterr()
+    assert main(["cache", "--cache-dir", str(tmp_path / "cache")]) == 0
+    assert "embeddings" in capsys.readouterr().err
+    assert main(["cache", "--cache-dir", str(tmp_path / "cache"), "--clear"]) == 0
+    assert EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite").size()[0] == 0

@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
     score.add_argument(
         "--theta", default="VIST",
-        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5) or a number",
+        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
+        "'dataset' (the mean NP score over INPUT, computed first and recorded in the signature)",
     )
     score.add_argument(
         "--regions", default=None, metavar="FILE|detector|grid",
@@ -151,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Download and check the default weights into the Hugging Face cache, so later runs work offline.",
     )
     fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model to fetch")
+    fetch.add_argument("--clip-model", default="ViT-B-32", help="open_clip architecture to fetch")
+    fetch.add_argument("--clip-pretrained", default="openai", help="open_clip pretrained tag to fetch")
+    fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
+
+    cache = sub.add_parser("cache", help="report or clear the embedding cache")
+    cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
+    cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
     return parser
 
 
@@ -176,7 +184,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             clip_pretrained=args.clip_pretrained,
             clip_checkpoint=args.clip_checkpoint,
             clip_config=args.clip_config,
-            theta=args.theta,
+            theta="VIST" if args.theta == "dataset" else args.theta,
             regions="grid" if args.regions in (None, "grid") else "detector" if args.regions == "detector" else "csv",
             regions_file=None if args.regions in (None, "grid", "detector") else args.regions,
             top_b=args.top_b,
@@ -212,14 +220,22 @@ def cmd_score(args: argparse.Namespace) -> int:
     if not len(story_set):
         print(f"error: no story could be read from {args.input}", file=sys.stderr)
         return EXIT_INPUT
+    models = Models(settings, cache_dir=args.cache_dir)
     try:
+        if args.theta == "dataset":
+            from vst_core.pipeline import dataset_theta
+
+            theta, count = dataset_theta(story_set, models)
+            settings = settings.with_(theta=repr(theta))
+            models = Models(settings, clip=models.clip, cache=models.cache)
+            print(f"θ = {theta:.6f} (mean NP score over {count} phrases of {args.input})", file=sys.stderr)
         summary = score_story_set(
             story_set,
             settings,
             args.out,
             overwrite=args.overwrite,
             progress=None if args.no_progress else _tqdm_progress,
-            models=Models(settings, cache_dir=args.cache_dir),
+            models=models,
         )
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -304,6 +320,40 @@ def cmd_fetch_models(args: argparse.Namespace) -> int:
         [("We went to the beach.", "The waves were huge."), ("We went to the beach.", "Interest rates rose on Monday.")]
     )
     print(f"ok: {name} loads and scores (P(follows) {p_in:.3f} for a related pair, {p_out:.3f} for an unrelated one)", file=sys.stderr)
+
+    import open_clip
+
+    from vst_core.models.clip import load_clip
+
+    print(f"fetching CLIP {args.clip_model}/{args.clip_pretrained} ...", file=sys.stderr)
+    open_clip.create_model_and_transforms(args.clip_model, pretrained=args.clip_pretrained)
+    encoder = load_clip(args.clip_model, args.clip_pretrained, device="cpu")
+    text = encoder.encode_text(["a photo of a dog", "a photo of a rocket"])
+    print(f"ok: {encoder.signature} loads (text embeddings {text.shape}, cos {float(text[0] @ text[1]):.3f})", file=sys.stderr)
+    if args.detector:
+        from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+
+        FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)
+        from vst_core.regions import detector_weights_path
+
+        print(f"ok: detector weights at {detector_weights_path()}", file=sys.stderr)
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from vst_core.embeddings import EmbeddingCache, default_cache_dir
+
+    path = (args.cache_dir or default_cache_dir()) / "embeddings.sqlite"
+    if not path.exists():
+        print(f"no embedding cache at {path}", file=sys.stderr)
+        return 0
+    cache = EmbeddingCache(path)
+    count, size = cache.size()
+    if args.clear:
+        cache.clear()
+        print(f"cleared {count} embeddings from {path}", file=sys.stderr)
+    else:
+        print(f"{path}: {count} embeddings, {size / 1e6:.1f} MB", file=sys.stderr)
     return 0
 
 
@@ -316,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_train_sop(args)
     if args.command == "fetch-models":
         return cmd_fetch_models(args)
+    if args.command == "cache":
+        return cmd_cache(args)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the command
 
 

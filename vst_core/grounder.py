@@ -188,6 +188,17 @@ class Grounder:
                 entry.note = f"no usable box in {entry.path.name}: whole image used"
                 entry.boxes = [whole_image(width, height)]
 
+    def best_cosines(self, story: Story) -> list[float]:
+        """Each phrase unit's best raw cosine over the story's regions (for θ over a dataset)."""
+        entries = [self._image(ref) for ref in story.images]
+        if not story.images or any(e.error or e.region_emb is None for e in entries):
+            return []
+        units = self._units(self._phrases(story))
+        if not units:
+            return []
+        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        return list((np.stack([self._text[u] for u, _ in units]) @ regions.T).max(axis=1).astype(float))
+
     def forget(self) -> None:
         """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk."""
         self.images.clear()

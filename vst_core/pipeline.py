@@ -246,6 +246,22 @@ def score_story(
     return record
 
 
+def dataset_theta(story_set: StorySet, models: Models, chunk_size: int = 16) -> tuple[float, int]:
+    """θ as GROOVIST defines it, the mean scaled NP score over the loaded set: (θ, #phrases)."""
+    from vst_core.metrics.grounding import theta_from_scores
+
+    grounder = models.grounder(story_set.root)
+    stories = [s for s in story_set if not s.is_empty and s.images]
+    values: list[float] = []
+    for start in range(0, len(stories), chunk_size):
+        chunk = stories[start : start + chunk_size]
+        grounder.prepare(chunk)
+        for story in chunk:
+            values.extend(grounder.best_cosines(story))
+        grounder.forget()
+    return theta_from_scores(values), len(values)
+
+
 @dataclass
 class RunSummary:
     """What a scoring run did."""
