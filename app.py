@@ -12,9 +12,11 @@ import streamlit as st
 from vst_core.config import Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.models.hub import WeightsUnavailableError
+from vst_core.metrics.grounding import THETA_PRESETS
+from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer
 from vst_core.pipeline import Models, score_story
-from vst_core.viz import format_score, legend_html, redundancy_html
+from vst_core.viz import draw_box, format_score, legend_html, story_html
 
 SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
 
@@ -47,11 +49,29 @@ def pair_scorer(spec: str, device: str) -> PairScorer:
     return load_pair_scorer(spec, device=device)
 
 
+@st.cache_resource(show_spinner="Loading CLIP…")
+def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None, device: str) -> ClipEncoder:
+    """One CLIP encoder per process, keyed by its name strings and device."""
+    return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
+
+
 @st.cache_data(show_spinner="Scoring…")
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[dict]:
-    models = Models(settings, pair_scorer=pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None)
+    clip = None
+    if "grounding" in settings.metrics:
+        clip = clip_encoder(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device)
+    models = Models(
+        settings,
+        pair_scorer=pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None,
+        clip=clip,
+    )
     signature = settings.signature()
-    return [score_story(s, settings, signature, models=models) for s in _story_set]
+    stories = list(_story_set)
+    if clip is not None:
+        grounder = models.grounder(_story_set.root)
+        grounder.fit_idf(stories)
+        grounder.prepare([s for s in stories if not s.is_empty])
+    return [score_story(s, settings, signature, models=models, root=_story_set.root) for s in stories]
 
 
 with st.sidebar:
@@ -82,12 +102,26 @@ with st.sidebar:
         help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
     )
 
-metrics = ("redundancy", "coherence") if want_coherence else ("redundancy",)
-settings = Settings(metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model)  # type: ignore[arg-type]
+    st.header("Grounding")
+    want_grounding = st.toggle("GROOVIST with CLIP (needs model weights)", value=True, key="grounding")
+    clip_arch = st.text_input("CLIP architecture", "ViT-B-32", key="clip_arch")
+    clip_pretrained = st.text_input("Pretrained tag", "openai", key="clip_pretrained")
+    clip_checkpoint = st.text_input("…or local checkpoint file", "", key="clip_checkpoint").strip() or None
+    clip_config = st.text_input("open_clip model config (JSON, optional)", "", key="clip_config").strip() or None
+    theta_name = st.selectbox("θ", [*THETA_PRESETS, "value"], key="theta_name")
+    theta = str(st.number_input("θ value", 0.0, 2.5, 0.6, 0.01, key="theta_value")) if theta_name == "value" else theta_name
+
+metrics = tuple(
+    m for m, on in (("redundancy", True), ("coherence", want_coherence), ("grounding", want_grounding)) if on
+)
+settings = Settings(  # type: ignore[arg-type]
+    metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model, clip_arch=clip_arch,
+    clip_pretrained=clip_pretrained, clip_checkpoint=clip_checkpoint, clip_config=clip_config, theta=theta,
+)
 st.title("Visual story evaluation")
 st.caption(
-    "Non-redundancy (RoViST-NR) with the spans that repeat, and the coherence (RoViST-C) of every "
-    "sentence transition. " + legend_html(),
+    "Non-redundancy (RoViST-NR) with the spans that repeat, the coherence (RoViST-C) of every sentence "
+    "transition, and the grounding (GROOVIST) of every noun phrase: hover for details. " + legend_html(),
     unsafe_allow_html=True,
 )
 if want_coherence:
@@ -95,7 +129,13 @@ if want_coherence:
         pair_scorer(coherence_model, settings.device)
     except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
         st.warning(f"Coherence is off: {exc}", icon="⚠️")
-        settings = settings.with_(metrics=("redundancy",))
+        settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "coherence"))
+if want_grounding:
+    try:
+        clip_encoder(clip_arch, clip_pretrained, clip_checkpoint, clip_config, settings.device)
+    except (WeightsUnavailableError, ValueError, RuntimeError) as exc:
+        st.warning(f"Grounding is off: {exc}", icon="⚠️")
+        settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "grounding"))
 
 if error:
     st.error(error)
@@ -120,6 +160,13 @@ table = pd.DataFrame(
             "inter": r["metrics"].get("redundancy", {}).get("inter"),
             "intra": r["metrics"].get("redundancy", {}).get("intra"),
             **({"coherence": r["metrics"].get("coherence", {}).get("score")} if "coherence" in settings.metrics else {}),
+            **(
+                {
+                    "GROOVIST": r["metrics"].get("grounding", {}).get("score"),
+                    "T": r["metrics"].get("grounding", {}).get("temporal_misalignment"),
+                }
+                if "grounding" in settings.metrics else {}
+            ),
             "error": "; ".join(r["errors"].values()),
         }
         for r in records
@@ -127,7 +174,7 @@ table = pd.DataFrame(
 )
 st.subheader("Scores")
 st.dataframe(table, hide_index=True, width="stretch", column_config={
-    c: st.column_config.NumberColumn(format="%.3f") for c in ("NR", "inter", "intra", "coherence")
+    c: st.column_config.NumberColumn(format="%.3f") for c in ("NR", "inter", "intra", "coherence", "GROOVIST", "T")
 })
 
 for sequence_id, stories in story_set.sequences().items():
@@ -140,7 +187,7 @@ for sequence_id, stories in story_set.sequences().items():
         record = by_id[story.story_id]
         nr = record["metrics"].get("redundancy")
         with st.container(border=True):
-            head, score, coh_col = st.columns([4, 1, 1])
+            head, score, coh_col, g_col = st.columns([3, 1, 1, 1])
             head.markdown(f"**{story.system}** · `{story.story_id}`")
             if nr is None:
                 score.metric("NR", "error")
@@ -150,8 +197,26 @@ for sequence_id, stories in story_set.sequences().items():
             score.metric("NR", format_score(nr["score"]), help=f"inter {format_score(nr['inter'])} · intra {format_score(nr['intra'])}")
             if coh is not None:
                 coh_col.metric("coherence", format_score(coh["score"]), help=f"mean P(next follows) · {coh['model']}")
-            st.markdown(redundancy_html(story.sentences, nr, coh), unsafe_allow_html=True)
-            for note in [*nr["notes"], *(coh or {}).get("notes", [])]:
+            grd = record["metrics"].get("grounding")
+            if grd is not None:
+                g_col.metric(
+                    "GROOVIST", format_score(grd["score"]),
+                    help=f"unbounded {format_score(grd['unbounded'])} · θ {grd['theta']:.4f} · "
+                    f"T {format_score(grd['temporal_misalignment'])} · P {format_score(grd['np_proportion'])}",
+                )
+            elif "grounding" in record["errors"]:
+                g_col.metric("GROOVIST", "error", help=record["errors"]["grounding"])
+            st.markdown(story_html(story.sentences, nr, coh, grd), unsafe_allow_html=True)
+            if grd and grd["phrases"] and story.images_ok:
+                labels = [f"{p['surface']} → image {p['image'] + 1} ({p['contribution']:+.2f})" for p in grd["phrases"]]
+                pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.story_id}")
+                if pick is not None:
+                    p = grd["phrases"][labels.index(pick)]
+                    from PIL import Image
+
+                    with Image.open(story_set.image_path(story.images[p["image"]])) as im:
+                        st.image(draw_box(im, p["box"], p["text"]), width=360, caption=f"{p['text']}: best cosine {p['best_cosine']:.3f}")
+            for note in [*nr["notes"], *(coh or {}).get("notes", []), *(grd or {}).get("notes", [])]:
                 st.caption(note)
 
 st.divider()

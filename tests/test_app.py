@@ -80,3 +80,27 @@ def test_coherence_chips_with_a_local_model(at: AppTest, tiny_bert: Path) -> Non
     html = "".join(m.value for m in at.markdown)
     assert html.count("vst-weakest") == 8 and html.count('class="vst-coh') == 8 * 4
     assert "coherence bert-nsp:" in at.caption[-1].value
+
+
+def test_grounding_notice_without_clip_weights(at: AppTest) -> None:
+    notices = [w.value for w in at.warning if "Grounding is off" in w.value]
+    assert len(notices) == 1 and "--clip-checkpoint" in notices[0]
+
+
+def test_grounded_phrases_and_matched_region(at: AppTest, tiny_clip: tuple[Path, Path]) -> None:
+    config, checkpoint = tiny_clip
+    at.text_input(key="clip_arch").set_value("vst-tiny-clip")
+    at.text_input(key="clip_config").set_value(str(config))
+    at.text_input(key="clip_checkpoint").set_value(str(checkpoint)).run()
+    assert not at.exception
+    assert not [w for w in at.warning if "Grounding is off" in w.value]
+    df = at.dataframe[0].value
+    assert df["GROOVIST"].between(-1, 1).all() and df["T"].between(0, 1).all()
+    html = "".join(m.value for m in at.markdown)
+    assert 'class="vst-np"' in html and "matched image" in html
+    images_before = len(at.get("image"))
+    box = at.selectbox(key="np-space-grounded")
+    box.set_value(box.options[0]).run()
+    assert not at.exception
+    assert len(at.get("image")) == images_before + 1
+    assert "θ=0.6159" in at.caption[-1].value

@@ -10,24 +10,36 @@ INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
 INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
 
 
-def _mark(text: str, labels: list[list[str]], kinds: list[set[str]]) -> str:
-    """Wrap runs of characters that share the same labels in a highlighted ``<mark>``."""
+def contribution_colour(c: float) -> str:
+    """Diverging colour for a GROOVIST contribution: blue positive, red negative."""
+    if c >= 0:
+        return f"rgba(43, 108, 176, {min(1.0, 0.25 + c / 3):.2f})"
+    return f"rgba(197, 48, 48, {min(1.0, 0.35 + -c):.2f})"
+
+
+def _render(text: str, labels: list[list[str]], kinds: list[set[str]], phrase: list[int | None], phrase_info: list[tuple[str, str]]) -> str:
+    """Runs of characters with the same repeat labels and phrase, as nested highlighted spans."""
     out: list[str] = []
     i = 0
     while i < len(text):
         j = i + 1
-        while j < len(text) and labels[j] == labels[i] and kinds[j] == kinds[i]:
+        while j < len(text) and labels[j] == labels[i] and kinds[j] == kinds[i] and phrase[j] == phrase[i]:
             j += 1
         chunk = html.escape(text[i:j])
         if labels[i]:
             colour = INTRA_COLOUR if "intra" in kinds[i] else INTER_COLOUR
             title = html.escape(" | ".join(labels[i]), quote=True)
-            out.append(
+            chunk = (
                 f'<mark class="vst-repeat" style="background:{colour};padding:0 1px;border-radius:3px" '
                 f'title="{title}">{chunk}</mark>'
             )
-        else:
-            out.append(chunk)
+        if phrase[i] is not None:
+            colour, title = phrase_info[phrase[i]]  # type: ignore[index]
+            chunk = (
+                f'<span class="vst-np" data-phrase="{phrase[i]}" style="border-bottom:3px solid {colour};'
+                f'padding-bottom:1px" title="{html.escape(title, quote=True)}">{chunk}</span>'
+            )
+        out.append(chunk)
         i = j
     return "".join(out)
 
@@ -54,11 +66,15 @@ def coherence_chip(pair: dict[str, Any], weakest: bool) -> str:
     )
 
 
-def redundancy_html(
-    sentences: Sequence[str], record: dict[str, Any] | None, coherence: dict[str, Any] | None = None
+def story_html(
+    sentences: Sequence[str],
+    record: dict[str, Any] | None,
+    coherence: dict[str, Any] | None = None,
+    grounding: dict[str, Any] | None = None,
 ) -> str:
-    """Story sentences as HTML with repeated spans highlighted (hover says what they repeat) and,
-    given a coherence record, a probability chip between consecutive sentences."""
+    """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
+    underlined by grounding contribution (hover: score, concreteness, matched image), and a
+    coherence chip between consecutive sentences."""
     labels = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record or {}).get("inter_repeats", []):
@@ -74,11 +90,23 @@ def redundancy_html(
             for c in range(start, min(end, len(sentences[rep["sentence"]]))):
                 labels[rep["sentence"]][c].append(label)
                 kinds[rep["sentence"]][c].add("intra")
+    phrase = [[None for _ in s] for s in sentences]
+    phrase_info: list[tuple[str, str]] = []
+    for k, p in enumerate((grounding or {}).get("phrases", [])):
+        start, end = p["span"]
+        sign = "grounded" if p["positive"] else "below θ"
+        phrase_info.append((
+            contribution_colour(p["contribution"]),
+            f"{p['text']}: contribution {p['contribution']:+.3f} ({sign}) · score {p['score']:.3f} · "
+            f"concreteness {p['weight']:.2f} · matched image {p['image'] + 1}, {p.get('box_label') or 'box'} {p['box']}",
+        ))
+        for c in range(start, min(end, len(sentences[p["sentence"]]))):
+            phrase[p["sentence"]][c] = k  # type: ignore[call-overload]
     pairs = {p["from"]: p for p in (coherence or {}).get("pairs", [])}
     weakest = (coherence or {}).get("weakest")
     parts = []
     for k, sentence in enumerate(sentences):
-        body = _mark(sentence, labels[k], kinds[k])
+        body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
         if k in pairs:
             parts.append(coherence_chip(pairs[k], weakest == k))
@@ -88,8 +116,23 @@ def redundancy_html(
 def legend_html() -> str:
     return (
         f'<span style="background:{INTER_COLOUR};padding:0 4px;border-radius:3px">repeats an earlier sentence</span> '
-        f'<span style="background:{INTRA_COLOUR};padding:0 4px;border-radius:3px">repeats inside the sentence</span>'
+        f'<span style="background:{INTRA_COLOUR};padding:0 4px;border-radius:3px">repeats inside the sentence</span> '
+        f'<span style="border-bottom:3px solid {contribution_colour(2)}">grounded phrase</span> '
+        f'<span style="border-bottom:3px solid {contribution_colour(-0.5)}">phrase below θ</span>'
     )
+
+
+def draw_box(image: Any, box: Sequence[float], label: str) -> Any:
+    """A copy of a PIL image with ``box`` outlined and labelled."""
+    from PIL import ImageDraw
+
+    out = image.convert("RGB").copy()
+    draw = ImageDraw.Draw(out)
+    width = max(2, round(min(out.size) / 100))
+    draw.rectangle(list(box), outline=(255, 215, 0), width=width)
+    draw.rectangle([box[0], box[1], box[0] + 7 * len(label) + 6, box[1] + 14], fill=(255, 215, 0))
+    draw.text((box[0] + 3, box[1] + 1), label, fill=(0, 0, 0))
+    return out
 
 
 def format_score(value: float | None, digits: int = 3) -> str:
