@@ -131,3 +131,17 @@ def test_console_script_equals_module(tmp_path: Path) -> None:
         pytest.skip("package not installed with pip install -e . (no vst script next to this python)")
     console = subprocess.run([script, "score", "--help"], capture_output=True, text=True)
     assert console.stdout.replace("vst_core", "vst") == module.stdout.replace("vst_core", "vst")
+
+
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("score", "train-sop", "fetch-models", "cache"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--help"])
+        assert exc.value.code == 0
+        assert "usage: vst " + command in capsys.readouterr().out
+
+
+def test_fetch_models_offline_says_so(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["fetch-models"]) == 4
+    assert "cannot be reached" in capsys.readouterr().err
