@@ -15,6 +15,7 @@ from vst_core.models.hub import WeightsUnavailableError
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer
+from vst_core.grounder import rescore_grounding
 from vst_core.pipeline import Models, score_story
 from vst_core.viz import draw_box, format_score, legend_html, story_html
 
@@ -108,8 +109,13 @@ with st.sidebar:
     clip_pretrained = st.text_input("Pretrained tag", "openai", key="clip_pretrained")
     clip_checkpoint = st.text_input("…or local checkpoint file", "", key="clip_checkpoint").strip() or None
     clip_config = st.text_input("open_clip model config (JSON, optional)", "", key="clip_config").strip() or None
-    theta_name = st.selectbox("θ", [*THETA_PRESETS, "value"], key="theta_name")
-    theta = str(st.number_input("θ value", 0.0, 2.5, 0.6, 0.01, key="theta_value")) if theta_name == "value" else theta_name
+    theta_name = st.selectbox("θ preset", [*THETA_PRESETS, "slider"], key="theta_name")
+    theta = (
+        str(st.slider("θ", 0.0, 1.5, 0.6, 0.005, key="theta_value", help="re-renders from cached similarities"))
+        if theta_name == "slider" else theta_name
+    )
+    penalize = st.checkbox("Penalty below θ (untick: ablation −P)", value=True, key="penalize")
+    use_weights = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness")
 
 metrics = tuple(
     m for m, on in (("redundancy", True), ("coherence", want_coherence), ("grounding", want_grounding)) if on
@@ -117,6 +123,7 @@ metrics = tuple(
 settings = Settings(  # type: ignore[arg-type]
     metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model, clip_arch=clip_arch,
     clip_pretrained=clip_pretrained, clip_checkpoint=clip_checkpoint, clip_config=clip_config, theta=theta,
+    penalize=penalize, weighting="concreteness" if use_weights else "none",
 )
 st.title("Visual story evaluation")
 st.caption(
@@ -147,7 +154,25 @@ if story_set is None:
 for problem in story_set.all_problems():
     (st.error if problem.severity == "error" else st.warning)(str(problem))
 
-records = score_all(story_set, f"{story_set.source}:{len(story_set)}", settings)
+# θ, the penalty and the weighting only re-aggregate stored similarities: models run once per base setting.
+base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
+records = score_all(story_set, f"{story_set.source}:{len(story_set)}", base)
+if base != settings:
+    signature = settings.signature()
+    records = [
+        {
+            **r,
+            "signature": signature,
+            "metrics": {
+                **r["metrics"],
+                **(
+                    {"grounding": rescore_grounding(r["metrics"]["grounding"], settings.theta_value, penalize=penalize, weight=use_weights)}
+                    if "grounding" in r["metrics"] else {}
+                ),
+            },
+        }
+        for r in records
+    ]
 by_id = {r["story_id"]: r for r in records}
 
 table = pd.DataFrame(

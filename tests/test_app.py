@@ -104,3 +104,27 @@ def test_grounded_phrases_and_matched_region(at: AppTest, tiny_clip: tuple[Path,
     assert not at.exception
     assert len(at.get("image")) == images_before + 1
     assert "θ=0.6159" in at.caption[-1].value
+
+
+def test_theta_and_ablations_rerender_without_models(at: AppTest, tiny_clip: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    config, checkpoint = tiny_clip
+    at.text_input(key="clip_arch").set_value("vst-tiny-clip")
+    at.text_input(key="clip_config").set_value(str(config))
+    at.text_input(key="clip_checkpoint").set_value(str(checkpoint)).run()
+    before = dict(zip(at.dataframe[0].value["story"], at.dataframe[0].value["GROOVIST"]))
+    import vst_core.grounder as grounder
+
+    def no_encoding(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model ran")
+
+    monkeypatch.setattr(grounder.Grounder, "prepare", no_encoding)
+    at.selectbox(key="theta_name").set_value("slider").run()
+    at.slider(key="theta_value").set_value(1.2).run()
+    assert not at.exception
+    after = dict(zip(at.dataframe[0].value["story"], at.dataframe[0].value["GROOVIST"]))
+    assert all(after[k] < before[k] for k in before)  # a higher θ pushes phrases below it
+    assert "θ=1.2000" in at.caption[-1].value
+    at.checkbox(key="penalize").uncheck().run()
+    at.checkbox(key="concreteness").uncheck().run()
+    assert not at.exception
+    assert "-P -C" in at.caption[-1].value

@@ -196,3 +196,19 @@ def test_theta_from_dataset_and_cache_command(tiny_clip: tuple[Path, Path], tmp_
     assert "embeddings" in capsys.readouterr().err
     assert main(["cache", "--cache-dir", str(tmp_path / "cache"), "--clear"]) == 0
     assert EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite").size()[0] == 0
+
+
+def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    from vst_core.grounder import rescore_grounding
+
+    cache = EmbeddingCache(None)
+    stories = read_story_set(SAMPLE)
+    base = settings_for(tiny_clip, metrics=("grounding",))
+    other = base.with_(theta="0.9", penalize=False, weighting="none")
+    score_story_set(stories, base, tmp_path / "a.jsonl", models=Models(base, cache=cache))
+    score_story_set(stories, other, tmp_path / "b.jsonl", models=Models(other, cache=cache))
+    for a, b in zip(read_scores(tmp_path / "a.jsonl")[0], read_scores(tmp_path / "b.jsonl")[0]):
+        re = rescore_grounding(a["metrics"]["grounding"], 0.9, penalize=False, weight=False)
+        want = b["metrics"]["grounding"]
+        assert re["score"] == pytest.approx(want["score"])
+        assert [p["contribution"] for p in re["phrases"]] == pytest.approx([p["contribution"] for p in want["phrases"]])

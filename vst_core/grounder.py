@@ -300,5 +300,22 @@ class Grounder:
         return out
 
 
+def rescore_grounding(record: dict[str, Any], theta: float, *, penalize: bool, weight: bool) -> dict[str, Any]:
+    """A grounding record re-aggregated with another θ / penalty / weighting from its stored best
+    cosines and weights: no model runs. Matched images, boxes and T do not depend on these."""
+    phrases = record.get("phrases", [])
+    g = groovist_score([p["best_cosine"] for p in phrases], [p["weight"] for p in phrases], theta, penalize=penalize, weight=weight)
+    return {
+        **record,
+        "score": g.bounded,
+        "unbounded": g.score,
+        "theta": theta,
+        "phrases": [
+            {**p, "contribution": g.contributions[k], "positive": g.scores[k] >= theta or not penalize}
+            for k, p in enumerate(phrases)
+        ],
+    }
+
+
 def _crop(image: Image.Image, box: Box) -> Image.Image:
     return image.crop((int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2))))
