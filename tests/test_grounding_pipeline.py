@@ -160,7 +160,7 @@ def test_bad_images_are_reported_per_story(tiny_clip: tuple[Path, Path], tmp_pat
         assert "redundancy" in r["metrics"]  # the rest is still scored
 
 
-def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     Image.new("RGB", (40, 30), "green").save(tmp_path / "a.png")
     Image.new("RGB", (40, 30), "white").save(tmp_path / "b.png")
     regions = tmp_path / "regions.csv"
@@ -171,6 +171,8 @@ def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path,
                  "--clip-checkpoint", str(tiny_clip[1]), "--clip-config", str(tiny_clip[0]), "--regions", str(regions),
                  "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--device", "cpu"])
     assert code == 0
+    err = capsys.readouterr().err
+    assert "names 1 image(s) not in the story set (zzz.png)" in err and "line 4" in err
     (record,) = read_scores(out)[0]
     g = record["metrics"]["grounding"]
     assert any("no regions for b.png" in n for n in g["notes"])

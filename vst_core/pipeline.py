@@ -318,6 +318,14 @@ def score_story_set(
         if CLIP_METRICS & set(settings.metrics):
             grounder = models.grounder(story_set.root)
             summary.problems.extend(str(p) for p in models.problems)
+            if grounder.regions_table:
+                used = {Path(ref).name for story in story_set for ref in story.images}
+                unknown = sorted(set(grounder.regions_table) - used)
+                if unknown:
+                    shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+                    summary.problems.append(
+                        f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored"
+                    )
             if settings.weighting == "idf" or "rovist_vg" in settings.metrics:
                 grounder.fit_idf(list(story_set))  # idf over the whole loaded set
     bar = progress(len(todo)) if progress else None
