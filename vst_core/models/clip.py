@@ -43,7 +43,6 @@ def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
 
 def cached_pretrained_file(arch: str, tag: str) -> str | None:
     """Local path of the weights of an open_clip (arch, tag), if already downloaded."""
-    import open_clip
     from open_clip.pretrained import get_pretrained_cfg
 
     cfg = get_pretrained_cfg(arch, tag)
