@@ -1,47 +1,78 @@
-"""The dashboard in streamlit's AppTest: sample, variants, uploads good and bad."""
+"""The dashboard in streamlit's AppTest: both pages, sample, uploads, models present and absent."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-APP = str(ROOT / "app.py")
+PAGES = {"inspect": str(ROOT / "app.py"), "dataset": str(ROOT / "pages" / "dataset.py")}
+
+
+def make(page: str = "inspect", **widgets: Any) -> AppTest:
+    """A fresh run of a page with sidebar widgets preset by key."""
+    app = AppTest.from_file(PAGES[page], default_timeout=90)
+    for key, value in widgets.items():
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def tiny_clip_widgets(tiny_clip: tuple[Path, Path]) -> dict[str, str]:
+    config, checkpoint = tiny_clip
+    return {"clip_arch": "vst-tiny-clip", "clip_config": str(config), "clip_checkpoint": str(checkpoint)}
+
+
+def table(app: AppTest) -> pd.DataFrame:
+    assert app.title[0].value == "Dataset"
+    return app.dataframe[0].value
 
 
 @pytest.fixture
 def at() -> AppTest:
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.run()
-    return app
+    return make()
 
 
-def nr_column(app: AppTest) -> dict[str, float]:
-    df = app.dataframe[0].value
-    return dict(zip(df["story"], df["NR"]))
-
-
-def test_sample_renders_with_scores_and_signature(at: AppTest) -> None:
-    assert not at.exception
-    assert at.title[0].value == "Visual story evaluation"
-    nr = nr_column(at)
-    assert len(nr) == 8 and nr["space-generic"] < nr["space-grounded"] - 0.15
-    assert len(at.metric) == 8
-    footer = at.caption[-1].value
-    assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer
+def test_inspect_page_renders_the_sample(at: AppTest) -> None:
+    assert at.title[0].value == "Inspect a story"
+    assert at.selectbox(key="sequence").value == "space-trip"
+    assert len(at.metric) == 4  # four candidates, NR only (no weights here)
     assert any("vst-repeat" in m.value for m in at.markdown)
+    footer = at.caption[-1].value
+    assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer and "device: none" in footer
+    at.selectbox(key="sequence").set_value("home-day").run()
+    assert not at.exception and at.query_params["sequence"] == "home-day"
 
 
-def test_reference_variant_rerenders(at: AppTest) -> None:
-    before = nr_column(at)
-    at.selectbox(key="variant").set_value("reference").run()
-    assert not at.exception
-    after = nr_column(at)
-    assert after != before and "NR reference n=4" in at.caption[-1].value
+def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
+    buttons = {b.key: b for b in at.get("download_button")}
+    assert {"dl-json", "dl-csv"} <= set(buttons)
+
+
+def test_dataset_page_table_and_plot() -> None:
+    app = make("dataset")
+    df = table(app)
+    nr = dict(zip(df["story"], df["NR"]))
+    assert len(nr) == 8 and nr["space-generic"] < nr["space-grounded"] - 0.15
+    assert len(app.get("plotly_chart")) == 1
+    app.multiselect(key="systems").set_value(["model-b"]).run()
+    assert list(table(app)["system"].unique()) == ["model-b"]
+    app.text_input(key="search").set_value("nice day").run()
+    assert list(table(app)["story"]) == ["home-generic"]
+    assert app.caption[-1].value.startswith("Settings: sig ")
+
+
+def test_reference_variant_changes_scores() -> None:
+    paper = table(make("dataset"))
+    reference = table(make("dataset", variant="reference"))
+    assert list(paper["NR"]) != list(reference["NR"])
 
 
 def test_upload_story_file(at: AppTest) -> None:
@@ -53,7 +84,7 @@ def test_upload_story_file(at: AppTest) -> None:
     ]
     at.file_uploader(key="upload").set_value(("mine.jsonl", ("\n".join(lines) + "\n").encode(), "application/json")).run()
     assert not at.exception
-    assert list(nr_column(at)) == ["u1"]
+    assert "`u1`" in "".join(m.value for m in at.markdown)
     assert any("line 2" in e.value and "malformed JSON" in e.value for e in at.error)
 
 
@@ -64,67 +95,60 @@ def test_upload_unreadable_file_shows_message(at: AppTest) -> None:
     assert any("not UTF-8" in e.value for e in at.error)
 
 
-def test_missing_weights_show_one_notice_and_the_rest_works(at: AppTest) -> None:
-    at.text_input(key="coherence_model").set_value("bert-nsp:no-such-org/no-such-bert").run()
-    assert not at.exception
-    notices = [w.value for w in at.warning if "Coherence is off" in w.value]
-    assert len(notices) == 1 and "fetch-models" in notices[0]
-    assert len(nr_column(at)) == 8  # non-redundancy still shown
+def test_missing_weights_show_one_notice_each_and_the_rest_works(at: AppTest) -> None:
+    notices = [w.value for w in at.warning]
+    assert sum("Coherence is off" in n for n in notices) == 1 and sum("Grounding is off" in n for n in notices) == 1
+    assert any("fetch-models" in n for n in notices) and any("--clip-checkpoint" in n for n in notices)
+    assert len(table(make("dataset"))) == 8  # non-redundancy still shown
 
 
-def test_coherence_chips_with_a_local_model(at: AppTest, tiny_bert: Path) -> None:
-    at.text_input(key="coherence_model").set_value(f"bert-nsp:{tiny_bert}").run()
-    assert not at.exception
-    df = at.dataframe[0].value
-    assert df["coherence"].between(0, 1).all()
-    html = "".join(m.value for m in at.markdown)
-    assert html.count("vst-weakest") == 8 and html.count('class="vst-coh') == 8 * 4
-    assert "coherence bert-nsp:" in at.caption[-1].value
+def test_coherence_chips_with_a_local_model(tiny_bert: Path) -> None:
+    app = make(coherence_model=f"bert-nsp:{tiny_bert}")
+    html = "".join(m.value for m in app.markdown)
+    assert html.count("vst-weakest") == 4 and html.count('class="vst-coh') == 4 * 4
+    assert "coherence bert-nsp:" in app.caption[-1].value
+    assert table(make("dataset", coherence_model=f"bert-nsp:{tiny_bert}"))["coherence"].between(0, 1).all()
 
 
-def test_grounding_notice_without_clip_weights(at: AppTest) -> None:
-    notices = [w.value for w in at.warning if "Grounding is off" in w.value]
-    assert len(notices) == 1 and "--clip-checkpoint" in notices[0]
-
-
-def test_grounded_phrases_and_matched_region(at: AppTest, tiny_clip: tuple[Path, Path]) -> None:
-    config, checkpoint = tiny_clip
-    at.text_input(key="clip_arch").set_value("vst-tiny-clip")
-    at.text_input(key="clip_config").set_value(str(config))
-    at.text_input(key="clip_checkpoint").set_value(str(checkpoint)).run()
-    assert not at.exception
-    assert not [w for w in at.warning if "Grounding is off" in w.value]
-    df = at.dataframe[0].value
-    assert df["GROOVIST"].between(-1, 1).all() and df["T"].between(0, 1).all()
-    html = "".join(m.value for m in at.markdown)
+def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> None:
+    app = make(**tiny_clip_widgets(tiny_clip))
+    assert not [w for w in app.warning if "Grounding is off" in w.value]
+    html = "".join(m.value for m in app.markdown)
     assert 'class="vst-np"' in html and "matched image" in html
-    images_before = len(at.get("image"))
-    box = at.selectbox(key="np-space-grounded")
+    images_before = len(app.get("image"))
+    box = app.selectbox(key="np-space-grounded")
     box.set_value(box.options[0]).run()
-    assert not at.exception
-    assert len(at.get("image")) == images_before + 1
-    assert "θ=0.6159" in at.caption[-1].value
+    assert not app.exception
+    assert len(app.get("image")) == images_before + 1
+    assert "θ=0.6159" in app.caption[-1].value
+    df = table(make("dataset", **tiny_clip_widgets(tiny_clip)))
+    assert df["GROOVIST"].between(-1, 1).all() and df["T"].between(0, 1).all()
 
 
-def test_theta_and_ablations_rerender_without_models(at: AppTest, tiny_clip: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    config, checkpoint = tiny_clip
-    at.text_input(key="clip_arch").set_value("vst-tiny-clip")
-    at.text_input(key="clip_config").set_value(str(config))
-    at.text_input(key="clip_checkpoint").set_value(str(checkpoint)).run()
-    before = dict(zip(at.dataframe[0].value["story"], at.dataframe[0].value["GROOVIST"]))
+def test_theta_and_ablations_rerender_without_models(tiny_clip: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    app = make("dataset", **tiny_clip_widgets(tiny_clip))
+    before = dict(zip(table(app)["story"], table(app)["GROOVIST"]))
     import vst_core.grounder as grounder
 
     def no_encoding(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model ran")
 
     monkeypatch.setattr(grounder.Grounder, "prepare", no_encoding)
-    at.selectbox(key="theta_name").set_value("slider").run()
-    at.slider(key="theta_value").set_value(1.2).run()
-    assert not at.exception
-    after = dict(zip(at.dataframe[0].value["story"], at.dataframe[0].value["GROOVIST"]))
+    app.selectbox(key="theta_name").set_value("slider").run()
+    app.slider(key="theta_value").set_value(1.2).run()
+    assert not app.exception
+    after = dict(zip(table(app)["story"], table(app)["GROOVIST"]))
     assert all(after[k] < before[k] for k in before)  # a higher θ pushes phrases below it
-    assert "θ=1.2000" in at.caption[-1].value
-    at.checkbox(key="penalize").uncheck().run()
-    at.checkbox(key="concreteness").uncheck().run()
-    assert not at.exception
-    assert "-P -C" in at.caption[-1].value
+    assert "θ=1.2000" in app.caption[-1].value
+    app.checkbox(key="penalize").uncheck().run()
+    app.checkbox(key="concreteness").uncheck().run()
+    assert not app.exception and "-P -C" in app.caption[-1].value
+
+
+def test_story_in_the_url_opens_its_sequence() -> None:
+    app = AppTest.from_file(PAGES["inspect"], default_timeout=90)
+    app.query_params["story"] = "home-generic"
+    app.run()
+    assert not app.exception
+    assert app.selectbox(key="sequence").value == "home-day"
+    assert any("home-generic` ← selected" in m.value for m in app.markdown)

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import pandas as pd
+
+from vst_core.config import Settings
+from vst_core.data import StorySet
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
 INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
@@ -138,3 +145,77 @@ def draw_box(image: Any, box: Sequence[float], label: str) -> Any:
 def format_score(value: float | None, digits: int = 3) -> str:
     """A score for display; ``None`` (undefined) is shown as such, never as 0."""
     return "undefined" if value is None else f"{value:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the dashboard pages render: the loaded set, its score records and their settings."""
+
+    story_set: StorySet
+    records: list[dict[str, Any]]
+    settings: Settings
+    device: str
+
+    def by_id(self) -> dict[str, dict[str, Any]]:
+        return {r["story_id"]: r for r in self.records}
+
+    def footer(self) -> str:
+        return f"Settings: {self.settings.describe()} · device: {self.device}"
+
+
+#: Table column -> (metric, field) of a score record.
+TABLE_COLUMNS: dict[str, tuple[str, str]] = {
+    "NR": ("redundancy", "score"),
+    "inter": ("redundancy", "inter"),
+    "intra": ("redundancy", "intra"),
+    "coherence": ("coherence", "score"),
+    "GROOVIST": ("grounding", "score"),
+    "GROOVIST raw": ("grounding", "unbounded"),
+    "T": ("grounding", "temporal_misalignment"),
+    "P": ("grounding", "np_proportion"),
+    "CLIPScore": ("clipscore", "score"),
+    "RoViST-VG": ("rovist_vg", "score"),
+}
+
+
+def scores_table(records: Sequence[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFrame:
+    """One row per story: ids, text, every number of the metrics run (NaN = undefined), errors."""
+    columns = [c for c, (m, _) in TABLE_COLUMNS.items() if m in metrics]
+    rows = []
+    for r in records:
+        row: dict[str, Any] = {"story": r["story_id"], "sequence": r["sequence_id"], "system": r["system"]}
+        for column in columns:
+            metric, key = TABLE_COLUMNS[column]
+            value = r["metrics"].get(metric, {}).get(key)
+            row[column] = float("nan") if value is None else float(value)
+        row["text"] = " ".join(r["sentences"])
+        row["error"] = "; ".join(f"{k}: {v}" for k, v in r["errors"].items())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["story", "sequence", "system", *columns, "text", "error"])
+
+
+def export_json(records: Sequence[dict[str, Any]], settings: Settings) -> str:
+    """The records with the signature that produced them, as one JSON document."""
+    return json.dumps({"signature": settings.signature(), "stories": list(records)}, ensure_ascii=False, indent=1)
+
+
+def export_csv(table: pd.DataFrame, settings: Settings) -> str:
+    """The table as CSV, headed by a comment line with the settings signature."""
+    return f"# {settings.describe()}\n# signature {json.dumps(settings.signature(), sort_keys=True)}\n" + table.to_csv(index=False)
+
+
+def system_figure(table: pd.DataFrame, column: str, settings: Settings) -> Any:
+    """Box plot of one metric per system, captioned with the settings signature."""
+    import plotly.express as px
+
+    fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
+    fig.update_layout(
+        showlegend=False,
+        margin={"t": 40, "b": 110},
+        title=f"{column} per system",
+        annotations=[{
+            "text": settings.describe(), "xref": "paper", "yref": "paper", "x": 0, "y": -0.32,
+            "showarrow": False, "font": {"size": 10, "color": "#718096"}, "xanchor": "left",
+        }],
+    )
+    return fig

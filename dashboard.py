@@ -1,0 +1,192 @@
+"""Streamlit pieces shared by the dashboard's pages: the sidebar (data, models, metrics), models
+loaded once per process, scoring cached by content, and the notices when weights are missing.
+Pages call :func:`load_view` and render the :class:`~vst_core.viz.RunView` it returns."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from vst_core.config import Settings
+from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.models.hub import WeightsUnavailableError
+from vst_core.metrics.grounding import THETA_PRESETS
+from vst_core.models.clip import ClipEncoder, load_clip
+from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer
+from vst_core.grounder import rescore_grounding
+from vst_core.pipeline import Models, score_story
+from vst_core.models.pairs import resolve_device
+from vst_core.viz import RunView
+
+SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
+
+#: Sidebar widget keys; their values survive a change of page.
+SIDEBAR_KEYS = (
+    "source", "variant", "ngram", "coherence", "coherence_model", "grounding", "clip_arch", "clip_pretrained",
+    "clip_checkpoint", "clip_config", "theta_name", "theta_value", "penalize", "concreteness",
+)
+
+
+@st.cache_data(show_spinner=False)
+def load_upload(name: str, data: bytes, digest: str) -> tuple[StorySet | None, str | None]:
+    """Read an uploaded story file (cached by content hash); images are not part of an upload."""
+    folder = Path(tempfile.mkdtemp(prefix="vst-upload-"))
+    path = folder / Path(name).name
+    path.write_bytes(data)
+    try:
+        return read_story_set(path, check_images=False), None
+    except StorySetError as exc:
+        return None, str(exc)
+
+
+@st.cache_data(show_spinner=False)
+def load_path(path: str, mtime: float) -> tuple[StorySet | None, str | None]:
+    try:
+        return read_story_set(path), None
+    except StorySetError as exc:
+        return None, str(exc)
+
+
+@st.cache_resource(show_spinner="Loading the sentence-pair model…")
+def pair_scorer(spec: str, device: str) -> PairScorer:
+    """One scorer per process, keyed by its spec string and device."""
+    return load_pair_scorer(spec, device=device)
+
+
+@st.cache_resource(show_spinner="Loading CLIP…")
+def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None, device: str) -> ClipEncoder:
+    """One CLIP encoder per process, keyed by its name strings and device."""
+    return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
+
+
+@st.cache_data(show_spinner="Scoring…")
+def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[dict]:
+    clip = None
+    if "grounding" in settings.metrics:
+        clip = clip_encoder(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device)
+    models = Models(
+        settings,
+        pair_scorer=pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None,
+        clip=clip,
+    )
+    signature = settings.signature()
+    stories = list(_story_set)
+    if clip is not None:
+        grounder = models.grounder(_story_set.root)
+        grounder.fit_idf(stories)
+        grounder.prepare([s for s in stories if not s.is_empty])
+    return [score_story(s, settings, signature, models=models, root=_story_set.root) for s in stories]
+
+
+def load_view() -> RunView | None:
+    """Render the sidebar and notices; score (cached) and return what the page shows."""
+    for key in SIDEBAR_KEYS:  # keep sidebar choices when the page changes
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
+    with st.sidebar:
+        st.page_link("app.py", label="Inspect a story", icon=":material/search:")
+        st.page_link("pages/dataset.py", label="Dataset", icon=":material/table_chart:")
+        st.header("Data")
+        source = st.radio("Story set", ["Bundled sample", "Upload a story file"], key="source")
+        story_set: StorySet | None = None
+        error: str | None = None
+        if source == "Bundled sample":
+            story_set, error = load_path(str(SAMPLE), SAMPLE.stat().st_mtime)
+        else:
+            upload = st.file_uploader("Story set (JSON or JSONL)", type=["json", "jsonl"], key="upload")
+            if upload is not None:
+                st.session_state["last_upload"] = (upload.name, upload.getvalue())
+            if "last_upload" in st.session_state:  # the upload survives a change of page
+                name, data = st.session_state["last_upload"]
+                story_set, error = load_upload(name, data, hashlib.sha256(data).hexdigest())
+        st.header("Non-redundancy")
+        variant = st.selectbox(
+            "Definition",
+            ["paper", "reference"],
+            help="paper: RoViST Eq. 7 (unique lower-cased words). reference: the public RoViST code "
+            "(token pairs counted, last token dropped, case-sensitive).",
+            key="variant",
+        )
+        n = st.slider("n-gram window (intra part)", 2, 8, 4, key="ngram")
+        st.header("Coherence")
+        want_coherence = st.toggle("Score sentence pairs (needs model weights)", value=True, key="coherence")
+        coherence_model = st.text_input(
+            "Pair model", "bert-nsp", key="coherence_model",
+            help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
+        )
+
+        st.header("Grounding")
+        want_grounding = st.toggle("GROOVIST with CLIP (needs model weights)", value=True, key="grounding")
+        clip_arch = st.text_input("CLIP architecture", "ViT-B-32", key="clip_arch")
+        clip_pretrained = st.text_input("Pretrained tag", "openai", key="clip_pretrained")
+        clip_checkpoint = st.text_input("…or local checkpoint file", "", key="clip_checkpoint").strip() or None
+        clip_config = st.text_input("open_clip model config (JSON, optional)", "", key="clip_config").strip() or None
+        theta_name = st.selectbox("θ preset", [*THETA_PRESETS, "slider"], key="theta_name")
+        theta = (
+            str(st.slider("θ", 0.0, 1.5, 0.6, 0.005, key="theta_value", help="re-renders from cached similarities"))
+            if theta_name == "slider" else theta_name
+        )
+        penalize = st.checkbox("Penalty below θ (untick: ablation −P)", value=True, key="penalize")
+        use_weights = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness")
+
+    metrics = tuple(
+        m for m, on in (("redundancy", True), ("coherence", want_coherence), ("grounding", want_grounding)) if on
+    )
+    settings = Settings(  # type: ignore[arg-type]
+        metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model, clip_arch=clip_arch,
+        clip_pretrained=clip_pretrained, clip_checkpoint=clip_checkpoint, clip_config=clip_config, theta=theta,
+        penalize=penalize, weighting="concreteness" if use_weights else "none",
+    )
+    if want_coherence:
+        try:
+            pair_scorer(coherence_model, settings.device)
+        except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
+            st.warning(f"Coherence is off: {exc}", icon="⚠️")
+            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "coherence"))
+    if want_grounding:
+        try:
+            clip_encoder(clip_arch, clip_pretrained, clip_checkpoint, clip_config, settings.device)
+        except (WeightsUnavailableError, ValueError, RuntimeError) as exc:
+            st.warning(f"Grounding is off: {exc}", icon="⚠️")
+            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "grounding"))
+
+    if error:
+        st.error(error)
+    if story_set is None:
+        if not error:
+            st.info("Upload a story set to begin, or pick the bundled sample.")
+        return None
+
+    for problem in story_set.all_problems():
+        (st.error if problem.severity == "error" else st.warning)(str(problem))
+
+    # θ, the penalty and the weighting only re-aggregate stored similarities: models run once per base setting.
+    base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
+    records = score_all(story_set, f"{story_set.source}:{len(story_set)}", base)
+    if base != settings:
+        signature = settings.signature()
+        records = [
+            {
+                **r,
+                "signature": signature,
+                "metrics": {
+                    **r["metrics"],
+                    **(
+                        {"grounding": rescore_grounding(r["metrics"]["grounding"], settings.theta_value, penalize=penalize, weight=use_weights)}
+                        if "grounding" in r["metrics"] else {}
+                    ),
+                },
+            }
+            for r in records
+        ]
+
+    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
+    return RunView(
+        story_set=story_set,
+        records=records,
+        settings=settings,
+        device=resolve_device(settings.device) if uses_models else "none (no model in use)",
+    )
