@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 import streamlit as st
+from streamlit.errors import StreamlitPageNotFoundError
 
 from vst_core.config import Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
@@ -87,8 +88,11 @@ def load_view() -> RunView | None:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
-        st.page_link("app.py", label="Inspect a story", icon=":material/search:")
-        st.page_link("pages/dataset.py", label="Dataset", icon=":material/table_chart:")
+        try:
+            st.page_link("app.py", label="Inspect a story", icon=":material/search:")
+            st.page_link("pages/dataset.py", label="Dataset", icon=":material/table_chart:")
+        except StreamlitPageNotFoundError:  # a page run on its own (AppTest) has no app to link to
+            pass
         st.header("Data")
         source = st.radio("Story set", ["Bundled sample", "Upload a story file"], key="source")
         story_set: StorySet | None = None
