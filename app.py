@@ -9,7 +9,16 @@ from PIL import Image
 st.set_page_config(page_title="Visual story evaluation", page_icon="📖", layout="wide")
 
 from dashboard import load_view  # noqa: E402 - after set_page_config
-from vst_core.viz import draw_box, export_csv, export_json, format_score, legend_html, scores_table, story_html  # noqa: E402
+from vst_core.viz import (  # noqa: E402
+    draw_box,
+    export_csv,
+    export_json,
+    format_score,
+    legend_html,
+    score_cards_html,
+    scores_table,
+    story_html,
+)
 
 st.title("Inspect a story")
 st.caption(
@@ -45,19 +54,22 @@ for start in range(0, len(stories), per_row):
         with col.container(border=True):
             focus = " ← selected" if story.story_id == wanted else ""
             st.markdown(f"**{story.system}** · `{story.story_id}`{focus}")
-            cards = [("NR", nr and nr["score"], nr and f"inter {format_score(nr['inter'])} · intra {format_score(nr['intra'])}")]
+            cards = [("NR", "redundancy", nr and nr["score"], nr and f"inter {format_score(nr['inter'])} · intra {format_score(nr['intra'])}")]
             if "coherence" in view.settings.metrics:
-                cards.append(("coherence", coh and coh["score"], coh and f"mean P(next follows) · {coh['model']}"))
+                cards.append(("coherence", "coherence", coh and coh["score"], coh and f"mean P(next follows) · {coh['model']}"))
             if "grounding" in view.settings.metrics:
-                cards.append(("GROOVIST", grd and grd["score"], grd and (
+                cards.append(("GROOVIST", "grounding", grd and grd["score"], grd and (
                     f"unbounded {format_score(grd['unbounded'])} · θ {grd['theta']:.4f} · "
                     f"T {format_score(grd['temporal_misalignment'])} · P {format_score(grd['np_proportion'])}")))
-            for metric_col, (label, value, help_text) in zip(st.columns(len(cards)), cards):
-                metric = {"NR": "redundancy", "coherence": "coherence", "GROOVIST": "grounding"}[label]
-                if metric in record["errors"]:
-                    metric_col.metric(label, "error", help=record["errors"][metric])
-                else:
-                    metric_col.metric(label, format_score(value), help=help_text)
+                cards.append(("T", "grounding", grd and grd["temporal_misalignment"], "temporal misalignment (GROOVIST Eq. 3)"))
+            st.markdown(
+                score_cards_html([
+                    (label, "error", record["errors"][metric]) if metric in record["errors"]
+                    else (label, format_score(value), help_text or "")
+                    for label, metric, value, help_text in cards
+                ]),
+                unsafe_allow_html=True,
+            )
             st.markdown(story_html(story.sentences, nr, coh, grd), unsafe_allow_html=True)
             if grd and grd["phrases"] and story.images_ok:
                 labels = [f"{p['surface']} → image {p['image'] + 1} ({p['contribution']:+.2f})" for p in grd["phrases"]]

@@ -43,7 +43,8 @@ def at() -> AppTest:
 def test_inspect_page_renders_the_sample(at: AppTest) -> None:
     assert at.title[0].value == "Inspect a story"
     assert at.selectbox(key="sequence").value == "space-trip"
-    assert len(at.metric) == 4  # four candidates, NR only (no weights here)
+    html = "".join(m.value for m in at.markdown)
+    assert html.count('class="vst-card"') == 4  # four candidates, NR only (no weights here)
     assert any("vst-repeat" in m.value for m in at.markdown)
     footer = at.caption[-1].value
     assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer and "device: none" in footer

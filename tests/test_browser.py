@@ -72,7 +72,7 @@ def _page(server: str, path: str, shot: str, ready: list[str]) -> object:
         page.wait_for_timeout(1000)
         assert page.locator('[data-testid="stException"]').count() == 0
         result = {
-            "metrics": page.locator('[data-testid="stMetric"]').count(),
+            "metrics": page.locator(".vst-card").count(),
             "notices": page.locator("text=is off").count(),
         }
         page.screenshot(path=str(ARTIFACTS / shot))

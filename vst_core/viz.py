@@ -142,6 +142,18 @@ def draw_box(image: Any, box: Sequence[float], label: str) -> Any:
     return out
 
 
+def score_cards_html(cards: Sequence[tuple[str, str, str]]) -> str:
+    """Compact score cards (label, value, hover text) that wrap in narrow columns."""
+    items = "".join(
+        f'<div class="vst-card" title="{html.escape(tip, quote=True)}" style="flex:1 1 70px;min-width:70px;'
+        f'border:1px solid #e2e8f0;border-radius:6px;padding:2px 6px">'
+        f'<div style="font-size:0.72em;color:#718096">{html.escape(label)}</div>'
+        f'<div style="font-size:1.3em;font-weight:600">{html.escape(value)}</div></div>'
+        for label, value, tip in cards
+    )
+    return f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-bottom:8px">{items}</div>'
+
+
 def format_score(value: float | None, digits: int = 3) -> str:
     """A score for display; ``None`` (undefined) is shown as such, never as 0."""
     return "undefined" if value is None else f"{value:.{digits}f}"
