@@ -11,14 +11,14 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from vst_core.config import Settings
+from vst_core.config import Settings, settings_from_signature
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer
 from vst_core.grounder import rescore_grounding
-from vst_core.pipeline import Models, score_story
+from vst_core.pipeline import Models, score_story, stories_from_records
 from vst_core.models.pairs import resolve_device
 from vst_core.viz import RunView
 
@@ -27,7 +27,8 @@ SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
 #: Sidebar widget keys; their values survive a change of page.
 SIDEBAR_KEYS = (
     "source", "variant", "ngram", "coherence", "coherence_model", "grounding", "clip_arch", "clip_pretrained",
-    "clip_checkpoint", "clip_config", "theta_name", "theta_value", "penalize", "concreteness",
+    "clip_checkpoint", "clip_config", "theta_name", "theta_value", "penalize", "concreteness", "scores_path",
+    "scores_images",
 )
 
 
@@ -82,6 +83,30 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[dict]:
     return [score_story(s, settings, signature, models=models, root=_story_set.root) for s in stories]
 
 
+@st.cache_data(show_spinner=False)
+def _read_scores(path: str, mtime: float, images_dir: str) -> tuple[StorySet | None, list[dict] | None, str | None]:
+    from vst_core.data import read_scores
+
+    file = Path(path)
+    records, problems = read_scores(file)
+    root = Path(images_dir) if images_dir else file.parent
+    story_set, kept, more = stories_from_records(records, root, str(file))
+    if not kept:
+        return None, None, f"no usable record in {file}" + (f" ({len(problems)} unreadable lines)" if problems else "")
+    return StorySet(story_set.stories, root, str(file), (*problems, *more)), kept, None
+
+
+def load_scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[dict] | None, str | None]:
+    """A scores JSONL as stories + records; errors as a message for the page."""
+    file = Path(path)
+    if not file.is_file():
+        return None, None, f"scores file not found: {file}"
+    try:
+        return _read_scores(str(file), file.stat().st_mtime, images_dir)
+    except OSError as exc:
+        return None, None, f"cannot read {file}: {exc}"
+
+
 def load_view() -> RunView | None:
     """Render the sidebar and notices; score (cached) and return what the page shows."""
     for key in SIDEBAR_KEYS:  # keep sidebar choices when the page changes
@@ -94,11 +119,22 @@ def load_view() -> RunView | None:
         except StreamlitPageNotFoundError:  # a page run on its own (AppTest) has no app to link to
             pass
         st.header("Data")
-        source = st.radio("Story set", ["Bundled sample", "Upload a story file"], key="source")
+        source = st.radio(
+            "Story set", ["Bundled sample", "Upload a story file", "Scores JSONL (no model needed)"], key="source"
+        )
         story_set: StorySet | None = None
         error: str | None = None
+        scored: list[dict] | None = None
         if source == "Bundled sample":
             story_set, error = load_path(str(SAMPLE), SAMPLE.stat().st_mtime)
+        elif source.startswith("Scores"):
+            scores_path = st.text_input(
+                "Scores file written by `vst score`", "", key="scores_path",
+                help="images are looked up relative to the story file the scores were made from: give that folder below",
+            ).strip()
+            images_dir = st.text_input("Folder of the story file (for images)", "", key="scores_images").strip()
+            if scores_path:
+                story_set, scored, error = load_scores_file(scores_path, images_dir)
         else:
             upload = st.file_uploader("Story set (JSON or JSONL)", type=["json", "jsonl"], key="upload")
             if upload is not None:
@@ -144,6 +180,13 @@ def load_view() -> RunView | None:
         clip_pretrained=clip_pretrained, clip_checkpoint=clip_checkpoint, clip_config=clip_config, theta=theta,
         penalize=penalize, weighting="concreteness" if use_weights else "none",
     )
+    if scored is not None:
+        want_coherence = want_grounding = False  # everything comes from the file
+        recorded = settings_from_signature(scored[0]["signature"]) if scored and "signature" in scored[0] else settings
+        settings = recorded.with_(
+            theta=theta if theta_name != "VIST" else recorded.theta, penalize=penalize,
+            weighting=recorded.weighting if use_weights else "none",
+        )
     if want_coherence:
         try:
             pair_scorer(coherence_model, settings.device)
@@ -168,8 +211,12 @@ def load_view() -> RunView | None:
         (st.error if problem.severity == "error" else st.warning)(str(problem))
 
     # θ, the penalty and the weighting only re-aggregate stored similarities: models run once per base setting.
-    base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
-    records = score_all(story_set, f"{story_set.source}:{len(story_set)}", base)
+    if scored is not None:
+        base = settings_from_signature(scored[0].get("signature", {})) if scored else settings
+        records = scored
+    else:
+        base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
+        records = score_all(story_set, f"{story_set.source}:{len(story_set)}", base)
     if base != settings:
         signature = settings.signature()
         records = [
@@ -187,10 +234,11 @@ def load_view() -> RunView | None:
             for r in records
         ]
 
-    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
+    uses_models = scored is None and bool({"coherence", "grounding"} & set(settings.metrics))
     return RunView(
         story_set=story_set,
         records=records,
         settings=settings,
         device=resolve_device(settings.device) if uses_models else "none (no model in use)",
+        recorded_id=str(scored[0].get("signature", {}).get("id")) if scored and base == settings else None,
     )

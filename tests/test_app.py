@@ -153,3 +153,47 @@ def test_story_in_the_url_opens_its_sequence() -> None:
     assert not app.exception
     assert app.selectbox(key="sequence").value == "home-day"
     assert any("home-generic` ← selected" in m.value for m in app.markdown)
+
+
+@pytest.fixture(scope="module")
+def scores_file(tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from vst_core.__main__ import main
+
+    out = tmp_path_factory.mktemp("scores") / "scores.jsonl"
+    code = main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--metrics",
+                 "redundancy,coherence,grounding", "--coherence-model", f"bert-nsp:{tiny_bert}",
+                 "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]), "--clip-config", str(tiny_clip[0]),
+                 "--cache-dir", str(out.parent / "cache"), "--no-progress", "--device", "cpu"])
+    assert code == 0
+    return out
+
+
+def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None:
+    widgets = {"source": "Scores JSONL (no model needed)", "scores_path": str(scores_file),
+               "scores_images": str(ROOT / "assets/sample")}
+    app = make(**widgets)
+    assert not [w for w in app.warning if "is off" in w.value]  # no model is asked for
+    html = "".join(m.value for m in app.markdown)
+    assert 'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4
+    recorded = json.loads(scores_file.read_text().splitlines()[0])["signature"]["id"]
+    footer = app.caption[-1].value
+    assert "device: none" in footer and "CLIP vst-tiny-clip/file:" in footer
+    assert f"sig {recorded} (from the scores file)" in footer
+    df = table(make("dataset", **widgets))
+    assert len(df) == 8 and df["GROOVIST"].notna().all() and df["coherence"].notna().all()
+
+
+def test_scores_jsonl_from_another_version(tmp_path: Path) -> None:
+    old = tmp_path / "old.jsonl"
+    old.write_text(
+        json.dumps({"story_id": "a", "sentences": ["We ate.", "We ate again."], "scores": {"nr": 0.5}}) + "\n"
+        + json.dumps({"story_id": "b"}) + "\n" + "{broken\n"
+    )
+    app = make(source="Scores JSONL (no model needed)", scores_path=str(old))
+    assert not app.exception
+    messages = [w.value for w in app.warning] + [e.value for e in app.error]
+    assert any("another version" in m for m in messages)
+    assert any("without sentences" in m for m in messages) and any("line 3" in m for m in messages)
+    assert "`a`" in "".join(m.value for m in app.markdown)
+    missing = make(source="Scores JSONL (no model needed)", scores_path=str(tmp_path / "nope.jsonl"))
+    assert any("scores file not found" in e.value for e in missing.error)

@@ -168,3 +168,21 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+
+def settings_from_signature(signature: dict[str, Any]) -> Settings:
+    """Settings recorded in a signature (fields this version does not know are ignored)."""
+    known = {f for f in Settings.__dataclass_fields__ if f != "extra"}
+    values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
+    if "metrics" in values:
+        values["metrics"] = tuple(m for m in values["metrics"] if m in AVAILABLE_METRICS) or ("redundancy",)
+    if isinstance(values.get("theta"), (int, float)):
+        values["theta"] = repr(float(values["theta"]))
+    if isinstance(values.get("clip_checkpoint"), str) and "/file:" in values["clip_checkpoint"]:
+        # a digest, not a path: keep it for display as the "pretrained" name
+        values["clip_pretrained"] = "file:" + values["clip_checkpoint"].split("/file:", 1)[1]
+        values["clip_checkpoint"] = None
+    try:
+        return Settings(**values)
+    except (SettingsError, TypeError):
+        return Settings()

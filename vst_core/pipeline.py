@@ -369,3 +369,44 @@ def _score_chunk(
             summary.failed.append(story.story_id)
     if grounder is not None:
         grounder.forget()
+
+
+#: Fields a scores record needs to be shown; others are filled with defaults and reported.
+_RECORD_DEFAULTS: dict[str, Any] = {
+    "sequence_id": None, "system": "unknown", "images": [], "metrics": {}, "errors": {}, "warnings": [],
+}
+
+
+def stories_from_records(
+    records: list[dict[str, Any]], root: Path, source: str
+) -> tuple[StorySet, list[dict[str, Any]], list[Problem]]:
+    """Rebuild the stories behind score records (e.g. read from a scores JSONL) so they can be
+    shown without any model. Records from another version are completed and reported."""
+    from vst_core.data import story_from_record
+
+    stories: list[Story] = []
+    kept: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    for k, record in enumerate(records):
+        sid = str(record.get("story_id", f"record-{k + 1}"))
+        if not isinstance(record.get("sentences"), list):
+            problems.append(Problem("scores record without sentences; skipped", "line", story_id=sid))
+            continue
+        missing = [f for f in _RECORD_DEFAULTS if f not in record]
+        if missing or record.get("format") != SCORES_FORMAT:
+            problems.append(Problem(
+                f"record from another version (format {record.get('format', 'none')}; missing {', '.join(missing) or 'nothing'})",
+                "line", "warning", story_id=sid,
+            ))
+        full = {**_RECORD_DEFAULTS, **record, "story_id": sid}
+        full["sequence_id"] = full["sequence_id"] or sid
+        try:
+            story = story_from_record(
+                {k: full[k] for k in ("story_id", "sequence_id", "system", "images", "sentences")}, root=root, check_images=True
+            )
+        except ValueError as exc:
+            problems.append(Problem(f"unusable record ({exc}); skipped", "line", story_id=sid))
+            continue
+        stories.append(story)
+        kept.append(full)
+    return StorySet(tuple(stories), root, source, tuple(problems)), kept, problems

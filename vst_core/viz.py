@@ -167,12 +167,16 @@ class RunView:
     records: list[dict[str, Any]]
     settings: Settings
     device: str
+    recorded_id: str | None = None  # signature id written in a loaded scores file, when shown as is
 
     def by_id(self) -> dict[str, dict[str, Any]]:
         return {r["story_id"]: r for r in self.records}
 
     def footer(self) -> str:
-        return f"Settings: {self.settings.describe()} · device: {self.device}"
+        text = self.settings.describe()
+        if self.recorded_id:
+            text = text.replace(f"sig {self.settings.signature_id()}", f"sig {self.recorded_id} (from the scores file)", 1)
+        return f"Settings: {text} · device: {self.device}"
 
 
 #: Table column -> (metric, field) of a score record.
