@@ -107,8 +107,34 @@ def load_scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[
         return None, None, f"cannot read {file}: {exc}"
 
 
+#: Sidebar choices mirrored in the URL so a view can be shared by link and survives a reload.
+URL_KEYS: dict[str, type] = {
+    "source": str, "variant": str, "ngram": int, "coherence": bool, "grounding": bool, "theta_name": str,
+    "theta_value": float, "penalize": bool, "concreteness": bool, "scores_path": str,
+}
+
+
+def _from_url() -> None:
+    for key, kind in URL_KEYS.items():
+        if key in st.session_state or key not in st.query_params:
+            continue
+        raw = st.query_params[key]
+        try:
+            st.session_state[key] = raw == "1" if kind is bool else kind(raw)
+        except ValueError:
+            pass  # a hand-edited URL with a bad value: keep the default
+
+
+def _to_url() -> None:
+    for key, kind in URL_KEYS.items():
+        if key in st.session_state:
+            value = st.session_state[key]
+            st.query_params[key] = ("1" if value else "0") if kind is bool else str(value)
+
+
 def load_view() -> RunView | None:
     """Render the sidebar and notices; score (cached) and return what the page shows."""
+    _from_url()
     for key in SIDEBAR_KEYS:  # keep sidebar choices when the page changes
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
@@ -172,6 +198,7 @@ def load_view() -> RunView | None:
         penalize = st.checkbox("Penalty below θ (untick: ablation −P)", value=True, key="penalize")
         use_weights = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness")
 
+    _to_url()
     metrics = tuple(
         m for m, on in (("redundancy", True), ("coherence", want_coherence), ("grounding", want_grounding)) if on
     )
@@ -216,7 +243,7 @@ def load_view() -> RunView | None:
         records = scored
     else:
         base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
-        records = score_all(story_set, f"{story_set.source}:{len(story_set)}", base)
+        records = score_all(story_set, story_set.digest(), base)
     if base != settings:
         signature = settings.signature()
         records = [

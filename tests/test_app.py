@@ -197,3 +197,16 @@ def test_scores_jsonl_from_another_version(tmp_path: Path) -> None:
     assert "`a`" in "".join(m.value for m in app.markdown)
     missing = make(source="Scores JSONL (no model needed)", scores_path=str(tmp_path / "nope.jsonl"))
     assert any("scores file not found" in e.value for e in missing.error)
+
+
+def test_settings_live_in_the_url() -> None:
+    app = make("dataset")
+    app.selectbox(key="variant").set_value("reference").run()
+    assert app.query_params["variant"] == "reference" and app.query_params["penalize"] == "1"
+    shared = AppTest.from_file(PAGES["dataset"], default_timeout=90)
+    for key, value in {"variant": "reference", "ngram": "3", "theta_name": "AESOP", "penalize": "0"}.items():
+        shared.query_params[key] = value
+    shared.run()
+    assert not shared.exception
+    assert shared.selectbox(key="variant").value == "reference" and shared.slider(key="ngram").value == 3
+    assert "NR reference n=3" in shared.caption[-1].value

@@ -120,6 +120,13 @@ class StorySet:
     def image_path(self, ref: str) -> Path:
         return resolve_image(self.root, ref)
 
+    def digest(self) -> str:
+        """Content hash of the stories (ids, systems, sequences, sentences, image refs) and root."""
+        h = hashlib.sha256(str(self.root.resolve()).encode())
+        for st in self.stories:
+            h.update(json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]).encode())
+        return h.hexdigest()
+
     def all_problems(self) -> list[Problem]:
         return [*self.problems, *(p for s in self.stories for p in s.problems)]
 
