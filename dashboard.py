@@ -12,7 +12,7 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from vst_core.config import Settings, settings_from_signature
-from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, StorySetError, read_story_set, story_set_from_upload
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
@@ -96,6 +96,13 @@ def _read_scores(path: str, mtime: float, images_dir: str) -> tuple[StorySet | N
     return StorySet(story_set.stories, root, str(file), (*problems, *more)), kept, None
 
 
+@st.cache_data(show_spinner=False)
+def load_image_upload(files: tuple[tuple[str, bytes], ...], text: str) -> tuple[StorySet | None, list[str]]:
+    """Uploaded images + pasted stories as a story set in a temporary folder (cached by content)."""
+    folder = Path(tempfile.mkdtemp(prefix="vst-images-"))
+    return story_set_from_upload(list(files), text, folder)
+
+
 def load_scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[dict] | None, str | None]:
     """A scores JSONL as stories + records; errors as a message for the page."""
     file = Path(path)
@@ -146,13 +153,29 @@ def load_view() -> RunView | None:
             pass
         st.header("Data")
         source = st.radio(
-            "Story set", ["Bundled sample", "Upload a story file", "Scores JSONL (no model needed)"], key="source"
+            "Story set",
+            ["Bundled sample", "Upload images + stories", "Upload a story file", "Scores JSONL (no model needed)"],
+            key="source",
         )
         story_set: StorySet | None = None
         error: str | None = None
         scored: list[dict] | None = None
         if source == "Bundled sample":
             story_set, error = load_path(str(SAMPLE), SAMPLE.stat().st_mtime)
+        elif source == "Upload images + stories":
+            files = st.file_uploader(
+                f"Images of one sequence, in order (1-{MAX_UPLOAD_IMAGES})", type=["jpg", "jpeg", "png", "webp", "bmp", "gif"],
+                accept_multiple_files=True, key="upload_images",
+            )
+            text = st.text_area(
+                "Candidate stories, one per line", key="upload_stories",
+                placeholder="model-a: We went to the beach. | The waves were huge. | ...",
+                help="optionally 'system: ' first; '|' between sentences (one per image), else sentences are split automatically",
+            )
+            if files:
+                story_set, messages = load_image_upload(tuple((f.name, f.getvalue()) for f in files), text)
+                for message in messages:
+                    st.warning(message)
         elif source.startswith("Scores"):
             scores_path = st.text_input(
                 "Scores file written by `vst score`", "", key="scores_path",
@@ -231,7 +254,7 @@ def load_view() -> RunView | None:
         st.error(error)
     if story_set is None:
         if not error:
-            st.info("Upload a story set to begin, or pick the bundled sample.")
+            st.info("Upload a story set (or images and stories) to begin, or pick the bundled sample.")
         return None
 
     for problem in story_set.all_problems():

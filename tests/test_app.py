@@ -210,3 +210,40 @@ def test_settings_live_in_the_url() -> None:
     assert not shared.exception
     assert shared.selectbox(key="variant").value == "reference" and shared.slider(key="ngram").value == 3
     assert "NR reference n=3" in shared.caption[-1].value
+
+
+def _png(colour: str, size: tuple[int, int] = (32, 24)) -> bytes:
+    from io import BytesIO
+
+    from PIL import Image
+
+    buffer = BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_upload_images_and_stories(tiny_clip: tuple[Path, Path]) -> None:
+    app = make(source="Upload images + stories", upload_stories="mine: A red square. | A green square.\nA blue dog ran.",
+               **tiny_clip_widgets(tiny_clip))
+    assert any("Upload a story set" in i.value for i in app.info)  # no images yet
+    files = [("red.png", _png("red"), "image/png"), ("notes.png", b"plain text, not an image", "image/png"),
+             ("green.png", _png("green"), "image/png")]
+    app.file_uploader(key="upload_images").set_value(files).run()
+    assert not app.exception
+    assert any("notes.png is not an image" in w.value for w in app.warning)
+    html = "".join(m.value for m in app.markdown)
+    assert "`upload-1`" in html and "`upload-2`" in html and 'class="vst-np"' in html
+    assert len(app.get("image")) == 2
+
+
+def test_upload_limits_are_explained(tmp_path: Path) -> None:
+    from vst_core.data import story_set_from_upload
+
+    none, messages = story_set_from_upload([], "a story.", tmp_path / "a")
+    assert none is None and "at least one image" in messages[0]
+    many = [(f"{k}.png", _png("white", (8, 8))) for k in range(50)]
+    ss, messages = story_set_from_upload(many, "We went out. It rained.", tmp_path / "b")
+    assert ss is not None and len(ss.stories[0].images) == 20 and "at most 20 images" in messages[0]
+    assert ss.stories[0].sentences == ("We went out.", "It rained.")
+    empty, messages = story_set_from_upload(many[:2], "   ", tmp_path / "c")
+    assert empty is None and "paste at least one story" in messages[0]
