@@ -62,6 +62,10 @@ for start in range(0, len(stories), per_row):
                     f"unbounded {format_score(grd['unbounded'])} · θ {grd['theta']:.4f} · "
                     f"T {format_score(grd['temporal_misalignment'])} · P {format_score(grd['np_proportion'])}")))
                 cards.append(("T", "grounding", grd and grd["temporal_misalignment"], "temporal misalignment (GROOVIST Eq. 3)"))
+            for label, metric, tip in (("CLIPScore", "clipscore", "mean 2.5·max(cos(sentence i, image i), 0)"),
+                                       ("RoViST-VG", "rovist_vg", "RoViST aggregation of CLIP similarities, not the RoViST-VG model")):
+                if metric in view.settings.metrics:
+                    cards.append((label, metric, record["metrics"].get(metric, {}).get("score"), tip))
             st.markdown(
                 score_cards_html([
                     (label, "error", record["errors"][metric]) if metric in record["errors"]

@@ -28,7 +28,7 @@ SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
 SIDEBAR_KEYS = (
     "source", "variant", "ngram", "coherence", "coherence_model", "grounding", "clip_arch", "clip_pretrained",
     "clip_checkpoint", "clip_config", "theta_name", "theta_value", "penalize", "concreteness", "scores_path",
-    "scores_images",
+    "scores_images", "regions", "extra_clip", "device", "upload_stories",
 )
 
 
@@ -117,7 +117,8 @@ def load_scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[
 #: Sidebar choices mirrored in the URL so a view can be shared by link and survives a reload.
 URL_KEYS: dict[str, type] = {
     "source": str, "variant": str, "ngram": int, "coherence": bool, "grounding": bool, "theta_name": str,
-    "theta_value": float, "penalize": bool, "concreteness": bool, "scores_path": str,
+    "theta_value": float, "penalize": bool, "concreteness": bool, "scores_path": str, "regions": str,
+    "extra_clip": bool, "device": str,
 }
 
 
@@ -213,6 +214,12 @@ def load_view() -> RunView | None:
         clip_pretrained = st.text_input("Pretrained tag", "openai", key="clip_pretrained")
         clip_checkpoint = st.text_input("…or local checkpoint file", "", key="clip_checkpoint").strip() or None
         clip_config = st.text_input("open_clip model config (JSON, optional)", "", key="clip_config").strip() or None
+        regions_choice = st.text_input(
+            "Regions", "grid", key="regions",
+            help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
+        ).strip() or "grid"
+        extra_clip = st.checkbox("Also CLIPScore and RoViST-VG style", value=True, key="extra_clip")
+        device = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device")
         theta_name = st.selectbox("θ preset", [*THETA_PRESETS, "slider"], key="theta_name")
         theta = (
             str(st.slider("θ", 0.0, 1.5, 0.6, 0.005, key="theta_value", help="re-renders from cached similarities"))
@@ -222,13 +229,14 @@ def load_view() -> RunView | None:
         use_weights = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness")
 
     _to_url()
-    metrics = tuple(
-        m for m, on in (("redundancy", True), ("coherence", want_coherence), ("grounding", want_grounding)) if on
-    )
+    clip_metrics = ("grounding", "clipscore", "rovist_vg") if extra_clip else ("grounding",)
+    metrics = ("redundancy",) + (("coherence",) if want_coherence else ()) + (clip_metrics if want_grounding else ())
+    regions = regions_choice if regions_choice in ("grid", "detector") else "csv"
     settings = Settings(  # type: ignore[arg-type]
         metrics=metrics, nr_variant=variant, nr_ngram=n, coherence_model=coherence_model, clip_arch=clip_arch,
         clip_pretrained=clip_pretrained, clip_checkpoint=clip_checkpoint, clip_config=clip_config, theta=theta,
-        penalize=penalize, weighting="concreteness" if use_weights else "none",
+        penalize=penalize, weighting="concreteness" if use_weights else "none", device=device,
+        regions=regions, regions_file=regions_choice if regions == "csv" else None,
     )
     if scored is not None:
         want_coherence = want_grounding = False  # everything comes from the file
@@ -248,7 +256,10 @@ def load_view() -> RunView | None:
             clip_encoder(clip_arch, clip_pretrained, clip_checkpoint, clip_config, settings.device)
         except (WeightsUnavailableError, ValueError, RuntimeError) as exc:
             st.warning(f"Grounding is off: {exc}", icon="⚠️")
-            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "grounding"))
+            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m not in clip_metrics))
+        if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
+            st.warning(f"Regions file not found: {settings.regions_file}; the weight-free grid is used", icon="⚠️")
+            settings = settings.with_(regions="grid", regions_file=None)
 
     if error:
         st.error(error)

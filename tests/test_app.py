@@ -116,6 +116,7 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
     assert not [w for w in app.warning if "Grounding is off" in w.value]
     html = "".join(m.value for m in app.markdown)
     assert 'class="vst-np"' in html and "matched image" in html
+    assert html.count('class="vst-card"') == 4 * 5  # NR, GROOVIST, T, CLIPScore, RoViST-VG (coherence off)
     images_before = len(app.get("image"))
     box = app.selectbox(key="np-space-grounded")
     box.set_value(box.options[0]).run()
@@ -174,7 +175,7 @@ def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None
     app = make(**widgets)
     assert not [w for w in app.warning if "is off" in w.value]  # no model is asked for
     html = "".join(m.value for m in app.markdown)
-    assert 'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4
+    assert 'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4  # no extra CLIP metrics in the file
     recorded = json.loads(scores_file.read_text().splitlines()[0])["signature"]["id"]
     footer = app.caption[-1].value
     assert "device: none" in footer and "CLIP vst-tiny-clip/file:" in footer
