@@ -34,9 +34,8 @@ event = st.dataframe(
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in numeric},
 )
 rows = event.selection.rows if event is not None else []
-if rows:
-    st.query_params["story"] = str(shown.iloc[rows[0]]["story"])
-    st.switch_page("app.py")
+if rows:  # open the story in Inspect, keeping the settings in the URL
+    st.switch_page("app.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
 
 if numeric and len(shown):
     metric = st.selectbox("Metric per system", numeric, key="metric")

@@ -88,3 +88,22 @@ def test_inspect_page_in_chromium(server: str) -> None:
 
 def test_dataset_page_in_chromium(server: str) -> None:
     _page(server, "/dataset", "dataset.png", ["h1:has-text('Dataset')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])
+
+
+def test_dataset_row_click_opens_the_story(server: str) -> None:
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(server + "/dataset")
+        grid = page.locator('[data-testid="stDataFrame"]').first
+        grid.wait_for(timeout=90_000)
+        page.wait_for_timeout(1500)
+        box = grid.bounding_box()
+        assert box is not None
+        # row 7 (home-generic): header 35 px, rows 35 px; the selection checkbox is the first column
+        page.mouse.click(box["x"] + 15, box["y"] + 35 + 6 * 35 + 17)
+        page.wait_for_selector("text=Inspect a story", timeout=60_000)
+        sync_api.expect(page.locator("text=← selected")).to_have_count(1, timeout=30_000)
+        assert "story=home-generic" in page.url
+        assert page.locator('[data-testid="stException"]').count() == 0
+        browser.close()
