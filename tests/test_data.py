@@ -184,3 +184,12 @@ def test_scores_writer_recovers_from_a_truncated_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError):  # NaN is never written as a number
         with ScoresWriter(tmp_path / "n.jsonl") as w:
             w.write({"story_id": "n", "score": float("nan")})
+
+
+def test_story_set_writer_round_trip(image_dir: Path) -> None:
+    from vst_core.data import write_story_set
+
+    original = read_story_set(write_jsonl(image_dir / "s.jsonl", [story(), story(story_id="s2", system="other")]))
+    write_story_set(original, image_dir / "copy.jsonl")
+    again = read_story_set(image_dir / "copy.jsonl")
+    assert again.stories == original.stories

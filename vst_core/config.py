@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from typing import Any, Literal
 
@@ -20,9 +20,6 @@ AVAILABLE_METRICS: dict[str, str] = {
     "clipscore": "CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
     "rovist_vg": "RoViST-VG style: idf-weighted LogSumExp of each noun's best CLIP cosine (not the RoViST-VG model)",
 }
-
-#: Metrics that need model weights (the others run with nothing downloaded).
-MODEL_METRICS: frozenset[str] = frozenset({"coherence", "grounding", "clipscore", "rovist_vg"})
 #: Metrics computed from CLIP embeddings.
 CLIP_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg"})
 
@@ -75,7 +72,6 @@ class Settings:
     expressions: bool = False  # concreteness of whole phrases / multi-word expressions first
     device: str = "auto"
     batch_size: int = 32
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         parse_metrics(self.metrics)
@@ -110,7 +106,6 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.pop("extra")
         for key in ("device", "batch_size"):  # change speed, not scores
             data.pop(key)
         if "coherence" not in self.metrics:
@@ -172,7 +167,7 @@ def library_versions() -> dict[str, str]:
 
 def settings_from_signature(signature: dict[str, Any]) -> Settings:
     """Settings recorded in a signature (fields this version does not know are ignored)."""
-    known = {f for f in Settings.__dataclass_fields__ if f != "extra"}
+    known = set(Settings.__dataclass_fields__)
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
         values["metrics"] = tuple(m for m in values["metrics"] if m in AVAILABLE_METRICS) or ("redundancy",)

@@ -13,7 +13,6 @@ Backends, all fed ``[CLS] A [SEP] B [SEP]`` with segment ids 0 for A and 1 for B
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -275,12 +274,6 @@ def load_pair_scorer(
         f"unknown coherence model {spec!r}: use bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, "
         "or a checkpoint directory written by train-sop"
     )
-
-
-def read_sop_meta(path: str | Path) -> dict[str, Any]:
-    """Training summary stored beside a train-sop checkpoint (empty when absent)."""
-    meta = Path(path) / SOP_META_FILE
-    return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
 def pairs_of(sentences: Sequence[str]) -> list[tuple[str, str]]:
