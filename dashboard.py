@@ -76,8 +76,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[dict]:
     signature = settings.signature()
     stories = list(_story_set)
     if clip is not None:
-        grounder = models.grounder(_story_set.root)
-        grounder.fit_idf(stories)
+        grounder = models.grounder_for(_story_set)
         grounder.prepare([s for s in stories if not s.is_empty])
     return [score_story(s, settings, signature, models=models, root=_story_set.root) for s in stories]
 

@@ -86,6 +86,11 @@ class Grounder:
             seen.setdefault(p.root, p)
         return list(seen.items())
 
+    @property
+    def needs_idf(self) -> bool:
+        """Whether the settings use idf weights (-C +idf, or the RoViST-VG score)."""
+        return self.settings.weighting == "idf" or "rovist_vg" in self.settings.metrics
+
     def fit_idf(self, stories: Sequence[Story]) -> None:
         """idf over the loaded stories, of phrase units (for -C +idf) and of head nouns (RoViST-VG)."""
         docs_units, docs_nouns = [], []
@@ -101,17 +106,12 @@ class Grounder:
         return self.phrases[story.story_id]
 
     def _image(self, ref: str) -> ImageEntry:
-        if ref in self.images:
-            return self.images[ref]
-        try:
-            path = resolve_image(self.root, ref)
-        except ValueError as exc:
-            entry = ImageEntry(Path(ref), error=str(exc))
-            self.images[ref] = entry
-            return entry
-        entry = ImageEntry(path)
-        self.images[ref] = entry
-        return entry
+        if ref not in self.images:
+            try:
+                self.images[ref] = ImageEntry(resolve_image(self.root, ref))
+            except ValueError as exc:
+                self.images[ref] = ImageEntry(Path(ref), error=str(exc))
+        return self.images[ref]
 
     def prepare(self, stories: Sequence[Story]) -> None:
         """Decode new images, choose their regions and encode every missing region and phrase."""
@@ -188,16 +188,21 @@ class Grounder:
                 entry.note = f"no usable box in {entry.path.name}: whole image used"
                 entry.boxes = [whole_image(width, height)]
 
+    def _best_matches(self, texts: Sequence[str], regions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each text, the index of its most similar region and that raw cosine."""
+        if not texts:
+            return np.zeros(0, int), np.zeros(0)
+        sims = np.stack([self._text[t] for t in texts]) @ regions.T
+        best = sims.argmax(axis=1)
+        return best, sims[np.arange(len(texts)), best]
+
     def best_cosines(self, story: Story) -> list[float]:
         """Each phrase unit's best raw cosine over the story's regions (for θ over a dataset)."""
         entries = [self._image(ref) for ref in story.images]
         if not story.images or any(e.error or e.region_emb is None for e in entries):
             return []
-        units = self._units(self._phrases(story))
-        if not units:
-            return []
         regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
-        return list((np.stack([self._text[u] for u, _ in units]) @ regions.T).max(axis=1).astype(float))
+        return [float(c) for c in self._best_matches([u for u, _ in self._units(self._phrases(story))], regions)[1]]
 
     def forget(self) -> None:
         """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk."""
@@ -226,13 +231,7 @@ class Grounder:
         n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
 
         if "grounding" in s.metrics:
-            if units:
-                emb = np.stack([self._text[u] for u, _ in units])
-                sims = emb @ regions.T
-                best = sims.argmax(axis=1)
-                best_cos = sims[np.arange(len(units)), best]
-            else:
-                best, best_cos = np.zeros(0, int), np.zeros(0)
+            best, best_cos = self._best_matches([u for u, _ in units], regions)
             if s.weighting == "concreteness":
                 weights = [
                     phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions)
@@ -284,12 +283,9 @@ class Grounder:
             out["clipscore"] = {"score": mean, "pairs": list(each), "notes": cs_notes}
         if "rovist_vg" in s.metrics:
             nouns = list(dict.fromkeys(p.root for p in phrases))
-            if nouns:
-                best_noun = (np.stack([self._text[n] for n in nouns]) @ regions.T).max(axis=1)
-                idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
-                raw, scaled = rovist_vg(best_noun, idf)
-            else:
-                best_noun, idf, raw, scaled = np.zeros(0), [], None, None
+            best_noun = self._best_matches(nouns, regions)[1]
+            idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
+            raw, scaled = rovist_vg(best_noun, idf)
             out["rovist_vg"] = {
                 "score": scaled,
                 "lse": raw,

@@ -145,6 +145,13 @@ class Models:
             )
         return self._pair_scorer
 
+    def grounder_for(self, story_set: StorySet) -> Any:
+        """The grounder of a story set, with idf fitted over the whole set when the settings use it."""
+        grounder = self.grounder(story_set.root)
+        if grounder.needs_idf and not grounder.idf:
+            grounder.fit_idf(list(story_set))
+        return grounder
+
     def load(self) -> None:
         """Load every model the settings need now, so a missing one fails before any work."""
         if "coherence" in self.settings.metrics:
@@ -316,7 +323,7 @@ def score_story_set(
     if todo:
         models.load()
         if CLIP_METRICS & set(settings.metrics):
-            grounder = models.grounder(story_set.root)
+            grounder = models.grounder_for(story_set)
             summary.problems.extend(str(p) for p in models.problems)
             if grounder.regions_table:
                 used = {Path(ref).name for story in story_set for ref in story.images}
@@ -326,8 +333,6 @@ def score_story_set(
                     summary.problems.append(
                         f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored"
                     )
-            if settings.weighting == "idf" or "rovist_vg" in settings.metrics:
-                grounder.fit_idf(list(story_set))  # idf over the whole loaded set
     bar = progress(len(todo)) if progress else None
     try:
         with ScoresWriter(out) as writer:
