@@ -159,6 +159,33 @@ def build_parser() -> argparse.ArgumentParser:
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
     cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
+
+    meta = sub.add_parser(
+        "meta-eval",
+        help="how each metric agrees with human judgements (correlations, pairwise accuracy, bins)",
+        description=(
+            "Join a scores JSONL with human judgements (long: story_id,rater,aspect,value; wide: story_id,"
+            "<aspects>; or pairwise: story_a,story_b,rank_a,rank_b) and report story- and system-level "
+            "correlations with bootstrap intervals, pairwise ranking accuracy (ties wrong) by agreement and "
+            "ranking gap, T/P bins, error-label correlations and reference-based baselines. The numbers "
+            "are the ones the dashboard's Meta-evaluation page shows."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    meta.add_argument("scores", type=Path, metavar="SCORES", help="scores JSONL written by `score`")
+    meta.add_argument("human", type=Path, metavar="HUMAN", help="human judgements CSV")
+    meta.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    meta.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write every table as CSV into DIR")
+    meta.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
+    meta.add_argument("--aspects", default=None, help="comma-separated human aspects (default: all)")
+    meta.add_argument("--aggregate", choices=("mean", "median"), default="mean", help="how raters are combined")
+    meta.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
+    meta.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    meta.add_argument("--confidence", type=float, default=0.95, help="bootstrap interval level")
+    meta.add_argument("--gap-bins", default=None, help="ranking-gap bin edges, e.g. 0,0.1,0.2,0.3,1 (default: quartiles)")
+    meta.add_argument("--t-split", type=float, default=1.0, help="high temporal misalignment: T >= this")
+    meta.add_argument("--p-split", type=float, default=None, help="high noun-phrase proportion: P > this (default: the mode)")
+    meta.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
     return parser
 
 
@@ -357,6 +384,63 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _csv_list(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def cmd_meta_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from vst_core.data import read_scores
+    from vst_core.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
+
+    try:
+        edges = tuple(float(v) for v in _csv_list(args.gap_bins) or []) or None
+        settings = MetaSettings(
+            aggregate=args.aggregate, resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+            gap_edges=edges, t_split=args.t_split, p_split=args.p_split, baselines=not args.no_baselines,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not args.scores.is_file():
+        print(f"error: no scores file at {args.scores}", file=sys.stderr)
+        return EXIT_INPUT
+    records, problems = read_scores(args.scores)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if not records:
+        print(f"error: {args.scores} holds no score records", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        judgements = read_judgements(args.human)
+    except (OSError, JudgementsError) as exc:
+        print(f"error: {args.human}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    report = run_meta_eval(records, judgements, settings, metrics=_csv_list(args.metrics), aspects=_csv_list(args.aspects))
+    for problem in report.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    for name, reason in report.unavailable.items():
+        print(f"warning: {name} unavailable: {reason}", file=sys.stderr)
+    match = report.match
+    print(
+        f"matched {match['matched']} of {match['judged']} judged stories to {match['scored']} scored ones; "
+        f"{len(report.metrics)} metrics x {len(report.aspects)} aspects; {report.description}",
+        file=sys.stderr,
+    )
+    if match["matched"] == 0:
+        print("error: no judged story has scores; nothing to correlate", file=sys.stderr)
+        return EXIT_INPUT
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+    if args.csv:
+        args.csv.mkdir(parents=True, exist_ok=True)
+        for name in report.tables():
+            (args.csv / f"{name}.csv").write_text(report.csv(name), encoding="utf-8")
+    print(f"wrote {args.out}" + (f" and {len(report.tables())} CSV tables in {args.csv}" if args.csv else ""), file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
@@ -368,6 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_fetch_models(args)
     if args.command == "cache":
         return cmd_cache(args)
+    if args.command == "meta-eval":
+        return cmd_meta_eval(args)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the command
 
 
