@@ -5,6 +5,7 @@ Pages call :func:`load_view` and render the :class:`~vst_core.viz.RunView` it re
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from streamlit.errors import StreamlitPageNotFoundError
 from vst_core.config import Settings, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, StorySetError, read_story_set, story_set_from_upload
 from vst_core.grounder import rescore_grounding
+from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
+from vst_core.metrics.baselines import baseline_scores
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import WeightsUnavailableError
@@ -22,6 +25,9 @@ from vst_core.pipeline import Models, score_story, stories_from_records
 from vst_core.viz import RunView
 
 SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
+#: Made-up judgements of the sample stories, for trying the meta-evaluation page.
+SAMPLE_JUDGEMENTS = SAMPLE.parent / "human_example.csv"
+SAMPLE_IDS = frozenset(read_judgements(SAMPLE_JUDGEMENTS).story_ids)
 
 #: Sidebar widget keys; their values survive a change of page.
 SIDEBAR_KEYS = (
@@ -115,9 +121,41 @@ def load_scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[
 #: Sidebar choices mirrored in the URL so a view can be shared by link and survives a reload.
 URL_KEYS: dict[str, type] = {
     "source": str, "variant": str, "ngram": int, "coherence": bool, "grounding": bool, "theta_name": str,
-    "theta_value": float, "penalize": bool, "concreteness": bool, "scores_path": str, "regions": str,
+    "theta_value": float, "penalize": bool, "concreteness": bool, "scores_path": str, "scores_images": str, "regions": str,
     "extra_clip": bool, "device": str,
 }
+
+
+def records_digest(records: list[dict]) -> str:
+    """Content hash of score records (what a meta-evaluation depends on)."""
+    return hashlib.sha256(json.dumps(records, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@st.cache_data(show_spinner="Reading the judgements…")
+def load_judgements(data: bytes) -> tuple[Judgements | None, str | None]:
+    try:
+        return read_judgements(data), None
+    except JudgementsError as exc:
+        return None, str(exc)
+
+
+@st.cache_data(show_spinner="Computing BLEU, ROUGE-L, CIDEr and METEOR against the references…")
+def baselines(_records: list[dict], key: str) -> tuple[dict, dict]:
+    """Reference-based baselines, cached by the records' content hash ``key``."""
+    return baseline_scores(_records)
+
+
+@st.cache_data(show_spinner="Comparing every metric with the human judgements…")
+def meta_report(
+    _records: list[dict], key: str, judgements: bytes, settings: MetaSettings, metrics: tuple[str, ...], aspects: tuple[str, ...]
+) -> MetaReport:
+    """The report the CLI would write for these records and judgements, cached by content."""
+    found, error = load_judgements(judgements)
+    assert found is not None, error
+    return run_meta_eval(
+        _records, found, settings, metrics=metrics or None, aspects=aspects or None,
+        baselines=baselines(_records, key) if settings.baselines else None,
+    )
 
 
 def _from_url() -> None:
@@ -148,6 +186,7 @@ def load_view() -> RunView | None:
         try:
             st.page_link("app.py", label="Inspect a story", icon=":material/search:")
             st.page_link("pages/dataset.py", label="Dataset", icon=":material/table_chart:")
+            st.page_link("pages/meta_eval.py", label="Agreement with humans", icon=":material/insights:")
         except StreamlitPageNotFoundError:  # a page run on its own (AppTest) has no app to link to
             pass
         st.header("Data")

@@ -12,7 +12,11 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-PAGES = {"inspect": str(ROOT / "app.py"), "dataset": str(ROOT / "pages" / "dataset.py")}
+PAGES = {
+    "inspect": str(ROOT / "app.py"),
+    "dataset": str(ROOT / "pages" / "dataset.py"),
+    "meta": str(ROOT / "pages" / "meta_eval.py"),
+}
 
 
 def make(page: str = "inspect", **widgets: Any) -> AppTest:
@@ -248,3 +252,77 @@ def test_upload_limits_are_explained(tmp_path: Path) -> None:
     assert ss.stories[0].sentences == ("We went out.", "It rained.")
     empty, messages = story_set_from_upload(many[:2], "   ", tmp_path / "c")
     assert empty is None and "paste at least one story" in messages[0]
+
+
+# ------------------------------------------------------------------ agreement with humans
+
+
+def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> None:
+    from vst_core.__main__ import main
+    from vst_core.data import read_scores
+    from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
+    from vst_core.viz import correlation_cells
+
+    app = make("meta", resamples=200)
+    assert app.title[0].value == "Agreement with humans"
+    assert any("made up" in w.value for w in app.warning)
+    assert "8** of 8 judged stories matched" in "".join(m.value for m in app.markdown)
+    shown = app.dataframe[0].value
+    assert "NR" in shown.index and "BLEU-4" in shown.index and list(shown.columns)[:2] == ["grounding", "coherence"]
+    assert len(app.get("plotly_chart")) >= 4  # bars, scatter, gap curve, error heatmap
+    keys = {b.key for b in app.get("download_button")}
+    assert {"dl-agreement_with_humans", "dl-system_level", "dl-pairwise_accuracy", "dl-bins", "dl-error_correlations"} <= keys
+    assert any(c.value.startswith("meta-eval sig ") for c in app.caption)
+    # the page shows the numbers the CLI writes for the same scores and judgements
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress"]) == 0
+    records, _ = read_scores(out)
+    report = run_meta_eval(records, read_judgements(ROOT / "assets/sample/human_example.csv"), MetaSettings(resamples=200))
+    expected = correlation_cells(report.correlations, "kendall_c")
+    assert shown.loc["NR"].tolist() == expected.loc["NR"].tolist()
+
+
+def test_meta_page_settings_and_selection() -> None:
+    app = make("meta", resamples=0, baselines=False)
+    assert list(app.dataframe[0].value.index) == ["NR"]
+    app.multiselect(key="meta_aspects").set_value(["overall"]).run()
+    assert not app.exception and list(app.dataframe[0].value.columns) == ["overall"]
+    app.selectbox(key="method").set_value("pearson").run()
+    assert not app.exception and "[" not in app.dataframe[0].value.iloc[0, 0]  # 0 resamples: no interval
+
+
+def test_meta_page_reports_unmatched_and_unreadable_judgements() -> None:
+    app = make(
+        "meta", judgements_source="Upload a judgements CSV", baselines=False, resamples=0,
+        last_judgements=b"story_id,overall\nghost-1,3\nghost-2,4\n",
+    )
+    assert "0** of 2 judged stories matched" in "".join(m.value for m in app.markdown)
+    assert any("none of the 2 judged story ids" in w.value for w in app.warning)
+    bad = make("meta", judgements_source="Upload a judgements CSV", last_judgements=b"id,score\na,1\n")
+    assert bad.error and "no story_id column" in bad.error[0].value
+
+
+def test_meta_page_upload_without_a_file_asks_for_one() -> None:
+    app = make("meta", source="Upload a story file")
+    assert app.title[0].value == "Agreement with humans" and not app.dataframe
+
+
+def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    from vst_core.__main__ import main
+
+    config, checkpoint = tiny_clip
+    out = tmp_path / "scores.jsonl"
+    assert main([
+        "score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress",
+        "--metrics", "redundancy,grounding,clipscore", "--clip-model", "vst-tiny-clip",
+        "--clip-config", str(config), "--clip-checkpoint", str(checkpoint), "--cache-dir", str(tmp_path / "cache"),
+    ]) == 0
+    app = make(
+        "meta", source="Scores JSONL (no model needed)", scores_path=str(out),
+        scores_images=str(ROOT / "assets/sample"), resamples=0, baselines=False,
+    )
+    assert any("made up" in w.value for w in app.warning)  # the sample's ids: the example is offered
+    assert {"GROOVIST", "CLIPScore", "NR"} <= set(app.dataframe[0].value.index)
+    bins = next(d.value for d in app.dataframe if "covariate" in d.value.columns)
+    assert set(bins["covariate"]) == {"T", "P"} and set(bins["aspect"]) == {"grounding"}
+    assert bins.groupby("covariate")["n"].sum().to_dict() == {"P": 8 * 3, "T": 8 * 3}  # 3 metrics, every story in one bin

@@ -107,3 +107,7 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
         assert "story=home-generic" in page.url
         assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()
+
+
+def test_meta_page_in_chromium(server: str) -> None:
+    _page(server, "/meta_eval", "meta_eval.png", ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])

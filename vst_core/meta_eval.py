@@ -278,7 +278,7 @@ def _read_pairwise(frame: pd.DataFrame, problems: list[str]) -> Judgements:
     ok &= ~tie
     a_better = rank_a < rank_b
     pairs = pd.DataFrame({
-        "sequence_id": frame["sequence_id"] if "sequence_id" in frame else None,
+        "sequence_id": frame.get("sequence_id"),
         "better": np.where(a_better, frame["story_a"], frame["story_b"]),
         "worse": np.where(a_better, frame["story_b"], frame["story_a"]),
         "gap": (rank_a - rank_b).abs(),
@@ -498,13 +498,14 @@ def correlation_table(
     return pd.DataFrame(rows, columns=columns)
 
 
-def best_per_aspect(table: pd.DataFrame, method: str) -> dict[str, str]:
-    """The metric with the highest coefficient per aspect (undefined ones never win)."""
+def best_per_aspect(table: pd.DataFrame, method: str, tolerance: float = 1e-9) -> dict[str, set[str]]:
+    """The metrics with the highest coefficient per aspect (all of them when tied; undefined never win)."""
     part = table[(table["method"] == method) & table["value"].notna()]
-    if part.empty:
-        return {}
-    winners = part.loc[part.groupby("aspect")["value"].idxmax()]
-    return dict(zip(winners["aspect"], winners["metric"]))
+    best: dict[str, set[str]] = {}
+    for aspect, rows in part.groupby("aspect", sort=False):
+        top = rows["value"].max()
+        best[str(aspect)] = set(rows.loc[rows["value"] >= top - tolerance, "metric"])
+    return best
 
 
 # --------------------------------------------------------------------------------------------
@@ -770,15 +771,19 @@ def run_meta_eval(
     *,
     metrics: Sequence[str] | None = None,
     aspects: Sequence[str] | None = None,
+    baselines: tuple[dict[str, dict[str, float]], dict[str, str]] | None = None,
 ) -> MetaReport:
-    """Join scores with judgements and compute every table of the report."""
+    """Join scores with judgements and compute every table of the report.
+
+    ``baselines`` takes a precomputed :func:`~vst_core.metrics.baselines.baseline_scores` result
+    (they depend on the story texts only); by default they are computed when the settings ask."""
     problems = list(judgements.problems)
     scores = score_frame(records)
     unavailable: dict[str, str] = {}
     if settings.baselines:
         from vst_core.metrics.baselines import BASELINES, baseline_scores
 
-        base, unavailable = baseline_scores(records)
+        base, unavailable = baselines if baselines is not None else baseline_scores(records)
         if base:
             scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
     available = [m for m in (*METRIC_COLUMNS, *_baseline_names()) if m in scores]

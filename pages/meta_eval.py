@@ -1,0 +1,164 @@
+"""Agreement with humans: how each metric agrees with human judgements of the loaded stories."""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+st.set_page_config(page_title="Agreement with humans · visual story evaluation", page_icon="📈", layout="wide")
+
+from dashboard import SAMPLE_IDS, SAMPLE_JUDGEMENTS, load_judgements, load_view, meta_report, records_digest  # noqa: E402
+from vst_core.meta_eval import METHODS, MetaSettings, best_per_aspect  # noqa: E402
+from vst_core.viz import (  # noqa: E402
+    bins_figure,
+    correlation_bars,
+    correlation_cells,
+    error_heatmap,
+    gap_accuracy_figure,
+    pairwise_cells,
+    metric_scatter,
+)
+
+st.title("Agreement with humans")
+view = load_view()
+if view is None:
+    st.stop()
+
+EXAMPLE = "Made-up example ratings (for trying the page)"
+on_sample = bool(SAMPLE_IDS & {r["story_id"] for r in view.records})  # the example rates the sample's stories
+options = [EXAMPLE, "Upload a judgements CSV"] if on_sample else ["Upload a judgements CSV"]
+choice = st.radio("Human judgements", options, horizontal=True, key="judgements_source")
+if choice == EXAMPLE:
+    data = SAMPLE_JUDGEMENTS.read_bytes()
+    st.warning("These ratings are **made up** for trying the page; they were not collected from people.", icon=":material/science:")
+else:
+    upload = st.file_uploader(
+        "Judgements CSV: long (story_id, rater, aspect, value), wide (story_id, one column per aspect) "
+        "or pairwise (story_a, story_b, rank_a, rank_b[, agreement])", type=["csv"], key="judgements_upload",
+    )
+    if upload is not None:
+        st.session_state["last_judgements"] = upload.getvalue()
+    data = st.session_state.get("last_judgements")
+    if data is None:
+        st.info("Upload human judgements of the loaded stories (matched by story_id).")
+        st.stop()
+
+judgements, error = load_judgements(data)
+if judgements is None:
+    st.error(f"Could not read the judgements: {error}")
+    st.stop()
+if judgements.problems:
+    with st.expander(f"{len(judgements.problems)} note(s) on the judgements file", expanded=False):
+        for problem in judgements.problems:
+            st.warning(problem)
+
+with st.expander("Statistics settings"):
+    a, b, c, d = st.columns(4)
+    how = a.radio("Combine raters by", ["mean", "median"], key="aggregate", horizontal=True)
+    resamples = b.number_input("Bootstrap resamples", 0, 10000, 1000, step=100, key="resamples")
+    seed = c.number_input("Seed", 0, 2**31 - 1, 0, key="seed")
+    use_baselines = d.toggle("BLEU / ROUGE-L / CIDEr / METEOR", value=True, key="baselines")
+    e, f, g = st.columns(3)
+    gaps = e.text_input("Ranking-gap bin edges (empty: quartiles)", "", key="gap_bins", placeholder="0, 0.1, 0.2, 0.3, 1")
+    t_split = f.number_input("High misalignment: T ≥", 0.0, 10.0, 1.0, 0.05, key="t_split")
+    p_text = g.text_input("High NP proportion: P > (empty: the mode)", "", key="p_split")
+try:
+    settings = MetaSettings(
+        aggregate=how, resamples=int(resamples), seed=int(seed), baselines=use_baselines, t_split=float(t_split),
+        gap_edges=tuple(float(v) for v in gaps.split(",") if v.strip()) or None,
+        p_split=float(p_text) if p_text.strip() else None,
+    )
+except ValueError as exc:
+    st.error(f"Settings: {exc}")
+    st.stop()
+
+key = records_digest(view.records)
+full = meta_report(view.records, key, data, settings, (), ())
+left, right = st.columns(2)
+metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
+aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
+report = meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if metrics and aspects else full
+
+match = report.match
+st.markdown(
+    f"**{match['matched']}** of {match['judged']} judged stories matched the {match['scored']} scored ones · "
+    f"{len(report.metrics)} metrics × {len(report.aspects)} aspects"
+    + (f" · error labels: {', '.join(report.errors)}" if report.errors else "")
+)
+if match["judged_not_scored_count"] or match["scored_not_judged_count"]:
+    with st.expander("Unmatched story ids"):
+        st.write({"judged but not scored": match["judged_not_scored"], "scored but not judged": match["scored_not_judged"]})
+for problem in report.problems:
+    st.warning(problem)
+for name, reason in report.unavailable.items():
+    st.info(f"{name} unavailable: {reason}")
+if match["matched"] == 0 and not len(report.pairs):
+    st.stop()
+
+caption = f"{report.description} · {view.footer()}"
+
+
+def download(name: str, label: str) -> None:
+    st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}")
+
+
+tabs = st.tabs(["Correlations", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
+with tabs[0]:
+    method = st.selectbox("Coefficient", list(settings.methods), format_func=METHODS.get, index=3, key="method")
+    best = best_per_aspect(report.correlations, method)
+    cells = correlation_cells(report.correlations, method)
+    st.caption(f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05; the best metric per aspect is highlighted")
+    st.dataframe(
+        cells.style.apply(lambda col: ["background-color:#c6f6d5;font-weight:600" if m in best.get(str(col.name), set()) else "" for m in col.index]),
+        width="stretch",
+    )
+    if len(report.correlations):
+        st.plotly_chart(correlation_bars(report.correlations, method, caption), key="bars")
+    systems = report.data["system"].nunique() if "system" in report.data else 0
+    st.subheader(f"System level: means of {systems} systems", divider="gray")
+    st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
+    download("agreement_with_humans", "Story-level table (CSV)")
+    download("system_level", "System-level table (CSV)")
+with tabs[1]:
+    x, y = st.columns(2)
+    metric = x.selectbox("Metric", report.metrics, key="scatter_metric")
+    aspect = y.selectbox("Aspect", report.aspects, key="scatter_aspect")
+    if metric and aspect:
+        st.plotly_chart(metric_scatter(report.data, metric, aspect, caption), key="scatter")
+    download("matched_data", "Matched scores and judgements (CSV)")
+with tabs[2]:
+    st.caption(f"Pairs: {report.pairs_source}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher.")
+    if len(report.pairwise):
+        st.dataframe(pairwise_cells(report.pairwise), width="stretch")
+        if report.pairs["agreement"].notna().any():
+            st.caption("agreement = k: k raters order the pair as the aggregate does (VHED keeps pairs with k ≥ 4 of 5).")
+        st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
+    download("pairwise_accuracy", "Pairwise accuracy (CSV)")
+with tabs[3]:
+    if len(report.bins):
+        st.caption(
+            f"GROOVIST Fig. 3: T ≥ {report.splits['T']:g} is high temporal misalignment; P > {report.splits['P'] or 0:.4g} "
+            f"({'set by hand' if settings.p_split is not None else 'the mode of P'}) is high noun-phrase proportion. "
+            f"Correlation with the human '{report.bins['aspect'].iloc[0]}' score."
+        )
+        st.plotly_chart(bins_figure(report.bins, caption), key="bins")
+        st.dataframe(report.bins, hide_index=True, width="stretch")
+    else:
+        st.info("T and P come from GROOVIST; run grounding to see the bins.")
+    download("bins", "Bins (CSV)")
+with tabs[4]:
+    if len(report.error_correlations):
+        st.plotly_chart(error_heatmap(report.error_correlations, caption), key="errors")
+        st.dataframe(report.error_correlations, hide_index=True, width="stretch")
+    else:
+        st.info("No binary error labels (grammar, repetition, description in isolation, absurdity, event or object mismatch) in the judgements.")
+    download("error_correlations", "Error correlations (CSV)")
+with tabs[5]:
+    st.caption("Krippendorff's α (interval) per aspect")
+    st.dataframe(report.agreement, hide_index=True, width="stretch")
+    download("inter_rater", "Inter-rater agreement (CSV)")
+
+st.divider()
+st.caption(f"{report.description} · judgements sha256 {hashlib.sha256(data).hexdigest()[:12]}")
+st.caption(view.footer())
