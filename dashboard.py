@@ -13,14 +13,32 @@ import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
 from vst_core.config import Settings, settings_from_signature
-from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, StorySetError, read_story_set, story_set_from_upload
+from vst_core.data import (
+    MAX_UPLOAD_IMAGES,
+    StorySet,
+    StorySetError,
+    read_story_set,
+    story_set_from_upload,
+)
 from vst_core.grounder import rescore_grounding
-from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
+from vst_core.meta_eval import (
+    Judgements,
+    JudgementsError,
+    MetaReport,
+    MetaSettings,
+    read_judgements,
+    run_meta_eval,
+)
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import WeightsUnavailableError
-from vst_core.models.pairs import CheckpointShapeError, PairScorer, load_pair_scorer, resolve_device
+from vst_core.models.pairs import (
+    CheckpointShapeError,
+    PairScorer,
+    load_pair_scorer,
+    resolve_device,
+)
 from vst_core.pipeline import Models, score_story, stories_from_records
 from vst_core.viz import RunView
 

@@ -8,7 +8,14 @@ import streamlit as st
 
 st.set_page_config(page_title="Agreement with humans · visual story evaluation", page_icon="📈", layout="wide")
 
-from dashboard import SAMPLE_IDS, SAMPLE_JUDGEMENTS, load_judgements, load_view, meta_report, records_digest  # noqa: E402
+from dashboard import (  # noqa: E402
+    SAMPLE_IDS,
+    SAMPLE_JUDGEMENTS,
+    load_judgements,
+    load_view,
+    meta_report,
+    records_digest,
+)
 from vst_core.meta_eval import METHODS, MetaSettings, best_per_aspect  # noqa: E402
 from vst_core.viz import (  # noqa: E402
     bins_figure,
@@ -16,8 +23,8 @@ from vst_core.viz import (  # noqa: E402
     correlation_cells,
     error_heatmap,
     gap_accuracy_figure,
-    pairwise_cells,
     metric_scatter,
+    pairwise_cells,
 )
 
 st.title("Agreement with humans")

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT, SAMPLE
 from scipy import stats
 
-from conftest import ROOT, SAMPLE
 from vst_core.__main__ import main
 from vst_core.data import read_scores
 from vst_core.meta_eval import (
