@@ -66,15 +66,20 @@ with st.expander("Statistics settings"):
     resamples = b.number_input("Bootstrap resamples", 0, 10000, 1000, step=100, key="resamples")
     seed = c.number_input("Seed", 0, 2**31 - 1, 0, key="seed")
     use_baselines = d.toggle("BLEU / ROUGE-L / CIDEr / METEOR", value=True, key="baselines")
-    e, f, g = st.columns(3)
+    e, f, g, h = st.columns(4)
     gaps = e.text_input("Ranking-gap bin edges (empty: quartiles)", "", key="gap_bins", placeholder="0, 0.1, 0.2, 0.3, 1")
     t_split = f.number_input("High misalignment: T ≥", 0.0, 10.0, 1.0, 0.05, key="t_split")
     p_text = g.text_input("High NP proportion: P > (empty: the mode)", "", key="p_split")
+    pair_aspect = h.selectbox(
+        "Order story pairs by", ["(default)", *judgements.aspects], key="pair_aspect",
+        help="pairs built from ratings: every two stories of a sequence; default: 'overall' if judged, else the last aspect",
+    )
 try:
     settings = MetaSettings(
         aggregate=how, resamples=int(resamples), seed=int(seed), baselines=use_baselines, t_split=float(t_split),
         gap_edges=tuple(float(v) for v in gaps.split(",") if v.strip()) or None,
         p_split=float(p_text) if p_text.strip() else None,
+        pair_aspect=None if pair_aspect == "(default)" else pair_aspect,
     )
 except ValueError as exc:
     st.error(f"Settings: {exc}")

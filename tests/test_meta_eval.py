@@ -399,3 +399,25 @@ def test_partial_match_keeps_going(sample_scores: Path) -> None:
     assert report.match["matched"] == 4 and report.match["judged_not_scored"] == ["ghost"]
     assert any("1 judged story id(s) have no scores" in p for p in report.problems)
     assert report.correlations.set_index("method").loc["spearman", "n"] == 4
+
+
+def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
+    records, _ = read_scores(sample_scores)
+    j = read_judgements(EXAMPLE)
+    default = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False))
+    by_nr = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False, pair_aspect="non_redundancy"))
+    assert "'overall'" in default.pairs_source and "'non_redundancy'" in by_nr.pairs_source
+    assert by_nr.signature["id"] != default.signature["id"]
+    nr_all = by_nr.pairwise.set_index(["metric", "subset"]).loc[("NR", "all pairs")]
+    human = aggregate(j)
+    metric = {r["story_id"]: r["metrics"]["redundancy"]["score"] for r in records}
+    correct = total = 0
+    for seq in ("space", "home"):
+        ids = [f"{seq}-{k}" for k in ("ref", "grounded", "generic", "offtopic")]
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                ha, hb = human.at[a, "non_redundancy"], human.at[b, "non_redundancy"]
+                if ha != hb:
+                    total += 1
+                    correct += (metric[a] - metric[b]) * (ha - hb) > 0
+    assert (nr_all["n"], nr_all["correct"]) == (total, correct)

@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     meta.add_argument("--gap-bins", default=None, help="ranking-gap bin edges, e.g. 0,0.1,0.2,0.3,1 (default: quartiles)")
     meta.add_argument("--t-split", type=float, default=1.0, help="high temporal misalignment: T >= this")
     meta.add_argument("--p-split", type=float, default=None, help="high noun-phrase proportion: P > this (default: the mode)")
+    meta.add_argument("--pair-aspect", default=None, help="aspect that orders story pairs built from ratings (default: overall, else the last)")
     meta.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
     return parser
 
@@ -399,6 +400,7 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
         settings = MetaSettings(
             aggregate=args.aggregate, resamples=args.resamples, seed=args.seed, confidence=args.confidence,
             gap_edges=edges, t_split=args.t_split, p_split=args.p_split, baselines=not args.no_baselines,
+            pair_aspect=args.pair_aspect,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -73,6 +73,7 @@ class MetaSettings:
     p_split: float | None = None  # None: the mode of P
     bin_method: str = "kendall_c"
     baselines: bool = True
+    pair_aspect: str | None = None  # pairs from ratings: None = "overall" if judged, else the last aspect
 
     def __post_init__(self) -> None:
         if self.aggregate not in ("mean", "median"):
@@ -818,7 +819,10 @@ def run_meta_eval(
         pairs = judgements.pairs
         pairs_source = "pairwise judgements file (lower rank = better)"
     elif chosen_aspects and "sequence_id" in data:
-        aspect = chosen_aspects[-1] if "overall" not in chosen_aspects else "overall"
+        aspect = settings.pair_aspect or ("overall" if "overall" in chosen_aspects else chosen_aspects[-1])
+        if aspect not in human:
+            problems.append(f"no aspect {aspect!r} to order pairs by; judged aspects: {', '.join(all_aspects)}")
+            aspect = chosen_aspects[-1]
         pairs = pairs_from_ratings(data[aspect], data["sequence_id"], judgements.ratings, aspect)
         pairs_source = f"every two stories of a sequence, ordered by the {settings.aggregate} '{aspect}' rating"
     else:
