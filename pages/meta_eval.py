@@ -117,6 +117,8 @@ def download(name: str, label: str) -> None:
 
 tabs = st.tabs(["Correlations", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
 with tabs[0]:
+    if not len(report.correlations):
+        st.info("No ratings to correlate with (a pairwise file gives pairwise accuracy only; see that tab).")
     method = st.selectbox("Coefficient", list(settings.methods), format_func=METHODS.get, index=3, key="method")
     best = best_per_aspect(report.correlations, method)
     cells = correlation_cells(report.correlations, method)

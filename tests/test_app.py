@@ -326,3 +326,16 @@ def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path]
     bins = next(d.value for d in app.dataframe if "covariate" in d.value.columns)
     assert set(bins["covariate"]) == {"T", "P"} and set(bins["aspect"]) == {"grounding"}
     assert bins.groupby("covariate")["n"].sum().to_dict() == {"P": 8 * 3, "T": 8 * 3}  # 3 metrics, every story in one bin
+
+
+def test_meta_page_with_a_pairwise_file() -> None:
+    pairs = (
+        b"sequence_id,story_a,story_b,rank_a,rank_b,agreement\n"
+        b"space-trip,space-ref,space-generic,1.2,3.0,5\nspace-trip,space-offtopic,space-grounded,3.5,1.5,4\n"
+        b"home-day,home-ref,home-generic,1.0,2.6,4\nhome-day,home-ref,home-x,1.0,2.6,4\n"
+    )
+    app = make("meta", judgements_source="Upload a judgements CSV", baselines=False, last_judgements=pairs)
+    assert any("1 judged pair(s) name a story without scores" in w.value for w in app.warning)
+    assert any("pairwise accuracy only" in i.value for i in app.info)
+    grid = next(d.value for d in app.dataframe if "all pairs" in d.value.columns)
+    assert grid.loc["NR", "all pairs"] == "1.000 (3)"  # the repetitive stories lose every pair

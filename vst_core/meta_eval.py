@@ -813,7 +813,7 @@ def run_meta_eval(
     correlations = correlation_table(data, chosen, chosen_aspects, settings, "story")
     n_systems = data["system"].nunique() if "system" in data else 0
     system_correlations = correlation_table(data, chosen, chosen_aspects, settings, "system")
-    if n_systems < 3:
+    if n_systems < 3 and chosen_aspects and len(data):
         problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
     if len(judgements.pairs):
         pairs = judgements.pairs
