@@ -421,3 +421,22 @@ def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
                     total += 1
                     correct += (metric[a] - metric[b]) * (ha - hb) > 0
     assert (nr_all["n"], nr_all["correct"]) == (total, correct)
+
+
+def test_large_sets_bootstrap_kendall_with_scipy_per_resample() -> None:
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=1200)
+    y = np.round(x + rng.normal(size=1200))
+    boot = bootstrap_samples("kendall_c", x, y, 3, seed=2)
+    idx = np.random.default_rng(2).integers(0, 1200, size=(3, 1200))
+    np.testing.assert_allclose(boot, [stats.kendalltau(x[i], y[i], variant="c").statistic for i in idx])
+
+
+def test_aspect_named_like_a_metric_is_renamed(sample_scores: Path) -> None:
+    records, _ = read_scores(sample_scores)
+    j = read_judgements(csv("story_id,NR,coherence\nspace-ref,5,4\nspace-generic,1,3\nhome-ref,4,5\nhome-generic,2,2"))
+    report = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False))
+    assert report.aspects == ["NR (human)", "coherence"]
+    assert any("NR -> NR (human)" in p for p in report.problems)
+    row = report.correlations.set_index(["aspect", "method"]).loc[("NR (human)", "pearson")]
+    assert row["metric"] == "NR" and row["n"] == 4

@@ -32,10 +32,21 @@ METHODS: dict[str, str] = {
     "kendall_c": "Kendall τ-c",
 }
 
-#: Score-record columns that are quality metrics (higher = better story), in display order.
-METRIC_COLUMNS: tuple[str, ...] = ("GROOVIST", "CLIPScore", "RoViST-VG", "coherence", "NR")
+#: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
+METRIC_FIELDS: dict[str, tuple[str, str]] = {
+    "GROOVIST": ("grounding", "score"),
+    "CLIPScore": ("clipscore", "score"),
+    "RoViST-VG": ("rovist_vg", "score"),
+    "RoViST-C": ("coherence", "score"),
+    "NR": ("redundancy", "score"),
+}
+METRIC_COLUMNS: tuple[str, ...] = tuple(METRIC_FIELDS)
 #: Story descriptors used for the GROOVIST Fig. 3 bins, not metrics.
-COVARIATES: tuple[str, ...] = ("T", "P")
+COVARIATE_FIELDS: dict[str, tuple[str, str]] = {
+    "T": ("grounding", "temporal_misalignment"),
+    "P": ("grounding", "np_proportion"),
+}
+COVARIATES: tuple[str, ...] = tuple(COVARIATE_FIELDS)
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
 ERROR_TAGS: dict[str, tuple[str, ...]] = {
@@ -162,7 +173,9 @@ def _read_table(source: str | Path | bytes | IO[Any]) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO("\n".join(lines)), dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise JudgementsError(f"judgements file is not a readable CSV ({exc})") from exc
-    frame.columns = [str(c).strip().lower() for c in frame.columns]
+    structural = {"story_id", "rater", "aspect", "value", "system", "sequence_id", "story_a", "story_b", "rank_a", "rank_b", "agreement"}
+    names = [str(c).strip() for c in frame.columns]
+    frame.columns = [n.lower() if n.lower() in structural else n for n in names]  # aspect names keep their case
     frame = frame.apply(lambda col: col.str.strip())
     frame.index = frame.index + skipped + 2  # index = line number in the file
     return frame
@@ -413,6 +426,11 @@ def bootstrap_samples(method: str, x: np.ndarray, y: np.ndarray, resamples: int,
     if method == "spearman":
         return _rowwise_pearson(stats.rankdata(x[idx], axis=1), stats.rankdata(y[idx], axis=1))
     out = np.empty(resamples)
+    if n > 1000:  # the n x n sign matrices cost more than scipy's O(n log n) per resample
+        for k in range(resamples):
+            xs, ys = x[idx[k]], y[idx[k]]
+            out[k] = _coefficient(method, xs, ys)[0] if np.ptp(xs) > 0 and np.ptp(ys) > 0 else np.nan
+        return out
     step = max(1, int(4e7 // max(n * n, 1)))  # bound the (resamples x n) @ (n x n) work per block
     for start in range(0, resamples, step):
         block = idx[start : start + step]
@@ -748,13 +766,11 @@ def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) 
 
 def score_frame(records: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """One row per scored story (index story_id): sequence, system, metric columns and T, P."""
-    from vst_core.viz import TABLE_COLUMNS
-
     rows = []
     for r in records:
         row: dict[str, Any] = {"story_id": str(r["story_id"]), "sequence_id": r.get("sequence_id"), "system": r.get("system")}
-        for column, (metric, key) in TABLE_COLUMNS.items():
-            if column in (*METRIC_COLUMNS, *COVARIATES) and metric in r.get("metrics", {}):
+        for column, (metric, key) in {**METRIC_FIELDS, **COVARIATE_FIELDS}.items():
+            if metric in r.get("metrics", {}):
                 value = r["metrics"][metric].get(key)
                 row[column] = np.nan if value is None else float(value)
         rows.append(row)
@@ -793,6 +809,11 @@ def run_meta_eval(
     if missing_metrics:
         problems.append(f"metric(s) not in the scores: {', '.join(missing_metrics)}")
     human = aggregate(judgements, settings.aggregate)
+    clash = [c for c in human.columns if c in scores.columns or c in ("sequence_id", "system")]
+    if clash:
+        human = human.rename(columns={c: f"{c} (human)" for c in clash})
+        judgements = _renamed(judgements, {c: f"{c} (human)" for c in clash})
+        problems.append(f"judged aspect(s) named like a score column, renamed: {', '.join(f'{c} -> {c} (human)' for c in clash)}")
     all_aspects = [a for a in judgements.aspects if a in human]
     chosen_aspects = [a for a in (aspects or all_aspects) if a in all_aspects]
     errors = [e for e in judgements.error_tags if e in human]
@@ -865,6 +886,14 @@ def run_meta_eval(
         unavailable=unavailable,
         splits=splits,
         problems=problems,
+    )
+
+
+def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
+    return Judgements(
+        ratings=judgements.ratings.assign(aspect=judgements.ratings["aspect"].replace(names)),
+        errors=judgements.errors.assign(error=judgements.errors["error"].replace(names)),
+        pairs=judgements.pairs, layout=judgements.layout, problems=judgements.problems,
     )
 
 
