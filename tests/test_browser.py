@@ -68,7 +68,7 @@ def _page(server: str, path: str, shot: str, ready: list[str]) -> object:
         for selector in ready:
             page.wait_for_selector(selector, timeout=90_000)
         expect = sync_api.expect
-        expect(page.locator("text=Settings: sig")).to_have_count(1, timeout=60_000)
+        expect(page.locator("text=Settings: sig").first).to_be_visible(timeout=60_000)  # the footer (figures repeat it)
         page.wait_for_timeout(1000)
         assert page.locator('[data-testid="stException"]').count() == 0
         result = {
