@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     meta.add_argument("--t-split", type=float, default=1.0, help="high temporal misalignment: T >= this")
     meta.add_argument("--p-split", type=float, default=None, help="high noun-phrase proportion: P > this (default: the mode)")
     meta.add_argument("--pair-aspect", default=None, help="aspect that orders story pairs built from ratings (default: overall, else the last)")
+    meta.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     meta.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
     return parser
 
@@ -419,7 +420,16 @@ def cmd_meta_eval(args: argparse.Namespace) -> int:
     except (OSError, JudgementsError) as exc:
         print(f"error: {args.human}: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    report = run_meta_eval(records, judgements, settings, metrics=_csv_list(args.metrics), aspects=_csv_list(args.aspects))
+    def bar(total: int) -> Any:
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, unit="cell", desc="correlations", file=sys.stderr, disable=args.no_progress)
+
+    if settings.baselines:
+        print("computing BLEU, ROUGE-L, CIDEr and METEOR against the references ...", file=sys.stderr)
+    report = run_meta_eval(
+        records, judgements, settings, metrics=_csv_list(args.metrics), aspects=_csv_list(args.aspects), progress=bar
+    )
     for problem in report.problems:
         print(f"warning: {problem}", file=sys.stderr)
     for name, reason in report.unavailable.items():

@@ -15,7 +15,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -499,8 +499,10 @@ def correlation_table(
     aspects: Sequence[str],
     settings: MetaSettings,
     level: Literal["story", "system"] = "story",
+    tick: Callable[[], object] | None = None,
 ) -> pd.DataFrame:
-    """Every metric × aspect × method (RoViST Table 1), story level or over system means."""
+    """Every metric × aspect × method (RoViST Table 1), story level or over system means;
+    ``tick`` is called after each metric × aspect cell (for a progress bar)."""
     frame = system_means(data, [*metrics, *aspects]) if level == "system" else data
     rows = []
     for metric in metrics:
@@ -513,6 +515,8 @@ def correlation_table(
             )
             for r in results.values():
                 rows.append({"level": level, "metric": metric, "aspect": aspect, **asdict(r)})
+            if tick is not None:
+                tick()
     columns = ["level", "metric", "aspect", "method", "value", "p", "n", "ci_low", "ci_high", "undefined"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -789,11 +793,14 @@ def run_meta_eval(
     metrics: Sequence[str] | None = None,
     aspects: Sequence[str] | None = None,
     baselines: tuple[dict[str, dict[str, float]], dict[str, str]] | None = None,
+    progress: Callable[[int], Any] | None = None,
 ) -> MetaReport:
     """Join scores with judgements and compute every table of the report.
 
     ``baselines`` takes a precomputed :func:`~vst_core.metrics.baselines.baseline_scores` result
-    (they depend on the story texts only); by default they are computed when the settings ask."""
+    (they depend on the story texts only); by default they are computed when the settings ask.
+    ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
+    metric × aspect cell of the two correlation tables."""
     problems = list(judgements.problems)
     scores = score_frame(records)
     unavailable: dict[str, str] = {}
@@ -831,9 +838,15 @@ def run_meta_eval(
         data["system"] = data["system"].where(data["system"].notna(), known.reindex(data.index))
     sig_ids = sorted({str(r.get("signature", {}).get("id")) for r in records if r.get("signature")})
     signature = settings.signature(sig_ids)
-    correlations = correlation_table(data, chosen, chosen_aspects, settings, "story")
+    bar = progress(2 * len(chosen) * len(chosen_aspects)) if progress is not None else None
+    tick = (lambda: bar.update(1)) if bar is not None else None
+    try:
+        correlations = correlation_table(data, chosen, chosen_aspects, settings, "story", tick)
+        system_correlations = correlation_table(data, chosen, chosen_aspects, settings, "system", tick)
+    finally:
+        if bar is not None:
+            bar.close()
     n_systems = data["system"].nunique() if "system" in data else 0
-    system_correlations = correlation_table(data, chosen, chosen_aspects, settings, "system")
     if n_systems < 3 and chosen_aspects and len(data):
         problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
     if len(judgements.pairs):
