@@ -192,15 +192,13 @@ class Grounder:
                 pending = ok
             else:
                 self._regions(pending, {})
-            keys: dict[int, list[str]] = {}
-            for entry in pending:
-                boxes = [*entry.boxes, whole_image(*entry.size)]
-                keys[id(entry)] = [region_key(model, digests[id(entry)], b.key()) for b in boxes]
+            whole = "clipscore" in s.metrics  # the whole image is encoded only for CLIPScore
+            boxes: dict[int, list[Box]] = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
+            keys = {id(e): [region_key(model, digests[id(e)], b.key()) for b in boxes[id(e)]] for e in pending}
             found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
             todo: list[tuple[ImageEntry, Box, str]] = []
             for entry in pending:
-                boxes = [*entry.boxes, whole_image(*entry.size)]
-                todo.extend((entry, b, k) for b, k in zip(boxes, keys[id(entry)]) if k not in found)
+                todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)]) if k not in found)
             unique = list({k: (e, b, k) for e, b, k in todo}.values())
             self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
             self.cache.misses += len(unique)
@@ -228,7 +226,8 @@ class Grounder:
                 entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
             if entry.error is None:
                 stacked = np.stack([found[k] for k in keys[id(entry)]])
-                entry.region_emb, entry.whole_emb = stacked[:-1], stacked[-1]
+                entry.region_emb = stacked[: len(entry.boxes)]
+                entry.whole_emb = stacked[-1] if whole else None
 
     def _regions(self, pending: list[ImageEntry], detected: dict[int, list[Box]]) -> None:
         s = self.settings

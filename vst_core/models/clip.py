@@ -104,6 +104,8 @@ class ClipEncoder:
         self.context_length = int(getattr(model, "context_length", 77) or 77)
         self._torch = torch
         self._trim = _trimmable(model)
+        self._split = _split_preprocess(preprocess)
+        self.images_encoded = 0  # crops through the image tower, for throughput reports
 
     def _text_length(self, text: str) -> int | None:
         inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
@@ -141,7 +143,23 @@ class ClipEncoder:
 
     def _prepare(self, item: Any, load: Callable[[Any], Any] | None) -> Any:
         image = load(item) if load is not None else item
-        return self.preprocess(image.convert("RGB"))
+        if self._split is None:
+            return self.preprocess(image.convert("RGB"))
+        return np.asarray(self._split[0](image.convert("RGB")), dtype=np.uint8)
+
+    def _to_batch(self, prepared: list[Any]) -> Any:
+        """Stack preprocessed images; with a split preprocess, ToTensor and Normalize run here once
+        for the whole batch (the same float operations, so the same values), which keeps torch's
+        own thread pool out of the worker threads."""
+        torch = self._torch
+        if self._split is None:
+            return torch.stack(prepared)
+        batch = torch.from_numpy(np.stack(prepared)).permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255)
+        for norm in self._split[1]:
+            mean = torch.as_tensor(norm.mean, dtype=batch.dtype).view(1, -1, 1, 1)
+            std = torch.as_tensor(norm.std, dtype=batch.dtype).view(1, -1, 1, 1)
+            batch = batch.sub_(mean).div_(std)
+        return batch
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
         """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB).
@@ -153,6 +171,7 @@ class ClipEncoder:
         n = len(images)
         if not n:
             return np.zeros((0, self.embed_dim), np.float32)
+        self.images_encoded += n
         starts = list(range(0, n, self.batch_size))
         chunks: list[np.ndarray] = []
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-preprocess") as pool:
@@ -166,7 +185,7 @@ class ClipEncoder:
             submit(0)
             submit(1)  # one batch ahead of the model
             for k in range(len(starts)):
-                batch = torch.stack([f.result() for f in queued.popleft()])
+                batch = self._to_batch([f.result() for f in queued.popleft()])
                 submit(k + 2)
                 if self.device == "cuda":
                     batch = batch.pin_memory()
@@ -182,6 +201,20 @@ class ClipEncoder:
         if proj is None:
             return 512
         return int(proj.out_features if hasattr(proj, "out_features") else proj.shape[-1])
+
+
+def _split_preprocess(preprocess: Any) -> tuple[Any, list[Any]] | None:
+    """(PIL part, Normalize steps) of a torchvision ``Compose`` ending in ToTensor + Normalize;
+    None for any other preprocess (then it runs whole in the worker threads)."""
+    try:
+        from torchvision.transforms import Compose, Normalize, ToTensor
+    except ImportError:  # pragma: no cover - open_clip needs torchvision
+        return None
+    steps = list(getattr(preprocess, "transforms", []) or [])
+    at = [k for k, t in enumerate(steps) if isinstance(t, ToTensor)]
+    if len(at) != 1 or not all(isinstance(t, Normalize) for t in steps[at[0] + 1 :]):
+        return None
+    return Compose(steps[: at[0]]), steps[at[0] + 1 :]
 
 
 def _trimmable(model: Any) -> bool:
