@@ -101,7 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     score.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where models run")
-    score.add_argument("--batch-size", type=int, default=32, help="model batch size")
+    score.add_argument("--batch-size", type=int, default=32, help="model batch size (texts, region crops, sentence pairs)")
+    score.add_argument(
+        "--workers", type=int, default=0, help="threads decoding and cropping images beside the model (0: one per core, at most 8)"
+    )
+    score.add_argument(
+        "--shard", default=None, metavar="I/N",
+        help="score only shard I of N (1 <= I <= N): stories split by a stable hash of sequence_id, so N jobs with "
+        "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
+    )
     score.add_argument(
         "--spacy-model",
         default=None,
@@ -156,6 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--clip-pretrained", default="openai", help="open_clip pretrained tag to fetch")
     fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
 
+    from vst_core.bench import add_bench_arguments
+
+    add_bench_arguments(sub.add_parser(
+        "bench",
+        help="measure scoring throughput against the bare model forward (random-weight full-size models)",
+        description="Benchmark on a synthetic story set with random-weight models: prints a JSON summary.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    ))
+
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
     cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
@@ -198,6 +215,13 @@ def _tqdm_progress(total: int) -> Any:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from vst_core.pipeline import parse_shard
+
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         settings = Settings(
             metrics=parse_metrics(args.metrics),
@@ -209,6 +233,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             coherence_repeat_zero=not args.keep_repeated_pairs,
             device=args.device,
             batch_size=args.batch_size,
+            workers=args.workers,
             clip_arch=args.clip_model,
             clip_pretrained=args.clip_pretrained,
             clip_checkpoint=args.clip_checkpoint,
@@ -265,6 +290,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             progress=None if args.no_progress else _tqdm_progress,
             models=models,
+            shard=shard,
         )
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -377,12 +403,17 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"no embedding cache at {path}", file=sys.stderr)
         return 0
     cache = EmbeddingCache(path)
-    count, size = cache.size()
+    report = cache.report()
     if args.clear:
         cache.clear()
-        print(f"cleared {count} embeddings from {path}", file=sys.stderr)
+        print(f"cleared {report['entries']} embeddings ({report['bytes']} bytes) from {path}", file=sys.stderr)
     else:
-        print(f"{path}: {count} embeddings, {size / 1e6:.1f} MB", file=sys.stderr)
+        dims = ", ".join(f"{c} of dim {d}" for d, c in report["by_dim"].items()) or "none"  # type: ignore[union-attr]
+        print(
+            f"{path}: {report['entries']} embeddings ({dims}), {report['bytes']} bytes "
+            f"({int(report['bytes']) / 1e6:.1f} MB); shared by `vst score` and the dashboard; clear with --clear",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -466,6 +497,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_cache(args)
     if args.command == "meta-eval":
         return cmd_meta_eval(args)
+    if args.command == "bench":
+        from vst_core.bench import cmd_bench
+
+        return cmd_bench(args)
     return EXIT_USAGE  # pragma: no cover - argparse enforces the command
 
 

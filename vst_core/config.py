@@ -72,6 +72,7 @@ class Settings:
     expressions: bool = False  # concreteness of whole phrases / multi-word expressions first
     device: str = "auto"
     batch_size: int = 32
+    workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
 
     def __post_init__(self) -> None:
         parse_metrics(self.metrics)
@@ -81,6 +82,8 @@ class Settings:
             raise SettingsError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.batch_size < 1:
             raise SettingsError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.workers < 0:
+            raise SettingsError(f"workers must be >= 0, got {self.workers}")
         if self.regions == "csv" and not self.regions_file:
             raise SettingsError("regions 'csv' needs regions_file")
         if self.top_b < 1:
@@ -106,7 +109,7 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for key in ("device", "batch_size"):  # change speed, not scores
+        for key in ("device", "batch_size", "workers"):  # change speed, not scores
             data.pop(key)
         if "coherence" not in self.metrics:
             for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero"):

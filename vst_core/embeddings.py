@@ -45,7 +45,8 @@ class EmbeddingCache:
         self.path = Path(path) if path is not None else None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False)
+        # a generous busy timeout: shards of one run may share the cache file
+        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False, timeout=120)
         self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
         self._lock = threading.Lock()
         self.hits = 0
@@ -91,6 +92,13 @@ class EmbeddingCache:
         with self._lock:
             (count,) = self._db.execute("SELECT COUNT(*) FROM emb").fetchone()
         return int(count), (self.path.stat().st_size if self.path and self.path.exists() else 0)
+
+    def report(self) -> dict[str, object]:
+        """Path, number of vectors, bytes on disk and vectors per dimension (one per model size)."""
+        count, size = self.size()
+        with self._lock:
+            by_dim = {int(d): int(c) for d, c in self._db.execute("SELECT dim, COUNT(*) FROM emb GROUP BY dim ORDER BY dim")}
+        return {"path": str(self.path) if self.path else ":memory:", "entries": count, "bytes": size, "by_dim": by_dim}
 
     def clear(self) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ def open_image(path: Path) -> Image.Image:
     with Image.open(path) as im:
         im.load()
         return im.convert("RGB")
+
+
+def _probe(entry: ImageEntry) -> str:
+    """Content hash of an image file; sets its size from the header (no decode) or its error."""
+    try:
+        digest = file_hash(entry.path)
+        with Image.open(entry.path) as im:  # checks the format and the decompression-bomb limit
+            entry.size = im.size
+        return digest
+    except Exception as exc:  # missing, not an image, decompression bomb
+        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+        return ""
+
+
+def _done(value: Image.Image) -> Future[Image.Image]:
+    future: Future[Image.Image] = Future()
+    future.set_result(value)
+    return future
 
 
 class Grounder:
@@ -114,38 +133,22 @@ class Grounder:
         return self.images[ref]
 
     def prepare(self, stories: Sequence[Story]) -> None:
-        """Decode new images, choose their regions and encode every missing region and phrase."""
+        """Choose the regions of new images, encode every region and phrase the cache lacks.
+
+        Each distinct image of the batch is hashed and measured (header only) in worker threads;
+        only images with a region missing from the cache are decoded, in the background, while
+        the encoder crops and preprocesses them a model batch ahead of the forward pass.
+        """
         s = self.settings
         model = self.encoder.signature
-        pending: list[tuple[ImageEntry, Image.Image]] = []
+        pending: dict[int, ImageEntry] = {}
         for story in stories:
             for ref in story.images:
                 entry = self._image(ref)
-                if entry.error is not None or entry.region_emb is not None or any(e is entry for e, _ in pending):
-                    continue
-                try:
-                    image = open_image(entry.path)
-                except Exception as exc:  # missing, truncated, not an image, decompression bomb
-                    entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
-                    continue
-                entry.size = image.size
-                pending.append((entry, image))
+                if entry.error is None and entry.region_emb is None:
+                    pending.setdefault(id(entry), entry)
         if pending:
-            self._regions(pending)
-            keys, crops = [], []
-            for entry, image in pending:
-                digest = file_hash(entry.path)
-                entry_keys = [region_key(model, digest, b.key()) for b in entry.boxes]
-                whole = whole_image(*entry.size)
-                keys.extend([*entry_keys, region_key(model, digest, whole.key())])
-                crops.extend([(image, b) for b in entry.boxes] + [(image, whole)])
-            vectors = self.cache.fetch(keys, lambda idx: self.encoder.encode_images([_crop(*crops[i]) for i in idx]))
-            at = 0
-            for entry, _ in pending:
-                n = len(entry.boxes)
-                entry.region_emb = vectors[at : at + n]
-                entry.whole_emb = vectors[at + n]
-                at += n + 1
+            self._encode_regions(list(pending.values()), model)
         texts: list[str] = []
         for story in stories:
             phrases = self._phrases(story)
@@ -167,20 +170,76 @@ class Grounder:
         entries = [self.images.get(ref) for ref in story.images]
         return all(e is not None and (e.error is not None or e.region_emb is not None) for e in entries)
 
-    def _regions(self, pending: list[tuple[ImageEntry, Image.Image]]) -> None:
+    def _encode_regions(self, pending: list[ImageEntry], model: str) -> None:
         s = self.settings
-        detected: list[list[Box]] | None = None
-        if s.regions == "detector" and self.detector is not None:
-            detected = self.detector.boxes([im for _, im in pending], s.top_b)
-        for k, (entry, image) in enumerate(pending):
-            width, height = image.size
+        workers = getattr(self.encoder, "workers", 1) or 1
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-images") as pool:
+            digests = dict(zip(map(id, pending), pool.map(_probe, pending)))
+            pending = [e for e in pending if e.error is None]
+            decoded: dict[int, Future[Image.Image]] = {}
+            if s.regions == "detector" and self.detector is not None:
+                images = []
+                for entry in pending:
+                    try:
+                        images.append(open_image(entry.path))
+                    except Exception as exc:
+                        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+                ok = [e for e in pending if e.error is None]
+                detected = self.detector.boxes(images, s.top_b)
+                for entry, image, boxes in zip(ok, images, detected):
+                    decoded[id(entry)] = _done(image)
+                self._regions(ok, dict(zip(map(id, ok), detected)))
+                pending = ok
+            else:
+                self._regions(pending, {})
+            whole = "clipscore" in s.metrics  # the whole image is encoded only for CLIPScore
+            boxes: dict[int, list[Box]] = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
+            keys = {id(e): [region_key(model, digests[id(e)], b.key()) for b in boxes[id(e)]] for e in pending}
+            found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
+            todo: list[tuple[ImageEntry, Box, str]] = []
+            for entry in pending:
+                todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)]) if k not in found)
+            unique = list({k: (e, b, k) for e, b, k in todo}.values())
+            self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
+            self.cache.misses += len(unique)
+            for entry, _, _ in unique:
+                if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
+                    decoded[id(entry)] = pool.submit(open_image, entry.path)
+
+            def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
+                entry, box, _ = item
+                try:
+                    return _crop(decoded[id(entry)].result(), box)
+                except Exception as exc:  # truncated data shows only when decoded
+                    if entry.error is None:
+                        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+                    return Image.new("RGB", (1, 1))
+
+            vectors = self.encoder.encode_images(unique, load=crop) if unique else np.zeros((0, 0), np.float32)
+            decoded.clear()
+        fresh = {k: vectors[n] for n, (e, _, k) in enumerate(unique) if e.error is None}
+        if fresh:
+            self.cache.put_many(fresh)
+        found.update(fresh)
+        for entry in pending:
+            if entry.error is None and not all(k in found for k in keys[id(entry)]):
+                entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
+            if entry.error is None:
+                stacked = np.stack([found[k] for k in keys[id(entry)]])
+                entry.region_emb = stacked[: len(entry.boxes)]
+                entry.whole_emb = stacked[-1] if whole else None
+
+    def _regions(self, pending: list[ImageEntry], detected: dict[int, list[Box]]) -> None:
+        s = self.settings
+        for entry in pending:
+            width, height = entry.size
             if s.regions == "csv":
                 boxes = (self.regions_table or {}).get(entry.path.name)
                 if not boxes:
                     entry.note = f"no regions for {entry.path.name} in the regions file: weight-free proposals used"
                     boxes = grid_proposals(width, height)
-            elif detected is not None:
-                boxes = detected[k] or grid_proposals(width, height)
+            elif id(entry) in detected:
+                boxes = detected[id(entry)] or grid_proposals(width, height)
             else:
                 boxes = grid_proposals(width, height)
             entry.boxes = select_regions(boxes, width, height, top_b=s.top_b, include_whole=s.whole_image)

@@ -7,7 +7,10 @@ and per-metric errors as data (never a silent 0).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from vst_core.config import CLIP_METRICS, Settings
-from vst_core.data import Problem, ScoresWriter, Story, StorySet, read_scores
+from vst_core.data import Problem, ScoresWriter, Story, StorySet
 from vst_core.metrics.coherence import coherence
 from vst_core.metrics.redundancy import NonRedundancy, non_redundancy
 from vst_core.models.pairs import PairScorer, PairScores, load_pair_scorer, pairs_of
@@ -108,7 +111,7 @@ class Models:
             s = self.settings
             self._clip = load_clip(
                 s.clip_arch, s.clip_pretrained, checkpoint=s.clip_checkpoint, model_config=s.clip_config,
-                device=s.device, batch_size=max(s.batch_size, 64),
+                device=s.device, batch_size=s.batch_size, workers=s.workers,
             )
         return self._clip
 
@@ -253,10 +256,13 @@ def score_story(
     return record
 
 
-def dataset_theta(story_set: StorySet, models: Models, chunk_size: int = 16) -> tuple[float, int]:
-    """θ as GROOVIST defines it, the mean scaled NP score over the loaded set: (θ, #phrases)."""
+def dataset_theta(story_set: StorySet, models: Models, chunk_size: int | None = None) -> tuple[float, int]:
+    """θ as GROOVIST defines it, the mean scaled NP score over the loaded set: (θ, #phrases).
+
+    Always over the whole set (never a shard), so every shard of a run agrees on θ."""
     from vst_core.metrics.grounding import theta_from_scores
 
+    chunk_size = chunk_size or chunk_size_for(models.settings)
     grounder = models.grounder(story_set.root)
     stories = [s for s in story_set if not s.is_empty and s.images]
     values: list[float] = []
@@ -282,18 +288,73 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
 
 
+def scored_ids(out: Path) -> tuple[set[str], set[str]]:
+    """(story ids, signature ids) of the records in a scores JSONL, read line by line so only
+    the ids stay in memory; unreadable lines (a half-written last one) are ignored."""
+    ids: set[str] = set()
+    signatures: set[str] = set()
+    with Path(out).open("rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(record, dict) and "story_id" in record:
+                ids.add(str(record["story_id"]))
+                signatures.add(str((record.get("signature") or {}).get("id")))
+    return ids, signatures
+
+
 def already_scored(out: Path, signature_id: str) -> set[str]:
     """Story ids already in ``out`` with this signature; other signatures are an error."""
     if not out.exists():
         return set()
-    records, _ = read_scores(out)
-    others = {str(r.get("signature", {}).get("id")) for r in records} - {signature_id}
+    ids, signatures = scored_ids(out)
+    others = signatures - {signature_id}
     if others:
         raise ResumeMismatchError(
             f"{out} holds scores made with other settings (signature {', '.join(sorted(others))}, "
             f"now {signature_id}); pass another --out or --overwrite"
         )
-    return {str(r["story_id"]) for r in records}
+    return ids
+
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` (1 <= i <= n) as ``(i, n)``; ValueError with the reason otherwise."""
+    match = _SHARD.match(text)
+    if not match:
+        raise ValueError(f"--shard takes i/n with whole numbers, e.g. 1/4; got {text!r}")
+    i, n = int(match.group(1)), int(match.group(2))
+    if n < 1 or not 1 <= i <= n:
+        raise ValueError(f"--shard i/n needs 1 <= i <= n; got {text!r}")
+    return i, n
+
+
+def shard_of(sequence_id: str, n: int) -> int:
+    """Shard (1..n) of an image sequence: ``sha256(sequence_id) mod n + 1``, the same on any machine."""
+    return int.from_bytes(hashlib.sha256(sequence_id.encode("utf-8")).digest()[:8], "big") % n + 1
+
+
+def shard_stories(stories: Iterable[Story], i: int, n: int) -> list[Story]:
+    """The stories of shard ``i`` of ``n``, in input order. Stories of one image sequence fall in
+    the same shard (their images are decoded and encoded by one job); shards are disjoint and
+    together hold every story."""
+    if n < 1 or not 1 <= i <= n:
+        raise ValueError(f"shard i/n needs 1 <= i <= n; got {i}/{n}")
+    return [s for s in stories if shard_of(s.sequence_id or s.story_id, n) == i]
+
+
+def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
+    """Stories per chunk: at least 16, and enough for about 8 full encoder batches of region
+    crops (``images_per_story · top_b`` crops a story), so batches are full and a partial
+    last batch costs at most an eighth of a chunk."""
+    per_story = max(1, images_per_story * settings.top_b)
+    return max(16, -(-8 * settings.batch_size // per_story))
 
 
 def score_story_set(
@@ -304,12 +365,16 @@ def score_story_set(
     overwrite: bool = False,
     progress: Progress | None = None,
     models: Models | None = None,
-    chunk_size: int = 16,
+    chunk_size: int | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> RunSummary:
     """Score every story not yet in ``out`` and append its record, one line per story.
 
-    Stories go through in chunks so model inputs of many stories share a batch; each record is
-    written as soon as its chunk is done, so an interrupted run loses at most one chunk.
+    Stories go through in chunks (``chunk_size``, default :func:`chunk_size_for`) so model
+    inputs of many stories share a batch; each record is written as soon as its chunk is done,
+    so an interrupted run loses at most one chunk, and memory is bounded by a chunk. With
+    ``shard=(i, n)`` only the stories of :func:`shard_stories` are scored; idf and the like are
+    still fitted over the whole set, so every shard gives the numbers a single run would.
     """
     out = Path(out)
     signature = settings.signature()
@@ -317,8 +382,10 @@ def score_story_set(
         out.unlink()
     done = already_scored(out, signature["id"])
     summary = RunSummary(out=out, signature_id=signature["id"], problems=[str(p) for p in story_set.problems])
-    todo = [s for s in story_set if s.story_id not in done]
-    summary.skipped = len(story_set) - len(todo)
+    mine: Sequence[Story] = shard_stories(story_set, *shard) if shard else list(story_set)
+    todo = [s for s in mine if s.story_id not in done]
+    summary.skipped = len(mine) - len(todo)
+    chunk_size = chunk_size or chunk_size_for(settings)
     models = models or Models(settings)
     if todo:
         models.load()

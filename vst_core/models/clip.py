@@ -11,7 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,11 @@ def cached_pretrained_file(arch: str, tag: str) -> str | None:
     return None
 
 
+def default_workers() -> int:
+    """Preprocessing threads: one per core, at most 8 (decode and resize release the GIL)."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
 def clip_cache_hint() -> str:
     from vst_core.models.hub import hf_cache_dir
 
@@ -75,9 +82,16 @@ def clip_cache_hint() -> str:
 
 
 class ClipEncoder:
-    """Batched CLIP encoder; ``signature`` names the exact weights for caches and exports."""
+    """Batched CLIP encoder; ``signature`` names the exact weights for caches and exports.
 
-    def __init__(self, model: Any, preprocess: Any, tokenizer: Any, signature: str, *, device: str, batch_size: int = 64) -> None:
+    Images are preprocessed by ``workers`` threads a batch ahead of the model, so decoding,
+    cropping and resizing overlap with the forward pass (fp16 autocast and pinned memory on CUDA).
+    """
+
+    def __init__(
+        self, model: Any, preprocess: Any, tokenizer: Any, signature: str, *, device: str, batch_size: int = 64,
+        workers: int = 0,
+    ) -> None:
         import torch
 
         self.model = model.to(device).eval()
@@ -86,8 +100,12 @@ class ClipEncoder:
         self.signature = signature
         self.device = device
         self.batch_size = batch_size
+        self.workers = workers or default_workers()
         self.context_length = int(getattr(model, "context_length", 77) or 77)
         self._torch = torch
+        self._trim = _trimmable(model)
+        self._split = _split_preprocess(preprocess)
+        self.images_encoded = 0  # crops through the image tower, for throughput reports
 
     def _text_length(self, text: str) -> int | None:
         inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
@@ -100,38 +118,133 @@ class ClipEncoder:
             return None
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
-        """(N, D) float32, unit rows. Texts over the context length are truncated with a warning."""
+        """(N, D) float32, unit rows. Texts over the context length are truncated with a warning.
+
+        Texts are batched by token length and, for a causal text tower pooled at the end token,
+        each batch is cut after its longest text: later (padding) positions cannot influence
+        earlier ones under a causal mask, so the vectors are those of the full-length forward.
+        """
         torch = self._torch
+        lengths = []
         for text in texts:
             length = self._text_length(text)
+            lengths.append(length or self.context_length)
             if length is not None and length > self.context_length:
                 log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
-        chunks = []
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        out = np.zeros((len(texts), self.embed_dim), np.float32)
         for start in range(0, len(texts), self.batch_size):
-            tokens = self.tokenizer(list(texts[start : start + self.batch_size]), context_length=self.context_length).to(self.device)
+            idx = order[start : start + self.batch_size]
+            tokens = self.tokenizer([texts[i] for i in idx], context_length=self.context_length).to(self.device)
             with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-                emb = self.model.encode_text(tokens).float()
-            chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
-        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+                emb = (_encode_text_trimmed(self.model, tokens) if self._trim else self.model.encode_text(tokens)).float()
+            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+        return out
 
-    def encode_images(self, images: Sequence[Any]) -> np.ndarray:
-        """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB)."""
+    def _prepare(self, item: Any, load: Callable[[Any], Any] | None) -> Any:
+        image = load(item) if load is not None else item
+        if self._split is None:
+            return self.preprocess(image.convert("RGB"))
+        return np.asarray(self._split[0](image.convert("RGB")), dtype=np.uint8)
+
+    def _to_batch(self, prepared: list[Any]) -> Any:
+        """Stack preprocessed images; with a split preprocess, ToTensor and Normalize run here once
+        for the whole batch (the same float operations, so the same values), which keeps torch's
+        own thread pool out of the worker threads."""
         torch = self._torch
-        chunks = []
-        for start in range(0, len(images), self.batch_size):
-            batch = torch.stack([self.preprocess(im.convert("RGB")) for im in images[start : start + self.batch_size]])
-            if self.device == "cuda":
-                batch = batch.pin_memory()
-            batch = batch.to(self.device, non_blocking=True)
-            with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-                emb = self.model.encode_image(batch).float()
-            chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
-        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+        if self._split is None:
+            return torch.stack(prepared)
+        batch = torch.from_numpy(np.stack(prepared)).permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255)
+        for norm in self._split[1]:
+            mean = torch.as_tensor(norm.mean, dtype=batch.dtype).view(1, -1, 1, 1)
+            std = torch.as_tensor(norm.std, dtype=batch.dtype).view(1, -1, 1, 1)
+            batch = batch.sub_(mean).div_(std)
+        return batch
+
+    def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
+        """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB).
+
+        With ``load``, ``images`` are items (e.g. an image and a box) that ``load`` turns into PIL
+        images in the worker threads, so even cropping runs beside the model.
+        """
+        torch = self._torch
+        n = len(images)
+        if not n:
+            return np.zeros((0, self.embed_dim), np.float32)
+        self.images_encoded += n
+        starts = list(range(0, n, self.batch_size))
+        chunks: list[np.ndarray] = []
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-preprocess") as pool:
+            queued: deque[list[Future[Any]]] = deque()
+
+            def submit(k: int) -> None:
+                if k < len(starts):
+                    batch = images[starts[k] : starts[k] + self.batch_size]
+                    queued.append([pool.submit(self._prepare, item, load) for item in batch])
+
+            submit(0)
+            submit(1)  # one batch ahead of the model
+            for k in range(len(starts)):
+                batch = self._to_batch([f.result() for f in queued.popleft()])
+                submit(k + 2)
+                if self.device == "cuda":
+                    batch = batch.pin_memory()
+                batch = batch.to(self.device, non_blocking=True)
+                with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+                    emb = self.model.encode_image(batch).float()
+                chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
+        return np.concatenate(chunks)
 
     @property
     def embed_dim(self) -> int:
         proj = getattr(self.model, "text_projection", None)
-        return int(proj.shape[-1]) if proj is not None else 512
+        if proj is None:
+            return 512
+        return int(proj.out_features if hasattr(proj, "out_features") else proj.shape[-1])
+
+
+def _split_preprocess(preprocess: Any) -> tuple[Any, list[Any]] | None:
+    """(PIL part, Normalize steps) of a torchvision ``Compose`` ending in ToTensor + Normalize;
+    None for any other preprocess (then it runs whole in the worker threads)."""
+    try:
+        from torchvision.transforms import Compose, Normalize, ToTensor
+    except ImportError:  # pragma: no cover - open_clip needs torchvision
+        return None
+    steps = list(getattr(preprocess, "transforms", []) or [])
+    at = [k for k, t in enumerate(steps) if isinstance(t, ToTensor)]
+    if len(at) != 1 or not all(isinstance(t, Normalize) for t in steps[at[0] + 1 :]):
+        return None
+    return Compose(steps[: at[0]]), steps[at[0] + 1 :]
+
+
+def _trimmable(model: Any) -> bool:
+    """Whether the text tower is open_clip's causal transformer pooled at the end token."""
+    needed = ("token_embedding", "positional_embedding", "transformer", "ln_final", "attn_mask", "text_pool_type")
+    if not all(hasattr(model, a) for a in needed) or model.attn_mask is None:
+        return False
+    mask = model.attn_mask
+    causal = bool(mask.ndim == 2 and mask.shape[0] > 1 and float(mask[0, 1]) == float("-inf") and float(mask[1, 0]) == 0.0)
+    return causal and model.text_pool_type == "argmax" and bool(getattr(model.transformer, "batch_first", False))
+
+
+def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
+    """open_clip's ``encode_text`` on the tokens up to the batch's last non-padding position."""
+    from open_clip.transformer import text_global_pool
+
+    used = (tokens != 0).any(dim=0).nonzero()
+    length = int(used.max()) + 1 if len(used) else 1
+    tokens = tokens[:, :length]
+    cast_dtype = model.transformer.get_cast_dtype()
+    x = model.token_embedding(tokens).to(cast_dtype) + model.positional_embedding[:length].to(cast_dtype)
+    x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
+    x = model.ln_final(x)
+    x = text_global_pool(x, tokens, model.text_pool_type)
+    proj = model.text_projection
+    if proj is not None:
+        import torch
+
+        x = proj(x) if isinstance(proj, torch.nn.Linear) else x @ proj
+    return x
 
 
 def load_clip(
@@ -142,6 +255,7 @@ def load_clip(
     model_config: str | Path | None = None,
     device: str = "auto",
     batch_size: int = 64,
+    workers: int = 0,
 ) -> ClipEncoder:
     """Load an open_clip model by (arch, pretrained tag) or (arch, local checkpoint file)."""
     import open_clip
@@ -185,4 +299,4 @@ def load_clip(
     except (RuntimeError, KeyError) as exc:
         raise ValueError(f"CLIP weights do not fit architecture {arch}: {exc}") from None
     tokenizer = open_clip.get_tokenizer(arch)
-    return ClipEncoder(model, preprocess, tokenizer, signature, device=device, batch_size=batch_size)
+    return ClipEncoder(model, preprocess, tokenizer, signature, device=device, batch_size=batch_size, workers=workers)

@@ -1,0 +1,274 @@
+"""Scoring at dataset scale: batching, resume, cache keys, shards and the benchmark, with tiny models."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import SAMPLE, write_jsonl
+from vst_core.__main__ import main
+from vst_core.bench import BenchConfig, reference_nr_baseline, run_bench
+from vst_core.config import Settings
+from vst_core.data import read_scores, read_story_set
+from vst_core.embeddings import EmbeddingCache, file_hash, region_key
+from vst_core.metrics.redundancy import non_redundancy
+from vst_core.models.clip import ClipEncoder, load_clip
+from vst_core.pipeline import Models, chunk_size_for, parse_shard, score_story_set, shard_stories
+
+
+def tiny_settings(tiny_clip: tuple[Path, Path], **kw: Any) -> Settings:
+    config, checkpoint = tiny_clip
+    base: dict[str, Any] = dict(
+        metrics=("grounding", "clipscore", "rovist_vg", "redundancy"), clip_arch="vst-tiny-clip",
+        clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu",
+    )
+    base.update(kw)
+    return Settings(**base)
+
+
+def assert_close(a: Any, b: Any, path: str = "") -> None:
+    """Equal structures, floats equal within 1e-5."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert isinstance(a, (int, float)) and isinstance(b, (int, float)), path
+        assert math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-5), f"{path}: {a} != {b}"
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{path}: keys differ"
+        for k in a:
+            assert_close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: lengths differ"
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_close(x, y, f"{path}[{k}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def by_id(path: Path) -> dict[str, dict[str, Any]]:
+    return {r["story_id"]: r for r in read_scores(path)[0]}
+
+
+def test_batch_size_and_chunk_size_do_not_change_scores(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    stories = read_story_set(SAMPLE)
+    runs = {}
+    for name, batch, chunk, workers in (("one", 1, 1, 1), ("many", 64, None, 0), ("odd", 3, 5, 2)):
+        settings = tiny_settings(tiny_clip, batch_size=batch, workers=workers)
+        models = Models(settings, cache=EmbeddingCache(None))  # no cache: every run encodes
+        score_story_set(stories, settings, tmp_path / f"{name}.jsonl", models=models, chunk_size=chunk)
+        assert models.clip.batch_size == batch and models.clip.images_encoded > 0
+        runs[name] = by_id(tmp_path / f"{name}.jsonl")
+    assert runs["one"].keys() == runs["many"].keys() == runs["odd"].keys() and len(runs["one"]) == 8
+    for sid in runs["one"]:
+        assert_close(runs["one"][sid], runs["many"][sid], sid)
+        assert_close(runs["one"][sid], runs["odd"][sid], sid)
+    # speed knobs leave the signature alone
+    assert tiny_settings(tiny_clip, batch_size=1, workers=1).signature_id() == tiny_settings(tiny_clip).signature_id()
+
+
+def test_trimmed_text_batches_equal_the_full_forward(tiny_clip: tuple[Path, Path]) -> None:
+    config, checkpoint = tiny_clip
+    enc = load_clip("vst-tiny-clip", checkpoint=checkpoint, model_config=config, device="cpu", batch_size=4)
+    assert enc._trim  # open_clip's causal text tower pooled at the end token
+    texts = ["a dog", "the big red ball on the sunny beach", "cake", "", "we went to the park and saw a cat"]
+    trimmed = enc.encode_text(texts)
+    import torch
+
+    tokens = enc.tokenizer(texts, context_length=enc.context_length)
+    with torch.inference_mode():
+        full = torch.nn.functional.normalize(enc.model.encode_text(tokens).float(), dim=-1).numpy()
+    np.testing.assert_allclose(trimmed, full, atol=1e-5)
+
+
+class Interrupt(Exception):
+    pass
+
+
+class StopAfter:
+    """A progress bar that interrupts the run once ``limit`` stories are written."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.done = limit, 0
+
+    def __call__(self, total: int) -> StopAfter:
+        return self
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self.done >= self.limit:
+            raise Interrupt
+
+    def close(self) -> None:
+        pass
+
+
+def test_interrupted_run_resumes_to_the_uninterrupted_result(
+    tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path: Path
+) -> None:
+    settings = tiny_settings(tiny_clip, metrics=("redundancy", "coherence", "grounding", "clipscore"),
+                             coherence_model=f"bert-nsp:{tiny_bert}", batch_size=4)
+    stories = read_story_set(SAMPLE)
+    full = tmp_path / "full.jsonl"
+    score_story_set(stories, settings, full, models=Models(settings, cache=EmbeddingCache(None)), chunk_size=2)
+    part = tmp_path / "part.jsonl"
+    cache = EmbeddingCache(tmp_path / "cache.sqlite")
+    with pytest.raises(Interrupt):
+        score_story_set(stories, settings, part, models=Models(settings, cache=cache), chunk_size=2, progress=StopAfter(3))
+    assert len(read_scores(part)[0]) == 4  # two whole chunks were written before the interruption
+    summary = score_story_set(stories, settings, part, models=Models(settings, cache=EmbeddingCache(cache.path)), chunk_size=2)
+    assert summary.skipped == 4 and summary.scored == 4
+    a, b = by_id(full), by_id(part)
+    assert a.keys() == b.keys() and len(a) == 8
+    for sid in a:
+        assert_close(a[sid], b[sid], sid)
+
+
+def test_cache_gives_identical_vectors_and_is_keyed_by_model(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    settings = tiny_settings(tiny_clip, metrics=("grounding",))
+    stories = read_story_set(SAMPLE)
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    models = Models(settings, cache=cache)
+    score_story_set(stories, settings, tmp_path / "a.jsonl", models=models)
+    enc = models.clip
+    grounder = models.grounder(stories.root)
+    assert not grounder.images and not grounder.phrases  # memory released after each chunk
+    # a cached region vector is a fresh encoding of that crop (up to batch-size float noise)
+    from PIL import Image
+
+    from vst_core.regions import grid_proposals, select_regions
+
+    path = stories.root / stories.stories[0].images[0]
+    with Image.open(path) as im:
+        image = im.convert("RGB")
+    box = select_regions(grid_proposals(*image.size), *image.size, top_b=10, include_whole=False)[0]
+    cached = cache.get_many([region_key(enc.signature, file_hash(path), box.key())])
+    assert len(cached) == 1
+    fresh = enc.encode_images([image.crop((int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2))))])[0]
+    np.testing.assert_allclose(next(iter(cached.values())), fresh, atol=1e-5)
+    # and a warm run reads back exactly what the cold run used
+    cache_b = EmbeddingCache(cache.path)
+    score_story_set(stories, settings, tmp_path / "a2.jsonl", models=Models(settings, cache=cache_b))
+    assert cache_b.misses == 0 and cache_b.hits > 0
+    assert read_scores(tmp_path / "a.jsonl")[0] == read_scores(tmp_path / "a2.jsonl")[0]
+    # the same weights under another model signature (another checkpoint or architecture) miss
+    misses = cache.misses
+    other = ClipEncoder(enc.model, enc.preprocess, enc.tokenizer, "another-arch/file:0123", device="cpu")
+    cache2 = EmbeddingCache(cache.path)
+    score_story_set(stories, settings, tmp_path / "b.jsonl", models=Models(settings, clip=other, cache=cache2))
+    assert cache2.hits == 0 and cache2.misses == misses
+    assert cache2.size()[0] == 2 * misses
+
+
+def test_shards_cover_every_story_once_and_keep_sequences_together() -> None:
+    stories = read_story_set(SAMPLE)
+    for n in (1, 2, 3, 5):
+        shards = [shard_stories(stories, i, n) for i in range(1, n + 1)]
+        ids = [s.story_id for shard in shards for s in shard]
+        assert sorted(ids) == sorted(s.story_id for s in stories) and len(ids) == len(set(ids))
+        for shard in shards:
+            seqs = {s.sequence_id for s in shard}
+            assert all(s.sequence_id not in seqs for other in shards if other is not shard for s in other)
+    assert parse_shard("2/4") == (2, 4) and parse_shard(" 1 / 1 ") == (1, 1)
+    for bad in ("0/2", "3/2", "1/0", "a/b", "1", "-1/2", "1/2/3"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+    with pytest.raises(ValueError):
+        shard_stories(stories, 0, 2)
+
+
+def test_cli_shards_join_to_the_full_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records = [
+        {"story_id": f"s{k}", "sequence_id": f"q{k // 2}", "system": "m", "images": [],
+         "sentences": [f"We saw dog {k}.", "The dog ran.", "The dog ran home."]}
+        for k in range(30)
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", records)
+    assert main(["score", str(src), "--out", str(tmp_path / "all.jsonl"), "--no-progress"]) == 0
+    lines: list[str] = []
+    for i in (1, 2, 3):
+        out = tmp_path / f"part{i}.jsonl"
+        assert main(["score", str(src), "--out", str(out), "--no-progress", "--shard", f"{i}/3"]) == 0
+        lines.extend(out.read_text().splitlines())
+    assert sorted(lines) == sorted((tmp_path / "all.jsonl").read_text().splitlines())
+    for bad in ("0/3", "4/3", "x", "1/0"):
+        capsys.readouterr()
+        assert main(["score", str(src), "--out", str(tmp_path / "bad.jsonl"), "--shard", bad]) == 2
+        assert "--shard" in capsys.readouterr().err
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_dataset_theta_is_the_same_in_every_shard(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--metrics", "grounding", "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]),
+            "--clip-config", str(tiny_clip[0]), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
+            "--device", "cpu", "--theta", "dataset"]
+    assert main(["score", str(SAMPLE), "--out", str(tmp_path / "all.jsonl"), *args]) == 0
+    full = by_id(tmp_path / "all.jsonl")
+    theta = {r["metrics"]["grounding"]["theta"] for r in full.values()}
+    assert len(theta) == 1
+    stories = read_story_set(SAMPLE)  # two image sequences: take n shards that separate them
+    n = next(n for n in range(2, 20) if sum(1 for i in range(1, n + 1) if shard_stories(stories, i, n)) == 2)
+    joined: dict[str, dict[str, Any]] = {}
+    for i in range(1, n + 1):
+        out = tmp_path / f"p{i}.jsonl"
+        assert main(["score", str(SAMPLE), "--out", str(out), "--shard", f"{i}/{n}", *args]) == 0
+        part = by_id(out)
+        assert {r["metrics"]["grounding"]["theta"] for r in part.values()} <= theta
+        assert len(part) < len(full)
+        joined.update(part)
+    assert joined.keys() == full.keys()
+    for sid in full:
+        assert_close(full[sid], joined[sid], sid)
+    capsys.readouterr()
+    assert main(["cache", "--cache-dir", str(tmp_path / "cache")]) == 0
+    err = capsys.readouterr().err
+    assert "embeddings.sqlite" in err and "of dim 16" in err and "bytes" in err
+
+
+def test_chunk_size_fills_encoder_batches() -> None:
+    assert chunk_size_for(Settings()) == 16
+    big = Settings(batch_size=512)
+    assert chunk_size_for(big) * 5 * big.top_b >= 8 * 512
+
+
+def test_reference_baseline_agrees_with_the_reference_variant() -> None:
+    rng = np.random.default_rng(1)
+    vocab = ["a", "b", "c", "A", ",", "d"]
+    for _ in range(30):
+        story = [[str(rng.choice(vocab)) for _ in range(rng.integers(1, 12))] for _ in range(rng.integers(1, 6))]
+        ours, ref = non_redundancy(story, variant="reference").score, reference_nr_baseline(story)
+        assert (ours is None) == (ref is None)
+        if ref is not None:
+            assert ours == pytest.approx(ref)
+
+
+def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config, _ = tiny_clip
+    out = tmp_path / "bench.json"
+    args = ["bench", "--arch", "vst-tiny-clip", "--clip-config", str(config), "--coherence-size", "tiny",
+            "--stories", "3", "--images-per-story", "2", "--regions", "2", "--image-size", "64x48",
+            "--batch-sizes", "2,4", "--seconds", "0.05", "--rss-stories", "4", "--out", str(out)]
+    assert main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads(out.read_text())
+    for key in ("raw_crops_per_s", "pipeline_crops_per_s", "pipeline_vs_raw", "warm_speedup", "nr_stories_per_s",
+                "nr_speedup_vs_reference", "coherence_pairs_per_s", "peak_rss_mb", "torch_threads", "batch_size"):
+        assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
+    assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
+    assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
+    assert set(printed["met"]) == {"pipeline_vs_raw", "warm_speedup", "nr_speedup_vs_reference", "peak_rss_mb"}
+    assert main(["bench", "--skip", "nothing"]) == 2
+
+
+def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
+    config, _ = tiny_clip
+    result = run_bench(
+        BenchConfig(stories=2, images_per_story=1, regions=1, image_size=(40, 30), arch="vst-tiny-clip",
+                    clip_config=str(config), coherence_size="tiny", batch_sizes=(2,), raw_seconds=0.05,
+                    skip=("raw", "coherence", "rss")),
+        log=lambda line: None,
+    )
+    assert "raw_crops_per_s" not in result and "peak_rss_mb" not in result and "pipeline_vs_raw" not in result
+    assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0
