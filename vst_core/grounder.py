@@ -4,6 +4,7 @@ then apply the pure formulas of :mod:`vst_core.metrics.grounding` story by story
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -202,14 +203,31 @@ class Grounder:
             unique = list({k: (e, b, k) for e, b, k in todo}.values())
             self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
             self.cache.misses += len(unique)
-            for entry, _, _ in unique:
-                if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
-                    decoded[id(entry)] = pool.submit(open_image, entry.path)
+            if getattr(self.encoder, "device", "cpu") != "cpu":
+                for entry, _, _ in unique:
+                    if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
+                        decoded[id(entry)] = pool.submit(open_image, entry.path)
+            lock = threading.Lock()
+
+            def image_of(entry: ImageEntry) -> Image.Image:
+                # on a CPU an image is decoded by the first crop that needs it, between forwards
+                # (see ClipEncoder.encode_images), so decoding never competes with the model's threads
+                with lock:
+                    future = decoded.get(id(entry))
+                    owner = future is None
+                    if future is None:
+                        future = decoded[id(entry)] = Future()
+                if owner:
+                    try:
+                        future.set_result(open_image(entry.path))
+                    except Exception as exc:  # noqa: BLE001 - re-raised by result() below
+                        future.set_exception(exc)
+                return future.result()
 
             def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
                 entry, box, _ = item
                 try:
-                    return _crop(decoded[id(entry)].result(), box)
+                    return _crop(image_of(entry), box)
                 except Exception as exc:  # truncated data shows only when decoded
                     if entry.error is None:
                         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"

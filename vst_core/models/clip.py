@@ -182,16 +182,24 @@ class ClipEncoder:
                     batch = images[starts[k] : starts[k] + self.batch_size]
                     queued.append([pool.submit(self._prepare, item, load) for item in batch])
 
+            # On a GPU the threads prepare the next batches while the current one is encoded. On a
+            # CPU the model already uses every core: a thread working beside it stalls all of torch's
+            # threads at their next barrier, so the threads prepare each batch between forwards.
+            overlap = self.device != "cpu"
             submit(0)
-            submit(1)  # one batch ahead of the model
+            if overlap:
+                submit(1)
             for k in range(len(starts)):
                 batch = self._to_batch([f.result() for f in queued.popleft()])
-                submit(k + 2)
+                if overlap:
+                    submit(k + 2)
                 if self.device == "cuda":
                     batch = batch.pin_memory()
                 batch = batch.to(self.device, non_blocking=True)
                 with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
                     emb = self.model.encode_image(batch).float()
+                if not overlap:
+                    submit(k + 1)
                 chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
         return np.concatenate(chunks)
 
