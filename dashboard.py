@@ -39,7 +39,7 @@ from vst_core.models.pairs import (
     load_pair_scorer,
     resolve_device,
 )
-from vst_core.pipeline import Models, score_story, stories_from_records
+from vst_core.pipeline import Models, score_story, stories_from_records, with_repeated_spans
 from vst_core.viz import RunView
 
 SAMPLE = Path(__file__).parent / "assets" / "sample" / "stories.jsonl"
@@ -115,6 +115,7 @@ def _read_scores(path: str, mtime: float, images_dir: str) -> tuple[StorySet | N
     story_set, kept, more = stories_from_records(records, root, str(file))
     if not kept:
         return None, None, f"no usable record in {file}" + (f" ({len(problems)} unreadable lines)" if problems else "")
+    kept = [with_repeated_spans(r, story) for r, story in zip(kept, story_set)]  # runs with --no-spans left them out
     return StorySet(story_set.stories, root, str(file), (*problems, *more)), kept, None
 
 

@@ -339,3 +339,12 @@ def test_meta_page_with_a_pairwise_file() -> None:
     assert any("pairwise accuracy only" in i.value for i in app.info)
     grid = next(d.value for d in app.dataframe if "all pairs" in d.value.columns)
     assert grid.loc["NR", "all pairs"] == "1.000 (3)"  # the repetitive stories lose every pair
+
+
+def test_inspect_shows_repeated_spans_of_a_no_spans_run(tmp_path: Path) -> None:
+    from vst_core.__main__ import main
+
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress", "--no-spans"]) == 0
+    app = make(source="Scores JSONL (no model needed)", scores_path=str(out), scores_images=str(ROOT / "assets/sample"))
+    assert any("vst-repeat" in m.value for m in app.markdown)  # recomputed for the shown stories

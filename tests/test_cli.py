@@ -145,3 +145,23 @@ def test_fetch_models_offline_says_so(capsys: pytest.CaptureFixture[str], monkey
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["fetch-models"]) == 4
     assert "cannot be reached" in capsys.readouterr().err
+
+
+def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path) -> None:
+    from vst_core.pipeline import with_repeated_spans
+
+    full, fast = tmp_path / "full.jsonl", tmp_path / "fast.jsonl"
+    assert run("score", str(SAMPLE), "--out", str(full), "--no-progress") == 0
+    assert run("score", str(SAMPLE), "--out", str(fast), "--no-progress", "--no-spans") == 0
+    a, _ = read_scores(full)
+    b, _ = read_scores(fast)
+    assert a[0]["signature"]["id"] == b[0]["signature"]["id"]  # same numbers, same settings
+    stories = {s.story_id: s for s in read_story_set(SAMPLE)}
+    for x, y in zip(a, b):
+        nx, ny = x["metrics"]["redundancy"], y["metrics"]["redundancy"]
+        assert ny["inter_repeats"] is None and any("--no-spans" in note for note in ny["notes"])
+        for key in ("score", "inter", "intra"):
+            assert ny[key] == pytest.approx(nx[key], abs=1e-12)
+        filled = with_repeated_spans(y, stories[y["story_id"]])["metrics"]["redundancy"]
+        assert filled["inter_repeats"] == nx["inter_repeats"] and filled["intra_repeats"] == nx["intra_repeats"]
+        assert filled["notes"] == nx["notes"]

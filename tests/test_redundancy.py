@@ -127,3 +127,23 @@ def test_reference_variant_matches_direct_algorithm(seed: int) -> None:
     assert (got is None) == (want is None)
     if want is not None:
         assert got == pytest.approx(want)
+
+
+def test_vectorised_scores_equal_the_per_story_function() -> None:
+    import random
+
+    from vst_core.metrics.redundancy import non_redundancy_scores
+
+    rng = random.Random(7)
+    words = "the a dog Dog cat . , ! sat ran The big -- ...".split()
+    stories = [[[rng.choice(words) for _ in range(rng.randint(0, 12))] for _ in range(rng.randint(0, 7))] for _ in range(400)]
+    stories += [[], [["."]], [[".", ","], ["!"]], [["a", "a", "a", "a", "a"]], [["x"]] * 9]
+    for variant in ("paper", "reference"):
+        for n in (1, 2, 4):
+            batch = non_redundancy_scores(stories, n=n, variant=variant).as_records()
+            for story, got in zip(stories, batch):
+                want = non_redundancy(story, n=n, variant=variant)
+                for key in ("score", "inter", "intra"):
+                    a, b = got[key], getattr(want, key)
+                    assert (a is None) == (b is None), (story, variant, n, key)
+                    assert a is None or abs(a - b) < 1e-12, (story, variant, n, key)

@@ -249,12 +249,13 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     out = tmp_path / "bench.json"
     args = ["bench", "--arch", "vst-tiny-clip", "--clip-config", str(config), "--coherence-size", "tiny",
             "--stories", "3", "--images-per-story", "2", "--regions", "2", "--image-size", "64x48",
-            "--batch-sizes", "2,4", "--seconds", "0.05", "--rss-stories", "4", "--out", str(out)]
+            "--batch-sizes", "2,4", "--seconds", "0.05", "--nr-stories", "20", "--rss-stories", "4", "--out", str(out)]
     assert main(args) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
     for key in ("raw_crops_per_s", "pipeline_crops_per_s", "pipeline_vs_raw", "warm_speedup", "nr_stories_per_s",
-                "nr_speedup_vs_reference", "coherence_pairs_per_s", "peak_rss_mb", "torch_threads", "batch_size"):
+                "nr_speedup_vs_reference", "nr_with_spans_stories_per_s", "nr_tokenized_speedup_vs_reference",
+                "nr_long_sentences_speedup_vs_reference", "coherence_pairs_per_s", "peak_rss_mb", "torch_threads", "batch_size"):
         assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
     assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
     assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
@@ -266,7 +267,7 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
     config, _ = tiny_clip
     result = run_bench(
         BenchConfig(stories=2, images_per_story=1, regions=1, image_size=(40, 30), arch="vst-tiny-clip",
-                    clip_config=str(config), coherence_size="tiny", batch_sizes=(2,), raw_seconds=0.05,
+                    clip_config=str(config), coherence_size="tiny", batch_sizes=(2,), raw_seconds=0.05, nr_stories=8,
                     skip=("raw", "coherence", "rss")),
         log=lambda line: None,
     )

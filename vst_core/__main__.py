@@ -106,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=0, help="threads decoding and cropping images beside the model (0: one per core, at most 8)"
     )
     score.add_argument(
+        "--no-spans", action="store_true",
+        help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
+        "hold no repeated spans, which the dashboard recomputes for the stories it shows",
+    )
+    score.add_argument(
         "--shard", default=None, metavar="I/N",
         help="score only shard I of N (1 <= I <= N): stories split by a stable hash of sequence_id, so N jobs with "
         "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
@@ -291,6 +296,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             progress=None if args.no_progress else _tqdm_progress,
             models=models,
             shard=shard,
+            spans=not args.no_spans,
         )
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,7 +13,9 @@ untouched. Figures:
                             (decode, crop, preprocess, encode regions and phrases, aggregate, write)
     pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s
     warm_speedup            cold run seconds / seconds of the same run again with the cache
-    nr_speedup_vs_reference RoViST-NR stories/s over :func:`reference_nr_baseline` on the same tokens
+    nr_speedup_vs_reference RoViST-NR stories/s of the vectorised pass (``score --no-spans``) over
+                            :func:`reference_nr_baseline`, both from the sentences with one tokenizer;
+                            also the per-story pass with repeated spans, and 4x longer sentences
     coherence_pairs_per_s   sentence pairs/s of the pair scorer
     peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
                             stories with every metric (models loaded once)
@@ -82,6 +84,7 @@ class BenchConfig:
     coherence_size: str = "base"  # "base": BertConfig() (bert-base); "tiny": 2 layers of width 32
     batch_sizes: tuple[int, ...] = ()  # () = 8,16,32 on CPU; 64..512 on CUDA
     raw_seconds: float = 6.0
+    nr_stories: int = 5000
     rss_stories: int = 200
     rss_regions: int = 1
     rss_stories_per_sequence: int = 5
@@ -250,30 +253,70 @@ def _rate(run: Callable[[], int], seconds: float) -> float:
     return done / (time.perf_counter() - start)
 
 
-def nr_throughput(story_set: StorySet, seconds: float = 1.0) -> tuple[float, float]:
-    """(stories/s of the product's reference-variant NR, stories/s of the baseline); both
-    tokenise each story once and must agree on every score."""
-    from vst_core.metrics.redundancy import non_redundancy
-    from vst_core.text import tokenize
+def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[list[str]]:
+    """Template stories of five sentences (about ten tokens each, as in VIST); ``join`` > 1 glues
+    that many template sentences into one, for the long-sentence comparison."""
+    pick = random.Random(seed)
+    out = []
+    for _ in range(stories):
+        parts = [
+            pick.choice(_TEMPLATES).format(v=pick.choice(_VERBS), a=pick.choice(_ADJECTIVES), b=pick.choice(_ADJECTIVES),
+                                           n=pick.choice(_NOUNS), m=pick.choice(_NOUNS), o=pick.choice(_NOUNS))
+            for _ in range(5 * join)
+        ]
+        out.append([" ".join(parts[k : k + join]).replace(". ", ", ") for k in range(0, len(parts), join)])
+    return out
 
-    stories = list(story_set)
+
+def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, float]:
+    """Stories/s of RoViST-NR (reference variant, n = 4) from sentences to numbers, three ways,
+    all with the same tokenizer: the vectorised pass of ``vst score --no-spans``, the default
+    per-story pass with the repeated spans, and :func:`reference_nr_baseline`; every score is
+    checked to agree with the baseline first."""
+    from vst_core.config import Settings
+    from vst_core.data import Story
+    from vst_core.metrics.redundancy import non_redundancy_scores
+    from vst_core.pipeline import redundancy_without_spans, score_redundancy
+    from vst_core.text import token_texts
+
+    settings = Settings(metrics=("redundancy",), nr_variant="reference")
+    stories = [Story(f"s{k}", f"s{k}", "bench", tuple(sentences)) for k, sentences in enumerate(texts)]
+    fast = redundancy_without_spans(stories, settings)
     for story in stories:
-        tokens = [[t.text for t in tokenize(s)] for s in story.sentences]
-        ours, ref = non_redundancy(tokens, variant="reference").score, reference_nr_baseline(tokens)
+        ref = reference_nr_baseline([token_texts(s) for s in story.sentences])
+        ours = fast[story.story_id]["score"]
         if (ours is None) != (ref is None) or (ours is not None and abs(ours - ref) > 1e-9):  # type: ignore[operator]
             raise AssertionError(f"NR differs from the baseline on {story.story_id}: {ours} vs {ref}")
 
-    def product() -> int:
+    def vectorised() -> int:
+        redundancy_without_spans(stories, settings)
+        return len(stories)
+
+    def with_spans() -> int:
         for story in stories:
-            non_redundancy([[t.text for t in tokenize(s)] for s in story.sentences], variant="reference")
+            score_redundancy(story, settings)
         return len(stories)
 
     def baseline() -> int:
         for story in stories:
-            reference_nr_baseline([[t.text for t in tokenize(s)] for s in story.sentences])
+            reference_nr_baseline([token_texts(s) for s in story.sentences])
         return len(stories)
 
-    return _rate(product, seconds), _rate(baseline, seconds)
+    tokens = [[token_texts(s) for s in story.sentences] for story in stories]
+
+    def vectorised_tokens() -> int:
+        non_redundancy_scores(tokens, n=4, variant="reference")
+        return len(tokens)
+
+    def baseline_tokens() -> int:
+        for story_tokens in tokens:
+            reference_nr_baseline(story_tokens)
+        return len(tokens)
+
+    return {
+        "vectorised": _rate(vectorised, seconds), "spans": _rate(with_spans, seconds), "baseline": _rate(baseline, seconds),
+        "vectorised_tokens": _rate(vectorised_tokens, seconds), "baseline_tokens": _rate(baseline_tokens, seconds),
+    }
 
 
 def _warm_text_tools() -> None:
@@ -384,11 +427,17 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
                 result["warm_speedup"] = round(cold / warm, 1)
                 say(f"warm: {warm:.2f}s ({cold / warm:.1f}x)")
         if "nr" not in config.skip:
-            say("RoViST-NR against the double-loop baseline")
-            ours, ref = nr_throughput(story_set)
-            result["nr_stories_per_s"] = round(ours, 1)
-            result["nr_reference_stories_per_s"] = round(ref, 1)
-            result["nr_speedup_vs_reference"] = round(ours / ref, 2)
+            say(f"RoViST-NR against the double-loop baseline on {config.nr_stories} stories")
+            seconds = min(1.0, config.raw_seconds)
+            rates = nr_throughput(synthetic_sentences(config.nr_stories, seed=config.seed), seconds)
+            result["nr_stories"] = config.nr_stories
+            result["nr_stories_per_s"] = round(rates["vectorised"], 1)
+            result["nr_with_spans_stories_per_s"] = round(rates["spans"], 1)
+            result["nr_reference_stories_per_s"] = round(rates["baseline"], 1)
+            result["nr_speedup_vs_reference"] = round(rates["vectorised"] / rates["baseline"], 2)
+            result["nr_tokenized_speedup_vs_reference"] = round(rates["vectorised_tokens"] / rates["baseline_tokens"], 2)
+            long = nr_throughput(synthetic_sentences(max(config.nr_stories // 4, 1), join=4, seed=config.seed), seconds)
+            result["nr_long_sentences_speedup_vs_reference"] = round(long["vectorised"] / long["baseline"], 2)
         if "coherence" not in config.skip:
             from vst_core.models.pairs import pairs_of
 
@@ -483,6 +532,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)")
     parser.add_argument("--seconds", type=float, default=d.raw_seconds, help="seconds per batch size of the raw forward")
+    parser.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
     parser.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
     parser.add_argument("--rss-regions", type=int, default=d.rss_regions, help="regions per image in the memory process")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
@@ -501,7 +551,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(PHASES)}")
         width, height = (int(v) for v in args.image_size.lower().split("x"))
         sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
-        if min((args.stories, args.images_per_story, args.regions, args.rss_stories, args.rss_regions, width, height, *sizes))< 1:
+        if min((args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions, width, height, *sizes))< 1:
             raise ValueError("sizes and counts must be >= 1")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -509,7 +559,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = replace(
         BenchConfig(), stories=args.stories, images_per_story=args.images_per_story, regions=args.regions,
         image_size=(width, height), arch=args.arch, clip_config=args.clip_config, coherence_size=args.coherence_size,
-        batch_sizes=sizes, raw_seconds=args.seconds, rss_stories=args.rss_stories, rss_regions=args.rss_regions,
+        batch_sizes=sizes, raw_seconds=args.seconds, nr_stories=args.nr_stories, rss_stories=args.rss_stories, rss_regions=args.rss_regions,
         device=args.device, workers=args.workers, skip=skip,
     )
     result = run_bench(config, log=_Log(quiet=args.quiet))

@@ -20,9 +20,9 @@ import numpy as np
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import Problem, ScoresWriter, Story, StorySet
 from vst_core.metrics.coherence import coherence
-from vst_core.metrics.redundancy import NonRedundancy, non_redundancy
+from vst_core.metrics.redundancy import NonRedundancy, combine_parts, non_redundancy, non_redundancy_scores
 from vst_core.models.pairs import PairScorer, PairScores, load_pair_scorer, pairs_of
-from vst_core.text import Token, tokenize
+from vst_core.text import Token, token_texts, tokenize
 
 #: Bumped when the record layout changes, so readers can tell old files apart.
 SCORES_FORMAT = 1
@@ -169,6 +169,39 @@ def score_redundancy(story: Story, settings: Settings) -> dict[str, Any]:
     return redundancy_record(result, tokens)
 
 
+def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[str, dict[str, Any]]:
+    """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
+    same numbers (up to float rounding) and notes as :func:`score_redundancy`, without the
+    repeated spans (``None``; :func:`with_repeated_spans` adds them when a story is shown)."""
+    tokens = [[token_texts(s) for s in story.sentences] for story in stories]
+    batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
+    out: dict[str, dict[str, Any]] = {}
+    for k, story in enumerate(stories):
+        e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
+        score, inter, intra, notes = combine_parts(
+            None if e != e else e, None if a != a else a, bool(batch.sentences[k]), settings.nr_ngram, settings.nr_variant
+        )
+        out[story.story_id] = {
+            "score": score, "inter": inter, "intra": intra, "variant": settings.nr_variant, "n": settings.nr_ngram,
+            "notes": [*notes, "repeated spans not computed in this run (--no-spans)"],
+            "inter_repeats": None, "intra_repeats": None,
+        }
+    return out
+
+
+def with_repeated_spans(record: dict[str, Any], story: Story) -> dict[str, Any]:
+    """The record with the repeated spans of its NR result filled in, if a run left them out."""
+    nr = record.get("metrics", {}).get("redundancy")
+    if not nr or nr.get("inter_repeats") is not None:
+        return record
+    tokens = [tokenize(s) for s in story.sentences]
+    result = non_redundancy([[t.text for t in ts] for ts in tokens], n=int(nr.get("n", 4)), variant=str(nr.get("variant", "paper")))
+    spans = redundancy_record(result, tokens)
+    notes = [x for x in nr.get("notes", []) if "--no-spans" not in x]
+    filled = {**nr, "notes": notes, "inter_repeats": spans["inter_repeats"], "intra_repeats": spans["intra_repeats"]}
+    return {**record, "metrics": {**record["metrics"], "redundancy": filled}}
+
+
 def coherence_record(story: Story, settings: Settings, scores: PairScores, scorer_name: str) -> dict[str, Any]:
     result = coherence(list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero)
     return {
@@ -205,8 +238,10 @@ def score_story(
     models: Models | None = None,
     pair_scores: PairScores | None = None,
     root: Path | None = None,
+    redundancy: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score one story with every metric of ``settings``; a failing metric becomes an error entry."""
+    """Score one story with every metric of ``settings``; a failing metric becomes an error entry.
+    ``redundancy`` is a precomputed NR record (e.g. from :func:`redundancy_without_spans`)."""
     record: dict[str, Any] = {
         "format": SCORES_FORMAT,
         "story_id": story.story_id,
@@ -227,7 +262,7 @@ def score_story(
             continue
         try:
             if name == "redundancy":
-                record["metrics"][name] = score_redundancy(story, settings)
+                record["metrics"][name] = redundancy or score_redundancy(story, settings)
             elif name == "coherence":
                 models = models or Models(settings)
                 scores = pair_scores or pair_scores_for([story], models.pair_scorer)[story.story_id]
@@ -367,6 +402,7 @@ def score_story_set(
     models: Models | None = None,
     chunk_size: int | None = None,
     shard: tuple[int, int] | None = None,
+    spans: bool = True,
 ) -> RunSummary:
     """Score every story not yet in ``out`` and append its record, one line per story.
 
@@ -375,6 +411,8 @@ def score_story_set(
     so an interrupted run loses at most one chunk, and memory is bounded by a chunk. With
     ``shard=(i, n)`` only the stories of :func:`shard_stories` are scored; idf and the like are
     still fitted over the whole set, so every shard gives the numbers a single run would.
+    With ``spans=False`` the NR numbers of a chunk come from one vectorised pass and the records
+    hold no repeated spans (the dashboard recomputes them for the stories it shows).
     """
     out = Path(out)
     signature = settings.signature()
@@ -405,7 +443,7 @@ def score_story_set(
         with ScoresWriter(out) as writer:
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
-                _score_chunk(chunk, settings, signature, models, writer, summary, story_set.root)
+                _score_chunk(chunk, settings, signature, models, writer, summary, story_set.root, spans)
                 if bar is not None:
                     bar.update(len(chunk))
     finally:
@@ -422,7 +460,11 @@ def _score_chunk(
     writer: ScoresWriter,
     summary: RunSummary,
     root: Path,
+    spans: bool = True,
 ) -> None:
+    nr: dict[str, dict[str, Any]] = {}
+    if not spans and "redundancy" in settings.metrics:
+        nr = redundancy_without_spans([s for s in chunk if not s.is_empty], settings)
     pair_scores: dict[str, PairScores] = {}
     if "coherence" in settings.metrics:
         pair_scores = pair_scores_for([s for s in chunk if not s.is_empty], models.pair_scorer)
@@ -432,7 +474,8 @@ def _score_chunk(
         grounder.prepare([s for s in chunk if not s.is_empty])
     for story in chunk:
         record = score_story(
-            story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id), root=root
+            story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id), root=root,
+            redundancy=nr.get(story.story_id),
         )
         writer.write(record)
         summary.scored += 1

@@ -88,6 +88,11 @@ def tokenize(sentence: str) -> list[Token]:
     return [Token(m.group(), m.start(), m.end()) for m in _TOKEN_RE.finditer(sentence)]
 
 
+def token_texts(sentence: str) -> list[str]:
+    """The texts of :func:`tokenize`'s tokens, without offsets (faster)."""
+    return _TOKEN_RE.findall(sentence)
+
+
 def is_punctuation(token: str) -> bool:
     """True when the token has no letter or digit (``.``, ``,``, ``--``, ``"``)."""
     return not any(ch.isalnum() for ch in token)

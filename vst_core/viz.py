@@ -85,14 +85,14 @@ def story_html(
     coherence chip between consecutive sentences."""
     labels = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
-    for rep in (record or {}).get("inter_repeats", []):
+    for rep in (record or {}).get("inter_repeats") or []:
         label = f"repeats sentence {rep['earlier'] + 1} (Jaccard {rep['jaccard']:.2f})"
         for start, end in rep["spans"]:
             for c in range(start, min(end, len(sentences[rep["sentence"]]))):
                 if label not in labels[rep["sentence"]][c]:
                     labels[rep["sentence"]][c].append(label)
                 kinds[rep["sentence"]][c].add("inter")
-    for rep in (record or {}).get("intra_repeats", []):
+    for rep in (record or {}).get("intra_repeats") or []:
         label = f"repeats the previous window of this sentence (Jaccard {rep['jaccard']:.2f})"
         for start, end in rep["spans"]:
             for c in range(start, min(end, len(sentences[rep["sentence"]]))):

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from vst_core.text import is_punctuation
 
@@ -112,6 +114,35 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def combine_parts(
+    inter: float | None, intra: float | None, has_sentences: bool, n: int, variant: str
+) -> tuple[float | None, float | None, float | None, list[str]]:
+    """(score, inter, intra, notes) from the two mean Jaccards (``None``: no pairs), by the rules of
+    the module doc: the paper variant averages the parts that exist; the reference variant sets a
+    missing intra part to 0 and needs the inter part."""
+    notes: list[str] = []
+    if not has_sentences:
+        notes.append("empty story: non-redundancy is undefined")
+    elif inter is None:
+        notes.append("one sentence: there is no inter-sentence part")
+    if intra is None and has_sentences:
+        if variant == "reference":
+            intra = 0.0
+            notes.append(f"no sentence has two {n}-gram windows: intra set to 0 as the public code does")
+        else:
+            notes.append(f"no sentence has two {n}-gram windows: there is no intra-sentence part")
+    if variant == "reference":
+        score = None if inter is None or intra is None else 1.0 - (inter + intra) / 2.0
+        if inter is None and has_sentences:
+            notes.append("reference variant needs an inter part (the public code gives NaN): score undefined")
+    else:
+        parts = [x for x in (inter, intra) if x is not None]
+        score = 1.0 - sum(parts) / len(parts) if parts else None
+        if len(parts) == 1:
+            notes.append("score computed from the only part that exists")
+    return score, inter, intra, notes
+
+
 def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper") -> NonRedundancy:
     """Non-redundancy of a tokenised story (one token list per sentence); see module doc."""
     if n < 1:
@@ -120,7 +151,6 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     count_pairs = variant == "reference"
     units = [_units(toks, variant) for toks in sentences]
-    notes: list[str] = []
 
     inter_pairs: list[InterOverlap] = []
     for i in range(1, len(units)):
@@ -157,28 +187,8 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper
                 )
             )
 
-    inter = _mean([p.jaccard for p in inter_pairs])
-    intra = _mean([p.jaccard for p in intra_pairs])
-    if not sentences:
-        notes.append("empty story: non-redundancy is undefined")
-    elif inter is None:
-        notes.append("one sentence: there is no inter-sentence part")
-    if intra is None and sentences:
-        if variant == "reference":
-            intra = 0.0
-            notes.append(f"no sentence has two {n}-gram windows: intra set to 0 as the public code does")
-        else:
-            notes.append(f"no sentence has two {n}-gram windows: there is no intra-sentence part")
-
-    if variant == "reference":
-        score = None if inter is None or intra is None else 1.0 - (inter + intra) / 2.0
-        if inter is None and sentences:
-            notes.append("reference variant needs an inter part (the public code gives NaN): score undefined")
-    else:
-        parts = [x for x in (inter, intra) if x is not None]
-        score = 1.0 - sum(parts) / len(parts) if parts else None
-        if len(parts) == 1:
-            notes.append("score computed from the only part that exists")
+    score, inter, intra, notes = combine_parts(_mean([p.jaccard for p in inter_pairs]), _mean([p.jaccard for p in intra_pairs]),
+                                               bool(sentences), n, variant)
     return NonRedundancy(
         score=score,
         inter=inter,
@@ -189,3 +199,126 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper
         intra_pairs=tuple(intra_pairs),
         notes=tuple(notes),
     )
+
+
+@dataclass(frozen=True)
+class NRScores:
+    """The numbers of :func:`non_redundancy` for many stories, one array entry per story;
+    NaN where :func:`non_redundancy` gives ``None``. ``inter_mean``/``intra_mean`` are the raw
+    means (NaN: no pairs) that :func:`combine_parts` turns into the score and notes."""
+
+    score: np.ndarray
+    inter: np.ndarray
+    intra: np.ndarray
+    inter_mean: np.ndarray
+    intra_mean: np.ndarray
+    sentences: np.ndarray
+
+    def as_records(self) -> list[dict[str, float | None]]:
+        """One ``{"score", "inter", "intra"}`` dict per story, undefined as ``None``."""
+        columns = [[None if v != v else v for v in a.tolist()] for a in (self.score, self.inter, self.intra)]
+        return [{"score": s, "inter": e, "intra": a} for s, e, a in zip(*columns)]
+
+
+def _offset_jaccard(
+    segment: np.ndarray, codes: np.ndarray, group: np.ndarray, offset: int, size: int, count_pairs: bool,
+    table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Jaccard of every segment pair ``(s, s + offset)`` in the same group (story or sentence).
+
+    ``table`` holds the sorted distinct (segment, code) keys, their counts, their segments and the
+    distinct count per segment. Returns (first segments of the pairs, their Jaccard)."""
+    keys, counts, key_segment, distinct = table
+    segments = group.size
+    first = np.arange(max(segments - offset, 0))
+    first = first[group[first] == group[first + offset]]
+    if first.size == 0:
+        return first, np.zeros(0)
+    target = keys + offset * size  # the same code in the segment ``offset`` further on
+    at = np.minimum(np.searchsorted(keys, target), keys.size - 1)
+    hit = keys[at] == target
+    hit &= group[key_segment] == group[np.minimum(key_segment + offset, segments - 1)]
+    shared = np.bincount(key_segment[hit], minlength=segments)[first]
+    union = distinct[first] + distinct[first + offset] - shared
+    if count_pairs:  # Σ over shared tokens of count in s × count in s + offset
+        top = np.bincount(key_segment[hit], weights=counts[hit] * counts[at[hit]], minlength=segments)[first]
+    else:
+        top = shared.astype(float)
+    return first, np.divide(top, union, out=np.zeros(first.size), where=union > 0)
+
+
+def _count_table(segment: np.ndarray, codes: np.ndarray, segments: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    keys, counts = np.unique(segment * size + codes, return_counts=True)
+    key_segment = keys // size
+    return keys, counts.astype(float), key_segment, np.bincount(key_segment, minlength=segments)
+
+
+def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4, variant: str = "paper") -> NRScores:
+    """:func:`non_redundancy` numbers (score, inter, intra) of many tokenised stories at once.
+
+    The same definitions, vectorised over the whole batch: tokens become (segment, word code)
+    keys, where a segment is a sentence (inter part) or an n-gram window (intra part). For the
+    pairs of segments ``offset`` apart in the same story (sentence pairs) or sentence (consecutive
+    windows), |A∩B| counts the keys found again ``offset`` segments on (or Σ c_A·c_B equal token
+    pairs for the reference variant) and |A∪B| = |A| + |B| - |A∩B|."""
+    import pandas as pd
+
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    reference = variant == "reference"
+    count = len(stories)
+    per_story = np.fromiter(map(len, stories), dtype=np.int64, count=count)
+    if reference:  # the last token of each sentence is dropped
+        lengths = [max(len(t) - 1, 0) for st in stories for t in st]
+        flat = [w for st in stories for t in st for w in t[:-1]]
+    else:
+        lengths = [len(t) for st in stories for t in st]
+        flat = [w for st in stories for t in st for w in t]
+    sentences = len(lengths)
+    sentence_of = np.repeat(np.arange(sentences), lengths)
+    codes, vocab = pd.factorize(np.asarray(flat, dtype=object)) if flat else (np.zeros(0, np.int64), np.zeros(0, object))
+    if not reference and len(vocab):  # compare lower-cased words, punctuation left out
+        lowered, to_lower = np.unique([w.lower() for w in vocab], return_inverse=True)
+        keep = ~np.array([is_punctuation(w) for w in vocab])[codes]
+        codes, sentence_of = to_lower[codes][keep], sentence_of[keep]
+        vocab = lowered
+    size = max(len(vocab), 1)
+    story_of_sentence = np.repeat(np.arange(count), per_story)
+
+    # inter: sentence pairs (s, s + d) of one story, for every d
+    table = _count_table(sentence_of, codes, sentences, size)
+    inter_j, inter_owner = [np.zeros(0)], [np.zeros(0, np.int64)]
+    for offset in range(1, int(per_story.max(initial=0))):
+        first, jac = _offset_jaccard(sentence_of, codes, story_of_sentence, offset, size, reference, table)
+        inter_j.append(jac)
+        inter_owner.append(story_of_sentence[first])
+
+    # intra: consecutive non-overlapping n-gram windows of a sentence
+    lengths_arr = np.bincount(sentence_of, minlength=sentences)
+    position = np.arange(codes.size) - (np.cumsum(lengths_arr) - lengths_arr)[sentence_of]
+    windows_per_sentence = -(-lengths_arr // n)
+    window_of = (np.cumsum(windows_per_sentence) - windows_per_sentence)[sentence_of] + position // n
+    window_sentence = np.repeat(np.arange(sentences), windows_per_sentence)
+    windows = window_sentence.size
+    first, intra_j = _offset_jaccard(window_of, codes, window_sentence, 1, size, reference,
+                                     _count_table(window_of, codes, windows, size))
+    intra_owner = story_of_sentence[window_sentence[first]]
+
+    def means(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        total = np.bincount(owner, weights=values, minlength=count)
+        pairs = np.bincount(owner, minlength=count)
+        return np.divide(total, pairs, out=np.full(count, np.nan), where=pairs > 0)
+
+    inter_mean = means(np.concatenate(inter_j), np.concatenate(inter_owner))
+    intra_mean = means(intra_j, intra_owner)
+    inter, intra = inter_mean, intra_mean
+    if reference:
+        intra = np.where(np.isnan(intra) & (per_story > 0), 0.0, intra)
+        score = 1.0 - (inter + intra) / 2.0
+    else:
+        parts = (~np.isnan(inter)).astype(int) + (~np.isnan(intra)).astype(int)
+        total = np.nan_to_num(inter) + np.nan_to_num(intra)
+        score = 1.0 - np.divide(total, parts, out=np.full(count, np.nan), where=parts > 0)
+    return NRScores(score, inter, intra, inter_mean, intra_mean, per_story)
