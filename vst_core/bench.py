@@ -167,7 +167,11 @@ def random_pair_scorer(size: str, folder: Path, *, device: str, batch_size: int,
     """``BertForNextSentencePrediction`` of ``bert-base`` size (or tiny) with random weights and a
     word-level vocabulary covering the synthetic stories (one token per word, as for common words)."""
     import torch
-    from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForNextSentencePrediction,
+        BertTokenizerFast,
+    )
 
     words = sorted(set(_ADJECTIVES + _NOUNS + _VERBS + " ".join(_TEMPLATES).lower().replace(".", " ").split()))
     words = [w for w in words if "{" not in w] + [".", ","]

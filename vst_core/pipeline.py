@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,12 @@ import numpy as np
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import Problem, ScoresWriter, Story, StorySet
 from vst_core.metrics.coherence import coherence
-from vst_core.metrics.redundancy import NonRedundancy, combine_parts, non_redundancy, non_redundancy_scores
+from vst_core.metrics.redundancy import (
+    NonRedundancy,
+    combine_parts,
+    non_redundancy,
+    non_redundancy_scores,
+)
 from vst_core.models.pairs import PairScorer, PairScores, load_pair_scorer, pairs_of
 from vst_core.text import Token, token_texts, tokenize
 
@@ -179,7 +185,8 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
     for k, story in enumerate(stories):
         e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
         score, inter, intra, notes = combine_parts(
-            None if e != e else e, None if a != a else a, bool(batch.sentences[k]), settings.nr_ngram, settings.nr_variant
+            None if math.isnan(e) else e, None if math.isnan(a) else a, bool(batch.sentences[k]), settings.nr_ngram,
+            settings.nr_variant,
         )
         out[story.story_id] = {
             "score": score, "inter": inter, "intra": intra, "variant": settings.nr_variant, "n": settings.nr_ngram,

@@ -21,9 +21,10 @@ variants (the public code divides by zero there).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -216,7 +217,7 @@ class NRScores:
 
     def as_records(self) -> list[dict[str, float | None]]:
         """One ``{"score", "inter", "intra"}`` dict per story, undefined as ``None``."""
-        columns = [[None if v != v else v for v in a.tolist()] for a in (self.score, self.inter, self.intra)]
+        columns = [[None if math.isnan(v) else v for v in a.tolist()] for a in (self.score, self.inter, self.intra)]
         return [{"score": s, "inter": e, "intra": a} for s, e, a in zip(*columns)]
 
 
