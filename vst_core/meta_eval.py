@@ -849,36 +849,13 @@ def run_meta_eval(
     n_systems = data["system"].nunique() if "system" in data else 0
     if n_systems < 3 and chosen_aspects and len(data):
         problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
-    if len(judgements.pairs):
-        pairs = judgements.pairs
-        pairs_source = "pairwise judgements file (lower rank = better)"
-    elif chosen_aspects and "sequence_id" in data:
-        aspect = settings.pair_aspect or ("overall" if "overall" in chosen_aspects else chosen_aspects[-1])
-        if aspect not in human:
-            problems.append(f"no aspect {aspect!r} to order pairs by; judged aspects: {', '.join(all_aspects)}")
-            aspect = chosen_aspects[-1]
-        pairs = pairs_from_ratings(data[aspect], data["sequence_id"], judgements.ratings, aspect)
-        pairs_source = f"every two stories of a sequence, ordered by the {settings.aggregate} '{aspect}' rating"
-    else:
-        pairs, pairs_source = _empty_pairs(), "none"
-    pair_data = scores if len(judgements.pairs) else data
-    pairwise = pairwise_table(pairs, pair_data, chosen, settings.gap_edges)
+    pairs, pairs_source = _story_pairs(judgements, data, chosen_aspects, settings, problems)
+    pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges)
     if len(judgements.pairs):
         unknown = (~pairs["better"].isin(scores.index) | ~pairs["worse"].isin(scores.index)).sum()
         if unknown:
             problems.append(f"{int(unknown)} judged pair(s) name a story without scores; left out")
-    splits: dict[str, float | None] = {"T": settings.t_split, "P": settings.p_split}
-    bins_frames = []
-    bin_aspect = ("grounding" if "grounding" in chosen_aspects else (chosen_aspects[0] if chosen_aspects else None))
-    if bin_aspect is not None:
-        if "T" in data:
-            bins_frames.append(binned_correlations(data, chosen, bin_aspect, "T", settings.t_split, settings.bin_method))
-        if "P" in data:
-            p_split = settings.p_split if settings.p_split is not None else mode_split(data["P"])
-            splits["P"] = p_split
-            if p_split is not None:
-                bins_frames.append(binned_correlations(data, chosen, bin_aspect, "P", p_split, settings.bin_method, high_inclusive=False))
-    bins = pd.concat(bins_frames, ignore_index=True) if bins_frames else binned_correlations(data, [], "", "T", 1.0)
+    bins, splits = _bins(data, chosen, chosen_aspects, settings)
     error_correlations = error_table(data, [*chosen, *chosen_aspects], errors)
     return MetaReport(
         signature=signature,
@@ -900,6 +877,40 @@ def run_meta_eval(
         splits=splits,
         problems=problems,
     )
+
+
+def _story_pairs(
+    judgements: Judgements, data: pd.DataFrame, aspects: list[str], settings: MetaSettings, problems: list[str]
+) -> tuple[pd.DataFrame, str]:
+    """The pairs to rank and where they come from: the pairwise file, else every two stories of a
+    sequence ordered by ``settings.pair_aspect`` (default ``overall``, else the last aspect)."""
+    if len(judgements.pairs):
+        return judgements.pairs, "pairwise judgements file (lower rank = better)"
+    if not aspects or "sequence_id" not in data:
+        return _empty_pairs(), "none"
+    aspect = settings.pair_aspect or ("overall" if "overall" in aspects else aspects[-1])
+    if aspect not in data:
+        problems.append(f"no aspect {aspect!r} to order pairs by; judged aspects: {', '.join(judgements.aspects)}")
+        aspect = aspects[-1]
+    pairs = pairs_from_ratings(data[aspect], data["sequence_id"], judgements.ratings, aspect)
+    return pairs, f"every two stories of a sequence, ordered by the {settings.aggregate} '{aspect}' rating"
+
+
+def _bins(
+    data: pd.DataFrame, metrics: list[str], aspects: list[str], settings: MetaSettings
+) -> tuple[pd.DataFrame, dict[str, float | None]]:
+    """GROOVIST Fig. 3 bins against the human ``grounding`` aspect (else the first), and the splits used."""
+    splits: dict[str, float | None] = {"T": settings.t_split, "P": settings.p_split}
+    frames = []
+    aspect = "grounding" if "grounding" in aspects else (aspects[0] if aspects else None)
+    if aspect is not None and "T" in data:
+        frames.append(binned_correlations(data, metrics, aspect, "T", settings.t_split, settings.bin_method))
+    if aspect is not None and "P" in data:
+        splits["P"] = settings.p_split if settings.p_split is not None else mode_split(data["P"])
+        if splits["P"] is not None:
+            frames.append(binned_correlations(data, metrics, aspect, "P", splits["P"], settings.bin_method, high_inclusive=False))
+    bins = pd.concat(frames, ignore_index=True) if frames else binned_correlations(data, [], "", "T", 1.0)
+    return bins, splits
 
 
 def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
