@@ -273,3 +273,18 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
     )
     assert "raw_crops_per_s" not in result and "peak_rss_mb" not in result and "pipeline_vs_raw" not in result
     assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0
+
+
+def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
+    """The real default architecture (random weights): cutting padded text batches changes nothing."""
+    import torch
+
+    from vst_core.bench import random_clip
+
+    clip = random_clip("ViT-B-32", device="cpu", batch_size=3)
+    assert clip._trim  # open_clip's causal text tower pooled at the end token
+    texts = ["a dog", "the big red balloon over the old city at night", "x", "a cat on a long wooden fence", "[male]"]
+    with torch.inference_mode():
+        tokens = clip.tokenizer(texts, context_length=clip.context_length)
+        full = torch.nn.functional.normalize(clip.model.encode_text(tokens).float(), dim=-1).numpy()
+    np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)

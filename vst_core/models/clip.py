@@ -84,8 +84,9 @@ def clip_cache_hint() -> str:
 class ClipEncoder:
     """Batched CLIP encoder; ``signature`` names the exact weights for caches and exports.
 
-    Images are preprocessed by ``workers`` threads a batch ahead of the model, so decoding,
-    cropping and resizing overlap with the forward pass (fp16 autocast and pinned memory on CUDA).
+    Images are preprocessed by ``workers`` threads: on CUDA a batch ahead of the model, so
+    decoding, cropping and resizing overlap with the forward pass (fp16 autocast, pinned memory);
+    on a CPU between forwards, where the forward itself uses every core.
     """
 
     def __init__(
@@ -165,7 +166,7 @@ class ClipEncoder:
         """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB).
 
         With ``load``, ``images`` are items (e.g. an image and a box) that ``load`` turns into PIL
-        images in the worker threads, so even cropping runs beside the model.
+        images in the worker threads, so cropping runs in parallel too.
         """
         torch = self._torch
         n = len(images)
