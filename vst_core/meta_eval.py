@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from vst_core.metrics.baselines import BASELINES, baseline_scores
+
 Method = Literal["spearman", "pearson", "kendall_b", "kendall_c"]
 METHODS: dict[str, str] = {
     "spearman": "Spearman ρ",
@@ -59,7 +61,6 @@ ERROR_TAGS: dict[str, tuple[str, ...]] = {
 }
 _ERROR_ALIASES = {alias: tag for tag, aliases in ERROR_TAGS.items() for alias in aliases}
 _ID_COLUMNS = {"story_id", "rater", "system", "sequence_id"}
-_REFERENCE_SYSTEMS = {"reference", "human", "gold", "ground truth"}
 
 
 class JudgementsError(ValueError):
@@ -392,18 +393,27 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(denom > 0, (x * y).sum(axis=1) / np.where(denom > 0, denom, 1), np.nan)
 
 
-def _kendall_resampled(x: np.ndarray, y: np.ndarray, counts: np.ndarray, variant: str) -> np.ndarray:
-    """Kendall τ-b or τ-c of every resample given as a row of ``counts`` (how often each original
-    pair was drawn). With S = sign(xa - xb)·sign(ya - yb) and E = [xa == xb], a resample with
-    counts c has P - Q = cᵀSc/2 and x-tied pairs (cᵀE_x c - Σc)/2; the same formulas as scipy's."""
+def _kendall_matrices(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndarray, ...]:
+    """S = sign(xa - xb)·sign(ya - yb), and for τ-b the tie indicators E_x = [xa == xb], E_y."""
     sx = np.sign(x[:, None] - x[None, :])
     sy = np.sign(y[:, None] - y[None, :])
-    con = 0.5 * np.einsum("ra,ra->r", counts @ (sx * sy), counts)
+    if variant == "b":
+        return sx * sy, (sx == 0).astype(float), (sy == 0).astype(float)
+    return (sx * sy,)
+
+
+def _kendall_resampled(
+    matrices: tuple[np.ndarray, ...], x: np.ndarray, y: np.ndarray, counts: np.ndarray, variant: str
+) -> np.ndarray:
+    """Kendall τ-b or τ-c of every resample given as a row of ``counts`` (how often each original
+    pair was drawn). With ``matrices`` from :func:`_kendall_matrices`, a resample with counts c has
+    P - Q = cᵀSc/2 and x-tied pairs (cᵀE_x c - Σc)/2; the same formulas as scipy's."""
+    con = 0.5 * np.einsum("ra,ra->r", counts @ matrices[0], counts)
     m = counts.sum(axis=1)
     if variant == "b":
         pairs = m * (m - 1) / 2
-        tx = 0.5 * (np.einsum("ra,ra->r", counts @ (sx == 0).astype(float), counts) - m)
-        ty = 0.5 * (np.einsum("ra,ra->r", counts @ (sy == 0).astype(float), counts) - m)
+        tx = 0.5 * (np.einsum("ra,ra->r", counts @ matrices[1], counts) - m)
+        ty = 0.5 * (np.einsum("ra,ra->r", counts @ matrices[2], counts) - m)
         denom = np.sqrt((pairs - tx) * (pairs - ty))
     else:
         drawn = counts > 0
@@ -431,12 +441,14 @@ def bootstrap_samples(method: str, x: np.ndarray, y: np.ndarray, resamples: int,
             xs, ys = x[idx[k]], y[idx[k]]
             out[k] = _coefficient(method, xs, ys)[0] if np.ptp(xs) > 0 and np.ptp(ys) > 0 else np.nan
         return out
+    variant = method[-1]
+    matrices = _kendall_matrices(x, y, variant)  # once, shared by every block
     step = max(1, int(4e7 // max(n * n, 1)))  # bound the (resamples x n) @ (n x n) work per block
     for start in range(0, resamples, step):
         block = idx[start : start + step]
         counts = np.zeros((len(block), n))
         np.add.at(counts, (np.repeat(np.arange(len(block)), n), block.ravel()), 1.0)
-        out[start : start + step] = _kendall_resampled(x, y, counts, method[-1])
+        out[start : start + step] = _kendall_resampled(matrices, x, y, counts, variant)
     return out
 
 
@@ -805,12 +817,10 @@ def run_meta_eval(
     scores = score_frame(records)
     unavailable: dict[str, str] = {}
     if settings.baselines:
-        from vst_core.metrics.baselines import BASELINES, baseline_scores
-
         base, unavailable = baselines if baselines is not None else baseline_scores(records)
         if base:
             scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
-    available = [m for m in (*METRIC_COLUMNS, *_baseline_names()) if m in scores]
+    available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
     chosen = [m for m in (metrics or available) if m in available]
     missing_metrics = [m for m in (metrics or []) if m not in available]
     if missing_metrics:
@@ -919,9 +929,3 @@ def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
         errors=judgements.errors.assign(error=judgements.errors["error"].replace(names)),
         pairs=judgements.pairs, layout=judgements.layout, problems=judgements.problems,
     )
-
-
-def _baseline_names() -> tuple[str, ...]:
-    from vst_core.metrics.baselines import BASELINES
-
-    return BASELINES

@@ -222,8 +222,7 @@ class NRScores:
 
 
 def _offset_jaccard(
-    segment: np.ndarray, codes: np.ndarray, group: np.ndarray, offset: int, size: int, count_pairs: bool,
-    table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    group: np.ndarray, offset: int, size: int, count_pairs: bool, table: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Jaccard of every segment pair ``(s, s + offset)`` in the same group (story or sentence).
 
@@ -292,7 +291,7 @@ def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4
     table = _count_table(sentence_of, codes, sentences, size)
     inter_j, inter_owner = [np.zeros(0)], [np.zeros(0, np.int64)]
     for offset in range(1, int(per_story.max(initial=0))):
-        first, jac = _offset_jaccard(sentence_of, codes, story_of_sentence, offset, size, reference, table)
+        first, jac = _offset_jaccard(story_of_sentence, offset, size, reference, table)
         inter_j.append(jac)
         inter_owner.append(story_of_sentence[first])
 
@@ -303,7 +302,7 @@ def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4
     window_of = (np.cumsum(windows_per_sentence) - windows_per_sentence)[sentence_of] + position // n
     window_sentence = np.repeat(np.arange(sentences), windows_per_sentence)
     windows = window_sentence.size
-    first, intra_j = _offset_jaccard(window_of, codes, window_sentence, 1, size, reference,
+    first, intra_j = _offset_jaccard(window_sentence, 1, size, reference,
                                      _count_table(window_of, codes, windows, size))
     intra_owner = story_of_sentence[window_sentence[first]]
 
