@@ -90,7 +90,8 @@ full = meta_report(view.records, key, data, settings, (), ())
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
 aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
-report = meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if metrics and aspects else full
+narrowed = metrics and aspects and (metrics, aspects) != (full.metrics, full.aspects)  # the full report is already there
+report = meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
 
 match = report.match
 st.markdown(

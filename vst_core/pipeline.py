@@ -170,9 +170,16 @@ class Models:
 
 
 def score_redundancy(story: Story, settings: Settings) -> dict[str, Any]:
+    return _redundancy(story, settings.nr_ngram, settings.nr_variant)
+
+
+def _redundancy(story: Story, n: int, variant: str) -> dict[str, Any]:
     tokens = [tokenize(s) for s in story.sentences]
-    result = non_redundancy([[t.text for t in ts] for ts in tokens], n=settings.nr_ngram, variant=settings.nr_variant)
-    return redundancy_record(result, tokens)
+    return redundancy_record(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+
+
+#: Note on an NR record whose repeated spans a ``--no-spans`` run left out.
+NO_SPANS_NOTE = "repeated spans not computed in this run (--no-spans)"
 
 
 def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[str, dict[str, Any]]:
@@ -190,7 +197,7 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
         )
         out[story.story_id] = {
             "score": score, "inter": inter, "intra": intra, "variant": settings.nr_variant, "n": settings.nr_ngram,
-            "notes": [*notes, "repeated spans not computed in this run (--no-spans)"],
+            "notes": [*notes, NO_SPANS_NOTE],
             "inter_repeats": None, "intra_repeats": None,
         }
     return out
@@ -201,10 +208,8 @@ def with_repeated_spans(record: dict[str, Any], story: Story) -> dict[str, Any]:
     nr = record.get("metrics", {}).get("redundancy")
     if not nr or nr.get("inter_repeats") is not None:
         return record
-    tokens = [tokenize(s) for s in story.sentences]
-    result = non_redundancy([[t.text for t in ts] for ts in tokens], n=int(nr.get("n", 4)), variant=str(nr.get("variant", "paper")))
-    spans = redundancy_record(result, tokens)
-    notes = [x for x in nr.get("notes", []) if "--no-spans" not in x]
+    spans = _redundancy(story, int(nr.get("n", 4)), str(nr.get("variant", "paper")))
+    notes = [x for x in nr.get("notes", []) if x != NO_SPANS_NOTE]
     filled = {**nr, "notes": notes, "inter_repeats": spans["inter_repeats"], "intra_repeats": spans["intra_repeats"]}
     return {**record, "metrics": {**record["metrics"], "redundancy": filled}}
 
