@@ -93,13 +93,8 @@ def _meteor(gts: dict[str, list[str]], res: dict[str, list[str]], ids: list[str]
     try:
         from pycocoevalcap.meteor.meteor import Meteor
 
-        scorer = Meteor()
-        try:
-            _, values = scorer.compute_score({k: gts[k] for k in ids}, {k: res[k] for k in ids})
-        finally:
-            close = getattr(scorer, "close", None)
-            if callable(close):
-                close()
+        # the scorer's Java process ends when the scorer is garbage-collected, on return
+        _, values = Meteor().compute_score({k: gts[k] for k in ids}, {k: res[k] for k in ids})
         return [float(v) for v in values], ""
     except Exception as exc:  # noqa: BLE001 - whatever the Java program did, report it, never fake a number
         return None, f"METEOR failed to run ({type(exc).__name__}: {exc})"
