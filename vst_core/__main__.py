@@ -11,7 +11,7 @@ from typing import Any
 
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySetError, read_story_set
-from vst_core.models.hub import WeightsUnavailableError
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 from vst_core.models.pairs import DEFAULT_NSP_MODEL, CheckpointShapeError
 from vst_core.pipeline import Models, ResumeMismatchError, score_story_set
 
@@ -301,7 +301,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     except ResumeMismatchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (WeightsUnavailableError, CheckpointShapeError, FileNotFoundError, ValueError) as exc:
+    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_WEIGHTS
     for problem in summary.problems[len(story_set.problems):]:

@@ -114,11 +114,24 @@ class Settings:
         if "coherence" not in self.metrics:
             for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero"):
                 data.pop(key)
-        if self.clip_checkpoint:
-            from vst_core.models.clip import checkpoint_signature
+        else:
+            from vst_core.models.pairs import pair_weights_id
 
-            data["clip_checkpoint"] = checkpoint_signature(self.clip_arch, self.clip_checkpoint)
-            data["clip_pretrained"] = None
+            data["coherence_weights"] = pair_weights_id(self.coherence_model, self.coherence_tokenizer)
+        if CLIP_METRICS & set(self.metrics):
+            from vst_core.models.clip import checkpoint_signature, clip_signature
+
+            # architecture, activation and a digest of the weights file: different weights never share a signature
+            data["clip_weights"] = clip_signature(self.clip_arch, self.clip_pretrained, self.clip_checkpoint)
+            if self.clip_checkpoint:
+                data["clip_checkpoint"] = checkpoint_signature(self.clip_arch, self.clip_checkpoint)
+                data["clip_pretrained"] = None
+            if self.regions == "detector":
+                from vst_core.models.hub import weights_digest
+                from vst_core.regions import detector_weights_path
+
+                found = detector_weights_path()
+                data["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else 'not-downloaded'}"
         if not CLIP_METRICS & set(self.metrics):
             for key in [k for k in data if k.startswith("clip_")] + [
                 "theta", "regions", "regions_file", "top_b", "whole_image", "penalize", "weighting", "units", "expressions",
@@ -130,7 +143,8 @@ class Settings:
         return data
 
     def signature(self) -> dict[str, Any]:
-        """Settings, library versions and a short id hashing both: printed with every result."""
+        """Settings, the weights they resolve to, library versions and a short id hashing them all:
+        printed with every result."""
         payload = {"settings": self.as_dict(), "versions": library_versions()}
         digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
         return {"id": digest, **payload}
@@ -138,16 +152,23 @@ class Settings:
     def signature_id(self) -> str:
         return str(self.signature()["id"])
 
+    def weights_missing(self) -> bool:
+        """Whether a model these settings need is not downloaded yet (its digest is unknown, so the
+        signature changes once it is: load the models first, then take the signature)."""
+        data = self.as_dict()
+        return any("not-downloaded" in str(data.get(k, "")) for k in ("clip_weights", "coherence_weights", "detector_weights"))
+
     def describe(self) -> str:
         """One line for footers and figure captions."""
         sig = self.signature()
         parts = [f"sig {sig['id']}", "metrics " + "+".join(self.metrics)]
         if "redundancy" in self.metrics:
             parts.append(f"NR {self.nr_variant} n={self.nr_ngram}")
+        settings = sig["settings"]
         if "coherence" in self.metrics:
-            parts.append(f"coherence {self.coherence_model}")
+            parts.append(f"coherence {settings.get('coherence_weights', self.coherence_model)}")
         if CLIP_METRICS & set(self.metrics):
-            clip = f"{self.clip_arch}/{'file' if self.clip_checkpoint else self.clip_pretrained}"
+            clip = str(settings.get("clip_weights") or f"{self.clip_arch}/{'file' if self.clip_checkpoint else self.clip_pretrained}")
             ablation = "".join(
                 [" -P" if not self.penalize else "", {"concreteness": "", "idf": " -C+idf", "none": " -C"}[self.weighting],
                  " nouns" if self.units == "nouns" else ""]

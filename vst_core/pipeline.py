@@ -427,6 +427,11 @@ def score_story_set(
     hold no repeated spans (the dashboard recomputes them for the stories it shows).
     """
     out = Path(out)
+    models = models or Models(settings)
+    if settings.weights_missing():
+        # a model still to download: fetch it first, so this run's signature names the weights it
+        # used, exactly as a later run from the filled cache will
+        models.load()
     signature = settings.signature()
     if overwrite and out.exists():
         out.unlink()
@@ -436,7 +441,6 @@ def score_story_set(
     todo = [s for s in mine if s.story_id not in done]
     summary.skipped = len(mine) - len(todo)
     chunk_size = chunk_size or chunk_size_for(settings)
-    models = models or Models(settings)
     if todo:
         models.load()
         if CLIP_METRICS & set(settings.metrics):

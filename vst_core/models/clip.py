@@ -8,18 +8,27 @@ cannot be downloaded, loading fails at once with a message saying how to get the
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from vst_core.models.hub import WeightsUnavailableError, hub_reachable
+from vst_core.models.hub import (
+    ModelLoadError,
+    WeightsUnavailableError,
+    hf_cache_dir,
+    hub_file,
+    hub_reachable,
+    sniff_checkpoint,
+    weights_digest,
+)
 from vst_core.models.pairs import resolve_device
 
 log = logging.getLogger(__name__)
@@ -28,23 +37,94 @@ DEFAULT_ARCH = "ViT-B-32"
 DEFAULT_PRETRAINED = "openai"
 
 
-def _file_digest(path: Path, limit: int = 1 << 24) -> str:
-    """sha256 of the first 16 MiB and the size: a cheap, stable id for a checkpoint file."""
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        h.update(fh.read(limit))
-    h.update(str(path.stat().st_size).encode())
-    return h.hexdigest()[:12]
+def clip_cache_dirs() -> list[Path]:
+    """Folders where OpenAI CLIP's ``clip.load`` keeps its TorchScript files:
+    ``$XDG_CACHE_HOME/clip`` and ``~/.cache/clip`` (the package's own default)."""
+    dirs = [Path(os.path.expanduser("~/.cache/clip"))]
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        dirs.insert(0, Path(xdg) / "clip")
+    return list(dict.fromkeys(dirs))
 
 
-def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
-    """``arch/file:<digest>`` of a local checkpoint (``arch/file:missing`` when absent)."""
-    path = Path(checkpoint)
-    return f"{arch}/file:{_file_digest(path) if path.is_file() else 'missing'}"
+@dataclass(frozen=True)
+class ClipWeights:
+    """Which CLIP weights a setting resolves to, found without building a model.
+
+    ``kind``: ``open_clip`` (a state dict open_clip loads into ``arch``) or ``openai`` (OpenAI's
+    TorchScript archive or state dict, which defines its own architecture and uses QuickGELU).
+    ``path`` is None while a pretrained tag is not downloaded yet.
+    """
+
+    arch: str
+    source: str  # the pretrained tag, or "file"
+    kind: Literal["open_clip", "openai"]
+    quick_gelu: bool
+    path: Path | None
+    preprocess: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def signature(self) -> str:
+        """``arch/source/activation/sha:digest``: names the exact weights and activation."""
+        digest = weights_digest(self.path) if self.path is not None else "not-downloaded"
+        arch = "openai-clip" if self.kind == "openai" and self.source == "file" else self.arch
+        return f"{arch}/{self.source}/{'quickgelu' if self.quick_gelu else 'gelu'}/sha:{digest}"
+
+
+def _is_openai_state_dict(state: Any) -> bool:
+    """OpenAI CLIP's own state dicts carry these three entries; open_clip's do not."""
+    return isinstance(state, dict) and {"input_resolution", "context_length", "vocab_size"} <= set(state)
+
+
+_KINDS: dict[tuple[str, int, int], tuple[Literal["open_clip", "openai"], bool]] = {}
+
+
+def _checkpoint_weights(arch: str, path: Path, source: str = "file") -> ClipWeights:
+    """What a CLIP weights file is (memoised by path, size and mtime: the signature asks often)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _KINDS:
+        found = _inspect_checkpoint(arch, path, source)
+        _KINDS[key] = (found.kind, found.kind == "openai")
+    kind, openai_quick = _KINDS[key]
+    if kind == "openai":
+        return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
+    return ClipWeights(arch, source, "open_clip", arch.endswith("-quickgelu") or openai_quick, path)
+
+
+def _inspect_checkpoint(arch: str, path: Path, source: str) -> ClipWeights:
+    fmt = sniff_checkpoint(path)
+    if fmt == "torchscript":
+        return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
+    quick = arch.endswith("-quickgelu")
+    if fmt != "safetensors":
+        import torch
+
+        try:
+            state = torch.load(path, map_location="meta", weights_only=True, mmap=fmt == "torch-zip")
+        except Exception as exc:
+            raise ModelLoadError(f"CLIP checkpoint {path} cannot be read safely: {_short(exc)}") from None
+        if _is_openai_state_dict(state):
+            return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
+    return ClipWeights(arch, source, "open_clip", quick, path)
+
+
+_OPENAI_PREPROCESS: dict[str, Any] = {
+    "mean": (0.48145466, 0.4578275, 0.40821073),
+    "std": (0.26862954, 0.26130258, 0.27577711),
+    "interpolation": "bicubic",
+    "resize_mode": "shortest",
+}
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def cached_pretrained_file(arch: str, tag: str) -> str | None:
-    """Local path of the weights of an open_clip (arch, tag), if already downloaded."""
+    """Local path of the weights of an open_clip (arch, tag), if already downloaded: the hub cache
+    (safetensors first, as open_clip tries), then OpenAI's file in the ``clip.load`` folders."""
     from open_clip.pretrained import get_pretrained_cfg
 
     cfg = get_pretrained_cfg(arch, tag)
@@ -52,22 +132,65 @@ def cached_pretrained_file(arch: str, tag: str) -> str | None:
         return None
     hub = cfg.get("hf_hub", "")
     if hub:
-        from huggingface_hub import try_to_load_from_cache
-
-        repo, filename = os.path.split(hub)
+        repo, filename = os.path.split(hub)  # "org/name/" (default file names) or "org/name/file"
         names = [filename] if filename else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
         if filename.endswith(".bin"):
             names.insert(0, filename[:-4] + ".safetensors")
-        for name in names:
-            found = try_to_load_from_cache(repo, name)
-            if isinstance(found, str):
-                return found
+        found = hub_file(repo, tuple(names))
+        if found is not None:
+            return str(found)
     url = cfg.get("url", "")
     if url:
-        target = Path(os.path.expanduser("~/.cache/clip")) / os.path.basename(url)
-        if target.is_file():
-            return str(target)
+        for folder in clip_cache_dirs():
+            target = folder / os.path.basename(url)
+            if target.is_file():
+                return str(target)
     return None
+
+
+def resolve_clip_weights(
+    arch: str = DEFAULT_ARCH, pretrained: str | None = DEFAULT_PRETRAINED, checkpoint: str | Path | None = None
+) -> ClipWeights:
+    """The weights a CLIP setting names, without building the model (cheap: file lookups and a
+    look at the checkpoint's first bytes). Raises :class:`ModelLoadError` for an unusable file."""
+    if checkpoint is not None:
+        path = Path(checkpoint)
+        if not path.is_file():
+            raise WeightsUnavailableError(f"CLIP checkpoint not found: {path} (give the path of a weights file)")
+        return _checkpoint_weights(arch, path)
+    if not pretrained:
+        raise ValueError("give a pretrained tag or a checkpoint path")
+    from open_clip.pretrained import get_pretrained_cfg
+
+    cfg = get_pretrained_cfg(arch, pretrained)
+    if not cfg:
+        import open_clip
+
+        tags = ", ".join(t for a, t in open_clip.list_pretrained() if a == arch) or "none"
+        raise ModelLoadError(f"no pretrained tag {pretrained!r} for CLIP {arch}; known tags: {tags}")
+    quick = bool(cfg.get("quick_gelu", False)) or arch.endswith("-quickgelu")
+    preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
+    local = cached_pretrained_file(arch, pretrained)
+    if local is None:
+        return ClipWeights(arch, pretrained, "open_clip", quick, None, preprocess)
+    found = _checkpoint_weights(arch, Path(local), source=pretrained)
+    if found.kind == "openai":
+        return found
+    return ClipWeights(arch, pretrained, "open_clip", quick, found.path, preprocess)
+
+
+def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
+    """``arch/file:<digest>`` of a local checkpoint (``arch/file:missing`` when absent)."""
+    path = Path(checkpoint)
+    return f"{arch}/file:{weights_digest(path) if path.is_file() else 'missing'}"
+
+
+def clip_signature(arch: str, pretrained: str | None, checkpoint: str | Path | None) -> str:
+    """The weights signature of a CLIP setting, or ``arch/source/unusable`` when it cannot load."""
+    try:
+        return resolve_clip_weights(arch, pretrained, checkpoint).signature
+    except (ModelLoadError, ValueError, OSError):
+        return f"{arch}/{'file' if checkpoint else pretrained}/unusable"
 
 
 def default_workers() -> int:
@@ -76,9 +199,7 @@ def default_workers() -> int:
 
 
 def clip_cache_hint() -> str:
-    from vst_core.models.hub import hf_cache_dir
-
-    return f"{hf_cache_dir()} (or ~/.cache/clip)"
+    return f"{hf_cache_dir()}, or OpenAI's file in {' or '.join(str(d) for d in clip_cache_dirs())}"
 
 
 class ClipEncoder:
@@ -266,46 +387,93 @@ def load_clip(
     batch_size: int = 64,
     workers: int = 0,
 ) -> ClipEncoder:
-    """Load an open_clip model by (arch, pretrained tag) or (arch, local checkpoint file)."""
+    """Load CLIP by (arch, pretrained tag) or from a local checkpoint file, for what it is.
+
+    A tag is always loaded from its local file (downloaded first when missing and reachable), with
+    the tag's activation (QuickGELU for OpenAI's weights) and preprocessing, so a first run and a
+    later one build the same model. OpenAI's TorchScript archives and state dicts define their own
+    architecture. Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
+    """
     import open_clip
-    from open_clip.pretrained import get_pretrained_cfg
 
     if model_config is not None:
-        open_clip.add_model_config(str(model_config))
-    if arch not in open_clip.list_models():
-        raise ValueError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
+        try:
+            open_clip.add_model_config(str(model_config))
+        except Exception as exc:
+            raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {_short(exc)}") from None
+    weights = resolve_clip_weights(arch, pretrained, checkpoint)
+    if weights.kind == "open_clip" and arch not in open_clip.list_models():
+        raise ModelLoadError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
     device = resolve_device(device)
-    kwargs: dict[str, Any] = {"device": device}
-    if checkpoint is not None:
-        path = Path(checkpoint)
-        if not path.is_file():
-            raise WeightsUnavailableError(f"CLIP checkpoint not found: {path}")
-        pretrained_arg: str | None = str(path)
-        signature = checkpoint_signature(arch, path)
-    elif pretrained:
-        cfg = get_pretrained_cfg(arch, pretrained)
-        if not cfg:
-            tags = ", ".join(t for a, t in open_clip.list_pretrained() if a == arch) or "none"
-            raise ValueError(f"no pretrained tag {pretrained!r} for {arch}; known: {tags}")
-        signature = f"{arch}/{pretrained}"
-        local = cached_pretrained_file(arch, pretrained)
-        if local is not None:
-            pretrained_arg = local
-            kwargs["force_quick_gelu"] = bool(cfg.get("quick_gelu", False))
-            kwargs["force_preprocess_cfg"] = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
-        elif hub_reachable():
-            pretrained_arg = pretrained
-        else:
-            raise WeightsUnavailableError(
-                f"CLIP weights {arch}/{pretrained} are not in the local cache ({clip_cache_hint()}) and cannot be "
-                "downloaded from here. Either run `python -m vst_core fetch-models` on a connected machine "
-                "(same cache), or pass --clip-checkpoint PATH."
-            )
-    else:
-        raise ValueError("give a pretrained tag or a checkpoint path")
+    if weights.path is None:
+        weights = _download(weights)
+    assert weights.path is not None
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained_arg, **kwargs)
-    except (RuntimeError, KeyError) as exc:
-        raise ValueError(f"CLIP weights do not fit architecture {arch}: {exc}") from None
-    tokenizer = open_clip.get_tokenizer(arch)
-    return ClipEncoder(model, preprocess, tokenizer, signature, device=device, batch_size=batch_size, workers=workers)
+        if weights.kind == "openai":
+            model, preprocess = _build_openai(weights.path)
+            tokenizer = open_clip.get_tokenizer("ViT-B-32")
+        else:
+            p = weights.preprocess
+            model, _, preprocess = open_clip.create_model_and_transforms(
+                arch, pretrained=str(weights.path), device="cpu", force_quick_gelu=weights.quick_gelu,
+                image_mean=p.get("mean"), image_std=p.get("std"), image_interpolation=p.get("interpolation"),
+                image_resize_mode=p.get("resize_mode"),
+            )
+            tokenizer = open_clip.get_tokenizer(arch)
+            if not weights.quick_gelu and checkpoint is not None and f"{arch}-quickgelu" in open_clip.list_models():
+                log.warning(
+                    "CLIP %s built with GELU for %s; if these are OpenAI's weights, use --clip-model %s-quickgelu",
+                    arch, weights.path, arch,
+                )
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise ModelLoadError(
+            f"CLIP weights {weights.path} do not load as {arch if weights.kind == 'open_clip' else 'an OpenAI CLIP model'}: "
+            f"{_short(exc)}. Check --clip-model / --clip-checkpoint (or the sidebar's CLIP fields)."
+        ) from None
+    return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
+
+
+def _download(weights: ClipWeights) -> ClipWeights:
+    """Download a pretrained tag's file (as open_clip would) and resolve it again."""
+    if not hub_reachable():
+        raise WeightsUnavailableError(
+            f"CLIP weights {weights.arch}/{weights.source} are not in the local cache ({clip_cache_hint()}) and "
+            "cannot be downloaded from here. Either run `vst fetch-models` on a connected machine and copy its "
+            "cache folders here, or pass a local weights file (--clip-checkpoint PATH, or the sidebar's "
+            "'CLIP checkpoint file')."
+        )
+    from open_clip.pretrained import download_pretrained, get_pretrained_cfg
+
+    try:
+        download_pretrained(get_pretrained_cfg(weights.arch, weights.source))
+    except Exception as exc:
+        raise WeightsUnavailableError(f"CLIP weights {weights.arch}/{weights.source} could not be downloaded: {_short(exc)}") from None
+    found = resolve_clip_weights(weights.arch, weights.source)
+    if found.path is None:
+        raise WeightsUnavailableError(f"CLIP weights {weights.arch}/{weights.source} were downloaded but are not in the cache")
+    return found
+
+
+def _build_openai(path: Path) -> tuple[Any, Any]:
+    """An OpenAI CLIP file (TorchScript archive or state dict) as an open_clip model (QuickGELU,
+    fp32) with OpenAI's preprocessing. The TorchScript code is never run: only its tensors are read."""
+    import torch
+    from open_clip.model import build_model_from_openai_state_dict
+    from open_clip.transform import image_transform
+
+    if sniff_checkpoint(path) == "torchscript":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch.jit's deprecation notice
+            state = torch.jit.load(str(path), map_location="cpu").state_dict()
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    state = {k: v for k, v in state.items()}
+    model = build_model_from_openai_state_dict(state, quick_gelu=True, cast_dtype=None).float().eval()
+    p = _OPENAI_PREPROCESS
+    preprocess = image_transform(
+        model.visual.image_size, is_train=False, mean=p["mean"], std=p["std"],
+        interpolation=p["interpolation"], resize_mode=p["resize_mode"],
+    )
+    return model, preprocess

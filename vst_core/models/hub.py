@@ -1,19 +1,89 @@
-"""Loading Hugging Face weights: local cache first, a fast reachability check, clear errors."""
+"""Loading weights: local cache first, a fast reachability check, clear errors, weight digests."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlparse
 
 T = TypeVar("T")
 
 
-class WeightsUnavailableError(RuntimeError):
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message names the model, the path tried and how to fix it."""
+
+
+class WeightsUnavailableError(ModelLoadError):
     """Weights are neither in the local cache nor downloadable; the message says how to get them."""
+
+
+CheckpointFormat = Literal["torchscript", "torch-zip", "torch-legacy", "safetensors"]
+
+# torch's legacy (pre-1.6) serialisation starts with the pickled magic number 0x1950a86a20f9469cfc6c.
+_TORCH_LEGACY_MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850")
+
+
+def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
+    """What a weights file is, from its first bytes and, for a zip, its member names.
+
+    Raises :class:`ModelLoadError` for anything else (a text file, an image, a truncated zip),
+    so no loader ever unpickles or parses a file that is not a checkpoint.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+        if head[:4] == b"PK\x03\x04":
+            with zipfile.ZipFile(path) as archive:
+                names = archive.namelist()
+            if any(n.endswith("/constants.pkl") or "/code/" in n for n in names):
+                return "torchscript"
+            if any(n.endswith("/data.pkl") or n == "data.pkl" for n in names):
+                return "torch-zip"
+            raise ModelLoadError(f"{path} is a zip archive but not a PyTorch checkpoint (no data.pkl inside)")
+        if head.startswith(_TORCH_LEGACY_MAGIC):
+            return "torch-legacy"
+        if len(head) >= 9:
+            header_len = int.from_bytes(head[:8], "little")
+            if 2 <= header_len < 100_000_000 and head[8:9] == b"{" and header_len + 8 <= path.stat().st_size:
+                return "safetensors"
+    except ModelLoadError:
+        raise
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise ModelLoadError(f"{path} cannot be read as a checkpoint: {exc}") from None
+    raise ModelLoadError(
+        f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)"
+    )
+
+
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def weights_digest(path: str | Path, limit: int = 1 << 24) -> str:
+    """12 hex digits of sha256(first 16 MiB + size) of a weights file: the same file gives the same
+    digest wherever it lies (hub cache, a copy, a fresh download); memoised by path, size and mtime."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            h.update(fh.read(limit))
+        h.update(str(stat.st_size).encode())
+        _DIGESTS[key] = h.hexdigest()[:12]
+    return _DIGESTS[key]
+
+
+def torch_hub_dir() -> Path:
+    """torch hub's folder (``$TORCH_HOME/hub``); downloaded weights sit in its ``checkpoints``."""
+    import torch
+
+    return Path(torch.hub.get_dir())
 
 
 def hf_cache_dir() -> Path:
@@ -75,3 +145,36 @@ def load_hf(name: str, loader: Callable[..., T], what: str, extra: str = "") -> 
         return loader(name)
     except OSError as exc:
         raise WeightsUnavailableError(f"{missing_weights_message(what, name, extra)} ({exc})") from exc
+
+
+def hub_file(repo: str, filenames: tuple[str, ...]) -> Path | None:
+    """The first of ``filenames`` in the local hub cache of ``repo`` (or in the folder ``repo``)."""
+    folder = Path(repo)
+    if folder.is_dir():
+        for name in filenames:
+            if (folder / name).is_file():
+                return folder / name
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - ships with transformers
+        return None
+    for name in filenames:
+        try:
+            found = try_to_load_from_cache(repo, name)
+        except Exception:  # an id that is not a valid repo name
+            return None
+        if isinstance(found, str):
+            return Path(found)
+    return None
+
+
+#: Weight files of a transformers model, in the order transformers prefers them.
+HF_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
+def hf_weights_id(name: str) -> str:
+    """``name@digest`` of a transformers model's weights file (hub cache or folder), or
+    ``name@not-downloaded`` when no local copy exists yet."""
+    path = hub_file(name, HF_WEIGHT_FILES)
+    return f"{name}@{weights_digest(path) if path else 'not-downloaded'}"

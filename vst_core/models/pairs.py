@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from vst_core.models.hub import WeightsUnavailableError, load_hf
+from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hub_file, WeightsUnavailableError, hf_weights_id, load_hf, sniff_checkpoint, weights_digest
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ SOP_META_FILE = "vst_sop.json"
 _ALBERT_SHAPES: dict[int, tuple[int, int]] = {768: (12, 12), 1024: (24, 16), 2048: (24, 16), 4096: (12, 64)}
 
 
-class CheckpointShapeError(ValueError):
+class CheckpointShapeError(ModelLoadError, ValueError):
     """A checkpoint whose tensors do not have the expected shapes."""
 
 
@@ -53,6 +54,23 @@ class PairScorer(Protocol):
     def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray: ...
 
     def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores: ...
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' load report and progress bars off while loading (errors still raise)."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -96,6 +114,14 @@ class TransformerPairScorer:
         self.max_length = int(min(x for x in limits if isinstance(x, int) and 0 < x < 100_000))
         self._torch = torch
 
+    def encode(self, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """``[CLS] A [SEP] B [SEP]`` with segment ids 0 for ``[CLS] A [SEP]`` and 1 for ``B [SEP]``
+        (asked for explicitly: transformers 5's ALBERT tokenizer returns none unless asked)."""
+        return dict(self.tokenizer(
+            [a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation="longest_first",
+            max_length=self.max_length, return_tensors="pt", return_token_type_ids=True,
+        ))
+
     def _length(self, a: str, b: str) -> int:
         return len(self.tokenizer(a, b, truncation=False)["input_ids"])
 
@@ -109,15 +135,7 @@ class TransformerPairScorer:
         torch = self._torch
         for start in range(0, len(valid), self.batch_size):
             idx = valid[start : start + self.batch_size]
-            enc = self.tokenizer(
-                [pairs[k][0] for k in idx],
-                [pairs[k][1] for k in idx],
-                padding=True,
-                truncation="longest_first",
-                max_length=self.max_length,
-                return_tensors="pt",
-            )
-            enc = {key: value.to(self.device) for key, value in enc.items()}
+            enc = {key: value.to(self.device) for key, value in self.encode([pairs[k] for k in idx]).items()}
             with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
                 logits = self._forward(enc).float()
             probs[idx] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
@@ -141,7 +159,17 @@ def load_bert_nsp(name: str = DEFAULT_NSP_MODEL, *, device: str = "auto", batch_
     """BERT with its next-sentence-prediction head (by hub id or local directory)."""
     from transformers import BertForNextSentencePrediction
 
-    model = load_hf(name, BertForNextSentencePrediction.from_pretrained, "next-sentence model", " with --coherence-model PATH")
+    def load(source: str, **kwargs: Any) -> Any:
+        with quiet_transformers():
+            return BertForNextSentencePrediction.from_pretrained(source, output_loading_info=True, **kwargs)
+
+    model, info = load_hf(name, load, "next-sentence model", " with --coherence-model PATH")
+    missing = [k for k in info.get("missing_keys", []) if "seq_relationship" in k]
+    if missing:
+        raise CheckpointShapeError(
+            f"{name} has no next-sentence head ({', '.join(missing)} missing): its scores would come from random "
+            "weights. Use a BERT checkpoint saved with its pre-training heads (bert-base-uncased is one)."
+        )
     tokenizer = _load_tokenizer(name, "next-sentence model")
     return TransformerPairScorer(f"bert-nsp:{name}", tokenizer, model, positive=0, device=device, batch_size=batch_size)
 
@@ -157,7 +185,8 @@ def load_sequence_classifier(path: str | Path, *, device: str = "auto", batch_si
         return load_bert_nsp(str(path), device=device, batch_size=batch_size)
     if getattr(config, "num_labels", 2) != 2:
         raise CheckpointShapeError(f"{path}: expected a 2-label sentence-order classifier, found {config.num_labels} labels")
-    model = AutoModelForSequenceClassification.from_pretrained(path)
+    with quiet_transformers():
+        model = AutoModelForSequenceClassification.from_pretrained(path)
     tokenizer = _load_tokenizer(str(path), "sentence-order classifier")
     positive = int((config.label2id or {}).get("in_order", 1))
     return TransformerPairScorer(f"sop:{path.name}", tokenizer, model, positive=positive, device=device, batch_size=batch_size)
@@ -186,6 +215,41 @@ def _albert_config(state: dict[str, Any], opt: Any) -> Any:
     )
 
 
+def _checkpoint_globals() -> list[Any]:
+    """The only non-tensor types the authors' RoViST-C file holds: the script's
+    ``argparse.Namespace`` and ``numpy.float64`` accuracies (under numpy 1.x and 2.x names)."""
+    scalar = np._core.multiarray.scalar
+    return [
+        argparse.Namespace, np.dtype, *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
+        (scalar, "numpy.core.multiarray.scalar"), (scalar, "numpy._core.multiarray.scalar"),
+    ]
+
+
+def read_rovist_checkpoint(path: Path) -> Any:
+    """``torch.load`` with ``weights_only=True`` and exactly the globals the RoViST-C file needs;
+    anything else in the file (code, other classes) is refused, never unpickled."""
+    import pickle
+
+    import torch
+
+    fmt = sniff_checkpoint(path)
+    if fmt in ("torchscript", "safetensors"):
+        raise CheckpointShapeError(
+            f"{path} is a {fmt} file, not a RoViST-C checkpoint (a torch.save'd dict with 'opt' and 'model')"
+        )
+    try:
+        with torch.serialization.safe_globals(_checkpoint_globals()):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).split("\n")[0][:300]
+        raise ModelLoadError(
+            f"{path} holds objects a RoViST-C checkpoint does not ({first}); it was not loaded, since unpickling "
+            "unknown objects can run code"
+        ) from None
+    except Exception as exc:
+        raise ModelLoadError(f"{path} cannot be read as a RoViST-C checkpoint: {type(exc).__name__}: {str(exc)[:300]}") from None
+
+
 def load_rovist_c(
     path: str | Path,
     *,
@@ -207,9 +271,8 @@ def load_rovist_c(
             f"RoViST-C checkpoint not found at {path}. Download the authors' checkpoint (see the RoViST "
             "repository) and pass its path with --coherence-model rovist-c:PATH"
         )
-    torch.serialization.add_safe_globals([argparse.Namespace])
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(checkpoint, dict) or "model" not in checkpoint:
+    checkpoint = read_rovist_checkpoint(path)
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model"), dict):
         raise CheckpointShapeError(f"{path}: expected a dict with 'opt' and 'model' (the RoViST-C format)")
     state = checkpoint["model"]
     opt = checkpoint.get("opt")
@@ -236,7 +299,8 @@ def load_rovist_c(
             return self.linear(pooled)
 
     model = _RoViSTC()
-    state = {k: v for k, v in state.items() if not k.endswith("embeddings.position_ids")}
+    # buffers older transformers versions saved with the weights (rebuilt by the model itself)
+    state = {k: v for k, v in state.items() if not k.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as exc:
@@ -257,23 +321,50 @@ def load_pair_scorer(
     device: str = "auto",
     batch_size: int = 32,
 ) -> TransformerPairScorer:
-    """Load a scorer from a spec: ``bert-nsp[:NAME|PATH]``, ``rovist-c:PATH``, or a checkpoint directory."""
+    """Load a scorer from a spec: ``bert-nsp[:NAME|PATH]``, ``rovist-c:PATH``, or a checkpoint directory.
+
+    Every failure is a :class:`ModelLoadError` (or ``ValueError`` for a malformed spec) whose
+    message names the model, the path tried and the fix; no loader error escapes as another type.
+    """
     kind, _, arg = spec.partition(":")
-    if kind == "bert-nsp":
-        return load_bert_nsp(arg or DEFAULT_NSP_MODEL, device=device, batch_size=batch_size)
-    if kind == "rovist-c":
-        if not arg:
-            raise ValueError("rovist-c needs the checkpoint path: rovist-c:PATH")
-        return load_rovist_c(arg, tokenizer=tokenizer, device=device, batch_size=batch_size)
-    path = Path(spec)
-    if path.is_dir():
-        return load_sequence_classifier(path, device=device, batch_size=batch_size)
-    if path.is_file():
-        return load_rovist_c(path, tokenizer=tokenizer, device=device, batch_size=batch_size)
+    try:
+        if kind == "bert-nsp":
+            return load_bert_nsp(arg or DEFAULT_NSP_MODEL, device=device, batch_size=batch_size)
+        if kind == "rovist-c":
+            if not arg:
+                raise ValueError("rovist-c needs the checkpoint path: rovist-c:PATH")
+            return load_rovist_c(arg, tokenizer=tokenizer, device=device, batch_size=batch_size)
+        path = Path(spec)
+        if path.is_dir():
+            return load_sequence_classifier(path, device=device, batch_size=batch_size)
+        if path.is_file():
+            return load_rovist_c(path, tokenizer=tokenizer, device=device, batch_size=batch_size)
+    except (ModelLoadError, ValueError):
+        raise
+    except Exception as exc:
+        raise ModelLoadError(
+            f"coherence model {spec!r} could not be loaded: {type(exc).__name__}: {str(exc)[:300]}. Check "
+            "--coherence-model / --coherence-tokenizer (or the sidebar's coherence fields)."
+        ) from None
     raise ValueError(
         f"unknown coherence model {spec!r}: use bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, "
         "or a checkpoint directory written by train-sop"
     )
+
+
+def pair_weights_id(spec: str, tokenizer: str | None = None) -> str:
+    """Which weights a coherence spec names: the model and a digest of its weights file (hub cache,
+    folder or checkpoint file), plus the tokenizer for RoViST-C; cheap, builds no model."""
+    kind, _, arg = spec.partition(":")
+    if kind == "bert-nsp":
+        return "bert-nsp:" + hf_weights_id(arg or DEFAULT_NSP_MODEL)
+    path = Path(arg if kind == "rovist-c" else spec)
+    if path.is_file():
+        return f"rovist-c:{path.name}@{weights_digest(path)}+tokenizer:{tokenizer or ROVIST_C_TOKENIZER}"
+    if path.is_dir():
+        found = hub_file(str(path), HF_WEIGHT_FILES)
+        return f"sop:{path.name}@{weights_digest(found) if found else 'missing'}"
+    return f"{spec}@missing"
 
 
 def pairs_of(sentences: Sequence[str]) -> list[tuple[str, str]]:
