@@ -32,9 +32,8 @@ from vst_core.meta_eval import (
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.clip import ClipEncoder, load_clip
-from vst_core.models.hub import WeightsUnavailableError
+from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import (
-    CheckpointShapeError,
     PairScorer,
     load_pair_scorer,
     resolve_device,
@@ -304,13 +303,13 @@ def load_view() -> RunView | None:
     if want_coherence:
         try:
             pair_scorer(coherence_model, settings.device)
-        except (WeightsUnavailableError, CheckpointShapeError, ValueError) as exc:
+        except (ModelLoadError, ValueError) as exc:
             st.warning(f"Coherence is off: {exc}", icon="⚠️")
             settings = settings.with_(metrics=tuple(m for m in settings.metrics if m != "coherence"))
     if want_grounding:
         try:
             clip_encoder(clip_arch, clip_pretrained, clip_checkpoint, clip_config, settings.device)
-        except (WeightsUnavailableError, ValueError, RuntimeError) as exc:
+        except (ModelLoadError, ValueError, RuntimeError) as exc:
             st.warning(f"Grounding is off: {exc}", icon="⚠️")
             settings = settings.with_(metrics=tuple(m for m in settings.metrics if m not in clip_metrics))
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
@@ -333,7 +332,13 @@ def load_view() -> RunView | None:
         records = scored
     else:
         base = settings.with_(theta="VIST", penalize=True, weighting="concreteness")
-        records = score_all(story_set, story_set.digest(), base)
+        try:
+            records = score_all(story_set, story_set.digest(), base)
+        except ModelLoadError as exc:  # e.g. the detector's weights: one notice, NR and coherence still run
+            st.warning(f"Grounding is off: {exc}", icon="⚠️")
+            keep = tuple(m for m in base.metrics if m not in ("grounding", "clipscore", "rovist_vg"))
+            base, settings = base.with_(metrics=keep), settings.with_(metrics=keep)
+            records = score_all(story_set, story_set.digest(), base)
     if base != settings:
         signature = settings.signature()
         records = [

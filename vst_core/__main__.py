@@ -161,12 +161,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     fetch = sub.add_parser(
         "fetch-models",
-        help="download the default model weights into the local cache (needs internet)",
-        description="Download and check the default weights into the Hugging Face cache, so later runs work offline.",
+        help="check the default model weights, download what is missing, and say which folders to copy",
+        description=(
+            "For each model: report whether it is already in the local caches and loads, download it when it "
+            "is missing and the model hub is reachable, check it by scoring one input, and print the cache "
+            "folders to copy to an offline machine. Exit 4 when a model is missing or does not load."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model to fetch")
-    fetch.add_argument("--clip-model", default="ViT-B-32", help="open_clip architecture to fetch")
-    fetch.add_argument("--clip-pretrained", default="openai", help="open_clip pretrained tag to fetch")
+    fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model (hub id or folder)")
+    fetch.add_argument("--clip-model", default="ViT-B-32", help="open_clip architecture")
+    fetch.add_argument("--clip-pretrained", default="openai", help="open_clip pretrained tag")
+    fetch.add_argument(
+        "--rovist-c", default=None, metavar="PATH",
+        help="also check the authors' RoViST-C checkpoint file and fetch its ALBERT tokenizer",
+    )
+    fetch.add_argument("--coherence-tokenizer", default=None, help="tokenizer for --rovist-c (default albert-large-v1)")
     fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
 
     from vst_core.bench import add_bench_arguments
@@ -359,46 +369,17 @@ def cmd_train_sop(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch_models(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer, BertForNextSentencePrediction
+    """Model by model: already cached (and loads), downloaded now, or missing; each is built once and
+    checked by scoring one input. Exit 4 when any model is missing or does not load."""
+    from vst_core.models.fetch import fetch_models
 
-    from vst_core.models.hub import hf_cache_dir, hub_reachable
-
-    if not hub_reachable():
-        print(
-            f"error: the model hub cannot be reached from this machine. Run this command on a connected "
-            f"machine and copy its cache ({hf_cache_dir()}) here, or pass local checkpoint paths.",
-            file=sys.stderr,
-        )
-        return EXIT_WEIGHTS
-    name = args.coherence_model
-    print(f"fetching next-sentence model {name} into {hf_cache_dir()} ...", file=sys.stderr)
-    model = BertForNextSentencePrediction.from_pretrained(name)
-    tokenizer = AutoTokenizer.from_pretrained(name)
-    from vst_core.models.pairs import TransformerPairScorer
-
-    scorer = TransformerPairScorer(f"bert-nsp:{name}", tokenizer, model, positive=0, device="cpu")
-    p_in, p_out = scorer.score_pairs(
-        [("We went to the beach.", "The waves were huge."), ("We went to the beach.", "Interest rates rose on Monday.")]
+    report = fetch_models(
+        coherence_model=args.coherence_model, clip_arch=args.clip_model, clip_pretrained=args.clip_pretrained,
+        rovist_c=args.rovist_c, coherence_tokenizer=args.coherence_tokenizer, detector=args.detector,
+        log=lambda line: print(line, file=sys.stderr),
     )
-    print(f"ok: {name} loads and scores (P(follows) {p_in:.3f} for a related pair, {p_out:.3f} for an unrelated one)", file=sys.stderr)
-
-    import open_clip
-
-    from vst_core.models.clip import load_clip
-
-    print(f"fetching CLIP {args.clip_model}/{args.clip_pretrained} ...", file=sys.stderr)
-    open_clip.create_model_and_transforms(args.clip_model, pretrained=args.clip_pretrained)
-    encoder = load_clip(args.clip_model, args.clip_pretrained, device="cpu")
-    text = encoder.encode_text(["a photo of a dog", "a photo of a rocket"])
-    print(f"ok: {encoder.signature} loads (text embeddings {text.shape}, cos {float(text[0] @ text[1]):.3f})", file=sys.stderr)
-    if args.detector:
-        from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
-
-        FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)
-        from vst_core.regions import detector_weights_path
-
-        print(f"ok: detector weights at {detector_weights_path()}", file=sys.stderr)
-    return 0
+    print(report.summary(), file=sys.stderr)
+    return 0 if report.ok else EXIT_WEIGHTS
 
 
 def cmd_cache(args: argparse.Namespace) -> int:

@@ -71,9 +71,12 @@ class ClipWeights:
         return f"{arch}/{self.source}/{'quickgelu' if self.quick_gelu else 'gelu'}/sha:{digest}"
 
 
+_OPENAI_META = ("input_resolution", "context_length", "vocab_size")
+
+
 def _is_openai_state_dict(state: Any) -> bool:
     """OpenAI CLIP's own state dicts carry these three entries; open_clip's do not."""
-    return isinstance(state, dict) and {"input_resolution", "context_length", "vocab_size"} <= set(state)
+    return isinstance(state, dict) and set(_OPENAI_META) <= set(state)
 
 
 _KINDS: dict[tuple[str, int, int], tuple[Literal["open_clip", "openai"], bool]] = {}
@@ -469,8 +472,9 @@ def _build_openai(path: Path) -> tuple[Any, Any]:
             state = torch.jit.load(str(path), map_location="cpu").state_dict()
     else:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    state = {k: v for k, v in state.items()}
-    model = build_model_from_openai_state_dict(state, quick_gelu=True, cast_dtype=None).float().eval()
+    model = build_model_from_openai_state_dict(dict(state), quick_gelu=True, cast_dtype=None).float().eval()
+    # the builder casts to fp16 on the way; load the file's tensors again so fp32 files stay exact
+    model.load_state_dict({k: v.float() for k, v in state.items() if k not in _OPENAI_META}, strict=False)
     p = _OPENAI_PREPROCESS
     preprocess = image_transform(
         model.visual.image_size, is_train=False, mean=p["mean"], std=p["std"],

@@ -1,0 +1,137 @@
+"""``vst fetch-models``: which weights are cached, download what is missing, check each by scoring.
+
+Each model is built once: the same loader a scoring run uses finds the cached file or, when the
+file is missing and the hub is reachable, downloads it first; then one input is scored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vst_core.models.hub import ModelLoadError, hf_cache_dir, hub_reachable, torch_hub_dir
+
+_PAIRS = [
+    ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
+    ("We drove to the beach early in the morning.", "The central bank raised interest rates on Monday."),
+]
+
+
+@dataclass
+class ModelStatus:
+    """One model's line in the report: ``state`` is cached, downloaded, missing or broken."""
+
+    name: str
+    state: str
+    detail: str
+    seconds: float = 0.0
+
+
+@dataclass
+class FetchReport:
+    models: list[ModelStatus] = field(default_factory=list)
+    folders: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(m.state in ("cached", "downloaded") for m in self.models)
+
+    def summary(self) -> str:
+        lines = [f"{m.state:>10}  {m.name}: {m.detail}" for m in self.models]
+        lines.append("folders to copy to an offline machine (same paths there, or point the variables at them):")
+        lines += [f"  {var}: {path}" for var, path in self.folders.items()]
+        if not self.ok:
+            lines.append("some models are missing or do not load (see above): scores that need them will not run")
+        return "\n".join(lines)
+
+
+def _check(report: FetchReport, name: str, was_cached: bool, run: Callable[[], str], log: Callable[[str], None]) -> None:
+    reachable = was_cached or hub_reachable()
+    log(f"{name}: {'cached, loading' if was_cached else 'not cached, downloading' if reachable else 'not cached'} ...")
+    start = time.perf_counter()
+    try:
+        detail = run()
+    except ModelLoadError as exc:
+        state = "broken" if was_cached else "missing"
+        report.models.append(ModelStatus(name, state, str(exc), time.perf_counter() - start))
+        return
+    state = "cached" if was_cached else "downloaded"
+    report.models.append(ModelStatus(name, state, detail, time.perf_counter() - start))
+
+
+def fetch_models(
+    *,
+    coherence_model: str = "bert-base-uncased",
+    clip_arch: str = "ViT-B-32",
+    clip_pretrained: str = "openai",
+    rovist_c: str | None = None,
+    coherence_tokenizer: str | None = None,
+    detector: bool = False,
+    log: Callable[[str], None] = lambda line: None,
+) -> FetchReport:
+    """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
+    authors' RoViST-C file with its tokenizer and the detector; see the module doc."""
+    from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
+    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
+    from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
+
+    report = FetchReport()
+
+    def clip() -> str:
+        encoder = load_clip(clip_arch, clip_pretrained, device="cpu")
+        text = encoder.encode_text(["a photo of a dog", "a photo of a rocket"])
+        return f"{encoder.signature} loads and encodes (cos(dog, rocket) {float(text[0] @ text[1]):+.3f})"
+
+    try:
+        clip_cached = resolve_clip_weights(clip_arch, clip_pretrained).path is not None
+    except (ModelLoadError, ValueError) as exc:
+        report.models.append(ModelStatus(f"CLIP {clip_arch}/{clip_pretrained}", "broken", str(exc)))
+    else:
+        _check(report, f"CLIP {clip_arch}/{clip_pretrained}", clip_cached, clip, log)
+
+    def nsp() -> str:
+        scorer = load_bert_nsp(coherence_model, device="cpu")
+        related, unrelated = scorer.score_pairs(_PAIRS)
+        return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
+
+    nsp_cached = hub_file(coherence_model, HF_WEIGHT_FILES) is not None
+    _check(report, f"next-sentence model {coherence_model}", nsp_cached, nsp, log)
+
+    if rovist_c:
+        tokenizer = coherence_tokenizer or ROVIST_C_TOKENIZER
+
+        def rovist() -> str:
+            scorer = load_rovist_c(rovist_c, tokenizer=tokenizer, device="cpu")
+            p = scorer.score_pairs(_PAIRS[:1])[0]
+            return f"{Path(rovist_c).name} with tokenizer {tokenizer} loads and scores (P(in order) {p:.3f})"
+
+        token_cached = hub_file(tokenizer, ("spiece.model", "tokenizer.json")) is not None
+        _check(report, f"RoViST-C {rovist_c}", token_cached, rovist, log)
+
+    if detector:
+        from vst_core.regions import Detector, detector_weights_path
+
+        def detect() -> str:
+            if detector_weights_path() is None:
+                from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+
+                try:
+                    FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)
+                except Exception as exc:
+                    raise ModelLoadError(f"detector weights could not be downloaded: {exc}") from None
+            from PIL import Image
+
+            found = Detector("cpu", batch_size=1)
+            boxes = found.boxes([Image.new("RGB", (64, 48), "gray")], 10)
+            return f"{found.path} loads and detects ({len(boxes[0])} boxes on a blank image)"
+
+        _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)
+
+    report.folders = {
+        "HF_HOME (hub cache)": hf_cache_dir(),
+        "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
+        "XDG_CACHE_HOME (OpenAI CLIP files, optional)": clip_cache_dirs()[0],
+    }
+    return report
