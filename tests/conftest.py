@@ -88,3 +88,21 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     checkpoint = folder / "tiny-clip.pt"
     torch.save(model.state_dict(), checkpoint)
     return config, checkpoint
+
+
+@pytest.fixture(scope="session")
+def layout(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Random-weight replicas of every default model in the real cache layouts (built once)."""
+    from real_layout import build_real_layout
+
+    return build_real_layout(tmp_path_factory.mktemp("real-layout"))
+
+
+def point_at(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    """Make this process look for weights only where ``env`` says (hub constants are read at import)."""
+    from huggingface_hub import constants
+
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(constants, "HF_HOME", env["HF_HOME"])
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", env["HF_HUB_CACHE"])

@@ -20,32 +20,18 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import ROOT, SAMPLE
-from real_layout import ALBERT_REPO, BERT_REPO, CLIP_REPO, RealLayout, build_real_layout, put_hub_repo
+from conftest import ROOT, SAMPLE, point_at
+from real_layout import ALBERT_REPO, BERT_REPO, CLIP_REPO, RealLayout, put_hub_repo
 
 pytestmark = pytest.mark.real_layout
 
 ALL_METRICS = "grounding,clipscore,rovist_vg,coherence,redundancy"
 
 
-@pytest.fixture(scope="session")
-def layout(tmp_path_factory: pytest.TempPathFactory) -> RealLayout:
-    return build_real_layout(tmp_path_factory.mktemp("real-layout"))
-
-
-def _point_at(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
-    from huggingface_hub import constants
-
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(constants, "HF_HOME", env["HF_HOME"])
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", env["HF_HUB_CACHE"])
-
-
 @pytest.fixture
 def real_env(layout: RealLayout, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[RealLayout]:
     """This process sees only the replicas (and a private embedding cache)."""
-    _point_at(monkeypatch, layout.env())
+    point_at(monkeypatch, layout.env())
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "vst-cache"))
     yield layout
 
