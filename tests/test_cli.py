@@ -141,10 +141,18 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert "usage: vst " + command in capsys.readouterr().out
 
 
-def test_fetch_models_offline_says_so(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_fetch_models_offline_says_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from conftest import point_at
+
+    empty = tmp_path / "empty"
+    point_at(monkeypatch, {"HF_HOME": str(empty), "HF_HUB_CACHE": str(empty / "hub"), "XDG_CACHE_HOME": str(empty),
+                           "TORCH_HOME": str(empty), "HF_HUB_OFFLINE": "1"})
     assert main(["fetch-models"]) == 4
-    assert "cannot be reached" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "missing  CLIP ViT-B-32/openai" in err and "cannot be downloaded from here" in err
+    assert str(empty / "hub") in err
 
 
 def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_encoder_shapes_normalisation_and_batching(tiny_clip: tuple[Path, Path])
     np.testing.assert_allclose(x, y, atol=1e-5)
     modes = [Image.new(m, (24, 24)) for m in ("L", "RGBA", "CMYK", "P")]
     assert one.encode_images(modes).shape == (4, 16)
-    assert one.signature.startswith("vst-tiny-clip/file:")
+    assert one.signature.startswith("vst-tiny-clip/file/gelu/sha:")
 
 
 def test_long_text_truncated_with_a_warning(tiny_clip: tuple[Path, Path], caplog: pytest.LogCaptureFixture) -> None:

@@ -190,6 +190,8 @@ def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
 
 def clip_signature(arch: str, pretrained: str | None, checkpoint: str | Path | None) -> str:
     """The weights signature of a CLIP setting, or ``arch/source/unusable`` when it cannot load."""
+    if pretrained and pretrained.startswith("file:") and checkpoint is None:
+        return f"{arch}/{pretrained}"  # a digest recorded in a scores file: the file is not here
     try:
         return resolve_clip_weights(arch, pretrained, checkpoint).signature
     except (ModelLoadError, ValueError, OSError):
