@@ -12,7 +12,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitPageNotFoundError
 
-from vst_core.config import Settings, settings_from_signature
+from vst_core.config import CLIP_METRICS, Settings, settings_from_signature
 from vst_core.data import (
     MAX_UPLOAD_IMAGES,
     StorySet,
@@ -336,7 +336,7 @@ def load_view() -> RunView | None:
             records = score_all(story_set, story_set.digest(), base)
         except ModelLoadError as exc:  # e.g. the detector's weights: one notice, NR and coherence still run
             st.warning(f"Grounding is off: {exc}", icon="⚠️")
-            keep = tuple(m for m in base.metrics if m not in ("grounding", "clipscore", "rovist_vg"))
+            keep = tuple(m for m in base.metrics if m not in CLIP_METRICS)
             base, settings = base.with_(metrics=keep), settings.with_(metrics=keep)
             records = score_all(story_set, story_set.digest(), base)
     if base != settings:

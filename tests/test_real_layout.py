@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import warnings
@@ -375,4 +374,3 @@ def test_replica_layout_matches_the_hub_cache_format(layout: RealLayout) -> None
     for repo in repos.values():
         assert {rev.refs for rev in repo.revisions} == {frozenset({"main"})}
     assert not info.warnings
-    shutil.rmtree(layout.root / "work", ignore_errors=True)

@@ -12,7 +12,7 @@ from typing import Any
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySetError, read_story_set
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
-from vst_core.models.pairs import DEFAULT_NSP_MODEL, CheckpointShapeError
+from vst_core.models.pairs import DEFAULT_NSP_MODEL
 from vst_core.pipeline import Models, ResumeMismatchError, score_story_set
 
 EXIT_USAGE = 2

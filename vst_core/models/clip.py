@@ -79,37 +79,38 @@ def _is_openai_state_dict(state: Any) -> bool:
     return isinstance(state, dict) and set(_OPENAI_META) <= set(state)
 
 
-_KINDS: dict[tuple[str, int, int], tuple[Literal["open_clip", "openai"], bool]] = {}
+_KINDS: dict[tuple[str, int, int], Literal["open_clip", "openai"]] = {}
 
 
-def _checkpoint_weights(arch: str, path: Path, source: str = "file") -> ClipWeights:
-    """What a CLIP weights file is (memoised by path, size and mtime: the signature asks often)."""
+def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
+    """Whether a weights file is OpenAI's (TorchScript, or a state dict with OpenAI's metadata) or an
+    open_clip state dict; memoised by path, size and mtime, since the signature asks often."""
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _KINDS:
-        found = _inspect_checkpoint(arch, path, source)
-        _KINDS[key] = (found.kind, found.kind == "openai")
-    kind, openai_quick = _KINDS[key]
-    if kind == "openai":
+        fmt = sniff_checkpoint(path)
+        kind: Literal["open_clip", "openai"] = "openai" if fmt == "torchscript" else "open_clip"
+        if fmt in ("torch-zip", "torch-legacy"):
+            import torch
+
+            try:
+                state = torch.load(path, map_location="meta", weights_only=True, mmap=fmt == "torch-zip")
+            except Exception as exc:
+                raise ModelLoadError(f"CLIP checkpoint {path} cannot be read safely: {_short(exc)}") from None
+            if _is_openai_state_dict(state):
+                kind = "openai"
+        _KINDS[key] = kind
+    return _KINDS[key]
+
+
+def _checkpoint_weights(
+    arch: str, path: Path, source: str = "file", quick_gelu: bool = False, preprocess: dict[str, Any] | None = None
+) -> ClipWeights:
+    """The weights in ``path``: OpenAI's files always with QuickGELU and OpenAI's preprocessing;
+    an open_clip state dict with ``quick_gelu`` (or an ``-quickgelu`` arch) and ``preprocess``."""
+    if _checkpoint_kind(path) == "openai":
         return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
-    return ClipWeights(arch, source, "open_clip", arch.endswith("-quickgelu") or openai_quick, path)
-
-
-def _inspect_checkpoint(arch: str, path: Path, source: str) -> ClipWeights:
-    fmt = sniff_checkpoint(path)
-    if fmt == "torchscript":
-        return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
-    quick = arch.endswith("-quickgelu")
-    if fmt != "safetensors":
-        import torch
-
-        try:
-            state = torch.load(path, map_location="meta", weights_only=True, mmap=fmt == "torch-zip")
-        except Exception as exc:
-            raise ModelLoadError(f"CLIP checkpoint {path} cannot be read safely: {_short(exc)}") from None
-        if _is_openai_state_dict(state):
-            return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
-    return ClipWeights(arch, source, "open_clip", quick, path)
+    return ClipWeights(arch, source, "open_clip", quick_gelu or arch.endswith("-quickgelu"), path, dict(preprocess or {}))
 
 
 _OPENAI_PREPROCESS: dict[str, Any] = {
@@ -176,10 +177,7 @@ def resolve_clip_weights(
     local = cached_pretrained_file(arch, pretrained)
     if local is None:
         return ClipWeights(arch, pretrained, "open_clip", quick, None, preprocess)
-    found = _checkpoint_weights(arch, Path(local), source=pretrained)
-    if found.kind == "openai":
-        return found
-    return ClipWeights(arch, pretrained, "open_clip", quick, found.path, preprocess)
+    return _checkpoint_weights(arch, Path(local), pretrained, quick, preprocess)
 
 
 def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:

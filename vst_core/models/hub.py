@@ -52,8 +52,6 @@ def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
             header_len = int.from_bytes(head[:8], "little")
             if 2 <= header_len < 100_000_000 and head[8:9] == b"{" and header_len + 8 <= path.stat().st_size:
                 return "safetensors"
-    except ModelLoadError:
-        raise
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise ModelLoadError(f"{path} cannot be read as a checkpoint: {exc}") from None
     raise ModelLoadError(

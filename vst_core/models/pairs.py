@@ -218,7 +218,10 @@ def _albert_config(state: dict[str, Any], opt: Any) -> Any:
 def _checkpoint_globals() -> list[Any]:
     """The only non-tensor types the authors' RoViST-C file holds: the script's
     ``argparse.Namespace`` and ``numpy.float64`` accuracies (under numpy 1.x and 2.x names)."""
-    scalar = np._core.multiarray.scalar
+    try:
+        from numpy._core.multiarray import scalar  # numpy 2
+    except ImportError:  # numpy 1.x, which requirements.txt still admits
+        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
     return [
         argparse.Namespace, np.dtype, *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
         (scalar, "numpy.core.multiarray.scalar"), (scalar, "numpy._core.multiarray.scalar"),
@@ -261,7 +264,6 @@ def load_rovist_c(
 
     The file holds no tokenizer: ``tokenizer`` (default ``albert-large-v1``) is a hub id or directory.
     """
-    import torch
     from torch import nn
     from transformers import AlbertModel
 
