@@ -46,7 +46,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     args = parser.parse_args()
     import torch
-    from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights, fasterrcnn_resnet50_fpn_v2
+    from torchvision.models.detection import (
+        FasterRCNN_ResNet50_FPN_V2_Weights,
+        fasterrcnn_resnet50_fpn_v2,
+    )
 
     with tempfile.TemporaryDirectory(prefix="vst-bench-det-") as home:
         target = Path(home) / "hub" / "checkpoints" / os.path.basename(FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.url)

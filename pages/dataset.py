@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-st.set_page_config(page_title="Dataset · visual story evaluation", page_icon="📊", layout="wide")
+from dashboard.frame import page
+from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, scores_table, system_figure
 
-from dashboard import load_view  # noqa: E402 - after set_page_config
-from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, scores_table, system_figure  # noqa: E402
-
-st.title("Dataset")
-view = load_view()
-if view is None:
-    st.stop()
+view = page("Dataset")
 
 table = scores_table(view.records, view.settings.metrics)
 numeric = [c for c in TABLE_COLUMNS if c in table.columns]
@@ -35,7 +30,7 @@ event = st.dataframe(
 )
 rows = event.selection.rows if event is not None else []
 if rows:  # open the story in Inspect, keeping the settings in the URL
-    st.switch_page("app.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
+    st.switch_page("pages/inspect.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
 
 if numeric and len(shown):
     metric = st.selectbox("Metric per system", numeric, key="metric")
@@ -47,8 +42,6 @@ a, b = st.columns(2)
 a.download_button("Download table (CSV)", export_csv(shown, view.settings), "scores.csv", "text/csv", key="dl-table")
 b.download_button(
     "Download records (JSON)",
-    export_json([r for r in view.records if r["story_id"] in set(shown["story"])], view.settings),
+    export_json([r for r in view.records if r.story_id in set(shown["story"])], view.settings),
     "scores.json", "application/json", key="dl-records",
 )
-st.divider()
-st.caption(view.footer())

@@ -162,7 +162,7 @@ def test_story_in_the_url_opens_its_sequence() -> None:
 
 @pytest.fixture(scope="module")
 def scores_file(tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from vst_core.__main__ import main
+    from vst_core.cli import main
 
     out = tmp_path_factory.mktemp("scores") / "scores.jsonl"
     code = main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--metrics",
@@ -258,8 +258,8 @@ def test_upload_limits_are_explained(tmp_path: Path) -> None:
 
 
 def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> None:
-    from vst_core.__main__ import main
-    from vst_core.data import read_scores
+    from vst_core.cli import main
+    from vst_core.data import load_records
     from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
     from vst_core.viz import correlation_cells
 
@@ -276,7 +276,7 @@ def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> Non
     # the page shows the numbers the CLI writes for the same scores and judgements
     out = tmp_path / "scores.jsonl"
     assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress"]) == 0
-    records, _ = read_scores(out)
+    records, _ = load_records(out)
     report = run_meta_eval(records, read_judgements(ROOT / "assets/sample/human_example.csv"), MetaSettings(resamples=200))
     expected = correlation_cells(report.correlations, "kendall_c")
     assert shown.loc["NR"].tolist() == expected.loc["NR"].tolist()
@@ -308,7 +308,7 @@ def test_meta_page_upload_without_a_file_asks_for_one() -> None:
 
 
 def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
-    from vst_core.__main__ import main
+    from vst_core.cli import main
 
     config, checkpoint = tiny_clip
     out = tmp_path / "scores.jsonl"
@@ -342,7 +342,7 @@ def test_meta_page_with_a_pairwise_file() -> None:
 
 
 def test_inspect_shows_repeated_spans_of_a_no_spans_run(tmp_path: Path) -> None:
-    from vst_core.__main__ import main
+    from vst_core.cli import main
 
     out = tmp_path / "scores.jsonl"
     assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress", "--no-spans"]) == 0

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLE, write_jsonl
-from vst_core.__main__ import main
+from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.pipeline import score_story, score_story_set
+from vst_core.runs import score_story_set
+from vst_core.scoring import score_story
 
 
 def run(*args: str) -> int:
@@ -111,7 +112,7 @@ def test_batch_and_single_story_scoring_agree(tmp_path: Path) -> None:
     assert summary.scored == 8 and summary.failed == []
     batch = {r["story_id"]: r for r in read_scores(tmp_path / "o.jsonl")[0]}
     for s in ss:
-        assert batch[s.story_id] == json.loads(json.dumps(score_story(s, settings)))
+        assert batch[s.story_id] == json.loads(json.dumps(score_story(s, settings).to_json()))
 
 
 def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +157,8 @@ def test_fetch_models_offline_says_so(
 
 
 def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path) -> None:
-    from vst_core.pipeline import with_repeated_spans
+    from vst_core.records import read_record
+    from vst_core.scoring import with_repeated_spans
 
     full, fast = tmp_path / "full.jsonl", tmp_path / "fast.jsonl"
     assert run("score", str(SAMPLE), "--out", str(full), "--no-progress") == 0
@@ -164,12 +166,13 @@ def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path)
     a, _ = read_scores(full)
     b, _ = read_scores(fast)
     assert a[0]["signature"]["id"] == b[0]["signature"]["id"]  # same numbers, same settings
-    stories = {s.story_id: s for s in read_story_set(SAMPLE)}
     for x, y in zip(a, b):
         nx, ny = x["metrics"]["redundancy"], y["metrics"]["redundancy"]
         assert ny["inter_repeats"] is None and any("--no-spans" in note for note in ny["notes"])
         for key in ("score", "inter", "intra"):
             assert ny[key] == pytest.approx(nx[key], abs=1e-12)
-        filled = with_repeated_spans(y, stories[y["story_id"]])["metrics"]["redundancy"]
+        typed, _ = read_record(y)
+        assert typed is not None
+        filled = with_repeated_spans(typed).to_json()["metrics"]["redundancy"]
         assert filled["inter_repeats"] == nx["inter_repeats"] and filled["intra_repeats"] == nx["intra_repeats"]
         assert filled["notes"] == nx["notes"]

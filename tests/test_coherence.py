@@ -13,13 +13,14 @@ import pytest
 import torch
 
 from conftest import WORDS, write_jsonl
-from vst_core.__main__ import main
+from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.metrics.coherence import coherence
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
-from vst_core.pipeline import Models, score_story
+from vst_core.models.registry import Models
+from vst_core.scoring import score_story
 
 # --------------------------------------------------------------------------- pure metric
 
@@ -100,8 +101,8 @@ def test_truncation_warning_names_the_story(tiny_bert: Path, tmp_path: Path) -> 
     story = read_story_set(src).stories[0]
     settings = Settings(metrics=("coherence",), coherence_model=f"bert-nsp:{tiny_bert}", device="cpu")
     record = score_story(story, settings, models=Models(settings))
-    assert any("long-one" in w and "truncated" in w for w in record["warnings"])
-    assert record["metrics"]["coherence"]["pairs"][0]["truncated"] is True
+    assert any("long-one" in w and "truncated" in w for w in record.warnings)
+    assert record.coherence is not None and record.coherence.pairs[0].truncated is True
 
 
 def _tiny_rovist_c(path: Path, vocab_size: int, head_out: int = 2) -> torch.nn.Module:

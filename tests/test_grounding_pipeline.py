@@ -11,14 +11,15 @@ import pytest
 from PIL import Image
 
 from conftest import SAMPLE, write_jsonl
-from vst_core.__main__ import main
+from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.embeddings import EmbeddingCache
 from vst_core.metrics.grounding import groovist_score
 from vst_core.models.clip import load_clip
 from vst_core.models.hub import WeightsUnavailableError
-from vst_core.pipeline import Models, score_story_set
+from vst_core.models.registry import Models
+from vst_core.runs import score_story_set
 from vst_core.regions import grid_proposals, read_regions_csv, select_regions
 
 
@@ -200,7 +201,8 @@ def test_theta_from_dataset_and_cache_command(tiny_clip: tuple[Path, Path], tmp_
 
 
 def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
-    from vst_core.grounder import rescore_grounding
+    from vst_core.data import load_records
+    from vst_core.reaggregate import reaggregate, rescore_grounding
 
     cache = EmbeddingCache(None)
     stories = read_story_set(SAMPLE)
@@ -208,8 +210,10 @@ def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path]
     other = base.with_(theta="0.9", penalize=False, weighting="none")
     score_story_set(stories, base, tmp_path / "a.jsonl", models=Models(base, cache=cache))
     score_story_set(stories, other, tmp_path / "b.jsonl", models=Models(other, cache=cache))
-    for a, b in zip(read_scores(tmp_path / "a.jsonl")[0], read_scores(tmp_path / "b.jsonl")[0]):
-        re = rescore_grounding(a["metrics"]["grounding"], 0.9, penalize=False, weight=False)
-        want = b["metrics"]["grounding"]
-        assert re["score"] == pytest.approx(want["score"])
-        assert [p["contribution"] for p in re["phrases"]] == pytest.approx([p["contribution"] for p in want["phrases"]])
+    a_records, b_records = load_records(tmp_path / "a.jsonl")[0], load_records(tmp_path / "b.jsonl")[0]
+    for a, b, whole in zip(a_records, b_records, reaggregate(a_records, base, other), strict=True):
+        assert a.grounding is not None and b.grounding is not None
+        re = rescore_grounding(a.grounding, 0.9, penalize=False, weight=False)
+        assert re.score == pytest.approx(b.grounding.score)
+        assert [p.contribution for p in re.phrases] == pytest.approx([p.contribution for p in b.grounding.phrases])
+        assert whole.grounding == re and whole.signature_id == b.signature_id  # the whole record, re-signed

@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT, SAMPLE
 from scipy import stats
 
-from vst_core.__main__ import main
-from vst_core.data import read_scores
+from vst_core.cli import main
+from vst_core.data import load_records
 from vst_core.meta_eval import (
     Judgements,
     JudgementsError,
@@ -36,6 +36,7 @@ from vst_core.meta_eval import (
     system_means,
 )
 from vst_core.metrics.baselines import baseline_scores, normalize, reference_sets
+from vst_core.records import StoryScores
 
 EXAMPLE = ROOT / "assets" / "sample" / "human_example.csv"
 SCIPY = {
@@ -312,11 +313,11 @@ def test_match_report_names_unmatched_ids() -> None:
 
 def test_references_exclude_the_story_itself() -> None:
     records = [
-        {"story_id": "r1", "sequence_id": "s", "system": "reference", "sentences": ["The dog ran."]},
-        {"story_id": "r2", "sequence_id": "s", "system": "reference", "sentences": ["A cat sat."]},
-        {"story_id": "copy", "sequence_id": "s", "system": "model", "sentences": ["The dog ran."]},
-        {"story_id": "m", "sequence_id": "s", "system": "model", "sentences": ["The cat sat."]},
-        {"story_id": "o", "sequence_id": "t", "system": "model", "sentences": ["Alone."]},
+        StoryScores("r1", "s", "reference", ("The dog ran.",)),
+        StoryScores("r2", "s", "reference", ("A cat sat.",)),
+        StoryScores("copy", "s", "model", ("The dog ran.",)),
+        StoryScores("m", "s", "model", ("The cat sat.",)),
+        StoryScores("o", "t", "model", ("Alone.",)),
     ]
     refs = reference_sets(records)
     # Vrank Eq. 3: a reference identical to the candidate is left out, as is the story itself
@@ -335,7 +336,7 @@ def test_references_exclude_the_story_itself() -> None:
 
 
 def test_no_references_means_every_baseline_is_unavailable() -> None:
-    scores, unavailable = baseline_scores([{"story_id": "m", "sequence_id": "s", "system": "model", "sentences": ["x"]}])
+    scores, unavailable = baseline_scores([StoryScores("m", "s", "model", ("x",))])
     assert scores == {} and set(unavailable) == {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr", "METEOR"}
 
 
@@ -350,18 +351,18 @@ def sample_scores(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_on_the_sample(sample_scores: Path) -> None:
-    records, _ = read_scores(sample_scores)
+    records, _ = load_records(sample_scores)
     settings = MetaSettings(resamples=200, baselines=False)
     report = run_meta_eval(records, read_judgements(EXAMPLE), settings)
     assert report.match["matched"] == 8 and report.metrics == ["NR"]
     assert report.aspects == ["grounding", "coherence", "non_redundancy", "overall"]
     nr = report.correlations.set_index(["aspect", "method"]).loc[("non_redundancy", "spearman")]
     human = aggregate(read_judgements(EXAMPLE))["non_redundancy"]
-    metric = pd.Series({r["story_id"]: r["metrics"]["redundancy"]["score"] for r in records})
+    metric = pd.Series({r.story_id: r.redundancy.score for r in records if r.redundancy})
     assert nr["value"] == pytest.approx(stats.spearmanr(metric[human.index], human).statistic)
     assert nr["value"] > 0.5  # the repetitive stories are the ones rated low on non-redundancy
     assert report.pairs_source.startswith("every two stories") and len(report.pairs) > 0
-    assert report.signature["scores_signatures"] == [records[0]["signature"]["id"]]
+    assert report.signature["scores_signatures"] == [records[0].signature_id]
     assert report.csv("pairwise_accuracy").startswith(f"# meta-eval sig {report.signature['id']}")
     json.dumps(report.to_json())
 
@@ -372,7 +373,7 @@ def test_cli_writes_the_same_numbers(sample_scores: Path, tmp_path: Path) -> Non
                  "--resamples", "200", "--no-baselines"])
     assert code == 0
     written = json.loads(out.read_text())
-    records, _ = read_scores(sample_scores)
+    records, _ = load_records(sample_scores)
     expected = run_meta_eval(records, read_judgements(EXAMPLE), MetaSettings(resamples=200, baselines=False)).to_json()
     assert written["correlations"] == expected["correlations"]
     assert written["pairwise_accuracy"] == expected["pairwise_accuracy"]
@@ -393,7 +394,7 @@ def test_cli_reports_ids_that_do_not_match(sample_scores: Path, tmp_path: Path, 
 
 
 def test_partial_match_keeps_going(sample_scores: Path) -> None:
-    records, _ = read_scores(sample_scores)
+    records, _ = load_records(sample_scores)
     j: Judgements = read_judgements(csv("story_id,overall\nspace-ref,5\nspace-generic,1\nhome-ref,4\nhome-generic,2\nghost,3"))
     report = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False))
     assert report.match["matched"] == 4 and report.match["judged_not_scored"] == ["ghost"]
@@ -402,7 +403,7 @@ def test_partial_match_keeps_going(sample_scores: Path) -> None:
 
 
 def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
-    records, _ = read_scores(sample_scores)
+    records, _ = load_records(sample_scores)
     j = read_judgements(EXAMPLE)
     default = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False))
     by_nr = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False, pair_aspect="non_redundancy"))
@@ -410,7 +411,7 @@ def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
     assert by_nr.signature["id"] != default.signature["id"]
     nr_all = by_nr.pairwise.set_index(["metric", "subset"]).loc[("NR", "all pairs")]
     human = aggregate(j)
-    metric = {r["story_id"]: r["metrics"]["redundancy"]["score"] for r in records}
+    metric = {r.story_id: r.redundancy.score for r in records if r.redundancy}
     correct = total = 0
     for seq in ("space", "home"):
         ids = [f"{seq}-{k}" for k in ("ref", "grounded", "generic", "offtopic")]
@@ -433,7 +434,7 @@ def test_large_sets_bootstrap_kendall_with_scipy_per_resample() -> None:
 
 
 def test_aspect_named_like_a_metric_is_renamed(sample_scores: Path) -> None:
-    records, _ = read_scores(sample_scores)
+    records, _ = load_records(sample_scores)
     j = read_judgements(csv("story_id,NR,coherence\nspace-ref,5,4\nspace-generic,1,3\nhome-ref,4,5\nhome-generic,2,2"))
     report = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False))
     assert report.aspects == ["NR (human)", "coherence"]

@@ -121,7 +121,8 @@ def test_first_run_after_a_download_equals_later_runs(
     import vst_core.models.clip as clip_module
     from vst_core.config import Settings
     from vst_core.data import read_story_set
-    from vst_core.pipeline import Models, score_story_set
+    from vst_core.models.registry import Models
+from vst_core.runs import score_story_set
 
     settings = Settings(metrics=("grounding", "clipscore"), device="cpu")
     story_set = read_story_set(SAMPLE)

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from benchmarks.reference_code import reference_nr
 from vst_core.metrics.redundancy import jaccard, non_redundancy
 from vst_core.text import tokenize
 
@@ -96,26 +97,6 @@ def test_bad_arguments() -> None:
         non_redundancy([["a"]], variant="mine")
 
 
-def _reference_oracle(sentences: list[list[str]], n: int) -> float | None:
-    """Direct transcription of the published algorithm (token-pair double loops)."""
-    words = [s[:-1] for s in sentences]
-    inter = []
-    for i in range(1, len(words)):
-        for j in range(i):
-            union = len(set(words[i] + words[j]))
-            inter.append(sum(1 for x in words[i] for y in words[j] if x == y) / union if union else 0.0)
-    intra = []
-    for w in words:
-        for k in range(0, len(w), n):
-            prev, nxt = w[k : k + n], w[k + n : k + 2 * n]
-            if not nxt:
-                continue
-            intra.append(sum(1 for x in prev for y in nxt if x == y) / len(set(prev + nxt)))
-    if not inter:
-        return None
-    return 1 - (sum(inter) / len(inter) + (sum(intra) / len(intra) if intra else 0.0)) / 2
-
-
 @pytest.mark.parametrize("seed", range(20))
 def test_reference_variant_matches_direct_algorithm(seed: int) -> None:
     rng = random.Random(seed)
@@ -123,7 +104,7 @@ def test_reference_variant_matches_direct_algorithm(seed: int) -> None:
     story = [[rng.choice(vocab) for _ in range(rng.randint(1, 14))] for _ in range(rng.randint(1, 6))]
     n = rng.randint(1, 5)
     got = non_redundancy(story, n=n, variant="reference").score
-    want = _reference_oracle(story, n)
+    want = reference_nr(story, n)
     assert (got is None) == (want is None)
     if want is not None:
         assert got == pytest.approx(want)

@@ -11,14 +11,17 @@ import numpy as np
 import pytest
 
 from conftest import SAMPLE, write_jsonl
-from vst_core.__main__ import main
-from vst_core.bench import BenchConfig, reference_nr_baseline, run_bench
+from vst_core.cli import main
+from benchmarks.harness import BenchConfig, run_bench
+from benchmarks.reference_code import reference_nr
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.embeddings import EmbeddingCache, file_hash, region_key
+from vst_core.embeddings import EmbeddingCache, region_key
+from vst_core.hashing import file_digest
 from vst_core.metrics.redundancy import non_redundancy
 from vst_core.models.clip import ClipEncoder, load_clip
-from vst_core.pipeline import Models, chunk_size_for, parse_shard, score_story_set, shard_stories
+from vst_core.models.registry import Models
+from vst_core.runs import chunk_size_for, parse_shard, score_story_set, shard_stories
 
 
 def tiny_settings(tiny_clip: tuple[Path, Path], **kw: Any) -> Settings:
@@ -144,7 +147,7 @@ def test_cache_gives_identical_vectors_and_is_keyed_by_model(tiny_clip: tuple[Pa
     with Image.open(path) as im:
         image = im.convert("RGB")
     box = select_regions(grid_proposals(*image.size), *image.size, top_b=10, include_whole=False)[0]
-    cached = cache.get_many([region_key(enc.signature, file_hash(path), box.key())])
+    cached = cache.get_many([region_key(enc.signature, file_digest(path), box.key())])
     assert len(cached) == 1
     fresh = enc.encode_images([image.crop((int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2))))])[0]
     np.testing.assert_allclose(next(iter(cached.values())), fresh, atol=1e-5)
@@ -238,7 +241,7 @@ def test_reference_baseline_agrees_with_the_reference_variant() -> None:
     vocab = ["a", "b", "c", "A", ",", "d"]
     for _ in range(30):
         story = [[str(rng.choice(vocab)) for _ in range(rng.integers(1, 12))] for _ in range(rng.integers(1, 6))]
-        ours, ref = non_redundancy(story, variant="reference").score, reference_nr_baseline(story)
+        ours, ref = non_redundancy(story, variant="reference").score, reference_nr(story)
         assert (ours is None) == (ref is None)
         if ref is not None:
             assert ours == pytest.approx(ref)
@@ -279,7 +282,7 @@ def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
     """The real default architecture (random weights): cutting padded text batches changes nothing."""
     import torch
 
-    from vst_core.bench import random_clip
+    from benchmarks.harness import random_clip
 
     clip = random_clip("ViT-B-32", device="cpu", batch_size=3)
     assert clip._trim  # open_clip's causal text tower pooled at the end token

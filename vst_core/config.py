@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import platform
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from typing import Any, Literal
+
+from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
+
+__all__ = ["AVAILABLE_METRICS", "CLIP_METRICS", "THETA_PRESETS", "Settings", "SettingsError", "parse_metrics"]
 
 NRVariant = Literal["paper", "reference"]
 
@@ -88,8 +90,6 @@ class Settings:
             raise SettingsError("regions 'csv' needs regions_file")
         if self.top_b < 1:
             raise SettingsError(f"top_b must be >= 1, got {self.top_b}")
-        from vst_core.metrics.grounding import resolve_theta
-
         try:
             resolve_theta(self.theta)
         except ValueError as exc:
@@ -99,8 +99,6 @@ class Settings:
 
     @property
     def theta_value(self) -> float:
-        from vst_core.metrics.grounding import resolve_theta
-
         return resolve_theta(self.theta)
 
     def with_(self, **changes: Any) -> Settings:
@@ -108,30 +106,14 @@ class Settings:
         return replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:
+        """The fields that can change a score, for the signature (weights ids are added by
+        :func:`vst_core.signature.signature`, which resolves the files)."""
         data = asdict(self)
         for key in ("device", "batch_size", "workers"):  # change speed, not scores
             data.pop(key)
         if "coherence" not in self.metrics:
             for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero"):
                 data.pop(key)
-        else:
-            from vst_core.models.pairs import pair_weights_id
-
-            data["coherence_weights"] = pair_weights_id(self.coherence_model, self.coherence_tokenizer)
-        if CLIP_METRICS & set(self.metrics):
-            from vst_core.models.clip import checkpoint_signature, clip_signature
-
-            # architecture, activation and a digest of the weights file: different weights never share a signature
-            data["clip_weights"] = clip_signature(self.clip_arch, self.clip_pretrained, self.clip_checkpoint)
-            if self.clip_checkpoint:
-                data["clip_checkpoint"] = checkpoint_signature(self.clip_arch, self.clip_checkpoint)
-                data["clip_pretrained"] = None
-            if self.regions == "detector":
-                from vst_core.models.hub import weights_digest
-                from vst_core.regions import detector_weights_path
-
-                found = detector_weights_path()
-                data["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else 'not-downloaded'}"
         if not CLIP_METRICS & set(self.metrics):
             for key in [k for k in data if k.startswith("clip_")] + [
                 "theta", "regions", "regions_file", "top_b", "whole_image", "penalize", "weighting", "units", "expressions",
@@ -141,42 +123,6 @@ class Settings:
             data["theta"] = self.theta_value
         data["metrics"] = list(self.metrics)
         return data
-
-    def signature(self) -> dict[str, Any]:
-        """Settings, the weights they resolve to, library versions and a short id hashing them all:
-        printed with every result."""
-        payload = {"settings": self.as_dict(), "versions": library_versions()}
-        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
-        return {"id": digest, **payload}
-
-    def signature_id(self) -> str:
-        return str(self.signature()["id"])
-
-    def weights_missing(self) -> bool:
-        """Whether a model these settings need is not downloaded yet (its digest is unknown, so the
-        signature changes once it is: load the models first, then take the signature)."""
-        data = self.as_dict()
-        return any("not-downloaded" in str(data.get(k, "")) for k in ("clip_weights", "coherence_weights", "detector_weights"))
-
-    def describe(self) -> str:
-        """One line for footers and figure captions."""
-        sig = self.signature()
-        parts = [f"sig {sig['id']}", "metrics " + "+".join(self.metrics)]
-        if "redundancy" in self.metrics:
-            parts.append(f"NR {self.nr_variant} n={self.nr_ngram}")
-        settings = sig["settings"]
-        if "coherence" in self.metrics:
-            parts.append(f"coherence {settings.get('coherence_weights', self.coherence_model)}")
-        if CLIP_METRICS & set(self.metrics):
-            clip = str(settings.get("clip_weights") or f"{self.clip_arch}/{'file' if self.clip_checkpoint else self.clip_pretrained}")
-            ablation = "".join(
-                [" -P" if not self.penalize else "", {"concreteness": "", "idf": " -C+idf", "none": " -C"}[self.weighting],
-                 " nouns" if self.units == "nouns" else ""]
-            )
-            parts.append(f"CLIP {clip} θ={self.theta_value:.4f} regions {self.regions} top{self.top_b}{ablation}")
-        versions = sig["versions"]
-        parts.append(f"vst-eval {versions.get('vst-eval', '?')}")
-        return " · ".join(parts)
 
 
 def library_versions() -> dict[str, str]:

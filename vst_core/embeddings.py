@@ -7,7 +7,6 @@ stale vectors and the same image under another name is encoded once.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
@@ -16,26 +15,20 @@ from pathlib import Path
 
 import numpy as np
 
+from vst_core.hashing import text_digest
+
 
 def default_cache_dir() -> Path:
     base = os.environ.get("VST_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "vst-eval")
     return Path(base)
 
 
-def file_hash(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def region_key(model: str, image_hash: str, box_key: str) -> str:
-    return hashlib.sha256(f"{model}|image|{image_hash}|{box_key}".encode()).hexdigest()
+    return text_digest(f"{model}|image|{image_hash}|{box_key}")
 
 
 def text_key(model: str, text: str) -> str:
-    return hashlib.sha256(f"{model}|text|{text}".encode()).hexdigest()
+    return text_digest(f"{model}|text|{text}")
 
 
 class EmbeddingCache:

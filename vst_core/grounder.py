@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from vst_core.builders import clipscore_scores, grounding_scores, rovist_vg_scores
 from vst_core.concreteness import phrase_concreteness
 from vst_core.config import Settings
 from vst_core.data import Story, resolve_image
-from vst_core.embeddings import EmbeddingCache, file_hash, region_key, text_key
+from vst_core.embeddings import EmbeddingCache, region_key, text_key
+from vst_core.hashing import file_digest
 from vst_core.metrics.grounding import (
     clipscore,
     groovist_score,
@@ -26,7 +27,13 @@ from vst_core.metrics.grounding import (
     rovist_vg,
     temporal_misalignment,
 )
-from vst_core.models.clip import ClipEncoder
+from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
+from vst_core.records import (
+    ClipScoreScores,
+    GroundingScores,
+    MetricScores,
+    RovistVGScores,
+)
 from vst_core.regions import Box, Detector, grid_proposals, select_regions, whole_image
 from vst_core.text import NounPhrase, is_punctuation, noun_phrases, tokenize
 
@@ -56,7 +63,7 @@ def open_image(path: Path) -> Image.Image:
 def _probe(entry: ImageEntry) -> str:
     """Content hash of an image file; sets its size from the header (no decode) or its error."""
     try:
-        digest = file_hash(entry.path)
+        digest = file_digest(entry.path)
         with Image.open(entry.path) as im:  # checks the format and the decompression-bomb limit
             entry.size = im.size
         return digest
@@ -77,17 +84,17 @@ class Grounder:
     def __init__(
         self,
         settings: Settings,
-        encoder: ClipEncoder,
+        encoder: ImageTextEncoder,
         *,
         root: Path,
-        cache: EmbeddingCache | None = None,
+        cache: EmbeddingStore | None = None,
         regions_table: dict[str, list[Box]] | None = None,
         detector: Detector | None = None,
     ) -> None:
         self.settings = settings
         self.encoder = encoder
         self.root = root
-        self.cache = cache or EmbeddingCache(None)
+        self.cache: EmbeddingStore = cache or EmbeddingCache(None)
         self.regions_table = regions_table
         self.detector = detector
         self.images: dict[str, ImageEntry] = {}
@@ -173,7 +180,7 @@ class Grounder:
 
     def _encode_regions(self, pending: list[ImageEntry], model: str) -> None:
         s = self.settings
-        workers = getattr(self.encoder, "workers", 1) or 1
+        workers = self.encoder.workers or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-images") as pool:
             digests = dict(zip(map(id, pending), pool.map(_probe, pending)))
             pending = [e for e in pending if e.error is None]
@@ -203,7 +210,7 @@ class Grounder:
             unique = list({k: (e, b, k) for e, b, k in todo}.values())
             self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
             self.cache.misses += len(unique)
-            if getattr(self.encoder, "device", "cpu") != "cpu":
+            if self.encoder.device != "cpu":
                 for entry, _, _ in unique:
                     if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
                         decoded[id(entry)] = pool.submit(open_image, entry.path)
@@ -289,105 +296,76 @@ class Grounder:
 
     # ------------------------------------------------------------------ scoring
 
-    def score(self, story: Story) -> dict[str, dict[str, Any]]:
+    def score(self, story: Story) -> dict[str, MetricScores]:
         """Records of the CLIP metrics asked for; raises ValueError with the reason on a failed story."""
-        s = self.settings
         if not story.images:
             raise ValueError("story has no images")
         entries = [self._image(ref) for ref in story.images]
         failed = [f"image {k + 1}: {e.error}" for k, e in enumerate(entries) if e.error]
         if failed:
             raise ValueError("; ".join(failed))
-        notes = [e.note for e in entries if e.note]
+        out: dict[str, MetricScores] = {}
+        if "grounding" in self.settings.metrics:
+            out["grounding"] = self._grounding(story, entries)
+        if "clipscore" in self.settings.metrics:
+            out["clipscore"] = self._clipscore(story, entries)
+        if "rovist_vg" in self.settings.metrics:
+            out["rovist_vg"] = self._rovist_vg(story, entries)
+        return out
+
+    def _weights(self, units: list[tuple[str, NounPhrase]]) -> list[float]:
+        s = self.settings
+        if s.weighting == "idf":
+            return [self.idf.get(u, 0.0) for u, _ in units]
+        if s.weighting == "none":
+            return [1.0] * len(units)
+        if s.units == "nouns":
+            return [phrase_concreteness([u], None, expressions=s.expressions) for u, _ in units]
+        return [phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions) for _, p in units]
+
+    def _grounding(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
+        """GROOVIST over every region of every image, with T and P (GROOVIST Eq. 3, 4)."""
+        s = self.settings
         regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
         owner = np.concatenate([[k] * len(e.boxes) for k, e in enumerate(entries)])
         boxes = [b for e in entries for b in e.boxes]
-        out: dict[str, dict[str, Any]] = {}
-        phrases = self._phrases(story)
-        units = self._units(phrases)
+        units = self._units(self._phrases(story))
+        best, best_cos = self._best_matches([u for u, _ in units], regions)
+        g = groovist_score(best_cos, self._weights(units), s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
+        matched = [int(owner[j]) for j in best]
+        notes = [e.note for e in entries if e.note]
+        aligned = len(story.sentences) <= len(story.images)
+        if aligned:
+            misalignment = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences))
+        else:
+            misalignment = (None, ())
+            notes.append("more sentences than images: temporal misalignment T is undefined")
         n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
+        return grounding_scores(
+            g, units, best_cosines=[float(c) for c in best_cos], images=matched, boxes=[boxes[int(j)] for j in best],
+            misalignment=misalignment, np_proportion=np_proportion(len(units), n_words), notes=notes,
+            penalize=s.penalize,
+        )
 
-        if "grounding" in s.metrics:
-            best, best_cos = self._best_matches([u for u, _ in units], regions)
-            if s.weighting == "concreteness":
-                weights = [
-                    phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions)
-                    if s.units == "phrases" else phrase_concreteness([u], None, expressions=s.expressions)
-                    for u, p in units
-                ]
-            elif s.weighting == "idf":
-                weights = [self.idf.get(u, 0.0) for u, _ in units]
-            else:
-                weights = [1.0] * len(units)
-            g = groovist_score(best_cos, weights, s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
-            matched = [int(owner[j]) for j in best]
-            aligned = len(story.sentences) <= len(story.images)
-            T, per_sentence = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences)) if aligned else (None, ())
-            story_notes = list(g.notes) + notes
-            if not aligned:
-                story_notes.append("more sentences than images: temporal misalignment T is undefined")
-            out["grounding"] = {
-                "score": g.bounded,
-                "unbounded": g.score,
-                "theta": g.theta,
-                "temporal_misalignment": T,
-                "misalignment_per_sentence": list(per_sentence),
-                "np_proportion": np_proportion(len(units), n_words),
-                "phrases": [
-                    {
-                        "text": u,
-                        "surface": p.surface,
-                        "sentence": p.sentence,
-                        "span": [p.start, p.end],
-                        "best_cosine": float(best_cos[k]),
-                        "score": g.scores[k],
-                        "image": matched[k],
-                        "box": boxes[int(best[k])].as_list(),
-                        "box_label": boxes[int(best[k])].label,
-                        "weight": g.weights[k],
-                        "contribution": g.contributions[k],
-                        "positive": g.scores[k] >= g.theta or not s.penalize,
-                    }
-                    for k, (u, p) in enumerate(units)
-                ],
-                "notes": story_notes,
-            }
-        if "clipscore" in s.metrics:
-            n = min(len(story.sentences), len(entries))
-            cosines = [float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)]  # type: ignore[operator]
-            mean, each = clipscore(cosines)
-            cs_notes = [] if n == len(story.sentences) == len(entries) else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
-            out["clipscore"] = {"score": mean, "pairs": list(each), "notes": cs_notes}
-        if "rovist_vg" in s.metrics:
-            nouns = list(dict.fromkeys(p.root for p in phrases))
-            best_noun = self._best_matches(nouns, regions)[1]
-            idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
-            raw, scaled = rovist_vg(best_noun, idf)
-            out["rovist_vg"] = {
-                "score": scaled,
-                "lse": raw,
-                "nouns": [{"noun": n, "best_cosine": float(c), "idf": w} for n, c, w in zip(nouns, best_noun, idf)],
-                "notes": ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"]
-                + ([] if nouns else ["no noun: undefined"]),
-            }
-        return out
+    def _clipscore(self, story: Story, entries: list[ImageEntry]) -> ClipScoreScores:
+        """CLIPScore of sentence i with the whole image i."""
+        n = min(len(story.sentences), len(entries))
+        cosines = [
+            float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0  # type: ignore[operator]
+            for i in range(n)
+        ]
+        mean, each = clipscore(cosines)
+        aligned = n == len(story.sentences) == len(entries)
+        return clipscore_scores(mean, each, [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"])
 
-
-def rescore_grounding(record: dict[str, Any], theta: float, *, penalize: bool, weight: bool) -> dict[str, Any]:
-    """A grounding record re-aggregated with another θ / penalty / weighting from its stored best
-    cosines and weights: no model runs. Matched images, boxes and T do not depend on these."""
-    phrases = record.get("phrases", [])
-    g = groovist_score([p["best_cosine"] for p in phrases], [p["weight"] for p in phrases], theta, penalize=penalize, weight=weight)
-    return {
-        **record,
-        "score": g.bounded,
-        "unbounded": g.score,
-        "theta": theta,
-        "phrases": [
-            {**p, "contribution": g.contributions[k], "positive": g.scores[k] >= theta or not penalize}
-            for k, p in enumerate(phrases)
-        ],
-    }
+    def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
+        """RoViST-VG aggregation of each head noun's best cosine, idf-weighted."""
+        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        nouns = list(dict.fromkeys(p.root for p in self._phrases(story)))
+        best = self._best_matches(nouns, regions)[1]
+        idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
+        raw, scaled = rovist_vg(best, idf)
+        return rovist_vg_scores(scaled, raw, nouns, [float(c) for c in best], idf)
 
 
 def _crop(image: Image.Image, box: Box) -> Image.Image:

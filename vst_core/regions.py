@@ -116,7 +116,10 @@ class Detector:
 
     def __init__(self, device: str = "cpu", batch_size: int = DETECTOR_BATCH) -> None:
         import torch
-        from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights, fasterrcnn_resnet50_fpn_v2
+        from torchvision.models.detection import (
+            FasterRCNN_ResNet50_FPN_V2_Weights,
+            fasterrcnn_resnet50_fpn_v2,
+        )
 
         from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 

@@ -13,6 +13,17 @@ import pandas as pd
 
 from vst_core.config import Settings
 from vst_core.data import StorySet
+from vst_core.records import (
+    FIELD_BY_COLUMN,
+    FIELDS,
+    CoherencePair,
+    CoherenceScores,
+    GroundingScores,
+    RedundancyScores,
+    StoryScores,
+    fields_of,
+)
+from vst_core.signature import describe, signature, signature_id
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
 INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
@@ -57,13 +68,13 @@ def probability_colour(p: float) -> str:
     return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
 
 
-def coherence_chip(pair: dict[str, Any], weakest: bool) -> str:
+def coherence_chip(pair: CoherencePair, weakest: bool) -> str:
     """A small badge between sentences i and i+1 with P(i+1 follows i)."""
-    p = pair.get("probability")
+    p = pair.probability
     if p is None:
         return '<span class="vst-coh" title="not scored (empty sentence)" style="color:#a0aec0">·?·</span>'
-    title = f"P(sentence {pair['to'] + 1} follows sentence {pair['from'] + 1}) = {p:.3f}"
-    if pair.get("truncated"):
+    title = f"P(sentence {pair.to + 1} follows sentence {pair.from_ + 1}) = {p:.3f}"
+    if pair.truncated:
         title += " (pair truncated to the model's maximum length)"
     mark = " ▼ weakest" if weakest else ""
     border = "2px solid #1a202c" if weakest else "none"
@@ -76,42 +87,42 @@ def coherence_chip(pair: dict[str, Any], weakest: bool) -> str:
 
 def story_html(
     sentences: Sequence[str],
-    record: dict[str, Any] | None,
-    coherence: dict[str, Any] | None = None,
-    grounding: dict[str, Any] | None = None,
+    record: RedundancyScores | None,
+    coherence: CoherenceScores | None = None,
+    grounding: GroundingScores | None = None,
 ) -> str:
     """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
     underlined by grounding contribution (hover: score, concreteness, matched image), and a
     coherence chip between consecutive sentences."""
     labels = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
-    for rep in (record or {}).get("inter_repeats") or []:
-        label = f"repeats sentence {rep['earlier'] + 1} (Jaccard {rep['jaccard']:.2f})"
-        for start, end in rep["spans"]:
-            for c in range(start, min(end, len(sentences[rep["sentence"]]))):
-                if label not in labels[rep["sentence"]][c]:
-                    labels[rep["sentence"]][c].append(label)
-                kinds[rep["sentence"]][c].add("inter")
-    for rep in (record or {}).get("intra_repeats") or []:
-        label = f"repeats the previous window of this sentence (Jaccard {rep['jaccard']:.2f})"
-        for start, end in rep["spans"]:
-            for c in range(start, min(end, len(sentences[rep["sentence"]]))):
-                labels[rep["sentence"]][c].append(label)
-                kinds[rep["sentence"]][c].add("intra")
+    for rep in (record.inter_repeats if record else None) or ():
+        label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
+        for start, end in rep.spans:
+            for c in range(start, min(end, len(sentences[rep.sentence]))):
+                if label not in labels[rep.sentence][c]:
+                    labels[rep.sentence][c].append(label)
+                kinds[rep.sentence][c].add("inter")
+    for intra in (record.intra_repeats if record else None) or ():
+        label = f"repeats the previous window of this sentence (Jaccard {intra.jaccard:.2f})"
+        for start, end in intra.spans:
+            for c in range(start, min(end, len(sentences[intra.sentence]))):
+                labels[intra.sentence][c].append(label)
+                kinds[intra.sentence][c].add("intra")
     phrase = [[None for _ in s] for s in sentences]
     phrase_info: list[tuple[str, str]] = []
-    for k, p in enumerate((grounding or {}).get("phrases", [])):
-        start, end = p["span"]
-        sign = "grounded" if p["positive"] else "below θ"
+    for k, p in enumerate(grounding.phrases if grounding else ()):
+        start, end = p.span
+        sign = "grounded" if p.positive else "below θ"
         phrase_info.append((
-            contribution_colour(p["contribution"]),
-            f"{p['text']}: contribution {p['contribution']:+.3f} ({sign}) · score {p['score']:.3f} · "
-            f"concreteness {p['weight']:.2f} · matched image {p['image'] + 1}, {p.get('box_label') or 'box'} {p['box']}",
+            contribution_colour(p.contribution),
+            f"{p.text}: contribution {p.contribution:+.3f} ({sign}) · score {p.score:.3f} · "
+            f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
         ))
-        for c in range(start, min(end, len(sentences[p["sentence"]]))):
-            phrase[p["sentence"]][c] = k  # type: ignore[call-overload]
-    pairs = {p["from"]: p for p in (coherence or {}).get("pairs", [])}
-    weakest = (coherence or {}).get("weakest")
+        for c in range(start, min(end, len(sentences[p.sentence]))):
+            phrase[p.sentence][c] = k  # type: ignore[call-overload]
+    pairs = {p.from_: p for p in (coherence.pairs if coherence else ())}
+    weakest = coherence.weakest if coherence else None
     parts = []
     for k, sentence in enumerate(sentences):
         body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
@@ -160,65 +171,78 @@ def format_score(value: float | None, digits: int = 3) -> str:
     return "undefined" if value is None else f"{value:.{digits}f}"
 
 
+def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Score cards (label, value, hover text) of a story for the metrics run; an error shows as such."""
+    nr, coh, grd = record.redundancy, record.coherence, record.grounding
+    rows: list[tuple[str, str, float | None, str]] = [
+        ("NR", "redundancy", nr and nr.score, f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr else ""),
+    ]
+    if "coherence" in metrics:
+        rows.append(("coherence", "coherence", coh and coh.score, f"mean P(next follows) · {coh.model}" if coh else ""))
+    if "grounding" in metrics:
+        detail = (
+            f"unbounded {format_score(grd.unbounded)} · θ {grd.theta:.4f} · "
+            f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
+        ) if grd else ""
+        rows.append(("GROOVIST", "grounding", grd and grd.score, detail))
+        rows.append(("T", "grounding", grd and grd.temporal_misalignment, FIELD_BY_COLUMN["T"].help))
+    for column in ("CLIPScore", "RoViST-VG"):
+        f = FIELD_BY_COLUMN[column]
+        if f.metric in metrics:
+            rows.append((column, f.metric, f.value(record), f.help))
+    return [
+        (label, "error", record.errors[metric]) if metric in record.errors else (label, format_score(value), tip)
+        for label, metric, value, tip in rows
+    ]
+
+
 @dataclass(frozen=True)
 class RunView:
     """What the dashboard pages render: the loaded set, its score records and their settings."""
 
     story_set: StorySet
-    records: list[dict[str, Any]]
+    records: list[StoryScores]
     settings: Settings
     device: str
     recorded_id: str | None = None  # signature id written in a loaded scores file, when shown as is
 
-    def by_id(self) -> dict[str, dict[str, Any]]:
-        return {r["story_id"]: r for r in self.records}
+    def by_id(self) -> dict[str, StoryScores]:
+        return {r.story_id: r for r in self.records}
 
     def footer(self) -> str:
-        text = self.settings.describe()
+        text = describe(self.settings)
         if self.recorded_id:
-            text = text.replace(f"sig {self.settings.signature_id()}", f"sig {self.recorded_id} (from the scores file)", 1)
+            text = text.replace(f"sig {signature_id(self.settings)}", f"sig {self.recorded_id} (from the scores file)", 1)
         return f"Settings: {text} · device: {self.device}"
 
 
-#: Table column -> (metric, field) of a score record.
-TABLE_COLUMNS: dict[str, tuple[str, str]] = {
-    "NR": ("redundancy", "score"),
-    "inter": ("redundancy", "inter"),
-    "intra": ("redundancy", "intra"),
-    "coherence": ("coherence", "score"),
-    "GROOVIST": ("grounding", "score"),
-    "GROOVIST raw": ("grounding", "unbounded"),
-    "T": ("grounding", "temporal_misalignment"),
-    "P": ("grounding", "np_proportion"),
-    "CLIPScore": ("clipscore", "score"),
-    "RoViST-VG": ("rovist_vg", "score"),
-}
+#: Table column -> (metric, field) of a score record (from the one registry, :data:`FIELDS`).
+TABLE_COLUMNS: dict[str, tuple[str, str]] = {f.column: (f.metric, f.attr) for f in FIELDS}
 
 
-def scores_table(records: Sequence[dict[str, Any]], metrics: Sequence[str]) -> pd.DataFrame:
+def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.DataFrame:
     """One row per story: ids, text, every number of the metrics run (NaN = undefined), errors."""
-    columns = [c for c, (m, _) in TABLE_COLUMNS.items() if m in metrics]
+    columns = fields_of(metrics)
     rows = []
     for r in records:
-        row: dict[str, Any] = {"story": r["story_id"], "sequence": r["sequence_id"], "system": r["system"]}
-        for column in columns:
-            metric, key = TABLE_COLUMNS[column]
-            value = r["metrics"].get(metric, {}).get(key)
-            row[column] = float("nan") if value is None else float(value)
-        row["text"] = " ".join(r["sentences"])
-        row["error"] = "; ".join(f"{k}: {v}" for k, v in r["errors"].items())
+        row: dict[str, Any] = {"story": r.story_id, "sequence": r.sequence_id, "system": r.system}
+        for f in columns:
+            value = f.value(r)
+            row[f.column] = float("nan") if value is None else value
+        row["text"] = " ".join(r.sentences)
+        row["error"] = "; ".join(f"{k}: {v}" for k, v in r.errors.items())
         rows.append(row)
-    return pd.DataFrame(rows, columns=["story", "sequence", "system", *columns, "text", "error"])
+    return pd.DataFrame(rows, columns=["story", "sequence", "system", *(f.column for f in columns), "text", "error"])
 
 
-def export_json(records: Sequence[dict[str, Any]], settings: Settings) -> str:
+def export_json(records: Sequence[StoryScores], settings: Settings) -> str:
     """The records with the signature that produced them, as one JSON document."""
-    return json.dumps({"signature": settings.signature(), "stories": list(records)}, ensure_ascii=False, indent=1)
+    return json.dumps({"signature": signature(settings), "stories": [r.to_json() for r in records]}, ensure_ascii=False, indent=1)
 
 
 def export_csv(table: pd.DataFrame, settings: Settings) -> str:
     """The table as CSV, headed by a comment line with the settings signature."""
-    return f"# {settings.describe()}\n# signature {json.dumps(settings.signature(), sort_keys=True)}\n" + table.to_csv(index=False)
+    return f"# {describe(settings)}\n# signature {json.dumps(signature(settings), sort_keys=True)}\n" + table.to_csv(index=False)
 
 
 def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 160) -> Any:
@@ -244,7 +268,7 @@ def system_figure(table: pd.DataFrame, column: str, settings: Settings) -> Any:
 
     fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
     fig.update_layout(showlegend=False, title=f"{column} per system")
-    return caption_figure(fig, settings.describe())
+    return caption_figure(fig, describe(settings))
 
 
 # ---------------------------------------------------------------- meta-evaluation figures

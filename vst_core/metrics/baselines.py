@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
@@ -31,25 +31,38 @@ def normalize(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def reference_sets(records: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+class StoryText(Protocol):
+    """What a baseline reads of a story (a Story and a StoryScores record both fit)."""
+
+    @property
+    def story_id(self) -> str: ...
+    @property
+    def sequence_id(self) -> str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def sentences(self) -> Sequence[str]: ...
+
+
+def reference_sets(records: Sequence[StoryText]) -> dict[str, list[str]]:
     """story_id -> normalized references of its sequence, leaving out itself and any reference
     with the same text; stories whose sequence has no other reference are absent."""
     refs: dict[str, list[tuple[str, str]]] = {}
     for r in records:
-        if is_reference(r.get("system")) and r.get("sentences"):
-            refs.setdefault(str(r.get("sequence_id")), []).append((r["story_id"], normalize(" ".join(r["sentences"]))))
+        if is_reference(r.system) and r.sentences:
+            refs.setdefault(r.sequence_id, []).append((r.story_id, normalize(" ".join(r.sentences))))
     out: dict[str, list[str]] = {}
     for r in records:
-        if not r.get("sentences"):
+        if not r.sentences:
             continue
-        text = normalize(" ".join(r["sentences"]))
-        others = [t for sid, t in refs.get(str(r.get("sequence_id")), []) if sid != r["story_id"] and t != text]
+        text = normalize(" ".join(r.sentences))
+        others = [t for sid, t in refs.get(r.sequence_id, []) if sid != r.story_id and t != text]
         if others:
-            out[r["story_id"]] = others
+            out[r.story_id] = others
     return out
 
 
-def baseline_scores(records: Sequence[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+def baseline_scores(records: Sequence[StoryText]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """Per-story baseline scores and, for each baseline that could not run, the reason.
 
     Returns ``({story_id: {name: score}}, {name: reason})``; stories without another reference in
@@ -64,7 +77,7 @@ def baseline_scores(records: Sequence[dict[str, Any]]) -> tuple[dict[str, dict[s
     refs = reference_sets(records)
     if not refs:
         return {}, {name: "no story has a reference of its sequence to compare with" for name in BASELINES}
-    texts = {r["story_id"]: normalize(" ".join(r["sentences"])) for r in records if r["story_id"] in refs}
+    texts = {r.story_id: normalize(" ".join(r.sentences)) for r in records if r.story_id in refs}
     ids = list(refs)
     gts = {sid: refs[sid] for sid in ids}
     res = {sid: [texts[sid]] for sid in ids}

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from vst_core.models.device import resolve_device
 from vst_core.models.hub import (
     ModelLoadError,
     WeightsUnavailableError,
@@ -29,7 +30,6 @@ from vst_core.models.hub import (
     sniff_checkpoint,
     weights_digest,
 )
-from vst_core.models.pairs import resolve_device
 
 log = logging.getLogger(__name__)
 

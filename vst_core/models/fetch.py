@@ -114,7 +114,9 @@ def fetch_models(
 
         def detect() -> str:
             if detector_weights_path() is None:
-                from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+                from torchvision.models.detection import (
+                    FasterRCNN_ResNet50_FPN_V2_Weights,
+                )
 
                 try:
                     FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import zipfile
@@ -10,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, TypeVar
 from urllib.parse import urlparse
+
+from vst_core.hashing import weights_digest
 
 T = TypeVar("T")
 
@@ -57,24 +58,6 @@ def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
     raise ModelLoadError(
         f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)"
     )
-
-
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def weights_digest(path: str | Path, limit: int = 1 << 24) -> str:
-    """12 hex digits of sha256(first 16 MiB + size) of a weights file: the same file gives the same
-    digest wherever it lies (hub cache, a copy, a fresh download); memoised by path, size and mtime."""
-    path = Path(path).resolve()
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _DIGESTS:
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            h.update(fh.read(limit))
-        h.update(str(stat.st_size).encode())
-        _DIGESTS[key] = h.hexdigest()[:12]
-    return _DIGESTS[key]
 
 
 def torch_hub_dir() -> Path:

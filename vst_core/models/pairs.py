@@ -16,13 +16,23 @@ import argparse
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hub_file, WeightsUnavailableError, hf_weights_id, load_hf, sniff_checkpoint, weights_digest
+from vst_core.models.device import resolve_device
+from vst_core.models.hub import (
+    HF_WEIGHT_FILES,
+    ModelLoadError,
+    WeightsUnavailableError,
+    hf_weights_id,
+    hub_file,
+    load_hf,
+    sniff_checkpoint,
+    weights_digest,
+)
+from vst_core.models.protocols import PairScores
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +46,6 @@ _ALBERT_SHAPES: dict[int, tuple[int, int]] = {768: (12, 12), 1024: (24, 16), 204
 
 class CheckpointShapeError(ModelLoadError, ValueError):
     """A checkpoint whose tensors do not have the expected shapes."""
-
-
-@dataclass(frozen=True)
-class PairScores:
-    """Probabilities (NaN where a pair could not be scored) and which pairs were truncated."""
-
-    probabilities: np.ndarray
-    truncated: tuple[bool, ...]
-
-
-class PairScorer(Protocol):
-    """Anything that gives P(B follows A) for sentence pairs."""
-
-    name: str
-
-    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray: ...
-
-    def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores: ...
 
 
 @contextmanager
@@ -71,16 +63,6 @@ def quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
         if bars:
             hf_logging.enable_progress_bar()
-
-
-def resolve_device(device: str = "auto") -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' requested but no CUDA GPU is available; use --device cpu")
-    return device
 
 
 class TransformerPairScorer:

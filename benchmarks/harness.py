@@ -14,7 +14,7 @@ untouched. Figures:
     pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s
     warm_speedup            cold run seconds / seconds of the same run again with the cache
     nr_speedup_vs_reference RoViST-NR stories/s of the vectorised pass (``score --no-spans``) over
-                            :func:`reference_nr_baseline`, both from the sentences with one tokenizer;
+                            :func:`reference_nr`, both from the sentences with one tokenizer;
                             also the per-story pass with repeated spans, and 4x longer sentences
     coherence_pairs_per_s   sentence pairs/s of the pair scorer
     peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.reference_code import reference_nr
 from vst_core.config import Settings
 from vst_core.data import StorySet, read_story_set
 from vst_core.models.clip import ClipEncoder
@@ -152,7 +153,7 @@ def random_clip(arch: str, *, device: str, batch_size: int, workers: int = 0, mo
     import open_clip
     import torch
 
-    from vst_core.models.pairs import resolve_device
+    from vst_core.models.device import resolve_device
 
     if model_config:
         open_clip.add_model_config(model_config)
@@ -213,42 +214,6 @@ def raw_image_throughput(encoder: ClipEncoder, batch_sizes: Sequence[int], secon
     return out
 
 
-def reference_nr_baseline(sentences: list[list[str]], n: int = 4) -> float | None:
-    """Baseline: the public RoViST non-redundancy as a direct transcription of its algorithm.
-
-    Last token of each sentence dropped; for every pair of sentences j < i (and every pair of
-    consecutive non-overlapping n-gram windows of a sentence), intersection = number of equal
-    token pairs found by a double loop, union = distinct tokens of both; NR = 1 - mean(inter, intra),
-    intra = 0 without windows. Used only to time :func:`vst_core.metrics.redundancy.non_redundancy`.
-    """
-    words = [s[:-1] for s in sentences]
-    inter: list[float] = []
-    for i in range(1, len(words)):
-        for j in range(i):
-            union = len(set(words[i]) | set(words[j]))
-            same = 0
-            for x in words[i]:
-                for y in words[j]:
-                    if x == y:
-                        same += 1
-            inter.append(same / union if union else 0.0)
-    intra: list[float] = []
-    for w in words:
-        for k in range(0, len(w), n):
-            first, second = w[k : k + n], w[k + n : k + 2 * n]
-            if not second:
-                continue
-            same = 0
-            for x in first:
-                for y in second:
-                    if x == y:
-                        same += 1
-            intra.append(same / len(set(first) | set(second)))
-    if not inter:
-        return None
-    return 1 - (sum(inter) / len(inter) + (sum(intra) / len(intra) if intra else 0.0)) / 2
-
-
 def _rate(run: Callable[[], int], seconds: float) -> float:
     """Items/s of ``run`` (returning its item count), repeated for at least ``seconds``."""
     done, start = 0, time.perf_counter()
@@ -275,20 +240,20 @@ def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[l
 def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, float]:
     """Stories/s of RoViST-NR (reference variant, n = 4) from sentences to numbers, three ways,
     all with the same tokenizer: the vectorised pass of ``vst score --no-spans``, the default
-    per-story pass with the repeated spans, and :func:`reference_nr_baseline`; every score is
+    per-story pass with the repeated spans, and :func:`reference_nr`; every score is
     checked to agree with the baseline first."""
     from vst_core.config import Settings
     from vst_core.data import Story
     from vst_core.metrics.redundancy import non_redundancy_scores
-    from vst_core.pipeline import redundancy_without_spans, score_redundancy
+    from vst_core.scoring import redundancy_of, redundancy_without_spans
     from vst_core.text import token_texts
 
     settings = Settings(metrics=("redundancy",), nr_variant="reference")
     stories = [Story(f"s{k}", f"s{k}", "bench", tuple(sentences)) for k, sentences in enumerate(texts)]
     fast = redundancy_without_spans(stories, settings)
     for story in stories:
-        ref = reference_nr_baseline([token_texts(s) for s in story.sentences])
-        ours = fast[story.story_id]["score"]
+        ref = reference_nr([token_texts(s) for s in story.sentences])
+        ours = fast[story.story_id].score
         if (ours is None) != (ref is None) or (ours is not None and abs(ours - ref) > 1e-9):  # type: ignore[operator]
             raise AssertionError(f"NR differs from the baseline on {story.story_id}: {ours} vs {ref}")
 
@@ -298,12 +263,12 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
 
     def with_spans() -> int:
         for story in stories:
-            score_redundancy(story, settings)
+            redundancy_of(story, settings.nr_ngram, settings.nr_variant)
         return len(stories)
 
     def baseline() -> int:
         for story in stories:
-            reference_nr_baseline([token_texts(s) for s in story.sentences])
+            reference_nr([token_texts(s) for s in story.sentences])
         return len(stories)
 
     tokens = [[token_texts(s) for s in story.sentences] for story in stories]
@@ -314,7 +279,7 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
 
     def baseline_tokens() -> int:
         for story_tokens in tokens:
-            reference_nr_baseline(story_tokens)
+            reference_nr(story_tokens)
         return len(tokens)
 
     return {
@@ -333,7 +298,8 @@ def _warm_text_tools() -> None:
 
 
 def _grounding_run(story_set: StorySet, settings: Settings, clip: ClipEncoder, cache: Any, out: Path) -> float:
-    from vst_core.pipeline import Models, score_story_set
+    from vst_core.models.registry import Models
+    from vst_core.runs import score_story_set
 
     models = Models(settings, clip=clip, cache=cache)
     start = time.perf_counter()
@@ -359,7 +325,7 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
     import torch
 
     from vst_core.embeddings import EmbeddingCache
-    from vst_core.models.pairs import resolve_device
+    from vst_core.models.device import resolve_device
 
     say = log or _Log()
     device = resolve_device(config.device)
@@ -470,8 +436,8 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
-    code = "import sys; from vst_core.bench import rss_worker; rss_worker(sys.argv[1])"
-    done = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=env, check=False)
+    code = "import sys; sys.path.insert(0, sys.argv[2]); from benchmarks.harness import rss_worker; rss_worker(sys.argv[1])"
+    done = subprocess.run([sys.executable, "-c", code, payload, str(Path(__file__).resolve().parent.parent)], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"memory benchmark process failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -480,7 +446,8 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
 def rss_worker(payload: str) -> None:
     """Score a synthetic set with every metric (random-weight models) and print the peak RSS."""
     from vst_core.embeddings import EmbeddingCache
-    from vst_core.pipeline import Models, score_story_set
+    from vst_core.models.registry import Models
+    from vst_core.runs import score_story_set
 
     raw = json.loads(payload)
     batch_size = int(raw.pop("batch_size"))

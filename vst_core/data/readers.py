@@ -1,167 +1,26 @@
-"""Stories and story sets; readers for the story-set and VIST formats; the scores JSONL writer.
+"""Readers of story sets: JSON, JSONL and the VIST ``sis``/``dii`` annotation files.
 
-Formats (see the README):
-
-* story set, JSON (a list of stories, ``{"stories": [...]}``, or ``{story_id: text}``) or JSONL
-  (one story per line): ``story_id``, ``images`` (paths relative to the file's folder),
-  ``sentences`` (one per image) or ``text``, ``system``, ``sequence_id``;
-* VIST official ``sis``/``dii`` annotation JSON with an images folder named by photo id.
-
-Readers never drop input silently: a line that cannot be read becomes a :class:`Problem`
-with its line number and reading goes on; a story with a data problem (empty, missing image,
-more sentences than images) is kept and carries the problem, so metrics that can still run do.
+A line that cannot be read becomes a :class:`~vst_core.data.types.Problem` with its line number and
+reading goes on; a story with a data problem (empty, missing image, more sentences than images) is
+kept and carries the problem, so metrics that can still run do.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-Severity = Literal["error", "warning"]
-ProblemKind = Literal["file", "line", "empty", "image", "alignment", "id"]
-Splitter = Callable[[str], list[str]]
-
-IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
-
-
-class StorySetError(ValueError):
-    """The file as a whole cannot be read (not found, not UTF-8 JSON, unknown layout)."""
-
-
-class ImagePathError(ValueError):
-    """An image path that is absolute or leaves the story set's folder."""
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Something wrong with the input, reported to the user; never silently dropped."""
-
-    message: str
-    kind: ProblemKind
-    severity: Severity = "error"
-    line: int | None = None
-    story_id: str | None = None
-
-    def __str__(self) -> str:
-        where = []
-        if self.line is not None:
-            where.append(f"line {self.line}")
-        if self.story_id is not None:
-            where.append(f"story {self.story_id!r}")
-        prefix = f"{self.severity} ({', '.join(where)})" if where else self.severity
-        return f"{prefix}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
-class Story:
-    """One candidate (or reference) story for an image sequence.
-
-    ``images`` are references as written in the input, relative to the story set's root.
-    """
-
-    story_id: str
-    sequence_id: str
-    system: str
-    sentences: tuple[str, ...]
-    images: tuple[str, ...] = ()
-    problems: tuple[Problem, ...] = ()
-
-    @property
-    def is_empty(self) -> bool:
-        return not any(s.strip() for s in self.sentences)
-
-    @property
-    def images_ok(self) -> bool:
-        """Images are present and every one resolved and opened."""
-        return bool(self.images) and not any(p.kind == "image" for p in self.problems)
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.sentences)
-
-
-@dataclass(frozen=True)
-class StorySet:
-    """Stories read from one file, with the folder their image paths are relative to."""
-
-    stories: tuple[Story, ...]
-    root: Path
-    source: str
-    problems: tuple[Problem, ...] = ()
-    _index: dict[str, Story] = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        self._index.update({s.story_id: s for s in self.stories})
-
-    def __len__(self) -> int:
-        return len(self.stories)
-
-    def __iter__(self) -> Iterator[Story]:
-        return iter(self.stories)
-
-    def get(self, story_id: str) -> Story:
-        return self._index[story_id]
-
-    def sequences(self) -> dict[str, list[Story]]:
-        """Stories grouped by sequence id, in input order."""
-        groups: dict[str, list[Story]] = {}
-        for story in self.stories:
-            groups.setdefault(story.sequence_id, []).append(story)
-        return groups
-
-    def systems(self) -> list[str]:
-        return list(dict.fromkeys(s.system for s in self.stories))
-
-    def image_path(self, ref: str) -> Path:
-        return resolve_image(self.root, ref)
-
-    def digest(self) -> str:
-        """Content hash of the stories (ids, systems, sequences, sentences, image refs) and root."""
-        h = hashlib.sha256(str(self.root.resolve()).encode())
-        for st in self.stories:
-            h.update(json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]).encode())
-        return h.hexdigest()
-
-    def all_problems(self) -> list[Problem]:
-        return [*self.problems, *(p for s in self.stories for p in s.problems)]
-
-
-# --------------------------------------------------------------------------- images
-
-
-def resolve_image(root: Path, ref: str) -> Path:
-    """Resolve ``ref`` against ``root``; refuse absolute paths, URLs and paths leaving ``root``."""
-    if not ref or not ref.strip():
-        raise ImagePathError("empty image path")
-    if "://" in ref:
-        raise ImagePathError(f"image {ref!r} is a URL; give a path relative to the story file")
-    candidate = Path(ref)
-    if candidate.is_absolute():
-        raise ImagePathError(f"image {ref!r} is absolute; give a path relative to the story file")
-    base = root.resolve()
-    resolved = (base / candidate).resolve()
-    if not resolved.is_relative_to(base):
-        raise ImagePathError(f"image {ref!r} leaves the dataset folder {base}")
-    return resolved
-
-
-def check_image(path: Path) -> str | None:
-    """None when ``path`` is an image PIL can open, else why not (header check, cheap)."""
-    from PIL import Image, UnidentifiedImageError
-
-    if not path.is_file():
-        return f"image not found: {path}"
-    try:
-        with Image.open(path) as im:
-            im.size  # noqa: B018 - forces header parsing
-    except (UnidentifiedImageError, OSError) as exc:
-        return f"image cannot be read ({type(exc).__name__}): {path}"
-    return None
+from vst_core.data.paths import (
+    IMAGE_SUFFIXES,
+    ImagePathError,
+    check_image,
+    resolve_image,
+)
+from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
+from vst_core.hashing import short_sha1
 
 
 def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
@@ -175,9 +34,6 @@ def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int 
         if check and (why := check_image(path)):
             problems.append(Problem(f"image {k + 1}: {why}", "image", line=line, story_id=story_id))
     return problems
-
-
-# --------------------------------------------------------------------------- story records
 
 
 def _default_splitter() -> Splitter:
@@ -195,7 +51,7 @@ def _as_str_list(value: Any, name: str) -> tuple[str, ...]:
 def _sequence_id_for(images: tuple[str, ...], story_id: str) -> str:
     if not images:
         return story_id
-    return "seq-" + hashlib.sha1("\n".join(images).encode()).hexdigest()[:10]
+    return "seq-" + short_sha1("\n".join(images))
 
 
 def story_from_record(
@@ -433,126 +289,6 @@ def read_story_set(
     if isinstance(data, dict) and "annotations" in data:
         return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
     return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
-
-
-# --------------------------------------------------------------------------- uploads
-
-MAX_UPLOAD_IMAGES = 20
-
-
-def story_set_from_upload(
-    images: list[tuple[str, bytes]],
-    stories_text: str,
-    folder: Path,
-    *,
-    max_images: int = MAX_UPLOAD_IMAGES,
-    splitter: Splitter | None = None,
-) -> tuple[StorySet | None, list[str]]:
-    """One image sequence from uploaded images (in upload order) and pasted stories.
-
-    Each non-empty line of ``stories_text`` is a candidate, optionally ``system: text``; its
-    sentences are split on ``|`` when present, else by the sentence splitter. Files that are not
-    images are reported and left out; at most ``max_images`` images are used. Returns the set
-    (None when nothing usable) and messages for the user.
-    """
-    from io import BytesIO
-
-    from PIL import Image, UnidentifiedImageError
-
-    messages: list[str] = []
-    folder.mkdir(parents=True, exist_ok=True)
-    kept: list[str] = []
-    for name, data in images:
-        safe = Path(name).name or "image"
-        try:
-            with Image.open(BytesIO(data)) as im:
-                im.verify()
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-            messages.append(f"{safe} is not an image Pillow can read ({type(exc).__name__}); left out")
-            continue
-        if len(kept) == max_images:
-            messages.append(f"{len(images)} files uploaded: a sequence takes at most {max_images} images, the first {max_images} are used")
-            break
-        target = f"{len(kept) + 1:02d}_{safe}"
-        (folder / target).write_bytes(data)
-        kept.append(target)
-    if not kept:
-        messages.append("upload at least one image (JPEG, PNG, ...) to make an image sequence")
-        return None, messages
-    records = []
-    for number, line in enumerate(l.strip() for l in stories_text.splitlines()):
-        if not line:
-            continue
-        system, sep, text = line.partition(":")
-        if not sep or " " in system.strip() or not system.strip():
-            system, text = f"candidate-{number + 1}", line
-        record: dict[str, Any] = {"story_id": f"upload-{number + 1}", "system": system.strip(), "sequence_id": "upload", "images": kept}
-        if "|" in text:
-            record["sentences"] = [t.strip() for t in text.split("|") if t.strip()]
-        else:
-            record["text"] = text.strip()
-        records.append(record)
-    if not records:
-        messages.append("paste at least one story, one per line (optionally 'system: ...'; '|' between sentences)")
-        return None, messages
-    stories = [story_from_record(r, root=folder, splitter=splitter, fallback_id=r["story_id"]) for r in records]
-    return StorySet(tuple(stories), folder, "upload", ()), messages
-
-
-# --------------------------------------------------------------------------- scores JSONL
-
-
-def read_scores(path: str | Path) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """Read a scores JSONL; a malformed or truncated line is a problem, not an exception."""
-    records: list[dict[str, Any]] = []
-    problems: list[Problem] = []
-    path = Path(path)
-    with path.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                problems.append(Problem(f"unreadable scores line ({exc}); skipped", "line", line=number))
-                continue
-            if not isinstance(record, dict) or "story_id" not in record:
-                problems.append(Problem("scores line without story_id; skipped", "line", line=number))
-                continue
-            records.append(record)
-    return records, problems
-
-
-class ScoresWriter:
-    """Append score records to a JSONL file, one line per story, flushed as written.
-
-    Opening an existing file drops a half-written last line left by an interrupted run,
-    so appending never glues two records together.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists():
-            data = self.path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                cut = data.rfind(b"\n") + 1
-                with self.path.open("r+b") as fh:
-                    fh.truncate(cut)
-        self._fh = self.path.open("a", encoding="utf-8")
-
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
-        self._fh.flush()
-
-    def close(self) -> None:
-        self._fh.close()
-
-    def __enter__(self) -> ScoresWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def write_story_set(stories: Iterable[Story], path: str | Path) -> None:

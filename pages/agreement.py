@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import streamlit as st
 
-st.set_page_config(page_title="Agreement with humans · visual story evaluation", page_icon="📈", layout="wide")
-
-from dashboard import (  # noqa: E402
-    SAMPLE_IDS,
-    SAMPLE_JUDGEMENTS,
-    load_judgements,
-    load_view,
-    meta_report,
-    records_digest,
-)
-from vst_core.meta_eval import METHODS, MetaSettings, best_per_aspect  # noqa: E402
-from vst_core.viz import (  # noqa: E402
+from dashboard import loading
+from dashboard.frame import page
+from vst_core.hashing import text_digest
+from vst_core.meta_eval import METHODS, MetaSettings, best_per_aspect
+from vst_core.viz import (
     bins_figure,
     correlation_bars,
     correlation_cells,
@@ -27,17 +18,14 @@ from vst_core.viz import (  # noqa: E402
     pairwise_cells,
 )
 
-st.title("Agreement with humans")
-view = load_view()
-if view is None:
-    st.stop()
+view = page("Agreement with humans")
 
 EXAMPLE = "Made-up example ratings (for trying the page)"
-on_sample = bool(SAMPLE_IDS & {r["story_id"] for r in view.records})  # the example rates the sample's stories
+on_sample = bool(loading.SAMPLE_IDS & {r.story_id for r in view.records})  # the example rates the sample's stories
 options = [EXAMPLE, "Upload a judgements CSV"] if on_sample else ["Upload a judgements CSV"]
 choice = st.radio("Human judgements", options, horizontal=True, key="judgements_source")
 if choice == EXAMPLE:
-    data = SAMPLE_JUDGEMENTS.read_bytes()
+    data = loading.SAMPLE_JUDGEMENTS.read_bytes()
     st.warning("These ratings are **made up** for trying the page; they were not collected from people.", icon=":material/science:")
 else:
     upload = st.file_uploader(
@@ -51,7 +39,7 @@ else:
         st.info("Upload human judgements of the loaded stories (matched by story_id).")
         st.stop()
 
-judgements, error = load_judgements(data)
+judgements, error = loading.judgements(data)
 if judgements is None:
     st.error(f"Could not read the judgements: {error}")
     st.stop()
@@ -85,13 +73,13 @@ except ValueError as exc:
     st.error(f"Settings: {exc}")
     st.stop()
 
-key = records_digest(view.records)
-full = meta_report(view.records, key, data, settings, (), ())
+key = loading.records_digest(view.records)
+full = loading.meta_report(view.records, key, data, settings, (), ())
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
 aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
 narrowed = metrics and aspects and (metrics, aspects) != (full.metrics, full.aspects)  # the full report is already there
-report = meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
+report = loading.meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
 
 match = report.match
 st.markdown(
@@ -175,5 +163,4 @@ with tabs[5]:
     download("inter_rater", "Inter-rater agreement (CSV)")
 
 st.divider()
-st.caption(f"{report.description} · judgements sha256 {hashlib.sha256(data).hexdigest()[:12]}")
-st.caption(view.footer())
+st.caption(f"{report.description} · judgements sha256 {text_digest(data, 12)}")

@@ -1,0 +1,119 @@
+"""The sidebar, drawn once by the app's frame: where the stories come from and how to score them.
+Widgets live in the entry point, so they keep their values across pages; the choices that make a
+view (not server paths) are bound to the URL, so a view can be shared by link."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from dashboard import loading
+from dashboard.choices import DEFAULTS, SCORES_FILE, SLIDER, SOURCES, UPLOAD_FILE, UPLOAD_IMAGES, Choices
+from vst_core.config import THETA_PRESETS
+from vst_core.data import MAX_UPLOAD_IMAGES, StorySet
+from vst_core.hashing import text_digest
+from vst_core.records import StoryScores
+
+URL = "query-params"
+
+
+@dataclass
+class Input:
+    """The story set the sidebar loaded, or why not; records when it came from a scores file."""
+
+    story_set: StorySet | None = None
+    error: str | None = None
+    records: list[StoryScores] | None = None
+    messages: list[str] = field(default_factory=list)
+
+
+def render() -> tuple[Choices, Input]:
+    with st.sidebar:
+        st.header("Data")
+        source = st.radio("Story set", SOURCES, key="source", bind=URL)
+        data = _data(source)
+        variant, ngram = _redundancy()
+        coherence, coherence_model = _coherence()
+        grounding = _grounding()
+    return Choices(source=source, variant=variant, ngram=ngram, coherence=coherence, coherence_model=coherence_model, **grounding), data
+
+
+def _data(source: str) -> Input:
+    if source == UPLOAD_IMAGES:
+        files = st.file_uploader(
+            f"Images of one sequence, in order (1-{MAX_UPLOAD_IMAGES})", type=["jpg", "jpeg", "png", "webp", "bmp", "gif"],
+            accept_multiple_files=True, key="upload_images",
+        )
+        text = st.text_area(
+            "Candidate stories, one per line", key="upload_stories",
+            placeholder="model-a: We went to the beach. | The waves were huge. | ...",
+            help="optionally 'system: ' first; '|' between sentences (one per image), else sentences are split automatically",
+        )
+        if not files:
+            return Input()
+        story_set, messages = loading.uploaded_images(tuple((f.name, f.getvalue()) for f in files), text)
+        return Input(story_set, messages=messages)
+    if source == SCORES_FILE:
+        path = st.text_input(
+            "Scores file written by `vst score`", "", key="scores_path",
+            help="images are looked up relative to the story file the scores were made from: give that folder below",
+        ).strip()
+        images_dir = st.text_input("Folder of the story file (for images)", "", key="scores_images").strip()
+        if not path:
+            return Input()
+        story_set, records, error = loading.scores_file(path, images_dir)
+        return Input(story_set, error, records)
+    if source == UPLOAD_FILE:
+        upload = st.file_uploader("Story set (JSON or JSONL)", type=["json", "jsonl"], key="upload")
+        if upload is None:
+            return Input()
+        payload = upload.getvalue()
+        return Input(*loading.uploaded_story_file(upload.name, payload, text_digest(payload)))
+    return Input(*loading.story_file(str(loading.SAMPLE), loading.SAMPLE.stat().st_mtime))
+
+
+def _redundancy() -> tuple[str, int]:
+    st.header("Non-redundancy")
+    variant = st.selectbox(
+        "Definition", ["paper", "reference"], key="variant", bind=URL,
+        help="paper: RoViST Eq. 7 (unique lower-cased words). reference: the public RoViST code "
+        "(token pairs counted, last token dropped, case-sensitive).",
+    )
+    ngram = st.slider("n-gram window (intra part)", 2, 8, DEFAULTS.nr_ngram, key="ngram", bind=URL)
+    return str(variant), int(ngram)
+
+
+def _coherence() -> tuple[bool, str]:
+    st.header("Coherence")
+    on = st.toggle("Score sentence pairs (needs model weights)", value=True, key="coherence", bind=URL)
+    model = st.text_input(
+        "Pair model", DEFAULTS.coherence_model, key="coherence_model",
+        help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
+    )
+    return bool(on), model
+
+
+def _grounding() -> dict[str, object]:
+    st.header("Grounding")
+    values: dict[str, object] = {
+        "grounding": st.toggle("GROOVIST with CLIP (needs model weights)", value=True, key="grounding", bind=URL),
+        "clip_arch": st.text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
+        "clip_pretrained": st.text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
+        "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
+        "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
+        "regions": st.text_input(
+            "Regions", DEFAULTS.regions, key="regions",
+            help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
+        ),
+        "extra_clip": st.checkbox("Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL),
+        "device": st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL),
+    }
+    values["theta_name"] = st.selectbox("θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL)
+    if values["theta_name"] == SLIDER:
+        values["theta_value"] = st.slider(
+            "θ", 0.0, 1.5, 0.6, 0.005, key="theta_value", bind=URL, help="re-renders from cached similarities"
+        )
+    values["penalize"] = st.checkbox("Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL)
+    values["concreteness"] = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL)
+    return values

@@ -1,0 +1,77 @@
+"""Inspect page: one image sequence, its candidate stories side by side, with their evidence."""
+
+from __future__ import annotations
+
+import streamlit as st
+from PIL import Image
+
+from dashboard.frame import page
+from vst_core.data import Story, StorySet
+from vst_core.records import StoryScores
+from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
+
+view = page(
+    "Inspect a story",
+    "Non-redundancy (RoViST-NR) with the spans that repeat, the coherence (RoViST-C) of every sentence "
+    "transition, and the grounding (GROOVIST) of every noun phrase: hover for details. " + legend_html(),
+)
+story_set, by_id = view.story_set, view.by_id()
+sequences = story_set.sequences()
+names = list(sequences)
+wanted = st.query_params.get("story")
+if wanted in by_id and st.session_state.get("_focused") != wanted:  # a link to a story opens its sequence once
+    st.session_state["_focused"] = wanted
+    st.session_state["sequence"] = by_id[wanted].sequence_id
+if st.session_state.get("sequence") not in sequences:
+    st.session_state["sequence"] = names[0]
+sequence_id = st.selectbox("Image sequence", names, key="sequence", bind="query-params")
+stories = sequences[sequence_id]
+
+
+def images(story_set: StorySet, stories: list[Story]) -> None:
+    first = next((s for s in stories if s.images_ok), None)
+    if first is None:
+        st.info("No readable images for this sequence: grounding cannot be shown.")
+        return
+    for col, ref in zip(st.columns(len(first.images)), first.images, strict=True):
+        col.image(str(story_set.image_path(ref)), width="stretch")
+
+
+def region(story: Story, record: StoryScores) -> None:
+    """The region a chosen noun phrase matched, outlined on its image."""
+    grounding = record.grounding
+    if grounding is None or not grounding.phrases or not story.images_ok:
+        return
+    labels = [f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})" for p in grounding.phrases]
+    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.story_id}")
+    if pick is not None:
+        p = grounding.phrases[labels.index(pick)]
+        with Image.open(story_set.image_path(story.images[p.image])) as im:
+            st.image(draw_box(im, p.box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
+
+
+def card(story: Story, record: StoryScores) -> None:
+    focus = " ← selected" if story.story_id == wanted else ""
+    st.markdown(f"**{story.system}** · `{story.story_id}`{focus}")
+    st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
+    st.markdown(story_html(story.sentences, record.redundancy, record.coherence, record.grounding), unsafe_allow_html=True)
+    region(story, record)
+    for metric in (record.redundancy, record.coherence, record.grounding):
+        for note in metric.notes if metric else ():
+            st.caption(note)
+    for message in record.problems:
+        st.caption(f"⚠️ {message}")
+
+
+images(story_set, stories)
+per_row = min(4, max(2, len(stories)))
+for start in range(0, len(stories), per_row):
+    for col, story in zip(st.columns(per_row), stories[start : start + per_row]):
+        with col.container(border=True):
+            card(story, by_id[story.story_id])
+
+records = [by_id[s.story_id] for s in stories]
+table = scores_table(records, view.settings.metrics)
+left, right = st.columns(2)
+left.download_button("Download this view (JSON)", export_json(records, view.settings), f"{sequence_id}.json", "application/json", key="dl-json")
+right.download_button("Download this view (CSV)", export_csv(table, view.settings), f"{sequence_id}.csv", "text/csv", key="dl-csv")

@@ -1,0 +1,149 @@
+"""One builder per metric: a pure metric result plus where its units sit in the text -> its typed
+record (:mod:`vst_core.records`). Token indices become character spans here, so every consumer of
+a record (cards, highlighted text, exports) works on character offsets of the sentences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vst_core.metrics.coherence import Coherence
+from vst_core.metrics.grounding import GroovistScore
+from vst_core.metrics.redundancy import NonRedundancy
+from vst_core.records import (
+    ClipScoreScores,
+    CoherencePair,
+    CoherenceScores,
+    GroundingScores,
+    InterRepeat,
+    IntraRepeat,
+    NounMatch,
+    PhraseMatch,
+    RedundancyScores,
+    RovistVGScores,
+    Span,
+)
+from vst_core.regions import Box
+from vst_core.text import NounPhrase, Token
+
+#: Note on an NR record whose repeated spans a ``--no-spans`` run left out.
+NO_SPANS_NOTE = "repeated spans not computed in this run (--no-spans)"
+
+
+def _span(tokens: Sequence[Token], index: int) -> Span:
+    return (tokens[index].start, tokens[index].end)
+
+
+def _range(tokens: Sequence[Token], window: tuple[int, int]) -> Span:
+    return (tokens[window[0]].start, tokens[window[1] - 1].end)
+
+
+def redundancy_scores(result: NonRedundancy, tokens: Sequence[Sequence[Token]]) -> RedundancyScores:
+    """RoViST-NR record with every repeat located in its sentence (``tokens`` per sentence)."""
+    return RedundancyScores(
+        score=result.score,
+        inter=result.inter,
+        intra=result.intra,
+        variant=result.variant,
+        n=result.n,
+        notes=tuple(result.notes),
+        inter_repeats=tuple(
+            InterRepeat(
+                sentence=p.sentence,
+                earlier=p.earlier,
+                jaccard=p.jaccard,
+                words=tuple(p.words),
+                spans=tuple(_span(tokens[p.sentence], k) for k in p.tokens),
+                earlier_spans=tuple(_span(tokens[p.earlier], k) for k in p.earlier_tokens),
+            )
+            for p in result.inter_repeats
+        ),
+        intra_repeats=tuple(
+            IntraRepeat(
+                sentence=p.sentence,
+                jaccard=p.jaccard,
+                words=tuple(p.words),
+                window=_range(tokens[p.sentence], p.window),
+                previous=_range(tokens[p.sentence], p.previous),
+                spans=tuple(_span(tokens[p.sentence], k) for k in p.tokens),
+            )
+            for p in result.intra_repeats
+        ),
+    )
+
+
+def redundancy_numbers(
+    score: float | None, inter: float | None, intra: float | None, *, variant: str, n: int, notes: Sequence[str]
+) -> RedundancyScores:
+    """RoViST-NR record without repeated spans (a vectorised ``--no-spans`` pass)."""
+    return RedundancyScores(score, inter, intra, variant, n, (*notes, NO_SPANS_NOTE), None, None)
+
+
+def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str) -> CoherenceScores:
+    """RoViST-C record: one pair per adjacent sentences, flagged when the model truncated it."""
+    return CoherenceScores(
+        score=result.score,
+        pairs=tuple(
+            CoherencePair(i, i + 1, p, bool(truncated[i]) if i < len(truncated) else False)
+            for i, p in enumerate(result.pairs)
+        ),
+        weakest=result.weakest,
+        model=model,
+        notes=tuple(result.notes),
+    )
+
+
+def grounding_scores(
+    result: GroovistScore,
+    units: Sequence[tuple[str, NounPhrase]],
+    *,
+    best_cosines: Sequence[float],
+    images: Sequence[int],
+    boxes: Sequence[Box],
+    misalignment: tuple[float | None, Sequence[float | None]],
+    np_proportion: float | None,
+    notes: Sequence[str],
+    penalize: bool,
+) -> GroundingScores:
+    """GROOVIST record: each unit with its best region (``images``/``boxes`` per unit), its weight
+    and its contribution; ``misalignment`` is (T, t per sentence)."""
+    return GroundingScores(
+        score=result.bounded,
+        unbounded=result.score,
+        theta=result.theta,
+        temporal_misalignment=misalignment[0],
+        misalignment_per_sentence=tuple(misalignment[1]),
+        np_proportion=np_proportion,
+        phrases=tuple(
+            PhraseMatch(
+                text=unit,
+                surface=phrase.surface,
+                sentence=phrase.sentence,
+                span=(phrase.start, phrase.end),
+                best_cosine=float(best_cosines[k]),
+                score=result.scores[k],
+                image=int(images[k]),
+                box=tuple(boxes[k].as_list()),
+                box_label=boxes[k].label,
+                weight=result.weights[k],
+                contribution=result.contributions[k],
+                positive=result.scores[k] >= result.theta or not penalize,
+            )
+            for k, (unit, phrase) in enumerate(units)
+        ),
+        notes=(*result.notes, *notes),
+    )
+
+
+def clipscore_scores(mean: float | None, pairs: Sequence[float], notes: Sequence[str] = ()) -> ClipScoreScores:
+    """CLIPScore record: the mean and each sentence-image pair's value."""
+    return ClipScoreScores(mean, tuple(pairs), tuple(notes))
+
+
+def rovist_vg_scores(
+    scaled: float | None, lse: float | None, nouns: Sequence[str], best: Sequence[float], idf: Sequence[float]
+) -> RovistVGScores:
+    """RoViST-VG-style record: each head noun with its best cosine and idf weight."""
+    notes = ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"] + ([] if nouns else ["no noun: undefined"])
+    return RovistVGScores(
+        scaled, lse, tuple(NounMatch(n, float(c), float(w)) for n, c, w in zip(nouns, best, idf, strict=True)), tuple(notes)
+    )

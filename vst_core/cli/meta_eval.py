@@ -1,0 +1,112 @@
+"""``vst meta-eval SCORES HUMAN --out report.json``: agreement of each metric with human judgements.
+Defaults come from :class:`~vst_core.meta_eval.MetaSettings`; the numbers are the Agreement page's."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
+from vst_core.data import load_records
+from vst_core.meta_eval import (
+    JudgementsError,
+    MetaReport,
+    MetaSettings,
+    read_judgements,
+    run_meta_eval,
+)
+
+DEFAULTS = MetaSettings()
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "meta-eval",
+        help="how each metric agrees with human judgements (correlations, pairwise accuracy, bins)",
+        description=(
+            "Join a scores JSONL with human judgements (long: story_id,rater,aspect,value; wide: story_id,"
+            "<aspects>; or pairwise: story_a,story_b,rank_a,rank_b) and report story- and system-level "
+            "correlations with bootstrap intervals, pairwise ranking accuracy (ties wrong) by agreement and "
+            "ranking gap, T/P bins, error-label correlations and reference-based baselines. The numbers "
+            "are the ones the dashboard's Agreement page shows."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("scores", type=Path, metavar="SCORES", help="scores JSONL written by `score`")
+    p.add_argument("human", type=Path, metavar="HUMAN", help="human judgements CSV")
+    p.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write every table as CSV into DIR")
+    p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
+    p.add_argument("--aspects", default=None, help="comma-separated human aspects (default: all)")
+    p.add_argument("--aggregate", choices=("mean", "median"), default=DEFAULTS.aggregate, help="how raters are combined")
+    p.add_argument("--resamples", type=int, default=DEFAULTS.resamples, help="bootstrap resamples (0: no intervals)")
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="bootstrap seed")
+    p.add_argument("--confidence", type=float, default=DEFAULTS.confidence, help="bootstrap interval level")
+    p.add_argument("--gap-bins", default=None, help="ranking-gap bin edges, e.g. 0,0.1,0.2,0.3,1 (default: quartiles)")
+    p.add_argument("--t-split", type=float, default=DEFAULTS.t_split, help="high temporal misalignment: T >= this")
+    p.add_argument("--p-split", type=float, default=DEFAULTS.p_split, help="high noun-phrase proportion: P > this (default: the mode)")
+    p.add_argument("--pair-aspect", default=DEFAULTS.pair_aspect, help="aspect that orders story pairs built from ratings (default: overall, else the last)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
+
+
+def settings_from_args(args: argparse.Namespace) -> MetaSettings:
+    edges = tuple(float(v) for v in csv_list(args.gap_bins) or []) or None
+    return MetaSettings(
+        aggregate=args.aggregate, resamples=args.resamples, seed=args.seed, confidence=args.confidence,
+        gap_edges=edges, t_split=args.t_split, p_split=args.p_split, baselines=not args.no_baselines,
+        pair_aspect=args.pair_aspect,
+    )
+
+
+def _write(report: MetaReport, out: Path, csv_dir: Path | None) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+    if csv_dir:
+        csv_dir.mkdir(parents=True, exist_ok=True)
+        for name in report.tables():
+            (csv_dir / f"{name}.csv").write_text(report.csv(name), encoding="utf-8")
+    note(f"wrote {out}" + (f" and {len(report.tables())} CSV tables in {csv_dir}" if csv_dir else ""))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from_args(args)
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    if not args.scores.is_file():
+        error(f"no scores file at {args.scores}")
+        return EXIT_INPUT
+    records, problems = load_records(args.scores)
+    for problem in problems:
+        note(f"warning: {problem}")
+    if not records:
+        error(f"{args.scores} holds no score records")
+        return EXIT_INPUT
+    try:
+        judgements = read_judgements(args.human)
+    except (OSError, JudgementsError) as exc:
+        error(f"{args.human}: {exc}")
+        return EXIT_INPUT
+    if settings.baselines:
+        note("computing BLEU, ROUGE-L, CIDEr and METEOR against the references ...")
+    report = run_meta_eval(
+        records, judgements, settings, metrics=csv_list(args.metrics), aspects=csv_list(args.aspects),
+        progress=lambda total: bar(total, "cell", "correlations", disable=args.no_progress),
+    )
+    for problem in report.problems:
+        note(f"warning: {problem}")
+    for name, reason in report.unavailable.items():
+        note(f"warning: {name} unavailable: {reason}")
+    match = report.match
+    note(
+        f"matched {match['matched']} of {match['judged']} judged stories to {match['scored']} scored ones; "
+        f"{len(report.metrics)} metrics x {len(report.aspects)} aspects; {report.description}"
+    )
+    if match["matched"] == 0:
+        error("no judged story has scores; nothing to correlate")
+        return EXIT_INPUT
+    _write(report, args.out, args.csv)
+    return 0

@@ -1,0 +1,73 @@
+"""``vst fetch-models`` (check, download and locate the default weights) and ``vst cache`` (the
+embedding cache)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vst_core.cli.common import EXIT_WEIGHTS, note
+from vst_core.config import Settings
+from vst_core.models.pairs import DEFAULT_NSP_MODEL
+
+DEFAULTS = Settings()
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    fetch = sub.add_parser(
+        "fetch-models",
+        help="check the default model weights, download what is missing, and say which folders to copy",
+        description=(
+            "For each model: report whether it is already in the local caches and loads, download it when it "
+            "is missing and the model hub is reachable, check it by scoring one input, and print the cache "
+            "folders to copy to an offline machine. Exit 4 when a model is missing or does not load."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model (hub id or folder)")
+    fetch.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
+    fetch.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
+    fetch.add_argument(
+        "--rovist-c", default=None, metavar="PATH",
+        help="also check the authors' RoViST-C checkpoint file and fetch its ALBERT tokenizer",
+    )
+    fetch.add_argument("--coherence-tokenizer", default=None, help="tokenizer for --rovist-c (default albert-large-v1)")
+    fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
+
+    cache = sub.add_parser("cache", help="report or clear the embedding cache")
+    cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
+    cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
+
+
+def run_fetch(args: argparse.Namespace) -> int:
+    """Model by model: already cached (and loads), downloaded now, or missing; each is built once and
+    checked by scoring one input. Exit 4 when any model is missing or does not load."""
+    from vst_core.models.fetch import fetch_models
+
+    report = fetch_models(
+        coherence_model=args.coherence_model, clip_arch=args.clip_model, clip_pretrained=args.clip_pretrained,
+        rovist_c=args.rovist_c, coherence_tokenizer=args.coherence_tokenizer, detector=args.detector, log=note,
+    )
+    note(report.summary())
+    return 0 if report.ok else EXIT_WEIGHTS
+
+
+def run_cache(args: argparse.Namespace) -> int:
+    from vst_core.embeddings import EmbeddingCache, default_cache_dir
+
+    path = (args.cache_dir or default_cache_dir()) / "embeddings.sqlite"
+    if not path.exists():
+        note(f"no embedding cache at {path}")
+        return 0
+    cache = EmbeddingCache(path)
+    report = cache.report()
+    if args.clear:
+        cache.clear()
+        note(f"cleared {report['entries']} embeddings ({report['bytes']} bytes) from {path}")
+        return 0
+    dims = ", ".join(f"{c} of dim {d}" for d, c in report["by_dim"].items()) or "none"  # type: ignore[union-attr]
+    note(
+        f"{path}: {report['entries']} embeddings ({dims}), {report['bytes']} bytes "
+        f"({int(report['bytes']) / 1e6:.1f} MB); shared by `vst score` and the dashboard; clear with --clear"
+    )
+    return 0

@@ -1,0 +1,223 @@
+"""``vst score INPUT --out scores.jsonl``: score a story set, one JSON line per story, resumable.
+Every default comes from :class:`~vst_core.config.Settings`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
+from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
+from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.models.hub import ModelLoadError
+from vst_core.models.registry import Models
+from vst_core.runs import (
+    ResumeMismatchError,
+    RunSummary,
+    chunk_size_for,
+    parse_shard,
+    score_story_set,
+)
+from vst_core.scoring import dataset_theta
+
+DEFAULTS = Settings()
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "score",
+        help="score a story set and write one JSON line per story",
+        description=(
+            "Score every story of INPUT and append one JSON line per story to --out as it goes. "
+            "Rerunning with the same --out and settings skips the stories already there, so an "
+            "interrupted run resumes."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "input", type=Path, metavar="INPUT",
+        help="story set: JSON or JSONL with story_id, images, sentences|text, system, sequence_id; "
+        "or a VIST sis/dii annotation JSON",
+    )
+    p.add_argument("--out", type=Path, required=True, help="scores JSONL to write (appended, resumable)")
+    metrics_help = "; ".join(f"{name}: {desc}" for name, desc in AVAILABLE_METRICS.items())
+    p.add_argument("--metrics", default=",".join(DEFAULTS.metrics), help=f"comma-separated metrics. Available: {metrics_help}")
+    _text_arguments(p)
+    _clip_arguments(p)
+    _run_arguments(p)
+
+
+def _text_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nr-n", type=int, default=DEFAULTS.nr_ngram, help="n-gram window size of the intra-sentence part of RoViST-NR")
+    p.add_argument(
+        "--nr-variant", choices=("paper", "reference"), default=DEFAULTS.nr_variant,
+        help="paper: Eq. 7 of RoViST (unique lower-cased words, no punctuation); "
+        "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
+    )
+    p.add_argument(
+        "--coherence-model", default=DEFAULTS.coherence_model,
+        help="sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
+        "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+    )
+    p.add_argument(
+        "--coherence-tokenizer", default=DEFAULTS.coherence_tokenizer,
+        help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)",
+    )
+    p.add_argument(
+        "--keep-repeated-pairs", action="store_true",
+        help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
+    )
+    p.add_argument(
+        "--spacy-model", default=DEFAULTS.spacy_model,
+        help="spaCy pipeline used to split a story given as one text (default: first installed English one)",
+    )
+
+
+def _clip_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
+    p.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
+    p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
+    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
+    p.add_argument(
+        "--theta", default=DEFAULTS.theta,
+        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
+        "'dataset' (the mean NP score over INPUT, computed first and recorded in the signature)",
+    )
+    p.add_argument(
+        "--regions", default=None, metavar="FILE|detector|grid",
+        help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
+        f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
+    )
+    p.add_argument("--top-b", type=int, default=DEFAULTS.top_b, help="regions kept per image")
+    p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
+    p.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
+    p.add_argument(
+        "--weighting", choices=("concreteness", "idf", "none"), default=DEFAULTS.weighting,
+        help="NP weights: Brysbaert concreteness (GROOVIST), idf (ablation -C +idf) or none (-C)",
+    )
+    p.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
+    p.add_argument(
+        "--expressions", action="store_true",
+        help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
+    )
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)")
+    p.add_argument(
+        "--workers", type=int, default=DEFAULTS.workers,
+        help="threads decoding and cropping images beside the model (0: one per core, at most 8)",
+    )
+    p.add_argument(
+        "--no-spans", action="store_true",
+        help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
+        "hold no repeated spans, which the dashboard recomputes for the stories it shows",
+    )
+    p.add_argument(
+        "--shard", default=None, metavar="I/N",
+        help="score only shard I of N (1 <= I <= N): stories split by a stable hash of sequence_id, so N jobs with "
+        "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
+    )
+    p.add_argument("--vist-images", type=Path, default=None, help="images folder of a VIST annotation file (default: INPUT's folder/images)")
+    p.add_argument("--vist-text-field", choices=("text", "original_text"), default="text", help="which VIST field gives the sentences")
+    p.add_argument("--no-check-images", action="store_true", help="do not open every image when reading (faster on huge sets)")
+    p.add_argument("--overwrite", action="store_true", help="start --out afresh instead of resuming")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The :class:`Settings` the options describe (SettingsError when they cannot be used)."""
+    regions = args.regions or DEFAULTS.regions
+    return Settings(
+        metrics=parse_metrics(args.metrics),
+        nr_ngram=args.nr_n,
+        nr_variant=args.nr_variant,
+        spacy_model=args.spacy_model,
+        coherence_model=args.coherence_model,
+        coherence_tokenizer=args.coherence_tokenizer,
+        coherence_repeat_zero=not args.keep_repeated_pairs,
+        device=args.device,
+        batch_size=args.batch_size,
+        workers=args.workers,
+        clip_arch=args.clip_model,
+        clip_pretrained=args.clip_pretrained,
+        clip_checkpoint=args.clip_checkpoint,
+        clip_config=args.clip_config,
+        theta=DEFAULTS.theta if args.theta == "dataset" else args.theta,
+        regions=regions if regions in ("grid", "detector") else "csv",
+        regions_file=None if regions in ("grid", "detector") else regions,
+        top_b=args.top_b,
+        whole_image=args.whole_image,
+        penalize=not args.no_penalty,
+        weighting=args.weighting,
+        units="nouns" if args.nouns else "phrases",
+        expressions=args.expressions,
+    )
+
+
+def _read(args: argparse.Namespace) -> StorySet:
+    splitter = None
+    if args.spacy_model:
+        from vst_core.text import load_spacy, split_sentences
+
+        nlp = load_spacy(args.spacy_model)
+        splitter = lambda text: split_sentences(text, nlp)  # noqa: E731
+    return read_story_set(
+        args.input, splitter=splitter, check_images=not args.no_check_images,
+        vist_images=args.vist_images, vist_text_field=args.vist_text_field,
+    )
+
+
+def _report(summary: RunSummary, story_set: StorySet) -> None:
+    for problem in summary.problems[len(story_set.problems) :]:
+        note(problem)
+    for warning in summary.warnings:
+        note(f"warning: {warning}")
+    skipped_lines = sum(1 for p in story_set.problems if p.kind == "line")
+    note(
+        f"scored {summary.scored} stories, skipped {summary.skipped} already in {summary.out}"
+        f"{f', {len(summary.failed)} with errors (see the errors field)' if summary.failed else ''}"
+        f"{f', {skipped_lines} unreadable input lines' if skipped_lines else ''}; "
+        f"signature {summary.signature_id}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+        settings = settings_from_args(args)
+    except (ValueError, SettingsError) as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    try:
+        story_set = _read(args)
+    except StorySetError as exc:
+        error(str(exc))
+        return EXIT_INPUT
+    for problem in story_set.all_problems():
+        note(str(problem))
+    if not len(story_set):
+        error(f"no story could be read from {args.input}")
+        return EXIT_INPUT
+    models = Models(settings, cache_dir=args.cache_dir)
+    try:
+        if args.theta == "dataset":
+            theta, count = dataset_theta(story_set, models, chunk_size_for(settings))
+            settings = settings.with_(theta=repr(theta))
+            models = Models(settings, clip=models.clip, cache=models.cache)
+            note(f"θ = {theta:.6f} (mean NP score over {count} phrases of {args.input})")
+        summary = score_story_set(
+            story_set, settings, args.out, overwrite=args.overwrite, models=models, shard=shard,
+            progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
+            spans=not args.no_spans,
+        )
+    except ResumeMismatchError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
+        error(str(exc))
+        return EXIT_WEIGHTS
+    _report(summary, story_set)
+    return 0

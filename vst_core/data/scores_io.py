@@ -1,0 +1,121 @@
+"""The scores JSONL on disk: reading its lines (the JSON boundary) and appending records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vst_core.data.types import Problem, Story, StorySet
+from vst_core.records import StoryScores, read_record
+
+
+def read_score_lines(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """The JSON objects of a scores JSONL with their line numbers (the JSON boundary): a malformed
+    or truncated line, or one without ``story_id``, is a problem, not an exception."""
+    records: list[tuple[int, dict[str, Any]]] = []
+    problems: list[Problem] = []
+    with Path(path).open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                problems.append(Problem(f"unreadable scores line ({exc}); skipped", "line", line=number))
+                continue
+            if not isinstance(record, dict) or "story_id" not in record:
+                problems.append(Problem("scores line without story_id; skipped", "line", line=number))
+                continue
+            records.append((number, record))
+    return records, problems
+
+
+def read_scores(path: str | Path) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """The JSON objects of a scores JSONL, as written (see :func:`load_records` for typed records)."""
+    lines, problems = read_score_lines(path)
+    return [record for _, record in lines], problems
+
+
+class ScoresWriter:
+    """Append score records to a JSONL file, one line per story, flushed as written.
+
+    Opening an existing file drops a half-written last line left by an interrupted run,
+    so appending never glues two records together.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            data = self.path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                cut = data.rfind(b"\n") + 1
+                with self.path.open("r+b") as fh:
+                    fh.truncate(cut)
+        self._fh = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> ScoresWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def scored_ids(out: Path) -> tuple[set[str], set[str]]:
+    """(story ids, signature ids) of the records in a scores JSONL, read line by line so only
+    the ids stay in memory; unreadable lines (a half-written last one) are ignored."""
+    ids: set[str] = set()
+    signatures: set[str] = set()
+    with Path(out).open("rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if isinstance(record, dict) and "story_id" in record:
+                ids.add(str(record["story_id"]))
+                signatures.add(str((record.get("signature") or {}).get("id")))
+    return ids, signatures
+
+
+def load_records(path: str | Path) -> tuple[list[StoryScores], list[Problem]]:
+    """A scores JSONL as validated records: what cannot be read is a problem, never an exception
+    (see :func:`vst_core.records.read_record`)."""
+    raw, problems = read_score_lines(path)
+    records: list[StoryScores] = []
+    for number, data in raw:
+        record, found = read_record(data, line=number)
+        problems.extend(found)
+        if record is not None:
+            records.append(record)
+    return records, problems
+
+
+def stories_of_records(records: Sequence[StoryScores], root: Path, source: str) -> tuple[StorySet, list[Problem]]:
+    """The stories behind score records, their images checked under ``root``, so a scores file
+    can be shown without any model; a record whose story cannot be rebuilt is reported."""
+    from vst_core.data.readers import story_from_record
+
+    stories: list[Story] = []
+    problems: list[Problem] = []
+    for record in records:
+        fields = {
+            "story_id": record.story_id, "sequence_id": record.sequence_id, "system": record.system,
+            "images": list(record.images), "sentences": list(record.sentences),
+        }
+        try:
+            stories.append(story_from_record(fields, root=root, check_images=True))
+        except ValueError as exc:
+            problems.append(Problem(f"unusable record ({exc}); skipped", "line", story_id=record.story_id))
+    return StorySet(tuple(stories), root, source, tuple(problems)), problems

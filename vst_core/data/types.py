@@ -1,0 +1,94 @@
+"""Stories, story sets and the problems found while reading them (plain data, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vst_core.data.paths import resolve_image
+from vst_core.hashing import text_digest
+from vst_core.problems import Problem, ProblemKind, Severity
+
+__all__ = ["Problem", "ProblemKind", "Severity", "Splitter", "Story", "StorySet", "StorySetError"]
+
+Splitter = Callable[[str], list[str]]
+
+class StorySetError(ValueError):
+    """The file as a whole cannot be read (not found, not UTF-8 JSON, unknown layout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Story:
+    """One candidate (or reference) story for an image sequence.
+
+    ``images`` are references as written in the input, relative to the story set's root.
+    """
+
+    story_id: str
+    sequence_id: str
+    system: str
+    sentences: tuple[str, ...]
+    images: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(s.strip() for s in self.sentences)
+
+    @property
+    def images_ok(self) -> bool:
+        """Images are present and every one resolved and opened."""
+        return bool(self.images) and not any(p.kind == "image" for p in self.problems)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences)
+
+
+@dataclass(frozen=True)
+class StorySet:
+    """Stories read from one file, with the folder their image paths are relative to."""
+
+    stories: tuple[Story, ...]
+    root: Path
+    source: str
+    problems: tuple[Problem, ...] = ()
+    _index: dict[str, Story] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._index.update({s.story_id: s for s in self.stories})
+
+    def __len__(self) -> int:
+        return len(self.stories)
+
+    def __iter__(self) -> Iterator[Story]:
+        return iter(self.stories)
+
+    def get(self, story_id: str) -> Story:
+        return self._index[story_id]
+
+    def sequences(self) -> dict[str, list[Story]]:
+        """Stories grouped by sequence id, in input order."""
+        groups: dict[str, list[Story]] = {}
+        for story in self.stories:
+            groups.setdefault(story.sequence_id, []).append(story)
+        return groups
+
+    def systems(self) -> list[str]:
+        return list(dict.fromkeys(s.system for s in self.stories))
+
+    def image_path(self, ref: str) -> Path:
+        return resolve_image(self.root, ref)
+
+    def digest(self) -> str:
+        """Content hash of the stories (ids, systems, sequences, sentences, image refs) and root."""
+        parts = [str(self.root.resolve())]
+        parts += [json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]) for st in self.stories]
+        return text_digest("".join(parts))
+
+    def all_problems(self) -> list[Problem]:
+        return [*self.problems, *(p for s in self.stories for p in s.problems)]
+
+

@@ -1,0 +1,72 @@
+"""A story set made in the browser: uploaded images of one sequence and pasted stories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vst_core.data.readers import story_from_record
+from vst_core.data.types import Splitter, StorySet
+
+MAX_UPLOAD_IMAGES = 20
+
+
+def story_set_from_upload(
+    images: list[tuple[str, bytes]],
+    stories_text: str,
+    folder: Path,
+    *,
+    max_images: int = MAX_UPLOAD_IMAGES,
+    splitter: Splitter | None = None,
+) -> tuple[StorySet | None, list[str]]:
+    """One image sequence from uploaded images (in upload order) and pasted stories.
+
+    Each non-empty line of ``stories_text`` is a candidate, optionally ``system: text``; its
+    sentences are split on ``|`` when present, else by the sentence splitter. Files that are not
+    images are reported and left out; at most ``max_images`` images are used. Returns the set
+    (None when nothing usable) and messages for the user.
+    """
+    from io import BytesIO
+
+    from PIL import Image, UnidentifiedImageError
+
+    messages: list[str] = []
+    folder.mkdir(parents=True, exist_ok=True)
+    kept: list[str] = []
+    for name, data in images:
+        safe = Path(name).name or "image"
+        try:
+            with Image.open(BytesIO(data)) as im:
+                im.verify()
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+            messages.append(f"{safe} is not an image Pillow can read ({type(exc).__name__}); left out")
+            continue
+        if len(kept) == max_images:
+            messages.append(f"{len(images)} files uploaded: a sequence takes at most {max_images} images, the first {max_images} are used")
+            break
+        target = f"{len(kept) + 1:02d}_{safe}"
+        (folder / target).write_bytes(data)
+        kept.append(target)
+    if not kept:
+        messages.append("upload at least one image (JPEG, PNG, ...) to make an image sequence")
+        return None, messages
+    records = []
+    for number, line in enumerate(l.strip() for l in stories_text.splitlines()):
+        if not line:
+            continue
+        system, sep, text = line.partition(":")
+        if not sep or " " in system.strip() or not system.strip():
+            system, text = f"candidate-{number + 1}", line
+        record: dict[str, Any] = {"story_id": f"upload-{number + 1}", "system": system.strip(), "sequence_id": "upload", "images": kept}
+        if "|" in text:
+            record["sentences"] = [t.strip() for t in text.split("|") if t.strip()]
+        else:
+            record["text"] = text.strip()
+        records.append(record)
+    if not records:
+        messages.append("paste at least one story, one per line (optionally 'system: ...'; '|' between sentences)")
+        return None, messages
+    stories = [story_from_record(r, root=folder, splitter=splitter, fallback_id=r["story_id"]) for r in records]
+    return StorySet(tuple(stories), folder, "upload", ()), messages
+
+

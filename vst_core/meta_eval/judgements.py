@@ -1,0 +1,272 @@
+"""Human judgements: reading a CSV (long, wide or pairwise) into tidy frames, reporting every row
+that could not be used; combining raters; inter-rater agreement (Krippendorff's α)."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+
+#: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
+ERROR_TAGS: dict[str, tuple[str, ...]] = {
+    "grammar": ("gram", "grammar", "grammatical error", "grammar error"),
+    "repetition": ("rep", "repetition", "repetitive"),
+    "description in isolation": ("desc", "description", "description in isolation", "isolation"),
+    "absurdity": ("abs", "absurd", "absurdity"),
+    "event mismatch": ("event", "event mismatch"),
+    "object mismatch": ("obj", "object", "object mismatch"),
+}
+_ERROR_ALIASES = {alias: tag for tag, aliases in ERROR_TAGS.items() for alias in aliases}
+_ID_COLUMNS = {"story_id", "rater", "system", "sequence_id"}
+
+
+class JudgementsError(ValueError):
+    """A judgements file that cannot be read at all (wrong layout, no usable rows)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Reading judgements
+
+
+@dataclass
+class Judgements:
+    """Human judgements in tidy form, with what was dropped and why."""
+
+    ratings: pd.DataFrame  # story_id, rater, aspect, value (float), system
+    errors: pd.DataFrame  # story_id, rater, error, value (0/1)
+    pairs: pd.DataFrame  # sequence_id, better, worse, gap, agreement  (pairwise files only)
+    layout: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def aspects(self) -> list[str]:
+        return list(dict.fromkeys(self.ratings["aspect"]))
+
+    @property
+    def error_tags(self) -> list[str]:
+        return list(dict.fromkeys(self.errors["error"]))
+
+    @property
+    def story_ids(self) -> set[str]:
+        ids = set(self.ratings["story_id"]) | set(self.errors["story_id"])
+        if len(self.pairs):
+            ids |= set(self.pairs["better"]) | set(self.pairs["worse"])
+        return ids
+
+
+def _error_tag(name: str) -> str | None:
+    key = re.sub(r"[_\-]+", " ", name.strip().lower())
+    key = re.sub(r"^(error|err)\s*[: ]\s*", "", key)
+    return _ERROR_ALIASES.get(key)
+
+
+def _read_table(source: str | Path | bytes | IO[Any]) -> pd.DataFrame:
+    if isinstance(source, (str, Path)):
+        raw = Path(source).read_bytes()
+    elif isinstance(source, bytes):
+        raw = source
+    else:
+        raw = source.read()
+        raw = raw if isinstance(raw, bytes) else str(raw).encode()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise JudgementsError(f"judgements file is not UTF-8 text ({exc})") from exc
+    lines = text.splitlines()
+    skipped = 0
+    while lines and (lines[0].startswith("#") or not lines[0].strip()):
+        lines.pop(0)  # comment header (e.g. a signature line of an export)
+        skipped += 1
+    if not lines:
+        raise JudgementsError("judgements file is empty")
+    try:
+        frame = pd.read_csv(io.StringIO("\n".join(lines)), dtype=str, keep_default_na=False, skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise JudgementsError(f"judgements file is not a readable CSV ({exc})") from exc
+    structural = {"story_id", "rater", "aspect", "value", "system", "sequence_id", "story_a", "story_b", "rank_a", "rank_b", "agreement"}
+    names = [str(c).strip() for c in frame.columns]
+    frame.columns = [n.lower() if n.lower() in structural else n for n in names]  # aspect names keep their case
+    frame = frame.apply(lambda col: col.str.strip())
+    frame.index = frame.index + skipped + 2  # index = line number in the file
+    return frame
+
+
+def _numeric(frame: pd.DataFrame, column: str, label: str, problems: list[str]) -> pd.Series:
+    """The column as floats; empty cells and text are reported (with rows and examples) and become NaN."""
+    raw = frame[column]
+    values = pd.to_numeric(raw, errors="coerce")
+    empty = raw.eq("")
+    text = values.isna() & ~empty
+    if empty.any():
+        problems.append(f"{label}: {int(empty.sum())} missing value(s); ignored")
+    if text.any():
+        lines = [int(i) for i in raw.index[text][:5]]
+        examples = ", ".join(repr(str(v)) for v in raw[text].unique()[:3])
+        problems.append(f"{label}: {int(text.sum())} non-numeric value(s) ({examples}; lines {lines}); ignored")
+    return values
+
+
+def read_judgements(source: str | Path | bytes | IO[Any]) -> Judgements:
+    """Read a judgements CSV in any of the three layouts.
+
+    * long: ``story_id, rater, aspect, value`` (``rater`` and ``system`` optional);
+    * wide: ``story_id`` plus one column per aspect (``rater``, ``system``, ``sequence_id`` optional);
+    * pairwise (VHED): ``story_a, story_b, rank_a, rank_b`` (``sequence_id``, ``agreement`` optional),
+      lower rank = better.
+
+    Aspects named after the VHED error taxonomy hold binary error labels. Exact duplicate rows,
+    empty cells and text in numeric columns are dropped and reported in ``problems``.
+    """
+    frame = _read_table(source)
+    problems: list[str] = []
+    dupes = frame.duplicated()
+    if dupes.any():
+        problems.append(f"{int(dupes.sum())} duplicated row(s) (lines {[int(i) for i in frame.index[dupes][:5]]}); kept once")
+        frame = frame[~dupes]
+    columns = set(frame.columns)
+    if {"story_a", "story_b", "rank_a", "rank_b"} <= columns:
+        return _read_pairwise(frame, problems)
+    if "story_id" not in columns:
+        raise JudgementsError(
+            f"no story_id column (columns: {', '.join(frame.columns)}); expected long "
+            "(story_id, rater, aspect, value), wide (story_id, <aspect columns>) or pairwise "
+            "(story_a, story_b, rank_a, rank_b) judgements"
+        )
+    if frame["story_id"].eq("").any():
+        n = int(frame["story_id"].eq("").sum())
+        problems.append(f"{n} row(s) without a story_id; ignored")
+        frame = frame[frame["story_id"].ne("")]
+    if {"aspect", "value"} <= columns:
+        layout = "long"
+        long = frame.copy()
+        values = pd.Series(np.nan, index=frame.index)
+        for aspect, rows in frame.groupby("aspect", sort=False):
+            values[rows.index] = _numeric(frame.loc[rows.index], "value", f"aspect {aspect!r}", problems)
+        long["value"] = values
+    else:
+        layout = "wide"
+        aspects = [c for c in frame.columns if c not in _ID_COLUMNS]
+        if not aspects:
+            raise JudgementsError("wide judgements need at least one aspect column besides story_id")
+        numeric = {a: _numeric(frame, a, f"column {a!r}", problems) for a in aspects}
+        keep = [c for c in ("story_id", "rater", "system") if c in columns]
+        long = pd.concat(
+            [frame[keep].assign(aspect=a, value=numeric[a].to_numpy()) for a in aspects], ignore_index=True
+        )
+    if "rater" not in long:
+        long["rater"] = None
+    if "system" not in long:
+        long["system"] = None
+    long = long[["story_id", "rater", "aspect", "value", "system"]].copy()
+    long["rater"] = long["rater"].replace("", None)
+    long["system"] = long["system"].replace("", None)
+    long = long[long["value"].notna()]
+    tags = long["aspect"].map(_error_tag)
+    errors = long[tags.notna()].assign(error=tags[tags.notna()])
+    bad = ~errors["value"].isin([0, 1])
+    if bad.any():
+        problems.append(f"{int(bad.sum())} error label(s) not 0/1 ({', '.join(map(str, errors['value'][bad].unique()[:3]))}); ignored")
+        errors = errors[~bad]
+    ratings = long[tags.isna()].reset_index(drop=True)
+    if ratings.empty and errors.empty:
+        raise JudgementsError("no usable numeric judgements in the file" + (f" ({'; '.join(problems)})" if problems else ""))
+    if ratings["rater"].notna().any():
+        keys = ["story_id", "rater", "aspect"]
+        clash = ratings.groupby(keys)["value"].nunique() > 1
+        if clash.any():
+            problems.append(f"{int(clash.sum())} (story, rater, aspect) cell(s) with conflicting values; averaged")
+    for aspect, rows in ratings.groupby("aspect", sort=False):
+        if rows["value"].nunique() == 1:
+            problems.append(f"aspect {aspect!r} is constant ({rows['value'].iloc[0]:g}); its correlations are undefined")
+    return Judgements(
+        ratings=ratings,
+        errors=errors[["story_id", "rater", "error", "value"]].reset_index(drop=True),
+        pairs=_empty_pairs(),
+        layout=layout,
+        problems=problems,
+    )
+
+
+def _empty_pairs() -> pd.DataFrame:
+    return pd.DataFrame({"sequence_id": [], "better": [], "worse": [], "gap": [], "agreement": []})
+
+
+def _read_pairwise(frame: pd.DataFrame, problems: list[str]) -> Judgements:
+    rank_a = _numeric(frame, "rank_a", "column 'rank_a'", problems)
+    rank_b = _numeric(frame, "rank_b", "column 'rank_b'", problems)
+    agreement = _numeric(frame, "agreement", "column 'agreement'", problems) if "agreement" in frame else pd.Series(np.nan, frame.index)
+    ok = rank_a.notna() & rank_b.notna()
+    tie = ok & (rank_a == rank_b)
+    if tie.any():
+        problems.append(f"{int(tie.sum())} pair(s) with equal human ranks; removed (zero ranking gap, as in VHED)")
+    ok &= ~tie
+    a_better = rank_a < rank_b
+    pairs = pd.DataFrame({
+        "sequence_id": frame.get("sequence_id"),
+        "better": np.where(a_better, frame["story_a"], frame["story_b"]),
+        "worse": np.where(a_better, frame["story_b"], frame["story_a"]),
+        "gap": (rank_a - rank_b).abs(),
+        "agreement": agreement,
+    })[ok].reset_index(drop=True)
+    if pairs.empty:
+        raise JudgementsError("no usable story pairs in the pairwise file" + (f" ({'; '.join(problems)})" if problems else ""))
+    empty = pd.DataFrame({"story_id": [], "rater": [], "aspect": [], "value": [], "system": []})
+    return Judgements(
+        ratings=empty, errors=pd.DataFrame({"story_id": [], "rater": [], "error": [], "value": []}),
+        pairs=pairs, layout="pairwise", problems=problems,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Aggregation and inter-rater agreement
+
+
+def aggregate(judgements: Judgements, how: str = "mean") -> pd.DataFrame:
+    """One row per story: the ``how`` (mean or median) of its raters for every aspect, plus each
+    error label by majority (flagged by at least half of the raters)."""
+    ratings = judgements.ratings
+    if ratings.empty:
+        human = pd.DataFrame(index=pd.Index([], name="story_id"))
+    else:
+        human = ratings.pivot_table(index="story_id", columns="aspect", values="value", aggfunc=how, sort=False)
+        human = human[judgements.aspects]
+    if not judgements.errors.empty:
+        votes = judgements.errors.pivot_table(index="story_id", columns="error", values="value", aggfunc="mean", sort=False)
+        human = human.join((votes >= 0.5).astype(float).where(votes.notna()), how="outer")
+    human.columns.name = None
+    return human
+
+
+def inter_rater(judgements: Judgements) -> pd.DataFrame:
+    """Krippendorff's α (interval level) per aspect, with raters, stories and why it is undefined."""
+    import krippendorff
+
+    rows = []
+    for aspect in judgements.aspects:
+        part = judgements.ratings[judgements.ratings["aspect"] == aspect]
+        row: dict[str, Any] = {"aspect": aspect, "alpha": None, "raters": 0, "stories": part["story_id"].nunique(), "note": ""}
+        if part["rater"].isna().all():
+            row["note"] = "undefined: no rater column, so raters cannot be told apart"
+            rows.append(row)
+            continue
+        table = part.pivot_table(index="rater", columns="story_id", values="value", aggfunc="mean")
+        row["raters"] = len(table)
+        shared = int((table.notna().sum(axis=0) >= 2).sum())
+        if len(table) < 2:
+            row["note"] = "undefined: only one rater"
+        elif shared == 0:
+            row["note"] = "undefined: no story was rated by two raters"
+        elif np.unique(table.to_numpy()[~np.isnan(table.to_numpy())]).size < 2:
+            row["note"] = "undefined: every rating is the same value"
+        else:
+            row["alpha"] = float(krippendorff.alpha(reliability_data=table.to_numpy(), level_of_measurement="interval"))
+            row["note"] = f"{shared} stories rated by two or more raters"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["aspect", "alpha", "raters", "stories", "note"])
+
+

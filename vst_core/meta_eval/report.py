@@ -1,0 +1,276 @@
+"""The whole meta-evaluation report: scores joined with judgements, every table, the signature.
+The CLI and the Agreement page show the same numbers from :func:`run_meta_eval`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vst_core.meta_eval.judgements import (
+    Judgements,
+    _empty_pairs,
+    aggregate,
+    inter_rater,
+)
+from vst_core.meta_eval.settings import MetaSettings
+from vst_core.meta_eval.stats import (
+    binned_correlations,
+    correlation_table,
+    error_table,
+    mode_split,
+    pairs_from_ratings,
+    pairwise_table,
+)
+from vst_core.metrics.baselines import BASELINES, baseline_scores
+from vst_core.records import FIELDS, StoryScores
+
+#: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
+METRIC_FIELDS: dict[str, tuple[str, str]] = {f.report: (f.metric, f.attr) for f in FIELDS if f.report}
+METRIC_COLUMNS: tuple[str, ...] = tuple(METRIC_FIELDS)
+#: Story descriptors used for the GROOVIST Fig. 3 bins, not metrics.
+COVARIATE_FIELDS: dict[str, tuple[str, str]] = {f.column: (f.metric, f.attr) for f in FIELDS if f.covariate}
+COVARIATES: tuple[str, ...] = tuple(COVARIATE_FIELDS)
+
+
+@dataclass
+class MetaReport:
+    """Every table of a meta-evaluation, the match between scores and judgements, and the signature."""
+
+    signature: dict[str, Any]
+    description: str
+    match: dict[str, Any]
+    data: pd.DataFrame  # one row per matched story: ids, metric columns, covariates, human columns
+    metrics: list[str]
+    aspects: list[str]
+    errors: list[str]
+    agreement: pd.DataFrame
+    correlations: pd.DataFrame
+    system_correlations: pd.DataFrame
+    pairs: pd.DataFrame
+    pairs_source: str
+    pairwise: pd.DataFrame
+    bins: pd.DataFrame
+    error_correlations: pd.DataFrame
+    unavailable: dict[str, str]
+    splits: dict[str, float | None]
+    problems: list[str]
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The downloadable tables by file stem."""
+        return {
+            "agreement_with_humans": self.correlations,
+            "system_level": self.system_correlations,
+            "pairwise_accuracy": self.pairwise,
+            "bins": self.bins,
+            "error_correlations": self.error_correlations,
+            "inter_rater": self.agreement,
+            "matched_data": self.data.reset_index(),
+        }
+
+    def csv(self, name: str) -> str:
+        """One table as CSV headed by comment lines with the signature that produced it."""
+        return f"# {self.description}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + self.tables()[name].to_csv(index=False)
+
+    def to_json(self) -> dict[str, Any]:
+        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+            return json.loads(frame.to_json(orient="records"))
+
+        return {
+            "signature": self.signature,
+            "description": self.description,
+            "match": self.match,
+            "metrics": self.metrics,
+            "aspects": self.aspects,
+            "errors": self.errors,
+            "inter_rater": records(self.agreement),
+            "correlations": records(self.correlations),
+            "system_correlations": records(self.system_correlations),
+            "pairs_source": self.pairs_source,
+            "pairwise_accuracy": records(self.pairwise),
+            "bins": records(self.bins),
+            "splits": self.splits,
+            "error_correlations": records(self.error_correlations),
+            "unavailable_baselines": self.unavailable,
+            "problems": self.problems,
+        }
+
+
+def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) -> dict[str, Any]:
+    """How many judged stories have scores, and which ids on either side have no partner."""
+    scored_set, judged_set = set(scored), set(judged)
+    both = scored_set & judged_set
+    judged_only = sorted(judged_set - scored_set)
+    scored_only = sorted(scored_set - judged_set)
+    return {
+        "matched": len(both), "judged": len(judged_set), "scored": len(scored_set),
+        "judged_not_scored": judged_only[:shown], "judged_not_scored_count": len(judged_only),
+        "scored_not_judged": scored_only[:shown], "scored_not_judged_count": len(scored_only),
+    }
+
+
+def score_frame(records: Sequence[StoryScores]) -> pd.DataFrame:
+    """One row per scored story (index story_id): sequence, system, metric columns and T, P."""
+    used = [f for f in FIELDS if f.report or f.covariate]
+    rows = []
+    for r in records:
+        row: dict[str, Any] = {"story_id": r.story_id, "sequence_id": r.sequence_id, "system": r.system}
+        for f in used:
+            if f.metric in r.metrics:
+                value = f.value(r)
+                row[f.report or f.column] = np.nan if value is None else value
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=["sequence_id", "system"]).rename_axis("story_id")
+    frame = frame.drop_duplicates("story_id", keep="last").set_index("story_id")
+    return frame.dropna(axis=1, how="all")
+
+
+def _with_baselines(
+    scores: pd.DataFrame, records: Sequence[StoryScores], precomputed: tuple[dict[str, dict[str, float]], dict[str, str]] | None
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The score frame joined with the reference-based baselines that could run, and why others could not."""
+    base, unavailable = precomputed if precomputed is not None else baseline_scores(records)
+    if base:
+        scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
+    return scores, unavailable
+
+
+def _human_frame(judgements: Judgements, scores: pd.DataFrame, how: str, problems: list[str]) -> tuple[pd.DataFrame, Judgements]:
+    """Aggregated ratings per story; an aspect named like a score column is renamed ``<name> (human)``."""
+    human = aggregate(judgements, how)
+    clash = [c for c in human.columns if c in scores.columns or c in ("sequence_id", "system")]
+    if clash:
+        names = {c: f"{c} (human)" for c in clash}
+        human = human.rename(columns=names)
+        judgements = _renamed(judgements, names)
+        problems.append(f"judged aspect(s) named like a score column, renamed: {', '.join(f'{c} -> {n}' for c, n in names.items())}")
+    return human, judgements
+
+
+def _match_problems(match: dict[str, Any]) -> list[str]:
+    if match["matched"] == 0:
+        return [
+            f"none of the {match['judged']} judged story ids is in the scores "
+            f"(e.g. {', '.join(match['judged_not_scored'][:3]) or '-'}); check that both use the same story_id"
+        ]
+    if match["judged_not_scored_count"]:
+        return [f"{match['judged_not_scored_count']} judged story id(s) have no scores and are left out"]
+    return []
+
+
+def _joined(scores: pd.DataFrame, human: pd.DataFrame, judgements: Judgements) -> pd.DataFrame:
+    """Scored and judged stories side by side; a system missing from the scores comes from the judgements."""
+    data = scores.join(human, how="inner")
+    if "system" in data and judgements.ratings["system"].notna().any():
+        known = judgements.ratings.dropna(subset=["system"]).drop_duplicates("story_id").set_index("story_id")["system"]
+        data["system"] = data["system"].where(data["system"].notna(), known.reindex(data.index))
+    return data
+
+
+def run_meta_eval(
+    records: Sequence[StoryScores],
+    judgements: Judgements,
+    settings: MetaSettings = MetaSettings(),
+    *,
+    metrics: Sequence[str] | None = None,
+    aspects: Sequence[str] | None = None,
+    baselines: tuple[dict[str, dict[str, float]], dict[str, str]] | None = None,
+    progress: Callable[[int], Any] | None = None,
+) -> MetaReport:
+    """Join scores with judgements and compute every table of the report.
+
+    ``baselines`` takes a precomputed :func:`~vst_core.metrics.baselines.baseline_scores` result
+    (they depend on the story texts only); by default they are computed when the settings ask.
+    ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
+    metric × aspect cell of the two correlation tables."""
+    problems = list(judgements.problems)
+    scores, unavailable = score_frame(records), {}
+    if settings.baselines:
+        scores, unavailable = _with_baselines(scores, records, baselines)
+    available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
+    chosen = [m for m in (metrics or available) if m in available]
+    missing_metrics = [m for m in (metrics or []) if m not in available]
+    if missing_metrics:
+        problems.append(f"metric(s) not in the scores: {', '.join(missing_metrics)}")
+    human, judgements = _human_frame(judgements, scores, settings.aggregate, problems)
+    all_aspects = [a for a in judgements.aspects if a in human]
+    chosen_aspects = [a for a in (aspects or all_aspects) if a in all_aspects]
+    match = match_report(scores.index, judgements.story_ids)
+    problems.extend(_match_problems(match))
+    data = _joined(scores, human, judgements)
+    sig_ids = sorted({r.signature_id for r in records if r.signature_id})
+    bar = progress(2 * len(chosen) * len(chosen_aspects)) if progress is not None else None
+    tick = (lambda: bar.update(1)) if bar is not None else None
+    try:
+        correlations = correlation_table(data, chosen, chosen_aspects, settings, "story", tick)
+        system_correlations = correlation_table(data, chosen, chosen_aspects, settings, "system", tick)
+    finally:
+        if bar is not None:
+            bar.close()
+    n_systems = data["system"].nunique() if "system" in data else 0
+    if n_systems < 3 and chosen_aspects and len(data):
+        problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
+    pairs, pairs_source = _story_pairs(judgements, data, chosen_aspects, settings, problems)
+    pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges)
+    if len(judgements.pairs):
+        unknown = (~pairs["better"].isin(scores.index) | ~pairs["worse"].isin(scores.index)).sum()
+        if unknown:
+            problems.append(f"{int(unknown)} judged pair(s) name a story without scores; left out")
+    bins, splits = _bins(data, chosen, chosen_aspects, settings)
+    errors = [e for e in judgements.error_tags if e in human]
+    return MetaReport(
+        signature=settings.signature(sig_ids), description=settings.describe(sig_ids), match=match, data=data,
+        metrics=chosen, aspects=chosen_aspects, errors=errors, agreement=inter_rater(judgements),
+        correlations=correlations, system_correlations=system_correlations, pairs=pairs, pairs_source=pairs_source,
+        pairwise=pairwise, bins=bins, error_correlations=error_table(data, [*chosen, *chosen_aspects], errors),
+        unavailable=unavailable, splits=splits, problems=problems,
+    )
+
+
+def _story_pairs(
+    judgements: Judgements, data: pd.DataFrame, aspects: list[str], settings: MetaSettings, problems: list[str]
+) -> tuple[pd.DataFrame, str]:
+    """The pairs to rank and where they come from: the pairwise file, else every two stories of a
+    sequence ordered by ``settings.pair_aspect`` (default ``overall``, else the last aspect)."""
+    if len(judgements.pairs):
+        return judgements.pairs, "pairwise judgements file (lower rank = better)"
+    if not aspects or "sequence_id" not in data:
+        return _empty_pairs(), "none"
+    aspect = settings.pair_aspect or ("overall" if "overall" in aspects else aspects[-1])
+    if aspect not in data:
+        problems.append(f"no aspect {aspect!r} to order pairs by; judged aspects: {', '.join(judgements.aspects)}")
+        aspect = aspects[-1]
+    pairs = pairs_from_ratings(data[aspect], data["sequence_id"], judgements.ratings, aspect)
+    return pairs, f"every two stories of a sequence, ordered by the {settings.aggregate} '{aspect}' rating"
+
+
+def _bins(
+    data: pd.DataFrame, metrics: list[str], aspects: list[str], settings: MetaSettings
+) -> tuple[pd.DataFrame, dict[str, float | None]]:
+    """GROOVIST Fig. 3 bins against the human ``grounding`` aspect (else the first), and the splits used."""
+    splits: dict[str, float | None] = {"T": settings.t_split, "P": settings.p_split}
+    frames = []
+    aspect = "grounding" if "grounding" in aspects else (aspects[0] if aspects else None)
+    if aspect is not None and "T" in data:
+        frames.append(binned_correlations(data, metrics, aspect, "T", settings.t_split, settings.bin_method))
+    if aspect is not None and "P" in data:
+        splits["P"] = settings.p_split if settings.p_split is not None else mode_split(data["P"])
+        if splits["P"] is not None:
+            frames.append(binned_correlations(data, metrics, aspect, "P", splits["P"], settings.bin_method, high_inclusive=False))
+    bins = pd.concat(frames, ignore_index=True) if frames else binned_correlations(data, [], "", "T", 1.0)
+    return bins, splits
+
+
+def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
+    return Judgements(
+        ratings=judgements.ratings.assign(aspect=judgements.ratings["aspect"].replace(names)),
+        errors=judgements.errors.assign(error=judgements.errors["error"].replace(names)),
+        pairs=judgements.pairs, layout=judgements.layout, problems=judgements.problems,
+    )
+

@@ -1,0 +1,363 @@
+"""The statistics of agreement with humans, as the papers define them: story- and system-level
+Spearman ρ, Pearson r and Kendall τ-b/τ-c with bootstrap intervals (RoViST Table 1), pairwise ranking
+accuracy with ties counted wrong by agreement subset and ranking gap (Vrank Eq. 1-2, Fig. 3),
+correlations inside low/high T and P bins (GROOVIST Fig. 3), and point-biserial correlations with
+binary error labels (Vrank Table 5)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from vst_core.meta_eval.settings import METHODS, MetaSettings
+
+# --------------------------------------------------------------------------------------------
+# Correlations
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """One coefficient with its p-value, N and bootstrap interval; ``undefined`` says why it is absent."""
+
+    method: str
+    value: float | None
+    p: float | None
+    n: int
+    ci_low: float | None = None
+    ci_high: float | None = None
+    undefined: str | None = None
+
+
+def _coefficient(method: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    if method == "spearman":
+        res = stats.spearmanr(x, y)
+    elif method == "pearson":
+        res = stats.pearsonr(x, y)
+    elif method == "kendall_b":
+        res = stats.kendalltau(x, y, variant="b")
+    else:
+        res = stats.kendalltau(x, y, variant="c")
+    return float(res.statistic), float(res.pvalue)
+
+
+def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    denom = np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (x * y).sum(axis=1) / np.where(denom > 0, denom, 1), np.nan)
+
+
+def _kendall_matrices(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndarray, ...]:
+    """S = sign(xa - xb)·sign(ya - yb), and for τ-b the tie indicators E_x = [xa == xb], E_y."""
+    sx = np.sign(x[:, None] - x[None, :])
+    sy = np.sign(y[:, None] - y[None, :])
+    if variant == "b":
+        return sx * sy, (sx == 0).astype(float), (sy == 0).astype(float)
+    return (sx * sy,)
+
+
+def _kendall_resampled(
+    matrices: tuple[np.ndarray, ...], x: np.ndarray, y: np.ndarray, counts: np.ndarray, variant: str
+) -> np.ndarray:
+    """Kendall τ-b or τ-c of every resample given as a row of ``counts`` (how often each original
+    pair was drawn). With ``matrices`` from :func:`_kendall_matrices`, a resample with counts c has
+    P - Q = cᵀSc/2 and x-tied pairs (cᵀE_x c - Σc)/2; the same formulas as scipy's."""
+    con = 0.5 * np.einsum("ra,ra->r", counts @ matrices[0], counts)
+    m = counts.sum(axis=1)
+    if variant == "b":
+        pairs = m * (m - 1) / 2
+        tx = 0.5 * (np.einsum("ra,ra->r", counts @ matrices[1], counts) - m)
+        ty = 0.5 * (np.einsum("ra,ra->r", counts @ matrices[2], counts) - m)
+        denom = np.sqrt((pairs - tx) * (pairs - ty))
+    else:
+        drawn = counts > 0
+        kx = np.array([np.unique(x[row]).size for row in drawn])
+        ky = np.array([np.unique(y[row]).size for row in drawn])
+        classes = np.minimum(kx, ky).astype(float)
+        denom = np.where(classes > 1, m**2 * (classes - 1) / np.where(classes > 1, classes, 1) / 2, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, con / np.where(denom > 0, denom, 1), np.nan)
+
+
+def bootstrap_samples(method: str, x: np.ndarray, y: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The coefficient on ``resamples`` resamples of the (x, y) pairs drawn with replacement
+    (``numpy.random.default_rng(seed)``); resamples where a side is constant give NaN."""
+    rng = np.random.default_rng(seed)
+    n = len(x)
+    idx = rng.integers(0, n, size=(resamples, n))
+    if method == "pearson":
+        return _rowwise_pearson(x[idx], y[idx])
+    if method == "spearman":
+        return _rowwise_pearson(stats.rankdata(x[idx], axis=1), stats.rankdata(y[idx], axis=1))
+    out = np.empty(resamples)
+    if n > 1000:  # the n x n sign matrices cost more than scipy's O(n log n) per resample
+        for k in range(resamples):
+            xs, ys = x[idx[k]], y[idx[k]]
+            out[k] = _coefficient(method, xs, ys)[0] if np.ptp(xs) > 0 and np.ptp(ys) > 0 else np.nan
+        return out
+    variant = method[-1]
+    matrices = _kendall_matrices(x, y, variant)  # once, shared by every block
+    step = max(1, int(4e7 // max(n * n, 1)))  # bound the (resamples x n) @ (n x n) work per block
+    for start in range(0, resamples, step):
+        block = idx[start : start + step]
+        counts = np.zeros((len(block), n))
+        np.add.at(counts, (np.repeat(np.arange(len(block)), n), block.ravel()), 1.0)
+        out[start : start + step] = _kendall_resampled(matrices, x, y, counts, variant)
+    return out
+
+
+def correlate(
+    metric: Sequence[float] | np.ndarray | pd.Series,
+    human: Sequence[float] | np.ndarray | pd.Series,
+    methods: Sequence[str] = tuple(METHODS),
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Correlation]:
+    """Spearman ρ, Pearson r, Kendall τ-b and τ-c of paired values (pairs with a NaN are left out),
+    each with scipy's p-value, N and a percentile bootstrap interval. Fewer than 3 pairs or a
+    constant side make a coefficient undefined, with the reason; nothing is filled with 0."""
+    x = np.asarray(metric, dtype=float)
+    y = np.asarray(human, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"metric and human values differ in length ({x.size} vs {y.size})")
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    n = int(x.size)
+    reason = None
+    if n < 3:
+        reason = f"fewer than 3 stories with both values (N={n})"
+    elif np.ptp(x) == 0:
+        reason = f"the metric is constant ({x[0]:g}) on these stories"
+    elif np.ptp(y) == 0:
+        reason = f"the human score is constant ({y[0]:g}) on these stories"
+    out: dict[str, Correlation] = {}
+    for method in methods:
+        if reason:
+            out[method] = Correlation(method, None, None, n, undefined=reason)
+            continue
+        value, p = _coefficient(method, x, y)
+        low = high = None
+        if resamples > 0:
+            boot = bootstrap_samples(method, x, y, resamples, seed)
+            boot = boot[~np.isnan(boot)]
+            if boot.size >= resamples / 2:
+                tail = (1 - confidence) / 2 * 100
+                low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
+        out[method] = Correlation(
+            method, value, None if math.isnan(p) else p, n, low, high,
+            None if low is not None or resamples == 0 else "bootstrap interval undefined: most resamples were constant",
+        )
+    return out
+
+
+def system_means(data: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Mean of each column per system (stories without a value are left out of that mean)."""
+    if "system" not in data or data["system"].isna().all():
+        return pd.DataFrame(columns=list(columns))
+    return data.groupby("system", sort=True)[list(columns)].mean()
+
+
+def correlation_table(
+    data: pd.DataFrame,
+    metrics: Sequence[str],
+    aspects: Sequence[str],
+    settings: MetaSettings,
+    level: Literal["story", "system"] = "story",
+    tick: Callable[[], object] | None = None,
+) -> pd.DataFrame:
+    """Every metric × aspect × method (RoViST Table 1), story level or over system means;
+    ``tick`` is called after each metric × aspect cell (for a progress bar)."""
+    frame = system_means(data, [*metrics, *aspects]) if level == "system" else data
+    rows = []
+    for metric in metrics:
+        for aspect in aspects:
+            if metric not in frame or aspect not in frame:
+                continue
+            results = correlate(
+                frame[metric], frame[aspect], settings.methods,
+                resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
+            )
+            for r in results.values():
+                rows.append({"level": level, "metric": metric, "aspect": aspect, **asdict(r)})
+            if tick is not None:
+                tick()
+    columns = ["level", "metric", "aspect", "method", "value", "p", "n", "ci_low", "ci_high", "undefined"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def best_per_aspect(table: pd.DataFrame, method: str, tolerance: float = 1e-9) -> dict[str, set[str]]:
+    """The metrics with the highest coefficient per aspect (all of them when tied; undefined never win)."""
+    part = table[(table["method"] == method) & table["value"].notna()]
+    best: dict[str, set[str]] = {}
+    for aspect, rows in part.groupby("aspect", sort=False):
+        top = rows["value"].max()
+        best[str(aspect)] = set(rows.loc[rows["value"] >= top - tolerance, "metric"])
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Pairwise ranking accuracy (Vrank Eq. 1-2)
+
+
+def pairs_from_ratings(
+    human: pd.Series, sequences: pd.Series, ratings: pd.DataFrame | None = None, aspect: str | None = None
+) -> pd.DataFrame:
+    """Every two stories of the same image sequence, the better one being the one humans rated
+    higher; gap = |difference of the aggregated ratings|. Equal ratings give no pair (zero gap).
+    With per-rater ``ratings``, agreement = how many raters order the pair as the aggregate does."""
+    rows = []
+    per_rater = None
+    if ratings is not None and aspect is not None and ratings["rater"].notna().any():
+        part = ratings[ratings["aspect"] == aspect]
+        per_rater = part.pivot_table(index="story_id", columns="rater", values="value", aggfunc="mean")
+    frame = pd.DataFrame({"h": human, "seq": sequences}).dropna()
+    for seq, group in frame.groupby("seq", sort=False):
+        ids = list(group.index)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                ha, hb = group.at[a, "h"], group.at[b, "h"]
+                if ha == hb:
+                    continue
+                better, worse = (a, b) if ha > hb else (b, a)
+                agreement = np.nan
+                if per_rater is not None and better in per_rater.index and worse in per_rater.index:
+                    agreement = float((per_rater.loc[better] > per_rater.loc[worse]).sum())
+                rows.append({"sequence_id": seq, "better": better, "worse": worse, "gap": abs(ha - hb), "agreement": agreement})
+    return pd.DataFrame(rows, columns=["sequence_id", "better", "worse", "gap", "agreement"])
+
+
+def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Series) -> dict[str, Any]:
+    """Vrank Eq. 1-2: a pair is correct only if the metric scores the better story strictly higher;
+    a tie counts as wrong. Pairs with a story the metric did not score are left out and counted."""
+    s = pd.Series(scores, dtype=float)
+    a = pairs["better"].map(s)
+    b = pairs["worse"].map(s)
+    known = a.notna() & b.notna()
+    n = int(known.sum())
+    correct = int((a[known] > b[known]).sum())
+    ties = int((a[known] == b[known]).sum())
+    return {
+        "n": n, "correct": correct, "ties": ties, "missing": int((~known).sum()),
+        "accuracy": correct / n if n else None,
+    }
+
+
+def gap_edges(gaps: pd.Series, bins: int = 4) -> list[float]:
+    """Edges splitting the ranking gaps into ``bins`` groups of about equal size (quantiles)."""
+    values = gaps.dropna().to_numpy(dtype=float)
+    if values.size == 0:
+        return []
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)))
+    if edges.size == 1:
+        return [float(edges[0]) - 1e-9, float(edges[0])]
+    edges[0] -= 1e-9  # left-open bins must include the smallest gap
+    return [float(e) for e in edges]
+
+
+def pairwise_table(
+    pairs: pd.DataFrame, data: pd.DataFrame, metrics: Sequence[str], edges: Sequence[float] | None = None
+) -> pd.DataFrame:
+    """Accuracy of every metric over all pairs, per agreement subset and per ranking-gap bin
+    (Vrank Fig. 3); bins are right-closed intervals ``(lo, hi]`` over the given or quartile edges."""
+    columns = ["metric", "group", "subset", "lo", "hi", "n", "correct", "ties", "missing", "accuracy"]
+    if pairs.empty:
+        return pd.DataFrame(columns=columns)
+    edges = list(edges) if edges else gap_edges(pairs["gap"])
+    groups: list[tuple[str, str, pd.DataFrame, float | None, float | None]] = [("all", "all pairs", pairs, None, None)]
+    if pairs["agreement"].notna().any():
+        for k, part in pairs.groupby("agreement", sort=True):
+            groups.append(("agreement", f"agreement = {k:g}", part, float(k), float(k)))
+    bins = pd.cut(pairs["gap"], bins=edges, right=True)
+    for interval, part in pairs.groupby(bins, observed=False, sort=True):
+        groups.append(("gap", f"gap ({interval.left:.3g}, {interval.right:.3g}]", part, float(interval.left), float(interval.right)))
+    outside = int(bins.isna().sum())
+    rows = []
+    for metric in metrics:
+        if metric not in data:
+            continue
+        for group, subset, part, lo, hi in groups:
+            rows.append({"metric": metric, "group": group, "subset": subset, "lo": lo, "hi": hi, **pairwise_accuracy(part, data[metric])})
+    table = pd.DataFrame(rows, columns=columns)
+    table.attrs["outside_bins"] = outside
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# GROOVIST Fig. 3 bins and Vrank Table 5 error correlations
+
+
+def mode_split(values: pd.Series, decimals: int = 3) -> float | None:
+    """The most frequent value after rounding to ``decimals`` (the smallest if several are)."""
+    v = values.dropna().round(decimals)
+    if v.empty:
+        return None
+    counts = v.value_counts()
+    return float(counts[counts == counts.max()].index.min())
+
+
+def binned_correlations(
+    data: pd.DataFrame,
+    metrics: Sequence[str],
+    aspect: str,
+    covariate: str,
+    split: float,
+    method: str = "kendall_c",
+    *,
+    high_inclusive: bool = True,
+) -> pd.DataFrame:
+    """Correlation of every metric with ``aspect`` inside the low and the high bin of a covariate.
+
+    GROOVIST Fig. 3: high temporal misalignment is ``T >= 1.0`` (``high_inclusive``); for the
+    noun-phrase proportion the high bin is ``P > split`` (the mode by default)."""
+    columns = ["covariate", "bin", "metric", "aspect", "method", "value", "p", "n", "undefined"]
+    if covariate not in data or data[covariate].isna().all():
+        return pd.DataFrame(columns=columns)
+    cov = data[covariate]
+    high = cov >= split if high_inclusive else cov > split
+    op_hi, op_lo = (("≥", "<") if high_inclusive else (">", "≤"))
+    rows = []
+    for name, mask in ((f"low {covariate} ({op_lo} {split:.4g})", ~high & cov.notna()), (f"high {covariate} ({op_hi} {split:.4g})", high)):
+        part = data[mask]
+        for metric in metrics:
+            if metric not in data or aspect not in data:
+                continue
+            r = correlate(part[metric], part[aspect], [method], resamples=0)[method]
+            rows.append({"covariate": covariate, "bin": name, "metric": metric, "aspect": aspect, "method": method,
+                         "value": r.value, "p": r.p, "n": r.n, "undefined": r.undefined})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def error_table(data: pd.DataFrame, columns: Sequence[str], errors: Sequence[str]) -> pd.DataFrame:
+    """Point-biserial correlation of each metric (or human aspect) with each binary error label
+    (Vrank Table 5); a negative value means stories with the error score lower."""
+    rows = []
+    for column in columns:
+        for error in errors:
+            if column not in data or error not in data:
+                continue
+            both = data[[column, error]].dropna()
+            n = len(both)
+            reason = None
+            if n < 3:
+                reason = f"fewer than 3 stories with both values (N={n})"
+            elif both[error].nunique() < 2:
+                reason = f"every story has {error} = {both[error].iloc[0]:g}"
+            elif both[column].nunique() < 2:
+                reason = f"{column} is constant on these stories"
+            value = p = None
+            if reason is None:
+                res = stats.pointbiserialr(both[error].to_numpy(), both[column].to_numpy())
+                value, p = float(res.statistic), float(res.pvalue)
+            rows.append({"column": column, "error": error, "r_pb": value, "p": p, "n": n, "undefined": reason})
+    return pd.DataFrame(rows, columns=["column", "error", "r_pb", "p", "n", "undefined"])
+
+

@@ -1,0 +1,58 @@
+"""The seams between scoring and models: what an encoder, a pair scorer and an embedding store
+must offer. The real adapters (:class:`~vst_core.models.clip.ClipEncoder`,
+:class:`~vst_core.models.pairs.TransformerPairScorer`, :class:`~vst_core.embeddings.EmbeddingCache`)
+satisfy them, and so can a tiny model built in a test."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class ImageTextEncoder(Protocol):
+    """L2-normalised text and image embeddings in one space (CLIP).
+
+    ``signature`` names the exact weights (cache keys, exports); ``workers`` is how many threads
+    may decode images beside the model."""
+
+    signature: str
+    device: str
+    workers: int
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class PairScores:
+    """Probabilities (NaN where a pair could not be scored) and which pairs were truncated."""
+
+    probabilities: np.ndarray
+    truncated: tuple[bool, ...]
+
+
+class PairScorer(Protocol):
+    """Anything that gives P(B follows A) for sentence pairs."""
+
+    name: str
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray: ...
+
+    def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores: ...
+
+
+class EmbeddingStore(Protocol):
+    """Vectors by content key; ``fetch`` computes (in one batch) only what the store lacks."""
+
+    hits: int
+    misses: int
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None: ...
+
+    def fetch(self, keys: Sequence[str], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray: ...

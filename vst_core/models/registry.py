@@ -1,0 +1,96 @@
+"""The models a run needs, built from its settings on first use (or injected: tiny ones in tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vst_core.config import CLIP_METRICS, Settings
+from vst_core.data import Problem, StorySet
+from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
+
+if TYPE_CHECKING:
+    from vst_core.grounder import Grounder
+
+
+class Models:
+    """Load once, share everywhere: one CLIP encoder, one pair scorer, one embedding store, and one
+    grounder per dataset folder (its regions and idf belong to that set)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        pair_scorer: PairScorer | None = None,
+        clip: ImageTextEncoder | None = None,
+        cache: EmbeddingStore | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.settings = settings
+        self._pair_scorer = pair_scorer
+        self._clip = clip
+        self._cache = cache
+        self.cache_dir = cache_dir
+        self._grounders: dict[str, Grounder] = {}
+        self.problems: list[Problem] = []
+
+    @property
+    def clip(self) -> ImageTextEncoder:
+        if self._clip is None:
+            from vst_core.models.clip import load_clip
+
+            s = self.settings
+            self._clip = load_clip(
+                s.clip_arch, s.clip_pretrained, checkpoint=s.clip_checkpoint, model_config=s.clip_config,
+                device=s.device, batch_size=s.batch_size, workers=s.workers,
+            )
+        return self._clip
+
+    @property
+    def cache(self) -> EmbeddingStore:
+        if self._cache is None:
+            from vst_core.embeddings import EmbeddingCache, default_cache_dir
+
+            self._cache = EmbeddingCache((self.cache_dir or default_cache_dir()) / "embeddings.sqlite")
+        return self._cache
+
+    @property
+    def pair_scorer(self) -> PairScorer:
+        if self._pair_scorer is None:
+            from vst_core.models.pairs import load_pair_scorer
+
+            s = self.settings
+            self._pair_scorer = load_pair_scorer(
+                s.coherence_model, tokenizer=s.coherence_tokenizer, device=s.device, batch_size=s.batch_size
+            )
+        return self._pair_scorer
+
+    def grounder(self, root: Path) -> Grounder:
+        """The grounder of a dataset folder, built on first use."""
+        key = str(root)
+        if key not in self._grounders:
+            from vst_core.grounder import Grounder
+            from vst_core.regions import Detector, read_regions_csv
+
+            s = self.settings
+            table = None
+            if s.regions == "csv" and s.regions_file:
+                table, problems = read_regions_csv(s.regions_file)
+                self.problems.extend(problems)
+            detector = Detector(self.clip.device) if s.regions == "detector" else None
+            self._grounders[key] = Grounder(s, self.clip, root=root, cache=self.cache, regions_table=table, detector=detector)
+        return self._grounders[key]
+
+    def grounder_for(self, story_set: StorySet) -> Grounder:
+        """The grounder of a story set, with idf fitted over the whole set when the settings use it."""
+        grounder = self.grounder(story_set.root)
+        if grounder.needs_idf and not grounder.idf:
+            grounder.fit_idf(list(story_set))
+        return grounder
+
+    def load(self) -> None:
+        """Load every model the settings need now, so a missing one fails before any work."""
+        if "coherence" in self.settings.metrics:
+            _ = self.pair_scorer
+        if CLIP_METRICS & set(self.settings.metrics):
+            _ = self.clip

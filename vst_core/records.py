@@ -1,0 +1,413 @@
+"""Typed scores records: the contract between scoring, the CLI, the dashboard and meta-evaluation.
+
+A :class:`StoryScores` is one story's metadata, one typed record per metric it was scored with
+(its story score and the evidence: phrases and regions, sentence pairs, repeated spans), per-metric
+errors as data, warnings and the settings signature. On disk it is one JSON object per line of a
+scores JSONL (``format`` 1, the layout of every earlier version); :meth:`StoryScores.to_json` writes
+it, :func:`read_record` reads one back and turns whatever is wrong into reported problems.
+
+Frozen stdlib dataclasses rather than pydantic: no new dependency, mypy checks every use of a
+field, and validation is needed at one boundary only (JSON in), which :func:`decode` does from
+the type hints with a path to the offending field. :data:`FIELDS` is the one registry of the
+numbers a record carries, read by tables, cards, exports and meta-evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from typing import Any, TypeVar, Union
+
+from vst_core.problems import Problem
+
+#: Layout version written into every record; bumped when the layout changes.
+SCORES_FORMAT = 1
+
+Span = tuple[int, int]
+T = TypeVar("T")
+
+
+class RecordError(ValueError):
+    """A JSON value that does not fit the record type; the message names the field."""
+
+
+# --------------------------------------------------------------------------- metric records
+
+
+@dataclass(frozen=True, slots=True)
+class InterRepeat:
+    """Words sentence ``sentence`` shares with the earlier sentence ``earlier`` (character spans)."""
+
+    sentence: int
+    earlier: int
+    jaccard: float
+    words: tuple[str, ...]
+    spans: tuple[Span, ...]
+    earlier_spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IntraRepeat:
+    """An n-gram window of a sentence overlapping the previous window (character spans)."""
+
+    sentence: int
+    jaccard: float
+    words: tuple[str, ...]
+    window: Span
+    previous: Span
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RedundancyScores:
+    """RoViST-NR = 1 − mean(inter, intra); repeats are None when a ``--no-spans`` run left them out."""
+
+    score: float | None
+    inter: float | None
+    intra: float | None
+    variant: str
+    n: int
+    notes: tuple[str, ...] = ()
+    inter_repeats: tuple[InterRepeat, ...] | None = None
+    intra_repeats: tuple[IntraRepeat, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoherencePair:
+    """P(sentence ``to`` follows sentence ``from``); None where undefined."""
+
+    from_: int = field(metadata={"json": "from"})
+    to: int
+    probability: float | None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CoherenceScores:
+    """RoViST-C: mean transition probability; ``weakest`` is the index of the lowest pair."""
+
+    score: float | None
+    pairs: tuple[CoherencePair, ...]
+    weakest: int | None
+    model: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseMatch:
+    """One noun phrase (or noun) and the region it matched best."""
+
+    text: str
+    surface: str
+    sentence: int
+    span: Span
+    best_cosine: float
+    score: float
+    image: int
+    box: tuple[float, ...]
+    box_label: str | None
+    weight: float
+    contribution: float
+    positive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingScores:
+    """GROOVIST: ``score`` = tanh(``unbounded``); T and P with it (GROOVIST Eq. 3, 4)."""
+
+    score: float | None
+    unbounded: float | None
+    theta: float
+    temporal_misalignment: float | None
+    misalignment_per_sentence: tuple[float | None, ...]
+    np_proportion: float | None
+    phrases: tuple[PhraseMatch, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClipScoreScores:
+    """CLIPScore: mean of 2.5 · max(cos(sentence i, image i), 0) over the ``pairs``."""
+
+    score: float | None
+    pairs: tuple[float, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NounMatch:
+    noun: str
+    best_cosine: float
+    idf: float
+
+
+@dataclass(frozen=True, slots=True)
+class RovistVGScores:
+    """RoViST-VG aggregation of CLIP similarities: ``score`` = 2/(1+exp(−0.5·lse)) − 1."""
+
+    score: float | None
+    lse: float | None
+    nouns: tuple[NounMatch, ...]
+    notes: tuple[str, ...] = ()
+
+
+MetricScores = RedundancyScores | CoherenceScores | GroundingScores | ClipScoreScores | RovistVGScores
+
+#: Metric name (as in settings and on disk) -> its record type.
+METRIC_TYPES: dict[str, type[MetricScores]] = {
+    "redundancy": RedundancyScores,
+    "coherence": CoherenceScores,
+    "grounding": GroundingScores,
+    "clipscore": ClipScoreScores,
+    "rovist_vg": RovistVGScores,
+}
+
+
+# --------------------------------------------------------------------------- story record
+
+
+@dataclass(frozen=True)
+class StoryScores:
+    """One line of a scores JSONL: a story, its metric records, errors as data, its signature."""
+
+    story_id: str
+    sequence_id: str
+    system: str
+    sentences: tuple[str, ...]
+    images: tuple[str, ...] = ()
+    metrics: Mapping[str, MetricScores] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    signature: Mapping[str, Any] = field(default_factory=dict)  # JSON as written by signature()
+    problems: tuple[str, ...] = ()
+    format: int = SCORES_FORMAT
+
+    @property
+    def redundancy(self) -> RedundancyScores | None:
+        return _typed(self.metrics.get("redundancy"), RedundancyScores)
+
+    @property
+    def coherence(self) -> CoherenceScores | None:
+        return _typed(self.metrics.get("coherence"), CoherenceScores)
+
+    @property
+    def grounding(self) -> GroundingScores | None:
+        return _typed(self.metrics.get("grounding"), GroundingScores)
+
+    @property
+    def clipscore(self) -> ClipScoreScores | None:
+        return _typed(self.metrics.get("clipscore"), ClipScoreScores)
+
+    @property
+    def rovist_vg(self) -> RovistVGScores | None:
+        return _typed(self.metrics.get("rovist_vg"), RovistVGScores)
+
+    @property
+    def signature_id(self) -> str | None:
+        value = self.signature.get("id")
+        return None if value is None else str(value)
+
+    def with_metric(self, name: str, record: MetricScores) -> StoryScores:
+        return replace(self, metrics={**self.metrics, name: record})
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of a scores JSONL line (``problems`` only when there are some)."""
+        out: dict[str, Any] = {
+            "format": self.format,
+            "story_id": self.story_id,
+            "sequence_id": self.sequence_id,
+            "system": self.system,
+            "sentences": list(self.sentences),
+            "images": list(self.images),
+            "metrics": {name: encode(record) for name, record in self.metrics.items()},
+            "errors": dict(self.errors),
+            "warnings": list(self.warnings),
+            "signature": dict(self.signature),
+        }
+        if self.problems:
+            out["problems"] = list(self.problems)
+        return out
+
+
+def _typed(value: object, kind: type[T]) -> T | None:
+    return value if isinstance(value, kind) else None
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True, slots=True)
+class MetricField:
+    """One number of a record: table/CSV ``column``, where it lives, and how it is used.
+
+    ``report`` is its name in meta-evaluation when it is a quality metric (higher = better story);
+    ``covariate`` marks story descriptors (T, P) used to bin stories, not to rank them."""
+
+    column: str
+    metric: str
+    attr: str
+    help: str
+    report: str | None = None
+    covariate: bool = False
+
+    def value(self, record: StoryScores) -> float | None:
+        scores = record.metrics.get(self.metric)
+        value = getattr(scores, self.attr, None) if scores is not None else None
+        return None if value is None else float(value)
+
+
+FIELDS: tuple[MetricField, ...] = (
+    MetricField("NR", "redundancy", "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR"),
+    MetricField("inter", "redundancy", "inter", "mean Jaccard with earlier sentences"),
+    MetricField("intra", "redundancy", "intra", "mean Jaccard of consecutive n-gram windows"),
+    MetricField("coherence", "coherence", "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),
+    MetricField("GROOVIST", "grounding", "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
+    MetricField("GROOVIST raw", "grounding", "unbounded", "GROOVIST before tanh"),
+    MetricField("T", "grounding", "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True),
+    MetricField("P", "grounding", "np_proportion", "noun-phrase proportion (GROOVIST Eq. 4)", covariate=True),
+    MetricField("CLIPScore", "clipscore", "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),
+    MetricField("RoViST-VG", "rovist_vg", "score", "RoViST aggregation of CLIP similarities", report="RoViST-VG"),
+)
+FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
+
+
+def fields_of(metrics: typing.Iterable[str]) -> list[MetricField]:
+    """The registry rows of the metrics run, in registry order."""
+    wanted = set(metrics)
+    return [f for f in FIELDS if f.metric in wanted]
+
+
+# --------------------------------------------------------------------------- JSON in and out
+
+
+def encode(value: Any) -> Any:
+    """A record (or any value inside one) as JSON data: dataclass -> object, tuple -> list."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.metadata.get("json", f.name): encode(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [encode(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): encode(v) for k, v in value.items()}
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def decode(kind: type[T], data: Any, where: str = "") -> T:
+    """A record of type ``kind`` from JSON data; :class:`RecordError` names the first bad field.
+
+    Missing fields with a default take it; fields the type does not know are ignored."""
+    if not isinstance(data, Mapping):
+        raise RecordError(f"{where or kind.__name__}: expected an object, got {type(data).__name__}")
+    hints = _HINTS.get(kind) or _HINTS.setdefault(kind, typing.get_type_hints(kind))
+    values: dict[str, Any] = {}
+    for f in fields(kind):  # type: ignore[arg-type]
+        key = f.metadata.get("json", f.name)
+        path = f"{where}.{key}" if where else key
+        if key in data:
+            values[f.name] = _value(hints[f.name], data[key], path)
+        elif f.default is MISSING and f.default_factory is MISSING:
+            raise RecordError(f"{path}: missing")
+    return kind(**values)
+
+
+def _value(hint: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if data is None and type(None) in options:
+            return None
+        (inner,) = [o for o in options if o is not type(None)]
+        return _value(inner, data, where)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(data, list):
+            raise RecordError(f"{where}: expected a list, got {type(data).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(args[0], v, f"{where}[{k}]") for k, v in enumerate(data))
+        if len(data) != len(args):
+            raise RecordError(f"{where}: expected {len(args)} values, got {len(data)}")
+        return tuple(_value(a, v, f"{where}[{k}]") for k, (a, v) in enumerate(zip(args, data)))
+    if hint is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+            raise RecordError(f"{where}: expected a finite number, got {data!r:.40}")
+        return float(data)
+    if hint is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise RecordError(f"{where}: expected a whole number, got {data!r:.40}")
+        return data
+    if hint in (str, bool):
+        if not isinstance(data, hint):
+            raise RecordError(f"{where}: expected {hint.__name__}, got {type(data).__name__}")
+        return data
+    if isinstance(hint, type) and is_dataclass(hint):
+        return decode(hint, data, where)
+    raise TypeError(f"no JSON decoder for {hint!r}")  # pragma: no cover - a record type the decoder lacks
+
+
+#: Top-level fields every record of this format has; older ones are completed and reported.
+_EXPECTED = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")
+
+
+def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | None, list[Problem]]:
+    """Validate one scores-JSONL object. A record without id or sentences is None with an error;
+    a metric record that does not fit its type becomes an error entry of that metric; fields an
+    older version did not write take defaults with a warning."""
+    if not isinstance(data, Mapping) or data.get("story_id") in (None, ""):
+        return None, [Problem("scores line without story_id; skipped", "line", line=line)]
+    sid = str(data["story_id"])
+
+    def problem(message: str, severity: typing.Literal["error", "warning"] = "error") -> Problem:
+        return Problem(message, "line", severity, line=line, story_id=sid)
+
+    try:
+        sentences = _value(tuple[str, ...], data.get("sentences"), "sentences")
+        images = _value(tuple[str, ...], data.get("images", []), "images")
+    except RecordError as exc:
+        return None, [problem(f"unusable scores record ({exc}); skipped")]
+    problems: list[Problem] = []
+    missing = [k for k in _EXPECTED if k not in data]
+    if missing or data.get("format") != SCORES_FORMAT:
+        problems.append(problem(
+            f"record from another version (format {data.get('format', 'none')}; missing {', '.join(missing) or 'nothing'})",
+            "warning",
+        ))
+    errors = {str(k): str(v) for k, v in _mapping(data.get("errors")).items()}
+    metrics: dict[str, MetricScores] = {}
+    for name, value in _mapping(data.get("metrics")).items():
+        kind = METRIC_TYPES.get(str(name))
+        if kind is None:
+            problems.append(problem(f"unknown metric {str(name)!r} ignored", "warning"))
+            continue
+        try:
+            metrics[str(name)] = decode(kind, value, f"metrics.{name}")
+        except RecordError as exc:
+            errors[str(name)] = f"unreadable record: {exc}"
+            problems.append(problem(f"unreadable {name} record ({exc})"))
+    signature = data.get("signature")
+    record = StoryScores(
+        story_id=sid,
+        sequence_id=str(data.get("sequence_id") or sid),
+        system=str(data.get("system") or "unknown"),
+        sentences=sentences,
+        images=images,
+        metrics=metrics,
+        errors=errors,
+        warnings=tuple(str(w) for w in _list(data.get("warnings"))),
+        signature=signature if isinstance(signature, Mapping) else {},
+        problems=tuple(str(p) for p in _list(data.get("problems"))),
+        format=SCORES_FORMAT,
+    )
+    return record, problems
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,173 @@
+"""Scoring runs over a story set: chunks, resume, shards and the run summary.
+
+Records are appended to the scores JSONL as each chunk is done, so an interrupted run keeps what
+it finished; a rerun with the same signature skips the stories already there, and one with other
+settings is refused. Shards split a set by a stable hash of the sequence id."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from vst_core.config import CLIP_METRICS, Settings
+from vst_core.data import ScoresWriter, Story, StorySet, scored_ids
+from vst_core.hashing import bucket
+from vst_core.models.registry import Models
+from vst_core.scoring import score_batch
+from vst_core.signature import signature as settings_signature
+from vst_core.signature import weights_missing
+
+
+class ProgressBar(Protocol):
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> None: ...
+
+
+#: ``progress(total)`` gives a bar that is advanced as stories are written (tqdm fits).
+Progress = Callable[[int], ProgressBar]
+
+
+class ResumeMismatchError(RuntimeError):
+    """The output file holds scores made with other settings."""
+
+
+@dataclass
+class RunSummary:
+    """What a scoring run did."""
+
+    out: Path
+    signature_id: str
+    scored: int = 0
+    skipped: int = 0
+    failed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def already_scored(out: Path, signature_id: str) -> set[str]:
+    """Story ids already in ``out`` with this signature; other signatures are an error."""
+    if not out.exists():
+        return set()
+    ids, signatures = scored_ids(out)
+    others = signatures - {signature_id}
+    if others:
+        raise ResumeMismatchError(
+            f"{out} holds scores made with other settings (signature {', '.join(sorted(others))}, "
+            f"now {signature_id}); pass another --out or --overwrite"
+        )
+    return ids
+
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/n"`` (1 <= i <= n) as ``(i, n)``; ValueError with the reason otherwise."""
+    match = _SHARD.match(text)
+    if not match:
+        raise ValueError(f"--shard takes i/n with whole numbers, e.g. 1/4; got {text!r}")
+    i, n = int(match.group(1)), int(match.group(2))
+    if n < 1 or not 1 <= i <= n:
+        raise ValueError(f"--shard i/n needs 1 <= i <= n; got {text!r}")
+    return i, n
+
+
+def shard_of(sequence_id: str, n: int) -> int:
+    """Shard (1..n) of an image sequence: ``sha256(sequence_id) mod n + 1``, the same on any machine."""
+    return bucket(sequence_id, n) + 1
+
+
+def shard_stories(stories: Iterable[Story], i: int, n: int) -> list[Story]:
+    """The stories of shard ``i`` of ``n``, in input order. Stories of one image sequence fall in
+    the same shard (their images are decoded and encoded by one job); shards are disjoint and
+    together hold every story."""
+    if n < 1 or not 1 <= i <= n:
+        raise ValueError(f"shard i/n needs 1 <= i <= n; got {i}/{n}")
+    return [s for s in stories if shard_of(s.sequence_id or s.story_id, n) == i]
+
+
+def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
+    """Stories per chunk: at least 16, and enough for about 8 full encoder batches of region
+    crops (``images_per_story · top_b`` crops a story), so batches are full and a partial
+    last batch costs at most an eighth of a chunk."""
+    per_story = max(1, images_per_story * settings.top_b)
+    return max(16, -(-8 * settings.batch_size // per_story))
+
+
+def _regions_file_problems(story_set: StorySet, models: Models) -> list[str]:
+    """Problems of the regions file, and the images it names that the set does not have."""
+    grounder = models.grounder_for(story_set)
+    problems = [str(p) for p in models.problems]
+    if grounder.regions_table:
+        used = {Path(ref).name for story in story_set for ref in story.images}
+        unknown = sorted(set(grounder.regions_table) - used)
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+            problems.append(
+                f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored"
+            )
+    return problems
+
+
+def score_story_set(
+    story_set: StorySet,
+    settings: Settings,
+    out: str | Path,
+    *,
+    overwrite: bool = False,
+    progress: Progress | None = None,
+    models: Models | None = None,
+    chunk_size: int | None = None,
+    shard: tuple[int, int] | None = None,
+    spans: bool = True,
+) -> RunSummary:
+    """Score every story not yet in ``out`` and append its record, one line per story.
+
+    Stories go through in chunks (``chunk_size``, default :func:`chunk_size_for`) so model
+    inputs of many stories share a batch; each record is written as soon as its chunk is done,
+    so an interrupted run loses at most one chunk, and memory is bounded by a chunk. With
+    ``shard=(i, n)`` only the stories of :func:`shard_stories` are scored; idf and the like are
+    still fitted over the whole set, so every shard gives the numbers a single run would.
+    With ``spans=False`` the NR numbers of a chunk come from one vectorised pass and the records
+    hold no repeated spans (the dashboard recomputes them for the stories it shows).
+    """
+    out = Path(out)
+    models = models or Models(settings)
+    if weights_missing(settings):
+        # a model still to download: fetch it first, so this run's signature names the weights it
+        # used, exactly as a later run from the filled cache will
+        models.load()
+    signature = settings_signature(settings)
+    if overwrite and out.exists():
+        out.unlink()
+    done = already_scored(out, signature["id"])
+    summary = RunSummary(out=out, signature_id=signature["id"], problems=[str(p) for p in story_set.problems])
+    mine: Sequence[Story] = shard_stories(story_set, *shard) if shard else list(story_set)
+    todo = [s for s in mine if s.story_id not in done]
+    summary.skipped = len(mine) - len(todo)
+    chunk_size = chunk_size or chunk_size_for(settings)
+    if todo:
+        models.load()
+        if CLIP_METRICS & set(settings.metrics):
+            summary.problems.extend(_regions_file_problems(story_set, models))
+    bar = progress(len(todo)) if progress else None
+    try:
+        with ScoresWriter(out) as writer:
+            for start in range(0, len(todo), chunk_size):
+                chunk = todo[start : start + chunk_size]
+                for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans):
+                    writer.write(record.to_json())
+                    summary.scored += 1
+                    summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
+                    if record.errors:
+                        summary.failed.append(record.story_id)
+                if bar is not None:
+                    bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary

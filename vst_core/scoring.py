@@ -1,0 +1,216 @@
+"""Score stories: every metric of the settings on one story (or a batch), as a typed record.
+
+A failing metric becomes an error entry of the record with its reason, never a silent 0; a story
+whose text is empty carries that error for every metric. Models come from a
+:class:`~vst_core.models.registry.Models` (loaded once, or injected)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vst_core.builders import (
+    NO_SPANS_NOTE,
+    coherence_scores,
+    redundancy_numbers,
+    redundancy_scores,
+)
+from vst_core.config import CLIP_METRICS, Settings
+from vst_core.data import Story, StorySet
+from vst_core.metrics.coherence import coherence
+from vst_core.metrics.grounding import theta_from_scores
+from vst_core.metrics.redundancy import (
+    combine_parts,
+    non_redundancy,
+    non_redundancy_scores,
+)
+from vst_core.models.pairs import pairs_of
+from vst_core.models.protocols import PairScorer, PairScores
+from vst_core.models.registry import Models
+from vst_core.records import (
+    CoherenceScores,
+    MetricScores,
+    RedundancyScores,
+    StoryScores,
+)
+from vst_core.signature import signature as settings_signature
+from vst_core.text import token_texts, tokenize
+
+
+def redundancy_of(story: Story, n: int, variant: str) -> RedundancyScores:
+    """RoViST-NR of one story with its repeated spans."""
+    tokens = [tokenize(s) for s in story.sentences]
+    return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+
+
+def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[str, RedundancyScores]:
+    """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
+    numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
+    (:func:`with_repeated_spans` adds them when a story is shown)."""
+    tokens = [[token_texts(s) for s in story.sentences] for story in stories]
+    batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
+    out: dict[str, RedundancyScores] = {}
+    for k, story in enumerate(stories):
+        e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
+        score, inter, intra, notes = combine_parts(
+            None if math.isnan(e) else e, None if math.isnan(a) else a, bool(batch.sentences[k]),
+            settings.nr_ngram, settings.nr_variant,
+        )
+        out[story.story_id] = redundancy_numbers(
+            score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes
+        )
+    return out
+
+
+def with_repeated_spans(record: StoryScores) -> StoryScores:
+    """The record with the repeated spans of its NR result filled in, if a run left them out."""
+    nr = record.redundancy
+    if nr is None or nr.inter_repeats is not None:
+        return record
+    story = Story(record.story_id, record.sequence_id, record.system, record.sentences, record.images)
+    spans = redundancy_of(story, nr.n, nr.variant)
+    filled = replace(
+        nr,
+        notes=tuple(x for x in nr.notes if x != NO_SPANS_NOTE),
+        inter_repeats=spans.inter_repeats,
+        intra_repeats=spans.intra_repeats,
+    )
+    return record.with_metric("redundancy", filled)
+
+
+def pair_scores_for(stories: Sequence[Story], scorer: PairScorer) -> dict[str, PairScores]:
+    """Score the adjacent pairs of many stories in one batched call."""
+    owners: list[tuple[str, int, int]] = []
+    pairs: list[tuple[str, str]] = []
+    for story in stories:
+        story_pairs = pairs_of(story.sentences)
+        owners.append((story.story_id, len(pairs), len(pairs) + len(story_pairs)))
+        pairs.extend(story_pairs)
+    scored = scorer.score_pairs_detailed(pairs) if pairs else PairScores(np.zeros(0), ())
+    return {sid: PairScores(scored.probabilities[a:b], scored.truncated[a:b]) for sid, a, b in owners}
+
+
+def coherence_of(story: Story, settings: Settings, scores: PairScores, model: str) -> CoherenceScores:
+    """RoViST-C of one story from its pair probabilities."""
+    result = coherence(list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero)
+    return coherence_scores(result, scores.truncated, model)
+
+
+def _truncation_warnings(story: Story, scores: PairScores) -> list[str]:
+    return [
+        f"coherence: pair {i + 1}->{i + 2} of story {story.story_id!r} is longer than the "
+        "model's maximum length and was truncated"
+        for i, cut in enumerate(scores.truncated)
+        if cut
+    ]
+
+
+def score_story(
+    story: Story,
+    settings: Settings,
+    signature: Mapping[str, Any] | None = None,
+    *,
+    models: Models | None = None,
+    pair_scores: PairScores | None = None,
+    root: Path | None = None,
+    redundancy: RedundancyScores | None = None,
+) -> StoryScores:
+    """Score one story with every metric of ``settings``; a failing metric becomes an error entry.
+    ``pair_scores`` and ``redundancy`` are precomputed batch results (see :func:`score_batch`)."""
+    metrics: dict[str, MetricScores] = {}
+    errors: dict[str, str] = {}
+    warnings = [str(p) for p in story.problems if p.severity == "warning"]
+    blocking = [p.message for p in story.problems if p.kind == "empty" and p.severity == "error"]
+    clip_results: dict[str, MetricScores] | None = None
+    for name in settings.metrics:
+        if blocking:
+            errors[name] = "; ".join(blocking)
+            continue
+        try:
+            if name == "redundancy":
+                metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
+            elif name == "coherence":
+                models = models or Models(settings)
+                scores = pair_scores or pair_scores_for([story], models.pair_scorer)[story.story_id]
+                metrics[name] = coherence_of(story, settings, scores, models.pair_scorer.name)
+                warnings.extend(_truncation_warnings(story, scores))
+            elif name in CLIP_METRICS:
+                if clip_results is None:
+                    models = models or Models(settings)
+                    grounder = models.grounder(root or Path("."))
+                    if not grounder.ready(story):
+                        grounder.prepare([story])
+                    clip_results = grounder.score(story)
+                metrics[name] = clip_results[name]
+            else:  # pragma: no cover - parse_metrics rejects unknown names
+                raise KeyError(name)
+        except Exception as exc:  # a story that fails shows why; the run goes on
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return StoryScores(
+        story_id=story.story_id,
+        sequence_id=story.sequence_id,
+        system=story.system,
+        sentences=story.sentences,
+        images=story.images,
+        metrics=metrics,
+        errors=errors,
+        warnings=tuple(warnings),
+        signature=signature or settings_signature(settings),
+        problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
+    )
+
+
+def score_batch(
+    stories: Sequence[Story],
+    settings: Settings,
+    signature: Mapping[str, Any],
+    models: Models,
+    root: Path,
+    *,
+    spans: bool = True,
+) -> list[StoryScores]:
+    """Score stories together: sentence pairs in one model call, regions and phrases of every
+    story encoded in shared batches, NR in one vectorised pass when ``spans`` is False."""
+    texts = [s for s in stories if not s.is_empty]
+    nr: dict[str, RedundancyScores] = {}
+    if not spans and "redundancy" in settings.metrics:
+        nr = redundancy_without_spans(texts, settings)
+    pair_scores: dict[str, PairScores] = {}
+    if "coherence" in settings.metrics:
+        pair_scores = pair_scores_for(texts, models.pair_scorer)
+    grounder = None
+    if CLIP_METRICS & set(settings.metrics):
+        grounder = models.grounder(root)
+        grounder.prepare(texts)
+    try:
+        return [
+            score_story(
+                story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id), root=root,
+                redundancy=nr.get(story.story_id),
+            )
+            for story in stories
+        ]
+    finally:
+        if grounder is not None:
+            grounder.forget()
+
+
+def dataset_theta(story_set: StorySet, models: Models, chunk_size: int) -> tuple[float, int]:
+    """θ as GROOVIST defines it, the mean scaled NP score over the loaded set: (θ, #phrases).
+
+    Always over the whole set (never a shard), so every shard of a run agrees on θ."""
+    grounder = models.grounder(story_set.root)
+    stories = [s for s in story_set if not s.is_empty and s.images]
+    values: list[float] = []
+    for start in range(0, len(stories), chunk_size):
+        chunk = stories[start : start + chunk_size]
+        grounder.prepare(chunk)
+        for story in chunk:
+            values.extend(grounder.best_cosines(story))
+        grounder.forget()
+    return theta_from_scores(values), len(values)

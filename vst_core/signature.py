@@ -1,0 +1,77 @@
+"""The reproducibility signature of a run: its settings, the weights they resolve to (a digest of
+each file), library versions, and a short id hashing them all. It is written into every record,
+export and figure caption; two numbers with one signature id were made the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vst_core.config import CLIP_METRICS, Settings, library_versions
+from vst_core.hashing import json_digest, weights_digest
+
+_MISSING_MARK = "not-downloaded"
+
+
+def weights_ids(settings: Settings) -> dict[str, str]:
+    """Identity of every weights file the settings use: name plus a content digest (or
+    ``not-downloaded``), so different weights never share a signature."""
+    from vst_core.models.clip import checkpoint_signature, clip_signature
+    from vst_core.models.pairs import pair_weights_id
+    from vst_core.regions import detector_weights_path
+
+    ids: dict[str, str] = {}
+    if "coherence" in settings.metrics:
+        ids["coherence_weights"] = pair_weights_id(settings.coherence_model, settings.coherence_tokenizer)
+    if CLIP_METRICS & set(settings.metrics):
+        ids["clip_weights"] = clip_signature(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint)
+        if settings.clip_checkpoint:
+            ids["clip_checkpoint"] = checkpoint_signature(settings.clip_arch, settings.clip_checkpoint)
+        if settings.regions == "detector":
+            found = detector_weights_path()
+            ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
+    return ids
+
+
+def signature(settings: Settings) -> dict[str, Any]:
+    """``{"id", "settings", "versions"}``: printed with every result."""
+    data = settings.as_dict()
+    ids = weights_ids(settings)
+    data.update(ids)
+    if "clip_checkpoint" in ids:
+        data["clip_pretrained"] = None  # the file, not the tag, names the weights
+    payload = {"settings": data, "versions": library_versions()}
+    return {"id": json_digest(payload, 12), **payload}
+
+
+def signature_id(settings: Settings) -> str:
+    return str(signature(settings)["id"])
+
+
+def weights_missing(settings: Settings) -> bool:
+    """Whether a model the settings need is not downloaded yet (its digest is unknown, so the
+    signature changes once it is: load the models first, then take the signature)."""
+    return any(_MISSING_MARK in value for value in weights_ids(settings).values())
+
+
+def describe(settings: Settings) -> str:
+    """One line for footers and figure captions."""
+    sig = signature(settings)
+    parts = [f"sig {sig['id']}", "metrics " + "+".join(settings.metrics)]
+    if "redundancy" in settings.metrics:
+        parts.append(f"NR {settings.nr_variant} n={settings.nr_ngram}")
+    recorded = sig["settings"]
+    if "coherence" in settings.metrics:
+        parts.append(f"coherence {recorded.get('coherence_weights', settings.coherence_model)}")
+    if CLIP_METRICS & set(settings.metrics):
+        source = "file" if settings.clip_checkpoint else settings.clip_pretrained
+        clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
+        ablation = "".join([
+            " -P" if not settings.penalize else "",
+            {"concreteness": "", "idf": " -C+idf", "none": " -C"}[settings.weighting],
+            " nouns" if settings.units == "nouns" else "",
+        ])
+        parts.append(
+            f"CLIP {clip} θ={settings.theta_value:.4f} regions {settings.regions} top{settings.top_b}{ablation}"
+        )
+    parts.append(f"vst-eval {sig['versions'].get('vst-eval', '?')}")
+    return " · ".join(parts)
