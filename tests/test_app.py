@@ -1,4 +1,5 @@
-"""The dashboard in streamlit's AppTest: both pages, sample, uploads, models present and absent."""
+"""The dashboard in streamlit's AppTest: every page through the app's frame, sample, uploads,
+scores files, models present and absent, state in the URL."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT
 
-PAGES = {
-    "inspect": str(ROOT / "app.py"),
-    "dataset": str(ROOT / "pages" / "dataset.py"),
-    "meta": str(ROOT / "pages" / "meta_eval.py"),
-}
+APP = str(ROOT / "app.py")
+PAGES = {"inspect": "app_pages/inspect.py", "dataset": "app_pages/dataset.py", "meta": "app_pages/agreement.py"}
+
+
+def open_page(page: str = "inspect") -> AppTest:
+    """The app (its frame and sidebar) showing one page, not run yet."""
+    return AppTest.from_file(APP, default_timeout=90).switch_page(PAGES[page])
 
 
 def make(page: str = "inspect", **widgets: Any) -> AppTest:
     """A fresh run of a page with sidebar widgets preset by key."""
-    app = AppTest.from_file(PAGES[page], default_timeout=90)
+    app = open_page(page)
     for key, value in widgets.items():
         app.session_state[key] = value
     app.run()
@@ -53,12 +56,27 @@ def test_inspect_page_renders_the_sample(at: AppTest) -> None:
     footer = at.caption[-1].value
     assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer and "device: none" in footer
     at.selectbox(key="sequence").set_value("home-day").run()
-    assert not at.exception and at.query_params["sequence"] == "home-day"
+    assert not at.exception and "`home-generic`" in "".join(m.value for m in at.markdown)
 
 
 def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
-    buttons = {b.key: b for b in at.get("download_button")}
-    assert {"dl-json", "dl-csv"} <= set(buttons)
+    from vst_core.data import read_story_set
+    from vst_core.viz import export_csv, export_json
+
+    buttons = {b.key for b in at.get("download_button")}
+    assert {"dl-json", "dl-csv"} <= buttons
+    signature_id = at.caption[-1].value.split("sig ")[1].split(" ")[0]
+    # the page's exports are built by these two functions from the view it shows: check what they carry
+    from dashboard.choices import Choices, settings_for
+    from vst_core.scoring import score_story
+
+    settings = settings_for(Choices(coherence=False, grounding=False))
+    records = [score_story(s, settings) for s in read_story_set(ROOT / "assets/sample/stories.jsonl")]
+    document = json.loads(export_json(records, settings))
+    assert document["signature"]["id"] == signature_id
+    assert all(r["signature"]["id"] == signature_id for r in document["stories"])
+    header = export_csv(pd.DataFrame({"x": [1]}), settings).splitlines()[:2]
+    assert header[0].startswith(f"# sig {signature_id}") and json.loads(header[1].removeprefix("# signature "))["id"] == signature_id
 
 
 def test_dataset_page_table_and_plot() -> None:
@@ -152,7 +170,7 @@ def test_theta_and_ablations_rerender_without_models(tiny_clip: tuple[Path, Path
 
 
 def test_story_in_the_url_opens_its_sequence() -> None:
-    app = AppTest.from_file(PAGES["inspect"], default_timeout=90)
+    app = open_page("inspect")
     app.query_params["story"] = "home-generic"
     app.run()
     assert not app.exception
@@ -205,16 +223,33 @@ def test_scores_jsonl_from_another_version(tmp_path: Path) -> None:
 
 
 def test_settings_live_in_the_url() -> None:
-    app = make("dataset")
-    app.selectbox(key="variant").set_value("reference").run()
-    assert app.query_params["variant"] == "reference" and app.query_params["penalize"] == "1"
-    shared = AppTest.from_file(PAGES["dataset"], default_timeout=90)
-    for key, value in {"variant": "reference", "ngram": "3", "theta_name": "AESOP", "penalize": "0"}.items():
+    shared = open_page("dataset")
+    for key, value in {"variant": "reference", "ngram": "3", "theta_name": "AESOP", "penalize": "false"}.items():
         shared.query_params[key] = value
     shared.run()
     assert not shared.exception
     assert shared.selectbox(key="variant").value == "reference" and shared.slider(key="ngram").value == 3
+    assert shared.checkbox(key="penalize").value is False
     assert "NR reference n=3" in shared.caption[-1].value
+
+
+def test_sequence_in_the_url_is_restored() -> None:
+    app = open_page("inspect")
+    app.query_params["sequence"] = "home-day"
+    app.run()
+    assert not app.exception and app.selectbox(key="sequence").value == "home-day"
+
+
+def test_server_paths_never_come_from_a_link(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.jsonl"
+    secret.write_text(json.dumps({"story_id": "leak", "sentences": ["Secret."]}) + "\n")
+    app = open_page("dataset")
+    for key, value in {"source": "Scores JSONL (no model needed)", "scores_path": str(secret), "regions": str(secret)}.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception and app.radio(key="source").value == "Scores JSONL (no model needed)"
+    assert app.text_input(key="scores_path").value == "" and app.text_input(key="regions").value == "grid"
+    assert "leak" not in "".join(m.value for m in app.markdown) and not app.dataframe
 
 
 def _png(colour: str, size: tuple[int, int] = (32, 24)) -> bytes:

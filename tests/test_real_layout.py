@@ -336,13 +336,13 @@ def test_dashboard_pages_with_the_default_models(real_env: RealLayout) -> None:
     footer = app.caption[-1].value
     assert "ViT-B-32/openai/quickgelu/sha:" in footer and "bert-nsp:bert-base-uncased@" in footer
 
-    dataset = AppTest.from_file(str(ROOT / "pages" / "dataset.py"), default_timeout=300)
+    dataset = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).switch_page("app_pages/dataset.py")
     dataset.run()
     assert not dataset.exception, dataset.exception
     df = dataset.dataframe[0].value
     assert len(df) == 8 and df["GROOVIST"].notna().all() and df["coherence"].notna().all()
 
-    meta = AppTest.from_file(str(ROOT / "pages" / "meta_eval.py"), default_timeout=300)
+    meta = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).switch_page("app_pages/agreement.py")
     meta.session_state["resamples"] = 50
     meta.run()
     assert not meta.exception, meta.exception

@@ -364,6 +364,8 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     def problem(message: str, severity: typing.Literal["error", "warning"] = "error") -> Problem:
         return Problem(message, "line", severity, line=line, story_id=sid)
 
+    if not isinstance(data.get("sentences"), list):
+        return None, [problem("scores record without sentences; skipped")]
     try:
         sentences = _value(tuple[str, ...], data.get("sentences"), "sentences")
         images = _value(tuple[str, ...], data.get("images", []), "images")

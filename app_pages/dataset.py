@@ -30,7 +30,7 @@ event = st.dataframe(
 )
 rows = event.selection.rows if event is not None else []
 if rows:  # open the story in Inspect, keeping the settings in the URL
-    st.switch_page("pages/inspect.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
+    st.switch_page("app_pages/inspect.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
 
 if numeric and len(shown):
     metric = st.selectbox("Metric per system", numeric, key="metric")
