@@ -100,8 +100,13 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
         page.wait_for_timeout(1500)
         box = grid.bounding_box()
         assert box is not None
-        # row 7 (home-generic): header 35 px, rows 35 px; the selection checkbox is the first column
-        page.mouse.click(box["x"] + 15, box["y"] + 35 + 6 * 35 + 17)
+        # the grid draws a header and one row per story, all of one height, on a canvas: find the row of
+        # home-generic in the grid's accessible table and click the selection cell of that row
+        rows = grid.locator('[role="row"]')
+        names = [rows.nth(k).inner_text() for k in range(rows.count())]
+        index = next(k for k, text in enumerate(names) if "home-generic" in text)  # 0 is the header row
+        height = box["height"] / len(names)
+        page.mouse.click(box["x"] + 15, box["y"] + index * height + height / 2)
         page.wait_for_selector("text=Inspect a story", timeout=60_000)
         sync_api.expect(page.locator("text=← selected")).to_have_count(1, timeout=30_000)
         assert "story=home-generic" in page.url
@@ -109,5 +114,21 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
         browser.close()
 
 
-def test_meta_page_in_chromium(server: str) -> None:
-    _page(server, "/meta_eval", "meta_eval.png", ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])
+def test_agreement_page_in_chromium(server: str) -> None:
+    _page(server, "/agreement", "agreement.png", ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])
+
+
+def test_shared_link_restores_the_view_and_survives_a_page_change(server: str) -> None:
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1600})
+        page.goto(server + "/?sequence=home-day&variant=reference&ngram=3")
+        expect = sync_api.expect
+        expect(page.locator("text=home-generic").first).to_be_visible(timeout=90_000)
+        expect(page.locator("text=NR reference n=3").first).to_be_visible(timeout=30_000)
+        page.get_by_role("link", name="Dataset").click()  # the navigation the frame draws in the sidebar
+        page.wait_for_selector("h1:has-text('Dataset')", timeout=60_000)
+        expect(page.locator("text=NR reference n=3").first).to_be_visible(timeout=30_000)  # the sidebar kept its values
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "dataset_after_link.png"))
+        browser.close()
