@@ -9,11 +9,13 @@ from dashboard import frame, sidebar
 
 st.set_page_config(page_title="Visual story evaluation", page_icon="📖", layout="wide")
 
-navigation = st.navigation([
-    st.Page("app_pages/inspect.py", title="Inspect a story", icon=":material/search:", default=True),
-    st.Page("app_pages/dataset.py", title="Dataset", icon=":material/table_chart:"),
-    st.Page("app_pages/agreement.py", title="Agreement with humans", icon=":material/insights:"),
-])
+navigation = st.navigation(
+    [
+        st.Page("app_pages/inspect.py", title="Inspect a story", icon=":material/search:", default=True),
+        st.Page("app_pages/dataset.py", title="Dataset", icon=":material/table_chart:"),
+        st.Page("app_pages/agreement.py", title="Agreement with humans", icon=":material/insights:"),
+    ]
+)
 choices, data = sidebar.render()
 current = frame.build(choices, data)
 frame.keep(current)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 
 from dashboard import loading
@@ -26,18 +28,23 @@ options = [EXAMPLE, "Upload a judgements CSV"] if on_sample else ["Upload a judg
 choice = st.radio("Human judgements", options, horizontal=True, key="judgements_source")
 if choice == EXAMPLE:
     data = loading.SAMPLE_JUDGEMENTS.read_bytes()
-    st.warning("These ratings are **made up** for trying the page; they were not collected from people.", icon=":material/science:")
+    st.warning(
+        "These ratings are **made up** for trying the page; they were not collected from people.", icon=":material/science:"
+    )
 else:
     upload = st.file_uploader(
         "Judgements CSV: long (story_id, rater, aspect, value), wide (story_id, one column per aspect) "
-        "or pairwise (story_a, story_b, rank_a, rank_b[, agreement])", type=["csv"], key="judgements_upload",
+        "or pairwise (story_a, story_b, rank_a, rank_b[, agreement])",
+        type=["csv"],
+        key="judgements_upload",
     )
     if upload is not None:
         st.session_state["last_judgements"] = upload.getvalue()
-    data = st.session_state.get("last_judgements")
-    if data is None:
+    uploaded: bytes | None = st.session_state.get("last_judgements")
+    if uploaded is None:
         st.info("Upload human judgements of the loaded stories (matched by story_id).")
         st.stop()
+    data = uploaded
 
 judgements, error = loading.judgements(data)
 if judgements is None:
@@ -50,7 +57,9 @@ if judgements.problems:
 
 with st.expander("Statistics settings"):
     a, b, c, d = st.columns(4)
-    how = a.radio("Combine raters by", ["mean", "median"], key="aggregate", horizontal=True)
+    how: Literal["mean", "median"] = (
+        "median" if a.radio("Combine raters by", ["mean", "median"], key="aggregate", horizontal=True) == "median" else "mean"
+    )
     resamples = b.number_input("Bootstrap resamples", 0, 10000, 1000, step=100, key="resamples")
     seed = c.number_input("Seed", 0, 2**31 - 1, 0, key="seed")
     use_baselines = d.toggle("BLEU / ROUGE-L / CIDEr / METEOR", value=True, key="baselines")
@@ -59,12 +68,18 @@ with st.expander("Statistics settings"):
     t_split = f.number_input("High misalignment: T ≥", 0.0, 10.0, 1.0, 0.05, key="t_split")
     p_text = g.text_input("High NP proportion: P > (empty: the mode)", "", key="p_split")
     pair_aspect = h.selectbox(
-        "Order story pairs by", ["(default)", *judgements.aspects], key="pair_aspect",
+        "Order story pairs by",
+        ["(default)", *judgements.aspects],
+        key="pair_aspect",
         help="pairs built from ratings: every two stories of a sequence; default: 'overall' if judged, else the last aspect",
     )
 try:
     settings = MetaSettings(
-        aggregate=how, resamples=int(resamples), seed=int(seed), baselines=use_baselines, t_split=float(t_split),
+        aggregate=how,
+        resamples=int(resamples),
+        seed=int(seed),
+        baselines=use_baselines,
+        t_split=float(t_split),
         gap_edges=tuple(float(v) for v in gaps.split(",") if v.strip()) or None,
         p_split=float(p_text) if p_text.strip() else None,
         pair_aspect=None if pair_aspect == "(default)" else pair_aspect,
@@ -108,12 +123,18 @@ tabs = st.tabs(["Correlations", "Metric vs human", "Pairwise ranking", "T / P bi
 with tabs[0]:
     if not len(report.correlations):
         st.info("No ratings to correlate with (a pairwise file gives pairwise accuracy only; see that tab).")
-    method = st.selectbox("Coefficient", list(settings.methods), format_func=METHODS.get, index=3, key="method")
+    method = str(st.selectbox("Coefficient", list(settings.methods), format_func=lambda m: METHODS[m], index=3, key="method"))
     best = best_per_aspect(report.correlations, method)
     cells = correlation_cells(report.correlations, method)
-    st.caption(f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05; the best metric per aspect is highlighted")
+    st.caption(
+        f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05; the best metric per aspect is highlighted"
+    )
     st.dataframe(
-        cells.style.apply(lambda col: ["background-color:#c6f6d5;font-weight:600" if m in best.get(str(col.name), set()) else "" for m in col.index]),
+        cells.style.apply(
+            lambda col: [
+                "background-color:#c6f6d5;font-weight:600" if m in best.get(str(col.name), set()) else "" for m in col.index
+            ]
+        ),
         width="stretch",
     )
     if len(report.correlations):
@@ -131,7 +152,9 @@ with tabs[1]:
         st.plotly_chart(metric_scatter(report.data, metric, aspect, caption), key="scatter")
     download("matched_data", "Matched scores and judgements (CSV)")
 with tabs[2]:
-    st.caption(f"Pairs: {report.pairs_source}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher.")
+    st.caption(
+        f"Pairs: {report.pairs_source}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher."
+    )
     if len(report.pairwise):
         st.dataframe(pairwise_cells(report.pairwise), width="stretch")
         if report.pairs["agreement"].notna().any():
@@ -155,7 +178,9 @@ with tabs[4]:
         st.plotly_chart(error_heatmap(report.error_correlations, caption), key="errors")
         st.dataframe(report.error_correlations, hide_index=True, width="stretch")
     else:
-        st.info("No binary error labels (grammar, repetition, description in isolation, absurdity, event or object mismatch) in the judgements.")
+        st.info(
+            "No binary error labels (grammar, repetition, description in isolation, absurdity, event or object mismatch) in the judgements."
+        )
     download("error_correlations", "Error correlations (CSV)")
 with tabs[5]:
     st.caption("Krippendorff's α (interval) per aspect")

@@ -43,5 +43,7 @@ a.download_button("Download table (CSV)", export_csv(shown, view.settings), "sco
 b.download_button(
     "Download records (JSON)",
     export_json([r for r in view.records if r.story_id in set(shown["story"])], view.settings),
-    "scores.json", "application/json", key="dl-records",
+    "scores.json",
+    "application/json",
+    key="dl-records",
 )

@@ -59,7 +59,10 @@ def main() -> None:
         for n in args.images:
             done = subprocess.run(
                 [sys.executable, "-c", CHILD, str(n), str(args.batch), str(ROOT / "assets/sample/images")],
-                env={**os.environ, "TORCH_HOME": home}, capture_output=True, text=True, check=True,
+                env={**os.environ, "TORCH_HOME": home},
+                capture_output=True,
+                text=True,
+                check=True,
             )
             rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"{n} images: {rows[-1]}", file=sys.stderr)

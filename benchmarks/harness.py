@@ -45,6 +45,7 @@ from vst_core.config import Settings
 from vst_core.data import StorySet, read_story_set
 from vst_core.models.clip import ClipEncoder
 from vst_core.models.pairs import TransformerPairScorer
+from vst_core.signature import signature_id
 
 #: Targets the figures are read against (CPU and GPU alike).
 TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.85, "warm_speedup": 20.0, "nr_speedup_vs_reference": 20.0}
@@ -121,7 +122,7 @@ def synthetic_story_set(
 
     width, height = size
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    records = []
+    records: list[dict[str, Any]] = []
     sequences = -(-stories // stories_per_sequence)
     for q in range(sequences):
         names = []
@@ -137,18 +138,27 @@ def synthetic_story_set(
             if len(records) == stories:
                 break
             sentences = [
-                t.format(v=pick.choice(_VERBS), a=pick.choice(_ADJECTIVES), b=pick.choice(_ADJECTIVES),
-                         n=pick.choice(_NOUNS), m=pick.choice(_NOUNS), o=pick.choice(_NOUNS))
+                t.format(
+                    v=pick.choice(_VERBS),
+                    a=pick.choice(_ADJECTIVES),
+                    b=pick.choice(_ADJECTIVES),
+                    n=pick.choice(_NOUNS),
+                    m=pick.choice(_NOUNS),
+                    o=pick.choice(_NOUNS),
+                )
                 for t in _TEMPLATES
             ]
-            records.append({"story_id": f"q{q}-r{r}", "sequence_id": f"q{q}", "system": f"sys{r}",
-                            "images": names, "sentences": sentences})
+            records.append(
+                {"story_id": f"q{q}-r{r}", "sequence_id": f"q{q}", "system": f"sys{r}", "images": names, "sentences": sentences}
+            )
     path = folder / "stories.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return read_story_set(path, check_images=False)
 
 
-def random_clip(arch: str, *, device: str, batch_size: int, workers: int = 0, model_config: str | None = None, seed: int = 0) -> ClipEncoder:
+def random_clip(
+    arch: str, *, device: str, batch_size: int, workers: int = 0, model_config: str | None = None, seed: int = 0
+) -> ClipEncoder:
     """open_clip ``arch`` with random weights (``pretrained=None``) behind the product's encoder."""
     import open_clip
     import torch
@@ -160,27 +170,32 @@ def random_clip(arch: str, *, device: str, batch_size: int, workers: int = 0, mo
     torch.manual_seed(seed)
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
     device = resolve_device(device)
-    return ClipEncoder(model, preprocess, open_clip.get_tokenizer(arch), f"{arch}/random-seed{seed}",
-                       device=device, batch_size=batch_size, workers=workers)
+    return ClipEncoder(
+        model,
+        preprocess,
+        open_clip.get_tokenizer(arch),
+        f"{arch}/random-seed{seed}",
+        device=device,
+        batch_size=batch_size,
+        workers=workers,
+    )
 
 
 def random_pair_scorer(size: str, folder: Path, *, device: str, batch_size: int, seed: int = 0) -> TransformerPairScorer:
     """``BertForNextSentencePrediction`` of ``bert-base`` size (or tiny) with random weights and a
     word-level vocabulary covering the synthetic stories (one token per word, as for common words)."""
     import torch
-    from transformers import (
-        BertConfig,
-        BertForNextSentencePrediction,
-        BertTokenizerFast,
-    )
+    from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast  # type: ignore[attr-defined]
 
     words = sorted(set(_ADJECTIVES + _NOUNS + _VERBS + " ".join(_TEMPLATES).lower().replace(".", " ").split()))
     words = [w for w in words if "{" not in w] + [".", ","]
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    config = BertConfig() if size == "base" else BertConfig(
-        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+    config = (
+        BertConfig()
+        if size == "base"
+        else BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     )
     torch.manual_seed(seed)
     model = BertForNextSentencePrediction(config)
@@ -229,8 +244,14 @@ def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[l
     out = []
     for _ in range(stories):
         parts = [
-            pick.choice(_TEMPLATES).format(v=pick.choice(_VERBS), a=pick.choice(_ADJECTIVES), b=pick.choice(_ADJECTIVES),
-                                           n=pick.choice(_NOUNS), m=pick.choice(_NOUNS), o=pick.choice(_NOUNS))
+            pick.choice(_TEMPLATES).format(
+                v=pick.choice(_VERBS),
+                a=pick.choice(_ADJECTIVES),
+                b=pick.choice(_ADJECTIVES),
+                n=pick.choice(_NOUNS),
+                m=pick.choice(_NOUNS),
+                o=pick.choice(_NOUNS),
+            )
             for _ in range(5 * join)
         ]
         out.append([" ".join(parts[k : k + join]).replace(". ", ", ") for k in range(0, len(parts), join)])
@@ -283,8 +304,11 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
         return len(tokens)
 
     return {
-        "vectorised": _rate(vectorised, seconds), "spans": _rate(with_spans, seconds), "baseline": _rate(baseline, seconds),
-        "vectorised_tokens": _rate(vectorised_tokens, seconds), "baseline_tokens": _rate(baseline_tokens, seconds),
+        "vectorised": _rate(vectorised, seconds),
+        "spans": _rate(with_spans, seconds),
+        "baseline": _rate(baseline, seconds),
+        "vectorised_tokens": _rate(vectorised_tokens, seconds),
+        "baseline_tokens": _rate(baseline_tokens, seconds),
     }
 
 
@@ -348,9 +372,17 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
     with tempfile.TemporaryDirectory(prefix="vst-bench-") as tmp:
         folder = Path(tmp)
         say(f"writing {config.stories} synthetic stories ({config.images_per_story} images each)")
-        story_set = synthetic_story_set(folder / "set", config.stories, config.images_per_story, config.image_size, seed=config.seed)
-        clip = random_clip(config.arch, device=device, batch_size=batch_sizes[0], workers=config.workers,
-                           model_config=config.clip_config, seed=config.seed)
+        story_set = synthetic_story_set(
+            folder / "set", config.stories, config.images_per_story, config.image_size, seed=config.seed
+        )
+        clip = random_clip(
+            config.arch,
+            device=device,
+            batch_size=batch_sizes[0],
+            workers=config.workers,
+            model_config=config.clip_config,
+            seed=config.seed,
+        )
         best = batch_sizes[0]
         if "raw" not in config.skip:
             say(f"raw encode_image forward at batch sizes {list(batch_sizes)}")
@@ -362,10 +394,16 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
         result["batch_size"] = best
         clip.batch_size = best
         settings = Settings(
-            metrics=("grounding",), clip_arch=config.arch, clip_pretrained=f"random-seed{config.seed}",
-            clip_config=config.clip_config, top_b=config.regions, device=device, batch_size=best, workers=config.workers,
+            metrics=("grounding",),
+            clip_arch=config.arch,
+            clip_pretrained=f"random-seed{config.seed}",
+            clip_config=config.clip_config,
+            top_b=config.regions,
+            device=device,
+            batch_size=best,
+            workers=config.workers,
         )
-        result["signature_id"] = settings.signature_id()
+        result["signature_id"] = signature_id(settings)
         result["workers"] = clip.workers
         if "pipeline" not in config.skip:
             _warm_text_tools()
@@ -437,7 +475,13 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
     package_parent = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
     code = "import sys; sys.path.insert(0, sys.argv[2]); from benchmarks.harness import rss_worker; rss_worker(sys.argv[1])"
-    done = subprocess.run([sys.executable, "-c", code, payload, str(Path(__file__).resolve().parent.parent)], capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, payload, str(Path(__file__).resolve().parent.parent)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"memory benchmark process failed: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -458,31 +502,50 @@ def rss_worker(payload: str) -> None:
     with tempfile.TemporaryDirectory(prefix="vst-bench-rss-") as tmp:
         folder = Path(tmp)
         story_set = synthetic_story_set(
-            folder / "set", config.rss_stories, config.images_per_story, (320, 240),
-            stories_per_sequence=config.rss_stories_per_sequence, seed=config.seed,
+            folder / "set",
+            config.rss_stories,
+            config.images_per_story,
+            (320, 240),
+            stories_per_sequence=config.rss_stories_per_sequence,
+            seed=config.seed,
         )
-        clip = random_clip(config.arch, device=config.device, batch_size=batch_size, workers=config.workers,
-                           model_config=config.clip_config, seed=config.seed)
+        clip = random_clip(
+            config.arch,
+            device=config.device,
+            batch_size=batch_size,
+            workers=config.workers,
+            model_config=config.clip_config,
+            seed=config.seed,
+        )
         scorer = random_pair_scorer(config.coherence_size, folder, device=config.device, batch_size=batch_size, seed=config.seed)
         settings = Settings(
-            metrics=("redundancy", "coherence", "grounding", "clipscore"), clip_arch=config.arch,
-            clip_pretrained=f"random-seed{config.seed}", clip_config=config.clip_config, top_b=config.rss_regions,
-            device=clip.device, batch_size=batch_size, workers=config.workers,
+            metrics=("redundancy", "coherence", "grounding", "clipscore"),
+            clip_arch=config.arch,
+            clip_pretrained=f"random-seed{config.seed}",
+            clip_config=config.clip_config,
+            top_b=config.rss_regions,
+            device=clip.device,
+            batch_size=batch_size,
+            workers=config.workers,
         )
         models = Models(settings, clip=clip, pair_scorer=scorer, cache=EmbeddingCache(folder / "embeddings.sqlite"))
         start = time.perf_counter()
         summary = score_story_set(story_set, settings, folder / "scores.jsonl", models=models)
         seconds = time.perf_counter() - start
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({
-        "peak_rss_mb": round(peak_kb / 1024, 1),
-        "rss_stories": summary.scored,
-        "rss_failed": len(summary.failed),
-        "rss_seconds": round(seconds, 1),
-        "rss_metrics": list(settings.metrics),
-        "rss_regions_per_image": config.rss_regions,
-        "rss_stories_per_sequence": config.rss_stories_per_sequence,
-    }))
+    print(
+        json.dumps(
+            {
+                "peak_rss_mb": round(peak_kb / 1024, 1),
+                "rss_stories": summary.scored,
+                "rss_failed": len(summary.failed),
+                "rss_seconds": round(seconds, 1),
+                "rss_metrics": list(settings.metrics),
+                "rss_regions_per_image": config.rss_regions,
+                "rss_stories_per_sequence": config.rss_stories_per_sequence,
+            }
+        )
+    )
 
 
 # --------------------------------------------------------------------------- command line
@@ -498,10 +561,14 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arch", default=d.arch, help="open_clip architecture, built with random weights")
     parser.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --arch")
     parser.add_argument(
-        "--coherence-size", choices=("base", "tiny"), default=d.coherence_size,
+        "--coherence-size",
+        choices=("base", "tiny"),
+        default=d.coherence_size,
         help="pair-scorer architecture: base = bert-base (the default bert-nsp scorer), tiny = 2 layers of width 32",
     )
-    parser.add_argument("--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)")
+    parser.add_argument(
+        "--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)"
+    )
     parser.add_argument("--seconds", type=float, default=d.raw_seconds, help="seconds per batch size of the raw forward")
     parser.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
     parser.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
@@ -522,16 +589,43 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(PHASES)}")
         width, height = (int(v) for v in args.image_size.lower().split("x"))
         sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
-        if min((args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions, width, height, *sizes))< 1:
+        if (
+            min(
+                (
+                    args.stories,
+                    args.images_per_story,
+                    args.regions,
+                    args.nr_stories,
+                    args.rss_stories,
+                    args.rss_regions,
+                    width,
+                    height,
+                    *sizes,
+                )
+            )
+            < 1
+        ):
             raise ValueError("sizes and counts must be >= 1")
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     config = replace(
-        BenchConfig(), stories=args.stories, images_per_story=args.images_per_story, regions=args.regions,
-        image_size=(width, height), arch=args.arch, clip_config=args.clip_config, coherence_size=args.coherence_size,
-        batch_sizes=sizes, raw_seconds=args.seconds, nr_stories=args.nr_stories, rss_stories=args.rss_stories, rss_regions=args.rss_regions,
-        device=args.device, workers=args.workers, skip=skip,
+        BenchConfig(),
+        stories=args.stories,
+        images_per_story=args.images_per_story,
+        regions=args.regions,
+        image_size=(width, height),
+        arch=args.arch,
+        clip_config=args.clip_config,
+        coherence_size=args.coherence_size,
+        batch_sizes=sizes,
+        raw_seconds=args.seconds,
+        nr_stories=args.nr_stories,
+        rss_stories=args.rss_stories,
+        rss_regions=args.rss_regions,
+        device=args.device,
+        workers=args.workers,
+        skip=skip,
     )
     result = run_bench(config, log=_Log(quiet=args.quiet))
     text = json.dumps(result, indent=2)

@@ -4,8 +4,11 @@ mapping from widgets to :class:`~vst_core.config.Settings` is unit-tested on its
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from vst_core.config import CLIP_METRICS, NRVariant, Settings
+
+RegionsKind = Literal["grid", "csv", "detector"]
 
 DEFAULTS = Settings()
 
@@ -51,15 +54,26 @@ class Choices:
 
 def settings_for(choices: Choices) -> Settings:
     """The settings the sidebar describes (SettingsError when they cannot be used)."""
-    metrics = ("redundancy",) + (("coherence",) if choices.coherence else ()) + (choices.clip_metrics if choices.grounding else ())
+    metrics = (
+        ("redundancy",) + (("coherence",) if choices.coherence else ()) + (choices.clip_metrics if choices.grounding else ())
+    )
     regions = choices.regions.strip() or "grid"
-    kind = regions if regions in ("grid", "detector") else "csv"
-    return Settings(  # type: ignore[arg-type]
-        metrics=metrics, nr_variant=choices.variant, nr_ngram=choices.ngram, coherence_model=choices.coherence_model,
-        clip_arch=choices.clip_arch, clip_pretrained=choices.clip_pretrained or None,
-        clip_checkpoint=choices.clip_checkpoint.strip() or None, clip_config=choices.clip_config.strip() or None,
-        theta=choices.theta, penalize=choices.penalize, weighting="concreteness" if choices.concreteness else "none",
-        device=choices.device, regions=kind, regions_file=regions if kind == "csv" else None,
+    kind: RegionsKind = "grid" if regions == "grid" else "detector" if regions == "detector" else "csv"
+    return Settings(
+        metrics=metrics,
+        nr_variant=choices.variant,
+        nr_ngram=choices.ngram,
+        coherence_model=choices.coherence_model,
+        clip_arch=choices.clip_arch,
+        clip_pretrained=choices.clip_pretrained or None,
+        clip_checkpoint=choices.clip_checkpoint.strip() or None,
+        clip_config=choices.clip_config.strip() or None,
+        theta=choices.theta,
+        penalize=choices.penalize,
+        weighting="concreteness" if choices.concreteness else "none",
+        device=choices.device,
+        regions=kind,
+        regions_file=regions if kind == "csv" else None,
     )
 
 

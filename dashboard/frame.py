@@ -44,7 +44,9 @@ def _probe(settings: Settings, choices: Choices, notices: list[str]) -> Settings
             settings = without(settings, ("coherence",))
     if CLIP_METRICS & set(settings.metrics):
         try:
-            loading.clip_encoder(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device)
+            loading.clip_encoder(
+                settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
+            )
         except (ModelLoadError, ValueError, RuntimeError) as exc:
             notices.append(f"Grounding is off: {exc}")
             settings = without_clip(settings)
@@ -78,15 +80,23 @@ def build(choices: Choices, data: Input) -> Frame:
     else:
         settings = _probe(settings, choices, notices)
         if data.story_set is None:
-            return Frame(None, notices, [data.error] if data.error else [], empty_hint=None if data.error else
-                         "Upload a story set (or images and stories) to begin, or pick the bundled sample.")
+            return Frame(
+                None,
+                notices,
+                [data.error] if data.error else [],
+                empty_hint=None
+                if data.error
+                else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
+            )
         records, base, settings = _score(data, settings, notices)
     if data.story_set is None:
         return Frame(None, notices, [data.error] if data.error else [])
     records = reaggregate(records, base, settings)
     uses_models = data.records is None and bool({"coherence", "grounding"} & set(settings.metrics))
     view = RunView(
-        story_set=data.story_set, records=records, settings=settings,
+        story_set=data.story_set,
+        records=records,
+        settings=settings,
         device=resolve_device(settings.device) if uses_models else "none (no model in use)",
         recorded_id=data.records[0].signature_id if data.records and base == settings else None,
     )

@@ -107,7 +107,9 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``)."""
     clip = None
     if "grounding" in settings.metrics:
-        clip = clip_encoder(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device)
+        clip = clip_encoder(
+            settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
+        )
     scorer = pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None
     models = Models(settings, pair_scorer=scorer, clip=clip)
     sig = signature(settings)
@@ -145,6 +147,10 @@ def meta_report(
     if found is None:
         raise ValueError(error)
     return run_meta_eval(
-        _records, found, settings, metrics=metrics or None, aspects=aspects or None,
+        _records,
+        found,
+        settings,
+        metrics=metrics or None,
+        aspects=aspects or None,
         baselines=baselines(_records, key) if settings.baselines else None,
     )

@@ -5,6 +5,7 @@ view (not server paths) are bound to the URL, so a view can be shared by link.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -15,7 +16,7 @@ from vst_core.data import MAX_UPLOAD_IMAGES, StorySet
 from vst_core.hashing import text_digest
 from vst_core.records import StoryScores
 
-URL = "query-params"
+URL: Literal["query-params"] = "query-params"
 
 
 @dataclass
@@ -29,24 +30,26 @@ class Input:
 
 
 def render() -> tuple[Choices, Input]:
+    """Draw the sidebar; its choices and the data it loaded."""
     with st.sidebar:
         st.header("Data")
-        source = st.radio("Story set", SOURCES, key="source", bind=URL)
+        source = str(st.radio("Story set", list(SOURCES), key="source", bind=URL))
         data = _data(source)
-        variant, ngram = _redundancy()
-        coherence, coherence_model = _coherence()
-        grounding = _grounding()
-    return Choices(source=source, variant=variant, ngram=ngram, coherence=coherence, coherence_model=coherence_model, **grounding), data
+        values: dict[str, Any] = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
+    return Choices(**values), data
 
 
 def _data(source: str) -> Input:
     if source == UPLOAD_IMAGES:
         files = st.file_uploader(
-            f"Images of one sequence, in order (1-{MAX_UPLOAD_IMAGES})", type=["jpg", "jpeg", "png", "webp", "bmp", "gif"],
-            accept_multiple_files=True, key="upload_images",
+            f"Images of one sequence, in order (1-{MAX_UPLOAD_IMAGES})",
+            type=["jpg", "jpeg", "png", "webp", "bmp", "gif"],
+            accept_multiple_files=True,
+            key="upload_images",
         )
         text = st.text_area(
-            "Candidate stories, one per line", key="upload_stories",
+            "Candidate stories, one per line",
+            key="upload_stories",
             placeholder="model-a: We went to the beach. | The waves were huge. | ...",
             help="optionally 'system: ' first; '|' between sentences (one per image), else sentences are split automatically",
         )
@@ -56,7 +59,9 @@ def _data(source: str) -> Input:
         return Input(story_set, messages=messages)
     if source == SCORES_FILE:
         path = st.text_input(
-            "Scores file written by `vst score`", "", key="scores_path",
+            "Scores file written by `vst score`",
+            "",
+            key="scores_path",
             help="images are looked up relative to the story file the scores were made from: give that folder below",
         ).strip()
         images_dir = st.text_input("Folder of the story file (for images)", "", key="scores_images").strip()
@@ -73,37 +78,44 @@ def _data(source: str) -> Input:
     return Input(*loading.story_file(str(loading.SAMPLE), loading.SAMPLE.stat().st_mtime))
 
 
-def _redundancy() -> tuple[str, int]:
+def _redundancy() -> dict[str, Any]:
     st.header("Non-redundancy")
     variant = st.selectbox(
-        "Definition", ["paper", "reference"], key="variant", bind=URL,
+        "Definition",
+        ["paper", "reference"],
+        key="variant",
+        bind=URL,
         help="paper: RoViST Eq. 7 (unique lower-cased words). reference: the public RoViST code "
         "(token pairs counted, last token dropped, case-sensitive).",
     )
     ngram = st.slider("n-gram window (intra part)", 2, 8, DEFAULTS.nr_ngram, key="ngram", bind=URL)
-    return str(variant), int(ngram)
+    return {"variant": "reference" if variant == "reference" else "paper", "ngram": int(ngram)}
 
 
-def _coherence() -> tuple[bool, str]:
+def _coherence() -> dict[str, Any]:
     st.header("Coherence")
     on = st.toggle("Score sentence pairs (needs model weights)", value=True, key="coherence", bind=URL)
     model = st.text_input(
-        "Pair model", DEFAULTS.coherence_model, key="coherence_model",
+        "Pair model",
+        DEFAULTS.coherence_model,
+        key="coherence_model",
         help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
     )
-    return bool(on), model
+    return {"coherence": bool(on), "coherence_model": model}
 
 
-def _grounding() -> dict[str, object]:
+def _grounding() -> dict[str, Any]:
     st.header("Grounding")
-    values: dict[str, object] = {
+    values: dict[str, Any] = {
         "grounding": st.toggle("GROOVIST with CLIP (needs model weights)", value=True, key="grounding", bind=URL),
         "clip_arch": st.text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
         "clip_pretrained": st.text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
         "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
         "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
         "regions": st.text_input(
-            "Regions", DEFAULTS.regions, key="regions",
+            "Regions",
+            DEFAULTS.regions,
+            key="regions",
             help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
         ),
         "extra_clip": st.checkbox("Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL),

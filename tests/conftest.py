@@ -59,8 +59,12 @@ def tiny_bert(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("bert")
     config = BertConfig(
-        vocab_size=len(WORDS) + 5, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=48,
+        vocab_size=len(WORDS) + 5,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=48,
     )
     BertForNextSentencePrediction(config).save_pretrained(folder)
     BertTokenizerFast.from_pretrained(tokenizer_dir).save_pretrained(folder)

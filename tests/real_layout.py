@@ -105,19 +105,26 @@ def clip_model() -> torch.nn.Module:
 def build_clip_hub(hf_home: Path, model: torch.nn.Module) -> None:
     config = {
         "model_cfg": {
-            "embed_dim": 512, "quick_gelu": True,
+            "embed_dim": 512,
+            "quick_gelu": True,
             "vision_cfg": {"image_size": 224, "layers": 12, "width": 768, "patch_size": 32},
             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 512, "heads": 8, "layers": 12},
         },
         "preprocess_cfg": {
-            "mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711],
-            "interpolation": "bicubic", "resize_mode": "shortest",
+            "mean": [0.48145466, 0.4578275, 0.40821073],
+            "std": [0.26862954, 0.26130258, 0.27577711],
+            "interpolation": "bicubic",
+            "resize_mode": "shortest",
         },
     }
-    put_hub_repo(hf_home, CLIP_REPO, {
-        "open_clip_model.safetensors": _safetensors_bytes(model.state_dict()),
-        "open_clip_config.json": json.dumps(config, indent=2).encode(),
-    })
+    put_hub_repo(
+        hf_home,
+        CLIP_REPO,
+        {
+            "open_clip_model.safetensors": _safetensors_bytes(model.state_dict()),
+            "open_clip_config.json": json.dumps(config, indent=2).encode(),
+        },
+    )
 
 
 class _OpenAIArchive(torch.nn.Module):
@@ -195,11 +202,25 @@ def _bert_tokenizer_files(vocab: list[str]) -> dict[str, bytes]:
 
 
 BERT_CONFIG = {
-    "architectures": ["BertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "gradient_checkpointing": False,
-    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02,
-    "intermediate_size": 3072, "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "bert",
-    "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 0, "position_embedding_type": "absolute",
-    "transformers_version": "4.6.0.dev0", "type_vocab_size": 2, "use_cache": True, "vocab_size": 30522,
+    "architectures": ["BertForMaskedLM"],
+    "attention_probs_dropout_prob": 0.1,
+    "gradient_checkpointing": False,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512,
+    "model_type": "bert",
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "pad_token_id": 0,
+    "position_embedding_type": "absolute",
+    "transformers_version": "4.6.0.dev0",
+    "type_vocab_size": 2,
+    "use_cache": True,
+    "vocab_size": 30522,
 }
 
 
@@ -229,12 +250,31 @@ def build_bert_hub(hf_home: Path) -> None:
 # --------------------------------------------------------------------------- ALBERT tokenizer + RoViST-C
 
 ALBERT_LARGE_CONFIG = {
-    "architectures": ["AlbertForMaskedLM"], "attention_probs_dropout_prob": 0.1, "bos_token_id": 2,
-    "classifier_dropout_prob": 0.1, "down_scale_factor": 1, "embedding_size": 128, "eos_token_id": 3, "gap_size": 0,
-    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 1024, "initializer_range": 0.02,
-    "inner_group_num": 1, "intermediate_size": 4096, "layer_norm_eps": 1e-12, "max_position_embeddings": 512,
-    "model_type": "albert", "net_structure_type": 0, "num_attention_heads": 16, "num_hidden_groups": 1,
-    "num_hidden_layers": 24, "num_memory_blocks": 0, "pad_token_id": 0, "type_vocab_size": 2, "vocab_size": 30000,
+    "architectures": ["AlbertForMaskedLM"],
+    "attention_probs_dropout_prob": 0.1,
+    "bos_token_id": 2,
+    "classifier_dropout_prob": 0.1,
+    "down_scale_factor": 1,
+    "embedding_size": 128,
+    "eos_token_id": 3,
+    "gap_size": 0,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 1024,
+    "initializer_range": 0.02,
+    "inner_group_num": 1,
+    "intermediate_size": 4096,
+    "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512,
+    "model_type": "albert",
+    "net_structure_type": 0,
+    "num_attention_heads": 16,
+    "num_hidden_groups": 1,
+    "num_hidden_layers": 24,
+    "num_memory_blocks": 0,
+    "pad_token_id": 0,
+    "type_vocab_size": 2,
+    "vocab_size": 30000,
 }
 
 
@@ -247,24 +287,45 @@ def _spiece_model(folder: Path) -> bytes:
     text.write_text("\n".join(lines * 20) + "\n")
     prefix = folder / "spiece"
     spm.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(prefix), vocab_size=400, model_type="unigram", pad_id=0, unk_id=1,
-        bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"], character_coverage=1.0,
-        hard_vocab_limit=False, minloglevel=2,
+        input=str(text),
+        model_prefix=str(prefix),
+        vocab_size=400,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=-1,
+        eos_id=-1,
+        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
     )
     return (folder / "spiece.model").read_bytes()
 
 
 def build_albert_tokenizer_hub(hf_home: Path, work: Path) -> None:
     tokenizer_config = {
-        "do_lower_case": True, "remove_space": True, "keep_accents": False, "bos_token": "[CLS]",
-        "eos_token": "[SEP]", "unk_token": "<unk>", "sep_token": "[SEP]", "pad_token": "<pad>",
-        "cls_token": "[CLS]", "mask_token": "[MASK]", "model_max_length": 512,
+        "do_lower_case": True,
+        "remove_space": True,
+        "keep_accents": False,
+        "bos_token": "[CLS]",
+        "eos_token": "[SEP]",
+        "unk_token": "<unk>",
+        "sep_token": "[SEP]",
+        "pad_token": "<pad>",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+        "model_max_length": 512,
     }
-    put_hub_repo(hf_home, ALBERT_REPO, {
-        "config.json": json.dumps(ALBERT_LARGE_CONFIG, indent=2).encode(),
-        "spiece.model": _spiece_model(work),
-        "tokenizer_config.json": json.dumps(tokenizer_config).encode(),
-    })
+    put_hub_repo(
+        hf_home,
+        ALBERT_REPO,
+        {
+            "config.json": json.dumps(ALBERT_LARGE_CONFIG, indent=2).encode(),
+            "spiece.model": _spiece_model(work),
+            "tokenizer_config.json": json.dumps(tokenizer_config).encode(),
+        },
+    )
 
 
 def _numpy1_names(path: Path) -> None:
@@ -293,12 +354,26 @@ def build_rovist_c(path: Path) -> None:
     head = torch.nn.Linear(1024, 2)
     state["linear.weight"], state["linear.bias"] = head.weight.detach(), head.bias.detach()
     opt = argparse.Namespace(
-        data_path="/content", batch_size=32, learning_rate=1e-05, dropout_prob=0.4, lr_decay=0.95,
-        weight_decay=1e-05, num_epochs=50, hidden_dim=1024, early_stop=5, save_path="/content", resume="",
+        data_path="/content",
+        batch_size=32,
+        learning_rate=1e-05,
+        dropout_prob=0.4,
+        lr_decay=0.95,
+        weight_decay=1e-05,
+        num_epochs=50,
+        hidden_dim=1024,
+        early_stop=5,
+        save_path="/content",
+        resume="",
     )
     checkpoint = {
-        "epoch": 3, "model": state, "valid_loss": 0.4187, "valid_acc": np.float64(0.8125),
-        "train_loss": 0.3551, "train_acc": np.float64(0.8467), "opt": opt,
+        "epoch": 3,
+        "model": state,
+        "valid_loss": 0.4187,
+        "valid_acc": np.float64(0.8125),
+        "train_loss": 0.3551,
+        "train_acc": np.float64(0.8467),
+        "opt": opt,
     }
     torch.save(checkpoint, path)
     _numpy1_names(path)
@@ -321,7 +396,10 @@ def build_detector(torch_home: Path) -> Path:
 def build_real_layout(root: Path) -> RealLayout:
     """Every replica under ``root`` (about 2 GB, half a minute on two cores)."""
     layout = RealLayout(
-        root=root, hf_home=root / "hf", torch_home=root / "torch", xdg_cache=root / "xdg",
+        root=root,
+        hf_home=root / "hf",
+        torch_home=root / "torch",
+        xdg_cache=root / "xdg",
         rovist_c=root / "rovist" / ROVIST_C_FILE,
     )
     clip = clip_model()

@@ -9,9 +9,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT
+pytestmark = pytest.mark.slow  # AppTest runs of every page
 
 APP = str(ROOT / "app.py")
 PAGES = {"inspect": "app_pages/inspect.py", "dataset": "app_pages/dataset.py", "meta": "app_pages/agreement.py"}
@@ -76,7 +77,9 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
     assert document["signature"]["id"] == signature_id
     assert all(r["signature"]["id"] == signature_id for r in document["stories"])
     header = export_csv(pd.DataFrame({"x": [1]}), settings).splitlines()[:2]
-    assert header[0].startswith(f"# sig {signature_id}") and json.loads(header[1].removeprefix("# signature "))["id"] == signature_id
+    assert (
+        header[0].startswith(f"# sig {signature_id}") and json.loads(header[1].removeprefix("# signature "))["id"] == signature_id
+    )
 
 
 def test_dataset_page_table_and_plot() -> None:
@@ -183,21 +186,45 @@ def scores_file(tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path_factory:
     from vst_core.cli import main
 
     out = tmp_path_factory.mktemp("scores") / "scores.jsonl"
-    code = main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--metrics",
-                 "redundancy,coherence,grounding", "--coherence-model", f"bert-nsp:{tiny_bert}",
-                 "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]), "--clip-config", str(tiny_clip[0]),
-                 "--cache-dir", str(out.parent / "cache"), "--no-progress", "--device", "cpu"])
+    code = main(
+        [
+            "score",
+            str(ROOT / "assets/sample/stories.jsonl"),
+            "--out",
+            str(out),
+            "--metrics",
+            "redundancy,coherence,grounding",
+            "--coherence-model",
+            f"bert-nsp:{tiny_bert}",
+            "--clip-model",
+            "vst-tiny-clip",
+            "--clip-checkpoint",
+            str(tiny_clip[1]),
+            "--clip-config",
+            str(tiny_clip[0]),
+            "--cache-dir",
+            str(out.parent / "cache"),
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     return out
 
 
 def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None:
-    widgets = {"source": "Scores JSONL (no model needed)", "scores_path": str(scores_file),
-               "scores_images": str(ROOT / "assets/sample")}
+    widgets = {
+        "source": "Scores JSONL (no model needed)",
+        "scores_path": str(scores_file),
+        "scores_images": str(ROOT / "assets/sample"),
+    }
     app = make(**widgets)
     assert not [w for w in app.warning if "is off" in w.value]  # no model is asked for
     html = "".join(m.value for m in app.markdown)
-    assert 'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4  # no extra CLIP metrics in the file
+    assert (
+        'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4
+    )  # no extra CLIP metrics in the file
     recorded = json.loads(scores_file.read_text().splitlines()[0])["signature"]["id"]
     footer = app.caption[-1].value
     assert "device: none" in footer and "CLIP vst-tiny-clip/file:" in footer
@@ -209,8 +236,11 @@ def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None
 def test_scores_jsonl_from_another_version(tmp_path: Path) -> None:
     old = tmp_path / "old.jsonl"
     old.write_text(
-        json.dumps({"story_id": "a", "sentences": ["We ate.", "We ate again."], "scores": {"nr": 0.5}}) + "\n"
-        + json.dumps({"story_id": "b"}) + "\n" + "{broken\n"
+        json.dumps({"story_id": "a", "sentences": ["We ate.", "We ate again."], "scores": {"nr": 0.5}})
+        + "\n"
+        + json.dumps({"story_id": "b"})
+        + "\n"
+        + "{broken\n"
     )
     app = make(source="Scores JSONL (no model needed)", scores_path=str(old))
     assert not app.exception
@@ -263,11 +293,17 @@ def _png(colour: str, size: tuple[int, int] = (32, 24)) -> bytes:
 
 
 def test_upload_images_and_stories(tiny_clip: tuple[Path, Path]) -> None:
-    app = make(source="Upload images + stories", upload_stories="mine: A red square. | A green square.\nA blue dog ran.",
-               **tiny_clip_widgets(tiny_clip))
+    app = make(
+        source="Upload images + stories",
+        upload_stories="mine: A red square. | A green square.\nA blue dog ran.",
+        **tiny_clip_widgets(tiny_clip),
+    )
     assert any("Upload a story set" in i.value for i in app.info)  # no images yet
-    files = [("red.png", _png("red"), "image/png"), ("notes.png", b"plain text, not an image", "image/png"),
-             ("green.png", _png("green"), "image/png")]
+    files = [
+        ("red.png", _png("red"), "image/png"),
+        ("notes.png", b"plain text, not an image", "image/png"),
+        ("green.png", _png("green"), "image/png"),
+    ]
     app.file_uploader(key="upload_images").set_value(files).run()
     assert not app.exception
     assert any("notes.png is not an image" in w.value for w in app.warning)
@@ -328,7 +364,10 @@ def test_meta_page_settings_and_selection() -> None:
 
 def test_meta_page_reports_unmatched_and_unreadable_judgements() -> None:
     app = make(
-        "meta", judgements_source="Upload a judgements CSV", baselines=False, resamples=0,
+        "meta",
+        judgements_source="Upload a judgements CSV",
+        baselines=False,
+        resamples=0,
         last_judgements=b"story_id,overall\nghost-1,3\nghost-2,4\n",
     )
     assert "0** of 2 judged stories matched" in "".join(m.value for m in app.markdown)
@@ -347,14 +386,35 @@ def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path]
 
     config, checkpoint = tiny_clip
     out = tmp_path / "scores.jsonl"
-    assert main([
-        "score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress",
-        "--metrics", "redundancy,grounding,clipscore", "--clip-model", "vst-tiny-clip",
-        "--clip-config", str(config), "--clip-checkpoint", str(checkpoint), "--cache-dir", str(tmp_path / "cache"),
-    ]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(ROOT / "assets/sample/stories.jsonl"),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--metrics",
+                "redundancy,grounding,clipscore",
+                "--clip-model",
+                "vst-tiny-clip",
+                "--clip-config",
+                str(config),
+                "--clip-checkpoint",
+                str(checkpoint),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+            ]
+        )
+        == 0
+    )
     app = make(
-        "meta", source="Scores JSONL (no model needed)", scores_path=str(out),
-        scores_images=str(ROOT / "assets/sample"), resamples=0, baselines=False,
+        "meta",
+        source="Scores JSONL (no model needed)",
+        scores_path=str(out),
+        scores_images=str(ROOT / "assets/sample"),
+        resamples=0,
+        baselines=False,
     )
     assert any("made up" in w.value for w in app.warning)  # the sample's ids: the example is offered
     assert {"GROOVIST", "CLIPScore", "NR"} <= set(app.dataframe[0].value.index)

@@ -12,10 +12,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-
 from conftest import ARTIFACTS, ROOT
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) not installed")
@@ -23,8 +22,14 @@ if CHROMIUM is None:
     pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -39,9 +44,23 @@ def server() -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -115,7 +134,12 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
 
 
 def test_agreement_page_in_chromium(server: str) -> None:
-    _page(server, "/agreement", "agreement.png", ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])
+    _page(
+        server,
+        "/agreement",
+        "agreement.png",
+        ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"],
+    )
 
 
 def test_shared_link_restores_the_view_and_survives_a_page_change(server: str) -> None:

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SAMPLE, write_jsonl
+
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
@@ -73,10 +73,13 @@ def test_unknown_metric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_bad_lines_and_empty_story_lose_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "s.jsonl"
     src.write_text(
-        json.dumps({"story_id": "ok", "sentences": ["We ate.", "We ate again."]}) + "\n"
+        json.dumps({"story_id": "ok", "sentences": ["We ate.", "We ate again."]})
+        + "\n"
         + "{broken\n"
-        + json.dumps({"story_id": "empty", "sentences": []}) + "\n"
-        + json.dumps({"story_id": "one", "sentences": ["Just one sentence here."]}) + "\n"
+        + json.dumps({"story_id": "empty", "sentences": []})
+        + "\n"
+        + json.dumps({"story_id": "one", "sentences": ["Just one sentence here."]})
+        + "\n"
     )
     out = tmp_path / "o.jsonl"
     assert run("score", str(src), "--out", str(out), "--no-progress") == 0
@@ -119,11 +122,22 @@ def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["score", "--help"])
     text = capsys.readouterr().out
-    for option in ("--out", "--metrics", "--nr-n", "--nr-variant", "--spacy-model", "--vist-images",
-                   "--vist-text-field", "--no-check-images", "--overwrite", "--no-progress"):
+    for option in (
+        "--out",
+        "--metrics",
+        "--nr-n",
+        "--nr-variant",
+        "--spacy-model",
+        "--vist-images",
+        "--vist-text-field",
+        "--no-check-images",
+        "--overwrite",
+        "--no-progress",
+    ):
         assert option in text
 
 
+@pytest.mark.slow  # two interpreter starts
 def test_console_script_equals_module(tmp_path: Path) -> None:
     module = subprocess.run([sys.executable, "-m", "vst_core", "score", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert module.returncode == 0 and "--nr-variant" in module.stdout
@@ -135,21 +149,33 @@ def test_console_script_equals_module(tmp_path: Path) -> None:
 
 
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("score", "train-sop", "fetch-models", "cache"):
+    from vst_core.cli import COMMANDS
+
+    assert set(COMMANDS) == {"score", "train-sop", "fetch-models", "bench", "cache", "meta-eval"}
+    for command in COMMANDS:
         with pytest.raises(SystemExit) as exc:
             main([command, "--help"])
         assert exc.value.code == 0
         assert "usage: vst " + command in capsys.readouterr().out
 
 
+@pytest.mark.slow  # tries to load every default model
 def test_fetch_models_offline_says_so(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from conftest import point_at
 
     empty = tmp_path / "empty"
-    point_at(monkeypatch, {"HF_HOME": str(empty), "HF_HUB_CACHE": str(empty / "hub"), "XDG_CACHE_HOME": str(empty),
-                           "TORCH_HOME": str(empty), "HF_HUB_OFFLINE": "1"})
+    point_at(
+        monkeypatch,
+        {
+            "HF_HOME": str(empty),
+            "HF_HUB_CACHE": str(empty / "hub"),
+            "XDG_CACHE_HOME": str(empty),
+            "TORCH_HOME": str(empty),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
     assert main(["fetch-models"]) == 4
     err = capsys.readouterr().err
     assert "missing  CLIP ViT-B-32/openai" in err and "cannot be downloaded from here" in err

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import WORDS, write_jsonl
+
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
@@ -112,8 +112,14 @@ def _tiny_rovist_c(path: Path, vocab_size: int, head_out: int = 2) -> torch.nn.M
     torch.manual_seed(1)
     # hidden 32 is not a standard ALBERT size: the loader then assumes 12 layers, hidden // 64 -> 1 head
     config = AlbertConfig(
-        vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=12, num_attention_heads=1,
-        intermediate_size=64, max_position_embeddings=64, hidden_act="gelu",
+        vocab_size=vocab_size,
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=12,
+        num_attention_heads=1,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_act="gelu",
     )
 
     class SOPClassifier(torch.nn.Module):
@@ -136,9 +142,13 @@ def test_rovist_c_checkpoint_loads_and_scores(tokenizer_dir: Path, tmp_path: Pat
     module = _tiny_rovist_c(ckpt, vocab_size=len(WORDS) + 5)
     scorer = load_pair_scorer(f"rovist-c:{ckpt}", tokenizer=str(tokenizer_dir), device="cpu")
     p = scorer.score_pairs(PAIRS[:3])
-    enc = BertTokenizerFast.from_pretrained(tokenizer_dir)([a for a, _ in PAIRS[:3]], [b for _, b in PAIRS[:3]], padding=True, return_tensors="pt")
+    enc = BertTokenizerFast.from_pretrained(tokenizer_dir)(
+        [a for a, _ in PAIRS[:3]], [b for _, b in PAIRS[:3]], padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
-        pooled = module.albert_model(enc["input_ids"], attention_mask=enc["attention_mask"], token_type_ids=enc["token_type_ids"])[1]
+        pooled = module.albert_model(
+            enc["input_ids"], attention_mask=enc["attention_mask"], token_type_ids=enc["token_type_ids"]
+        )[1]
         expected = torch.softmax(module.linear(pooled), -1)[:, 1].numpy()  # index 1: "in order"
     np.testing.assert_allclose(p, expected, atol=1e-5)
     np.testing.assert_allclose(p, [scorer.score_pairs([x])[0] for x in PAIRS[:3]], atol=1e-5)
@@ -168,8 +178,19 @@ def test_missing_weights_fail_fast_with_instructions(tmp_path: Path) -> None:
 
 def test_cli_missing_weights_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "a", "sentences": ["We ate.", "We sat."]}])
-    code = main(["score", str(src), "--out", str(tmp_path / "o.jsonl"), "--metrics", "coherence",
-                 "--coherence-model", "bert-nsp:no-such-org/no-such-bert", "--no-progress"])
+    code = main(
+        [
+            "score",
+            str(src),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--metrics",
+            "coherence",
+            "--coherence-model",
+            "bert-nsp:no-such-org/no-such-bert",
+            "--no-progress",
+        ]
+    )
     assert code == 4 and "fetch-models" in capsys.readouterr().err
 
 
@@ -181,18 +202,41 @@ def _order_stories(n: int) -> list[dict[str, object]]:
     stories = []
     for k in range(n):
         a, b, c = things[k % 8], things[(k + 3) % 8], things[(k + 5) % 8]
-        stories.append({
-            "story_id": f"s{k}", "sequence_id": f"q{k}", "system": "synthetic",
-            "sentences": [f"first we saw the {a}.", f"then we saw the {b}.", f"finally we saw the {c}."],
-        })
+        stories.append(
+            {
+                "story_id": f"s{k}",
+                "sequence_id": f"q{k}",
+                "system": "synthetic",
+                "sentences": [f"first we saw the {a}.", f"then we saw the {b}.", f"finally we saw the {c}."],
+            }
+        )
     return stories
 
 
 def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_jsonl(tmp_path / "train.jsonl", _order_stories(40))
     out = tmp_path / "sop"
-    code = main(["train-sop", str(src), "--out", str(out), "--base", str(tiny_bert), "--epochs", "4",
-                 "--lr", "1e-3", "--batch-size", "8", "--patience", "4", "--no-progress", "--device", "cpu"])
+    code = main(
+        [
+            "train-sop",
+            str(src),
+            "--out",
+            str(out),
+            "--base",
+            str(tiny_bert),
+            "--epochs",
+            "4",
+            "--lr",
+            "1e-3",
+            "--batch-size",
+            "8",
+            "--patience",
+            "4",
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "epoch 1: train loss" in err and "held-out accuracy" in err
@@ -202,8 +246,24 @@ def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: P
     assert meta["report"]["held_out_pairs"] > 0 and meta["report"]["best_epoch"] is not None
 
     scores = tmp_path / "scores.jsonl"
-    assert main(["score", str(src), "--out", str(scores), "--metrics", "coherence,redundancy",
-                 "--coherence-model", str(out), "--no-progress", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(src),
+                "--out",
+                str(scores),
+                "--metrics",
+                "coherence,redundancy",
+                "--coherence-model",
+                str(out),
+                "--no-progress",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     records, _ = read_scores(scores)
     assert len(records) == 40
     coh = records[0]["metrics"]["coherence"]

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLE, write_jsonl
+
 from vst_core.data import (
     ImagePathError,
     ScoresWriter,
@@ -16,12 +16,16 @@ from vst_core.data import (
     read_story_set,
     resolve_image,
 )
+from vst_core.records import ClipScoreScores, StoryScores
 
 
 def story(**kw: object) -> dict[str, object]:
     base: dict[str, object] = {
-        "story_id": "s1", "system": "m", "sequence_id": "q",
-        "images": ["a.png", "b.png"], "sentences": ["A red square.", "A green square."],
+        "story_id": "s1",
+        "system": "m",
+        "sequence_id": "q",
+        "images": ["a.png", "b.png"],
+        "sentences": ["A red square.", "A green square."],
     }
     base.update(kw)
     return base
@@ -53,7 +57,9 @@ def test_json_list_dict_and_text_layouts(image_dir: Path) -> None:
 
 def test_missing_and_unreadable_image_are_reported_and_story_kept(image_dir: Path) -> None:
     (image_dir / "broken.png").write_bytes(b"not an image at all")
-    ss = read_story_set(write_jsonl(image_dir / "s.jsonl", [story(images=["a.png", "nope.png", "broken.png"], sentences=["x.", "y.", "z."])]))
+    ss = read_story_set(
+        write_jsonl(image_dir / "s.jsonl", [story(images=["a.png", "nope.png", "broken.png"], sentences=["x.", "y.", "z."])])
+    )
     (s,) = ss.stories
     messages = [p.message for p in s.problems]
     assert any("image 2: image not found" in m for m in messages)
@@ -71,7 +77,12 @@ def test_paths_may_not_leave_the_folder(image_dir: Path, ref: str) -> None:
 
 
 def test_empty_story_is_kept_with_an_error(image_dir: Path) -> None:
-    ss = read_story_set(write_jsonl(image_dir / "s.jsonl", [story(sentences=[]), story(story_id="s2", sentences=["  "]), story(story_id="s3", sentences=None, text="")]))
+    ss = read_story_set(
+        write_jsonl(
+            image_dir / "s.jsonl",
+            [story(sentences=[]), story(story_id="s2", sentences=["  "]), story(story_id="s3", sentences=None, text="")],
+        )
+    )
     assert len(ss) == 3
     for s in ss:
         assert s.is_empty and any(p.kind == "empty" and p.severity == "error" for p in s.problems)
@@ -86,8 +97,15 @@ def test_more_sentences_than_images(image_dir: Path) -> None:
 def test_malformed_json_line_reports_line_number_and_keeps_going(image_dir: Path) -> None:
     path = image_dir / "s.jsonl"
     path.write_text(
-        json.dumps(story()) + "\n" + '{"story_id": "bad", "sentences": [\n' + "\n" + '["not", "an", "object"]\n'
-        + json.dumps(story(story_id="s2", sentences="oops")) + "\n" + json.dumps(story(story_id="s3")) + "\n"
+        json.dumps(story())
+        + "\n"
+        + '{"story_id": "bad", "sentences": [\n'
+        + "\n"
+        + '["not", "an", "object"]\n'
+        + json.dumps(story(story_id="s2", sentences="oops"))
+        + "\n"
+        + json.dumps(story(story_id="s3"))
+        + "\n"
     )
     ss = read_story_set(path)
     assert [s.story_id for s in ss] == ["s1", "s3"]
@@ -104,7 +122,9 @@ def test_non_utf8_files(image_dir: Path) -> None:
     with pytest.raises(StorySetError, match="not UTF-8.*0xe9"):
         read_story_set(bad)
     lines = image_dir / "mixed.jsonl"
-    lines.write_bytes(json.dumps(story()).encode() + b"\n" + b'{"story_id": "caf\xe9"}\n' + json.dumps(story(story_id="s3")).encode() + b"\n")
+    lines.write_bytes(
+        json.dumps(story()).encode() + b"\n" + b'{"story_id": "caf\xe9"}\n' + json.dumps(story(story_id="s3")).encode() + b"\n"
+    )
     ss = read_story_set(lines)
     assert [s.story_id for s in ss] == ["s1", "s3"]
     (p,) = ss.problems
@@ -133,9 +153,17 @@ def _vist_sis(ids: list[str]) -> dict[str, object]:
     return {
         "images": [{"id": i} for i in ids],
         "annotations": [
-            [{"story_id": "45530", "album_id": "7", "photo_flickr_id": ids[k], "worker_arranged_photo_order": order[k],
-              "text": f"[male] saw picture {order[k]} .", "original_text": f"Tom saw picture {order[k]}.",
-              "storylet_id": str(k)}]
+            [
+                {
+                    "story_id": "45530",
+                    "album_id": "7",
+                    "photo_flickr_id": ids[k],
+                    "worker_arranged_photo_order": order[k],
+                    "text": f"[male] saw picture {order[k]} .",
+                    "original_text": f"Tom saw picture {order[k]}.",
+                    "storylet_id": str(k),
+                }
+            ]
             for k in range(3)
         ],
     }
@@ -161,11 +189,13 @@ def test_vist_sis(tmp_path: Path) -> None:
 
 
 def test_vist_dii(tmp_path: Path) -> None:
-    data = {"annotations": [
-        [{"album_id": "7", "worker_id": "w1", "photo_flickr_id": "2", "photo_order_in_story": 1, "text": "a dog on grass ."}],
-        [{"album_id": "7", "worker_id": "w1", "photo_flickr_id": "1", "photo_order_in_story": 0, "text": "a red car ."}],
-        [{"album_id": "7", "worker_id": "w2", "photo_flickr_id": "1", "photo_order_in_story": 0, "text": "a car ."}],
-    ]}
+    data = {
+        "annotations": [
+            [{"album_id": "7", "worker_id": "w1", "photo_flickr_id": "2", "photo_order_in_story": 1, "text": "a dog on grass ."}],
+            [{"album_id": "7", "worker_id": "w1", "photo_flickr_id": "1", "photo_order_in_story": 0, "text": "a red car ."}],
+            [{"album_id": "7", "worker_id": "w2", "photo_flickr_id": "1", "photo_order_in_story": 0, "text": "a car ."}],
+        ]
+    }
     (tmp_path / "dii.json").write_text(json.dumps(data))
     ss = read_story_set(tmp_path / "dii.json", check_images=False)
     assert [(s.story_id, s.sentences, s.system) for s in ss] == [
@@ -178,12 +208,12 @@ def test_scores_writer_recovers_from_a_truncated_line(tmp_path: Path) -> None:
     out = tmp_path / "scores.jsonl"
     out.write_text('{"story_id": "a", "x": 1}\n{"story_id": "b", "x"')
     with ScoresWriter(out) as w:
-        w.write({"story_id": "c", "x": 3})
+        w.write(StoryScores("c", "c", "m", ("C.",)))
     records, problems = read_scores(out)
     assert [r["story_id"] for r in records] == ["a", "c"] and problems == []
     with pytest.raises(ValueError):  # NaN is never written as a number
         with ScoresWriter(tmp_path / "n.jsonl") as w:
-            w.write({"story_id": "n", "score": float("nan")})
+            w.write(StoryScores("n", "n", "m", ("N.",), metrics={"clipscore": ClipScoreScores(float("nan"), ())}))
 
 
 def test_story_set_writer_round_trip(image_dir: Path) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import SAMPLE, write_jsonl
 from PIL import Image
 
-from conftest import SAMPLE, write_jsonl
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
@@ -19,14 +19,21 @@ from vst_core.metrics.grounding import groovist_score
 from vst_core.models.clip import load_clip
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.registry import Models
-from vst_core.runs import score_story_set
 from vst_core.regions import grid_proposals, read_regions_csv, select_regions
+from vst_core.runs import score_story_set
+
+pytestmark = pytest.mark.slow  # tiny CLIP models end to end
 
 
 def settings_for(tiny_clip: tuple[Path, Path], **kw: object) -> Settings:
     config, checkpoint = tiny_clip
-    base = dict(metrics=("grounding", "clipscore", "rovist_vg"), clip_arch="vst-tiny-clip",
-                clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
+    base = dict(
+        metrics=("grounding", "clipscore", "rovist_vg"),
+        clip_arch="vst-tiny-clip",
+        clip_checkpoint=str(checkpoint),
+        clip_config=str(config),
+        device="cpu",
+    )
     base.update(kw)
     return Settings(**base)  # type: ignore[arg-type]
 
@@ -134,11 +141,9 @@ def test_bad_images_are_reported_per_story(tiny_clip: tuple[Path, Path], tmp_pat
         Image.new(mode, (40, 30)).save(tmp_path / name)
     Image.new("RGB", (60, 60), "red").save(tmp_path / "big.png")
     (tmp_path / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
-    good = (tmp_path / "ok.png").read_bytes()
     Image.new("RGB", (200, 200), "blue").save(tmp_path / "trunc.jpg")
     data = (tmp_path / "trunc.jpg").read_bytes()
     (tmp_path / "trunc.jpg").write_bytes(data[: len(data) // 2])
-    assert good
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # big.png (3600 px) is now a "bomb" (> 2x)
     stories = [
         {"story_id": "modes", "images": ["gray.png", "rgba.png", "cmyk.jpg"], "sentences": ["A gray sky.", "A dog."]},
@@ -160,16 +165,42 @@ def test_bad_images_are_reported_per_story(tiny_clip: tuple[Path, Path], tmp_pat
         assert "redundancy" in r["metrics"]  # the rest is still scored
 
 
-def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_regions_csv_unknown_images_fall_back_with_a_note(
+    tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     Image.new("RGB", (40, 30), "green").save(tmp_path / "a.png")
     Image.new("RGB", (40, 30), "white").save(tmp_path / "b.png")
     regions = tmp_path / "regions.csv"
-    regions.write_text('image_name,image_id,bbox,object,score\na.png,1,"[0, 0, 20, 15]",tree,0.9\nzzz.png,9,"[0, 0, 5, 5]",x,0.5\na.png,1,"[5, 5]",bad,0.1\n')
-    src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "x", "images": ["a.png", "b.png"], "sentences": ["A green tree.", "Snow."]}])
+    regions.write_text(
+        'image_name,image_id,bbox,object,score\na.png,1,"[0, 0, 20, 15]",tree,0.9\nzzz.png,9,"[0, 0, 5, 5]",x,0.5\na.png,1,"[5, 5]",bad,0.1\n'
+    )
+    src = write_jsonl(
+        tmp_path / "s.jsonl", [{"story_id": "x", "images": ["a.png", "b.png"], "sentences": ["A green tree.", "Snow."]}]
+    )
     out = tmp_path / "o.jsonl"
-    code = main(["score", str(src), "--out", str(out), "--metrics", "grounding", "--clip-model", "vst-tiny-clip",
-                 "--clip-checkpoint", str(tiny_clip[1]), "--clip-config", str(tiny_clip[0]), "--regions", str(regions),
-                 "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--device", "cpu"])
+    code = main(
+        [
+            "score",
+            str(src),
+            "--out",
+            str(out),
+            "--metrics",
+            "grounding",
+            "--clip-model",
+            "vst-tiny-clip",
+            "--clip-checkpoint",
+            str(tiny_clip[1]),
+            "--clip-config",
+            str(tiny_clip[0]),
+            "--regions",
+            str(regions),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "names 1 image(s) not in the story set (zzz.png)" in err and "line 4" in err
@@ -181,9 +212,24 @@ def test_regions_csv_unknown_images_fall_back_with_a_note(tiny_clip: tuple[Path,
     assert boxes <= {(0.0, 0.0, 20.0, 15.0)}
 
 
-def test_theta_from_dataset_and_cache_command(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--metrics", "grounding", "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]),
-            "--clip-config", str(tiny_clip[0]), "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--device", "cpu"]
+def test_theta_from_dataset_and_cache_command(
+    tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "--metrics",
+        "grounding",
+        "--clip-model",
+        "vst-tiny-clip",
+        "--clip-checkpoint",
+        str(tiny_clip[1]),
+        "--clip-config",
+        str(tiny_clip[0]),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        "--device",
+        "cpu",
+    ]
     out = tmp_path / "o.jsonl"
     assert main(["score", str(SAMPLE), "--out", str(out), "--theta", "dataset", *args]) == 0
     records = read_scores(out)[0]

@@ -108,11 +108,13 @@ def test_undefined_is_reported_never_zero() -> None:
 
 
 def test_system_level_on_a_hand_computed_example() -> None:
-    data = pd.DataFrame({
-        "system": ["A", "A", "B", "C", "C"],
-        "m": [1.0, 3.0, 5.0, 0.0, 2.0],
-        "h": [2.0, 4.0, 1.0, 5.0, np.nan],
-    })
+    data = pd.DataFrame(
+        {
+            "system": ["A", "A", "B", "C", "C"],
+            "m": [1.0, 3.0, 5.0, 0.0, 2.0],
+            "h": [2.0, 4.0, 1.0, 5.0, np.nan],
+        }
+    )
     means = system_means(data, ["m", "h"])
     assert means.loc["A"].tolist() == [2.0, 3.0]
     assert means.loc["B"].tolist() == [5.0, 1.0]
@@ -125,10 +127,14 @@ def test_system_level_on_a_hand_computed_example() -> None:
 
 
 def test_best_metric_per_aspect_ignores_undefined() -> None:
-    table = pd.DataFrame({
-        "metric": ["a", "b", "c", "a", "b"], "aspect": ["g", "g", "g", "o", "o"], "method": ["pearson"] * 5,
-        "value": [0.2, 0.5, np.nan, -0.1, -0.1],
-    })
+    table = pd.DataFrame(
+        {
+            "metric": ["a", "b", "c", "a", "b"],
+            "aspect": ["g", "g", "g", "o", "o"],
+            "method": ["pearson"] * 5,
+            "value": [0.2, 0.5, np.nan, -0.1, -0.1],
+        }
+    )
     assert best_per_aspect(table, "pearson") == {"g": {"b"}, "o": {"a", "b"}}
 
 
@@ -136,13 +142,15 @@ def test_best_metric_per_aspect_ignores_undefined() -> None:
 
 
 def hand_pairs() -> pd.DataFrame:
-    return pd.DataFrame({
-        "sequence_id": ["s"] * 5,
-        "better": ["a", "c", "e", "g", "i"],
-        "worse": ["b", "d", "f", "h", "j"],
-        "gap": [0.05, 0.15, 0.15, 0.4, 0.3],
-        "agreement": [3, 4, 5, 5, 4],
-    })
+    return pd.DataFrame(
+        {
+            "sequence_id": ["s"] * 5,
+            "better": ["a", "c", "e", "g", "i"],
+            "worse": ["b", "d", "f", "h", "j"],
+            "gap": [0.05, 0.15, 0.15, 0.4, 0.3],
+            "agreement": [3, 4, 5, 5, 4],
+        }
+    )
 
 
 def test_pairwise_accuracy_ties_count_as_wrong() -> None:
@@ -153,7 +161,9 @@ def test_pairwise_accuracy_ties_count_as_wrong() -> None:
 
 
 def test_pairwise_table_by_agreement_and_gap_bins() -> None:
-    data = pd.DataFrame({"m": {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.5, "e": 0.2, "f": 0.3, "g": 1.0, "h": 0.0, "i": 0.4, "j": 0.1}})
+    data = pd.DataFrame(
+        {"m": {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.5, "e": 0.2, "f": 0.3, "g": 1.0, "h": 0.0, "i": 0.4, "j": 0.1}}
+    )
     table = pairwise_table(hand_pairs(), data, ["m"], edges=[0, 0.1, 0.2, 0.5])
     by = table.set_index("subset")
     assert by.loc["all pairs", "n"] == 5 and by.loc["all pairs", "accuracy"] == pytest.approx(3 / 5)
@@ -168,22 +178,29 @@ def test_pairwise_table_by_agreement_and_gap_bins() -> None:
 def test_pairs_derived_from_ratings_of_one_sequence() -> None:
     human = pd.Series({"x": 3.0, "y": 1.0, "z": 3.0, "w": 2.0})
     seqs = pd.Series({"x": "s1", "y": "s1", "z": "s1", "w": "s2"})
-    ratings = pd.DataFrame({
-        "story_id": ["x", "x", "y", "y", "z", "z"], "rater": ["r1", "r2"] * 3, "aspect": ["o"] * 6,
-        "value": [4.0, 2.0, 1.0, 1.0, 3.0, 3.0], "system": [None] * 6,
-    })
+    ratings = pd.DataFrame(
+        {
+            "story_id": ["x", "x", "y", "y", "z", "z"],
+            "rater": ["r1", "r2"] * 3,
+            "aspect": ["o"] * 6,
+            "value": [4.0, 2.0, 1.0, 1.0, 3.0, 3.0],
+            "system": [None] * 6,
+        }
+    )
     pairs = pairs_from_ratings(human, seqs, ratings, "o")
     assert sorted(zip(pairs["better"], pairs["worse"], pairs["gap"])) == [("x", "y", 2.0), ("z", "y", 2.0)]
     assert dict(zip(pairs["better"], pairs["agreement"])) == {"x": 2.0, "z": 2.0}  # x=z: no pair; w alone
 
 
 def test_pairwise_file_reader_orders_by_rank_and_drops_ties() -> None:
-    j = read_judgements(csv("""
+    j = read_judgements(
+        csv("""
 sequence_id,story_a,story_b,rank_a,rank_b,agreement
 s,a,b,1.2,3.4,4
 s,c,d,2.5,1.5,3
 s,e,f,2,2,3
-"""))
+""")
+    )
     assert j.layout == "pairwise"
     assert list(zip(j.pairs["better"], j.pairs["worse"])) == [("a", "b"), ("d", "c")]
     assert j.pairs["gap"].tolist() == pytest.approx([2.2, 1.0])
@@ -194,12 +211,14 @@ s,e,f,2,2,3
 
 
 def test_misalignment_and_proportion_bins_on_a_hand_built_set() -> None:
-    data = pd.DataFrame({
-        "T": [0.2, 0.5, 0.9, 1.0, 1.2, 1.5, 0.3],
-        "P": [0.2, 0.2, 0.3, 0.2, 0.4, 0.25, 0.1],
-        "m": [0.1, 0.4, 0.3, 0.9, 0.5, 0.7, 0.2],
-        "h": [1.0, 3.0, 2.0, 5.0, 4.0, 3.0, 2.0],
-    })
+    data = pd.DataFrame(
+        {
+            "T": [0.2, 0.5, 0.9, 1.0, 1.2, 1.5, 0.3],
+            "P": [0.2, 0.2, 0.3, 0.2, 0.4, 0.25, 0.1],
+            "m": [0.1, 0.4, 0.3, 0.9, 0.5, 0.7, 0.2],
+            "h": [1.0, 3.0, 2.0, 5.0, 4.0, 3.0, 2.0],
+        }
+    )
     t_bins = binned_correlations(data, ["m"], "h", "T", 1.0, "kendall_c").set_index("bin")
     low, high = t_bins.loc["low T (< 1)"], t_bins.loc["high T (≥ 1)"]  # T = 1.0 is high
     assert low["n"] == 4 and high["n"] == 3
@@ -232,7 +251,8 @@ def test_point_biserial_error_correlation_matches_scipy() -> None:
 
 
 def test_long_reader_aggregates_raters_and_splits_error_labels() -> None:
-    j = read_judgements(csv("""
+    j = read_judgements(
+        csv("""
 # made-up header line
 story_id,rater,aspect,value
 s1,r1,overall,4
@@ -244,7 +264,8 @@ s1,r1,Repetition,1
 s1,r2,Repetition,0
 s1,r3,repetition,1
 s2,r1,rep,0
-"""))
+""")
+    )
     assert j.layout == "long" and j.aspects == ["overall"] and j.error_tags == ["repetition"]
     mean = aggregate(j, "mean")
     assert mean.loc["s1", "overall"] == pytest.approx(11 / 3) and mean.loc["s2", "overall"] == 1.5
@@ -253,18 +274,21 @@ s2,r1,rep,0
 
 
 def test_wide_reader_with_system_column() -> None:
-    j = read_judgements(csv("""
+    j = read_judgements(
+        csv("""
 story_id,system,grounding,coherence
 a,m1,4,3
 b,m2,2,5
-"""))
+""")
+    )
     assert j.layout == "wide" and j.aspects == ["grounding", "coherence"]
     assert set(j.ratings["system"]) == {"m1", "m2"}
     assert aggregate(j).loc["b"].tolist() == [2.0, 5.0]
 
 
 def test_bad_input_is_reported_not_fatal() -> None:
-    j = read_judgements(csv("""
+    j = read_judgements(
+        csv("""
 story_id,rater,aspect,value
 a,r1,overall,4
 a,r1,overall,4
@@ -273,7 +297,8 @@ c,r1,overall,
 d,r1,overall,3
 d,r1,fluency,2
 e,r1,fluency,2
-"""))
+""")
+    )
     text = " | ".join(j.problems)
     assert "1 duplicated row" in text
     assert "non-numeric value(s) ('good'; lines [4])" in text
@@ -311,6 +336,7 @@ def test_match_report_names_unmatched_ids() -> None:
 # ------------------------------------------------------------------ baselines
 
 
+@pytest.mark.slow  # METEOR starts a Java process
 def test_references_exclude_the_story_itself() -> None:
     records = [
         StoryScores("r1", "s", "reference", ("The dog ran.",)),
@@ -322,7 +348,10 @@ def test_references_exclude_the_story_itself() -> None:
     refs = reference_sets(records)
     # Vrank Eq. 3: a reference identical to the candidate is left out, as is the story itself
     assert refs == {
-        "r1": ["a cat sat ."], "r2": ["the dog ran ."], "copy": ["a cat sat ."], "m": ["the dog ran .", "a cat sat ."],
+        "r1": ["a cat sat ."],
+        "r2": ["the dog ran ."],
+        "copy": ["a cat sat ."],
+        "m": ["the dog ran .", "a cat sat ."],
     }
     scores, unavailable = baseline_scores(records)
     assert scores["m"]["BLEU-1"] == pytest.approx(1.0)  # every word is in some reference, same length
@@ -369,8 +398,20 @@ def test_report_on_the_sample(sample_scores: Path) -> None:
 
 def test_cli_writes_the_same_numbers(sample_scores: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    code = main(["meta-eval", str(sample_scores), str(EXAMPLE), "--out", str(out), "--csv", str(tmp_path / "csv"),
-                 "--resamples", "200", "--no-baselines"])
+    code = main(
+        [
+            "meta-eval",
+            str(sample_scores),
+            str(EXAMPLE),
+            "--out",
+            str(out),
+            "--csv",
+            str(tmp_path / "csv"),
+            "--resamples",
+            "200",
+            "--no-baselines",
+        ]
+    )
     assert code == 0
     written = json.loads(out.read_text())
     records, _ = load_records(sample_scores)
@@ -416,7 +457,7 @@ def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
     for seq in ("space", "home"):
         ids = [f"{seq}-{k}" for k in ("ref", "grounded", "generic", "offtopic")]
         for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
+            for b in ids[i + 1 :]:
                 ha, hb = human.at[a, "non_redundancy"], human.at[b, "non_redundancy"]
                 if ha != hb:
                     total += 1

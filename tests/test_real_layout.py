@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image
-
 from conftest import ROOT, SAMPLE, point_at
+from PIL import Image
 from real_layout import ALBERT_REPO, BERT_REPO, CLIP_REPO, RealLayout, put_hub_repo
 
-pytestmark = pytest.mark.real_layout
+pytestmark = [pytest.mark.real_layout, pytest.mark.slow]
 
 ALL_METRICS = "grounding,clipscore,rovist_vg,coherence,redundancy"
 
@@ -35,9 +34,13 @@ def real_env(layout: RealLayout, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     yield layout
 
 
-def run_vst(layout: RealLayout, *args: str, cwd: Path = ROOT, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_vst(
+    layout: RealLayout, *args: str, cwd: Path = ROOT, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **layout.env(), "VST_CACHE_DIR": str(layout.root / "vst-cache"), **(extra_env or {})}
-    return subprocess.run([sys.executable, "-m", "vst_core", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "vst_core", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def read_records(path: Path) -> list[dict]:
@@ -122,18 +125,22 @@ def test_first_run_after_a_download_equals_later_runs(
     from vst_core.config import Settings
     from vst_core.data import read_story_set
     from vst_core.models.registry import Models
-from vst_core.runs import score_story_set
+    from vst_core.runs import score_story_set
 
     settings = Settings(metrics=("grounding", "clipscore"), device="cpu")
     story_set = read_story_set(SAMPLE)
-    later = score_story_set(story_set, settings, tmp_path / "later.jsonl", models=Models(settings, cache_dir=tmp_path / "c1"), progress=None)
+    later = score_story_set(
+        story_set, settings, tmp_path / "later.jsonl", models=Models(settings, cache_dir=tmp_path / "c1"), progress=None
+    )
 
     snapshot = next((real_env.hf_home / "hub").glob("models--timm--*/snapshots/*"))
     files = {p.name: p.read_bytes() for p in snapshot.iterdir()}
     empty = tmp_path / "fresh-hf"
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(empty / "hub"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(empty))  # no OpenAI file either
-    assert settings.weights_missing()
+    from vst_core.signature import weights_missing
+
+    assert weights_missing(settings)
     downloads: list[str] = []
 
     def fake_download(cfg: dict, **_: object) -> str:
@@ -142,7 +149,9 @@ from vst_core.runs import score_story_set
 
     monkeypatch.setattr(open_clip.pretrained, "download_pretrained", fake_download)
     monkeypatch.setattr(clip_module, "hub_reachable", lambda: True)
-    first = score_story_set(story_set, settings, tmp_path / "first.jsonl", models=Models(settings, cache_dir=tmp_path / "c2"), progress=None)
+    first = score_story_set(
+        story_set, settings, tmp_path / "first.jsonl", models=Models(settings, cache_dir=tmp_path / "c2"), progress=None
+    )
     assert downloads == [f"{CLIP_REPO}/"]
     assert first.signature_id == later.signature_id
     a, b = read_records(tmp_path / "first.jsonl"), read_records(tmp_path / "later.jsonl")
@@ -154,19 +163,21 @@ from vst_core.runs import score_story_set
 def test_other_weights_or_activation_change_the_signature_and_the_cache_key(real_env: RealLayout) -> None:
     from vst_core.config import Settings
     from vst_core.models.clip import load_clip
+    from vst_core.signature import signature
 
-    tag = Settings(metrics=("grounding",)).signature()
-    jit = Settings(metrics=("grounding",), clip_checkpoint=str(real_env.xdg_cache / "clip" / "ViT-B-32.pt")).signature()
+    tag = signature(Settings(metrics=("grounding",)))
+    jit = signature(Settings(metrics=("grounding",), clip_checkpoint=str(real_env.xdg_cache / "clip" / "ViT-B-32.pt")))
     assert tag["id"] != jit["id"] and tag["settings"]["clip_weights"] != jit["settings"]["clip_weights"]
     blob = str(next((real_env.hf_home / "hub").glob("models--timm--*/snapshots/*/open_clip_model.safetensors")))
-    gelu = Settings(metrics=("grounding",), clip_checkpoint=blob).signature()
-    quick = Settings(metrics=("grounding",), clip_arch="ViT-B-32-quickgelu", clip_checkpoint=blob).signature()
+    gelu = signature(Settings(metrics=("grounding",), clip_checkpoint=blob))
+    quick = signature(Settings(metrics=("grounding",), clip_arch="ViT-B-32-quickgelu", clip_checkpoint=blob))
     assert "/gelu/" in gelu["settings"]["clip_weights"] and "/quickgelu/" in quick["settings"]["clip_weights"]
     assert gelu["id"] != quick["id"]
     # the embedding cache is keyed by the encoder's signature: the two activations never share vectors
-    assert load_clip("ViT-B-32", checkpoint=blob, device="cpu").signature != load_clip(
-        "ViT-B-32-quickgelu", checkpoint=blob, device="cpu"
-    ).signature
+    assert (
+        load_clip("ViT-B-32", checkpoint=blob, device="cpu").signature
+        != load_clip("ViT-B-32-quickgelu", checkpoint=blob, device="cpu").signature
+    )
 
 
 # ------------------------------------------------------------------------ sentence pairs
@@ -182,7 +193,9 @@ def test_bert_nsp_by_its_real_name(real_env: RealLayout) -> None:
     assert enc["input_ids"][0, 0].item() == 101 and enc["token_type_ids"][0].tolist() == [0] * (len_a + 2) + [1] * (len_b + 1)
     probs = scorer.score_pairs([("we went to the beach .", "the waves were huge ."), ("a dog ran .", "we ate cake .")])
     assert ((probs > 0) & (probs < 1)).all()
-    assert pair_weights_id("bert-nsp").startswith(f"bert-nsp:{BERT_REPO}@") and "not-downloaded" not in pair_weights_id("bert-nsp")
+    assert pair_weights_id("bert-nsp").startswith(f"bert-nsp:{BERT_REPO}@") and "not-downloaded" not in pair_weights_id(
+        "bert-nsp"
+    )
 
 
 def test_rovist_c_checkpoint_as_the_authors_save_it(real_env: RealLayout) -> None:
@@ -203,7 +216,8 @@ def test_rovist_c_checkpoint_as_the_authors_save_it(real_env: RealLayout) -> Non
     assert enc["input_ids"][0].tolist() == ids
     with torch.no_grad():
         logits = scorer.model(
-            torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long),
+            torch.tensor([ids]),
+            torch.ones(1, len(ids), dtype=torch.long),
             torch.tensor([(len_a + 2) * [0] + (len_b + 1) * [1]]),
         )
     expected = torch.softmax(logits, dim=1)[0, 1].item()
@@ -269,8 +283,18 @@ def test_score_every_metric_by_real_names(layout: RealLayout, tmp_path: Path) ->
 
 def test_score_with_the_authors_rovist_c_checkpoint(layout: RealLayout, tmp_path: Path) -> None:
     out = tmp_path / "scores.jsonl"
-    done = run_vst(layout, "score", str(SAMPLE), "--out", str(out), "--metrics", "coherence,redundancy",
-                   "--coherence-model", f"rovist-c:{layout.rovist_c}", "--no-progress")
+    done = run_vst(
+        layout,
+        "score",
+        str(SAMPLE),
+        "--out",
+        str(out),
+        "--metrics",
+        "coherence,redundancy",
+        "--coherence-model",
+        f"rovist-c:{layout.rovist_c}",
+        "--no-progress",
+    )
     assert done.returncode == 0, done.stderr
     records = read_records(out)
     assert all(0 < r["metrics"]["coherence"]["score"] < 1 for r in records)
@@ -302,7 +326,9 @@ def test_a_wrong_file_is_a_clear_message_and_exit_4(
         path.write_bytes(content)
     metric = "grounding" if flag == "--clip-checkpoint" else "coherence"
     value = str(path) if flag == "--clip-checkpoint" else f"rovist-c:{path}"
-    done = run_vst(layout, "score", str(SAMPLE), "--out", str(tmp_path / "s.jsonl"), "--metrics", metric, flag, value, "--no-progress")
+    done = run_vst(
+        layout, "score", str(SAMPLE), "--out", str(tmp_path / "s.jsonl"), "--metrics", metric, flag, value, "--no-progress"
+    )
     assert done.returncode == 4, done.stderr
     assert expected in done.stderr and "Traceback" not in done.stderr
 
@@ -315,7 +341,11 @@ def test_fetch_models_offline_reports_what_is_cached(layout: RealLayout, tmp_pat
         assert any(line.strip().startswith("cached") and name in line for line in lines), name
     assert str(layout.hf_home / "hub") in done.stderr and str(layout.torch_home / "hub" / "checkpoints") in done.stderr
     empty = tmp_path / "empty"
-    missing = run_vst(layout, "fetch-models", extra_env={"HF_HOME": str(empty), "HF_HUB_CACHE": str(empty / "hub"), "XDG_CACHE_HOME": str(empty)})
+    missing = run_vst(
+        layout,
+        "fetch-models",
+        extra_env={"HF_HOME": str(empty), "HF_HUB_CACHE": str(empty / "hub"), "XDG_CACHE_HOME": str(empty)},
+    )
     assert missing.returncode == 4
     assert "missing  CLIP ViT-B-32/openai" in missing.stderr and "missing  next-sentence model" in missing.stderr
     assert "Traceback" not in missing.stderr

@@ -5,10 +5,10 @@ is asserted: same loading code, same names, unit vectors, probabilities)."""
 from __future__ import annotations
 
 import pytest
-from PIL import Image
-
 from conftest import ROOT, point_at
+from PIL import Image
 from real_layout import RealLayout
+
 from vst_core.models.clip import cached_pretrained_file, load_clip
 
 pytestmark = pytest.mark.weights
@@ -52,10 +52,12 @@ def test_bert_nsp_prefers_a_related_next_sentence(bert_source: str) -> None:
     from vst_core.models.pairs import load_pair_scorer
 
     scorer = load_pair_scorer("bert-nsp", device="cpu")
-    related, unrelated = scorer.score_pairs([
-        ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
-        ("We drove to the beach early in the morning.", "The central bank raised interest rates on Monday."),
-    ])
+    related, unrelated = scorer.score_pairs(
+        [
+            ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
+            ("We drove to the beach early in the morning.", "The central bank raised interest rates on Monday."),
+        ]
+    )
     assert 0 < related < 1 and 0 < unrelated < 1
     if bert_source == "real":
         assert related > unrelated

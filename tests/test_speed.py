@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import SAMPLE, write_jsonl
-from vst_core.cli import main
+
 from benchmarks.harness import BenchConfig, run_bench
 from benchmarks.reference_code import reference_nr
+from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.embeddings import EmbeddingCache, region_key
@@ -22,13 +22,19 @@ from vst_core.metrics.redundancy import non_redundancy
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.registry import Models
 from vst_core.runs import chunk_size_for, parse_shard, score_story_set, shard_stories
+from vst_core.signature import signature_id
+
+pytestmark = pytest.mark.slow  # benchmarks, shards and batching on tiny models
 
 
 def tiny_settings(tiny_clip: tuple[Path, Path], **kw: Any) -> Settings:
     config, checkpoint = tiny_clip
     base: dict[str, Any] = dict(
-        metrics=("grounding", "clipscore", "rovist_vg", "redundancy"), clip_arch="vst-tiny-clip",
-        clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu",
+        metrics=("grounding", "clipscore", "rovist_vg", "redundancy"),
+        clip_arch="vst-tiny-clip",
+        clip_checkpoint=str(checkpoint),
+        clip_config=str(config),
+        device="cpu",
     )
     base.update(kw)
     return Settings(**base)
@@ -69,7 +75,7 @@ def test_batch_size_and_chunk_size_do_not_change_scores(tiny_clip: tuple[Path, P
         assert_close(runs["one"][sid], runs["many"][sid], sid)
         assert_close(runs["one"][sid], runs["odd"][sid], sid)
     # speed knobs leave the signature alone
-    assert tiny_settings(tiny_clip, batch_size=1, workers=1).signature_id() == tiny_settings(tiny_clip).signature_id()
+    assert signature_id(tiny_settings(tiny_clip, batch_size=1, workers=1)) == signature_id(tiny_settings(tiny_clip))
 
 
 def test_trimmed_text_batches_equal_the_full_forward(tiny_clip: tuple[Path, Path]) -> None:
@@ -111,8 +117,12 @@ class StopAfter:
 def test_interrupted_run_resumes_to_the_uninterrupted_result(
     tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path: Path
 ) -> None:
-    settings = tiny_settings(tiny_clip, metrics=("redundancy", "coherence", "grounding", "clipscore"),
-                             coherence_model=f"bert-nsp:{tiny_bert}", batch_size=4)
+    settings = tiny_settings(
+        tiny_clip,
+        metrics=("redundancy", "coherence", "grounding", "clipscore"),
+        coherence_model=f"bert-nsp:{tiny_bert}",
+        batch_size=4,
+    )
     stories = read_story_set(SAMPLE)
     full = tmp_path / "full.jsonl"
     score_story_set(stories, settings, full, models=Models(settings, cache=EmbeddingCache(None)), chunk_size=2)
@@ -184,8 +194,13 @@ def test_shards_cover_every_story_once_and_keep_sequences_together() -> None:
 
 def test_cli_shards_join_to_the_full_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     records = [
-        {"story_id": f"s{k}", "sequence_id": f"q{k // 2}", "system": "m", "images": [],
-         "sentences": [f"We saw dog {k}.", "The dog ran.", "The dog ran home."]}
+        {
+            "story_id": f"s{k}",
+            "sequence_id": f"q{k // 2}",
+            "system": "m",
+            "images": [],
+            "sentences": [f"We saw dog {k}.", "The dog ran.", "The dog ran home."],
+        }
         for k in range(30)
     ]
     src = write_jsonl(tmp_path / "in.jsonl", records)
@@ -203,10 +218,26 @@ def test_cli_shards_join_to_the_full_run(tmp_path: Path, capsys: pytest.CaptureF
     assert not (tmp_path / "bad.jsonl").exists()
 
 
-def test_dataset_theta_is_the_same_in_every_shard(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--metrics", "grounding", "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(tiny_clip[1]),
-            "--clip-config", str(tiny_clip[0]), "--cache-dir", str(tmp_path / "cache"), "--no-progress",
-            "--device", "cpu", "--theta", "dataset"]
+def test_dataset_theta_is_the_same_in_every_shard(
+    tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "--metrics",
+        "grounding",
+        "--clip-model",
+        "vst-tiny-clip",
+        "--clip-checkpoint",
+        str(tiny_clip[1]),
+        "--clip-config",
+        str(tiny_clip[0]),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--no-progress",
+        "--device",
+        "cpu",
+        "--theta",
+        "dataset",
+    ]
     assert main(["score", str(SAMPLE), "--out", str(tmp_path / "all.jsonl"), *args]) == 0
     full = by_id(tmp_path / "all.jsonl")
     theta = {r["metrics"]["grounding"]["theta"] for r in full.values()}
@@ -250,15 +281,51 @@ def test_reference_baseline_agrees_with_the_reference_variant() -> None:
 def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, _ = tiny_clip
     out = tmp_path / "bench.json"
-    args = ["bench", "--arch", "vst-tiny-clip", "--clip-config", str(config), "--coherence-size", "tiny",
-            "--stories", "3", "--images-per-story", "2", "--regions", "2", "--image-size", "64x48",
-            "--batch-sizes", "2,4", "--seconds", "0.05", "--nr-stories", "20", "--rss-stories", "4", "--out", str(out)]
+    args = [
+        "bench",
+        "--arch",
+        "vst-tiny-clip",
+        "--clip-config",
+        str(config),
+        "--coherence-size",
+        "tiny",
+        "--stories",
+        "3",
+        "--images-per-story",
+        "2",
+        "--regions",
+        "2",
+        "--image-size",
+        "64x48",
+        "--batch-sizes",
+        "2,4",
+        "--seconds",
+        "0.05",
+        "--nr-stories",
+        "20",
+        "--rss-stories",
+        "4",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(out.read_text())
-    for key in ("raw_crops_per_s", "pipeline_crops_per_s", "pipeline_vs_raw", "warm_speedup", "nr_stories_per_s",
-                "nr_speedup_vs_reference", "nr_with_spans_stories_per_s", "nr_tokenized_speedup_vs_reference",
-                "nr_long_sentences_speedup_vs_reference", "coherence_pairs_per_s", "peak_rss_mb", "torch_threads", "batch_size"):
+    for key in (
+        "raw_crops_per_s",
+        "pipeline_crops_per_s",
+        "pipeline_vs_raw",
+        "warm_speedup",
+        "nr_stories_per_s",
+        "nr_speedup_vs_reference",
+        "nr_with_spans_stories_per_s",
+        "nr_tokenized_speedup_vs_reference",
+        "nr_long_sentences_speedup_vs_reference",
+        "coherence_pairs_per_s",
+        "peak_rss_mb",
+        "torch_threads",
+        "batch_size",
+    ):
         assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
     assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
     assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
@@ -269,9 +336,19 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
 def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
     config, _ = tiny_clip
     result = run_bench(
-        BenchConfig(stories=2, images_per_story=1, regions=1, image_size=(40, 30), arch="vst-tiny-clip",
-                    clip_config=str(config), coherence_size="tiny", batch_sizes=(2,), raw_seconds=0.05, nr_stories=8,
-                    skip=("raw", "coherence", "rss")),
+        BenchConfig(
+            stories=2,
+            images_per_story=1,
+            regions=1,
+            image_size=(40, 30),
+            arch="vst-tiny-clip",
+            clip_config=str(config),
+            coherence_size="tiny",
+            batch_sizes=(2,),
+            raw_seconds=0.05,
+            nr_stories=8,
+            skip=("raw", "coherence", "rss"),
+        ),
         log=lambda line: None,
     )
     assert "raw_crops_per_s" not in result and "peak_rss_mb" not in result and "pipeline_vs_raw" not in result

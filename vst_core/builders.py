@@ -83,8 +83,7 @@ def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str) -
     return CoherenceScores(
         score=result.score,
         pairs=tuple(
-            CoherencePair(i, i + 1, p, bool(truncated[i]) if i < len(truncated) else False)
-            for i, p in enumerate(result.pairs)
+            CoherencePair(i, i + 1, p, bool(truncated[i]) if i < len(truncated) else False) for i, p in enumerate(result.pairs)
         ),
         weakest=result.weakest,
         model=model,

@@ -42,7 +42,7 @@ def phrase_concreteness(
     """
     norms = brysbaert_norms() if norms is None else norms
     words = [w.lower() for w in words]
-    lemmas = [l.lower() for l in lemmas] if lemmas is not None else words
+    lemmas = [lemma.lower() for lemma in lemmas] if lemmas is not None else words
     if expressions:
         whole = " ".join(words)
         if whole in norms:
@@ -63,9 +63,7 @@ def phrase_concreteness(
     return sum(ratings) / len(ratings) if ratings else NO_RATING_WEIGHT
 
 
-def _expression_at(
-    words: Sequence[str], lemmas: Sequence[str], i: int, norms: Mapping[str, float]
-) -> tuple[int, float] | None:
+def _expression_at(words: Sequence[str], lemmas: Sequence[str], i: int, norms: Mapping[str, float]) -> tuple[int, float] | None:
     """Longest rated expression of two or more words starting at word ``i``: (end, rating)."""
     for j in range(len(words), i + 1, -1):
         for candidate in (" ".join(words[i:j]), " ".join(lemmas[i:j])):

@@ -116,7 +116,15 @@ class Settings:
                 data.pop(key)
         if not CLIP_METRICS & set(self.metrics):
             for key in [k for k in data if k.startswith("clip_")] + [
-                "theta", "regions", "regions_file", "top_b", "whole_image", "penalize", "weighting", "units", "expressions",
+                "theta",
+                "regions",
+                "regions_file",
+                "top_b",
+                "whole_image",
+                "penalize",
+                "weighting",
+                "units",
+                "expressions",
             ]:
                 data.pop(key)
         else:

@@ -168,7 +168,9 @@ class Grounder:
         texts = list(dict.fromkeys(t for t in texts if t))
         texts = [t for t in texts if t not in self._text]
         if texts:
-            vectors = self.cache.fetch([text_key(model, t) for t in texts], lambda idx: self.encoder.encode_text([texts[i] for i in idx]))
+            vectors = self.cache.fetch(
+                [text_key(model, t) for t in texts], lambda idx: self.encoder.encode_text([texts[i] for i in idx])
+            )
             self._text.update(zip(texts, vectors))
 
     def ready(self, story: Story) -> bool:
@@ -186,30 +188,11 @@ class Grounder:
             pending = [e for e in pending if e.error is None]
             decoded: dict[int, Future[Image.Image]] = {}
             if s.regions == "detector" and self.detector is not None:
-                images = []
-                for entry in pending:
-                    try:
-                        images.append(open_image(entry.path))
-                    except Exception as exc:
-                        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
-                ok = [e for e in pending if e.error is None]
-                detected = self.detector.boxes(images, s.top_b)
-                for entry, image, boxes in zip(ok, images, detected):
-                    decoded[id(entry)] = _done(image)
-                self._regions(ok, dict(zip(map(id, ok), detected)))
-                pending = ok
+                pending = self._detect(pending, decoded)
             else:
                 self._regions(pending, {})
             whole = "clipscore" in s.metrics  # the whole image is encoded only for CLIPScore
-            boxes: dict[int, list[Box]] = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
-            keys = {id(e): [region_key(model, digests[id(e)], b.key()) for b in boxes[id(e)]] for e in pending}
-            found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
-            todo: list[tuple[ImageEntry, Box, str]] = []
-            for entry in pending:
-                todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)]) if k not in found)
-            unique = list({k: (e, b, k) for e, b, k in todo}.values())
-            self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
-            self.cache.misses += len(unique)
+            keys, found, unique = self._lookup(pending, digests, model, whole)
             if self.encoder.device != "cpu":
                 for entry, _, _ in unique:
                     if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
@@ -227,7 +210,7 @@ class Grounder:
                 if owner:
                     try:
                         future.set_result(open_image(entry.path))
-                    except Exception as exc:  # noqa: BLE001 - re-raised by result() below
+                    except Exception as exc:
                         future.set_exception(exc)
                 return future.result()
 
@@ -246,6 +229,44 @@ class Grounder:
         if fresh:
             self.cache.put_many(fresh)
         found.update(fresh)
+        self._attach(pending, keys, found, whole)
+
+    def _detect(self, pending: list[ImageEntry], decoded: dict[int, Future[Image.Image]]) -> list[ImageEntry]:
+        """Decode every image for the detector (kept for cropping) and take its boxes; the images
+        that decoded."""
+        images = []
+        for entry in pending:
+            try:
+                images.append(open_image(entry.path))
+            except Exception as exc:
+                entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+        ok = [e for e in pending if e.error is None]
+        assert self.detector is not None
+        detected = self.detector.boxes(images, self.settings.top_b)
+        for entry, image in zip(ok, images, strict=True):
+            decoded[id(entry)] = _done(image)
+        self._regions(ok, dict(zip(map(id, ok), detected, strict=True)))
+        return ok
+
+    def _lookup(
+        self, pending: list[ImageEntry], digests: dict[int, str], model: str, whole: bool
+    ) -> tuple[dict[int, list[str]], dict[str, np.ndarray], list[tuple[ImageEntry, Box, str]]]:
+        """Cache keys of every region (and the whole image when ``whole``), the vectors found, and
+        the (image, box, key) crops still to encode, each distinct content once."""
+        boxes = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
+        keys = {id(e): [region_key(model, digests[id(e)], b.key()) for b in boxes[id(e)]] for e in pending}
+        found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
+        todo: list[tuple[ImageEntry, Box, str]] = []
+        for entry in pending:
+            todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)], strict=True) if k not in found)
+        unique = list({k: (e, b, k) for e, b, k in todo}.values())
+        self.cache.hits += len({k for e in pending for k in keys[id(e)]}) - len(unique)
+        self.cache.misses += len(unique)
+        return keys, found, unique
+
+    @staticmethod
+    def _attach(pending: list[ImageEntry], keys: dict[int, list[str]], found: dict[str, np.ndarray], whole: bool) -> None:
+        """Give each image its region vectors (and whole-image vector), or the reason it has none."""
         for entry in pending:
             if entry.error is None and not all(k in found for k in keys[id(entry)]):
                 entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
@@ -285,7 +306,7 @@ class Grounder:
         entries = [self._image(ref) for ref in story.images]
         if not story.images or any(e.error or e.region_emb is None for e in entries):
             return []
-        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        regions = np.concatenate([e.region_emb for e in entries])
         return [float(c) for c in self._best_matches([u for u, _ in self._units(self._phrases(story))], regions)[1]]
 
     def forget(self) -> None:
@@ -326,7 +347,7 @@ class Grounder:
     def _grounding(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
         """GROOVIST over every region of every image, with T and P (GROOVIST Eq. 3, 4)."""
         s = self.settings
-        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        regions = np.concatenate([e.region_emb for e in entries])
         owner = np.concatenate([[k] * len(e.boxes) for k, e in enumerate(entries)])
         boxes = [b for e in entries for b in e.boxes]
         units = self._units(self._phrases(story))
@@ -342,25 +363,30 @@ class Grounder:
             notes.append("more sentences than images: temporal misalignment T is undefined")
         n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
         return grounding_scores(
-            g, units, best_cosines=[float(c) for c in best_cos], images=matched, boxes=[boxes[int(j)] for j in best],
-            misalignment=misalignment, np_proportion=np_proportion(len(units), n_words), notes=notes,
+            g,
+            units,
+            best_cosines=[float(c) for c in best_cos],
+            images=matched,
+            boxes=[boxes[int(j)] for j in best],
+            misalignment=misalignment,
+            np_proportion=np_proportion(len(units), n_words),
+            notes=notes,
             penalize=s.penalize,
         )
 
     def _clipscore(self, story: Story, entries: list[ImageEntry]) -> ClipScoreScores:
         """CLIPScore of sentence i with the whole image i."""
         n = min(len(story.sentences), len(entries))
-        cosines = [
-            float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0  # type: ignore[operator]
-            for i in range(n)
-        ]
+        cosines = [float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)]
         mean, each = clipscore(cosines)
         aligned = n == len(story.sentences) == len(entries)
-        return clipscore_scores(mean, each, [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"])
+        return clipscore_scores(
+            mean, each, [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
+        )
 
     def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
         """RoViST-VG aggregation of each head noun's best cosine, idf-weighted."""
-        regions = np.concatenate([e.region_emb for e in entries])  # type: ignore[misc]
+        regions = np.concatenate([e.region_emb for e in entries])
         nouns = list(dict.fromkeys(p.root for p in self._phrases(story)))
         best = self._best_matches(nouns, regions)[1]
         idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]

@@ -51,7 +51,9 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
     for record in records:
         grounding = record.grounding
         if grounding is not None:
-            grounding = rescore_grounding(grounding, wanted.theta_value, penalize=wanted.penalize, weight=wanted.weighting != "none")
+            grounding = rescore_grounding(
+                grounding, wanted.theta_value, penalize=wanted.penalize, weight=wanted.weighting != "none"
+            )
             record = record.with_metric("grounding", grounding)
         out.append(replace(record, signature=sig))
     return out

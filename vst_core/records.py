@@ -374,10 +374,12 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     problems: list[Problem] = []
     missing = [k for k in _EXPECTED if k not in data]
     if missing or data.get("format") != SCORES_FORMAT:
-        problems.append(problem(
-            f"record from another version (format {data.get('format', 'none')}; missing {', '.join(missing) or 'nothing'})",
-            "warning",
-        ))
+        problems.append(
+            problem(
+                f"record from another version (format {data.get('format', 'none')}; missing {', '.join(missing) or 'nothing'})",
+                "warning",
+            )
+        )
     errors = {str(k): str(v) for k, v in _mapping(data.get("errors")).items()}
     metrics: dict[str, MetricScores] = {}
     for name, value in _mapping(data.get("metrics")).items():

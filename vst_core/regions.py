@@ -89,7 +89,16 @@ def read_regions_csv(path: str | Path) -> tuple[dict[str, list[Box]], list[Probl
                 problems.append(Problem(f"regions CSV: bad row ({exc}); skipped", "line", line=line))
                 continue
             name = os.path.basename(row["image_name"].strip())
-            regions.setdefault(name, []).append(Box(*map(float, coords), label=row.get("object") or None, score=score))
+            regions.setdefault(name, []).append(
+                Box(
+                    float(coords[0]),
+                    float(coords[1]),
+                    float(coords[2]),
+                    float(coords[3]),
+                    label=row.get("object") or None,
+                    score=score,
+                )
+            )
     return regions, problems
 
 

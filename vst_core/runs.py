@@ -107,9 +107,7 @@ def _regions_file_problems(story_set: StorySet, models: Models) -> list[str]:
         unknown = sorted(set(grounder.regions_table) - used)
         if unknown:
             shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-            problems.append(
-                f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored"
-            )
+            problems.append(f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored")
     return problems
 
 
@@ -160,7 +158,7 @@ def score_story_set(
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
                 for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans):
-                    writer.write(record.to_json())
+                    writer.write(record)
                     summary.scored += 1
                     summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
                     if record.errors:

@@ -58,8 +58,11 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
     for k, story in enumerate(stories):
         e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
         score, inter, intra, notes = combine_parts(
-            None if math.isnan(e) else e, None if math.isnan(a) else a, bool(batch.sentences[k]),
-            settings.nr_ngram, settings.nr_variant,
+            None if math.isnan(e) else e,
+            None if math.isnan(a) else a,
+            bool(batch.sentences[k]),
+            settings.nr_ngram,
+            settings.nr_variant,
         )
         out[story.story_id] = redundancy_numbers(
             score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes
@@ -190,7 +193,12 @@ def score_batch(
     try:
         return [
             score_story(
-                story, settings, signature, models=models, pair_scores=pair_scores.get(story.story_id), root=root,
+                story,
+                settings,
+                signature,
+                models=models,
+                pair_scores=pair_scores.get(story.story_id),
+                root=root,
                 redundancy=nr.get(story.story_id),
             )
             for story in stories

@@ -65,13 +65,13 @@ def describe(settings: Settings) -> str:
     if CLIP_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
-        ablation = "".join([
-            " -P" if not settings.penalize else "",
-            {"concreteness": "", "idf": " -C+idf", "none": " -C"}[settings.weighting],
-            " nouns" if settings.units == "nouns" else "",
-        ])
-        parts.append(
-            f"CLIP {clip} θ={settings.theta_value:.4f} regions {settings.regions} top{settings.top_b}{ablation}"
+        ablation = "".join(
+            [
+                " -P" if not settings.penalize else "",
+                {"concreteness": "", "idf": " -C+idf", "none": " -C"}[settings.weighting],
+                " nouns" if settings.units == "nouns" else "",
+            ]
         )
+        parts.append(f"CLIP {clip} θ={settings.theta_value:.4f} regions {settings.regions} top{settings.top_b}{ablation}")
     parts.append(f"vst-eval {sig['versions'].get('vst-eval', '?')}")
     return " · ".join(parts)

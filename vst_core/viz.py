@@ -36,7 +36,9 @@ def contribution_colour(c: float) -> str:
     return f"rgba(197, 48, 48, {min(1.0, 0.35 + -c):.2f})"
 
 
-def _render(text: str, labels: list[list[str]], kinds: list[set[str]], phrase: list[int | None], phrase_info: list[tuple[str, str]]) -> str:
+def _render(
+    text: str, labels: list[list[str]], kinds: list[set[str]], phrase: list[int | None], phrase_info: list[tuple[str, str]]
+) -> str:
     """Runs of characters with the same repeat labels and phrase, as nested highlighted spans."""
     out: list[str] = []
     i = 0
@@ -94,7 +96,7 @@ def story_html(
     """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
     underlined by grounding contribution (hover: score, concreteness, matched image), and a
     coherence chip between consecutive sentences."""
-    labels = [[[] for _ in s] for s in sentences]
+    labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
         label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
@@ -109,18 +111,20 @@ def story_html(
             for c in range(start, min(end, len(sentences[intra.sentence]))):
                 labels[intra.sentence][c].append(label)
                 kinds[intra.sentence][c].add("intra")
-    phrase = [[None for _ in s] for s in sentences]
+    phrase: list[list[int | None]] = [[None for _ in s] for s in sentences]
     phrase_info: list[tuple[str, str]] = []
     for k, p in enumerate(grounding.phrases if grounding else ()):
         start, end = p.span
         sign = "grounded" if p.positive else "below θ"
-        phrase_info.append((
-            contribution_colour(p.contribution),
-            f"{p.text}: contribution {p.contribution:+.3f} ({sign}) · score {p.score:.3f} · "
-            f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
-        ))
+        phrase_info.append(
+            (
+                contribution_colour(p.contribution),
+                f"{p.text}: contribution {p.contribution:+.3f} ({sign}) · score {p.score:.3f} · "
+                f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
+            )
+        )
         for c in range(start, min(end, len(sentences[p.sentence]))):
-            phrase[p.sentence][c] = k  # type: ignore[call-overload]
+            phrase[p.sentence][c] = k
     pairs = {p.from_: p for p in (coherence.pairs if coherence else ())}
     weakest = coherence.weakest if coherence else None
     parts = []
@@ -175,17 +179,26 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
     """Score cards (label, value, hover text) of a story for the metrics run; an error shows as such."""
     nr, coh, grd = record.redundancy, record.coherence, record.grounding
     rows: list[tuple[str, str, float | None, str]] = [
-        ("NR", "redundancy", nr and nr.score, f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr else ""),
+        (
+            "NR",
+            "redundancy",
+            nr.score if nr else None,
+            f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr else "",
+        ),
     ]
     if "coherence" in metrics:
-        rows.append(("coherence", "coherence", coh and coh.score, f"mean P(next follows) · {coh.model}" if coh else ""))
+        rows.append(("coherence", "coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else ""))
     if "grounding" in metrics:
         detail = (
-            f"unbounded {format_score(grd.unbounded)} · θ {grd.theta:.4f} · "
-            f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
-        ) if grd else ""
-        rows.append(("GROOVIST", "grounding", grd and grd.score, detail))
-        rows.append(("T", "grounding", grd and grd.temporal_misalignment, FIELD_BY_COLUMN["T"].help))
+            (
+                f"unbounded {format_score(grd.unbounded)} · θ {grd.theta:.4f} · "
+                f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
+            )
+            if grd
+            else ""
+        )
+        rows.append(("GROOVIST", "grounding", grd.score if grd else None, detail))
+        rows.append(("T", "grounding", grd.temporal_misalignment if grd else None, FIELD_BY_COLUMN["T"].help))
     for column in ("CLIPScore", "RoViST-VG"):
         f = FIELD_BY_COLUMN[column]
         if f.metric in metrics:
@@ -256,8 +269,16 @@ def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, wid
             lines.append(part)
     fig.update_layout(margin={"t": 40, "b": bottom + 12 * (len(lines) - 1)})
     fig.add_annotation(
-        text="<br>".join(lines), align="left", xref="paper", yref="paper", x=0, y=y, showarrow=False,
-        font={"size": 10, "color": "#718096"}, xanchor="left", yanchor="top",
+        text="<br>".join(lines),
+        align="left",
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=y,
+        showarrow=False,
+        font={"size": 10, "color": "#718096"},
+        xanchor="left",
+        yanchor="top",
     )
     return fig
 
@@ -295,9 +316,7 @@ def correlation_cells(table: pd.DataFrame, method: str) -> pd.DataFrame:
 def pairwise_cells(pairwise: pd.DataFrame) -> pd.DataFrame:
     """Metric × subset grid of 'accuracy (N pairs)' strings; '–' where a subset has no pair."""
     part = pairwise[pairwise["group"] != "gap"]
-    text = [
-        "–" if pd.isna(a) else f"{a:.3f} ({n})" for a, n in zip(part["accuracy"], part["n"])
-    ]
+    text = ["–" if pd.isna(a) else f"{a:.3f} ({n})" for a, n in zip(part["accuracy"], part["n"])]
     grid = part.assign(cell=text).pivot(index="metric", columns="subset", values="cell")
     return grid.reindex(index=list(dict.fromkeys(part["metric"])), columns=list(dict.fromkeys(part["subset"])))
 
@@ -312,13 +331,23 @@ def correlation_bars(table: pd.DataFrame, method: str, caption: str) -> Any:
     fig = go.Figure()
     for aspect, rows in part.groupby("aspect", sort=False):
         fig.add_bar(
-            name=str(aspect), x=rows["metric"], y=rows["value"],
-            error_y={"type": "data", "symmetric": False, "array": rows["ci_high"] - rows["value"],
-                     "arrayminus": rows["value"] - rows["ci_low"]},
+            name=str(aspect),
+            x=rows["metric"],
+            y=rows["value"],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": rows["ci_high"] - rows["value"],
+                "arrayminus": rows["value"] - rows["ci_low"],
+            },
             hovertext=[f"N={n}" + (f" · {u}" if isinstance(u, str) else "") for n, u in zip(rows["n"], rows["undefined"])],
         )
-    fig.update_layout(barmode="group", title=f"{METHODS.get(method, method)} with human judgements",
-                      yaxis_title=METHODS.get(method, method), legend_title="aspect")
+    fig.update_layout(
+        barmode="group",
+        title=f"{METHODS.get(method, method)} with human judgements",
+        yaxis_title=METHODS.get(method, method),
+        legend_title="aspect",
+    )
     return caption_figure(fig, caption)
 
 
@@ -331,13 +360,27 @@ def metric_scatter(data: pd.DataFrame, metric: str, aspect: str, caption: str) -
     both = data[[metric, aspect, "system"]].dropna(subset=[metric, aspect]).assign(system=lambda d: d["system"].fillna("unknown"))
     for k, (system, rows) in enumerate(both.groupby("system", sort=True)):
         colour = palette[k % len(palette)]
-        fig.add_scatter(x=rows[metric], y=rows[aspect], mode="markers", name=str(system), marker={"color": colour, "size": 9},
-                        hovertext=list(rows.index), legendgroup=str(system))
+        fig.add_scatter(
+            x=rows[metric],
+            y=rows[aspect],
+            mode="markers",
+            name=str(system),
+            marker={"color": colour, "size": 9},
+            hovertext=list(rows.index),
+            legendgroup=str(system),
+        )
         if rows[metric].nunique() >= 2:
             slope, intercept = np.polyfit(rows[metric].to_numpy(float), rows[aspect].to_numpy(float), 1)
             xs = np.array([rows[metric].min(), rows[metric].max()])
-            fig.add_scatter(x=xs, y=slope * xs + intercept, mode="lines", line={"color": colour, "dash": "dot"},
-                            name=f"{system} trend", legendgroup=str(system), showlegend=False)
+            fig.add_scatter(
+                x=xs,
+                y=slope * xs + intercept,
+                mode="lines",
+                line={"color": colour, "dash": "dot"},
+                name=f"{system} trend",
+                legendgroup=str(system),
+                showlegend=False,
+            )
     fig.update_layout(title=f"{metric} vs human {aspect} (N={len(both)})", xaxis_title=metric, yaxis_title=f"human {aspect}")
     return caption_figure(fig, caption)
 
@@ -349,11 +392,20 @@ def gap_accuracy_figure(pairwise: pd.DataFrame, caption: str) -> Any:
     part = pairwise[pairwise["group"] == "gap"]
     fig = go.Figure()
     for metric, rows in part.groupby("metric", sort=False):
-        fig.add_scatter(x=rows["subset"].str.replace("gap ", "", regex=False), y=rows["accuracy"], mode="lines+markers",
-                        name=str(metric), hovertext=[f"N={n}, ties={t}" for n, t in zip(rows["n"], rows["ties"])])
+        fig.add_scatter(
+            x=rows["subset"].str.replace("gap ", "", regex=False),
+            y=rows["accuracy"],
+            mode="lines+markers",
+            name=str(metric),
+            hovertext=[f"N={n}, ties={t}" for n, t in zip(rows["n"], rows["ties"])],
+        )
     fig.add_hline(y=0.5, line={"dash": "dash", "color": "#a0aec0"}, annotation_text="chance")
-    fig.update_layout(title="Pairwise ranking accuracy by ranking gap (ties count as wrong)",
-                      xaxis_title="ranking gap bin", yaxis_title="accuracy", yaxis_range=[0, 1.05])
+    fig.update_layout(
+        title="Pairwise ranking accuracy by ranking gap (ties count as wrong)",
+        xaxis_title="ranking gap bin",
+        yaxis_title="accuracy",
+        yaxis_range=[0, 1.05],
+    )
     return caption_figure(fig, caption)
 
 
@@ -363,12 +415,15 @@ def bins_figure(bins: pd.DataFrame, caption: str) -> Any:
 
     from vst_core.meta_eval import METHODS
 
-    fig = px.bar(bins, x="bin", y="value", color="metric", barmode="group", facet_col="covariate",
-                 hover_data=["n", "p", "undefined"])
+    fig = px.bar(
+        bins, x="bin", y="value", color="metric", barmode="group", facet_col="covariate", hover_data=["n", "p", "undefined"]
+    )
     fig.update_xaxes(matches=None, title=None)
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     method = METHODS.get(str(bins["method"].iloc[0]), "") if len(bins) else ""
-    fig.update_layout(title=f"{method} with human {bins['aspect'].iloc[0] if len(bins) else ''} inside each bin", yaxis_title=method)
+    fig.update_layout(
+        title=f"{method} with human {bins['aspect'].iloc[0] if len(bins) else ''} inside each bin", yaxis_title=method
+    )
     return caption_figure(fig, caption)
 
 
@@ -377,7 +432,14 @@ def error_heatmap(errors: pd.DataFrame, caption: str) -> Any:
     import plotly.express as px
 
     grid = errors.pivot_table(index="column", columns="error", values="r_pb", sort=False)
-    fig = px.imshow(grid, text_auto=".2f", color_continuous_scale="RdBu", zmin=-1, zmax=1, aspect="auto",
-                    labels={"y": "metric or human aspect", "x": "error label", "color": "r_pb"})
+    fig = px.imshow(
+        grid,
+        text_auto=".2f",
+        color_continuous_scale="RdBu",
+        zmin=-1,
+        zmax=1,
+        aspect="auto",
+        labels={"y": "metric or human aspect", "x": "error label", "color": "r_pb"},
+    )
     fig.update_layout(title="Point-biserial correlation with error labels (negative: the error lowers the score)")
     return caption_figure(fig, caption, bottom=90, y=-0.18)

@@ -45,8 +45,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--confidence", type=float, default=DEFAULTS.confidence, help="bootstrap interval level")
     p.add_argument("--gap-bins", default=None, help="ranking-gap bin edges, e.g. 0,0.1,0.2,0.3,1 (default: quartiles)")
     p.add_argument("--t-split", type=float, default=DEFAULTS.t_split, help="high temporal misalignment: T >= this")
-    p.add_argument("--p-split", type=float, default=DEFAULTS.p_split, help="high noun-phrase proportion: P > this (default: the mode)")
-    p.add_argument("--pair-aspect", default=DEFAULTS.pair_aspect, help="aspect that orders story pairs built from ratings (default: overall, else the last)")
+    p.add_argument(
+        "--p-split", type=float, default=DEFAULTS.p_split, help="high noun-phrase proportion: P > this (default: the mode)"
+    )
+    p.add_argument(
+        "--pair-aspect",
+        default=DEFAULTS.pair_aspect,
+        help="aspect that orders story pairs built from ratings (default: overall, else the last)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
 
@@ -54,8 +60,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def settings_from_args(args: argparse.Namespace) -> MetaSettings:
     edges = tuple(float(v) for v in csv_list(args.gap_bins) or []) or None
     return MetaSettings(
-        aggregate=args.aggregate, resamples=args.resamples, seed=args.seed, confidence=args.confidence,
-        gap_edges=edges, t_split=args.t_split, p_split=args.p_split, baselines=not args.no_baselines,
+        aggregate=args.aggregate,
+        resamples=args.resamples,
+        seed=args.seed,
+        confidence=args.confidence,
+        gap_edges=edges,
+        t_split=args.t_split,
+        p_split=args.p_split,
+        baselines=not args.no_baselines,
         pair_aspect=args.pair_aspect,
     )
 
@@ -93,11 +105,15 @@ def run(args: argparse.Namespace) -> int:
     if settings.baselines:
         note("computing BLEU, ROUGE-L, CIDEr and METEOR against the references ...")
     report = run_meta_eval(
-        records, judgements, settings, metrics=csv_list(args.metrics), aspects=csv_list(args.aspects),
+        records,
+        judgements,
+        settings,
+        metrics=csv_list(args.metrics),
+        aspects=csv_list(args.aspects),
         progress=lambda total: bar(total, "cell", "correlations", disable=args.no_progress),
     )
-    for problem in report.problems:
-        note(f"warning: {problem}")
+    for message in report.problems:
+        note(f"warning: {message}")
     for name, reason in report.unavailable.items():
         note(f"warning: {name} unavailable: {reason}")
     match = report.match

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, note
 from vst_core.config import Settings
@@ -28,7 +29,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fetch.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
     fetch.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
     fetch.add_argument(
-        "--rovist-c", default=None, metavar="PATH",
+        "--rovist-c",
+        default=None,
+        metavar="PATH",
         help="also check the authors' RoViST-C checkpoint file and fetch its ALBERT tokenizer",
     )
     fetch.add_argument("--coherence-tokenizer", default=None, help="tokenizer for --rovist-c (default albert-large-v1)")
@@ -45,8 +48,13 @@ def run_fetch(args: argparse.Namespace) -> int:
     from vst_core.models.fetch import fetch_models
 
     report = fetch_models(
-        coherence_model=args.coherence_model, clip_arch=args.clip_model, clip_pretrained=args.clip_pretrained,
-        rovist_c=args.rovist_c, coherence_tokenizer=args.coherence_tokenizer, detector=args.detector, log=note,
+        coherence_model=args.coherence_model,
+        clip_arch=args.clip_model,
+        clip_pretrained=args.clip_pretrained,
+        rovist_c=args.rovist_c,
+        coherence_tokenizer=args.coherence_tokenizer,
+        detector=args.detector,
+        log=note,
     )
     note(report.summary())
     return 0 if report.ok else EXIT_WEIGHTS
@@ -65,9 +73,10 @@ def run_cache(args: argparse.Namespace) -> int:
         cache.clear()
         note(f"cleared {report['entries']} embeddings ({report['bytes']} bytes) from {path}")
         return 0
-    dims = ", ".join(f"{c} of dim {d}" for d, c in report["by_dim"].items()) or "none"  # type: ignore[union-attr]
+    by_dim = cast(dict[int, int], report["by_dim"])
+    dims = ", ".join(f"{c} of dim {d}" for d, c in by_dim.items()) or "none"
     note(
         f"{path}: {report['entries']} embeddings ({dims}), {report['bytes']} bytes "
-        f"({int(report['bytes']) / 1e6:.1f} MB); shared by `vst score` and the dashboard; clear with --clear"
+        f"({cast(int, report['bytes']) / 1e6:.1f} MB); shared by `vst score` and the dashboard; clear with --clear"
     )
     return 0

@@ -35,7 +35,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument(
-        "input", type=Path, metavar="INPUT",
+        "input",
+        type=Path,
+        metavar="INPUT",
         help="story set: JSON or JSONL with story_id, images, sentences|text, system, sequence_id; "
         "or a VIST sis/dii annotation JSON",
     )
@@ -48,27 +50,35 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _text_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nr-n", type=int, default=DEFAULTS.nr_ngram, help="n-gram window size of the intra-sentence part of RoViST-NR")
     p.add_argument(
-        "--nr-variant", choices=("paper", "reference"), default=DEFAULTS.nr_variant,
+        "--nr-n", type=int, default=DEFAULTS.nr_ngram, help="n-gram window size of the intra-sentence part of RoViST-NR"
+    )
+    p.add_argument(
+        "--nr-variant",
+        choices=("paper", "reference"),
+        default=DEFAULTS.nr_variant,
         help="paper: Eq. 7 of RoViST (unique lower-cased words, no punctuation); "
         "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
     )
     p.add_argument(
-        "--coherence-model", default=DEFAULTS.coherence_model,
+        "--coherence-model",
+        default=DEFAULTS.coherence_model,
         help="sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
         "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
     )
     p.add_argument(
-        "--coherence-tokenizer", default=DEFAULTS.coherence_tokenizer,
+        "--coherence-tokenizer",
+        default=DEFAULTS.coherence_tokenizer,
         help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)",
     )
     p.add_argument(
-        "--keep-repeated-pairs", action="store_true",
+        "--keep-repeated-pairs",
+        action="store_true",
         help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
     )
     p.add_argument(
-        "--spacy-model", default=DEFAULTS.spacy_model,
+        "--spacy-model",
+        default=DEFAULTS.spacy_model,
         help="spaCy pipeline used to split a story given as one text (default: first installed English one)",
     )
 
@@ -79,12 +89,15 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
     p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
     p.add_argument(
-        "--theta", default=DEFAULTS.theta,
+        "--theta",
+        default=DEFAULTS.theta,
         help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
         "'dataset' (the mean NP score over INPUT, computed first and recorded in the signature)",
     )
     p.add_argument(
-        "--regions", default=None, metavar="FILE|detector|grid",
+        "--regions",
+        default=None,
+        metavar="FILE|detector|grid",
         help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
         f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
     )
@@ -92,12 +105,15 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
     p.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
     p.add_argument(
-        "--weighting", choices=("concreteness", "idf", "none"), default=DEFAULTS.weighting,
+        "--weighting",
+        choices=("concreteness", "idf", "none"),
+        default=DEFAULTS.weighting,
         help="NP weights: Brysbaert concreteness (GROOVIST), idf (ablation -C +idf) or none (-C)",
     )
     p.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
     p.add_argument(
-        "--expressions", action="store_true",
+        "--expressions",
+        action="store_true",
         help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
     )
 
@@ -105,23 +121,34 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)")
     p.add_argument(
-        "--workers", type=int, default=DEFAULTS.workers,
+        "--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULTS.workers,
         help="threads decoding and cropping images beside the model (0: one per core, at most 8)",
     )
     p.add_argument(
-        "--no-spans", action="store_true",
+        "--no-spans",
+        action="store_true",
         help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
         "hold no repeated spans, which the dashboard recomputes for the stories it shows",
     )
     p.add_argument(
-        "--shard", default=None, metavar="I/N",
+        "--shard",
+        default=None,
+        metavar="I/N",
         help="score only shard I of N (1 <= I <= N): stories split by a stable hash of sequence_id, so N jobs with "
         "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
     )
-    p.add_argument("--vist-images", type=Path, default=None, help="images folder of a VIST annotation file (default: INPUT's folder/images)")
-    p.add_argument("--vist-text-field", choices=("text", "original_text"), default="text", help="which VIST field gives the sentences")
+    p.add_argument(
+        "--vist-images", type=Path, default=None, help="images folder of a VIST annotation file (default: INPUT's folder/images)"
+    )
+    p.add_argument(
+        "--vist-text-field", choices=("text", "original_text"), default="text", help="which VIST field gives the sentences"
+    )
     p.add_argument("--no-check-images", action="store_true", help="do not open every image when reading (faster on huge sets)")
     p.add_argument("--overwrite", action="store_true", help="start --out afresh instead of resuming")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -163,10 +190,13 @@ def _read(args: argparse.Namespace) -> StorySet:
         from vst_core.text import load_spacy, split_sentences
 
         nlp = load_spacy(args.spacy_model)
-        splitter = lambda text: split_sentences(text, nlp)  # noqa: E731
+        splitter = lambda text: split_sentences(text, nlp)
     return read_story_set(
-        args.input, splitter=splitter, check_images=not args.no_check_images,
-        vist_images=args.vist_images, vist_text_field=args.vist_text_field,
+        args.input,
+        splitter=splitter,
+        check_images=not args.no_check_images,
+        vist_images=args.vist_images,
+        vist_text_field=args.vist_text_field,
     )
 
 
@@ -209,7 +239,12 @@ def run(args: argparse.Namespace) -> int:
             models = Models(settings, clip=models.clip, cache=models.cache)
             note(f"θ = {theta:.6f} (mean NP score over {count} phrases of {args.input})")
         summary = score_story_set(
-            story_set, settings, args.out, overwrite=args.overwrite, models=models, shard=shard,
+            story_set,
+            settings,
+            args.out,
+            overwrite=args.overwrite,
+            models=models,
+            shard=shard,
             progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
             spans=not args.no_spans,
         )

@@ -49,12 +49,22 @@ def run(args: argparse.Namespace) -> int:
     for problem in story_set.all_problems():
         note(str(problem))
     config = SOPConfig(
-        base=args.base, epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr,
-        held_out=args.held_out, patience=args.patience, max_length=args.max_length, seed=args.seed, device=args.device,
+        base=args.base,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        held_out=args.held_out,
+        patience=args.patience,
+        max_length=args.max_length,
+        seed=args.seed,
+        device=args.device,
     )
     try:
         report = train_sop(
-            story_set, args.out, config, progress=None if args.no_progress else (lambda total, desc: bar(total, "batch", desc)),
+            story_set,
+            args.out,
+            config,
+            progress=None if args.no_progress else (lambda total, desc: bar(total, "batch", desc)),
             log=note,
         )
     except WeightsUnavailableError as exc:

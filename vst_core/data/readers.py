@@ -126,14 +126,11 @@ def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
 
 def _decode_error(path: Path, exc: UnicodeDecodeError) -> StorySetError:
     return StorySetError(
-        f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-        "re-save it as UTF-8"
+        f"{path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); re-save it as UTF-8"
     )
 
 
-def read_jsonl_stories(
-    path: Path, *, splitter: Splitter | None = None, check_images: bool = True
-) -> StorySet:
+def read_jsonl_stories(path: Path, *, splitter: Splitter | None = None, check_images: bool = True) -> StorySet:
     """Read a JSONL story set; each bad line is reported with its number and skipped."""
     root = path.parent
     stories: list[Story] = []
@@ -143,7 +140,11 @@ def read_jsonl_stories(
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(Problem(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); line skipped", "line", line=number))
+                problems.append(
+                    Problem(
+                        f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); line skipped", "line", line=number
+                    )
+                )
                 continue
             if not text.strip():
                 continue
@@ -151,8 +152,12 @@ def read_jsonl_stories(
                 record = json.loads(text)
                 stories.append(
                     story_from_record(
-                        record, root=root, line=number, splitter=splitter,
-                        check_images=check_images, fallback_id=f"{path.stem}-line{number}",
+                        record,
+                        root=root,
+                        line=number,
+                        splitter=splitter,
+                        check_images=check_images,
+                        fallback_id=f"{path.stem}-line{number}",
                     )
                 )
             except json.JSONDecodeError as exc:
@@ -162,9 +167,7 @@ def read_jsonl_stories(
     return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
 
 
-def _stories_from_json(
-    data: Any, path: Path, *, splitter: Splitter | None, check_images: bool
-) -> StorySet:
+def _stories_from_json(data: Any, path: Path, *, splitter: Splitter | None, check_images: bool) -> StorySet:
     root = path.parent
     problems: list[Problem] = []
     if isinstance(data, dict) and "stories" in data:
@@ -174,15 +177,17 @@ def _stories_from_json(
         data = [{"story_id": k, "text": v} for k, v in data.items()]
     if not isinstance(data, list):
         raise StorySetError(
-            f"{path}: expected a list of stories, {{'stories': [...]}}, {{story_id: text}} "
-            "or a VIST annotation file"
+            f"{path}: expected a list of stories, {{'stories': [...]}}, {{story_id: text}} or a VIST annotation file"
         )
     stories: list[Story] = []
     for index, record in enumerate(data):
         try:
             stories.append(
                 story_from_record(
-                    record, root=root, splitter=splitter, check_images=check_images,
+                    record,
+                    root=root,
+                    splitter=splitter,
+                    check_images=check_images,
                     fallback_id=f"{path.stem}-{index + 1}",
                 )
             )
@@ -245,10 +250,7 @@ def read_vist(
     for story_id, items in groups.items():
         items.sort(key=lambda it: int(it.get(order_key, 0) or 0))
         photo_ids = [str(it["photo_flickr_id"]) for it in items]
-        refs = tuple(
-            (rel_dir / index[p]).as_posix() if p in index else (rel_dir / f"{p}.jpg").as_posix()
-            for p in photo_ids
-        )
+        refs = tuple((rel_dir / index[p]).as_posix() if p in index else (rel_dir / f"{p}.jpg").as_posix() for p in photo_ids)
         record = {
             "story_id": story_id,
             "sequence_id": "-".join(photo_ids),

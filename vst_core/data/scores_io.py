@@ -56,8 +56,8 @@ class ScoresWriter:
                     fh.truncate(cut)
         self._fh = self.path.open("a", encoding="utf-8")
 
-    def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+    def write(self, record: StoryScores) -> None:
+        self._fh.write(json.dumps(record.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -111,8 +111,11 @@ def stories_of_records(records: Sequence[StoryScores], root: Path, source: str) 
     problems: list[Problem] = []
     for record in records:
         fields = {
-            "story_id": record.story_id, "sequence_id": record.sequence_id, "system": record.system,
-            "images": list(record.images), "sentences": list(record.sentences),
+            "story_id": record.story_id,
+            "sequence_id": record.sequence_id,
+            "system": record.system,
+            "images": list(record.images),
+            "sentences": list(record.sentences),
         }
         try:
             stories.append(story_from_record(fields, root=root, check_images=True))

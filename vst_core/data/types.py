@@ -15,6 +15,7 @@ __all__ = ["Problem", "ProblemKind", "Severity", "Splitter", "Story", "StorySet"
 
 Splitter = Callable[[str], list[str]]
 
+
 class StorySetError(ValueError):
     """The file as a whole cannot be read (not found, not UTF-8 JSON, unknown layout)."""
 
@@ -90,5 +91,3 @@ class StorySet:
 
     def all_problems(self) -> list[Problem]:
         return [*self.problems, *(p for s in self.stories for p in s.problems)]
-
-

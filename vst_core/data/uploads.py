@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,23 @@ def story_set_from_upload(
     images are reported and left out; at most ``max_images`` images are used. Returns the set
     (None when nothing usable) and messages for the user.
     """
-    from io import BytesIO
+    messages: list[str] = []
+    kept = save_images(images, folder, max_images, messages)
+    if not kept:
+        messages.append("upload at least one image (JPEG, PNG, ...) to make an image sequence")
+        return None, messages
+    records = pasted_stories(stories_text, kept)
+    if not records:
+        messages.append("paste at least one story, one per line (optionally 'system: ...'; '|' between sentences)")
+        return None, messages
+    stories = [story_from_record(r, root=folder, splitter=splitter, fallback_id=r["story_id"]) for r in records]
+    return StorySet(tuple(stories), folder, "upload", ()), messages
 
+
+def save_images(images: list[tuple[str, bytes]], folder: Path, max_images: int, messages: list[str]) -> list[str]:
+    """Write the files Pillow can read into ``folder`` as ``NN_name`` (in order); report the others."""
     from PIL import Image, UnidentifiedImageError
 
-    messages: list[str] = []
     folder.mkdir(parents=True, exist_ok=True)
     kept: list[str] = []
     for name, data in images:
@@ -42,31 +55,34 @@ def story_set_from_upload(
             messages.append(f"{safe} is not an image Pillow can read ({type(exc).__name__}); left out")
             continue
         if len(kept) == max_images:
-            messages.append(f"{len(images)} files uploaded: a sequence takes at most {max_images} images, the first {max_images} are used")
+            messages.append(
+                f"{len(images)} files uploaded: a sequence takes at most {max_images} images, the first {max_images} are used"
+            )
             break
         target = f"{len(kept) + 1:02d}_{safe}"
         (folder / target).write_bytes(data)
         kept.append(target)
-    if not kept:
-        messages.append("upload at least one image (JPEG, PNG, ...) to make an image sequence")
-        return None, messages
+    return kept
+
+
+def pasted_stories(text: str, images: list[str]) -> list[dict[str, Any]]:
+    """Story-set objects from pasted lines: ``[system:] sentence | sentence | ...`` or plain text."""
     records = []
-    for number, line in enumerate(l.strip() for l in stories_text.splitlines()):
+    for number, line in enumerate(raw.strip() for raw in text.splitlines()):
         if not line:
             continue
-        system, sep, text = line.partition(":")
+        system, sep, body = line.partition(":")
         if not sep or " " in system.strip() or not system.strip():
-            system, text = f"candidate-{number + 1}", line
-        record: dict[str, Any] = {"story_id": f"upload-{number + 1}", "system": system.strip(), "sequence_id": "upload", "images": kept}
-        if "|" in text:
-            record["sentences"] = [t.strip() for t in text.split("|") if t.strip()]
+            system, body = f"candidate-{number + 1}", line
+        record: dict[str, Any] = {
+            "story_id": f"upload-{number + 1}",
+            "system": system.strip(),
+            "sequence_id": "upload",
+            "images": images,
+        }
+        if "|" in body:
+            record["sentences"] = [t.strip() for t in body.split("|") if t.strip()]
         else:
-            record["text"] = text.strip()
+            record["text"] = body.strip()
         records.append(record)
-    if not records:
-        messages.append("paste at least one story, one per line (optionally 'system: ...'; '|' between sentences)")
-        return None, messages
-    stories = [story_from_record(r, root=folder, splitter=splitter, fallback_id=r["story_id"]) for r in records]
-    return StorySet(tuple(stories), folder, "upload", ()), messages
-
-
+    return records

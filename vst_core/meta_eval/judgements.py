@@ -88,7 +88,19 @@ def _read_table(source: str | Path | bytes | IO[Any]) -> pd.DataFrame:
         frame = pd.read_csv(io.StringIO("\n".join(lines)), dtype=str, keep_default_na=False, skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise JudgementsError(f"judgements file is not a readable CSV ({exc})") from exc
-    structural = {"story_id", "rater", "aspect", "value", "system", "sequence_id", "story_a", "story_b", "rank_a", "rank_b", "agreement"}
+    structural = {
+        "story_id",
+        "rater",
+        "aspect",
+        "value",
+        "system",
+        "sequence_id",
+        "story_a",
+        "story_b",
+        "rank_a",
+        "rank_b",
+        "agreement",
+    }
     names = [str(c).strip() for c in frame.columns]
     frame.columns = [n.lower() if n.lower() in structural else n for n in names]  # aspect names keep their case
     frame = frame.apply(lambda col: col.str.strip())
@@ -141,55 +153,70 @@ def read_judgements(source: str | Path | bytes | IO[Any]) -> Judgements:
         n = int(frame["story_id"].eq("").sum())
         problems.append(f"{n} row(s) without a story_id; ignored")
         frame = frame[frame["story_id"].ne("")]
-    if {"aspect", "value"} <= columns:
-        layout = "long"
-        long = frame.copy()
-        values = pd.Series(np.nan, index=frame.index)
-        for aspect, rows in frame.groupby("aspect", sort=False):
-            values[rows.index] = _numeric(frame.loc[rows.index], "value", f"aspect {aspect!r}", problems)
-        long["value"] = values
-    else:
-        layout = "wide"
-        aspects = [c for c in frame.columns if c not in _ID_COLUMNS]
-        if not aspects:
-            raise JudgementsError("wide judgements need at least one aspect column besides story_id")
-        numeric = {a: _numeric(frame, a, f"column {a!r}", problems) for a in aspects}
-        keep = [c for c in ("story_id", "rater", "system") if c in columns]
-        long = pd.concat(
-            [frame[keep].assign(aspect=a, value=numeric[a].to_numpy()) for a in aspects], ignore_index=True
-        )
-    if "rater" not in long:
-        long["rater"] = None
-    if "system" not in long:
-        long["system"] = None
+    layout = "long" if {"aspect", "value"} <= columns else "wide"
+    long = _long_values(frame, problems) if layout == "long" else _wide_values(frame, problems)
+    ratings, errors = _split_error_labels(_tidy(long), problems)
+    if ratings.empty and errors.empty:
+        raise JudgementsError("no usable numeric judgements in the file" + (f" ({'; '.join(problems)})" if problems else ""))
+    problems.extend(_rating_notes(ratings))
+    return Judgements(ratings=ratings, errors=errors, pairs=_empty_pairs(), layout=layout, problems=problems)
+
+
+def _long_values(frame: pd.DataFrame, problems: list[str]) -> pd.DataFrame:
+    """``story_id, rater, aspect, value``: values made numeric aspect by aspect (text reported)."""
+    long = frame.copy()
+    values = pd.Series(np.nan, index=frame.index)
+    for aspect, rows in frame.groupby("aspect", sort=False):
+        values[rows.index] = _numeric(frame.loc[rows.index], "value", f"aspect {aspect!r}", problems)
+    long["value"] = values
+    return long
+
+
+def _wide_values(frame: pd.DataFrame, problems: list[str]) -> pd.DataFrame:
+    """One column per aspect, melted to the long layout."""
+    aspects = [c for c in frame.columns if c not in _ID_COLUMNS]
+    if not aspects:
+        raise JudgementsError("wide judgements need at least one aspect column besides story_id")
+    numeric = {a: _numeric(frame, a, f"column {a!r}", problems) for a in aspects}
+    keep = [c for c in ("story_id", "rater", "system") if c in frame.columns]
+    return pd.concat([frame[keep].assign(aspect=a, value=numeric[a].to_numpy()) for a in aspects], ignore_index=True)
+
+
+def _tidy(long: pd.DataFrame) -> pd.DataFrame:
+    """The five columns, empty rater/system as None, rows without a value dropped."""
+    for column in ("rater", "system"):
+        if column not in long:
+            long[column] = None
     long = long[["story_id", "rater", "aspect", "value", "system"]].copy()
     long["rater"] = long["rater"].replace("", None)
     long["system"] = long["system"].replace("", None)
-    long = long[long["value"].notna()]
+    return long[long["value"].notna()]
+
+
+def _split_error_labels(long: pd.DataFrame, problems: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ratings, binary error labels): aspects named after the VHED error taxonomy are labels."""
     tags = long["aspect"].map(_error_tag)
     errors = long[tags.notna()].assign(error=tags[tags.notna()])
     bad = ~errors["value"].isin([0, 1])
     if bad.any():
-        problems.append(f"{int(bad.sum())} error label(s) not 0/1 ({', '.join(map(str, errors['value'][bad].unique()[:3]))}); ignored")
+        problems.append(
+            f"{int(bad.sum())} error label(s) not 0/1 ({', '.join(map(str, errors['value'][bad].unique()[:3]))}); ignored"
+        )
         errors = errors[~bad]
-    ratings = long[tags.isna()].reset_index(drop=True)
-    if ratings.empty and errors.empty:
-        raise JudgementsError("no usable numeric judgements in the file" + (f" ({'; '.join(problems)})" if problems else ""))
+    return long[tags.isna()].reset_index(drop=True), errors[["story_id", "rater", "error", "value"]].reset_index(drop=True)
+
+
+def _rating_notes(ratings: pd.DataFrame) -> list[str]:
+    """Conflicting cells of one rater, and constant aspects (whose correlations are undefined)."""
+    notes = []
     if ratings["rater"].notna().any():
-        keys = ["story_id", "rater", "aspect"]
-        clash = ratings.groupby(keys)["value"].nunique() > 1
+        clash = ratings.groupby(["story_id", "rater", "aspect"])["value"].nunique() > 1
         if clash.any():
-            problems.append(f"{int(clash.sum())} (story, rater, aspect) cell(s) with conflicting values; averaged")
+            notes.append(f"{int(clash.sum())} (story, rater, aspect) cell(s) with conflicting values; averaged")
     for aspect, rows in ratings.groupby("aspect", sort=False):
         if rows["value"].nunique() == 1:
-            problems.append(f"aspect {aspect!r} is constant ({rows['value'].iloc[0]:g}); its correlations are undefined")
-    return Judgements(
-        ratings=ratings,
-        errors=errors[["story_id", "rater", "error", "value"]].reset_index(drop=True),
-        pairs=_empty_pairs(),
-        layout=layout,
-        problems=problems,
-    )
+            notes.append(f"aspect {aspect!r} is constant ({rows['value'].iloc[0]:g}); its correlations are undefined")
+    return notes
 
 
 def _empty_pairs() -> pd.DataFrame:
@@ -199,26 +226,33 @@ def _empty_pairs() -> pd.DataFrame:
 def _read_pairwise(frame: pd.DataFrame, problems: list[str]) -> Judgements:
     rank_a = _numeric(frame, "rank_a", "column 'rank_a'", problems)
     rank_b = _numeric(frame, "rank_b", "column 'rank_b'", problems)
-    agreement = _numeric(frame, "agreement", "column 'agreement'", problems) if "agreement" in frame else pd.Series(np.nan, frame.index)
+    agreement = (
+        _numeric(frame, "agreement", "column 'agreement'", problems) if "agreement" in frame else pd.Series(np.nan, frame.index)
+    )
     ok = rank_a.notna() & rank_b.notna()
     tie = ok & (rank_a == rank_b)
     if tie.any():
         problems.append(f"{int(tie.sum())} pair(s) with equal human ranks; removed (zero ranking gap, as in VHED)")
     ok &= ~tie
     a_better = rank_a < rank_b
-    pairs = pd.DataFrame({
-        "sequence_id": frame.get("sequence_id"),
-        "better": np.where(a_better, frame["story_a"], frame["story_b"]),
-        "worse": np.where(a_better, frame["story_b"], frame["story_a"]),
-        "gap": (rank_a - rank_b).abs(),
-        "agreement": agreement,
-    })[ok].reset_index(drop=True)
+    pairs = pd.DataFrame(
+        {
+            "sequence_id": frame.get("sequence_id"),
+            "better": np.where(a_better, frame["story_a"], frame["story_b"]),
+            "worse": np.where(a_better, frame["story_b"], frame["story_a"]),
+            "gap": (rank_a - rank_b).abs(),
+            "agreement": agreement,
+        }
+    )[ok].reset_index(drop=True)
     if pairs.empty:
         raise JudgementsError("no usable story pairs in the pairwise file" + (f" ({'; '.join(problems)})" if problems else ""))
     empty = pd.DataFrame({"story_id": [], "rater": [], "aspect": [], "value": [], "system": []})
     return Judgements(
-        ratings=empty, errors=pd.DataFrame({"story_id": [], "rater": [], "error": [], "value": []}),
-        pairs=pairs, layout="pairwise", problems=problems,
+        ratings=empty,
+        errors=pd.DataFrame({"story_id": [], "rater": [], "error": [], "value": []}),
+        pairs=pairs,
+        layout="pairwise",
+        problems=problems,
     )
 
 
@@ -268,5 +302,3 @@ def inter_rater(judgements: Judgements) -> pd.DataFrame:
             row["note"] = f"{shared} stories rated by two or more raters"
         rows.append(row)
     return pd.DataFrame(rows, columns=["aspect", "alpha", "raters", "stories", "note"])
-
-

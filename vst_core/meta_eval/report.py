@@ -74,11 +74,13 @@ class MetaReport:
 
     def csv(self, name: str) -> str:
         """One table as CSV headed by comment lines with the signature that produced it."""
-        return f"# {self.description}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + self.tables()[name].to_csv(index=False)
+        body: str = self.tables()[name].to_csv(index=False)
+        return f"# {self.description}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + body
 
     def to_json(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-            return json.loads(frame.to_json(orient="records"))
+            rows: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
+            return rows
 
         return {
             "signature": self.signature,
@@ -107,9 +109,13 @@ def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) 
     judged_only = sorted(judged_set - scored_set)
     scored_only = sorted(scored_set - judged_set)
     return {
-        "matched": len(both), "judged": len(judged_set), "scored": len(scored_set),
-        "judged_not_scored": judged_only[:shown], "judged_not_scored_count": len(judged_only),
-        "scored_not_judged": scored_only[:shown], "scored_not_judged_count": len(scored_only),
+        "matched": len(both),
+        "judged": len(judged_set),
+        "scored": len(scored_set),
+        "judged_not_scored": judged_only[:shown],
+        "judged_not_scored_count": len(judged_only),
+        "scored_not_judged": scored_only[:shown],
+        "scored_not_judged_count": len(scored_only),
     }
 
 
@@ -149,7 +155,9 @@ def _human_frame(judgements: Judgements, scores: pd.DataFrame, how: str, problem
         names = {c: f"{c} (human)" for c in clash}
         human = human.rename(columns=names)
         judgements = _renamed(judgements, names)
-        problems.append(f"judged aspect(s) named like a score column, renamed: {', '.join(f'{c} -> {n}' for c, n in names.items())}")
+        problems.append(
+            f"judged aspect(s) named like a score column, renamed: {', '.join(f'{c} -> {n}' for c, n in names.items())}"
+        )
     return human, judgements
 
 
@@ -173,6 +181,29 @@ def _joined(scores: pd.DataFrame, human: pd.DataFrame, judgements: Judgements) -
     return data
 
 
+def _correlations(
+    data: pd.DataFrame,
+    metrics: list[str],
+    aspects: list[str],
+    settings: MetaSettings,
+    progress: Callable[[int], Any] | None,
+    problems: list[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Story- and system-level correlation tables, one progress tick per cell."""
+    bar = progress(2 * len(metrics) * len(aspects)) if progress is not None else None
+    tick = (lambda: bar.update(1)) if bar is not None else None
+    try:
+        story = correlation_table(data, metrics, aspects, settings, "story", tick)
+        system = correlation_table(data, metrics, aspects, settings, "system", tick)
+    finally:
+        if bar is not None:
+            bar.close()
+    n_systems = data["system"].nunique() if "system" in data else 0
+    if n_systems < 3 and aspects and len(data):
+        problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
+    return story, system
+
+
 def run_meta_eval(
     records: Sequence[StoryScores],
     judgements: Judgements,
@@ -190,7 +221,8 @@ def run_meta_eval(
     ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
     metric × aspect cell of the two correlation tables."""
     problems = list(judgements.problems)
-    scores, unavailable = score_frame(records), {}
+    scores = score_frame(records)
+    unavailable: dict[str, str] = {}
     if settings.baselines:
         scores, unavailable = _with_baselines(scores, records, baselines)
     available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
@@ -205,17 +237,7 @@ def run_meta_eval(
     problems.extend(_match_problems(match))
     data = _joined(scores, human, judgements)
     sig_ids = sorted({r.signature_id for r in records if r.signature_id})
-    bar = progress(2 * len(chosen) * len(chosen_aspects)) if progress is not None else None
-    tick = (lambda: bar.update(1)) if bar is not None else None
-    try:
-        correlations = correlation_table(data, chosen, chosen_aspects, settings, "story", tick)
-        system_correlations = correlation_table(data, chosen, chosen_aspects, settings, "system", tick)
-    finally:
-        if bar is not None:
-            bar.close()
-    n_systems = data["system"].nunique() if "system" in data else 0
-    if n_systems < 3 and chosen_aspects and len(data):
-        problems.append(f"system-level correlations need at least 3 systems; the judged stories come from {n_systems}")
+    correlations, system_correlations = _correlations(data, chosen, chosen_aspects, settings, progress, problems)
     pairs, pairs_source = _story_pairs(judgements, data, chosen_aspects, settings, problems)
     pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges)
     if len(judgements.pairs):
@@ -225,11 +247,24 @@ def run_meta_eval(
     bins, splits = _bins(data, chosen, chosen_aspects, settings)
     errors = [e for e in judgements.error_tags if e in human]
     return MetaReport(
-        signature=settings.signature(sig_ids), description=settings.describe(sig_ids), match=match, data=data,
-        metrics=chosen, aspects=chosen_aspects, errors=errors, agreement=inter_rater(judgements),
-        correlations=correlations, system_correlations=system_correlations, pairs=pairs, pairs_source=pairs_source,
-        pairwise=pairwise, bins=bins, error_correlations=error_table(data, [*chosen, *chosen_aspects], errors),
-        unavailable=unavailable, splits=splits, problems=problems,
+        signature=settings.signature(sig_ids),
+        description=settings.describe(sig_ids),
+        match=match,
+        data=data,
+        metrics=chosen,
+        aspects=chosen_aspects,
+        errors=errors,
+        agreement=inter_rater(judgements),
+        correlations=correlations,
+        system_correlations=system_correlations,
+        pairs=pairs,
+        pairs_source=pairs_source,
+        pairwise=pairwise,
+        bins=bins,
+        error_correlations=error_table(data, [*chosen, *chosen_aspects], errors),
+        unavailable=unavailable,
+        splits=splits,
+        problems=problems,
     )
 
 
@@ -271,6 +306,7 @@ def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
     return Judgements(
         ratings=judgements.ratings.assign(aspect=judgements.ratings["aspect"].replace(names)),
         errors=judgements.errors.assign(error=judgements.errors["error"].replace(names)),
-        pairs=judgements.pairs, layout=judgements.layout, problems=judgements.problems,
+        pairs=judgements.pairs,
+        layout=judgements.layout,
+        problems=judgements.problems,
     )
-

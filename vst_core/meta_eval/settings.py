@@ -62,5 +62,3 @@ class MetaSettings:
             f"meta-eval sig {sig['id']} · scores sig {'+'.join(ids) or 'none'} · raters {self.aggregate} · "
             f"bootstrap {self.resamples}× seed {self.seed} ({self.confidence:.0%})"
         )
-
-

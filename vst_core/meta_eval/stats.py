@@ -153,7 +153,12 @@ def correlate(
                 tail = (1 - confidence) / 2 * 100
                 low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
         out[method] = Correlation(
-            method, value, None if math.isnan(p) else p, n, low, high,
+            method,
+            value,
+            None if math.isnan(p) else p,
+            n,
+            low,
+            high,
             None if low is not None or resamples == 0 else "bootstrap interval undefined: most resamples were constant",
         )
     return out
@@ -183,8 +188,12 @@ def correlation_table(
             if metric not in frame or aspect not in frame:
                 continue
             results = correlate(
-                frame[metric], frame[aspect], settings.methods,
-                resamples=settings.resamples, seed=settings.seed, confidence=settings.confidence,
+                frame[metric],
+                frame[aspect],
+                settings.methods,
+                resamples=settings.resamples,
+                seed=settings.seed,
+                confidence=settings.confidence,
             )
             for r in results.values():
                 rows.append({"level": level, "metric": metric, "aspect": aspect, **asdict(r)})
@@ -223,7 +232,7 @@ def pairs_from_ratings(
     for seq, group in frame.groupby("seq", sort=False):
         ids = list(group.index)
         for i, a in enumerate(ids):
-            for b in ids[i + 1:]:
+            for b in ids[i + 1 :]:
                 ha, hb = group.at[a, "h"], group.at[b, "h"]
                 if ha == hb:
                     continue
@@ -246,7 +255,10 @@ def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Seri
     correct = int((a[known] > b[known]).sum())
     ties = int((a[known] == b[known]).sum())
     return {
-        "n": n, "correct": correct, "ties": ties, "missing": int((~known).sum()),
+        "n": n,
+        "correct": correct,
+        "ties": ties,
+        "missing": int((~known).sum()),
         "accuracy": correct / n if n else None,
     }
 
@@ -278,14 +290,18 @@ def pairwise_table(
             groups.append(("agreement", f"agreement = {k:g}", part, float(k), float(k)))
     bins = pd.cut(pairs["gap"], bins=edges, right=True)
     for interval, part in pairs.groupby(bins, observed=False, sort=True):
-        groups.append(("gap", f"gap ({interval.left:.3g}, {interval.right:.3g}]", part, float(interval.left), float(interval.right)))
+        groups.append(
+            ("gap", f"gap ({interval.left:.3g}, {interval.right:.3g}]", part, float(interval.left), float(interval.right))
+        )
     outside = int(bins.isna().sum())
     rows = []
     for metric in metrics:
         if metric not in data:
             continue
         for group, subset, part, lo, hi in groups:
-            rows.append({"metric": metric, "group": group, "subset": subset, "lo": lo, "hi": hi, **pairwise_accuracy(part, data[metric])})
+            rows.append(
+                {"metric": metric, "group": group, "subset": subset, "lo": lo, "hi": hi, **pairwise_accuracy(part, data[metric])}
+            )
     table = pd.DataFrame(rows, columns=columns)
     table.attrs["outside_bins"] = outside
     return table
@@ -323,16 +339,30 @@ def binned_correlations(
         return pd.DataFrame(columns=columns)
     cov = data[covariate]
     high = cov >= split if high_inclusive else cov > split
-    op_hi, op_lo = (("≥", "<") if high_inclusive else (">", "≤"))
+    op_hi, op_lo = ("≥", "<") if high_inclusive else (">", "≤")
     rows = []
-    for name, mask in ((f"low {covariate} ({op_lo} {split:.4g})", ~high & cov.notna()), (f"high {covariate} ({op_hi} {split:.4g})", high)):
+    for name, mask in (
+        (f"low {covariate} ({op_lo} {split:.4g})", ~high & cov.notna()),
+        (f"high {covariate} ({op_hi} {split:.4g})", high),
+    ):
         part = data[mask]
         for metric in metrics:
             if metric not in data or aspect not in data:
                 continue
             r = correlate(part[metric], part[aspect], [method], resamples=0)[method]
-            rows.append({"covariate": covariate, "bin": name, "metric": metric, "aspect": aspect, "method": method,
-                         "value": r.value, "p": r.p, "n": r.n, "undefined": r.undefined})
+            rows.append(
+                {
+                    "covariate": covariate,
+                    "bin": name,
+                    "metric": metric,
+                    "aspect": aspect,
+                    "method": method,
+                    "value": r.value,
+                    "p": r.p,
+                    "n": r.n,
+                    "undefined": r.undefined,
+                }
+            )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -359,5 +389,3 @@ def error_table(data: pd.DataFrame, columns: Sequence[str], errors: Sequence[str
                 value, p = float(res.statistic), float(res.pvalue)
             rows.append({"column": column, "error": error, "r_pb": value, "p": p, "n": n, "undefined": reason})
     return pd.DataFrame(rows, columns=["column", "error", "r_pb", "p", "n", "undefined"])
-
-

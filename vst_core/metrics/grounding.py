@@ -100,7 +100,9 @@ def theta_from_scores(best_cosines: Sequence[float] | np.ndarray) -> float:
     return float(CLIP_SCALE * values.mean())
 
 
-def temporal_misalignment(np_sentences: Sequence[int], matched_images: Sequence[int], n_sentences: int) -> tuple[float | None, tuple[float | None, ...]]:
+def temporal_misalignment(
+    np_sentences: Sequence[int], matched_images: Sequence[int], n_sentences: int
+) -> tuple[float | None, tuple[float | None, ...]]:
     """GROOVIST Eq. 3: t_i = share of sentence i's NPs whose best image j ≠ i; T = mean of t_i.
 
     Sentences without NPs have t_i = None and are left out of T; T is None if no sentence has one.

@@ -188,8 +188,9 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper
                 )
             )
 
-    score, inter, intra, notes = combine_parts(_mean([p.jaccard for p in inter_pairs]), _mean([p.jaccard for p in intra_pairs]),
-                                               bool(sentences), n, variant)
+    score, inter, intra, notes = combine_parts(
+        _mean([p.jaccard for p in inter_pairs]), _mean([p.jaccard for p in intra_pairs]), bool(sentences), n, variant
+    )
     return NonRedundancy(
         score=score,
         inter=inter,
@@ -247,7 +248,9 @@ def _offset_jaccard(
     return first, np.divide(top, union, out=np.zeros(first.size), where=union > 0)
 
 
-def _count_table(segment: np.ndarray, codes: np.ndarray, segments: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _count_table(
+    segment: np.ndarray, codes: np.ndarray, segments: int, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     keys, counts = np.unique(segment * size + codes, return_counts=True)
     key_segment = keys // size
     return keys, counts.astype(float), key_segment, np.bincount(key_segment, minlength=segments)
@@ -302,14 +305,14 @@ def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4
     window_of = (np.cumsum(windows_per_sentence) - windows_per_sentence)[sentence_of] + position // n
     window_sentence = np.repeat(np.arange(sentences), windows_per_sentence)
     windows = window_sentence.size
-    first, intra_j = _offset_jaccard(window_sentence, 1, size, reference,
-                                     _count_table(window_of, codes, windows, size))
+    first, intra_j = _offset_jaccard(window_sentence, 1, size, reference, _count_table(window_of, codes, windows, size))
     intra_owner = story_of_sentence[window_sentence[first]]
 
     def means(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
         total = np.bincount(owner, weights=values, minlength=count)
         pairs = np.bincount(owner, minlength=count)
-        return np.divide(total, pairs, out=np.full(count, np.nan), where=pairs > 0)
+        out: np.ndarray = np.divide(total, pairs, out=np.full(count, np.nan), where=pairs > 0)
+        return out
 
     inter_mean = means(np.concatenate(inter_j), np.concatenate(inter_owner))
     intra_mean = means(intra_j, intra_owner)

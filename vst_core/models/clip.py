@@ -214,7 +214,14 @@ class ClipEncoder:
     """
 
     def __init__(
-        self, model: Any, preprocess: Any, tokenizer: Any, signature: str, *, device: str, batch_size: int = 64,
+        self,
+        model: Any,
+        preprocess: Any,
+        tokenizer: Any,
+        signature: str,
+        *,
+        device: str,
+        batch_size: int = 64,
         workers: int = 0,
     ) -> None:
         import torch
@@ -412,22 +419,7 @@ def load_clip(
         weights = _download(weights)
     assert weights.path is not None
     try:
-        if weights.kind == "openai":
-            model, preprocess = _build_openai(weights.path)
-            tokenizer = open_clip.get_tokenizer("ViT-B-32")
-        else:
-            p = weights.preprocess
-            model, _, preprocess = open_clip.create_model_and_transforms(
-                arch, pretrained=str(weights.path), device="cpu", force_quick_gelu=weights.quick_gelu,
-                image_mean=p.get("mean"), image_std=p.get("std"), image_interpolation=p.get("interpolation"),
-                image_resize_mode=p.get("resize_mode"),
-            )
-            tokenizer = open_clip.get_tokenizer(arch)
-            if not weights.quick_gelu and checkpoint is not None and f"{arch}-quickgelu" in open_clip.list_models():
-                log.warning(
-                    "CLIP %s built with GELU for %s; if these are OpenAI's weights, use --clip-model %s-quickgelu",
-                    arch, weights.path, arch,
-                )
+        model, preprocess, tokenizer = _build(weights, arch, checkpoint is not None)
     except ModelLoadError:
         raise
     except Exception as exc:
@@ -436,6 +428,35 @@ def load_clip(
             f"{_short(exc)}. Check --clip-model / --clip-checkpoint (or the sidebar's CLIP fields)."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
+
+
+def _build(weights: ClipWeights, arch: str, from_file: bool) -> tuple[Any, Any, Any]:
+    """(model, image preprocessing, tokenizer) from resolved weights, on the CPU."""
+    import open_clip
+
+    assert weights.path is not None
+    if weights.kind == "openai":
+        model, preprocess = _build_openai(weights.path)
+        return model, preprocess, open_clip.get_tokenizer("ViT-B-32")
+    p = weights.preprocess
+    model, _, preprocess = open_clip.create_model_and_transforms(
+        arch,
+        pretrained=str(weights.path),
+        device="cpu",
+        force_quick_gelu=weights.quick_gelu,
+        image_mean=p.get("mean"),
+        image_std=p.get("std"),
+        image_interpolation=p.get("interpolation"),
+        image_resize_mode=p.get("resize_mode"),
+    )
+    if not weights.quick_gelu and from_file and f"{arch}-quickgelu" in open_clip.list_models():
+        log.warning(
+            "CLIP %s built with GELU for %s; if these are OpenAI's weights, use --clip-model %s-quickgelu",
+            arch,
+            weights.path,
+            arch,
+        )
+    return model, preprocess, open_clip.get_tokenizer(arch)
 
 
 def _download(weights: ClipWeights) -> ClipWeights:
@@ -452,7 +473,9 @@ def _download(weights: ClipWeights) -> ClipWeights:
     try:
         download_pretrained(get_pretrained_cfg(weights.arch, weights.source))
     except Exception as exc:
-        raise WeightsUnavailableError(f"CLIP weights {weights.arch}/{weights.source} could not be downloaded: {_short(exc)}") from None
+        raise WeightsUnavailableError(
+            f"CLIP weights {weights.arch}/{weights.source} could not be downloaded: {_short(exc)}"
+        ) from None
     found = resolve_clip_weights(weights.arch, weights.source)
     if found.path is None:
         raise WeightsUnavailableError(f"CLIP weights {weights.arch}/{weights.source} were downloaded but are not in the cache")
@@ -477,7 +500,11 @@ def _build_openai(path: Path) -> tuple[Any, Any]:
     model.load_state_dict({k: v.float() for k, v in state.items() if k not in _OPENAI_META}, strict=False)
     p = _OPENAI_PREPROCESS
     preprocess = image_transform(
-        model.visual.image_size, is_train=False, mean=p["mean"], std=p["std"],
-        interpolation=p["interpolation"], resize_mode=p["resize_mode"],
+        model.visual.image_size,
+        is_train=False,
+        mean=p["mean"],
+        std=p["std"],
+        interpolation=p["interpolation"],
+        resize_mode=p["resize_mode"],
     )
     return model, preprocess

@@ -72,67 +72,80 @@ def fetch_models(
 ) -> FetchReport:
     """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
     authors' RoViST-C file with its tokenizer and the detector; see the module doc."""
-    from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
-    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
-    from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
+    from vst_core.models.clip import clip_cache_dirs
 
     report = FetchReport()
-
-    def clip() -> str:
-        encoder = load_clip(clip_arch, clip_pretrained, device="cpu")
-        text = encoder.encode_text(["a photo of a dog", "a photo of a rocket"])
-        return f"{encoder.signature} loads and encodes (cos(dog, rocket) {float(text[0] @ text[1]):+.3f})"
-
-    try:
-        clip_cached = resolve_clip_weights(clip_arch, clip_pretrained).path is not None
-    except (ModelLoadError, ValueError) as exc:
-        report.models.append(ModelStatus(f"CLIP {clip_arch}/{clip_pretrained}", "broken", str(exc)))
-    else:
-        _check(report, f"CLIP {clip_arch}/{clip_pretrained}", clip_cached, clip, log)
-
-    def nsp() -> str:
-        scorer = load_bert_nsp(coherence_model, device="cpu")
-        related, unrelated = scorer.score_pairs(_PAIRS)
-        return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
-
-    nsp_cached = hub_file(coherence_model, HF_WEIGHT_FILES) is not None
-    _check(report, f"next-sentence model {coherence_model}", nsp_cached, nsp, log)
-
+    _check_clip(report, clip_arch, clip_pretrained, log)
+    _check_nsp(report, coherence_model, log)
     if rovist_c:
-        tokenizer = coherence_tokenizer or ROVIST_C_TOKENIZER
-
-        def rovist() -> str:
-            scorer = load_rovist_c(rovist_c, tokenizer=tokenizer, device="cpu")
-            p = scorer.score_pairs(_PAIRS[:1])[0]
-            return f"{Path(rovist_c).name} with tokenizer {tokenizer} loads and scores (P(in order) {p:.3f})"
-
-        token_cached = hub_file(tokenizer, ("spiece.model", "tokenizer.json")) is not None
-        _check(report, f"RoViST-C {rovist_c}", token_cached, rovist, log)
-
+        _check_rovist_c(report, rovist_c, coherence_tokenizer, log)
     if detector:
-        from vst_core.regions import Detector, detector_weights_path
-
-        def detect() -> str:
-            if detector_weights_path() is None:
-                from torchvision.models.detection import (
-                    FasterRCNN_ResNet50_FPN_V2_Weights,
-                )
-
-                try:
-                    FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)
-                except Exception as exc:
-                    raise ModelLoadError(f"detector weights could not be downloaded: {exc}") from None
-            from PIL import Image
-
-            found = Detector("cpu", batch_size=1)
-            boxes = found.boxes([Image.new("RGB", (64, 48), "gray")], 10)
-            return f"{found.path} loads and detects ({len(boxes[0])} boxes on a blank image)"
-
-        _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)
-
+        _check_detector(report, log)
     report.folders = {
         "HF_HOME (hub cache)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
         "XDG_CACHE_HOME (OpenAI CLIP files, optional)": clip_cache_dirs()[0],
     }
     return report
+
+
+def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[str], None]) -> None:
+    from vst_core.models.clip import load_clip, resolve_clip_weights
+
+    def clip() -> str:
+        encoder = load_clip(arch, pretrained, device="cpu")
+        text = encoder.encode_text(["a photo of a dog", "a photo of a rocket"])
+        return f"{encoder.signature} loads and encodes (cos(dog, rocket) {float(text[0] @ text[1]):+.3f})"
+
+    try:
+        cached = resolve_clip_weights(arch, pretrained).path is not None
+    except (ModelLoadError, ValueError) as exc:
+        report.models.append(ModelStatus(f"CLIP {arch}/{pretrained}", "broken", str(exc)))
+    else:
+        _check(report, f"CLIP {arch}/{pretrained}", cached, clip, log)
+
+
+def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> None:
+    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
+    from vst_core.models.pairs import load_bert_nsp
+
+    def nsp() -> str:
+        scorer = load_bert_nsp(model, device="cpu")
+        related, unrelated = scorer.score_pairs(_PAIRS)
+        return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
+
+    _check(report, f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp, log)
+
+
+def _check_rovist_c(report: FetchReport, path: str, tokenizer: str | None, log: Callable[[str], None]) -> None:
+    from vst_core.models.hub import hub_file
+    from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_rovist_c
+
+    name = tokenizer or ROVIST_C_TOKENIZER
+
+    def rovist() -> str:
+        scorer = load_rovist_c(path, tokenizer=name, device="cpu")
+        p = scorer.score_pairs(_PAIRS[:1])[0]
+        return f"{Path(path).name} with tokenizer {name} loads and scores (P(in order) {p:.3f})"
+
+    _check(report, f"RoViST-C {path}", hub_file(name, ("spiece.model", "tokenizer.json")) is not None, rovist, log)
+
+
+def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:
+    from vst_core.regions import Detector, detector_weights_path
+
+    def detect() -> str:
+        if detector_weights_path() is None:
+            from torchvision.models.detection import FasterRCNN_ResNet50_FPN_V2_Weights
+
+            try:
+                FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT.get_state_dict(progress=True)
+            except Exception as exc:
+                raise ModelLoadError(f"detector weights could not be downloaded: {exc}") from None
+        from PIL import Image
+
+        found = Detector("cpu", batch_size=1)
+        boxes = found.boxes([Image.new("RGB", (64, 48), "gray")], 10)
+        return f"{found.path} loads and detects ({len(boxes[0])} boxes on a blank image)"
+
+    _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)

@@ -55,9 +55,7 @@ def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
                 return "safetensors"
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise ModelLoadError(f"{path} cannot be read as a checkpoint: {exc}") from None
-    raise ModelLoadError(
-        f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)"
-    )
+    raise ModelLoadError(f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)")
 
 
 def torch_hub_dir() -> Path:

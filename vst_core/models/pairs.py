@@ -99,10 +99,17 @@ class TransformerPairScorer:
     def encode(self, pairs: list[tuple[str, str]]) -> dict[str, Any]:
         """``[CLS] A [SEP] B [SEP]`` with segment ids 0 for ``[CLS] A [SEP]`` and 1 for ``B [SEP]``
         (asked for explicitly: transformers 5's ALBERT tokenizer returns none unless asked)."""
-        return dict(self.tokenizer(
-            [a for a, _ in pairs], [b for _, b in pairs], padding=True, truncation="longest_first",
-            max_length=self.max_length, return_tensors="pt", return_token_type_ids=True,
-        ))
+        return dict(
+            self.tokenizer(
+                [a for a, _ in pairs],
+                [b for _, b in pairs],
+                padding=True,
+                truncation="longest_first",
+                max_length=self.max_length,
+                return_tensors="pt",
+                return_token_type_ids=True,
+            )
+        )
 
     def _length(self, a: str, b: str) -> int:
         return len(self.tokenizer(a, b, truncation=False)["input_ids"])
@@ -188,12 +195,19 @@ def _albert_config(state: dict[str, Any], opt: Any) -> Any:
             "and a 'linear' head"
         ) from None
     layers, heads = _ALBERT_SHAPES.get(hidden, (12, max(1, hidden // 64)))
-    layers = int(getattr(opt, "num_hidden_layers", layers))
-    heads = int(getattr(opt, "num_attention_heads", heads))
+    layers = int(getattr(opt, "num_hidden_layers", None) or layers)
+    heads = int(getattr(opt, "num_attention_heads", None) or heads)
     return AlbertConfig(
-        vocab_size=vocab, embedding_size=embedding, hidden_size=hidden, num_hidden_layers=layers,
-        num_attention_heads=heads, intermediate_size=ffn, max_position_embeddings=positions,
-        hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        vocab_size=vocab,
+        embedding_size=embedding,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=ffn,
+        max_position_embeddings=positions,
+        hidden_act="gelu",
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
     )
 
 
@@ -205,8 +219,11 @@ def _checkpoint_globals() -> list[Any]:
     except ImportError:  # numpy 1.x, which requirements.txt still admits
         from numpy.core.multiarray import scalar  # type: ignore[no-redef]
     return [
-        argparse.Namespace, np.dtype, *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
-        (scalar, "numpy.core.multiarray.scalar"), (scalar, "numpy._core.multiarray.scalar"),
+        argparse.Namespace,
+        np.dtype,
+        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
+        (scalar, "numpy.core.multiarray.scalar"),
+        (scalar, "numpy._core.multiarray.scalar"),
     ]
 
 
@@ -235,6 +252,38 @@ def read_rovist_checkpoint(path: Path) -> Any:
         raise ModelLoadError(f"{path} cannot be read as a RoViST-C checkpoint: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
+def _check_head(path: Path, state: dict[str, Any], opt: Any, hidden_size: int) -> None:
+    """The authors' head: ``linear`` (2, hidden) on the pooled ALBERT output, as ``opt.hidden_dim`` says."""
+    hidden = int(getattr(opt, "hidden_dim", None) or hidden_size)
+    head_w = state.get("linear.weight")
+    if head_w is None or tuple(head_w.shape) != (2, hidden_size) or hidden != hidden_size:
+        found = None if head_w is None else tuple(head_w.shape)
+        raise CheckpointShapeError(
+            f"{path}: expected a linear head of shape (2, {hidden_size}) on the pooled ALBERT output "
+            f"(opt.hidden_dim={hidden}), found {found}"
+        )
+
+
+def _rovist_c_module(config: Any, dropout: float) -> Any:
+    """An ALBERT encoder with a linear(hidden, 2) head on its pooled output, named as in the file."""
+    from torch import nn
+    from transformers import AlbertModel
+
+    class RoViSTC(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.albert_model = AlbertModel(config)
+            self.dropout = nn.Dropout(dropout)
+            self.linear = nn.Linear(config.hidden_size, 2)
+            self.config = config
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            pooled = self.albert_model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[1]
+            return self.linear(pooled)
+
+    return RoViSTC()
+
+
 def load_rovist_c(
     path: str | Path,
     *,
@@ -246,9 +295,6 @@ def load_rovist_c(
 
     The file holds no tokenizer: ``tokenizer`` (default ``albert-large-v1``) is a hub id or directory.
     """
-    from torch import nn
-    from transformers import AlbertModel
-
     path = Path(path)
     if not path.is_file():
         raise WeightsUnavailableError(
@@ -261,28 +307,8 @@ def load_rovist_c(
     state = checkpoint["model"]
     opt = checkpoint.get("opt")
     config = _albert_config(state, opt)
-    hidden = int(getattr(opt, "hidden_dim", config.hidden_size))
-    head_w = state.get("linear.weight")
-    if head_w is None or tuple(head_w.shape) != (2, config.hidden_size) or hidden != config.hidden_size:
-        found = None if head_w is None else tuple(head_w.shape)
-        raise CheckpointShapeError(
-            f"{path}: expected a linear head of shape (2, {config.hidden_size}) on the pooled ALBERT output "
-            f"(opt.hidden_dim={hidden}), found {found}"
-        )
-
-    class _RoViSTC(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.albert_model = AlbertModel(config)
-            self.dropout = nn.Dropout(float(getattr(opt, "dropout_prob", 0.0)))
-            self.linear = nn.Linear(config.hidden_size, 2)
-            self.config = config
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
-            pooled = self.albert_model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[1]
-            return self.linear(pooled)
-
-    model = _RoViSTC()
+    _check_head(path, state, opt, config.hidden_size)
+    model = _rovist_c_module(config, float(getattr(opt, "dropout_prob", 0.0)))
     # buffers older transformers versions saved with the weights (rebuilt by the model itself)
     state = {k: v for k, v in state.items() if not k.endswith(("embeddings.position_ids", "embeddings.token_type_ids"))}
     try:
@@ -293,7 +319,12 @@ def load_rovist_c(
     if len(tok) > config.vocab_size:
         raise CheckpointShapeError(f"tokenizer has {len(tok)} tokens but the checkpoint embeds {config.vocab_size}")
     return TransformerPairScorer(
-        f"rovist-c:{path.name}", tok, model, positive=1, device=device, batch_size=batch_size,
+        f"rovist-c:{path.name}",
+        tok,
+        model,
+        positive=1,
+        device=device,
+        batch_size=batch_size,
         forward=lambda batch: model(batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")),
     )
 

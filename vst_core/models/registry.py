@@ -41,8 +41,13 @@ class Models:
 
             s = self.settings
             self._clip = load_clip(
-                s.clip_arch, s.clip_pretrained, checkpoint=s.clip_checkpoint, model_config=s.clip_config,
-                device=s.device, batch_size=s.batch_size, workers=s.workers,
+                s.clip_arch,
+                s.clip_pretrained,
+                checkpoint=s.clip_checkpoint,
+                model_config=s.clip_config,
+                device=s.device,
+                batch_size=s.batch_size,
+                workers=s.workers,
             )
         return self._clip
 

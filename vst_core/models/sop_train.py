@@ -55,7 +55,9 @@ class SOPReport:
     stopped_early: bool = False
 
 
-def sop_examples(story_set: StorySet, *, held_out: float, seed: int) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
+def sop_examples(
+    story_set: StorySet, *, held_out: float, seed: int
+) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int]]]:
     """(A, B, label) examples split by sequence: every adjacent pair in order (1) and swapped (0)."""
     sequences = sorted(story_set.sequences())
     rng = random.Random(seed)
@@ -74,6 +76,77 @@ def sop_examples(story_set: StorySet, *, held_out: float, seed: int) -> tuple[li
     return train, test
 
 
+class _Trainer:
+    """A sequence classifier, its tokenizer and optimizer, trained one epoch at a time."""
+
+    def __init__(self, config: SOPConfig, device: str) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.config, self.device, self.torch = config, device, torch
+        self.tokenizer = load_hf(config.base, AutoTokenizer.from_pretrained, "base model tokenizer", " with --base PATH")
+        self.model = load_hf(
+            config.base,
+            lambda name, **kw: AutoModelForSequenceClassification.from_pretrained(
+                name, num_labels=2, id2label=LABELS, label2id={v: k for k, v in LABELS.items()}, **kw
+            ),
+            "base model",
+            " with --base PATH",
+        ).to(device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+
+    def batches(self, examples: list[tuple[str, str, int]]) -> Any:
+        """(tokenised batch with labels on the device, its size)."""
+        size = self.config.batch_size
+        for start in range(0, len(examples), size):
+            chunk = examples[start : start + size]
+            enc = self.tokenizer(
+                [a for a, _, _ in chunk],
+                [b for _, b, _ in chunk],
+                padding=True,
+                truncation="longest_first",
+                max_length=self.config.max_length,
+                return_tensors="pt",
+            )
+            enc["labels"] = self.torch.tensor([y for _, _, y in chunk])
+            yield {k: v.to(self.device) for k, v in enc.items()}, len(chunk)
+
+    def evaluate(self, examples: list[tuple[str, str, int]]) -> tuple[float, float]:
+        """(mean loss, accuracy) on ``examples``."""
+        self.model.eval()
+        total_loss, correct = 0.0, 0
+        with self.torch.inference_mode():
+            for batch, size in self.batches(examples):
+                output = self.model(**batch)
+                total_loss += float(output.loss) * size
+                correct += int((output.logits.argmax(-1) == batch["labels"]).sum())
+        return total_loss / len(examples), correct / len(examples)
+
+    def epoch(self, train: list[tuple[str, str, int]], number: int, bar: Any) -> float:
+        """One pass over ``train`` shuffled by (seed + epoch); the mean training loss."""
+        self.model.train()
+        running, seen = 0.0, 0
+        order = train[:]
+        random.Random(self.config.seed + number).shuffle(order)
+        for batch, size in self.batches(order):
+            output = self.model(**batch)
+            output.loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            running += output.loss.item() * size
+            seen += size
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{running / seen:.4f}")
+        if bar is not None:
+            bar.close()
+        return running / seen
+
+    def save(self, out: Path) -> None:
+        self.model.save_pretrained(out)
+        self.tokenizer.save_pretrained(out)
+
+
 def train_sop(
     story_set: StorySet,
     out: str | Path,
@@ -82,9 +155,9 @@ def train_sop(
     progress: Callable[[int, str], Any] | None = None,
     log: Callable[[str], None] = print,
 ) -> SOPReport:
-    """Fine-tune ``config.base`` for sentence order; write the best epoch to ``out``."""
+    """Fine-tune ``config.base`` for sentence order; write the best epoch (lowest held-out loss) to
+    ``out``; stop after ``config.patience`` epochs without improvement."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     torch.manual_seed(config.seed)
     train, test = sop_examples(story_set, held_out=config.held_out, seed=config.seed)
@@ -92,77 +165,29 @@ def train_sop(
         raise ValueError("no training pairs: the story set needs stories with at least two distinct sentences")
     if not test:
         log("warning: no held-out pairs (fewer than two sequences); early stopping uses the training loss")
-    device = resolve_device(config.device)
-    tokenizer = load_hf(config.base, AutoTokenizer.from_pretrained, "base model tokenizer", " with --base PATH")
-    model = load_hf(
-        config.base,
-        lambda name, **kw: AutoModelForSequenceClassification.from_pretrained(
-            name, num_labels=2, id2label=LABELS, label2id={v: k for k, v in LABELS.items()}, **kw
-        ),
-        "base model",
-        " with --base PATH",
-    ).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    trainer = _Trainer(config, resolve_device(config.device))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     report = SOPReport(out=str(out), train_pairs=len(train), held_out_pairs=len(test))
-
-    def batches(examples: list[tuple[str, str, int]]) -> Any:
-        for start in range(0, len(examples), config.batch_size):
-            chunk = examples[start : start + config.batch_size]
-            enc = tokenizer(
-                [a for a, _, _ in chunk], [b for _, b, _ in chunk], padding=True, truncation="longest_first",
-                max_length=config.max_length, return_tensors="pt",
-            )
-            enc["labels"] = torch.tensor([y for _, _, y in chunk])
-            yield {k: v.to(device) for k, v in enc.items()}, len(chunk)
-
-    def evaluate(examples: list[tuple[str, str, int]]) -> tuple[float, float]:
-        model.eval()
-        total_loss, correct = 0.0, 0
-        with torch.inference_mode():
-            for batch, size in batches(examples):
-                output = model(**batch)
-                total_loss += float(output.loss) * size
-                correct += int((output.logits.argmax(-1) == batch["labels"]).sum())
-        return total_loss / len(examples), correct / len(examples)
-
-    best = float("inf")
-    stale = 0
+    best, stale = float("inf"), 0
     n_batches = (len(train) + config.batch_size - 1) // config.batch_size
     for epoch in range(1, config.epochs + 1):
-        model.train()
         bar = progress(n_batches, f"epoch {epoch}/{config.epochs}") if progress else None
-        running, seen = 0.0, 0
-        order = train[:]
-        random.Random(config.seed + epoch).shuffle(order)
-        for batch, size in batches(order):
-            output = model(**batch)
-            output.loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            running += output.loss.item() * size
-            seen += size
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{running / seen:.4f}")
-        if bar is not None:
-            bar.close()
-        train_loss = running / seen
-        held_loss, held_acc = evaluate(test) if test else (train_loss, None)
+        train_loss = trainer.epoch(train, epoch, bar)
+        held_loss, held_acc = trainer.evaluate(test) if test else (train_loss, None)
         report.epochs.append(EpochReport(epoch, train_loss, held_loss, held_acc))
-        log(f"epoch {epoch}: train loss {train_loss:.4f} · held-out loss {held_loss:.4f} · held-out accuracy {'n/a' if held_acc is None else f'{held_acc:.3f}'}")
+        accuracy = "n/a" if held_acc is None else f"{held_acc:.3f}"
+        log(f"epoch {epoch}: train loss {train_loss:.4f} · held-out loss {held_loss:.4f} · held-out accuracy {accuracy}")
         if held_loss < best:
             best, stale = held_loss, 0
             report.best_epoch = epoch
-            model.save_pretrained(out)
-            tokenizer.save_pretrained(out)
-        else:
-            stale += 1
-            if stale >= config.patience:
-                report.stopped_early = True
-                log(f"early stop: no held-out improvement for {config.patience} epochs")
-                break
+            trainer.save(out)
+            continue
+        stale += 1
+        if stale >= config.patience:
+            report.stopped_early = True
+            log(f"early stop: no held-out improvement for {config.patience} epochs")
+            break
     meta = {"config": asdict(config), "report": asdict(report), "labels": LABELS, "source": story_set.source}
     (out / SOP_META_FILE).write_text(json.dumps(meta, indent=2))
     return report

@@ -1,0 +1,210 @@
+"""The typed scores record: JSON round trip, validation with a path to the bad field, the registry,
+re-aggregation, and the sidebar's pure mapping to settings. No model runs here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
+from vst_core.config import Settings
+from vst_core.data import load_records, read_story_set
+from vst_core.reaggregate import reaggregate, rescore_grounding
+from vst_core.records import (
+    FIELDS,
+    METRIC_TYPES,
+    CoherencePair,
+    CoherenceScores,
+    GroundingScores,
+    PhraseMatch,
+    RecordError,
+    StoryScores,
+    decode,
+    read_record,
+)
+from vst_core.scoring import score_story
+from vst_core.signature import signature
+from vst_core.viz import TABLE_COLUMNS, scores_table
+
+
+def phrase(text: str, cosine: float, weight: float = 1.0) -> PhraseMatch:
+    return PhraseMatch(text, text, 0, (0, len(text)), cosine, 0.0, 0, (0.0, 0.0, 4.0, 4.0), None, weight, 0.0, True)
+
+
+def grounding(*cosines: float) -> GroundingScores:
+    return GroundingScores(0.0, 0.0, 0.6, None, (None,), 0.2, tuple(phrase(f"p{k}", c) for k, c in enumerate(cosines)))
+
+
+def test_every_sample_record_round_trips_through_json() -> None:
+    settings = Settings()
+    for story in read_story_set(SAMPLE):
+        record = score_story(story, settings)
+        text = json.dumps(record.to_json(), allow_nan=False)
+        back, problems = read_record(json.loads(text))
+        assert problems == [] and back == record
+
+
+def test_a_bad_metric_record_is_an_error_of_that_metric_only() -> None:
+    record = StoryScores(
+        "a", "s", "m", ("One.", "Two."), metrics={"coherence": CoherenceScores(0.5, (CoherencePair(0, 1, 0.5),), 0, "x")}
+    )
+    data = record.to_json()
+    data["metrics"]["coherence"]["pairs"][0]["probability"] = "high"
+    data["metrics"]["mystery"] = {"score": 1}
+    back, problems = read_record(data, line=7)
+    assert back is not None and back.coherence is None
+    assert (
+        back.errors["coherence"]
+        == "unreadable record: metrics.coherence.pairs[0].probability: expected a finite number, got 'high'"
+    )
+    assert sorted(p.severity for p in problems) == ["error", "warning"] and all(p.line == 7 for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ({"sentences": ["x"]}, "without story_id"),
+        ({"story_id": "a"}, "without sentences"),
+        ({"story_id": "a", "sentences": [1]}, "sentences[0]: expected str"),
+        ([1, 2], "without story_id"),
+    ],
+)
+def test_unusable_records_are_reported(data: Any, reason: str) -> None:
+    record, problems = read_record(data)
+    assert record is None and reason in str(problems[0])
+
+
+def test_older_records_are_completed_and_flagged() -> None:
+    record, problems = read_record({"story_id": "a", "sentences": ["We ate."], "metrics": {}})
+    assert record is not None and record.sequence_id == "a" and record.system == "unknown"
+    assert "another version" in problems[0].message and problems[0].severity == "warning"
+
+
+def test_decode_names_the_field_and_rejects_non_finite_numbers() -> None:
+    with pytest.raises(RecordError, match=r"^g\.phrases\[0\]\.best_cosine: expected a finite number"):
+        decode(GroundingScores, _grounding_json(math.inf), "g")
+    with pytest.raises(RecordError, match=r"theta: missing"):
+        data = _grounding_json(0.5)
+        del data["theta"]
+        decode(GroundingScores, data)
+
+
+def _grounding_json(cosine: float) -> dict[str, Any]:
+    from vst_core.records import encode
+
+    data: dict[str, Any] = encode(grounding(0.5))
+    data["phrases"][0]["best_cosine"] = cosine
+    return data
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.sampled_from(sorted(METRIC_TYPES)))
+def test_any_json_reads_without_raising(value: Any, metric: str) -> None:
+    for data in (value, {"story_id": "x", "sentences": ["A."], "metrics": {metric: value}}):
+        record, problems = read_record(data)
+        assert record is not None or problems
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=6), st.floats(0, 1.5), st.booleans(), st.booleans())
+def test_rescoring_a_record_equals_its_formula(cosines: list[float], theta: float, penalize: bool, weight: bool) -> None:
+    from vst_core.metrics.grounding import groovist_score
+
+    out = rescore_grounding(grounding(*cosines), theta, penalize=penalize, weight=weight)
+    want = groovist_score(cosines, [1.0] * len(cosines), theta, penalize=penalize, weight=weight)
+    assert out.score == want.bounded and out.theta == theta
+    assert [p.contribution for p in out.phrases] == list(want.contributions)
+
+
+def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model() -> None:
+    base = Settings(metrics=("redundancy", "grounding"))
+    record = StoryScores("a", "s", "m", ("A dog.",), metrics={"grounding": grounding(0.3, 0.9)}, signature={"id": "old"})
+    wanted = base.with_(theta="1.0", penalize=False)
+    (out,) = reaggregate([record], base, wanted)
+    assert out.signature_id == signature(wanted)["id"] and out.grounding is not None and out.grounding.theta == 1.0
+    assert reaggregate([record], base, base) == [record]
+    with pytest.raises(ValueError, match="without scoring again"):
+        reaggregate([record], base, base.with_(nr_ngram=3))
+
+
+def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
+    from vst_core.meta_eval import COVARIATES, METRIC_COLUMNS
+
+    assert list(TABLE_COLUMNS) == [f.column for f in FIELDS]
+    assert set(METRIC_COLUMNS) == {"NR", "RoViST-C", "GROOVIST", "CLIPScore", "RoViST-VG"} and COVARIATES == ("T", "P")
+    record = StoryScores("a", "s", "m", ("A dog.",), metrics={"grounding": grounding(0.9)}, errors={"coherence": "boom"})
+    table = scores_table([record], ("grounding", "coherence"))
+    assert list(table.columns) == [
+        "story",
+        "sequence",
+        "system",
+        "coherence",
+        "GROOVIST",
+        "GROOVIST raw",
+        "T",
+        "P",
+        "text",
+        "error",
+    ]
+    assert math.isnan(table.loc[0, "coherence"]) and table.loc[0, "P"] == 0.2 and table.loc[0, "error"] == "coherence: boom"
+
+
+# ------------------------------------------------------------------ the sidebar's settings, without streamlit
+
+
+def test_sidebar_defaults_are_the_settings_defaults_with_every_metric() -> None:
+    settings = settings_for(Choices())
+    assert settings.metrics == ("redundancy", "coherence", "grounding", "clipscore", "rovist_vg")
+    assert settings.with_(metrics=Settings().metrics) == Settings()
+
+
+def test_sidebar_choices_map_to_settings() -> None:
+    s = settings_for(
+        Choices(
+            variant="reference",
+            ngram=3,
+            coherence=False,
+            extra_clip=False,
+            theta_name="slider",
+            theta_value=0.7,
+            penalize=False,
+            concreteness=False,
+            regions="boxes.csv",
+            clip_checkpoint=" w.pt ",
+        )
+    )
+    assert s.metrics == ("redundancy", "grounding") and (s.nr_variant, s.nr_ngram) == ("reference", 3)
+    assert (s.theta_value, s.penalize, s.weighting) == (0.7, False, "none")
+    assert (s.regions, s.regions_file, s.clip_checkpoint) == ("csv", "boxes.csv", "w.pt")
+    assert base_of(s) == s.with_(theta="VIST", penalize=True, weighting="concreteness")
+
+
+def test_a_scores_file_keeps_its_settings_but_theta_and_ablations() -> None:
+    recorded = Settings(metrics=("grounding",), theta="AESOP", weighting="idf")
+    same = settings_for_file(Choices(source=SCORES_FILE), recorded)
+    assert same == recorded
+    changed = settings_for_file(Choices(source=SCORES_FILE, theta_name="VWP", penalize=False, concreteness=False), recorded)
+    assert (changed.theta, changed.penalize, changed.weighting) == ("VWP", False, "none")
+
+
+def test_load_records_reports_lines(tmp_path: Path) -> None:
+    good = score_story(read_story_set(SAMPLE).stories[0], Settings()).to_json()
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(good) + "\n{broken\n" + json.dumps({"story_id": "b"}) + "\n")
+    records, problems = load_records(path)
+    assert [r.story_id for r in records] == [good["story_id"]]
+    assert [p.line for p in problems] == [2, 3]
