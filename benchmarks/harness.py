@@ -1,5 +1,8 @@
 """Throughput of the scoring pipeline against the bare model forward on the same machine.
 
+(Over 400 lines on purpose: one harness whose phases share the synthetic set, the models and the
+report, so that every figure of a run is measured the same way; ``vst bench`` is its entry.)
+
 Models are full-size architectures with random weights (the cost of a forward pass does not
 depend on the weight values): open_clip ``ViT-B-32`` with ``pretrained=None`` and
 ``BertForNextSentencePrediction(BertConfig())``, the architecture of the default pair scorer

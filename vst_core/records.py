@@ -10,6 +10,9 @@ Frozen stdlib dataclasses rather than pydantic: no new dependency, mypy checks e
 field, and validation is needed at one boundary only (JSON in), which :func:`decode` does from
 the type hints with a path to the offending field. :data:`FIELDS` is the one registry of the
 numbers a record carries, read by tables, cards, exports and meta-evaluation.
+
+Longer than 400 lines on purpose: the record types, their registry and their reader are one
+contract, changed together and read together.
 """
 
 from __future__ import annotations

@@ -14,195 +14,49 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-from vst_core.models.device import resolve_device
-from vst_core.models.hub import (
-    ModelLoadError,
-    WeightsUnavailableError,
-    hf_cache_dir,
-    hub_file,
-    hub_reachable,
-    sniff_checkpoint,
-    weights_digest,
+from vst_core.models.clip_weights import (
+    DEFAULT_ARCH,
+    DEFAULT_PRETRAINED,
+    OPENAI_META,
+    OPENAI_PREPROCESS,
+    ClipWeights,
+    cached_pretrained_file,
+    checkpoint_signature,
+    clip_cache_dirs,
+    clip_cache_hint,
+    clip_signature,
+    resolve_clip_weights,
+    short_error,
 )
+from vst_core.models.device import resolve_device
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, hub_reachable, sniff_checkpoint
+
+__all__ = [
+    "DEFAULT_ARCH",
+    "DEFAULT_PRETRAINED",
+    "ClipEncoder",
+    "ClipWeights",
+    "cached_pretrained_file",
+    "checkpoint_signature",
+    "clip_cache_dirs",
+    "clip_cache_hint",
+    "clip_signature",
+    "default_workers",
+    "load_clip",
+    "resolve_clip_weights",
+]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_ARCH = "ViT-B-32"
-DEFAULT_PRETRAINED = "openai"
-
-
-def clip_cache_dirs() -> list[Path]:
-    """Folders where OpenAI CLIP's ``clip.load`` keeps its TorchScript files:
-    ``$XDG_CACHE_HOME/clip`` and ``~/.cache/clip`` (the package's own default)."""
-    dirs = [Path(os.path.expanduser("~/.cache/clip"))]
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg:
-        dirs.insert(0, Path(xdg) / "clip")
-    return list(dict.fromkeys(dirs))
-
-
-@dataclass(frozen=True)
-class ClipWeights:
-    """Which CLIP weights a setting resolves to, found without building a model.
-
-    ``kind``: ``open_clip`` (a state dict open_clip loads into ``arch``) or ``openai`` (OpenAI's
-    TorchScript archive or state dict, which defines its own architecture and uses QuickGELU).
-    ``path`` is None while a pretrained tag is not downloaded yet.
-    """
-
-    arch: str
-    source: str  # the pretrained tag, or "file"
-    kind: Literal["open_clip", "openai"]
-    quick_gelu: bool
-    path: Path | None
-    preprocess: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def signature(self) -> str:
-        """``arch/source/activation/sha:digest``: names the exact weights and activation."""
-        digest = weights_digest(self.path) if self.path is not None else "not-downloaded"
-        arch = "openai-clip" if self.kind == "openai" and self.source == "file" else self.arch
-        return f"{arch}/{self.source}/{'quickgelu' if self.quick_gelu else 'gelu'}/sha:{digest}"
-
-
-_OPENAI_META = ("input_resolution", "context_length", "vocab_size")
-
-
-def _is_openai_state_dict(state: Any) -> bool:
-    """OpenAI CLIP's own state dicts carry these three entries; open_clip's do not."""
-    return isinstance(state, dict) and set(_OPENAI_META) <= set(state)
-
-
-_KINDS: dict[tuple[str, int, int], Literal["open_clip", "openai"]] = {}
-
-
-def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
-    """Whether a weights file is OpenAI's (TorchScript, or a state dict with OpenAI's metadata) or an
-    open_clip state dict; memoised by path, size and mtime, since the signature asks often."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _KINDS:
-        fmt = sniff_checkpoint(path)
-        kind: Literal["open_clip", "openai"] = "openai" if fmt == "torchscript" else "open_clip"
-        if fmt in ("torch-zip", "torch-legacy"):
-            import torch
-
-            try:
-                state = torch.load(path, map_location="meta", weights_only=True, mmap=fmt == "torch-zip")
-            except Exception as exc:
-                raise ModelLoadError(f"CLIP checkpoint {path} cannot be read safely: {_short(exc)}") from None
-            if _is_openai_state_dict(state):
-                kind = "openai"
-        _KINDS[key] = kind
-    return _KINDS[key]
-
-
-def _checkpoint_weights(
-    arch: str, path: Path, source: str = "file", quick_gelu: bool = False, preprocess: dict[str, Any] | None = None
-) -> ClipWeights:
-    """The weights in ``path``: OpenAI's files always with QuickGELU and OpenAI's preprocessing;
-    an open_clip state dict with ``quick_gelu`` (or an ``-quickgelu`` arch) and ``preprocess``."""
-    if _checkpoint_kind(path) == "openai":
-        return ClipWeights(arch, source, "openai", True, path, dict(_OPENAI_PREPROCESS))
-    return ClipWeights(arch, source, "open_clip", quick_gelu or arch.endswith("-quickgelu"), path, dict(preprocess or {}))
-
-
-_OPENAI_PREPROCESS: dict[str, Any] = {
-    "mean": (0.48145466, 0.4578275, 0.40821073),
-    "std": (0.26862954, 0.26130258, 0.27577711),
-    "interpolation": "bicubic",
-    "resize_mode": "shortest",
-}
-
-
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def cached_pretrained_file(arch: str, tag: str) -> str | None:
-    """Local path of the weights of an open_clip (arch, tag), if already downloaded: the hub cache
-    (safetensors first, as open_clip tries), then OpenAI's file in the ``clip.load`` folders."""
-    from open_clip.pretrained import get_pretrained_cfg
-
-    cfg = get_pretrained_cfg(arch, tag)
-    if not cfg:
-        return None
-    hub = cfg.get("hf_hub", "")
-    if hub:
-        repo, filename = os.path.split(hub)  # "org/name/" (default file names) or "org/name/file"
-        names = [filename] if filename else ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
-        if filename.endswith(".bin"):
-            names.insert(0, filename[:-4] + ".safetensors")
-        found = hub_file(repo, tuple(names))
-        if found is not None:
-            return str(found)
-    url = cfg.get("url", "")
-    if url:
-        for folder in clip_cache_dirs():
-            target = folder / os.path.basename(url)
-            if target.is_file():
-                return str(target)
-    return None
-
-
-def resolve_clip_weights(
-    arch: str = DEFAULT_ARCH, pretrained: str | None = DEFAULT_PRETRAINED, checkpoint: str | Path | None = None
-) -> ClipWeights:
-    """The weights a CLIP setting names, without building the model (cheap: file lookups and a
-    look at the checkpoint's first bytes). Raises :class:`ModelLoadError` for an unusable file."""
-    if checkpoint is not None:
-        path = Path(checkpoint)
-        if not path.is_file():
-            raise WeightsUnavailableError(f"CLIP checkpoint not found: {path} (give the path of a weights file)")
-        return _checkpoint_weights(arch, path)
-    if not pretrained:
-        raise ValueError("give a pretrained tag or a checkpoint path")
-    from open_clip.pretrained import get_pretrained_cfg
-
-    cfg = get_pretrained_cfg(arch, pretrained)
-    if not cfg:
-        import open_clip
-
-        tags = ", ".join(t for a, t in open_clip.list_pretrained() if a == arch) or "none"
-        raise ModelLoadError(f"no pretrained tag {pretrained!r} for CLIP {arch}; known tags: {tags}")
-    quick = bool(cfg.get("quick_gelu", False)) or arch.endswith("-quickgelu")
-    preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
-    local = cached_pretrained_file(arch, pretrained)
-    if local is None:
-        return ClipWeights(arch, pretrained, "open_clip", quick, None, preprocess)
-    return _checkpoint_weights(arch, Path(local), pretrained, quick, preprocess)
-
-
-def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
-    """``arch/file:<digest>`` of a local checkpoint (``arch/file:missing`` when absent)."""
-    path = Path(checkpoint)
-    return f"{arch}/file:{weights_digest(path) if path.is_file() else 'missing'}"
-
-
-def clip_signature(arch: str, pretrained: str | None, checkpoint: str | Path | None) -> str:
-    """The weights signature of a CLIP setting, or ``arch/source/unusable`` when it cannot load."""
-    if pretrained and pretrained.startswith("file:") and checkpoint is None:
-        return f"{arch}/{pretrained}"  # a digest recorded in a scores file: the file is not here
-    try:
-        return resolve_clip_weights(arch, pretrained, checkpoint).signature
-    except (ModelLoadError, ValueError, OSError):
-        return f"{arch}/{'file' if checkpoint else pretrained}/unusable"
 
 
 def default_workers() -> int:
     """Preprocessing threads: one per core, at most 8 (decode and resize release the GIL)."""
     return max(1, min(8, os.cpu_count() or 1))
-
-
-def clip_cache_hint() -> str:
-    return f"{hf_cache_dir()}, or OpenAI's file in {' or '.join(str(d) for d in clip_cache_dirs())}"
 
 
 class ClipEncoder:
@@ -410,7 +264,7 @@ def load_clip(
         try:
             open_clip.add_model_config(str(model_config))
         except Exception as exc:
-            raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {_short(exc)}") from None
+            raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {short_error(exc)}") from None
     weights = resolve_clip_weights(arch, pretrained, checkpoint)
     if weights.kind == "open_clip" and arch not in open_clip.list_models():
         raise ModelLoadError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
@@ -425,7 +279,7 @@ def load_clip(
     except Exception as exc:
         raise ModelLoadError(
             f"CLIP weights {weights.path} do not load as {arch if weights.kind == 'open_clip' else 'an OpenAI CLIP model'}: "
-            f"{_short(exc)}. Check --clip-model / --clip-checkpoint (or the sidebar's CLIP fields)."
+            f"{short_error(exc)}. Check --clip-model / --clip-checkpoint (or the sidebar's CLIP fields)."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
 
@@ -474,7 +328,7 @@ def _download(weights: ClipWeights) -> ClipWeights:
         download_pretrained(get_pretrained_cfg(weights.arch, weights.source))
     except Exception as exc:
         raise WeightsUnavailableError(
-            f"CLIP weights {weights.arch}/{weights.source} could not be downloaded: {_short(exc)}"
+            f"CLIP weights {weights.arch}/{weights.source} could not be downloaded: {short_error(exc)}"
         ) from None
     found = resolve_clip_weights(weights.arch, weights.source)
     if found.path is None:
@@ -497,8 +351,8 @@ def _build_openai(path: Path) -> tuple[Any, Any]:
         state = torch.load(path, map_location="cpu", weights_only=True)
     model = build_model_from_openai_state_dict(dict(state), quick_gelu=True, cast_dtype=None).float().eval()
     # the builder casts to fp16 on the way; load the file's tensors again so fp32 files stay exact
-    model.load_state_dict({k: v.float() for k, v in state.items() if k not in _OPENAI_META}, strict=False)
-    p = _OPENAI_PREPROCESS
+    model.load_state_dict({k: v.float() for k, v in state.items() if k not in OPENAI_META}, strict=False)
+    p = OPENAI_PREPROCESS
     preprocess = image_transform(
         model.visual.image_size,
         is_train=False,

@@ -1,0 +1,172 @@
+"""Plotly figures of a dataset and of a meta-evaluation, each captioned with its settings line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vst_core.config import Settings
+from vst_core.signature import describe
+
+
+def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 160) -> Any:
+    """Write the settings line under a figure, so a screenshot or export carries it (wrapped
+    at ' · ' so long signatures stay inside the figure)."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + len(part) < width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    fig.update_layout(margin={"t": 40, "b": bottom + 12 * (len(lines) - 1)})
+    fig.add_annotation(
+        text="<br>".join(lines),
+        align="left",
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=y,
+        showarrow=False,
+        font={"size": 10, "color": "#718096"},
+        xanchor="left",
+        yanchor="top",
+    )
+    return fig
+
+
+def system_figure(table: pd.DataFrame, column: str, settings: Settings) -> Any:
+    """Box plot of one metric per system, captioned with the settings signature."""
+    import plotly.express as px
+
+    fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
+    fig.update_layout(showlegend=False, title=f"{column} per system")
+    return caption_figure(fig, describe(settings))
+
+
+# ---------------------------------------------------------------- meta-evaluation figures
+
+
+def correlation_bars(table: pd.DataFrame, method: str, caption: str) -> Any:
+    """Grouped bars of one coefficient per metric and aspect, bootstrap intervals as error bars."""
+    import plotly.graph_objects as go
+
+    from vst_core.meta_eval import METHODS
+
+    part = table[(table["method"] == method)]
+    fig = go.Figure()
+    for aspect, rows in part.groupby("aspect", sort=False):
+        fig.add_bar(
+            name=str(aspect),
+            x=rows["metric"],
+            y=rows["value"],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": rows["ci_high"] - rows["value"],
+                "arrayminus": rows["value"] - rows["ci_low"],
+            },
+            hovertext=[f"N={n}" + (f" · {u}" if isinstance(u, str) else "") for n, u in zip(rows["n"], rows["undefined"])],
+        )
+    fig.update_layout(
+        barmode="group",
+        title=f"{METHODS.get(method, method)} with human judgements",
+        yaxis_title=METHODS.get(method, method),
+        legend_title="aspect",
+    )
+    return caption_figure(fig, caption)
+
+
+def metric_scatter(data: pd.DataFrame, metric: str, aspect: str, caption: str) -> Any:
+    """Metric against the human score, one colour and one least-squares line per system."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    palette = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568", "#d69e2e", "#319795"]
+    both = data[[metric, aspect, "system"]].dropna(subset=[metric, aspect]).assign(system=lambda d: d["system"].fillna("unknown"))
+    for k, (system, rows) in enumerate(both.groupby("system", sort=True)):
+        colour = palette[k % len(palette)]
+        fig.add_scatter(
+            x=rows[metric],
+            y=rows[aspect],
+            mode="markers",
+            name=str(system),
+            marker={"color": colour, "size": 9},
+            hovertext=list(rows.index),
+            legendgroup=str(system),
+        )
+        if rows[metric].nunique() >= 2:
+            slope, intercept = np.polyfit(rows[metric].to_numpy(float), rows[aspect].to_numpy(float), 1)
+            xs = np.array([rows[metric].min(), rows[metric].max()])
+            fig.add_scatter(
+                x=xs,
+                y=slope * xs + intercept,
+                mode="lines",
+                line={"color": colour, "dash": "dot"},
+                name=f"{system} trend",
+                legendgroup=str(system),
+                showlegend=False,
+            )
+    fig.update_layout(title=f"{metric} vs human {aspect} (N={len(both)})", xaxis_title=metric, yaxis_title=f"human {aspect}")
+    return caption_figure(fig, caption)
+
+
+def gap_accuracy_figure(pairwise: pd.DataFrame, caption: str) -> Any:
+    """Pairwise ranking accuracy per ranking-gap bin (Vrank Fig. 3), one line per metric; 0.5 = chance."""
+    import plotly.graph_objects as go
+
+    part = pairwise[pairwise["group"] == "gap"]
+    fig = go.Figure()
+    for metric, rows in part.groupby("metric", sort=False):
+        fig.add_scatter(
+            x=rows["subset"].str.replace("gap ", "", regex=False),
+            y=rows["accuracy"],
+            mode="lines+markers",
+            name=str(metric),
+            hovertext=[f"N={n}, ties={t}" for n, t in zip(rows["n"], rows["ties"])],
+        )
+    fig.add_hline(y=0.5, line={"dash": "dash", "color": "#a0aec0"}, annotation_text="chance")
+    fig.update_layout(
+        title="Pairwise ranking accuracy by ranking gap (ties count as wrong)",
+        xaxis_title="ranking gap bin",
+        yaxis_title="accuracy",
+        yaxis_range=[0, 1.05],
+    )
+    return caption_figure(fig, caption)
+
+
+def bins_figure(bins: pd.DataFrame, caption: str) -> Any:
+    """Correlation per metric inside the low and high bin of T and of P (GROOVIST Fig. 3)."""
+    import plotly.express as px
+
+    from vst_core.meta_eval import METHODS
+
+    fig = px.bar(
+        bins, x="bin", y="value", color="metric", barmode="group", facet_col="covariate", hover_data=["n", "p", "undefined"]
+    )
+    fig.update_xaxes(matches=None, title=None)
+    fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
+    method = METHODS.get(str(bins["method"].iloc[0]), "") if len(bins) else ""
+    fig.update_layout(
+        title=f"{method} with human {bins['aspect'].iloc[0] if len(bins) else ''} inside each bin", yaxis_title=method
+    )
+    return caption_figure(fig, caption)
+
+
+def error_heatmap(errors: pd.DataFrame, caption: str) -> Any:
+    """Point-biserial correlation of each metric or human aspect with each error label (Vrank Table 5)."""
+    import plotly.express as px
+
+    grid = errors.pivot_table(index="column", columns="error", values="r_pb", sort=False)
+    fig = px.imshow(
+        grid,
+        text_auto=".2f",
+        color_continuous_scale="RdBu",
+        zmin=-1,
+        zmax=1,
+        aspect="auto",
+        labels={"y": "metric or human aspect", "x": "error label", "color": "r_pb"},
+    )
+    fig.update_layout(title="Point-biserial correlation with error labels (negative: the error lowers the score)")
+    return caption_figure(fig, caption, bottom=90, y=-0.18)

@@ -1,0 +1,200 @@
+"""One story as HTML: repeated spans highlighted, noun phrases underlined by their grounding
+contribution, a coherence chip between sentences, and score cards; a matched region drawn on its image."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from vst_core.records import (
+    FIELD_BY_COLUMN,
+    CoherencePair,
+    CoherenceScores,
+    GroundingScores,
+    RedundancyScores,
+    StoryScores,
+)
+
+INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
+INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
+
+
+def contribution_colour(c: float) -> str:
+    """Diverging colour for a GROOVIST contribution: blue positive, red negative."""
+    if c >= 0:
+        return f"rgba(43, 108, 176, {min(1.0, 0.25 + c / 3):.2f})"
+    return f"rgba(197, 48, 48, {min(1.0, 0.35 + -c):.2f})"
+
+
+def _render(
+    text: str, labels: list[list[str]], kinds: list[set[str]], phrase: list[int | None], phrase_info: list[tuple[str, str]]
+) -> str:
+    """Runs of characters with the same repeat labels and phrase, as nested highlighted spans."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        while j < len(text) and labels[j] == labels[i] and kinds[j] == kinds[i] and phrase[j] == phrase[i]:
+            j += 1
+        chunk = html.escape(text[i:j])
+        if labels[i]:
+            colour = INTRA_COLOUR if "intra" in kinds[i] else INTER_COLOUR
+            title = html.escape(" | ".join(labels[i]), quote=True)
+            chunk = (
+                f'<mark class="vst-repeat" style="background:{colour};padding:0 1px;border-radius:3px" '
+                f'title="{title}">{chunk}</mark>'
+            )
+        if phrase[i] is not None:
+            colour, title = phrase_info[phrase[i]]  # type: ignore[index]
+            chunk = (
+                f'<span class="vst-np" data-phrase="{phrase[i]}" style="border-bottom:3px solid {colour};'
+                f'padding-bottom:1px" title="{html.escape(title, quote=True)}">{chunk}</span>'
+            )
+        out.append(chunk)
+        i = j
+    return "".join(out)
+
+
+def probability_colour(p: float) -> str:
+    """Red (0) through amber (0.5) to green (1), as a CSS hsl colour."""
+    return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
+
+
+def coherence_chip(pair: CoherencePair, weakest: bool) -> str:
+    """A small badge between sentences i and i+1 with P(i+1 follows i)."""
+    p = pair.probability
+    if p is None:
+        return '<span class="vst-coh" title="not scored (empty sentence)" style="color:#a0aec0">·?·</span>'
+    title = f"P(sentence {pair.to + 1} follows sentence {pair.from_ + 1}) = {p:.3f}"
+    if pair.truncated:
+        title += " (pair truncated to the model's maximum length)"
+    mark = " ▼ weakest" if weakest else ""
+    border = "2px solid #1a202c" if weakest else "none"
+    return (
+        f'<span class="vst-coh{" vst-weakest" if weakest else ""}" title="{html.escape(title, quote=True)}" '
+        f'style="background:{probability_colour(p)};color:white;font-size:0.75em;padding:1px 6px;'
+        f'border-radius:9px;border:{border};white-space:nowrap">{p:.2f}{mark}</span>'
+    )
+
+
+def story_html(
+    sentences: Sequence[str],
+    record: RedundancyScores | None,
+    coherence: CoherenceScores | None = None,
+    grounding: GroundingScores | None = None,
+) -> str:
+    """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
+    underlined by grounding contribution (hover: score, concreteness, matched image), and a
+    coherence chip between consecutive sentences."""
+    labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
+    kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
+    for rep in (record.inter_repeats if record else None) or ():
+        label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
+        for start, end in rep.spans:
+            for c in range(start, min(end, len(sentences[rep.sentence]))):
+                if label not in labels[rep.sentence][c]:
+                    labels[rep.sentence][c].append(label)
+                kinds[rep.sentence][c].add("inter")
+    for intra in (record.intra_repeats if record else None) or ():
+        label = f"repeats the previous window of this sentence (Jaccard {intra.jaccard:.2f})"
+        for start, end in intra.spans:
+            for c in range(start, min(end, len(sentences[intra.sentence]))):
+                labels[intra.sentence][c].append(label)
+                kinds[intra.sentence][c].add("intra")
+    phrase: list[list[int | None]] = [[None for _ in s] for s in sentences]
+    phrase_info: list[tuple[str, str]] = []
+    for k, p in enumerate(grounding.phrases if grounding else ()):
+        start, end = p.span
+        sign = "grounded" if p.positive else "below θ"
+        phrase_info.append(
+            (
+                contribution_colour(p.contribution),
+                f"{p.text}: contribution {p.contribution:+.3f} ({sign}) · score {p.score:.3f} · "
+                f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
+            )
+        )
+        for c in range(start, min(end, len(sentences[p.sentence]))):
+            phrase[p.sentence][c] = k
+    pairs = {p.from_: p for p in (coherence.pairs if coherence else ())}
+    weakest = coherence.weakest if coherence else None
+    parts = []
+    for k, sentence in enumerate(sentences):
+        body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
+        parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
+        if k in pairs:
+            parts.append(coherence_chip(pairs[k], weakest == k))
+    return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
+
+
+def legend_html() -> str:
+    return (
+        f'<span style="background:{INTER_COLOUR};padding:0 4px;border-radius:3px">repeats an earlier sentence</span> '
+        f'<span style="background:{INTRA_COLOUR};padding:0 4px;border-radius:3px">repeats inside the sentence</span> '
+        f'<span style="border-bottom:3px solid {contribution_colour(2)}">grounded phrase</span> '
+        f'<span style="border-bottom:3px solid {contribution_colour(-0.5)}">phrase below θ</span>'
+    )
+
+
+def draw_box(image: Any, box: Sequence[float], label: str) -> Any:
+    """A copy of a PIL image with ``box`` outlined and labelled."""
+    from PIL import ImageDraw
+
+    out = image.convert("RGB").copy()
+    draw = ImageDraw.Draw(out)
+    width = max(2, round(min(out.size) / 100))
+    draw.rectangle(list(box), outline=(255, 215, 0), width=width)
+    draw.rectangle([box[0], box[1], box[0] + 7 * len(label) + 6, box[1] + 14], fill=(255, 215, 0))
+    draw.text((box[0] + 3, box[1] + 1), label, fill=(0, 0, 0))
+    return out
+
+
+def score_cards_html(cards: Sequence[tuple[str, str, str]]) -> str:
+    """Compact score cards (label, value, hover text) that wrap in narrow columns."""
+    items = "".join(
+        f'<div class="vst-card" title="{html.escape(tip, quote=True)}" style="flex:1 1 70px;min-width:70px;'
+        f'border:1px solid #e2e8f0;border-radius:6px;padding:2px 6px">'
+        f'<div style="font-size:0.72em;color:#718096">{html.escape(label)}</div>'
+        f'<div style="font-size:1.3em;font-weight:600">{html.escape(value)}</div></div>'
+        for label, value, tip in cards
+    )
+    return f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-bottom:8px">{items}</div>'
+
+
+def format_score(value: float | None, digits: int = 3) -> str:
+    """A score for display; ``None`` (undefined) is shown as such, never as 0."""
+    return "undefined" if value is None else f"{value:.{digits}f}"
+
+
+def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
+    """Score cards (label, value, hover text) of a story for the metrics run; an error shows as such."""
+    nr, coh, grd = record.redundancy, record.coherence, record.grounding
+    rows: list[tuple[str, str, float | None, str]] = [
+        (
+            "NR",
+            "redundancy",
+            nr.score if nr else None,
+            f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr else "",
+        ),
+    ]
+    if "coherence" in metrics:
+        rows.append(("coherence", "coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else ""))
+    if "grounding" in metrics:
+        detail = (
+            (
+                f"unbounded {format_score(grd.unbounded)} · θ {grd.theta:.4f} · "
+                f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
+            )
+            if grd
+            else ""
+        )
+        rows.append(("GROOVIST", "grounding", grd.score if grd else None, detail))
+        rows.append(("T", "grounding", grd.temporal_misalignment if grd else None, FIELD_BY_COLUMN["T"].help))
+    for column in ("CLIPScore", "RoViST-VG"):
+        f = FIELD_BY_COLUMN[column]
+        if f.metric in metrics:
+            rows.append((column, f.metric, f.value(record), f.help))
+    return [
+        (label, "error", record.errors[metric]) if metric in record.errors else (label, format_score(value), tip)
+        for label, metric, value, tip in rows
+    ]
