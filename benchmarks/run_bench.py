@@ -1,6 +1,6 @@
 """Run the throughput benchmark: ``python benchmarks/run_bench.py [vst bench options]``.
 
-A thin wrapper around ``python -m vst_core bench`` (see ``vst_core/bench.py``) so the figures
+A thin wrapper around ``python -m vst_core bench`` (see ``benchmarks/harness.py``) so the figures
 in the README can be reproduced from this folder.
 """
 

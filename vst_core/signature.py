@@ -8,6 +8,9 @@ from typing import Any
 
 from vst_core.config import CLIP_METRICS, Settings, library_versions
 from vst_core.hashing import json_digest, weights_digest
+from vst_core.models.clip_weights import checkpoint_signature, clip_signature
+from vst_core.models.pairs import pair_weights_id
+from vst_core.regions import detector_weights_path
 
 _MISSING_MARK = "not-downloaded"
 
@@ -15,10 +18,6 @@ _MISSING_MARK = "not-downloaded"
 def weights_ids(settings: Settings) -> dict[str, str]:
     """Identity of every weights file the settings use: name plus a content digest (or
     ``not-downloaded``), so different weights never share a signature."""
-    from vst_core.models.clip import checkpoint_signature, clip_signature
-    from vst_core.models.pairs import pair_weights_id
-    from vst_core.regions import detector_weights_path
-
     ids: dict[str, str] = {}
     if "coherence" in settings.metrics:
         ids["coherence_weights"] = pair_weights_id(settings.coherence_model, settings.coherence_tokenizer)

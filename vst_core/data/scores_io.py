@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vst_core.data.readers import story_from_record
 from vst_core.data.types import Problem, Story, StorySet
 from vst_core.records import StoryScores, read_record
 
@@ -105,7 +106,6 @@ def load_records(path: str | Path) -> tuple[list[StoryScores], list[Problem]]:
 def stories_of_records(records: Sequence[StoryScores], root: Path, source: str) -> tuple[StorySet, list[Problem]]:
     """The stories behind score records, their images checked under ``root``, so a scores file
     can be shown without any model; a record whose story cannot be rebuilt is reported."""
-    from vst_core.data.readers import story_from_record
 
     stories: list[Story] = []
     problems: list[Problem] = []

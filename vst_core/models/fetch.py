@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vst_core.models.hub import ModelLoadError, hf_cache_dir, torch_hub_dir
+from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
+from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
+from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
+from vst_core.regions import Detector, detector_weights_path
 
 _PAIRS = [
     ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
@@ -72,7 +75,6 @@ def fetch_models(
 ) -> FetchReport:
     """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
     authors' RoViST-C file with its tokenizer and the detector; see the module doc."""
-    from vst_core.models.clip import clip_cache_dirs
 
     report = FetchReport()
     _check_clip(report, clip_arch, clip_pretrained, log)
@@ -90,7 +92,6 @@ def fetch_models(
 
 
 def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[str], None]) -> None:
-    from vst_core.models.clip import load_clip, resolve_clip_weights
 
     def clip() -> str:
         encoder = load_clip(arch, pretrained, device="cpu")
@@ -106,8 +107,6 @@ def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[
 
 
 def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> None:
-    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
-    from vst_core.models.pairs import load_bert_nsp
 
     def nsp() -> str:
         scorer = load_bert_nsp(model, device="cpu")
@@ -118,8 +117,6 @@ def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> N
 
 
 def _check_rovist_c(report: FetchReport, path: str, tokenizer: str | None, log: Callable[[str], None]) -> None:
-    from vst_core.models.hub import hub_file
-    from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_rovist_c
 
     name = tokenizer or ROVIST_C_TOKENIZER
 
@@ -132,7 +129,6 @@ def _check_rovist_c(report: FetchReport, path: str, tokenizer: str | None, log: 
 
 
 def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:
-    from vst_core.regions import Detector, detector_weights_path
 
     def detect() -> str:
         if detector_weights_path() is None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import Problem, StorySet
+from vst_core.embeddings import EmbeddingCache, default_cache_dir
+from vst_core.grounder import Grounder
+from vst_core.models.clip import load_clip
+from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
-
-if TYPE_CHECKING:
-    from vst_core.grounder import Grounder
+from vst_core.regions import Detector, read_regions_csv
 
 
 class Models:
@@ -37,8 +38,6 @@ class Models:
     @property
     def clip(self) -> ImageTextEncoder:
         if self._clip is None:
-            from vst_core.models.clip import load_clip
-
             s = self.settings
             self._clip = load_clip(
                 s.clip_arch,
@@ -54,16 +53,12 @@ class Models:
     @property
     def cache(self) -> EmbeddingStore:
         if self._cache is None:
-            from vst_core.embeddings import EmbeddingCache, default_cache_dir
-
             self._cache = EmbeddingCache((self.cache_dir or default_cache_dir()) / "embeddings.sqlite")
         return self._cache
 
     @property
     def pair_scorer(self) -> PairScorer:
         if self._pair_scorer is None:
-            from vst_core.models.pairs import load_pair_scorer
-
             s = self.settings
             self._pair_scorer = load_pair_scorer(
                 s.coherence_model, tokenizer=s.coherence_tokenizer, device=s.device, batch_size=s.batch_size
@@ -74,9 +69,6 @@ class Models:
         """The grounder of a dataset folder, built on first use."""
         key = str(root)
         if key not in self._grounders:
-            from vst_core.grounder import Grounder
-            from vst_core.regions import Detector, read_regions_csv
-
             s = self.settings
             table = None
             if s.regions == "csv" and s.regions_file:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from vst_core.config import Settings
+from vst_core.meta_eval import METHODS
 from vst_core.signature import describe
 
 
@@ -51,8 +52,6 @@ def system_figure(table: pd.DataFrame, column: str, settings: Settings) -> Any:
 def correlation_bars(table: pd.DataFrame, method: str, caption: str) -> Any:
     """Grouped bars of one coefficient per metric and aspect, bootstrap intervals as error bars."""
     import plotly.graph_objects as go
-
-    from vst_core.meta_eval import METHODS
 
     part = table[(table["method"] == method)]
     fig = go.Figure()
@@ -139,8 +138,6 @@ def gap_accuracy_figure(pairwise: pd.DataFrame, caption: str) -> Any:
 def bins_figure(bins: pd.DataFrame, caption: str) -> Any:
     """Correlation per metric inside the low and high bin of T and of P (GROOVIST Fig. 3)."""
     import plotly.express as px
-
-    from vst_core.meta_eval import METHODS
 
     fig = px.bar(
         bins, x="bin", y="value", color="metric", barmode="group", facet_col="covariate", hover_data=["n", "p", "undefined"]
