@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard.frame import page
@@ -32,11 +33,17 @@ rows = event.selection.rows if event is not None else []
 if rows:  # open the story in Inspect, keeping the settings in the URL
     st.switch_page("app_pages/inspect.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
 
-if numeric and len(shown):
+
+@st.fragment
+def per_system(shown: pd.DataFrame, numeric: list[str]) -> None:
+    """One metric per system (choosing another reruns only this part) and every metric's mean and count."""
     metric = st.selectbox("Metric per system", numeric, key="metric")
     st.plotly_chart(system_figure(shown, metric, view.settings), key="per-system")
-    summary = shown.groupby("system")[numeric].agg(["mean", "count"]).round(3)
-    st.dataframe(summary, width="stretch")
+    st.dataframe(shown.groupby("system")[numeric].agg(["mean", "count"]).round(3), width="stretch")
+
+
+if numeric and len(shown):
+    per_system(shown, numeric)
 
 a, b = st.columns(2)
 a.download_button("Download table (CSV)", export_csv(shown, view.settings), "scores.csv", "text/csv", key="dl-table")

@@ -37,8 +37,9 @@ def images(story_set: StorySet, stories: list[Story]) -> None:
         col.image(str(story_set.image_path(ref)), width="stretch")
 
 
+@st.fragment
 def region(story: Story, record: StoryScores) -> None:
-    """The region a chosen noun phrase matched, outlined on its image."""
+    """The region a chosen noun phrase matched, outlined on its image (a pick reruns only this)."""
     grounding = record.grounding
     if grounding is None or not grounding.phrases or not story.images_ok:
         return
