@@ -8,19 +8,23 @@ from __future__ import annotations
 def reference_nr(sentences: list[list[str]], n: int = 4) -> float | None:
     """Last token of each sentence dropped; for every pair of sentences j < i (and every pair of
     consecutive non-overlapping n-gram windows of a sentence), intersection = number of equal
-    token pairs, union = distinct tokens of both; NR = 1 − mean(inter, intra), intra = 0 without
-    windows; None for a story with fewer than two sentences."""
+    token pairs, union = distinct tokens of both; a sentence pair with an empty union is skipped;
+    NR = 1 − mean(inter, intra), intra = 0 without windows; None (the code's NaN) without an inter
+    pair. This is the released evaluation code of the GROOVIST authors (dHM, 2024); the original
+    RoViST script is the same but divides by zero on an empty union."""
     words = [s[:-1] for s in sentences]
     inter: list[float] = []
     for i in range(1, len(words)):
         for j in range(i):
             union = len(set(words[i]) | set(words[j]))
+            if union == 0:
+                continue
             same = 0
             for x in words[i]:
                 for y in words[j]:
                     if x == y:
                         same += 1
-            inter.append(same / union if union else 0.0)
+            inter.append(same / union)
     intra: list[float] = []
     for w in words:
         for k in range(0, len(w), n):

@@ -72,10 +72,17 @@ def redundancy_scores(result: NonRedundancy, tokens: Sequence[Sequence[Token]]) 
 
 
 def redundancy_numbers(
-    score: float | None, inter: float | None, intra: float | None, *, variant: str, n: int, notes: Sequence[str]
+    score: float | None,
+    inter: float | None,
+    intra: float | None,
+    *,
+    variant: str,
+    n: int,
+    notes: Sequence[str],
+    why: str = NO_SPANS_NOTE,
 ) -> RedundancyScores:
-    """RoViST-NR record without repeated spans (a vectorised ``--no-spans`` pass)."""
-    return RedundancyScores(score, inter, intra, variant, n, (*notes, NO_SPANS_NOTE), None, None)
+    """RoViST-NR record without repeated spans, saying ``why`` (default: a ``--no-spans`` run)."""
+    return RedundancyScores(score, inter, intra, variant, n, (*notes, why), None, None)
 
 
 def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str) -> CoherenceScores:

@@ -55,6 +55,7 @@ class Settings:
     metrics: tuple[str, ...] = ("redundancy",)
     nr_ngram: int = 4
     nr_variant: NRVariant = "paper"
+    splitter: Literal["punkt", "spacy"] = "punkt"  # sentences of a story given as one text (NLTK Punkt, as the public code)
     spacy_model: str | None = None  # None: first installed English pipeline
     coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
     coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
@@ -94,6 +95,8 @@ class Settings:
             resolve_theta(self.theta)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
+        if self.splitter not in ("punkt", "spacy"):
+            raise SettingsError(f"splitter must be 'punkt' or 'spacy', got {self.splitter!r}")
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 

@@ -32,6 +32,7 @@ from vst_core.metrics.redundancy import (
 from vst_core.models.pairs import pairs_of
 from vst_core.models.protocols import PairScorer, PairScores
 from vst_core.models.registry import Models
+from vst_core.public_text import located_tokens, punkt_sentences, word_tokens
 from vst_core.records import (
     CoherenceScores,
     MetricScores,
@@ -41,18 +42,44 @@ from vst_core.records import (
 from vst_core.signature import signature as settings_signature
 from vst_core.text import token_texts, tokenize
 
+#: Note on a reference-profile NR record whose sentences differ from the story's own.
+RESPLIT_NOTE = "the public code's sentence split differs from the story's sentences: repeated spans not shown"
+
+
+def _reference_sentences(story: Story) -> list[str]:
+    """The story as the public RoViST code sees it: one text, split again by NLTK Punkt."""
+    return punkt_sentences(" ".join(s.strip() for s in story.sentences if s.strip()))
+
+
+def nr_words(story: Story, variant: str) -> list[list[str]]:
+    """Token texts per sentence as the variant reads them: our tokenizer over the story's sentences
+    (``paper``), or NLTK's sentences and word tokens (``reference``, see :mod:`vst_core.public_text`)."""
+    if variant == "reference":
+        return [word_tokens(s) for s in _reference_sentences(story)]
+    return [token_texts(s) for s in story.sentences]
+
 
 def redundancy_of(story: Story, n: int, variant: str) -> RedundancyScores:
-    """RoViST-NR of one story with its repeated spans."""
-    tokens = [tokenize(s) for s in story.sentences]
-    return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+    """RoViST-NR of one story with its repeated spans (character spans in the story's sentences)."""
+    if variant != "reference":
+        tokens = [tokenize(s) for s in story.sentences]
+        return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+    sentences = _reference_sentences(story)
+    located = [located_tokens(s) for s in sentences] if sentences == [s.strip() for s in story.sentences] else []
+    if located and all(t is not None for t in located):
+        tokens = [t for t in located if t is not None]
+        return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+    result = non_redundancy([word_tokens(s) for s in sentences], n=n, variant=variant)
+    return redundancy_numbers(
+        result.score, result.inter, result.intra, variant=variant, n=n, notes=result.notes, why=RESPLIT_NOTE
+    )
 
 
 def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[str, RedundancyScores]:
     """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
     numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
     (:func:`with_repeated_spans` adds them when a story is shown)."""
-    tokens = [[token_texts(s) for s in story.sentences] for story in stories]
+    tokens = [nr_words(story, settings.nr_variant) for story in stories]
     batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
     out: dict[str, RedundancyScores] = {}
     for k, story in enumerate(stories):
@@ -73,13 +100,14 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
 def with_repeated_spans(record: StoryScores) -> StoryScores:
     """The record with the repeated spans of its NR result filled in, if a run left them out."""
     nr = record.redundancy
-    if nr is None or nr.inter_repeats is not None:
+    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes:
         return record
     story = Story(record.story_id, record.sequence_id, record.system, record.sentences, record.images)
     spans = redundancy_of(story, nr.n, nr.variant)
+    kept = [x for x in nr.notes if x != NO_SPANS_NOTE]
     filled = replace(
         nr,
-        notes=tuple(x for x in nr.notes if x != NO_SPANS_NOTE),
+        notes=tuple(kept + [x for x in spans.notes if x == RESPLIT_NOTE and x not in kept]),
         inter_repeats=spans.inter_repeats,
         intra_repeats=spans.intra_repeats,
     )

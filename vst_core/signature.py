@@ -10,7 +10,9 @@ from vst_core.config import CLIP_METRICS, Settings, library_versions
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.pairs import pair_weights_id
+from vst_core.public_text import splitter_name
 from vst_core.regions import detector_weights_path
+from vst_core.text import SpacyUnavailableError, load_spacy, spacy_model_name
 
 _MISSING_MARK = "not-downloaded"
 
@@ -31,11 +33,32 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     return ids
 
 
+def text_ids(settings: Settings) -> dict[str, str]:
+    """The text processing behind the numbers: which Punkt model split stories given as text and
+    NR's reference profile (NLTK's version), and the spaCy pipeline (name and version) that finds
+    noun phrases or splits sentences."""
+    ids: dict[str, str] = {}
+    if settings.splitter == "punkt" or ("redundancy" in settings.metrics and settings.nr_variant == "reference"):
+        ids["punkt"] = splitter_name()
+    if settings.splitter == "spacy" or "grounding" in settings.metrics:
+        ids["spacy_pipeline"] = spacy_pipeline_id(settings.spacy_model)
+    return ids
+
+
+def spacy_pipeline_id(name: str | None) -> str:
+    """``lang_name-version`` of the spaCy pipeline the settings use, or why there is none."""
+    try:
+        return spacy_model_name(load_spacy(name))
+    except SpacyUnavailableError:
+        return f"{name or 'default'}:not-installed"
+
+
 def signature(settings: Settings) -> dict[str, Any]:
     """``{"id", "settings", "versions"}``: printed with every result."""
     data = settings.as_dict()
     ids = weights_ids(settings)
     data.update(ids)
+    data.update(text_ids(settings))
     if "clip_checkpoint" in ids:
         data["clip_pretrained"] = None  # the file, not the tag, names the weights
     payload = {"settings": data, "versions": library_versions()}

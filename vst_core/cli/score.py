@@ -77,9 +77,16 @@ def _text_arguments(p: argparse.ArgumentParser) -> None:
         help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
     )
     p.add_argument(
+        "--split",
+        choices=("punkt", "spacy"),
+        default=DEFAULTS.splitter,
+        help="how a story given as one text is split into sentences: NLTK Punkt, as the public RoViST and dHM code "
+        "(fast), or the spaCy pipeline's parser",
+    )
+    p.add_argument(
         "--spacy-model",
         default=DEFAULTS.spacy_model,
-        help="spaCy pipeline used to split a story given as one text (default: first installed English one)",
+        help="spaCy pipeline for noun phrases (and for --split spacy); default: first installed English one",
     )
 
 
@@ -162,6 +169,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         nr_ngram=args.nr_n,
         nr_variant=args.nr_variant,
         spacy_model=args.spacy_model,
+        splitter=args.split,
         coherence_model=args.coherence_model,
         coherence_tokenizer=args.coherence_tokenizer,
         coherence_repeat_zero=not args.keep_repeated_pairs,
@@ -184,12 +192,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     )
 
 
-def _read(args: argparse.Namespace) -> StorySet:
-    splitter = None
-    if args.spacy_model:
+def _read(args: argparse.Namespace, settings: Settings) -> StorySet:
+    splitter = None  # the readers' default: Punkt
+    if settings.splitter == "spacy":
         from vst_core.text import load_spacy, split_sentences
 
-        nlp = load_spacy(args.spacy_model)
+        nlp = load_spacy(settings.spacy_model)
         splitter = lambda text: split_sentences(text, nlp)
     return read_story_set(
         args.input,
@@ -222,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         error(str(exc))
         return EXIT_USAGE
     try:
-        story_set = _read(args)
+        story_set = _read(args, settings)
     except StorySetError as exc:
         error(str(exc))
         return EXIT_INPUT

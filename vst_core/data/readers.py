@@ -21,6 +21,7 @@ from vst_core.data.paths import (
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
 from vst_core.hashing import short_sha1
+from vst_core.public_text import split_story
 
 
 def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
@@ -37,9 +38,7 @@ def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int 
 
 
 def _default_splitter() -> Splitter:
-    from vst_core.text import split_sentences
-
-    return split_sentences
+    return split_story
 
 
 def _as_str_list(value: Any, name: str) -> tuple[str, ...]:

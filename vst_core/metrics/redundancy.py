@@ -15,8 +15,9 @@ Public-code behaviour, ``variant="reference"`` (for parity with published number
 case-sensitive tokens, only the last token of each sentence dropped (other punctuation
 kept), intersection = number of matching token *pairs* (so JS can exceed 1 and NR go
 below 0), and intra = 0 when no sentence has two n-grams. A one-sentence story gives NaN
-in that code; here it is ``None`` with a note. JS of two empty token lists is 0 in both
-variants (the public code divides by zero there).
+in that code; here it is ``None`` with a note. A sentence pair with no token at all (empty
+union) is left out of the inter mean, as the released evaluation code of the GROOVIST authors
+does (the original RoViST script divides by zero there); in the paper variant its JS is 0.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper
         words_i = [w for _, w in units[i]]
         for j in range(i):
             words_j = [w for _, w in units[j]]
+            if count_pairs and not (words_i or words_j):
+                continue  # empty union: skipped by the released code
             shared = set(words_i) & set(words_j)
             inter_pairs.append(
                 InterOverlap(
@@ -245,7 +248,8 @@ def _offset_jaccard(
         top = np.bincount(key_segment[hit], weights=counts[hit] * counts[at[hit]], minlength=segments)[first]
     else:
         top = shared.astype(float)
-    return first, np.divide(top, union, out=np.zeros(first.size), where=union > 0)
+    empty = np.nan if count_pairs else 0.0  # the reference variant leaves empty unions out of the mean
+    return first, np.divide(top, union, out=np.full(first.size, empty), where=union > 0)
 
 
 def _count_table(
@@ -309,6 +313,8 @@ def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4
     intra_owner = story_of_sentence[window_sentence[first]]
 
     def means(values: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        defined = ~np.isnan(values)
+        values, owner = values[defined], owner[defined]
         total = np.bincount(owner, weights=values, minlength=count)
         pairs = np.bincount(owner, minlength=count)
         out: np.ndarray = np.divide(total, pairs, out=np.full(count, np.nan), where=pairs > 0)
