@@ -161,6 +161,7 @@ with tabs[2]:
             st.caption("agreement = k: k raters order the pair as the aggregate does (VHED keeps pairs with k ≥ 4 of 5).")
         st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
     download("pairwise_accuracy", "Pairwise accuracy (CSV)")
+    download("pairs", "The pairs, with gap and common raters (CSV)")
 with tabs[3]:
     if len(report.bins):
         st.caption(

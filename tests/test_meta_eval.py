@@ -170,7 +170,7 @@ def test_pairwise_table_by_agreement_and_gap_bins() -> None:
     assert by.loc["agreement = 3", "accuracy"] == 1.0  # a>b
     assert by.loc["agreement = 4", "correct"] == 1 and by.loc["agreement = 4", "n"] == 2  # c=d tie, i>j
     assert by.loc["agreement = 5", "accuracy"] == 0.5  # e<f, g>h
-    assert by.loc["gap (0, 0.1]", "accuracy"] == 1.0
+    assert by.loc["gap [0, 0.1]", "accuracy"] == 1.0  # the first bin is closed: it holds the smallest gap
     assert by.loc["gap (0.1, 0.2]", "n"] == 2 and by.loc["gap (0.1, 0.2]", "correct"] == 0
     assert by.loc["gap (0.2, 0.5]", "n"] == 2 and by.loc["gap (0.2, 0.5]", "accuracy"] == 1.0
 
@@ -482,3 +482,97 @@ def test_aspect_named_like_a_metric_is_renamed(sample_scores: Path) -> None:
     assert any("NR -> NR (human)" in p for p in report.problems)
     row = report.correlations.set_index(["aspect", "method"]).loc[("NR (human)", "pearson")]
     assert row["metric"] == "NR" and row["n"] == 4
+
+
+# ------------------------------------------------------------------ exact gaps, common raters, pair aspect
+
+
+def test_gaps_of_means_are_exact_and_bins_carry_their_true_edges() -> None:
+    from vst_core.meta_eval import gap_edges, pairs_from_ratings, pairwise_table
+
+    # means of five raters: 4.4 - 4.2 and 3.4 - 3.2 are both 0.2, though not in floating point
+    human = pd.Series({"a": 22 / 5, "b": 21 / 5, "c": 17 / 5, "d": 16 / 5, "e": 4.0, "f": 3.6})
+    sequences = pd.Series({"a": "s", "b": "s", "c": "t", "d": "t", "e": "u", "f": "u"})
+    assert 22 / 5 - 21 / 5 != 17 / 5 - 16 / 5  # the float problem this guards against
+    pairs = pairs_from_ratings(human, sequences)
+    assert sorted(pairs["gap"]) == [0.2, 0.2, 0.4]
+    assert gap_edges(pairs["gap"], 2) == [0.2, 0.4]
+    table = pairwise_table(pairs, pd.DataFrame({"m": human}), ["m"], edges=[0.2, 0.4])
+    by = table.set_index("subset")
+    assert by.loc["gap [0.2, 0.4]", "n"] == 3  # the first bin holds the smallest gaps: no "(0.2, 0.2]"
+    assert table.attrs["outside_bins"] == 0
+
+
+def test_agreement_counts_only_raters_who_judged_both_stories() -> None:
+    from vst_core.meta_eval import pairs_from_ratings, pairwise_table
+
+    ratings = pd.DataFrame(
+        [  # r1 and r2 judged a and b; r3 judged only a; c and d were judged by different raters
+            ("a", "r1", 5),
+            ("a", "r2", 4),
+            ("a", "r3", 1),
+            ("b", "r1", 3),
+            ("b", "r2", 5),
+            ("c", "r1", 4),
+            ("d", "r2", 2),
+        ],
+        columns=["story_id", "rater", "value"],
+    ).assign(aspect="overall", system=None)
+    human = ratings.groupby("story_id")["value"].mean()
+    pairs = pairs_from_ratings(human, pd.Series({"a": "s", "b": "s", "c": "t", "d": "t"}), ratings, "overall")
+    ab = pairs[pairs["sequence_id"] == "s"].iloc[0]
+    cd = pairs[pairs["sequence_id"] == "t"].iloc[0]
+    assert (ab["better"], ab["raters"], ab["agreement"]) == ("b", 2.0, 1.0)  # mean b 4.0 > a 3.33; r2 agrees, r1 not
+    assert cd["raters"] == 0 and np.isnan(cd["agreement"])  # no rater ordered this pair: not "agreement 0"
+    subsets = set(pairwise_table(pairs, pd.DataFrame({"m": {"a": 0, "b": 1, "c": 1, "d": 0}}), ["m"])["subset"])
+    assert {"agreement = 1", "no common rater"} <= subsets and "agreement = 0" not in subsets
+
+
+def test_pairs_by_the_mean_of_aspects_are_stated_and_exported(sample_scores: Path, tmp_path: Path) -> None:
+    records, _ = load_records(sample_scores)
+    j = read_judgements(EXAMPLE)
+    report = run_meta_eval(records, j, MetaSettings(resamples=0, baselines=False, pair_aspect="mean"))
+    assert "mean of the mean ratings of grounding, coherence, non_redundancy, overall" in report.pairs_source
+    human = aggregate(j)[["grounding", "coherence", "non_redundancy", "overall"]].mean(axis=1)
+    for row in report.pairs.itertuples():
+        assert human[row.better] > human[row.worse]
+    assert "pairs" in report.tables() and report.csv("pairs").count("\n") == len(report.pairs) + 3  # 2 comment lines + header
+    out = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                "meta-eval",
+                str(sample_scores),
+                str(EXAMPLE),
+                "--out",
+                str(out),
+                "--resamples",
+                "0",
+                "--no-baselines",
+                "--pair-aspect",
+                "mean",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    written = json.loads(out.read_text())
+    assert "mean of the mean ratings" in written["pairs_source"]
+    value = written["correlations"][0]["value"]
+    assert value == report.correlations.iloc[0]["value"]  # full float precision in the JSON
+
+
+def test_ratings_of_several_groups_under_one_id_are_refused() -> None:
+    csv = b"story_id,team,overall\na,t1,3\na,t2,5\nb,t1,4\nb,t2,2\n"
+    with pytest.raises(JudgementsError, match="column 'team' has 2 values under one story_id"):
+        read_judgements(csv)
+    ids = read_judgements(b"story_id,album_id,overall\na,17,3\nb,18,4\n")
+    assert ids.aspects == ["overall"] and any("album_id" in p and "identifiers" in p for p in ids.problems)
+    named = read_judgements(b"story_id,album_id,overall\na,17,3\nb,18,4\n", aspects=["album_id", "overall"])
+    assert named.aspects == ["album_id", "overall"]
+
+
+def test_non_finite_ratings_are_reported_and_left_out() -> None:
+    j = read_judgements(b"story_id,overall,fluency\na,3,inf\nb,4,2\nc,5,1e308\nd,2,3\n")
+    assert j.ratings[j.ratings["aspect"] == "fluency"]["value"].tolist() == [2.0, 3.0]
+    assert any("infinite or out-of-range" in p for p in j.problems)

@@ -38,7 +38,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, required=True, help="report JSON to write")
     p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write every table as CSV into DIR")
     p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
-    p.add_argument("--aspects", default=None, help="comma-separated human aspects (default: all)")
+    p.add_argument(
+        "--aspects",
+        default=None,
+        help="comma-separated human aspects (default: all; in a wide file, every column but ids and id-like ones)",
+    )
     p.add_argument("--aggregate", choices=("mean", "median"), default=DEFAULTS.aggregate, help="how raters are combined")
     p.add_argument("--resamples", type=int, default=DEFAULTS.resamples, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="bootstrap seed")
@@ -51,7 +55,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--pair-aspect",
         default=DEFAULTS.pair_aspect,
-        help="aspect that orders story pairs built from ratings (default: overall, else the last)",
+        help="aspect that orders story pairs built from ratings, or 'mean' for the mean of the aspects "
+        "(default: overall, else the last)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.scores} holds no score records")
         return EXIT_INPUT
     try:
-        judgements = read_judgements(args.human)
+        judgements = read_judgements(args.human, aspects=csv_list(args.aspects))
     except (OSError, JudgementsError) as exc:
         error(f"{args.human}: {exc}")
         return EXIT_INPUT

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 import pandas as pd
+
+from vst_core.meta_eval.settings import GAP_DECIMALS
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
 ERROR_TAGS: dict[str, tuple[str, ...]] = {
@@ -120,10 +123,59 @@ def _numeric(frame: pd.DataFrame, column: str, label: str, problems: list[str]) 
         lines = [int(i) for i in raw.index[text][:5]]
         examples = ", ".join(repr(str(v)) for v in raw[text].unique()[:3])
         problems.append(f"{label}: {int(text.sum())} non-numeric value(s) ({examples}; lines {lines}); ignored")
+    huge = values.notna() & ~np.isfinite(values.where(values.abs() < 1e15, np.inf))
+    if huge.any():
+        lines = [int(i) for i in raw.index[huge][:5]]
+        problems.append(f"{label}: {int(huge.sum())} infinite or out-of-range value(s) (lines {lines}); ignored")
+        values = values.mask(huge)
     return values
 
 
-def read_judgements(source: str | Path | bytes | IO[Any]) -> Judgements:
+#: Column names that identify something rather than rate it; never aspects unless named explicitly.
+_ID_LIKE = re.compile(
+    r"(^|_)(id|ids|no|number|index|idx|album|photo|worker|team|group|condition|model|annotator)$", re.IGNORECASE
+)
+
+
+def _group_columns(frame: pd.DataFrame, candidates: Sequence[str]) -> None:
+    """Refuse a file that holds several groups' ratings of one story: a text column (a team,
+    condition or model) with more than one value under one story_id."""
+    for column in candidates:
+        values = frame[column]
+        if values.eq("").all() or pd.to_numeric(values, errors="coerce").notna().all():
+            continue
+        per_story = frame.assign(_v=values).groupby("story_id")["_v"].nunique()
+        several = per_story[per_story > 1]
+        if len(several):
+            example = str(several.index[0])
+            found = ", ".join(repr(v) for v in frame.loc[frame["story_id"] == example, column].unique()[:4])
+            raise JudgementsError(
+                f"column {column!r} has {int(several.max())} values under one story_id (e.g. {example!r}: {found}): "
+                "the file holds several groups' ratings of each story. Keep one group's rows, or name the column "
+                "'system' if it is the system that wrote the story"
+            )
+
+
+def _aspect_columns(frame: pd.DataFrame, aspects: Sequence[str] | None, problems: list[str]) -> list[str]:
+    """Wide layout: the columns that are aspects. Named ``aspects`` when given; otherwise every
+    column but the id columns, the id-like ones (``album_id``, ``team``: reported) and text columns
+    that group ratings (refused)."""
+    others = [c for c in frame.columns if c not in _ID_COLUMNS]
+    if aspects:
+        missing = [a for a in aspects if a not in frame.columns]
+        if missing:
+            raise JudgementsError(
+                f"aspect column(s) {', '.join(map(repr, missing))} not in the file (columns: {', '.join(frame.columns)})"
+            )
+        return list(aspects)
+    idlike = [c for c in others if _ID_LIKE.search(c)]
+    _group_columns(frame, idlike)
+    if idlike:
+        problems.append(f"column(s) {', '.join(map(repr, idlike))} look like identifiers, not ratings; not used as aspects")
+    return [c for c in others if c not in idlike]
+
+
+def read_judgements(source: str | Path | bytes | IO[Any], *, aspects: Sequence[str] | None = None) -> Judgements:
     """Read a judgements CSV in any of the three layouts.
 
     * long: ``story_id, rater, aspect, value`` (``rater`` and ``system`` optional);
@@ -132,7 +184,10 @@ def read_judgements(source: str | Path | bytes | IO[Any]) -> Judgements:
       lower rank = better.
 
     Aspects named after the VHED error taxonomy hold binary error labels. Exact duplicate rows,
-    empty cells and text in numeric columns are dropped and reported in ``problems``.
+    empty cells and text in numeric columns are dropped and reported in ``problems``. In the wide
+    layout ``aspects`` names the aspect columns; without it, identifier-like columns (``album_id``,
+    ``worker``) are left out and reported, and a file with several groups' ratings under one id
+    (a ``team`` or ``condition`` column) is refused naming the column.
     """
     frame = _read_table(source)
     problems: list[str] = []
@@ -154,7 +209,14 @@ def read_judgements(source: str | Path | bytes | IO[Any]) -> Judgements:
         problems.append(f"{n} row(s) without a story_id; ignored")
         frame = frame[frame["story_id"].ne("")]
     layout = "long" if {"aspect", "value"} <= columns else "wide"
-    long = _long_values(frame, problems) if layout == "long" else _wide_values(frame, problems)
+    if layout == "long":
+        extra = [c for c in frame.columns if c not in {*_ID_COLUMNS, "aspect", "value"}]
+        _group_columns(frame, extra)
+        if extra:
+            problems.append(f"column(s) {', '.join(map(repr, extra))} are not part of the long layout; ignored")
+        long = _long_values(frame, problems)
+    else:
+        long = _wide_values(frame, _aspect_columns(frame, aspects, problems), problems)
     ratings, errors = _split_error_labels(_tidy(long), problems)
     if ratings.empty and errors.empty:
         raise JudgementsError("no usable numeric judgements in the file" + (f" ({'; '.join(problems)})" if problems else ""))
@@ -172,9 +234,8 @@ def _long_values(frame: pd.DataFrame, problems: list[str]) -> pd.DataFrame:
     return long
 
 
-def _wide_values(frame: pd.DataFrame, problems: list[str]) -> pd.DataFrame:
+def _wide_values(frame: pd.DataFrame, aspects: list[str], problems: list[str]) -> pd.DataFrame:
     """One column per aspect, melted to the long layout."""
-    aspects = [c for c in frame.columns if c not in _ID_COLUMNS]
     if not aspects:
         raise JudgementsError("wide judgements need at least one aspect column besides story_id")
     numeric = {a: _numeric(frame, a, f"column {a!r}", problems) for a in aspects}
@@ -240,7 +301,7 @@ def _read_pairwise(frame: pd.DataFrame, problems: list[str]) -> Judgements:
             "sequence_id": frame.get("sequence_id"),
             "better": np.where(a_better, frame["story_a"], frame["story_b"]),
             "worse": np.where(a_better, frame["story_b"], frame["story_a"]),
-            "gap": (rank_a - rank_b).abs(),
+            "gap": (rank_a - rank_b).abs().round(GAP_DECIMALS),
             "agreement": agreement,
         }
     )[ok].reset_index(drop=True)

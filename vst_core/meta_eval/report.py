@@ -70,6 +70,7 @@ class MetaReport:
             "error_correlations": self.error_correlations,
             "inter_rater": self.agreement,
             "matched_data": self.data.reset_index(),
+            "pairs": self.pairs,
         }
 
     def csv(self, name: str) -> str:
@@ -79,7 +80,8 @@ class MetaReport:
 
     def to_json(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-            rows: list[dict[str, Any]] = json.loads(frame.to_json(orient="records"))
+            """Rows at full float precision (pandas' to_json keeps 10 digits); NaN as null."""
+            rows: list[dict[str, Any]] = [{str(k): _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
             return rows
 
         return {
@@ -100,6 +102,19 @@ class MetaReport:
             "unavailable_baselines": self.unavailable,
             "problems": self.problems,
         }
+
+
+def _plain(value: Any) -> Any:
+    """A cell as JSON: numpy scalars as Python numbers, NaN and infinities as null."""
+    if isinstance(value, (np.floating, float)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, pd.Interval):
+        return str(value)
+    return value
 
 
 def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) -> dict[str, Any]:
@@ -277,6 +292,13 @@ def _story_pairs(
         return judgements.pairs, "pairwise judgements file (lower rank = better)"
     if not aspects or "sequence_id" not in data:
         return _empty_pairs(), "none"
+    if settings.pair_aspect == "mean":
+        rated = judgements.ratings[judgements.ratings["aspect"].isin(aspects)]
+        pairs = pairs_from_ratings(data[aspects].mean(axis=1), data["sequence_id"], rated, None)
+        return (
+            pairs,
+            f"every two stories of a sequence, ordered by the mean of the {settings.aggregate} ratings of {', '.join(aspects)}",
+        )
     aspect = settings.pair_aspect or ("overall" if "overall" in aspects else aspects[-1])
     if aspect not in data:
         problems.append(f"no aspect {aspect!r} to order pairs by; judged aspects: {', '.join(judgements.aspects)}")

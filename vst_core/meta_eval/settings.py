@@ -8,6 +8,10 @@ from typing import Any, Literal
 
 from vst_core.hashing import json_digest
 
+#: Ranking gaps are differences of means of small integers: rounded to this many decimals, equal
+#: real gaps compare equal (4.4 − 4.2 is 0.2, not 0.20000000000000018).
+GAP_DECIMALS = 9
+
 Method = Literal["spearman", "pearson", "kendall_b", "kendall_c"]
 METHODS: dict[str, str] = {
     "spearman": "Spearman ρ",
@@ -35,7 +39,7 @@ class MetaSettings:
     p_split: float | None = None  # None: the mode of P
     bin_method: str = "kendall_c"
     baselines: bool = True
-    pair_aspect: str | None = None  # pairs from ratings: None = "overall" if judged, else the last aspect
+    pair_aspect: str | None = None  # pairs from ratings: None = "overall" if judged, else the last; "mean" = mean of aspects
 
     def __post_init__(self) -> None:
         if self.aggregate not in ("mean", "median"):

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vst_core.meta_eval.settings import METHODS, MetaSettings
+from vst_core.meta_eval.settings import GAP_DECIMALS, METHODS, MetaSettings
 
 # --------------------------------------------------------------------------------------------
 # Correlations
@@ -221,27 +221,41 @@ def pairs_from_ratings(
     human: pd.Series, sequences: pd.Series, ratings: pd.DataFrame | None = None, aspect: str | None = None
 ) -> pd.DataFrame:
     """Every two stories of the same image sequence, the better one being the one humans rated
-    higher; gap = |difference of the aggregated ratings|. Equal ratings give no pair (zero gap).
-    With per-rater ``ratings``, agreement = how many raters order the pair as the aggregate does."""
+    higher; gap = |difference of the aggregated ratings| rounded to :data:`GAP_DECIMALS`. Equal
+    ratings give no pair. With per-rater ``ratings``: ``raters`` = raters who judged both stories,
+    ``agreement`` = how many of them order the pair as the aggregate does (NaN with no common
+    rater). ``aspect`` None uses every aspect's mean per rater."""
     rows = []
     per_rater = None
-    if ratings is not None and aspect is not None and ratings["rater"].notna().any():
-        part = ratings[ratings["aspect"] == aspect]
+    if ratings is not None and ratings["rater"].notna().any():
+        part = ratings if aspect is None else ratings[ratings["aspect"] == aspect]
         per_rater = part.pivot_table(index="story_id", columns="rater", values="value", aggfunc="mean")
     frame = pd.DataFrame({"h": human, "seq": sequences}).dropna()
     for seq, group in frame.groupby("seq", sort=False):
         ids = list(group.index)
         for i, a in enumerate(ids):
             for b in ids[i + 1 :]:
-                ha, hb = group.at[a, "h"], group.at[b, "h"]
-                if ha == hb:
+                ha, hb = float(group.at[a, "h"]), float(group.at[b, "h"])
+                gap = round(abs(ha - hb), GAP_DECIMALS)
+                if gap == 0 or not np.isfinite(gap):
                     continue
                 better, worse = (a, b) if ha > hb else (b, a)
-                agreement = np.nan
-                if per_rater is not None and better in per_rater.index and worse in per_rater.index:
-                    agreement = float((per_rater.loc[better] > per_rater.loc[worse]).sum())
-                rows.append({"sequence_id": seq, "better": better, "worse": worse, "gap": abs(ha - hb), "agreement": agreement})
-    return pd.DataFrame(rows, columns=["sequence_id", "better", "worse", "gap", "agreement"])
+                raters, agreement = _common_raters(per_rater, better, worse)
+                rows.append(
+                    {"sequence_id": seq, "better": better, "worse": worse, "gap": gap, "raters": raters, "agreement": agreement}
+                )
+    return pd.DataFrame(rows, columns=["sequence_id", "better", "worse", "gap", "raters", "agreement"])
+
+
+def _common_raters(per_rater: pd.DataFrame | None, better: str, worse: str) -> tuple[float, float]:
+    """(raters who judged both stories, how many of them rated ``better`` strictly higher); NaN without per-rater ratings."""
+    if per_rater is None or better not in per_rater.index or worse not in per_rater.index:
+        return np.nan, np.nan
+    x, y = per_rater.loc[better], per_rater.loc[worse]
+    both = x.notna() & y.notna()
+    if not both.any():
+        return 0.0, np.nan
+    return float(both.sum()), float((x[both] > y[both]).sum())
 
 
 def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Series) -> dict[str, Any]:
@@ -264,15 +278,26 @@ def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Seri
 
 
 def gap_edges(gaps: pd.Series, bins: int = 4) -> list[float]:
-    """Edges splitting the ranking gaps into ``bins`` groups of about equal size (quantiles)."""
+    """Edges splitting the ranking gaps into ``bins`` groups of about equal size (quantiles, rounded
+    as the gaps are); the first bin is closed on the left so it holds the smallest gap."""
     values = gaps.dropna().to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
     if values.size == 0:
         return []
-    edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)))
+    edges = np.unique(np.round(np.quantile(values, np.linspace(0, 1, bins + 1)), GAP_DECIMALS))
     if edges.size == 1:
-        return [float(edges[0]) - 1e-9, float(edges[0])]
-    edges[0] -= 1e-9  # left-open bins must include the smallest gap
+        return [float(edges[0]), float(edges[0])]
     return [float(e) for e in edges]
+
+
+def _gap_bins(gaps: pd.Series, edges: Sequence[float]) -> list[tuple[str, pd.Series, float, float]]:
+    """(label, member mask, lo, hi) per bin: ``[e0, e1]`` then ``(e_k, e_k+1]``, labelled by the true edges."""
+    out = []
+    for k, (lo, hi) in enumerate(zip(edges, edges[1:], strict=False)):
+        first = k == 0
+        mask = ((gaps >= lo) if first else (gaps > lo)) & (gaps <= hi)
+        out.append((f"gap {'[' if first else '('}{lo:g}, {hi:g}]", mask, float(lo), float(hi)))
+    return out
 
 
 def pairwise_table(
@@ -288,12 +313,13 @@ def pairwise_table(
     if pairs["agreement"].notna().any():
         for k, part in pairs.groupby("agreement", sort=True):
             groups.append(("agreement", f"agreement = {k:g}", part, float(k), float(k)))
-    bins = pd.cut(pairs["gap"], bins=edges, right=True)
-    for interval, part in pairs.groupby(bins, observed=False, sort=True):
-        groups.append(
-            ("gap", f"gap ({interval.left:.3g}, {interval.right:.3g}]", part, float(interval.left), float(interval.right))
-        )
-    outside = int(bins.isna().sum())
+    if "raters" in pairs and pairs["raters"].eq(0).any():
+        groups.append(("agreement", "no common rater", pairs[pairs["raters"].eq(0)], None, None))
+    inside = pd.Series(False, index=pairs.index)
+    for label, mask, lower, upper in _gap_bins(pairs["gap"], edges):
+        groups.append(("gap", label, pairs[mask], lower, upper))
+        inside |= mask
+    outside = int((~inside).sum())
     rows = []
     for metric in metrics:
         if metric not in data:
