@@ -69,9 +69,9 @@ with st.expander("Statistics settings"):
     p_text = g.text_input("High NP proportion: P > (empty: the mode)", "", key="p_split")
     pair_aspect = h.selectbox(
         "Order story pairs by",
-        ["(default)", *judgements.aspects],
+        ["(default)", "mean", *judgements.aspects],
         key="pair_aspect",
-        help="pairs built from ratings: every two stories of a sequence; default: 'overall' if judged, else the last aspect",
+        help="pairs built from ratings: every two stories of a sequence; default: 'overall' if judged, else the last aspect; mean: the mean of the aspects",
     )
 try:
     settings = MetaSettings(

@@ -576,3 +576,15 @@ def test_non_finite_ratings_are_reported_and_left_out() -> None:
     j = read_judgements(b"story_id,overall,fluency\na,3,inf\nb,4,2\nc,5,1e308\nd,2,3\n")
     assert j.ratings[j.ratings["aspect"] == "fluency"]["value"].tolist() == [2.0, 3.0]
     assert any("infinite or out-of-range" in p for p in j.problems)
+
+
+def test_the_meta_evaluation_signature_names_its_inputs(sample_scores: Path) -> None:
+    records, _ = load_records(sample_scores)
+    one = read_judgements(EXAMPLE)
+    other = read_judgements(EXAMPLE.read_bytes().replace(b"\n", b"\n", 1) + b"\n")  # same content, other bytes
+    settings = MetaSettings(resamples=0, baselines=False)
+    a = run_meta_eval(records, one, settings)
+    assert a.signature["judgements_sha256"] == one.digest and len(one.digest) == 64
+    assert a.signature["metrics"] == a.metrics and a.signature["aspects"] == a.aspects
+    assert run_meta_eval(records, other, settings).signature["id"] != a.signature["id"]
+    assert run_meta_eval(records, one, settings, aspects=["overall"]).signature["id"] != a.signature["id"]

@@ -13,6 +13,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from vst_core.hashing import text_digest
 from vst_core.meta_eval.settings import GAP_DECIMALS
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
@@ -45,6 +46,7 @@ class Judgements:
     pairs: pd.DataFrame  # sequence_id, better, worse, gap, agreement  (pairwise files only)
     layout: str
     problems: list[str] = field(default_factory=list)
+    digest: str = ""  # sha256 of the file's bytes, for the meta-evaluation signature
 
     @property
     def aspects(self) -> list[str]:
@@ -68,7 +70,7 @@ def _error_tag(name: str) -> str | None:
     return _ERROR_ALIASES.get(key)
 
 
-def _read_table(source: str | Path | bytes | IO[Any]) -> pd.DataFrame:
+def _read_bytes(source: str | Path | bytes | IO[Any]) -> bytes:
     if isinstance(source, (str, Path)):
         raw = Path(source).read_bytes()
     elif isinstance(source, bytes):
@@ -76,6 +78,10 @@ def _read_table(source: str | Path | bytes | IO[Any]) -> pd.DataFrame:
     else:
         raw = source.read()
         raw = raw if isinstance(raw, bytes) else str(raw).encode()
+    return raw
+
+
+def _read_table(raw: bytes) -> pd.DataFrame:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -189,7 +195,13 @@ def read_judgements(source: str | Path | bytes | IO[Any], *, aspects: Sequence[s
     ``worker``) are left out and reported, and a file with several groups' ratings under one id
     (a ``team`` or ``condition`` column) is refused naming the column.
     """
-    frame = _read_table(source)
+    raw = _read_bytes(source)
+    judgements = _judgements(_read_table(raw), aspects)
+    judgements.digest = text_digest(raw)
+    return judgements
+
+
+def _judgements(frame: pd.DataFrame, aspects: Sequence[str] | None) -> Judgements:
     problems: list[str] = []
     dupes = frame.duplicated()
     if dupes.any():

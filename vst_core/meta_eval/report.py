@@ -261,9 +261,10 @@ def run_meta_eval(
             problems.append(f"{int(unknown)} judged pair(s) name a story without scores; left out")
     bins, splits = _bins(data, chosen, chosen_aspects, settings)
     errors = [e for e in judgements.error_tags if e in human]
+    inputs: dict[str, Any] = {"judgements": judgements.digest, "metrics": chosen, "aspects": chosen_aspects}
     return MetaReport(
-        signature=settings.signature(sig_ids),
-        description=settings.describe(sig_ids),
+        signature=settings.signature(sig_ids, **inputs),
+        description=settings.describe(sig_ids, **inputs),
         match=match,
         data=data,
         metrics=chosen,
@@ -331,4 +332,5 @@ def _renamed(judgements: Judgements, names: dict[str, str]) -> Judgements:
         pairs=judgements.pairs,
         layout=judgements.layout,
         problems=judgements.problems,
+        digest=judgements.digest,
     )

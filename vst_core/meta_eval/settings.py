@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -54,14 +54,28 @@ class MetaSettings:
         if self.gap_edges is not None and (len(self.gap_edges) < 2 or list(self.gap_edges) != sorted(set(self.gap_edges))):
             raise ValueError("gap edges must be at least two increasing numbers")
 
-    def signature(self, scores_ids: Iterable[str] = ()) -> dict[str, Any]:
-        """These settings plus the signature ids of the scores they were applied to, hashed to an id."""
-        payload = {"meta_settings": asdict(self), "scores_signatures": sorted(set(scores_ids))}
+    def signature(
+        self,
+        scores_ids: Iterable[str] = (),
+        *,
+        judgements: str = "",
+        metrics: Sequence[str] = (),
+        aspects: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """These settings, the signature ids of the scores, the judgements file's digest and the
+        metrics and aspects compared, hashed to an id."""
+        payload = {
+            "meta_settings": asdict(self),
+            "scores_signatures": sorted(set(scores_ids)),
+            "judgements_sha256": judgements,
+            "metrics": list(metrics),
+            "aspects": list(aspects),
+        }
         return {"id": json_digest(payload, 12), **payload}
 
-    def describe(self, scores_ids: Iterable[str] = ()) -> str:
+    def describe(self, scores_ids: Iterable[str] = (), **inputs: Any) -> str:
         ids = sorted(set(scores_ids))
-        sig = self.signature(ids)
+        sig = self.signature(ids, **inputs)
         return (
             f"meta-eval sig {sig['id']} · scores sig {'+'.join(ids) or 'none'} · raters {self.aggregate} · "
             f"bootstrap {self.resamples}× seed {self.seed} ({self.confidence:.0%})"
