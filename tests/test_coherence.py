@@ -15,7 +15,7 @@ from conftest import WORDS, write_jsonl
 
 from vst_core.cli import main
 from vst_core.config import Settings
-from vst_core.data import read_scores, read_story_set
+from vst_core.data import Story, read_scores, read_story_set
 from vst_core.metrics.coherence import coherence
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
@@ -270,3 +270,20 @@ def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: P
     assert coh["model"] == "sop:sop" and len(coh["pairs"]) == 2 and 0 <= coh["score"] <= 1
     assert coh["weakest"] in (0, 1)
     assert records[0]["signature"]["settings"]["coherence_model"] == str(out)
+
+
+def test_prefix_context_scores_each_sentence_after_the_whole_story_so_far(tiny_bert: Path) -> None:
+    from vst_core.models.pairs import pairs_of
+
+    sentences = ("We went out.", "It rained.", "We went home.")
+    assert pairs_of(sentences, "prefix") == [("We went out.", "It rained."), ("We went out. It rained.", "We went home.")]
+    settings = Settings(metrics=("coherence",), coherence_model=f"bert-nsp:{tiny_bert}", device="cpu", coherence_context="prefix")
+    story = Story("s", "s", "m", sentences)
+    models = Models(settings)
+    record = score_story(story, settings, models=models)
+    assert record.coherence is not None and record.coherence.context == "prefix"
+    want = models.pair_scorer.score_pairs(pairs_of(sentences, "prefix"))
+    assert [p.probability for p in record.coherence.pairs] == pytest.approx(list(want), abs=1e-6)
+    from vst_core.signature import signature
+
+    assert signature(settings)["id"] != signature(settings.with_(coherence_context="pair"))["id"]

@@ -85,7 +85,7 @@ def redundancy_numbers(
     return RedundancyScores(score, inter, intra, variant, n, (*notes, why), None, None)
 
 
-def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str) -> CoherenceScores:
+def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str, context: str = "pair") -> CoherenceScores:
     """RoViST-C record: one pair per adjacent sentences, flagged when the model truncated it."""
     return CoherenceScores(
         score=result.score,
@@ -95,6 +95,7 @@ def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str) -
         weakest=result.weakest,
         model=model,
         notes=tuple(result.notes),
+        context=context,
     )
 
 

@@ -60,6 +60,7 @@ class Settings:
     coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
     coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
     coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
+    coherence_context: Literal["pair", "prefix"] = "pair"  # prefix: P(s_i+1 | s_1..s_i), the dHM variant
     clip_arch: str = "ViT-B-32"
     clip_pretrained: str | None = "openai"
     clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
@@ -95,6 +96,8 @@ class Settings:
             resolve_theta(self.theta)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
+        if self.coherence_context not in ("pair", "prefix"):
+            raise SettingsError(f"coherence_context must be 'pair' or 'prefix', got {self.coherence_context!r}")
         if self.splitter not in ("punkt", "spacy"):
             raise SettingsError(f"splitter must be 'punkt' or 'spacy', got {self.splitter!r}")
         if self.nr_variant not in ("paper", "reference"):
@@ -115,7 +118,7 @@ class Settings:
         for key in ("device", "batch_size", "workers"):  # change speed, not scores
             data.pop(key)
         if "coherence" not in self.metrics:
-            for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero"):
+            for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero", "coherence_context"):
                 data.pop(key)
         if not CLIP_METRICS & set(self.metrics):
             for key in [k for k in data if k.startswith("clip_")] + [

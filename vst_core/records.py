@@ -97,6 +97,7 @@ class CoherenceScores:
     weakest: int | None
     model: str
     notes: tuple[str, ...] = ()
+    context: str = "pair"  # "prefix": P(sentence i+1 follows sentences 1..i)
 
 
 @dataclass(frozen=True, slots=True)

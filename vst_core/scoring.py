@@ -114,12 +114,12 @@ def with_repeated_spans(record: StoryScores) -> StoryScores:
     return record.with_metric("redundancy", filled)
 
 
-def pair_scores_for(stories: Sequence[Story], scorer: PairScorer) -> dict[str, PairScores]:
-    """Score the adjacent pairs of many stories in one batched call."""
+def pair_scores_for(stories: Sequence[Story], scorer: PairScorer, context: str = "pair") -> dict[str, PairScores]:
+    """Score the transitions of many stories in one batched call (``context``: see :func:`pairs_of`)."""
     owners: list[tuple[str, int, int]] = []
     pairs: list[tuple[str, str]] = []
     for story in stories:
-        story_pairs = pairs_of(story.sentences)
+        story_pairs = pairs_of(story.sentences, context)
         owners.append((story.story_id, len(pairs), len(pairs) + len(story_pairs)))
         pairs.extend(story_pairs)
     scored = scorer.score_pairs_detailed(pairs) if pairs else PairScores(np.zeros(0), ())
@@ -128,8 +128,11 @@ def pair_scores_for(stories: Sequence[Story], scorer: PairScorer) -> dict[str, P
 
 def coherence_of(story: Story, settings: Settings, scores: PairScores, model: str) -> CoherenceScores:
     """RoViST-C of one story from its pair probabilities."""
-    result = coherence(list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero)
-    return coherence_scores(result, scores.truncated, model)
+    context = settings.coherence_context
+    result = coherence(
+        list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero, context=context
+    )
+    return coherence_scores(result, scores.truncated, model, context)
 
 
 def _truncation_warnings(story: Story, scores: PairScores) -> list[str]:
@@ -167,7 +170,7 @@ def score_story(
                 metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
             elif name == "coherence":
                 models = models or Models(settings)
-                scores = pair_scores or pair_scores_for([story], models.pair_scorer)[story.story_id]
+                scores = pair_scores or pair_scores_for([story], models.pair_scorer, settings.coherence_context)[story.story_id]
                 metrics[name] = coherence_of(story, settings, scores, models.pair_scorer.name)
                 warnings.extend(_truncation_warnings(story, scores))
             elif name in CLIP_METRICS:
@@ -213,7 +216,7 @@ def score_batch(
         nr = redundancy_without_spans(texts, settings)
     pair_scores: dict[str, PairScores] = {}
     if "coherence" in settings.metrics:
-        pair_scores = pair_scores_for(texts, models.pair_scorer)
+        pair_scores = pair_scores_for(texts, models.pair_scorer, settings.coherence_context)
     grounder = None
     if CLIP_METRICS & set(settings.metrics):
         grounder = models.grounder(root)

@@ -72,6 +72,13 @@ def _text_arguments(p: argparse.ArgumentParser) -> None:
         help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)",
     )
     p.add_argument(
+        "--coherence-context",
+        choices=("pair", "prefix"),
+        default=DEFAULTS.coherence_context,
+        help="pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows "
+        "sentences 1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
+    )
+    p.add_argument(
         "--keep-repeated-pairs",
         action="store_true",
         help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
@@ -173,6 +180,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         coherence_model=args.coherence_model,
         coherence_tokenizer=args.coherence_tokenizer,
         coherence_repeat_zero=not args.keep_repeated_pairs,
+        coherence_context=args.coherence_context,
         device=args.device,
         batch_size=args.batch_size,
         workers=args.workers,

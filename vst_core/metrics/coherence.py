@@ -2,6 +2,9 @@
 
     coherence(story) = mean over adjacent pairs i of P(s_i+1 follows s_i)
 
+or, with ``context="prefix"`` (the variant of the GROOVIST authors' dHM evaluation, 2024),
+P(s_i+1 follows s_1 … s_i), the whole story so far.
+
 A one-sentence story has no pair: its score is undefined (``None`` with the reason), never
 NaN shown as a number and never 0. A pair that could not be scored (an empty sentence) is
 ``None`` and left out of the mean. With ``repeat_is_zero`` a pair of identical sentences gets
@@ -30,6 +33,7 @@ def coherence(
     sentences: Sequence[str] | None = None,
     *,
     repeat_is_zero: bool = False,
+    context: str = "pair",
 ) -> Coherence:
     """Story coherence from pair probabilities (NaN counts as not scored); see module doc."""
     pairs: list[float | None] = [None if p is None or math.isnan(p) else float(p) for p in probabilities]
@@ -38,7 +42,8 @@ def coherence(
         if len(sentences) - 1 != len(pairs) and len(sentences) > 0:
             raise ValueError(f"{len(sentences)} sentences need {len(sentences) - 1} pair probabilities, got {len(pairs)}")
         if repeat_is_zero:
-            for i, (a, b) in enumerate(zip(sentences, sentences[1:])):
+            for i, b in enumerate(sentences[1:]):
+                a = " ".join(sentences[: i + 1]) if context == "prefix" else sentences[i]
                 if a.strip() and a.strip() == b.strip():
                     pairs[i] = 0.0
                     notes.append(f"sentences {i + 1} and {i + 2} are identical: probability set to 0")

@@ -382,6 +382,9 @@ def pair_weights_id(spec: str, tokenizer: str | None = None) -> str:
     return f"{spec}@missing"
 
 
-def pairs_of(sentences: Sequence[str]) -> list[tuple[str, str]]:
-    """Adjacent sentence pairs ``(s_i, s_i+1)``."""
-    return list(zip(sentences, sentences[1:]))
+def pairs_of(sentences: Sequence[str], context: str = "pair") -> list[tuple[str, str]]:
+    """The inputs of each transition: ``(s_i, s_i+1)``, or with ``context="prefix"`` (the dHM
+    variant) ``(s_1 … s_i joined by spaces, s_i+1)``."""
+    if context == "prefix":
+        return [(" ".join(sentences[: i + 1]), sentences[i + 1]) for i in range(len(sentences) - 1)]
+    return list(zip(sentences, sentences[1:], strict=False))

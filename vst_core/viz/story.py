@@ -61,12 +61,13 @@ def probability_colour(p: float) -> str:
     return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
 
 
-def coherence_chip(pair: CoherencePair, weakest: bool) -> str:
+def coherence_chip(pair: CoherencePair, weakest: bool, context: str = "pair") -> str:
     """A small badge between sentences i and i+1 with P(i+1 follows i)."""
     p = pair.probability
     if p is None:
         return '<span class="vst-coh" title="not scored (empty sentence)" style="color:#a0aec0">·?·</span>'
-    title = f"P(sentence {pair.to + 1} follows sentence {pair.from_ + 1}) = {p:.3f}"
+    before = f"sentences 1-{pair.from_ + 1}" if context == "prefix" and pair.from_ > 0 else f"sentence {pair.from_ + 1}"
+    title = f"P(sentence {pair.to + 1} follows {before}) = {p:.3f}"
     if pair.truncated:
         title += " (pair truncated to the model's maximum length)"
     mark = " ▼ weakest" if weakest else ""
@@ -123,7 +124,7 @@ def story_html(
         body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
         if k in pairs:
-            parts.append(coherence_chip(pairs[k], weakest == k))
+            parts.append(coherence_chip(pairs[k], weakest == k, coherence.context if coherence else "pair"))
     return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
 
 
