@@ -263,3 +263,19 @@ def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path]
         assert re.score == pytest.approx(b.grounding.score)
         assert [p.contribution for p in re.phrases] == pytest.approx([p.contribution for p in b.grounding.phrases])
         assert whole.grounding == re and whole.signature_id == b.signature_id  # the whole record, re-signed
+
+
+def test_reference_profile_weights_phrases_as_the_groovist_code(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    from vst_core.concreteness import phrase_concreteness
+    from vst_core.wordnet import noun_lemma
+
+    stories = read_story_set(SAMPLE)
+    settings = settings_for(tiny_clip, metrics=("grounding",), grounding_profile="reference")
+    score_story_set(stories, settings, tmp_path / "r.jsonl", models=Models(settings, cache=EmbeddingCache(None)))
+    records, _ = read_scores(tmp_path / "r.jsonl")
+    phrases = [p for r in records for p in r["metrics"]["grounding"]["phrases"]]
+    assert phrases
+    for p in phrases:
+        words = p["text"].split(" ")
+        assert p["weight"] == pytest.approx(phrase_concreteness(words, [noun_lemma(w) for w in words]))
+    assert records[0]["signature"]["settings"]["grounding_profile"] == "reference"

@@ -138,3 +138,75 @@ def test_text_stories_are_split_like_the_public_code(tmp_path: Path) -> None:
     src.write_text(json.dumps({"a": "we met mr. jones . he was nice !", "b": "t.j. ran home . he ate ."}))
     ss = read_story_set(src)
     assert [s.sentences for s in ss] == [("we met mr. jones .", "he was nice !"), ("t.j. ran home .", "he ate .")]
+
+
+# ------------------------------------------------------------------ GROOVIST reference profile (text side, crops)
+
+
+def _reference_concreteness(phrase: str, ratings: dict[str, float], lemma: object) -> float:
+    """The GROOVIST code's weight of a phrase, transcribed: whitespace words; a word's rating, else
+    its WordNet noun lemma's; the mean over words found, 1 when none is."""
+    total, count = 0.0, 0
+    for word in phrase.strip().split(" "):
+        if word in ratings:
+            total, count = total + ratings[word], count + 1
+        elif lemma(word) in ratings:  # type: ignore[operator]
+            total, count = total + ratings[lemma(word)], count + 1  # type: ignore[operator]
+    return total / count if count else 1
+
+
+WEIGHT_CASES = ["grandpa 's car", "grandpa's car", "the ice-cream", "a t-shirt", "sea-shells", "the geese", "two children"]
+
+
+@pytest.mark.parametrize("phrase", WEIGHT_CASES)
+def test_reference_concreteness_equals_the_groovist_code(phrase: str) -> None:
+    from vst_core.concreteness import brysbaert_norms, phrase_concreteness
+    from vst_core.wordnet import noun_lemma, wordnet_dir
+
+    if wordnet_dir() is None:
+        pytest.skip("no WordNet database (apt-get install wordnet-base, or NLTK's wordnet data)")
+    words = phrase.split(" ")
+    got = phrase_concreteness(words, [noun_lemma(w) for w in words])
+    assert got == pytest.approx(_reference_concreteness(phrase, brysbaert_norms(), noun_lemma))
+
+
+def test_wordnet_lemmas_of_the_divergence_cases() -> None:
+    from vst_core.wordnet import noun_lemma, wordnet_dir
+
+    if wordnet_dir() is None:
+        pytest.skip("no WordNet database (apt-get install wordnet-base, or NLTK's wordnet data)")
+    assert [noun_lemma(w) for w in ("geese", "children", "shells", "glasses", "grandpa's", "ice-cream")] == [
+        "goose",
+        "child",
+        "shell",
+        "glass",
+        "grandpa's",
+        "ice-cream",
+    ]
+
+
+def test_a_phrase_is_dropped_only_when_it_is_a_pronoun_as_a_whole() -> None:
+    from vst_core.text import PRONOUN_PHRASES
+
+    assert {"each other", "one another", "no one", "they", "someone"} <= PRONOUN_PHRASES
+    assert "each one" not in PRONOUN_PHRASES and "the one" not in PRONOUN_PHRASES
+
+
+def test_reference_crops_round_every_coordinate_as_pillow_does() -> None:
+    from PIL import Image
+
+    from vst_core.grounder import _crop
+    from vst_core.regions import Box
+
+    image = Image.new("RGB", (20, 20))
+    box = Box(0.6, 0.6, 10.4, 10.4)
+    assert _crop(image, box, "paper").size == (10, 10)  # top-left truncated, bottom-right rounded
+    assert _crop(image, box, "reference").size == (9, 9) == image.crop((1, 1, 10, 10)).size
+
+
+def test_the_grounding_profile_is_in_the_signature() -> None:
+    from vst_core.signature import signature
+
+    paper = signature(Settings(metrics=("grounding",)))
+    reference = signature(Settings(metrics=("grounding",), grounding_profile="reference"))
+    assert paper["id"] != reference["id"] and "wordnet" in reference["settings"] and "wordnet" not in paper["settings"]

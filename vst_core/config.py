@@ -74,6 +74,9 @@ class Settings:
     weighting: Literal["concreteness", "idf", "none"] = "concreteness"  # -C: none, -C +idf: idf
     units: Literal["phrases", "nouns"] = "phrases"  # nouns: the "nouns instead of NPs" replacement
     expressions: bool = False  # concreteness of whole phrases / multi-word expressions first
+    # reference: the GROOVIST code's text side and crops (whole-phrase pronoun list, whitespace words with
+    # WordNet noun lemmas, Pillow's rounding of boxes, its spaCy pipeline when installed)
+    grounding_profile: Literal["paper", "reference"] = "paper"
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -96,6 +99,8 @@ class Settings:
             resolve_theta(self.theta)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
+        if self.grounding_profile not in ("paper", "reference"):
+            raise SettingsError(f"grounding_profile must be 'paper' or 'reference', got {self.grounding_profile!r}")
         if self.coherence_context not in ("pair", "prefix"):
             raise SettingsError(f"coherence_context must be 'pair' or 'prefix', got {self.coherence_context!r}")
         if self.splitter not in ("punkt", "spacy"):
@@ -131,6 +136,7 @@ class Settings:
                 "weighting",
                 "units",
                 "expressions",
+                "grounding_profile",
             ]:
                 data.pop(key)
         else:

@@ -35,7 +35,8 @@ from vst_core.records import (
     RovistVGScores,
 )
 from vst_core.regions import Box, Detector, grid_proposals, select_regions, whole_image
-from vst_core.text import NounPhrase, is_punctuation, noun_phrases, tokenize
+from vst_core.text import NounPhrase, is_punctuation, load_spacy, noun_phrases, reference_spacy_model, tokenize
+from vst_core.wordnet import noun_lemma
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,11 @@ class Grounder:
 
     def _phrases(self, story: Story) -> list[NounPhrase]:
         if story.story_id not in self.phrases:
-            self.phrases[story.story_id] = noun_phrases(story.sentences)
+            reference = self.settings.grounding_profile == "reference"
+            nlp = load_spacy(
+                reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
+            )
+            self.phrases[story.story_id] = noun_phrases(story.sentences, nlp, whole_pronouns=reference)
         return self.phrases[story.story_id]
 
     def _image(self, ref: str) -> ImageEntry:
@@ -217,7 +222,7 @@ class Grounder:
             def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
                 entry, box, _ = item
                 try:
-                    return _crop(image_of(entry), box)
+                    return _crop(image_of(entry), box, self.settings.grounding_profile)
                 except Exception as exc:  # truncated data shows only when decoded
                     if entry.error is None:
                         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
@@ -254,7 +259,8 @@ class Grounder:
         """Cache keys of every region (and the whole image when ``whole``), the vectors found, and
         the (image, box, key) crops still to encode, each distinct content once."""
         boxes = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
-        keys = {id(e): [region_key(model, digests[id(e)], b.key()) for b in boxes[id(e)]] for e in pending}
+        crop = "" if self.settings.grounding_profile == "paper" else "|pil-round"  # another crop: other vectors
+        keys = {id(e): [region_key(model, digests[id(e)], b.key() + crop) for b in boxes[id(e)]] for e in pending}
         found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
         todo: list[tuple[ImageEntry, Box, str]] = []
         for entry in pending:
@@ -342,6 +348,8 @@ class Grounder:
             return [1.0] * len(units)
         if s.units == "nouns":
             return [phrase_concreteness([u], None, expressions=s.expressions) for u, _ in units]
+        if s.grounding_profile == "reference":  # whitespace words of the phrase, WordNet noun lemmas
+            return [phrase_concreteness(words, [noun_lemma(w) for w in words]) for words in (u.split(" ") for u, _ in units)]
         return [phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions) for _, p in units]
 
     def _grounding(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
@@ -394,5 +402,10 @@ class Grounder:
         return rovist_vg_scores(scaled, raw, nouns, [float(c) for c in best], idf)
 
 
-def _crop(image: Image.Image, box: Box) -> Image.Image:
+def _crop(image: Image.Image, box: Box, profile: str = "paper") -> Image.Image:
+    """The region's pixels: ``paper`` truncates the top-left corner and rounds the bottom-right one;
+    ``reference`` passes the box to Pillow, which rounds every coordinate (as the region files of the
+    GROOVIST code were cut)."""
+    if profile == "reference":
+        return image.crop((box.x1, box.y1, box.x2, box.y2))
     return image.crop((int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2))))

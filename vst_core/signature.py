@@ -12,7 +12,8 @@ from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.pairs import pair_weights_id
 from vst_core.public_text import splitter_name
 from vst_core.regions import detector_weights_path
-from vst_core.text import SpacyUnavailableError, load_spacy, spacy_model_name
+from vst_core.text import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
+from vst_core.wordnet import wordnet_id
 
 _MISSING_MARK = "not-downloaded"
 
@@ -40,8 +41,13 @@ def text_ids(settings: Settings) -> dict[str, str]:
     ids: dict[str, str] = {}
     if settings.splitter == "punkt" or ("redundancy" in settings.metrics and settings.nr_variant == "reference"):
         ids["punkt"] = splitter_name()
-    if settings.splitter == "spacy" or "grounding" in settings.metrics:
-        ids["spacy_pipeline"] = spacy_pipeline_id(settings.spacy_model)
+    clip = bool(CLIP_METRICS & set(settings.metrics))
+    reference = clip and settings.grounding_profile == "reference"
+    if settings.splitter == "spacy" or clip:
+        name = settings.spacy_model or (reference_spacy_model() if reference else None)
+        ids["spacy_pipeline"] = spacy_pipeline_id(name)
+    if reference:
+        ids["wordnet"] = wordnet_id()
     return ids
 
 

@@ -126,6 +126,13 @@ def load_spacy(name: str | None = None) -> Language:
     )
 
 
+def reference_spacy_model() -> str | None:
+    """The pipeline the GROOVIST code uses (``en_core_web_trf``) when it is installed, else None (the default)."""
+    import importlib.util
+
+    return "en_core_web_trf" if importlib.util.find_spec("en_core_web_trf") is not None else None
+
+
 def spacy_model_name(nlp: Language) -> str:
     """``lang_name-version`` of a loaded pipeline, for the settings signature."""
     return f"{nlp.meta.get('lang', 'xx')}_{nlp.meta.get('name', '?')}-{nlp.meta.get('version', '?')}"
@@ -169,17 +176,28 @@ def replace_placeholders(sentence: str) -> tuple[str, list[int], list[int]]:
     return "".join(out), starts, ends
 
 
+#: Whole noun phrases that are pronouns, for the GROOVIST reference profile, which drops a phrase
+#: only when all of it is one (so "each one" stays, "each other" goes).
+PRONOUN_PHRASES: frozenset[str] = PRONOUN_WORDS | frozenset(
+    p.strip()
+    for p in """each other|one another|no one|ourself|themself|theirself|theirselves|thee|thou|thy|thine|thyself
+    |ye|yon|yonder|naught|nought|aught|idem|whatnot|whatsoever|whence|whereby|wherein|whereof|whereon|wherever
+    |whoso|whosoever|whomever|whomso|whomsoever|whosever|whichsoever|suchlike|somewhat|enough|as|ought""".split("|")
+)
+
+
 def _is_pronoun_only(chunk: object) -> bool:
     tokens = [t for t in chunk if not t.is_punct]  # type: ignore[attr-defined]
     return all(t.pos_ == "PRON" or t.lower_ in PRONOUN_WORDS for t in tokens)
 
 
-def noun_phrases(sentences: Sequence[str], nlp: Language | None = None) -> list[NounPhrase]:
+def noun_phrases(sentences: Sequence[str], nlp: Language | None = None, *, whole_pronouns: bool = False) -> list[NounPhrase]:
     """Noun phrases of a story, as GROOVIST extracts them.
 
     spaCy noun chunks per sentence, placeholders turned into plain words, lower-cased;
-    pronoun-only chunks dropped; a phrase already seen earlier in the story is dropped
-    (the first occurrence keeps its sentence index and character span).
+    pronoun-only chunks dropped (with ``whole_pronouns``, as the reference code: only a phrase
+    that is as a whole in :data:`PRONOUN_PHRASES`); a phrase already seen earlier in the story is
+    dropped (the first occurrence keeps its sentence index and character span).
     """
     nlp = nlp or load_spacy()
     normalised = [replace_placeholders(s) for s in sentences]
@@ -188,9 +206,9 @@ def noun_phrases(sentences: Sequence[str], nlp: Language | None = None) -> list[
     for index, doc in enumerate(nlp.pipe([text for text, _, _ in normalised])):
         _, starts, ends = normalised[index]
         for chunk in doc.noun_chunks:
-            if _is_pronoun_only(chunk):
-                continue
             text = chunk.text.lower().strip()
+            if text in PRONOUN_PHRASES if whole_pronouns else _is_pronoun_only(chunk):
+                continue
             if not text or text in seen:
                 continue
             seen.add(text)

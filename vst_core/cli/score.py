@@ -126,6 +126,14 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
     p.add_argument(
+        "--grounding-profile",
+        choices=("paper", "reference"),
+        default=DEFAULTS.grounding_profile,
+        help="reference: the GROOVIST code's text side and crops (a phrase dropped only when it is a pronoun as a "
+        "whole, concreteness of whitespace words with WordNet noun lemmas, Pillow's rounding of boxes, en_core_web_trf "
+        "when installed)",
+    )
+    p.add_argument(
         "--expressions",
         action="store_true",
         help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
@@ -197,6 +205,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         weighting=args.weighting,
         units="nouns" if args.nouns else "phrases",
         expressions=args.expressions,
+        grounding_profile=args.grounding_profile,
     )
 
 
