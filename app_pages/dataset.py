@@ -38,7 +38,7 @@ if rows:  # open the story in Inspect, keeping the settings in the URL
 def per_system(shown: pd.DataFrame, numeric: list[str]) -> None:
     """One metric per system (choosing another reruns only this part) and every metric's mean and count."""
     metric = st.selectbox("Metric per system", numeric, key="metric")
-    st.plotly_chart(system_figure(shown, metric, view.settings), key="per-system")
+    st.plotly_chart(system_figure(shown, metric, view.settings, view.inputs), key="per-system")
     st.dataframe(shown.groupby("system")[numeric].agg(["mean", "count"]).round(3), width="stretch")
 
 
@@ -46,10 +46,10 @@ if numeric and len(shown):
     per_system(shown, numeric)
 
 a, b = st.columns(2)
-a.download_button("Download table (CSV)", export_csv(shown, view.settings), "scores.csv", "text/csv", key="dl-table")
+a.download_button("Download table (CSV)", export_csv(shown, view.settings, view.inputs), "scores.csv", "text/csv", key="dl-table")
 b.download_button(
     "Download records (JSON)",
-    export_json([r for r in view.records if r.story_id in set(shown["story"])], view.settings),
+    export_json([r for r in view.records if r.story_id in set(shown["story"])], view.settings, view.inputs),
     "scores.json",
     "application/json",
     key="dl-records",

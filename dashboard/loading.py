@@ -27,7 +27,7 @@ from vst_core.models.protocols import PairScorer
 from vst_core.models.registry import Models
 from vst_core.records import StoryScores
 from vst_core.scoring import score_story, with_repeated_spans
-from vst_core.signature import signature
+from vst_core.signature import inputs_of, signature
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "assets" / "sample" / "stories.jsonl"
@@ -112,7 +112,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
         )
     scorer = pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None
     models = Models(settings, pair_scorer=scorer, clip=clip)
-    sig = signature(settings)
+    sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)
     if clip is not None:
         models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])

@@ -71,12 +71,17 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
     from dashboard.choices import Choices, settings_for
     from vst_core.scoring import score_story
 
+    from vst_core.signature import inputs_of, signature
+
     settings = settings_for(Choices(coherence=False, grounding=False))
-    records = [score_story(s, settings) for s in read_story_set(ROOT / "assets/sample/stories.jsonl")]
-    document = json.loads(export_json(records, settings))
+    stories = read_story_set(ROOT / "assets/sample/stories.jsonl")
+    inputs = inputs_of(stories)
+    records = [score_story(s, settings, signature(settings, inputs)) for s in stories]
+    document = json.loads(export_json(records, settings, inputs))
     assert document["signature"]["id"] == signature_id
     assert all(r["signature"]["id"] == signature_id for r in document["stories"])
-    header = export_csv(pd.DataFrame({"x": [1]}), settings).splitlines()[:2]
+    assert document["signature"]["inputs"] == {"stories": stories.content_digest()}
+    header = export_csv(pd.DataFrame({"x": [1]}), settings, inputs).splitlines()[:2]
     assert (
         header[0].startswith(f"# sig {signature_id}") and json.loads(header[1].removeprefix("# signature "))["id"] == signature_id
     )

@@ -114,8 +114,11 @@ def test_batch_and_single_story_scoring_agree(tmp_path: Path) -> None:
     summary = score_story_set(ss, settings, tmp_path / "o.jsonl")
     assert summary.scored == 8 and summary.failed == []
     batch = {r["story_id"]: r for r in read_scores(tmp_path / "o.jsonl")[0]}
+    from vst_core.signature import inputs_of, signature
+
+    sig = signature(settings, inputs_of(ss))
     for s in ss:
-        assert batch[s.story_id] == json.loads(json.dumps(score_story(s, settings).to_json()))
+        assert batch[s.story_id] == json.loads(json.dumps(score_story(s, settings, sig).to_json()))
 
 
 def test_help_explains_every_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,7 @@ temporal misalignment do not depend on these settings."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from vst_core.config import Settings
@@ -46,7 +46,8 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
         raise ValueError("only θ, the penalty and the weighting can be changed without scoring again")
     if wanted.weighting not in ("none", base.weighting):
         raise ValueError(f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}")
-    sig = signature(wanted)
+    inputs = records[0].signature.get("inputs") if records else None
+    sig = signature(wanted, inputs if isinstance(inputs, Mapping) else None)
     out = []
     for record in records:
         grounding = record.grounding

@@ -17,8 +17,8 @@ from vst_core.data import ScoresWriter, Story, StorySet, scored_ids
 from vst_core.hashing import bucket
 from vst_core.models.registry import Models
 from vst_core.scoring import score_batch
+from vst_core.signature import inputs_of, weights_missing
 from vst_core.signature import signature as settings_signature
-from vst_core.signature import weights_missing
 
 
 class ProgressBar(Protocol):
@@ -139,7 +139,7 @@ def score_story_set(
         # a model still to download: fetch it first, so this run's signature names the weights it
         # used, exactly as a later run from the filled cache will
         models.load()
-    signature = settings_signature(settings)
+    signature = settings_signature(settings, inputs_of(story_set))
     if overwrite and out.exists():
         out.unlink()
     done = already_scored(out, signature["id"])

@@ -4,9 +4,11 @@ export and figure caption; two numbers with one signature id were made the same 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vst_core.config import CLIP_METRICS, Settings, library_versions
+from vst_core.data import StorySet
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.pairs import pair_weights_id
@@ -59,20 +61,31 @@ def spacy_pipeline_id(name: str | None) -> str:
         return f"{name or 'default'}:not-installed"
 
 
-def signature(settings: Settings) -> dict[str, Any]:
-    """``{"id", "settings", "versions"}``: printed with every result."""
+Inputs = Mapping[str, str]
+
+
+def inputs_of(story_set: StorySet) -> dict[str, str]:
+    """What a signature names as a run's input: the stories' content digest."""
+    return {"stories": story_set.content_digest()}
+
+
+def signature(settings: Settings, inputs: Inputs | None = None) -> dict[str, Any]:
+    """``{"id", "settings", "versions"[, "inputs"]}``: printed with every result. ``inputs`` (see
+    :func:`inputs_of`) ties the numbers to the stories they were computed on."""
     data = settings.as_dict()
     ids = weights_ids(settings)
     data.update(ids)
     data.update(text_ids(settings))
     if "clip_checkpoint" in ids:
         data["clip_pretrained"] = None  # the file, not the tag, names the weights
-    payload = {"settings": data, "versions": library_versions()}
+    payload: dict[str, Any] = {"settings": data, "versions": library_versions()}
+    if inputs:
+        payload["inputs"] = dict(inputs)
     return {"id": json_digest(payload, 12), **payload}
 
 
-def signature_id(settings: Settings) -> str:
-    return str(signature(settings)["id"])
+def signature_id(settings: Settings, inputs: Inputs | None = None) -> str:
+    return str(signature(settings, inputs)["id"])
 
 
 def weights_missing(settings: Settings) -> bool:
@@ -81,10 +94,13 @@ def weights_missing(settings: Settings) -> bool:
     return any(_MISSING_MARK in value for value in weights_ids(settings).values())
 
 
-def describe(settings: Settings) -> str:
+def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     """One line for footers and figure captions."""
-    sig = signature(settings)
-    parts = [f"sig {sig['id']}", "metrics " + "+".join(settings.metrics)]
+    sig = signature(settings, inputs)
+    parts = [f"sig {sig['id']}"]
+    if inputs:
+        parts.append("input " + " ".join(f"{k}:{v}" for k, v in inputs.items()))
+    parts.append("metrics " + "+".join(settings.metrics))
     if "redundancy" in settings.metrics:
         parts.append(f"NR {settings.nr_variant} n={settings.nr_ngram}")
     recorded = sig["settings"]

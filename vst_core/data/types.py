@@ -89,5 +89,11 @@ class StorySet:
         parts += [json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]) for st in self.stories]
         return text_digest("".join(parts))
 
+    def content_digest(self) -> str:
+        """16 hex digits of sha256 over the stories (ids, systems, sequences, sentences, image refs),
+        wherever the file lies: what a signature names as the input."""
+        parts = [json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]) for st in self.stories]
+        return text_digest("\n".join(parts), 16)
+
     def all_problems(self) -> list[Problem]:
         return [*self.problems, *(p for s in self.stories for p in s.problems)]

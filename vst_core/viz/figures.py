@@ -9,7 +9,7 @@ import pandas as pd
 
 from vst_core.config import Settings
 from vst_core.meta_eval import METHODS
-from vst_core.signature import describe
+from vst_core.signature import Inputs, describe
 
 
 def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 160) -> Any:
@@ -37,13 +37,13 @@ def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, wid
     return fig
 
 
-def system_figure(table: pd.DataFrame, column: str, settings: Settings) -> Any:
+def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: Inputs | None = None) -> Any:
     """Box plot of one metric per system, captioned with the settings signature."""
     import plotly.express as px
 
     fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
     fig.update_layout(showlegend=False, title=f"{column} per system")
-    return caption_figure(fig, describe(settings))
+    return caption_figure(fig, describe(settings, inputs))
 
 
 # ---------------------------------------------------------------- meta-evaluation figures

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from vst_core.records import (
     StoryScores,
     fields_of,
 )
-from vst_core.signature import describe, signature, signature_id
+from vst_core.signature import Inputs, describe, inputs_of, signature, signature_id
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,17 @@ class RunView:
     def by_id(self) -> dict[str, StoryScores]:
         return {r.story_id: r for r in self.records}
 
+    @property
+    def inputs(self) -> dict[str, str]:
+        """The input the records name (a scores file's own), else the loaded stories' digest."""
+        recorded = self.records[0].signature.get("inputs") if self.records else None
+        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, Mapping) else inputs_of(self.story_set)
+
     def footer(self) -> str:
-        text = describe(self.settings)
+        text = describe(self.settings, self.inputs)
         if self.recorded_id:
-            text = text.replace(f"sig {signature_id(self.settings)}", f"sig {self.recorded_id} (from the scores file)", 1)
+            computed = signature_id(self.settings, self.inputs)
+            text = text.replace(f"sig {computed}", f"sig {self.recorded_id} (from the scores file)", 1)
         return f"Settings: {text} · device: {self.device}"
 
 
@@ -58,14 +65,17 @@ def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.D
     return pd.DataFrame(rows, columns=["story", "sequence", "system", *(f.column for f in columns), "text", "error"])
 
 
-def export_json(records: Sequence[StoryScores], settings: Settings) -> str:
+def export_json(records: Sequence[StoryScores], settings: Settings, inputs: Inputs | None = None) -> str:
     """The records with the signature that produced them, as one JSON document."""
-    return json.dumps({"signature": signature(settings), "stories": [r.to_json() for r in records]}, ensure_ascii=False, indent=1)
+    return json.dumps(
+        {"signature": signature(settings, inputs), "stories": [r.to_json() for r in records]}, ensure_ascii=False, indent=1
+    )
 
 
-def export_csv(table: pd.DataFrame, settings: Settings) -> str:
+def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = None) -> str:
     """The table as CSV, headed by a comment line with the settings signature."""
-    return f"# {describe(settings)}\n# signature {json.dumps(signature(settings), sort_keys=True)}\n" + table.to_csv(index=False)
+    header = f"# {describe(settings, inputs)}\n# signature {json.dumps(signature(settings, inputs), sort_keys=True)}\n"
+    return header + table.to_csv(index=False)
 
 
 def correlation_cells(table: pd.DataFrame, method: str) -> pd.DataFrame:
