@@ -70,7 +70,6 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
     # the page's exports are built by these two functions from the view it shows: check what they carry
     from dashboard.choices import Choices, settings_for
     from vst_core.scoring import score_story
-
     from vst_core.signature import inputs_of, signature
 
     settings = settings_for(Choices(coherence=False, grounding=False))
