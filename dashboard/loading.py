@@ -133,9 +133,11 @@ def judgements(data: bytes) -> tuple[Judgements | None, str | None]:
 
 
 @st.cache_data(show_spinner="Computing BLEU, ROUGE-L, CIDEr and METEOR against the references…")
-def baselines(_records: list[StoryScores], key: str) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Reference-based baselines, cached by the records' content hash ``key``."""
-    return baseline_scores(_records)
+def baselines(
+    _records: list[StoryScores], key: str, judged: frozenset[str]
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Reference-based baselines of the judged stories, cached by the records' content hash ``key``."""
+    return baseline_scores(_records, only=judged)
 
 
 @st.cache_data(show_spinner="Comparing every metric with the human judgements…")
@@ -152,5 +154,5 @@ def meta_report(
         settings,
         metrics=metrics or None,
         aspects=aspects or None,
-        baselines=baselines(_records, key) if settings.baselines else None,
+        baselines=baselines(_records, key, frozenset(found.story_ids)) if settings.baselines else None,
     )

@@ -588,3 +588,23 @@ def test_the_meta_evaluation_signature_names_its_inputs(sample_scores: Path) -> 
     assert a.signature["metrics"] == a.metrics and a.signature["aspects"] == a.aspects
     assert run_meta_eval(records, other, settings).signature["id"] != a.signature["id"]
     assert run_meta_eval(records, one, settings, aspects=["overall"]).signature["id"] != a.signature["id"]
+
+
+@pytest.mark.slow  # starts Java for the PTB tokenizer and METEOR
+def test_baselines_only_for_judged_stories_with_the_ptb_tokenizer_when_java_runs() -> None:
+    from vst_core.metrics.baselines import baseline_tokenizer, tokenize_stories
+
+    records = [
+        StoryScores("r1", "s", "reference", ("The dog ran to grandpa's house.",)),
+        StoryScores("m", "s", "model", ("The dog ran home.",)),
+        StoryScores("n", "s", "model", ("A cat sat.",)),
+        StoryScores("x", "t", "model", ("Nobody judged me.",)),
+        StoryScores("r2", "t", "reference", ("Nobody judged this either.",)),
+    ]
+    scores, _ = baseline_scores(records, only={"m"})
+    assert set(scores) == {"m"}  # neither n nor the other sequence is tokenised or scored
+    tokens = tokenize_stories({"a": "Grandpa's house, finally!"})
+    if shutil.which("java"):
+        assert "PTB" in baseline_tokenizer() and tokens == {"a": "grandpa 's house finally"}  # punctuation dropped
+    else:
+        assert "no Java" in baseline_tokenizer() and tokens == {"a": normalize("Grandpa's house, finally!")}

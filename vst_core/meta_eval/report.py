@@ -26,7 +26,7 @@ from vst_core.meta_eval.stats import (
     pairs_from_ratings,
     pairwise_table,
 )
-from vst_core.metrics.baselines import BASELINES, baseline_scores
+from vst_core.metrics.baselines import BASELINES, baseline_scores, baseline_tokenizer
 from vst_core.records import FIELDS, StoryScores
 
 #: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
@@ -153,10 +153,13 @@ def score_frame(records: Sequence[StoryScores]) -> pd.DataFrame:
 
 
 def _with_baselines(
-    scores: pd.DataFrame, records: Sequence[StoryScores], precomputed: tuple[dict[str, dict[str, float]], dict[str, str]] | None
+    scores: pd.DataFrame,
+    records: Sequence[StoryScores],
+    precomputed: tuple[dict[str, dict[str, float]], dict[str, str]] | None,
+    judged: set[str],
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The score frame joined with the reference-based baselines that could run, and why others could not."""
-    base, unavailable = precomputed if precomputed is not None else baseline_scores(records)
+    base, unavailable = precomputed if precomputed is not None else baseline_scores(records, only=judged)
     if base:
         scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
     return scores, unavailable
@@ -239,7 +242,8 @@ def run_meta_eval(
     scores = score_frame(records)
     unavailable: dict[str, str] = {}
     if settings.baselines:
-        scores, unavailable = _with_baselines(scores, records, baselines)
+        scores, unavailable = _with_baselines(scores, records, baselines, judgements.story_ids)
+        problems.append(f"baselines: text tokenised with the {baseline_tokenizer()}")
     available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
     chosen = [m for m in (metrics or available) if m in available]
     missing_metrics = [m for m in (metrics or []) if m not in available]

@@ -10,9 +10,10 @@ reported as unavailable, never filled in.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -44,58 +45,93 @@ class StoryText(Protocol):
     def sentences(self) -> Sequence[str]: ...
 
 
-def reference_sets(records: Sequence[StoryText]) -> dict[str, list[str]]:
-    """story_id -> normalized references of its sequence, leaving out itself and any reference
-    with the same text; stories whose sequence has no other reference are absent."""
-    refs: dict[str, list[tuple[str, str]]] = {}
+def reference_sets(
+    records: Sequence[StoryText], tokens: Mapping[str, str] | None = None, only: Collection[str] | None = None
+) -> dict[str, list[str]]:
+    """story_id -> tokenised references of its sequence, leaving out itself and any reference with
+    the same text; only for the stories in ``only`` (default all); stories whose sequence has no
+    other reference are absent. ``tokens``: story_id -> tokenised text (default :func:`normalize`)."""
+    text = dict(tokens) if tokens is not None else {r.story_id: normalize(" ".join(r.sentences)) for r in records}
+    refs: dict[str, list[str]] = {}
     for r in records:
-        if is_reference(r.system) and r.sentences:
-            refs.setdefault(r.sequence_id, []).append((r.story_id, normalize(" ".join(r.sentences))))
+        if is_reference(r.system) and r.sentences and r.story_id in text:
+            refs.setdefault(r.sequence_id, []).append(r.story_id)
     out: dict[str, list[str]] = {}
     for r in records:
-        if not r.sentences:
+        if not r.sentences or (only is not None and r.story_id not in only) or r.story_id not in text:
             continue
-        text = normalize(" ".join(r.sentences))
-        others = [t for sid, t in refs.get(r.sequence_id, []) if sid != r.story_id and t != text]
+        others = [text[sid] for sid in refs.get(r.sequence_id, []) if sid != r.story_id and text[sid] != text[r.story_id]]
         if others:
             out[r.story_id] = others
     return out
 
 
-def baseline_scores(records: Sequence[StoryText]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+def baseline_tokenizer() -> str:
+    """The tokenizer the baselines use: the COCO caption package's PTB tokenizer when Java runs (as
+    the standard pipeline), else :func:`normalize`."""
+    if shutil.which("java") is not None:
+        return "PTB tokenizer of the COCO caption evaluation (Java)"
+    return "regular expression (no Java runtime: not the COCO pipeline's PTB tokenizer)"
+
+
+def tokenize_stories(texts: Mapping[str, str]) -> dict[str, str]:
+    """story_id -> tokenised, lower-cased text, with :func:`baseline_tokenizer`'s tokenizer."""
+    if shutil.which("java") is not None and texts:
+        try:
+            from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+            done = PTBTokenizer().tokenize({k: [{"caption": v}] for k, v in texts.items()})
+            return {k: str(done[k][0]) for k in texts}
+        except Exception:
+            pass
+    return {k: normalize(v) for k, v in texts.items()}
+
+
+def baseline_scores(
+    records: Sequence[StoryText], only: Collection[str] | None = None
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """Per-story baseline scores and, for each baseline that could not run, the reason.
 
     Returns ``({story_id: {name: score}}, {name: reason})``; stories without another reference in
-    their sequence have no baseline score."""
-    unavailable: dict[str, str] = {}
-    try:
-        from pycocoevalcap.bleu.bleu import Bleu
-        from pycocoevalcap.cider.cider import Cider
-        from pycocoevalcap.rouge.rouge import Rouge
-    except ImportError as exc:  # pragma: no cover - the package is a requirement
-        return {}, {name: f"pycocoevalcap is not installed ({exc})" for name in BASELINES}
-    refs = reference_sets(records)
+    their sequence have no baseline score. With ``only`` (e.g. the judged stories), only those
+    stories and the references of their sequences are tokenised and scored."""
+    if importlib.util.find_spec("pycocoevalcap") is None:  # pragma: no cover - the package is a requirement
+        return {}, {name: "pycocoevalcap is not installed" for name in BASELINES}
+    wanted = {r.sequence_id for r in records if only is None or r.story_id in only}
+    needed = [r for r in records if r.sequence_id in wanted and r.sentences]
+    tokens = tokenize_stories({r.story_id: " ".join(r.sentences) for r in needed})
+    refs = reference_sets(needed, tokens, only)
     if not refs:
         return {}, {name: "no story has a reference of its sequence to compare with" for name in BASELINES}
-    texts = {r.story_id: normalize(" ".join(r.sentences)) for r in records if r.story_id in refs}
     ids = list(refs)
     gts = {sid: refs[sid] for sid in ids}
-    res = {sid: [texts[sid]] for sid in ids}
+    res = {sid: [tokens[sid]] for sid in ids}
+    return _score_all(ids, gts, res)
+
+
+def _score_all(
+    ids: list[str], gts: dict[str, list[str]], res: dict[str, list[str]]
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    from pycocoevalcap.bleu.bleu import Bleu
+    from pycocoevalcap.cider.cider import Cider
+    from pycocoevalcap.rouge.rouge import Rouge
+
+    unavailable: dict[str, str] = {}
     scores: dict[str, dict[str, float]] = {sid: {} for sid in ids}
     _, bleu = Bleu(4).compute_score(gts, res, verbose=0)
     for n, per_story in enumerate(bleu, start=1):
-        for sid, value in zip(ids, per_story):
+        for sid, value in zip(ids, per_story, strict=True):
             scores[sid][f"BLEU-{n}"] = float(value)
     _, rouge = Rouge().compute_score(gts, res)
     _, cider = Cider().compute_score(gts, res)
-    for sid, r_value, c_value in zip(ids, np.asarray(rouge), np.asarray(cider)):
+    for sid, r_value, c_value in zip(ids, np.asarray(rouge), np.asarray(cider), strict=True):
         scores[sid]["ROUGE-L"] = float(r_value)
         scores[sid]["CIDEr"] = float(c_value)
     meteor, reason = _meteor(gts, res, ids)
     if meteor is None:
         unavailable["METEOR"] = reason
     else:
-        for sid, value in zip(ids, meteor):
+        for sid, value in zip(ids, meteor, strict=True):
             scores[sid]["METEOR"] = float(value)
     return scores, unavailable
 
