@@ -84,7 +84,7 @@ def test_regions_grid_csv_and_selection(tmp_path: Path) -> None:
         w.writerow(["a.png", "1", "[oops]", "cat", "0.8"])
         w.writerow(["a.png", "1", "[1, 2, 3]", "cat", "0.7"])
     table, problems = read_regions_csv(path)
-    assert [b.label for b in table["a.png"]] == ["dog"]
+    assert [b.label for b in table.by_path["a.png"]] == ["dog"]
     assert [p.line for p in problems] == [3, 4]
 
 
@@ -279,3 +279,44 @@ def test_reference_profile_weights_phrases_as_the_groovist_code(tiny_clip: tuple
         words = p["text"].split(" ")
         assert p["weight"] == pytest.approx(phrase_concreteness(words, [noun_lemma(w) for w in words]))
     assert records[0]["signature"]["settings"]["grounding_profile"] == "reference"
+
+
+def test_regions_are_found_by_path_never_by_base_name_alone(tmp_path: Path) -> None:
+    from vst_core.regions import read_regions_csv
+
+    path = tmp_path / "regions.csv"
+    rows = [["image_name", "image_id", "bbox", "object", "score"]]
+    for story in ("s1", "s2", "s3"):  # the AESOP layout: every story has panel_0/1/2.jpg
+        for panel in range(3):
+            rows.append([f"{story}/panel_{panel}.jpg", "", f"[0, 0, {panel + 1}, 9]", story, "0.9"])
+    rows.append(["other/123.jpg", "123", "[1, 1, 5, 5]", "vist", "0.8"])
+    rows.append(["x/dup.jpg", "", "[0, 0, 1, 1]", "a", "0.5"])
+    rows.append(["y/dup.jpg", "", "[0, 0, 2, 2]", "b", "0.5"])
+    rows.append(["nan.jpg", "", "[0, NaN, 1, 1]", "c", "0.5"])
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    table, problems = read_regions_csv(path)
+    key, boxes, _ = table.lookup("images/s2/panel_1.jpg")  # the story's path, relative to its folder
+    assert key == "s2/panel_1.jpg" and boxes is not None and boxes[0].label == "s2" and boxes[0].x2 == 2
+    assert table.lookup("panel_1.jpg")[0] is None  # a base name alone matches three entries
+    assert "ambiguous" in str(table.lookup("panel_1.jpg")[2])
+    assert table.lookup("photos/123.png")[0] == "id:123"  # a VIST photo id
+    assert table.lookup("z/dup.jpg") == (None, None, None)
+    assert "ambiguous" in str(table.lookup("dup.jpg")[2])
+    assert any("not finite" in p.message for p in problems) and "nan.jpg" not in table.by_path
+
+
+def test_a_regions_file_that_is_not_utf8_names_itself(tmp_path: Path) -> None:
+    from vst_core.regions import read_regions_csv
+
+    path = tmp_path / "regions.csv"
+    path.write_bytes(b"image_name,bbox\n\xff\xfe.jpg,[0,0,1,1]\n")
+    with pytest.raises(ValueError, match="regions.csv: regions CSV is not UTF-8"):
+        read_regions_csv(path)
+
+
+def test_a_bad_regions_file_is_bad_input_exit_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "regions.csv"
+    path.write_bytes(b"image_name,bbox\n\xff.jpg,[0,0,1,1]\n")
+    code = main(["score", str(SAMPLE), "--out", str(tmp_path / "o.jsonl"), "--metrics", "grounding", "--regions", str(path)])
+    assert code == 3 and "regions.csv" in capsys.readouterr().err

@@ -34,7 +34,7 @@ from vst_core.records import (
     MetricScores,
     RovistVGScores,
 )
-from vst_core.regions import Box, Detector, grid_proposals, select_regions, whole_image
+from vst_core.regions import Box, Detector, RegionsTable, grid_proposals, select_regions, whole_image
 from vst_core.text import NounPhrase, is_punctuation, load_spacy, noun_phrases, reference_spacy_model, tokenize
 from vst_core.wordnet import noun_lemma
 
@@ -46,6 +46,7 @@ class ImageEntry:
     """One decoded image: its regions and their embeddings, or why it failed."""
 
     path: Path
+    ref: str = ""  # the path as the story names it, relative to the dataset folder
     error: str | None = None
     size: tuple[int, int] = (0, 0)
     boxes: list[Box] = field(default_factory=list)
@@ -89,7 +90,7 @@ class Grounder:
         *,
         root: Path,
         cache: EmbeddingStore | None = None,
-        regions_table: dict[str, list[Box]] | None = None,
+        regions_table: RegionsTable | None = None,
         detector: Detector | None = None,
     ) -> None:
         self.settings = settings
@@ -140,9 +141,9 @@ class Grounder:
     def _image(self, ref: str) -> ImageEntry:
         if ref not in self.images:
             try:
-                self.images[ref] = ImageEntry(resolve_image(self.root, ref))
+                self.images[ref] = ImageEntry(resolve_image(self.root, ref), ref)
             except ValueError as exc:
-                self.images[ref] = ImageEntry(Path(ref), error=str(exc))
+                self.images[ref] = ImageEntry(Path(ref), ref, error=str(exc))
         return self.images[ref]
 
     def prepare(self, stories: Sequence[Story]) -> None:
@@ -286,10 +287,10 @@ class Grounder:
         for entry in pending:
             width, height = entry.size
             if s.regions == "csv":
-                boxes = (self.regions_table or {}).get(entry.path.name)
-                if not boxes:
-                    entry.note = f"no regions for {entry.path.name} in the regions file: weight-free proposals used"
-                    boxes = grid_proposals(width, height)
+                _, found, why = self.regions_table.lookup(entry.ref) if self.regions_table else (None, None, None)
+                boxes = found or grid_proposals(width, height)
+                if not found:
+                    entry.note = f"{why or f'no regions for {entry.ref} in the regions file'}: weight-free proposals used"
             elif id(entry) in detected:
                 boxes = detected[id(entry)] or grid_proposals(width, height)
             else:

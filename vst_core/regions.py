@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vst_core.data import Problem
@@ -68,38 +69,94 @@ def clip_box(box: Box, width: int, height: int) -> Box | None:
     return Box(x1, y1, x2, y2, box.label, box.score)
 
 
-def read_regions_csv(path: str | Path) -> tuple[dict[str, list[Box]], list[Problem]]:
-    """image name -> boxes in file order; malformed rows are reported with their line number."""
+def _key(name: str) -> str:
+    """A path as a lookup key: forward slashes, no leading ``./`` or ``/``."""
+    key = name.strip().replace("\\", "/")
+    while key.startswith("./"):
+        key = key[2:]
+    return key.lstrip("/")
+
+
+@dataclass
+class RegionsTable:
+    """Boxes of a regions CSV, keyed by ``image_name`` as written (a path) and by ``image_id``.
+
+    An image is found by its path relative to the dataset folder: the same path, else the entry
+    whose path ends the image's path (or the other way round), else its file stem as an
+    ``image_id``. Base names alone never decide: when several entries end the path alike, none
+    is used and the ambiguity is reported."""
+
+    by_path: dict[str, list[Box]]
+    by_id: dict[str, list[Box]]
+
+    def __post_init__(self) -> None:
+        self._by_name: dict[str, list[str]] = {}
+        for key in self.by_path:
+            self._by_name.setdefault(PurePosixPath(key).name, []).append(key)
+
+    def __len__(self) -> int:
+        return len(self.by_path)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_path or self.by_id)
+
+    def lookup(self, ref: str) -> tuple[str | None, list[Box] | None, str | None]:
+        """(key used, boxes, why none) for an image path relative to the dataset folder."""
+        ref = _key(ref)
+        if ref in self.by_path:
+            return ref, self.by_path[ref], None
+        candidates = self._by_name.get(PurePosixPath(ref).name, [])
+        matches = [k for k in candidates if ref.endswith("/" + k) or k.endswith("/" + ref)]
+        if len(matches) == 1:
+            return matches[0], self.by_path[matches[0]], None
+        if len(matches) > 1:
+            shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+            return None, None, f"{len(matches)} entries of the regions file match {ref} ({shown}): ambiguous, none used"
+        stem = PurePosixPath(ref).stem
+        if stem in self.by_id:
+            return f"id:{stem}", self.by_id[stem], None
+        return None, None, None
+
+
+def _box(row: dict[str, str]) -> Box:
+    coords = json.loads(row["bbox"])
+    if not (isinstance(coords, list) and len(coords) == 4 and all(isinstance(c, (int, float)) for c in coords)):
+        raise ValueError("bbox must be [x1, y1, x2, y2]")
+    if not all(math.isfinite(c) for c in coords):
+        raise ValueError("bbox holds a number that is not finite")
+    score = float(row["score"]) if row.get("score") not in (None, "") else None
+    return Box(
+        float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3]), label=row.get("object") or None, score=score
+    )
+
+
+def read_regions_csv(path: str | Path) -> tuple[RegionsTable, list[Problem]]:
+    """The boxes of a regions CSV in file order (see :class:`RegionsTable`); malformed rows are
+    reported with their line number. ValueError when the file cannot be read as one."""
     path = Path(path)
-    regions: dict[str, list[Box]] = {}
+    by_path: dict[str, list[Box]] = {}
+    by_id: dict[str, list[Box]] = {}
     problems: list[Problem] = []
-    with path.open("r", encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = {"image_name", "bbox"} - set(reader.fieldnames or [])
-        if missing:
-            raise ValueError(f"{path}: regions CSV needs columns image_name and bbox (missing {', '.join(sorted(missing))})")
-        for row in reader:
-            line = reader.line_num
-            try:
-                coords = json.loads(row["bbox"])
-                if not (isinstance(coords, list) and len(coords) == 4 and all(isinstance(c, (int, float)) for c in coords)):
-                    raise ValueError("bbox must be [x1, y1, x2, y2]")
-                score = float(row["score"]) if row.get("score") not in (None, "") else None
-            except (ValueError, TypeError) as exc:
-                problems.append(Problem(f"regions CSV: bad row ({exc}); skipped", "line", line=line))
-                continue
-            name = os.path.basename(row["image_name"].strip())
-            regions.setdefault(name, []).append(
-                Box(
-                    float(coords[0]),
-                    float(coords[1]),
-                    float(coords[2]),
-                    float(coords[3]),
-                    label=row.get("object") or None,
-                    score=score,
-                )
-            )
-    return regions, problems
+    try:
+        with path.open("r", encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = {"image_name", "bbox"} - set(reader.fieldnames or [])
+            if missing:
+                raise ValueError(f"{path}: regions CSV needs columns image_name and bbox (missing {', '.join(sorted(missing))})")
+            for row in reader:
+                try:
+                    box = _box(row)
+                except (ValueError, TypeError) as exc:
+                    problems.append(Problem(f"regions CSV: bad row ({exc}); skipped", "line", line=reader.line_num))
+                    continue
+                by_path.setdefault(_key(row["image_name"] or ""), []).append(box)
+                if (row.get("image_id") or "").strip():
+                    by_id.setdefault(row["image_id"].strip(), []).append(box)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: regions CSV is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{path}: not a readable CSV ({exc})") from None
+    return RegionsTable(by_path, by_id), problems
 
 
 def detector_weights_path() -> Path | None:

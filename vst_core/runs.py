@@ -102,12 +102,23 @@ def _regions_file_problems(story_set: StorySet, models: Models) -> list[str]:
     """Problems of the regions file, and the images it names that the set does not have."""
     grounder = models.grounder_for(story_set)
     problems = [str(p) for p in models.problems]
-    if grounder.regions_table:
-        used = {Path(ref).name for story in story_set for ref in story.images}
-        unknown = sorted(set(grounder.regions_table) - used)
-        if unknown:
-            shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-            problems.append(f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored")
+    table = grounder.regions_table
+    if not table:
+        return problems
+    used: set[str] = set()
+    ambiguous: set[str] = set()
+    for ref in {ref for story in story_set for ref in story.images}:
+        key, _, why = table.lookup(ref)
+        if key is not None:
+            used.add(key)
+        elif why:
+            ambiguous.add(why)
+    if ambiguous:
+        problems.append(f"warning: {len(ambiguous)} image(s) match several regions entries, e.g. {sorted(ambiguous)[0]}")
+    unknown = sorted(set(table.by_path) - used)
+    if unknown and not any(k.startswith("id:") for k in used):
+        shown = ", ".join(unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        problems.append(f"warning: the regions file names {len(unknown)} image(s) not in the story set ({shown}); ignored")
     return problems
 
 

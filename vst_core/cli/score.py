@@ -11,6 +11,7 @@ from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_me
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.registry import Models
+from vst_core.regions import read_regions_csv
 from vst_core.runs import (
     ResumeMismatchError,
     RunSummary,
@@ -256,6 +257,12 @@ def run(args: argparse.Namespace) -> int:
     if not len(story_set):
         error(f"no story could be read from {args.input}")
         return EXIT_INPUT
+    if settings.regions == "csv" and settings.regions_file:
+        try:
+            read_regions_csv(settings.regions_file)  # a bad regions file is bad input, before any model loads
+        except (OSError, ValueError) as exc:
+            error(f"regions file: {exc}")
+            return EXIT_INPUT
     models = Models(settings, cache_dir=args.cache_dir)
     try:
         if args.theta == "dataset":
