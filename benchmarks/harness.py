@@ -54,7 +54,7 @@ from vst_core.signature import signature_id
 TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.85, "warm_speedup": 20.0, "nr_speedup_vs_reference": 20.0}
 #: Peak memory target for scoring ``rss_stories`` stories on CPU, in MB.
 RSS_TARGET_MB = 4000.0
-PHASES: tuple[str, ...] = ("raw", "pipeline", "warm", "nr", "coherence", "rss")
+PHASES: tuple[str, ...] = ("raw", "pipeline", "warm", "nr", "text", "coherence", "rss")
 
 _ADJECTIVES = (
     "old red small big wooden bright dark happy tall green blue white black young quiet busy sunny "
@@ -261,6 +261,37 @@ def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[l
     return out
 
 
+def text_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, float]:
+    """Stories/s of the text side alone: splitting a story given as one text (Punkt), and noun
+    phrases with spaCy story by story against one ``nlp.pipe`` over a whole batch."""
+    from vst_core.public_text import split_story
+    from vst_core.text import load_spacy, noun_phrases, noun_phrases_many
+
+    joined = [" ".join(sentences) for sentences in texts]
+    nlp = load_spacy()
+    noun_phrases(["A warm-up sentence."], nlp)
+
+    def split() -> int:
+        for text in joined:
+            split_story(text)
+        return len(joined)
+
+    def per_story() -> int:
+        for sentences in texts:
+            noun_phrases(sentences, nlp)
+        return len(texts)
+
+    def batched() -> int:
+        noun_phrases_many(texts, nlp)
+        return len(texts)
+
+    return {
+        "split": _rate(split, seconds),
+        "phrases_per_story": _rate(per_story, seconds),
+        "phrases_batched": _rate(batched, seconds),
+    }
+
+
 def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, float]:
     """Stories/s of RoViST-NR (reference variant, n = 4) from sentences to numbers, three ways,
     all with the same tokenizer: the vectorised pass of ``vst score --no-spans``, the default
@@ -437,6 +468,14 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
                 result["warm_seconds"] = round(warm, 3)
                 result["warm_speedup"] = round(cold / warm, 1)
                 say(f"warm: {warm:.2f}s ({cold / warm:.1f}x)")
+        if "text" not in config.skip:
+            say(f"text side (sentence split, noun phrases) on {min(config.nr_stories, 500)} stories")
+            rates = text_throughput(
+                synthetic_sentences(min(config.nr_stories, 500), seed=config.seed), min(1.0, config.raw_seconds)
+            )
+            result["text_split_stories_per_s"] = round(rates["split"], 1)
+            result["text_phrases_per_story_stories_per_s"] = round(rates["phrases_per_story"], 1)
+            result["text_phrases_batched_stories_per_s"] = round(rates["phrases_batched"], 1)
         if "nr" not in config.skip:
             say(f"RoViST-NR against the double-loop baseline on {config.nr_stories} stories")
             seconds = min(1.0, config.raw_seconds)

@@ -35,7 +35,7 @@ from vst_core.records import (
     RovistVGScores,
 )
 from vst_core.regions import Box, Detector, RegionsTable, grid_proposals, select_regions, whole_image
-from vst_core.text import NounPhrase, is_punctuation, load_spacy, noun_phrases, reference_spacy_model, tokenize
+from vst_core.text import NounPhrase, is_punctuation, load_spacy, noun_phrases_many, reference_spacy_model, tokenize
 from vst_core.wordnet import noun_lemma
 
 log = logging.getLogger(__name__)
@@ -123,19 +123,26 @@ class Grounder:
     def fit_idf(self, stories: Sequence[Story]) -> None:
         """idf over the loaded stories, of phrase units (for -C +idf) and of head nouns (RoViST-VG)."""
         docs_units, docs_nouns = [], []
+        self.parse(stories)
         for story in stories:
             phrases = self._phrases(story)
             docs_units.append([u for u, _ in self._units(phrases)])
             docs_nouns.append([p.root for p in phrases])
         self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
 
+    def parse(self, stories: Sequence[Story]) -> None:
+        """Noun phrases of every story not parsed yet, in one spaCy pass over all their sentences."""
+        todo = list({s.story_id: s for s in stories if s.story_id not in self.phrases}.values())
+        if not todo:
+            return
+        reference = self.settings.grounding_profile == "reference"
+        name = reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
+        found = noun_phrases_many([s.sentences for s in todo], load_spacy(name), whole_pronouns=reference)
+        self.phrases.update((s.story_id, p) for s, p in zip(todo, found, strict=True))
+
     def _phrases(self, story: Story) -> list[NounPhrase]:
         if story.story_id not in self.phrases:
-            reference = self.settings.grounding_profile == "reference"
-            nlp = load_spacy(
-                reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
-            )
-            self.phrases[story.story_id] = noun_phrases(story.sentences, nlp, whole_pronouns=reference)
+            self.parse([story])
         return self.phrases[story.story_id]
 
     def _image(self, ref: str) -> ImageEntry:
@@ -163,6 +170,7 @@ class Grounder:
                     pending.setdefault(id(entry), entry)
         if pending:
             self._encode_regions(list(pending.values()), model)
+        self.parse(stories)
         texts: list[str] = []
         for story in stories:
             phrases = self._phrases(story)

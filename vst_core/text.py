@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # spaCy is imported lazily: non-redundancy never needs it.
     from spacy.language import Language
@@ -199,11 +199,35 @@ def noun_phrases(sentences: Sequence[str], nlp: Language | None = None, *, whole
     that is as a whole in :data:`PRONOUN_PHRASES`); a phrase already seen earlier in the story is
     dropped (the first occurrence keeps its sentence index and character span).
     """
+    return noun_phrases_many([sentences], nlp, whole_pronouns=whole_pronouns)[0]
+
+
+#: spaCy components noun phrases do not need (named entities).
+_NOT_NEEDED = ("ner",)
+
+
+def noun_phrases_many(
+    stories: Sequence[Sequence[str]], nlp: Language | None = None, *, whole_pronouns: bool = False, batch_size: int = 256
+) -> list[list[NounPhrase]]:
+    """:func:`noun_phrases` of many stories with one ``nlp.pipe`` over all their sentences (the
+    entity recogniser off): spaCy's cost is paid per batch, not per story."""
     nlp = nlp or load_spacy()
-    normalised = [replace_placeholders(s) for s in sentences]
+    normalised = [[replace_placeholders(s) for s in sentences] for sentences in stories]
+    texts = [text for story in normalised for text, _, _ in story]
+    disabled = [name for name in _NOT_NEEDED if name in nlp.pipe_names]
+    docs = iter(nlp.pipe(texts, batch_size=batch_size, disable=disabled))
+    return [
+        _story_phrases(sentences, story, [next(docs) for _ in story], whole_pronouns)
+        for sentences, story in zip(stories, normalised, strict=True)
+    ]
+
+
+def _story_phrases(
+    sentences: Sequence[str], normalised: list[tuple[str, list[int], list[int]]], docs: list[Any], whole_pronouns: bool
+) -> list[NounPhrase]:
     seen: set[str] = set()
     phrases: list[NounPhrase] = []
-    for index, doc in enumerate(nlp.pipe([text for text, _, _ in normalised])):
+    for index, doc in enumerate(docs):
         _, starts, ends = normalised[index]
         for chunk in doc.noun_chunks:
             text = chunk.text.lower().strip()
