@@ -124,7 +124,7 @@ class GroundingScores:
 
     score: float | None
     unbounded: float | None
-    theta: float
+    theta: float | None  # None for a score imported without its evidence
     temporal_misalignment: float | None
     misalignment_per_sentence: tuple[float | None, ...]
     np_proportion: float | None

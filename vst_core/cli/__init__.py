@@ -1,5 +1,5 @@
 """The ``vst`` command line, one module per command: :mod:`.score`, :mod:`.meta_eval`,
-:mod:`.train_sop`, :mod:`.models` (fetch-models, cache) and :mod:`.bench`."""
+:mod:`.train_sop`, :mod:`.models` (fetch-models, cache), :mod:`.bench` and :mod:`.dhm` (import-scores, dhm)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, meta_eval, models, score, train_sop
+from vst_core.cli import bench, dhm, meta_eval, models, score, train_sop
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -19,6 +19,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench": bench.run,
     "cache": models.run_cache,
     "meta-eval": meta_eval.run,
+    "import-scores": dhm.run_import,
+    "dhm": dhm.run_dhm,
 }
 
 
@@ -32,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_parsers(sub)
     bench.add_parser(sub)
     meta_eval.add_parser(sub)
+    dhm.add_parsers(sub)
     return parser
 
 

@@ -183,7 +183,7 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
     if "grounding" in metrics:
         detail = (
             (
-                f"unbounded {format_score(grd.unbounded)} · θ {grd.theta:.4f} · "
+                f"unbounded {format_score(grd.unbounded)} · θ {format_score(grd.theta, 4)} · "
                 f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
             )
             if grd

@@ -1,0 +1,152 @@
+"""``vst import-scores`` (scores computed elsewhere as records) and ``vst dhm`` (human-likeness)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
+from vst_core.data import ScoresWriter, load_records
+from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report
+from vst_core.importing import ImportError_, imported_records, metric_of, read_long, read_released
+from vst_core.records import StoryScores
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imp = sub.add_parser(
+        "import-scores",
+        help="turn scores computed elsewhere (the dHM release, a long CSV) into scores records",
+        description=(
+            "Read released per-story scores (*_G.json: {story_id: GROOVIST before tanh}; *_C.csv / *_R.csv: "
+            "story_id,<score>) or a long CSV (story_id,metric,value[,system]) and append them to --out as scores "
+            "records marked as imported, signed with the file's digest and the variant you declare."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    imp.add_argument("files", type=Path, nargs="+", metavar="FILE", help="score files to import")
+    imp.add_argument("--out", type=Path, required=True, help="scores JSONL to append to")
+    imp.add_argument("--system", default=None, help="system of the stories (released files; a long CSV may name its own)")
+    imp.add_argument("--metric", default=None, help="metric of a released file (default: from its _G/_C/_R suffix)")
+    imp.add_argument("--variant", default="as released", help="how the scores were computed, recorded in the signature")
+    imp.add_argument("--long", action="store_true", help="the files are long CSVs story_id,metric,value[,system]")
+
+    dhm = sub.add_parser(
+        "dhm",
+        help="how far each system's stories are from people's (dHM: grounding, coherence, repetition)",
+        description=(
+            "dHM (Surikuchi et al., 2024): per system, the mean over its stories of |tanh G_h - tanh G_s|, "
+            "|C_h - C_s|, |R_h - R_s| and their mean, against the human stories, with bootstrap intervals and "
+            "signed differences. Reads scores records (computed by `score`, imported by `import-scores`, or both: "
+            "records of one story are merged)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    dhm.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files")
+    dhm.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    dhm.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write systems.csv and distances.csv")
+    dhm.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human")
+    dhm.add_argument("--pairing", choices=("sequence", "story"), default="sequence", help="pair by image sequence or by story id")
+    dhm.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
+    dhm.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
+
+def run_import(args: argparse.Namespace) -> int:
+    records: list[StoryScores] = []
+    for path in args.files:
+        if not path.is_file():
+            error(f"no file at {path}")
+            return EXIT_INPUT
+        try:
+            if args.long:
+                values, problems = read_long(path)
+                values = {(system or args.system or "unknown", sid): v for (system, sid), v in values.items()}
+                variants = {m: args.variant for v in values.values() for m in v}
+            else:
+                if not args.system:
+                    error("released files name no system: pass --system")
+                    return EXIT_USAGE
+                metric = metric_of(path, args.metric)
+                found, problems = read_released(path, metric)
+                values = {(args.system, sid): {metric: v} for sid, v in found.items()}
+                variants = {metric: args.variant}
+        except (ImportError_, ValueError, UnicodeDecodeError) as exc:
+            error(f"{path}: {exc}")
+            return EXIT_INPUT
+        for problem in problems:
+            note(f"warning: {problem}")
+        records.extend(imported_records(values, path, variants))
+        note(f"{path.name}: {len(values)} stories")
+    with ScoresWriter(args.out) as writer:
+        for record in records:
+            writer.write(record)
+    note(f"wrote {len(records)} imported records to {args.out}")
+    return 0
+
+
+def _print(report: DHMReport) -> None:
+    def fmt(value: float | None) -> str:
+        return "   -  " if value is None else f"{value:.4f}"
+
+    note(f"{'system':<24} {'N':>6}  {'d_G':>7} {'d_C':>7} {'d_R':>7} {'dHM':>7}   signed G/C/R (system - human)")
+    for s in report.systems:
+        signed = " ".join(fmt(s.signed[a]) for a in ("G", "C", "R"))
+        means = " ".join(f"{fmt(s.mean[k]):>7}" for k in ("G", "C", "R", "dHM"))
+        note(f"{s.system:<24} {s.n:>6}  {means}   {signed}")
+        for reason, count in s.missing.items():
+            if count:
+                note(f"{'':<24} left out: {count} ({reason})")
+    note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
+
+
+def run_dhm(args: argparse.Namespace) -> int:
+    records: list[StoryScores] = []
+    for path in args.scores:
+        if not path.is_file():
+            error(f"no scores file at {path}")
+            return EXIT_INPUT
+        found, problems = load_records(path)
+        for problem in problems:
+            note(f"warning: {problem}")
+        records.extend(found)
+    human = tuple(h.strip() for h in args.human.split(",") if h.strip())
+    report = dhm_report(records, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
+    if not any(r.system in human for r in records):
+        error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
+        return EXIT_INPUT
+    _print(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    document = {"signature": report.signature, "systems": report.table(), "distances": len(report.distances)}
+    args.out.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    if args.csv:
+        args.csv.mkdir(parents=True, exist_ok=True)
+        _write_csv(report, args.csv)
+    return 0
+
+
+def _write_csv(report: DHMReport, folder: Path) -> None:
+    head = f"# dHM sig {report.signature['id']}\n"
+    rows = report.table()
+    with (folder / "systems.csv").open("w", newline="", encoding="utf-8") as fh:
+        fh.write(head)
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["system"])
+        writer.writeheader()
+        writer.writerows(rows)
+    with (folder / "distances.csv").open("w", newline="", encoding="utf-8") as fh:
+        fh.write(head)
+        writer2 = csv.writer(fh)
+        writer2.writerow(
+            ["system", "story_id", "sequence_id", "humans", "d_G", "d_C", "d_R", "dHM", "signed_G", "signed_C", "signed_R"]
+        )
+        for d in report.distances:
+            writer2.writerow(
+                [
+                    d.system,
+                    d.story_id,
+                    d.sequence_id,
+                    " ".join(d.humans),
+                    *(d.d[k] for k in ("G", "C", "R", "dHM")),
+                    *(d.signed[a] for a in ("G", "C", "R")),
+                ]
+            )
