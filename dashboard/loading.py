@@ -18,6 +18,7 @@ from vst_core.data import (
     stories_of_records,
     story_set_from_upload,
 )
+from vst_core.dhm import DHMReport, dhm_report
 from vst_core.hashing import json_digest
 from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.metrics.baselines import baseline_scores
@@ -155,4 +156,14 @@ def meta_report(
         metrics=metrics or None,
         aspects=aspects or None,
         baselines=baselines(_records, key, frozenset(found.story_ids)) if settings.baselines else None,
+    )
+
+
+@st.cache_data(show_spinner="Comparing every system with the human stories…")
+def dhm(
+    _records: list[StoryScores], key: str, human: tuple[str, ...], pairing: str, resamples: int, aspects: tuple[str, ...]
+) -> DHMReport:
+    """The dHM report of the records (cached by their content hash ``key`` and the options)."""
+    return dhm_report(
+        _records, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
     )

@@ -15,7 +15,12 @@ from streamlit.testing.v1 import AppTest
 pytestmark = pytest.mark.slow  # AppTest runs of every page
 
 APP = str(ROOT / "app.py")
-PAGES = {"inspect": "app_pages/inspect.py", "dataset": "app_pages/dataset.py", "meta": "app_pages/agreement.py"}
+PAGES = {
+    "inspect": "app_pages/inspect.py",
+    "dataset": "app_pages/dataset.py",
+    "meta": "app_pages/agreement.py",
+    "human": "app_pages/human_likeness.py",
+}
 
 
 def open_page(page: str = "inspect") -> AppTest:
@@ -447,3 +452,38 @@ def test_inspect_shows_repeated_spans_of_a_no_spans_run(tmp_path: Path) -> None:
     assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress", "--no-spans"]) == 0
     app = make(source="Scores JSONL (no model needed)", scores_path=str(out), scores_images=str(ROOT / "assets/sample"))
     assert any("vst-repeat" in m.value for m in app.markdown)  # recomputed for the shown stories
+
+
+# ------------------------------------------------------------------ human-likeness (dHM)
+
+
+def test_human_likeness_on_the_sample_says_which_metrics_it_uses() -> None:
+    app = make("human")
+    assert app.title[0].value == "Human-likeness"
+    assert any("dHM over non-redundancy (RoViST-NR) only" in w.value for w in app.warning)
+    table = app.dataframe[0].value
+    assert list(table["system"]) == ["model-a", "model-b", "model-c"] and list(table["N"]) == [2, 2, 2]
+    assert table.set_index("system").loc["model-b", "signed R"].startswith("-")  # the repetitive stories
+    assert len(app.get("plotly_chart")) == 1 and app.caption[-1].value.startswith("Settings: sig ")
+
+
+def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
+    from vst_core.cli import main
+    from vst_core.data import load_records
+    from vst_core.dhm import dhm_report
+
+    src = tmp_path / "long.csv"
+    rows = ["story_id,metric,value,system"]
+    for k in range(6):
+        rows += [f"s{k},G,{0.1 * k},reference", f"s{k},C,0.8,reference", f"s{k},R,0.9,reference"]
+        rows += [f"s{k},G,{0.05 * k},model", f"s{k},C,{0.5 + 0.05 * k},model", f"s{k},R,0.7,model"]
+    src.write_text("\n".join(rows) + "\n")
+    scores = tmp_path / "imported.jsonl"
+    assert main(["import-scores", str(src), "--long", "--out", str(scores)]) == 0
+    app = make("human", source="Scores JSONL (no model needed)", scores_path=str(scores), dhm_pairing="story", dhm_resamples=0)
+    assert not [w for w in app.warning if "dHM over" in w.value]  # all three metrics are there
+    (row,) = app.dataframe[0].value.to_dict(orient="records")
+    records, _ = load_records(scores)
+    want = dhm_report(records, pairing="story", resamples=0).systems[0]
+    assert row["system"] == "model" and row["N"] == 6 and row["dHM"] == f"{want.mean['dHM']:.4f}"
+    assert len(app.get("plotly_chart")) == 3 and len(app.get("page_link")) >= 3 * 5  # five stories per metric

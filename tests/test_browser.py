@@ -142,6 +142,15 @@ def test_agreement_page_in_chromium(server: str) -> None:
     )
 
 
+def test_human_likeness_page_in_chromium(server: str) -> None:
+    _page(
+        server,
+        "/human_likeness",
+        "human_likeness.png",
+        ["h1:has-text('Human-likeness')", '[data-testid="stDataFrame"]', ".js-plotly-plot"],
+    )
+
+
 def test_shared_link_restores_the_view_and_survives_a_page_change(server: str) -> None:
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -49,6 +49,9 @@ class Triple:
     def complete(self) -> bool:
         return self.G is not None and self.C is not None and self.R is not None
 
+    def has(self, aspects: Sequence[str]) -> bool:
+        return all(getattr(self, a) is not None for a in aspects)
+
     def value(self, aspect: str) -> float:
         """The value a distance compares: tanh(G), C or R."""
         v = getattr(self, aspect)
@@ -87,27 +90,30 @@ class Distance:
 
 
 def pair(
-    system: Sequence[Triple], human: Sequence[Triple], pairing: Pairing = "sequence"
+    system: Sequence[Triple], human: Sequence[Triple], pairing: Pairing = "sequence", aspects: Sequence[str] = ASPECTS
 ) -> tuple[list[Distance], dict[str, int]]:
-    """Distances of every system story that has all three scores and a human counterpart that has
-    them too; the others counted by reason."""
-    complete_humans = [h for h in human if h.complete]
+    """Distances of every system story that has the ``aspects``' scores (the paper: all three) and
+    a human counterpart that has them too; the others counted by reason. dHM is the mean over
+    ``aspects``."""
+    complete_humans = [h for h in human if h.has(aspects)]
     by_key: dict[str, list[Triple]] = {}
     for h in complete_humans:
         by_key.setdefault(h.story_id if pairing == "story" else h.sequence_id, []).append(h)
     out: list[Distance] = []
-    missing = {"system story without all three scores": 0, "no human story with all three scores": 0}
+    every = "all three scores" if tuple(aspects) == ASPECTS else f"the {'/'.join(aspects)} scores"
+    lacking, alone = f"system story without {every}", f"no human story with {every}"
+    missing = {lacking: 0, alone: 0}
     for s in system:
-        if not s.complete:
-            missing["system story without all three scores"] += 1
+        if not s.has(aspects):
+            missing[lacking] += 1
             continue
         partners = by_key.get(s.story_id if pairing == "story" else s.sequence_id, [])
         if not partners:
-            missing["no human story with all three scores"] += 1
+            missing[alone] += 1
             continue
-        d = {a: float(np.mean([abs(h.value(a) - s.value(a)) for h in partners])) for a in ASPECTS}
-        d["dHM"] = (d["G"] + d["C"] + d["R"]) / 3
-        signed = {a: float(np.mean([s.value(a) - h.value(a) for h in partners])) for a in ASPECTS}
+        d = {a: float(np.mean([abs(h.value(a) - s.value(a)) for h in partners])) for a in aspects}
+        d["dHM"] = sum(d[a] for a in aspects) / len(aspects)
+        signed = {a: float(np.mean([s.value(a) - h.value(a) for h in partners])) for a in aspects}
         out.append(Distance(s.system, s.story_id, s.sequence_id, tuple(h.story_id for h in partners), d, signed))
     return out, missing
 
@@ -136,19 +142,22 @@ def summarise(
     keys = ("G", "C", "R", "dHM")
     if not distances:
         return SystemDHM(system, 0, dict.fromkeys(keys), dict.fromkeys(keys), dict.fromkeys(ASPECTS), missing)
-    values = np.array([[d.d[k] for k in keys] for d in distances])
-    mean = {k: float(values[:, i].mean()) for i, k in enumerate(keys)}
+    values = np.array([[d.d.get(k, np.nan) for k in keys] for d in distances])
+    present = [i for i, k in enumerate(keys) if not np.isnan(values[:, i]).any()]
+    mean: dict[str, float | None] = dict.fromkeys(keys)
+    mean.update({keys[i]: float(values[:, i].mean()) for i in present})
     interval: dict[str, tuple[float, float] | None] = dict.fromkeys(keys)
     if resamples > 0 and len(distances) > 1:
         rng = np.random.default_rng(seed)
         picks = rng.integers(0, len(distances), size=(resamples, len(distances)))
         boot = values[picks].mean(axis=1)
         alpha = (1 - confidence) / 2
-        interval = {
-            k: (float(np.quantile(boot[:, i], alpha)), float(np.quantile(boot[:, i], 1 - alpha))) for i, k in enumerate(keys)
-        }
-    signed = {a: float(np.mean([d.signed[a] for d in distances])) for a in ASPECTS}
-    return SystemDHM(system, len(distances), dict(mean), interval, dict(signed), missing)
+        for i in present:
+            interval[keys[i]] = (float(np.quantile(boot[:, i], alpha)), float(np.quantile(boot[:, i], 1 - alpha)))
+    signed: dict[str, float | None] = {
+        a: float(np.mean([d.signed[a] for d in distances])) if a in distances[0].signed else None for a in ASPECTS
+    }
+    return SystemDHM(system, len(distances), mean, interval, signed, missing)
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,7 @@ class DHMReport:
     human_systems: tuple[str, ...]
     pairing: Pairing
     signature: dict[str, Any]
+    aspects: tuple[str, ...] = ASPECTS
 
     def table(self) -> list[dict[str, Any]]:
         """One row per system: N, the four means with intervals, signed differences, left-out counts."""
@@ -185,8 +195,10 @@ def dhm_report(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    aspects: Sequence[str] = ASPECTS,
 ) -> DHMReport:
-    """dHM of every system in ``records`` that is not human, against the stories of ``human_systems``."""
+    """dHM of every system in ``records`` that is not human, against the stories of ``human_systems``
+    (``aspects``: the paper's three by default; fewer when only some metrics were run, then said)."""
     from vst_core.hashing import json_digest
 
     all_triples = triples(records)
@@ -194,7 +206,7 @@ def dhm_report(
     systems = sorted({t.system for t in all_triples} - set(human_systems))
     summaries, distances = [], []
     for name in systems:
-        found, missing = pair([t for t in all_triples if t.system == name], humans, pairing)
+        found, missing = pair([t for t in all_triples if t.system == name], humans, pairing, aspects)
         distances.extend(found)
         summaries.append(summarise(name, found, missing, resamples, seed, confidence))
     scores_ids = sorted({str(r.signature.get("id")) for r in records if r.signature.get("id")})
@@ -202,9 +214,17 @@ def dhm_report(
         "method": "dHM (Surikuchi et al., 2024)",
         "human_systems": list(human_systems),
         "pairing": pairing,
+        "aspects": list(aspects),
         "resamples": resamples,
         "seed": seed,
         "confidence": confidence,
         "scores_signatures": scores_ids,
     }
-    return DHMReport(summaries, distances, tuple(human_systems), pairing, {"id": json_digest(payload, 12), **payload})
+    signature = {"id": json_digest(payload, 12), **payload}
+    return DHMReport(summaries, distances, tuple(human_systems), pairing, signature, tuple(aspects))
+
+
+def available_aspects(records: Iterable[StoryScores]) -> tuple[str, ...]:
+    """The dHM aspects some record has a score for (G: grounding, C: coherence, R: NR), in order."""
+    found = {a for t in triples(records) for a in ASPECTS if getattr(t, a) is not None}
+    return tuple(a for a in ASPECTS if a in found)

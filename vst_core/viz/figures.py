@@ -167,3 +167,22 @@ def error_heatmap(errors: pd.DataFrame, caption: str) -> Any:
     )
     fig.update_layout(title="Point-biserial correlation with error labels (negative: the error lowers the score)")
     return caption_figure(fig, caption, bottom=90, y=-0.18)
+
+
+def distributions_figure(values: dict[str, list[float]], aspect: str, caption: str) -> Any:
+    """One metric's story scores per system, overlaid as densities (the picture dHM's paper uses):
+    how a system's distribution sits against the human one."""
+    import plotly.graph_objects as go
+
+    names = {"G": "GROOVIST (tanh)", "C": "RoViST-C", "R": "RoViST-NR"}
+    fig = go.Figure()
+    for system, xs in values.items():
+        fig.add_trace(go.Histogram(x=xs, name=f"{system} (N={len(xs)})", histnorm="probability density", opacity=0.55, nbinsx=30))
+    fig.update_layout(
+        barmode="overlay",
+        title=f"{names.get(aspect, aspect)} per system",
+        xaxis_title=names.get(aspect, aspect),
+        yaxis_title="density",
+        height=380,
+    )
+    return caption_figure(fig, caption)

@@ -1,0 +1,115 @@
+"""Human-likeness page: how far each system's stories are from people's on grounding, coherence and
+repetition (dHM, Surikuchi et al. 2024), with the distributions and the stories that differ most."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import loading
+from dashboard.frame import page
+from vst_core.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects, triples
+from vst_core.viz import distributions_figure
+
+NAMES = {"G": "grounding (GROOVIST, tanh)", "C": "coherence (RoViST-C)", "R": "non-redundancy (RoViST-NR)"}
+
+view = page(
+    "Human-likeness",
+    "dHM: per system, the mean distance of its stories from the human stories of the same sequences on "
+    "grounding |tanh G_h − tanh G_s|, coherence |C_h − C_s| and non-redundancy |R_h − R_s|, and their mean "
+    "(Surikuchi et al., 2024). 0: as people write. Signed: system − human.",
+)
+systems = sorted({r.system for r in view.records})
+left, middle, right = st.columns([3, 2, 2])
+human = tuple(
+    left.multiselect("Human stories are those of", systems, default=[s for s in systems if s in HUMAN_SYSTEMS], key="dhm_human")
+)
+pairing = middle.radio(
+    "Pair a system story with",
+    ["sequence", "story"],
+    horizontal=True,
+    key="dhm_pairing",
+    format_func=lambda p: "every human story of its sequence" if p == "sequence" else "the human story of the same id",
+)
+resamples = int(right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100, key="dhm_resamples"))
+aspects = available_aspects(view.records)
+if not human:
+    st.info("Pick the system whose stories are human (written by people) to compare the others with.")
+    st.stop()
+if not aspects:
+    st.info(
+        "No story has a grounding, coherence or non-redundancy score: run those metrics, or load a scores file that has them."
+    )
+    st.stop()
+if aspects != ASPECTS:
+    missing = ", ".join(NAMES[a] for a in ASPECTS if a not in aspects)
+    st.warning(
+        f"dHM over {', '.join(NAMES[a] for a in aspects)} only: {missing} not in these scores (the paper uses all three).",
+        icon="⚠️",
+    )
+
+report = loading.dhm(view.records, loading.records_digest(view.records), human, pairing, resamples, aspects)
+caption = f"dHM sig {report.signature['id']} · {view.footer()}"
+
+
+def cell(mean: float | None, interval: tuple[float, float] | None) -> str:
+    if mean is None:
+        return "undefined"
+    return f"{mean:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
+
+
+rows = []
+for s in report.systems:
+    row: dict[str, object] = {"system": s.system, "N": s.n}
+    for key in (*aspects, "dHM"):
+        row[f"d_{key}" if key != "dHM" else "dHM"] = cell(s.mean[key], s.interval[key])
+    for a in aspects:
+        row[f"signed {a}"] = "undefined" if s.signed[a] is None else f"{s.signed[a]:+.4f}"
+    row["left out"] = "; ".join(f"{v} {k}" for k, v in s.missing.items() if v) or "none"
+    rows.append(row)
+st.subheader("Per system", divider="gray")
+st.caption(f"Mean over stories [bootstrap 95% interval over {resamples} resamples]; N stories compared.")
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+if not report.systems:
+    st.info("Every loaded story belongs to the human system(s): nothing to compare.")
+    st.stop()
+
+st.subheader("Distributions", divider="gray")
+story_triples = triples(view.records)
+for a in aspects:
+    values: dict[str, list[float]] = {}
+    for t in story_triples:
+        if getattr(t, a) is not None:
+            values.setdefault(t.system, []).append(t.value(a))
+    st.plotly_chart(distributions_figure(values, a, caption), key=f"dist-{a}")
+
+st.subheader("The stories that differ most", divider="gray")
+columns = st.columns(len(aspects))
+for col, a in zip(columns, aspects, strict=True):
+    col.markdown(f"**{NAMES[a]}**")
+    for d in sorted(report.distances, key=lambda d: -d.d[a])[:5]:
+        col.page_link(
+            "app_pages/inspect.py",
+            label=f"{d.system} · {d.story_id}: {d.d[a]:.3f}",
+            query_params={"story": d.story_id},
+            help=f"against {', '.join(d.humans)}; signed {d.signed[a]:+.3f}",
+        )
+
+st.download_button(
+    "Download the distances (CSV)",
+    pd.DataFrame(
+        [
+            {
+                "system": d.system,
+                "story_id": d.story_id,
+                "humans": " ".join(d.humans),
+                **{f"d_{k}": v for k, v in d.d.items()},
+                **{f"signed_{k}": v for k, v in d.signed.items()},
+            }
+            for d in report.distances
+        ]
+    ).to_csv(index=False),
+    "dhm_distances.csv",
+    "text/csv",
+    key="dl-dhm",
+)
