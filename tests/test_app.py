@@ -20,6 +20,7 @@ PAGES = {
     "dataset": "app_pages/dataset.py",
     "meta": "app_pages/agreement.py",
     "human": "app_pages/human_likeness.py",
+    "compare": "app_pages/compare.py",
 }
 
 
@@ -487,3 +488,24 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
     want = dhm_report(records, pairing="story", resamples=0).systems[0]
     assert row["system"] == "model" and row["N"] == 6 and row["dHM"] == f"{want.mean['dHM']:.4f}"
     assert len(app.get("plotly_chart")) == 3 and len(app.get("page_link")) >= 3 * 5  # five stories per metric
+
+
+def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
+    from vst_core.cli import main
+    from vst_core.data import read_story_set
+    from vst_core.scoring import redundancy_of
+
+    stories = read_story_set(ROOT / "assets/sample/stories.jsonl")
+    theirs = tmp_path / "released_R.csv"  # "released" reference-profile NR of the sample, one of them off by 0.1
+    values = {s.story_id: redundancy_of(s, 4, "paper").score for s in stories}
+    values["home-generic"] = (values["home-generic"] or 0) + 0.1
+    theirs.write_text("story_id,R_score\n" + "".join(f"{k},{v!r}\n" for k, v in values.items()))
+    out = tmp_path / "theirs.jsonl"
+    assert main(["import-scores", str(theirs), "--system", "released", "--out", str(out)]) == 0
+    app = make("compare")
+    assert any("Upload a scores JSONL" in i.value for i in app.info)
+    app.file_uploader(key="compare_upload").set_value(("theirs.jsonl", out.read_bytes(), "application/json")).run()
+    assert not app.exception
+    text = "".join(m.value for m in app.markdown)
+    assert "**8** stories in both" in text and "equal to 1e-9: **87.50%**" in text
+    assert app.get("page_link")[0].proto.label.startswith("home-generic")  # the largest difference first

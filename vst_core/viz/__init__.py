@@ -4,6 +4,7 @@
 from vst_core.viz.figures import (
     bins_figure,
     caption_figure,
+    comparison_scatter,
     correlation_bars,
     distributions_figure,
     error_heatmap,
@@ -41,6 +42,7 @@ __all__ = [
     "RunView",
     "bins_figure",
     "caption_figure",
+    "comparison_scatter",
     "coherence_chip",
     "contribution_colour",
     "correlation_bars",

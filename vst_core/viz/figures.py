@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -184,5 +185,34 @@ def distributions_figure(values: dict[str, list[float]], aspect: str, caption: s
         xaxis_title=names.get(aspect, aspect),
         yaxis_title="density",
         height=380,
+    )
+    return caption_figure(fig, caption)
+
+
+def comparison_scatter(ours: Sequence[float], theirs: Sequence[float], ids: Sequence[str], column: str, caption: str) -> Any:
+    """Our value against the other source's, one point per story, with the diagonal."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(
+        go.Scattergl(
+            x=list(theirs),
+            y=list(ours),
+            mode="markers",
+            text=list(ids),
+            marker={"size": 5, "opacity": 0.6},
+            hovertemplate="%{text}<br>theirs %{x:.6f}<br>ours %{y:.6f}<extra></extra>",
+        )
+    )
+    if len(ours):
+        lo, hi = min(min(ours), min(theirs)), max(max(ours), max(theirs))
+        fig.add_trace(
+            go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dot", "color": "#a0aec0"}, showlegend=False)
+        )
+    fig.update_layout(
+        title=f"{column}: ours against the other scores",
+        xaxis_title="other scores",
+        yaxis_title="ours",
+        height=420,
+        showlegend=False,
     )
     return caption_figure(fig, caption)
