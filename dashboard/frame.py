@@ -107,6 +107,26 @@ def keep(frame: Frame) -> None:
     st.session_state[_KEY] = frame
 
 
+#: Problems listed one by one up to this many; more are summarised by kind in an expander.
+SHOWN_PROBLEMS = 5
+
+
+def _problems(problems: list[Problem]) -> None:
+    """A few problems one by one; many as counts per kind with the list in an expander."""
+    if len(problems) <= SHOWN_PROBLEMS:
+        for problem in problems:
+            (st.error if problem.severity == "error" else st.warning)(str(problem))
+        return
+    counts: dict[str, int] = {}
+    for problem in problems:
+        key = f"{problem.severity}: {problem.kind}"
+        counts[key] = counts.get(key, 0) + 1
+    summary = ", ".join(f"{n} × {key}" for key, n in sorted(counts.items()))
+    st.warning(f"{len(problems)} problems in the input ({summary})", icon="⚠️")
+    with st.expander("Every problem"):
+        st.code("\n".join(str(p) for p in problems[:2000]) + ("\n…" if len(problems) > 2000 else ""), language=None)
+
+
 def page(title: str, caption: str | None = None) -> RunView:
     """A page's title, the frame's notices and problems, and its view (the page stops without one)."""
     st.title(title)
@@ -117,8 +137,7 @@ def page(title: str, caption: str | None = None) -> RunView:
         st.warning(notice, icon="⚠️")
     for error in frame.errors:
         st.error(error)
-    for problem in frame.problems:
-        (st.error if problem.severity == "error" else st.warning)(str(problem))
+    _problems(frame.problems)
     if frame.view is None:
         if frame.empty_hint:
             st.info(frame.empty_hint)

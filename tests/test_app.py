@@ -483,6 +483,7 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
     assert main(["import-scores", str(src), "--long", "--out", str(scores)]) == 0
     app = make("human", source="Scores JSONL (no model needed)", scores_path=str(scores), dhm_pairing="story", dhm_resamples=0)
     assert not [w for w in app.warning if "dHM over" in w.value]  # all three metrics are there
+    assert not [e for e in app.error if "empty story" in e.value]  # imported scores carry no text, and need none
     (row,) = app.dataframe[0].value.to_dict(orient="records")
     records, _ = load_records(scores)
     want = dhm_report(records, pairing="story", resamples=0).systems[0]
@@ -509,3 +510,17 @@ def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
     text = "".join(m.value for m in app.markdown)
     assert "**8** stories in both" in text and "equal to 1e-9: **87.50%**" in text
     assert app.get("page_link")[0].proto.label.startswith("home-generic")  # the largest difference first
+
+
+def test_many_problems_are_summarised_not_one_box_each(tmp_path: Path) -> None:
+    from vst_core.cli import main
+
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(out), "--no-progress"]) == 0
+    moved = tmp_path / "elsewhere" / "scores.jsonl"  # the scores without the images next to them
+    moved.parent.mkdir()
+    moved.write_bytes(out.read_bytes())
+    app = make(source="Scores JSONL (no model needed)", scores_path=str(moved))
+    assert not app.error  # no red box per missing image
+    assert any(w.value.startswith("40 problems in the input (40 × error: image)") for w in app.warning)
+    assert app.get("expander")
