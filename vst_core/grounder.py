@@ -4,6 +4,7 @@ then apply the pure formulas of :mod:`vst_core.metrics.grounding` story by story
 from __future__ import annotations
 
 import logging
+import stat
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,6 +66,8 @@ def open_image(path: Path) -> Image.Image:
 def _probe(entry: ImageEntry) -> str:
     """Content hash of an image file; sets its size from the header (no decode) or its error."""
     try:
+        if not stat.S_ISREG(entry.path.stat().st_mode):  # a FIFO would block the read for ever
+            raise OSError("not a regular file (a FIFO, device or folder)")
         digest = file_digest(entry.path)
         with Image.open(entry.path) as im:  # checks the format and the decompression-bomb limit
             entry.size = im.size

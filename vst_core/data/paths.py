@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
@@ -12,30 +13,44 @@ class ImagePathError(ValueError):
 
 
 def resolve_image(root: Path, ref: str) -> Path:
-    """Resolve ``ref`` against ``root``; refuse absolute paths, URLs and paths leaving ``root``."""
+    """Resolve ``ref`` against ``root``; refuse absolute paths, URLs, NUL bytes, over-long names,
+    symlink loops and paths leaving ``root`` (ImagePathError with the reason)."""
     if not ref or not ref.strip():
         raise ImagePathError("empty image path")
+    if "\x00" in ref:
+        raise ImagePathError(f"image {ref!r} holds a NUL byte")
     if "://" in ref:
         raise ImagePathError(f"image {ref!r} is a URL; give a path relative to the story file")
     candidate = Path(ref)
     if candidate.is_absolute():
         raise ImagePathError(f"image {ref!r} is absolute; give a path relative to the story file")
-    base = root.resolve()
-    resolved = (base / candidate).resolve()
+    if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in candidate.parts):
+        raise ImagePathError(f"image {ref[:80]!r}...: a path component is longer than 255 bytes")
+    try:
+        base = root.resolve()
+        resolved = (base / candidate).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a name the file system refuses
+        raise ImagePathError(f"image {ref!r} cannot be resolved ({type(exc).__name__}: {exc})") from None
     if not resolved.is_relative_to(base):
         raise ImagePathError(f"image {ref!r} leaves the dataset folder {base}")
     return resolved
 
 
 def check_image(path: Path) -> str | None:
-    """None when ``path`` is an image PIL can open, else why not (header check, cheap)."""
-    from PIL import Image, UnidentifiedImageError
+    """None when ``path`` is a regular file PIL can open and fully check, else why not. A FIFO, a
+    device or a folder is never opened (opening a FIFO blocks); a file over Pillow's pixel limit
+    (a decompression bomb) and a truncated file are reported."""
+    from PIL import Image
 
-    if not path.is_file():
+    try:
+        info = path.stat()
+    except OSError:
         return f"image not found: {path}"
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file (a FIFO, device or folder): {path}"
     try:
         with Image.open(path) as im:
-            im.size  # noqa: B018 - forces header parsing
-    except (UnidentifiedImageError, OSError) as exc:
+            im.verify()  # headers and checksums without decoding the pixels: truncation shows here
+    except Exception as exc:
         return f"image cannot be read ({type(exc).__name__}): {path}"
     return None

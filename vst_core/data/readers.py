@@ -8,6 +8,7 @@ kept and carries the problem, so metrics that can still run do.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,41 @@ from vst_core.data.paths import (
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
 from vst_core.hashing import short_sha1
 from vst_core.public_text import split_story
+
+#: Limits of what one record may hold; a record over one is a reported problem, the rest is read.
+MAX_LINE_BYTES = 10_000_000
+MAX_DEPTH = 64
+
+
+class RecordLimitError(ValueError):
+    """A JSON value over :data:`MAX_DEPTH` or Python's digit limit for integers."""
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > limit:
+            raise RecordLimitError(f"nested deeper than {limit} levels")
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` that never raises anything but ValueError (JSONDecodeError included): too deep
+    nesting and too long integers become :class:`RecordLimitError`."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise RecordLimitError(f"nested deeper than Python can parse (limit {MAX_DEPTH} levels)") from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # e.g. an integer over 4,300 digits
+        raise RecordLimitError(str(exc)) from None
+    _depth(value)
+    return value
 
 
 def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
@@ -106,16 +142,20 @@ def story_from_record(
 
 
 def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
-    """Keep every story; a repeated id gets a ``#k`` suffix and a warning."""
-    seen: dict[str, int] = {}
+    """Keep every story under a unique id: a repeated id gets the first free ``#k`` suffix (never an
+    id another story has or gets) and a warning."""
+    taken = {story.story_id for story in stories}
+    used: set[str] = set()
     out: list[Story] = []
     for story in stories:
-        count = seen.get(story.story_id, 0)
-        seen[story.story_id] = count + 1
-        if count:
-            new_id = f"{story.story_id}#{count + 1}"
+        if story.story_id in used:
+            k = 2
+            while f"{story.story_id}#{k}" in taken or f"{story.story_id}#{k}" in used:
+                k += 1
+            new_id = f"{story.story_id}#{k}"
             problems.append(Problem(f"duplicate story_id: renamed to {new_id!r}", "id", "warning", story_id=story.story_id))
             story = Story(new_id, story.sequence_id, story.system, story.sentences, story.images, story.problems)
+        used.add(story.story_id)
         out.append(story)
     return out
 
@@ -145,10 +185,15 @@ def read_jsonl_stories(path: Path, *, splitter: Splitter | None = None, check_im
                     )
                 )
                 continue
+            if number == 1:
+                text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark
             if not text.strip():
                 continue
+            if len(raw) > MAX_LINE_BYTES:
+                problems.append(Problem(f"line longer than {MAX_LINE_BYTES} bytes; skipped", "line", line=number))
+                continue
             try:
-                record = json.loads(text)
+                record = load_json(text)
                 stories.append(
                     story_from_record(
                         record,
@@ -208,6 +253,15 @@ def _image_index(folder: Path) -> dict[str, str]:
     return index
 
 
+def _order(value: Any) -> float:
+    """A photo's position; a missing or non-numeric one sorts last."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.inf
+    return number if math.isfinite(number) else math.inf
+
+
 def read_vist(
     data: dict[str, Any],
     path: Path,
@@ -235,7 +289,10 @@ def read_vist(
     groups: dict[str, list[dict[str, Any]]] = {}
     problems: list[Problem] = []
     tier = "sis"
-    for k, entry in enumerate(data.get("annotations", [])):
+    annotations = data.get("annotations", [])
+    if not isinstance(annotations, list):
+        raise StorySetError(f"{path}: VIST 'annotations' must be a list, got {type(annotations).__name__}")
+    for k, entry in enumerate(annotations):
         item = entry[0] if isinstance(entry, list) and entry else entry
         if not isinstance(item, dict) or "photo_flickr_id" not in item:
             problems.append(Problem(f"annotation #{k + 1} has no photo_flickr_id; skipped", "line"))
@@ -247,7 +304,7 @@ def read_vist(
     order_key = "worker_arranged_photo_order" if tier == "sis" else "photo_order_in_story"
     stories: list[Story] = []
     for story_id, items in groups.items():
-        items.sort(key=lambda it: int(it.get(order_key, 0) or 0))
+        items.sort(key=lambda it: _order(it.get(order_key)))
         photo_ids = [str(it["photo_flickr_id"]) for it in items]
         refs = tuple((rel_dir / index[p]).as_posix() if p in index else (rel_dir / f"{p}.jpg").as_posix() for p in photo_ids)
         record = {
@@ -281,15 +338,24 @@ def read_story_set(
     except UnicodeDecodeError as exc:
         raise _decode_error(path, exc) from None
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
-        if "\n{" in text.strip() and text.lstrip().startswith("{"):
-            # several objects one per line: it is JSONL with a .json name
+        if _looks_like_jsonl(text):  # several values one per line: JSONL with a .json name
             return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
         raise StorySetError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecordLimitError as exc:
+        if _looks_like_jsonl(text):
+            return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+        raise StorySetError(f"{path}: {exc}") from None
     if isinstance(data, dict) and "annotations" in data:
         return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
     return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    """More than one non-blank line, each starting like a JSON object."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return len(lines) > 1 and sum(line.startswith("{") for line in lines) > len(lines) / 2
 
 
 def write_story_set(stories: Iterable[Story], path: str | Path) -> None:
