@@ -122,6 +122,7 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
         # the grid draws a header and one row per story, all of one height, on a canvas: find the row of
         # home-generic in the grid's accessible table and click the selection cell of that row
         rows = grid.locator('[role="row"]')
+        rows.filter(has_text="home-generic").first.wait_for(state="attached", timeout=60_000)  # filled after drawing
         names = [rows.nth(k).inner_text() for k in range(rows.count())]
         index = next(k for k, text in enumerate(names) if "home-generic" in text)  # 0 is the header row
         height = box["height"] / len(names)
