@@ -135,3 +135,53 @@ def test_a_vist_file_with_odd_shapes_is_read_or_refused_clearly(tmp_path: Path) 
     path.write_text(json.dumps({"annotations": [[entry], [{**entry, "photo_flickr_id": "8", "worker_arranged_photo_order": 0}]]}))
     (story,) = read_story_set(path, check_images=False)
     assert story.images[0].endswith("8.jpg")  # a non-numeric order sorts last
+
+
+# ------------------------------------------------------------------ writing: resume, locks, unwritable outputs
+
+
+def _score(*args: str) -> int:
+    from vst_core.cli import main
+
+    return main(["score", *args, "--no-progress"])
+
+
+def test_a_complete_last_record_without_its_newline_is_kept_on_resume(tmp_path: Path) -> None:
+    from conftest import SAMPLE
+
+    out = tmp_path / "o.jsonl"
+    assert _score(str(SAMPLE), "--out", str(out)) == 0
+    data = out.read_bytes()
+    out.write_bytes(data[:-1])  # the last record lost only its newline
+    assert _score(str(SAMPLE), "--out", str(out)) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 8 and len({json.loads(line)["story_id"] for line in lines}) == 8
+
+
+def test_a_second_run_on_the_same_output_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import fcntl
+
+    from conftest import SAMPLE
+
+    out = tmp_path / "o.jsonl"
+    with (tmp_path / "o.jsonl.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running job holds it
+        assert _score(str(SAMPLE), "--out", str(out)) == 2
+    assert "another run is writing" in capsys.readouterr().err and not out.exists()
+    assert _score(str(SAMPLE), "--out", str(out)) == 0  # released: the run goes ahead
+
+
+@pytest.mark.parametrize("case", ["directory", "under a file", "name too long"])
+def test_an_unwritable_output_is_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
+    from conftest import SAMPLE
+
+    if case == "directory":
+        out = tmp_path / "d.jsonl"
+        out.mkdir()
+    elif case == "under a file":
+        (tmp_path / "f").write_text("x")
+        out = tmp_path / "f" / "o.jsonl"
+    else:  # refused by the file system for anyone, root included
+        out = tmp_path / ("o" * 300 + ".jsonl")
+    assert _score(str(SAMPLE), "--out", str(out)) == 3
+    assert "cannot write" in capsys.readouterr().err

@@ -6,8 +6,10 @@ settings is refused. Shards split a set by a stable hash of the sequence id."""
 
 from __future__ import annotations
 
+import fcntl
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -33,6 +35,27 @@ Progress = Callable[[int], ProgressBar]
 
 class ResumeMismatchError(RuntimeError):
     """The output file holds scores made with other settings."""
+
+
+class RunLockedError(RuntimeError):
+    """Another run is writing the same output file."""
+
+
+@contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``out`` (a ``.lock`` file beside it) for the whole run: a second
+    run on the same file is refused at once instead of writing its stories twice."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lock = out.with_name(out.name + ".lock")
+    with lock.open("a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLockedError(f"another run is writing {out} (lock {lock}); wait for it or pass another --out") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -145,7 +168,23 @@ def score_story_set(
     hold no repeated spans (the dashboard recomputes them for the stories it shows).
     """
     out = Path(out)
-    models = models or Models(settings)
+    with locked(out):
+        return _score_story_set(
+            story_set, settings, out, overwrite, progress, models or Models(settings), chunk_size, shard, spans
+        )
+
+
+def _score_story_set(
+    story_set: StorySet,
+    settings: Settings,
+    out: Path,
+    overwrite: bool,
+    progress: Progress | None,
+    models: Models,
+    chunk_size: int | None,
+    shard: tuple[int, int] | None,
+    spans: bool,
+) -> RunSummary:
     if weights_missing(settings):
         # a model still to download: fetch it first, so this run's signature names the weights it
         # used, exactly as a later run from the filled cache will

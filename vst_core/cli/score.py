@@ -14,6 +14,7 @@ from vst_core.models.registry import Models
 from vst_core.regions import read_regions_csv
 from vst_core.runs import (
     ResumeMismatchError,
+    RunLockedError,
     RunSummary,
     chunk_size_for,
     parse_shard,
@@ -280,11 +281,14 @@ def run(args: argparse.Namespace) -> int:
             progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
             spans=not args.no_spans,
         )
-    except ResumeMismatchError as exc:
+    except (ResumeMismatchError, RunLockedError) as exc:
         error(str(exc))
         return EXIT_USAGE
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         error(str(exc))
         return EXIT_WEIGHTS
+    except OSError as exc:  # --out unwritable, a folder, under a file, a full disk
+        error(f"cannot write {args.out}: {exc.strerror or exc}; the records already written stay valid and resumable")
+        return EXIT_INPUT
     _report(summary, story_set)
     return 0

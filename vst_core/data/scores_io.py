@@ -43,8 +43,9 @@ def read_scores(path: str | Path) -> tuple[list[dict[str, Any]], list[Problem]]:
 class ScoresWriter:
     """Append score records to a JSONL file, one line per story, flushed as written.
 
-    Opening an existing file drops a half-written last line left by an interrupted run,
-    so appending never glues two records together.
+    Opening an existing file repairs its last line first: a complete record that lost only its
+    newline gets it back (resume counts it as done), a half-written one is dropped, so appending
+    never glues two records together and never loses a finished story.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -54,8 +55,12 @@ class ScoresWriter:
             data = self.path.read_bytes()
             if data and not data.endswith(b"\n"):
                 cut = data.rfind(b"\n") + 1
-                with self.path.open("r+b") as fh:
-                    fh.truncate(cut)
+                if _complete(data[cut:]):
+                    with self.path.open("ab") as fh:
+                        fh.write(b"\n")
+                else:
+                    with self.path.open("r+b") as fh:
+                        fh.truncate(cut)
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, record: StoryScores) -> None:
@@ -70,6 +75,15 @@ class ScoresWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _complete(tail: bytes) -> bool:
+    """Whether a last line without its newline is a whole scores record."""
+    try:
+        record = json.loads(tail.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and "story_id" in record
 
 
 def scored_ids(out: Path) -> tuple[set[str], set[str]]:
