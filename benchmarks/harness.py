@@ -76,6 +76,18 @@ _TEMPLATES = (
 )
 
 
+def _fill(template: str, pick: random.Random) -> str:
+    """One synthetic sentence: a template with random verb, adjectives and nouns."""
+    return template.format(
+        v=pick.choice(_VERBS),
+        a=pick.choice(_ADJECTIVES),
+        b=pick.choice(_ADJECTIVES),
+        n=pick.choice(_NOUNS),
+        m=pick.choice(_NOUNS),
+        o=pick.choice(_NOUNS),
+    )
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """Sizes and models of a benchmark run. Defaults finish in a few minutes on 2 CPU cores."""
@@ -140,17 +152,7 @@ def synthetic_story_set(
         for r in range(stories_per_sequence):
             if len(records) == stories:
                 break
-            sentences = [
-                t.format(
-                    v=pick.choice(_VERBS),
-                    a=pick.choice(_ADJECTIVES),
-                    b=pick.choice(_ADJECTIVES),
-                    n=pick.choice(_NOUNS),
-                    m=pick.choice(_NOUNS),
-                    o=pick.choice(_NOUNS),
-                )
-                for t in _TEMPLATES
-            ]
+            sentences = [_fill(t, pick) for t in _TEMPLATES]
             records.append(
                 {"story_id": f"q{q}-r{r}", "sequence_id": f"q{q}", "system": f"sys{r}", "images": names, "sentences": sentences}
             )
@@ -246,17 +248,7 @@ def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[l
     pick = random.Random(seed)
     out = []
     for _ in range(stories):
-        parts = [
-            pick.choice(_TEMPLATES).format(
-                v=pick.choice(_VERBS),
-                a=pick.choice(_ADJECTIVES),
-                b=pick.choice(_ADJECTIVES),
-                n=pick.choice(_NOUNS),
-                m=pick.choice(_NOUNS),
-                o=pick.choice(_NOUNS),
-            )
-            for _ in range(5 * join)
-        ]
+        parts = [_fill(pick.choice(_TEMPLATES), pick) for _ in range(5 * join)]
         out.append([" ".join(parts[k : k + join]).replace(". ", ", ") for k in range(0, len(parts), join)])
     return out
 

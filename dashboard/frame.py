@@ -34,7 +34,7 @@ class Frame:
     empty_hint: str | None = None
 
 
-def _probe(settings: Settings, choices: Choices, notices: list[str]) -> Settings:
+def _probe(settings: Settings, notices: list[str]) -> Settings:
     """Load the models the settings need; each one that cannot load is turned off with one notice."""
     if "coherence" in settings.metrics:
         try:
@@ -78,7 +78,7 @@ def build(choices: Choices, data: Input) -> Frame:
         base, settings = recorded, settings_for_file(choices, recorded)
         records = data.records
     else:
-        settings = _probe(settings, choices, notices)
+        settings = _probe(settings, notices)
         if data.story_set is None:
             return Frame(
                 None,

@@ -94,6 +94,12 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return config, checkpoint
 
 
+def clip_args(tiny_clip: tuple[Path, Path]) -> list[str]:
+    """The ``vst score`` options that select the tiny CLIP of :func:`tiny_clip`."""
+    config, checkpoint = tiny_clip
+    return ["--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(checkpoint), "--clip-config", str(config)]
+
+
 @pytest.fixture(scope="session")
 def layout(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Random-weight replicas of every default model in the real cache layouts (built once)."""

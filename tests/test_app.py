@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, clip_args
 from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.slow  # AppTest runs of every page
@@ -206,12 +206,7 @@ def scores_file(tiny_clip: tuple[Path, Path], tiny_bert: Path, tmp_path_factory:
             "redundancy,coherence,grounding",
             "--coherence-model",
             f"bert-nsp:{tiny_bert}",
-            "--clip-model",
-            "vst-tiny-clip",
-            "--clip-checkpoint",
-            str(tiny_clip[1]),
-            "--clip-config",
-            str(tiny_clip[0]),
+            *clip_args(tiny_clip),
             "--cache-dir",
             str(out.parent / "cache"),
             "--no-progress",
@@ -394,7 +389,6 @@ def test_meta_page_upload_without_a_file_asks_for_one() -> None:
 def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     from vst_core.cli import main
 
-    config, checkpoint = tiny_clip
     out = tmp_path / "scores.jsonl"
     assert (
         main(
@@ -406,12 +400,7 @@ def test_meta_page_bins_from_a_grounded_scores_file(tiny_clip: tuple[Path, Path]
                 "--no-progress",
                 "--metrics",
                 "redundancy,grounding,clipscore",
-                "--clip-model",
-                "vst-tiny-clip",
-                "--clip-config",
-                str(config),
-                "--clip-checkpoint",
-                str(checkpoint),
+                *clip_args(tiny_clip),
                 "--cache-dir",
                 str(tmp_path / "cache"),
             ]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SAMPLE, write_jsonl
+from conftest import SAMPLE, clip_args, write_jsonl
 from PIL import Image
 
 from vst_core.cli import main
@@ -186,12 +186,7 @@ def test_regions_csv_unknown_images_fall_back_with_a_note(
             str(out),
             "--metrics",
             "grounding",
-            "--clip-model",
-            "vst-tiny-clip",
-            "--clip-checkpoint",
-            str(tiny_clip[1]),
-            "--clip-config",
-            str(tiny_clip[0]),
+            *clip_args(tiny_clip),
             "--regions",
             str(regions),
             "--cache-dir",
@@ -218,12 +213,7 @@ def test_theta_from_dataset_and_cache_command(
     args = [
         "--metrics",
         "grounding",
-        "--clip-model",
-        "vst-tiny-clip",
-        "--clip-checkpoint",
-        str(tiny_clip[1]),
-        "--clip-config",
-        str(tiny_clip[0]),
+        *clip_args(tiny_clip),
         "--cache-dir",
         str(tmp_path / "cache"),
         "--no-progress",

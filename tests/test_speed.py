@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import SAMPLE, write_jsonl
+from conftest import SAMPLE, clip_args, write_jsonl
 
 from benchmarks.harness import BenchConfig, run_bench
 from benchmarks.reference_code import reference_nr
@@ -224,12 +224,7 @@ def test_dataset_theta_is_the_same_in_every_shard(
     args = [
         "--metrics",
         "grounding",
-        "--clip-model",
-        "vst-tiny-clip",
-        "--clip-checkpoint",
-        str(tiny_clip[1]),
-        "--clip-config",
-        str(tiny_clip[0]),
+        *clip_args(tiny_clip),
         "--cache-dir",
         str(tmp_path / "cache"),
         "--no-progress",

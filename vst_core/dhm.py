@@ -45,10 +45,6 @@ class Triple:
     C: float | None
     R: float | None
 
-    @property
-    def complete(self) -> bool:
-        return self.G is not None and self.C is not None and self.R is not None
-
     def has(self, aspects: Sequence[str]) -> bool:
         return all(getattr(self, a) is not None for a in aspects)
 

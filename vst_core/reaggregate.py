@@ -4,13 +4,13 @@ temporal misalignment do not depend on these settings."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from vst_core.config import Settings
 from vst_core.metrics.grounding import groovist_score
 from vst_core.records import GroundingScores, StoryScores
-from vst_core.signature import signature
+from vst_core.signature import recorded_inputs, signature
 
 
 def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, weight: bool) -> GroundingScores:
@@ -29,11 +29,6 @@ def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, 
     )
 
 
-def grounding_variant(base: Settings, theta: str, *, penalize: bool, weighting: str) -> Settings:
-    """``base`` with the settings :func:`reaggregate` can apply without a model (others kept)."""
-    return base.with_(theta=theta, penalize=penalize, weighting=weighting)
-
-
 def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings) -> list[StoryScores]:
     """Records scored under ``base`` as ``wanted`` would give them, when the two differ only in θ,
     the penalty or whether weights are used; each record then carries ``wanted``'s signature.
@@ -46,8 +41,7 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
         raise ValueError("only θ, the penalty and the weighting can be changed without scoring again")
     if wanted.weighting not in ("none", base.weighting):
         raise ValueError(f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}")
-    inputs = records[0].signature.get("inputs") if records else None
-    sig = signature(wanted, inputs if isinstance(inputs, Mapping) else None)
+    sig = signature(wanted, recorded_inputs(records))
     out = []
     for record in records:
         grounding = record.grounding

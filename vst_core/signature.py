@@ -4,7 +4,7 @@ export and figure caption; two numbers with one signature id were made the same 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vst_core.config import CLIP_METRICS, Settings, library_versions
@@ -13,6 +13,7 @@ from vst_core.hashing import json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.pairs import pair_weights_id
 from vst_core.public_text import splitter_name
+from vst_core.records import StoryScores
 from vst_core.regions import detector_weights_path
 from vst_core.text import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
 from vst_core.wordnet import wordnet_id
@@ -67,6 +68,12 @@ Inputs = Mapping[str, str]
 def inputs_of(story_set: StorySet) -> dict[str, str]:
     """What a signature names as a run's input: the stories' content digest."""
     return {"stories": story_set.content_digest()}
+
+
+def recorded_inputs(records: Sequence[StoryScores]) -> dict[str, str] | None:
+    """The inputs the first record's signature names, or None when it names none."""
+    found = records[0].signature.get("inputs") if records else None
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, Mapping) else None
 
 
 def signature(settings: Settings, inputs: Inputs | None = None) -> dict[str, Any]:

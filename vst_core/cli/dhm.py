@@ -111,10 +111,10 @@ def run_dhm(args: argparse.Namespace) -> int:
             note(f"warning: {problem}")
         records.extend(found)
     human = tuple(h.strip() for h in args.human.split(",") if h.strip())
-    report = dhm_report(records, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
     if not any(r.system in human for r in records):
         error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
         return EXIT_INPUT
+    report = dhm_report(records, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
     _print(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     document = {"signature": report.signature, "systems": report.table(), "distances": len(report.distances)}

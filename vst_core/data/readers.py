@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vst_core.data.paths import (
     IMAGE_SUFFIXES,
@@ -358,15 +358,34 @@ def _looks_like_jsonl(text: str) -> bool:
     return len(lines) > 1 and sum(line.startswith("{") for line in lines) > len(lines) / 2
 
 
+class StoryFields(Protocol):
+    """What a story-set object is made of (a Story and a scores record both have it)."""
+
+    @property
+    def story_id(self) -> str: ...
+    @property
+    def sequence_id(self) -> str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def images(self) -> Sequence[str]: ...
+    @property
+    def sentences(self) -> Sequence[str]: ...
+
+
+def story_object(story: StoryFields) -> dict[str, Any]:
+    """The story-set object of a story: its ids, system, image paths and sentences."""
+    return {
+        "story_id": story.story_id,
+        "sequence_id": story.sequence_id,
+        "system": story.system,
+        "images": list(story.images),
+        "sentences": list(story.sentences),
+    }
+
+
 def write_story_set(stories: Iterable[Story], path: str | Path) -> None:
     """Write stories as a JSONL story set (image paths kept as given)."""
     with Path(path).open("w", encoding="utf-8") as fh:
         for s in stories:
-            record = {
-                "story_id": s.story_id,
-                "sequence_id": s.sequence_id,
-                "system": s.system,
-                "images": list(s.images),
-                "sentences": list(s.sentences),
-            }
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(story_object(s), ensure_ascii=False) + "\n")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.data.readers import story_from_record
+from vst_core.data.readers import story_from_record, story_object
 from vst_core.data.types import Problem, Story, StorySet
 from vst_core.records import StoryScores, read_record
 
@@ -125,15 +125,8 @@ def stories_of_records(records: Sequence[StoryScores], root: Path, source: str) 
     stories: list[Story] = []
     problems: list[Problem] = []
     for record in records:
-        fields = {
-            "story_id": record.story_id,
-            "sequence_id": record.sequence_id,
-            "system": record.system,
-            "images": list(record.images),
-            "sentences": list(record.sentences),
-        }
         try:
-            story = story_from_record(fields, root=root, check_images=True)
+            story = story_from_record(story_object(record), root=root, check_images=True)
             if "imported" in record.signature:  # a score imported without its story: no text is expected
                 story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
             stories.append(story)

@@ -112,8 +112,6 @@ def _plain(value: Any) -> Any:
         return int(value)
     if isinstance(value, np.bool_):
         return bool(value)
-    if isinstance(value, pd.Interval):
-        return str(value)
     return value
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from vst_core.records import (
     StoryScores,
     fields_of,
 )
-from vst_core.signature import Inputs, describe, inputs_of, signature, signature_id
+from vst_core.signature import Inputs, describe, inputs_of, recorded_inputs, signature, signature_id
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class RunView:
     @property
     def inputs(self) -> dict[str, str]:
         """The input the records name (a scores file's own), else the loaded stories' digest."""
-        recorded = self.records[0].signature.get("inputs") if self.records else None
-        return {str(k): str(v) for k, v in recorded.items()} if isinstance(recorded, Mapping) else inputs_of(self.story_set)
+        found = recorded_inputs(self.records)
+        return found if found is not None else inputs_of(self.story_set)
 
     def footer(self) -> str:
         text = describe(self.settings, self.inputs)
