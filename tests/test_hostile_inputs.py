@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -126,6 +127,53 @@ def test_a_decompression_bomb_and_a_truncated_png_are_reported(tmp_path: Path, m
     assert check_image(tmp_path / "cut.png") is not None
 
 
+def test_a_small_png_of_169_megapixels_is_refused_from_its_header(tmp_path: Path) -> None:
+    import resource
+
+    from PIL import Image
+
+    from vst_core.images import image_size
+
+    Image.new("1", (13000, 13000)).save(tmp_path / "huge.png")  # a few hundred KB on disk, 1.3 GB decoded
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert "over the 40 MP budget" in str(check_image(tmp_path / "huge.png"))
+    with pytest.raises(ValueError, match="only JPEG can be decoded reduced"):
+        image_size(tmp_path / "huge.png")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB: nothing was decoded
+
+
+def test_a_large_jpeg_is_decoded_reduced_and_its_boxes_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from PIL import Image
+
+    from vst_core.grounder import _crop
+    from vst_core.images import open_image, reduction, scale_of
+    from vst_core.regions import Box
+
+    image = Image.new("RGB", (400, 300), "white")
+    image.paste((255, 0, 0), (200, 150, 400, 300))  # the bottom-right quarter is red
+    image.save(tmp_path / "photo.jpg", quality=95)
+    image.save(tmp_path / "photo.png")
+    monkeypatch.setenv("VST_MAX_IMAGE_PIXELS", "10000")
+    assert reduction((400, 300), "JPEG") == 4
+    decoded = open_image(tmp_path / "photo.jpg")
+    assert decoded.size == (100, 75)
+    crop = _crop(decoded, Box(200, 150, 400, 300).scaled(*scale_of(decoded, (400, 300))))
+    assert crop.size == (50, 38) and crop.getpixel((25, 18))[0] > 200 and crop.getpixel((25, 18))[1] < 60
+    with pytest.raises(ValueError, match="over the 0.01 MP budget"):
+        open_image(tmp_path / "photo.png")
+    assert "memory budget" in str(check_image(tmp_path / "photo.png"))
+    monkeypatch.setenv("VST_MAX_IMAGE_PIXELS", "nonsense")  # a bad setting keeps the default
+    assert open_image(tmp_path / "photo.png").size == (400, 300)
+
+
+def test_grounding_never_opens_a_fifo(tmp_path: Path) -> None:
+    from vst_core.grounder import ImageEntry, _probe
+
+    os.mkfifo(tmp_path / "x.jpg")
+    entry = ImageEntry(tmp_path / "x.jpg")
+    assert _probe(entry) == "" and "not a regular file" in str(entry.error)
+
+
 def test_a_vist_file_with_odd_shapes_is_read_or_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "sis.json"
     path.write_text(json.dumps({"annotations": {"not": "a list"}}))
@@ -185,3 +233,163 @@ def test_an_unwritable_output_is_a_clear_message(tmp_path: Path, capsys: pytest.
         out = tmp_path / ("o" * 300 + ".jsonl")
     assert _score(str(SAMPLE), "--out", str(out)) == 3
     assert "cannot write" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ judgements, regions and scores files
+
+SAMPLE_IDS = ["space-ref", "space-generic", "home-ref", "home-generic", "ghost"]
+CELL = st.one_of(
+    st.sampled_from(["", "3", "4.5", "inf", "-inf", "nan", "1e308", "-1e308", "x", " 2 ", '"q,uoted"', "r1", "r2"]),
+    st.sampled_from(SAMPLE_IDS),
+    st.integers(-3, 9).map(str),
+    st.text(max_size=6),
+)
+HEADER = st.lists(
+    st.sampled_from(
+        [
+            "story_id",
+            "Story_ID",
+            "STORY_ID ",
+            "rater",
+            "aspect",
+            "value",
+            "system",
+            "overall",
+            "coherence",
+            "album_id",
+            "team",
+            "notes",
+            "",
+            "story_a",
+            "story_b",
+            "rank_a",
+            "rank_b",
+        ]
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@st.composite
+def judgement_files(draw: st.DrawFn) -> bytes:
+    """CSV text with any header, ragged rows, trailing commas, comments, a BOM, odd numbers."""
+    header = draw(HEADER)
+    rows = draw(st.lists(st.lists(CELL, min_size=0, max_size=len(header) + 2), max_size=8))
+    trailing = draw(st.booleans())
+    lines = [",".join(header) + ("," if trailing else "")]
+    lines += [",".join(row) + ("," if trailing else "") for row in rows]
+    if draw(st.booleans()):
+        lines.insert(0, "# a comment line")
+    text = "\n".join(lines)
+    return (b"\xef\xbb\xbf" if draw(st.booleans()) else b"") + text.encode("utf-8", "surrogateescape")
+
+
+@pytest.fixture(scope="module")
+def nr_records(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    from conftest import SAMPLE
+
+    from vst_core.data import load_records
+
+    out = tmp_path_factory.mktemp("nr") / "scores.jsonl"
+    assert _score(str(SAMPLE), "--metrics", "redundancy", "--out", str(out)) == 0
+    return load_records(out)[0]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(judgement_files())
+def test_judgement_files_are_read_or_refused_and_meta_eval_never_raises(nr_records: list[Any], data: bytes) -> None:
+    import math
+
+    from vst_core.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
+
+    try:
+        judgements = read_judgements(data)
+    except JudgementsError as exc:
+        assert str(exc)
+        return
+    assert all(isinstance(p, str) and p for p in judgements.problems)
+    report = run_meta_eval(nr_records, judgements, MetaSettings(resamples=20, baselines=False))
+    for _, row in report.correlations.iterrows():  # every undefined coefficient says why
+        if row["value"] is None or not math.isfinite(float(row["value"])):
+            assert str(row["undefined"] or ""), row.to_dict()
+
+
+BOX = st.one_of(
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=0, max_size=5).map(json.dumps),
+    st.sampled_from(["[1,2,30,40]", "[" * 3000 + "]" * 3000, "[1e999,0,1,1]", "null", "{}", "[1,2,3,'x']", "", "nope"]),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.sampled_from(["a.jpg", "x/a.jpg", "./b.png", "", "c"]), BOX, st.sampled_from(["", "0.9", "nan", "x"]))),
+    st.booleans(),
+)
+def test_a_regions_csv_never_raises_and_keeps_every_good_row(
+    tmp_path: Path, rows: list[tuple[str, str, str]], ragged: bool
+) -> None:
+    import csv
+    import io
+    import math
+
+    from vst_core.regions import read_regions_csv
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["image_name", "bbox", "score"])
+    for name, box, score in rows:
+        writer.writerow([name, box, score, *(["extra"] if ragged else [])])
+    path = tmp_path / "regions.csv"
+    path.write_text(buffer.getvalue())
+    table, problems = read_regions_csv(path)
+
+    def good(box: str, score: str) -> bool:
+        try:
+            coords = json.loads(box)
+        except (ValueError, RecursionError):
+            return False
+        numbers = isinstance(coords, list) and len(coords) == 4
+        numbers = numbers and all(isinstance(c, (int, float)) and math.isfinite(c) for c in coords)
+        return numbers and (score == "" or (score != "x" and math.isfinite(float(score))))
+
+    expected = sum(good(box, score) for _, box, score in rows)
+    assert sum(len(boxes) for boxes in table.by_path.values()) == expected
+    assert len(problems) == len(rows) - expected
+
+
+def test_a_regions_csv_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    from vst_core.regions import read_regions_csv
+
+    path = tmp_path / "latin.csv"
+    path.write_bytes("image_name,bbox\ncaf\xe9.jpg,[1,2,3,4]\n".encode("latin-1"))
+    with pytest.raises(ValueError, match="latin.csv.*not UTF-8"):
+        read_regions_csv(path)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(st.just("GOOD"), JUNK.map(json.dumps), HOSTILE_LINES, st.just('{"story_id": "x", "metrics": []}'))))
+def test_a_scores_file_never_raises_and_keeps_every_good_record(nr_records: list[Any], tmp_path: Path, lines: list[str]) -> None:
+    from vst_core.data import load_records
+    from vst_core.data.scores_io import scored_ids
+
+    good = [json.dumps(record.to_json()) for record in nr_records]
+    text = [good[i % len(good)] if line == "GOOD" else line for i, line in enumerate(lines)]
+    path = tmp_path / "scores.jsonl"
+    _write(path, text)
+    records, problems = load_records(path)
+    kept = [r for r in records if r.story_id in {x.story_id for x in nr_records} and not r.errors]
+    assert len(kept) == lines.count("GOOD")
+    ids, _ = scored_ids(path)
+    assert {r.story_id for r in kept} <= ids
+
+
+def test_judgement_files_named_in_the_robustness_report(nr_records: list[Any]) -> None:
+    from vst_core.meta_eval import JudgementsError, read_judgements
+
+    trailing = read_judgements(b"story_id,overall\nspace-ref,3,\nhome-ref,4,\n")
+    assert trailing.story_ids == {"space-ref", "home-ref"} and "trailing comma" in trailing.problems[0]
+    with pytest.raises(JudgementsError, match="both mean 'story_id'"):
+        read_judgements(b"story_id,Story_ID ,overall\na,a,3\nb,b,4\n")
+    extra = read_judgements(b"story_id,overall\na,3,5\nb,4\n")
+    assert "more fields than the header" in extra.problems[0]

@@ -4,7 +4,6 @@ then apply the pure formulas of :mod:`vst_core.metrics.grounding` story by story
 from __future__ import annotations
 
 import logging
-import stat
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,6 +19,7 @@ from vst_core.config import Settings
 from vst_core.data import Story, resolve_image
 from vst_core.embeddings import EmbeddingCache, region_key, text_key
 from vst_core.hashing import file_digest
+from vst_core.images import image_size, open_image, scale_of
 from vst_core.metrics.grounding import (
     clipscore,
     groovist_score,
@@ -56,23 +56,12 @@ class ImageEntry:
     note: str | None = None
 
 
-def open_image(path: Path) -> Image.Image:
-    """Decode an image fully (Pillow's decompression-bomb guard stays on) as RGB."""
-    with Image.open(path) as im:
-        im.load()
-        return im.convert("RGB")
-
-
 def _probe(entry: ImageEntry) -> str:
     """Content hash of an image file; sets its size from the header (no decode) or its error."""
     try:
-        if not stat.S_ISREG(entry.path.stat().st_mode):  # a FIFO would block the read for ever
-            raise OSError("not a regular file (a FIFO, device or folder)")
-        digest = file_digest(entry.path)
-        with Image.open(entry.path) as im:  # checks the format and the decompression-bomb limit
-            entry.size = im.size
-        return digest
-    except Exception as exc:  # missing, not an image, decompression bomb
+        entry.size = image_size(entry.path)  # regular file, format and pixel budget, from the header
+        return file_digest(entry.path)
+    except Exception as exc:  # missing, not an image, over the budget
         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
         return ""
 
@@ -234,7 +223,8 @@ class Grounder:
             def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
                 entry, box, _ = item
                 try:
-                    return _crop(image_of(entry), box, self.settings.grounding_profile)
+                    image = image_of(entry)  # a large JPEG is decoded reduced: boxes follow
+                    return _crop(image, box.scaled(*scale_of(image, entry.size)), self.settings.grounding_profile)
                 except Exception as exc:  # truncated data shows only when decoded
                     if entry.error is None:
                         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
@@ -262,7 +252,11 @@ class Grounder:
         detected = self.detector.boxes(images, self.settings.top_b)
         for entry, image in zip(ok, images, strict=True):
             decoded[id(entry)] = _done(image)
-        self._regions(ok, dict(zip(map(id, ok), detected, strict=True)))
+        back = [
+            [b.scaled(*(1 / f for f in scale_of(im, e.size))) for b in boxes]
+            for e, im, boxes in zip(ok, images, detected, strict=True)
+        ]
+        self._regions(ok, dict(zip(map(id, ok), back, strict=True)))
         return ok
 
     def _lookup(

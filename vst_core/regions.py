@@ -10,7 +10,6 @@ always works. The first ``top_b`` regions of an image are used, plus the whole i
 from __future__ import annotations
 
 import csv
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vst_core.data import Problem
+from vst_core.data.readers import load_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,12 @@ class Box:
 
     def key(self) -> str:
         return ",".join(f"{v:.1f}" for v in (self.x1, self.y1, self.x2, self.y2))
+
+    def scaled(self, sx: float, sy: float) -> Box:
+        """The box in an image resized by (sx, sy); itself when both are 1."""
+        if sx == 1.0 and sy == 1.0:
+            return self
+        return Box(self.x1 * sx, self.y1 * sy, self.x2 * sx, self.y2 * sy, self.label, self.score)
 
 
 def whole_image(width: int, height: int) -> Box:
@@ -119,12 +125,14 @@ class RegionsTable:
 
 
 def _box(row: dict[str, str]) -> Box:
-    coords = json.loads(row["bbox"])
+    coords = load_json(row.get("bbox") or "")
     if not (isinstance(coords, list) and len(coords) == 4 and all(isinstance(c, (int, float)) for c in coords)):
         raise ValueError("bbox must be [x1, y1, x2, y2]")
     if not all(math.isfinite(c) for c in coords):
         raise ValueError("bbox holds a number that is not finite")
     score = float(row["score"]) if row.get("score") not in (None, "") else None
+    if score is not None and not math.isfinite(score):
+        raise ValueError("score is not a finite number")
     return Box(
         float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3]), label=row.get("object") or None, score=score
     )

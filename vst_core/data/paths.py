@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
@@ -37,17 +36,21 @@ def resolve_image(root: Path, ref: str) -> Path:
 
 
 def check_image(path: Path) -> str | None:
-    """None when ``path`` is a regular file PIL can open and fully check, else why not. A FIFO, a
-    device or a folder is never opened (opening a FIFO blocks); a file over Pillow's pixel limit
-    (a decompression bomb) and a truncated file are reported."""
+    """None when ``path`` is a regular file PIL can open, check fully and decode within the memory
+    budget of :mod:`vst_core.images`, else why not. A FIFO, a device or a folder is never opened
+    (opening a FIFO blocks); a file over the byte or pixel budget and a truncated file are reported."""
     from PIL import Image
 
+    from vst_core.images import ImageBudgetError, image_size
+
     try:
-        info = path.stat()
-    except OSError:
+        image_size(path)
+    except FileNotFoundError:
         return f"image not found: {path}"
-    if not stat.S_ISREG(info.st_mode):
-        return f"not a regular file (a FIFO, device or folder): {path}"
+    except ImageBudgetError as exc:
+        return f"image over the memory budget: {exc}"
+    except Exception as exc:
+        return f"image cannot be read ({type(exc).__name__}): {path}"
     try:
         with Image.open(path) as im:
             im.verify()  # headers and checksums without decoding the pixels: truncation shows here

@@ -8,29 +8,40 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.data.readers import story_from_record, story_object
+from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
 from vst_core.data.types import Problem, Story, StorySet
 from vst_core.records import StoryScores, read_record
 
 
+def _score_line(raw: bytes, number: int) -> tuple[dict[str, Any] | None, Problem | None]:
+    """One line of a scores JSONL as a record, or the problem that keeps it out (a BOM on line 1 is
+    dropped; the readers' limits on line length, nesting and number size apply)."""
+    if len(raw) > MAX_LINE_BYTES:
+        return None, Problem(f"scores line longer than {MAX_LINE_BYTES} bytes; skipped", "line", line=number)
+    try:
+        text = raw.decode("utf-8")
+        record = load_json(text.removeprefix("\ufeff") if number == 1 else text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, Problem(f"unreadable scores line ({exc}); skipped", "line", line=number)
+    if not isinstance(record, dict) or "story_id" not in record:
+        return None, Problem("scores line without story_id; skipped", "line", line=number)
+    return record, None
+
+
 def read_score_lines(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    """The JSON objects of a scores JSONL with their line numbers (the JSON boundary): a malformed
-    or truncated line, or one without ``story_id``, is a problem, not an exception."""
+    """The JSON objects of a scores JSONL with their line numbers (the JSON boundary): a malformed,
+    truncated, too deep or too long line, or one without ``story_id``, is a problem, not an exception."""
     records: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
     with Path(path).open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                problems.append(Problem(f"unreadable scores line ({exc}); skipped", "line", line=number))
-                continue
-            if not isinstance(record, dict) or "story_id" not in record:
-                problems.append(Problem("scores line without story_id; skipped", "line", line=number))
-                continue
-            records.append((number, record))
+            record, problem = _score_line(raw, number)
+            if record is not None:
+                records.append((number, record))
+            elif problem is not None:
+                problems.append(problem)
     return records, problems
 
 
@@ -79,11 +90,7 @@ class ScoresWriter:
 
 def _complete(tail: bytes) -> bool:
     """Whether a last line without its newline is a whole scores record."""
-    try:
-        record = json.loads(tail.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return False
-    return isinstance(record, dict) and "story_id" in record
+    return _score_line(tail, 2)[0] is not None
 
 
 def scored_ids(out: Path) -> tuple[set[str], set[str]]:
@@ -92,16 +99,12 @@ def scored_ids(out: Path) -> tuple[set[str], set[str]]:
     ids: set[str] = set()
     signatures: set[str] = set()
     with Path(out).open("rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError):
-                continue
-            if isinstance(record, dict) and "story_id" in record:
+        for number, raw in enumerate(fh, start=1):
+            record = _score_line(raw, number)[0] if raw.strip() else None
+            if record is not None:
                 ids.add(str(record["story_id"]))
-                signatures.add(str((record.get("signature") or {}).get("id")))
+                signature = record.get("signature")
+                signatures.add(str(signature.get("id") if isinstance(signature, dict) else None))
     return ids, signatures
 
 

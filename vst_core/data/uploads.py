@@ -44,13 +44,21 @@ def save_images(images: list[tuple[str, bytes]], folder: Path, max_images: int, 
     """Write the files Pillow can read into ``folder`` as ``NN_name`` (in order); report the others."""
     from PIL import Image, UnidentifiedImageError
 
+    from vst_core.images import ImageBudgetError, max_bytes, reduction
+
     folder.mkdir(parents=True, exist_ok=True)
     kept: list[str] = []
     for name, data in images:
         safe = Path(name).name or "image"
         try:
+            if len(data) > max_bytes():
+                raise ImageBudgetError(f"{len(data) / 2**20:.0f} MiB, over the {max_bytes() / 2**20:.0f} MiB budget")
             with Image.open(BytesIO(data)) as im:
+                reduction(im.size, im.format)
                 im.verify()
+        except ImageBudgetError as exc:
+            messages.append(f"{safe} is over the memory budget ({exc}); left out")
+            continue
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
             messages.append(f"{safe} is not an image Pillow can read ({type(exc).__name__}); left out")
             continue

@@ -3,8 +3,10 @@ that could not be used; combining raters; inter-rater agreement (Krippendorff's 
 
 from __future__ import annotations
 
+import csv
 import io
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +83,29 @@ def _read_bytes(source: str | Path | bytes | IO[Any]) -> bytes:
     return raw
 
 
-def _read_table(raw: bytes) -> pd.DataFrame:
+_STRUCTURAL = frozenset(
+    {"story_id", "rater", "aspect", "value", "system", "sequence_id", "story_a", "story_b", "rank_a", "rank_b", "agreement"}
+)
+
+
+def _ragged_rows(text: str, width: int, first_line: int, problems: list[str]) -> None:
+    """Report rows with more fields than the header: an empty last field is a trailing comma;
+    anything else is data the header does not name (both are ignored)."""
+    trailing: list[int] = []
+    extra: list[int] = []
+    for number, row in enumerate(csv.reader(io.StringIO(text)), start=first_line):
+        if len(row) > width:
+            (trailing if not "".join(row[width:]).strip() else extra).append(number)
+    if trailing:
+        problems.append(f"{len(trailing)} row(s) end in a trailing comma (lines {trailing[:5]}); the empty field is ignored")
+    if extra:
+        problems.append(f"{len(extra)} row(s) have more fields than the header (lines {extra[:5]}); the extra fields are ignored")
+
+
+def _read_table(raw: bytes) -> tuple[pd.DataFrame, list[str]]:
+    """The CSV as text cells indexed by line number, plus what was odd about its shape. Structural
+    column names are matched case-insensitively (two columns meaning one name are refused); empty
+    unnamed columns (a trailing comma on the header) are dropped."""
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -93,28 +117,47 @@ def _read_table(raw: bytes) -> pd.DataFrame:
         skipped += 1
     if not lines:
         raise JudgementsError("judgements file is empty")
+    body = "\n".join(lines)
+    problems: list[str] = []
     try:
-        frame = pd.read_csv(io.StringIO("\n".join(lines)), dtype=str, keep_default_na=False, skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        header = next(csv.reader(io.StringIO(lines[0])))
+        _ragged_rows(body, len(header), skipped + 1, problems)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                io.StringIO(body),
+                dtype=str,
+                keep_default_na=False,
+                skipinitialspace=True,
+                index_col=False,
+                header=None,
+                names=list(range(len(header))),
+                skiprows=1,
+            )
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise JudgementsError(f"judgements file is not a readable CSV ({exc})") from exc
-    structural = {
-        "story_id",
-        "rater",
-        "aspect",
-        "value",
-        "system",
-        "sequence_id",
-        "story_a",
-        "story_b",
-        "rank_a",
-        "rank_b",
-        "agreement",
-    }
-    names = [str(c).strip() for c in frame.columns]
-    frame.columns = [n.lower() if n.lower() in structural else n for n in names]  # aspect names keep their case
+    frame = frame.fillna("").astype(str)
+    names = [name.strip() for name in header]
+    names = [name.lower() if name.lower() in _STRUCTURAL else name for name in names]  # aspect names keep their case
+    frame.columns = pd.Index(names)
     frame = frame.apply(lambda col: col.str.strip())
+    unnamed = [i for i, name in enumerate(names) if not name]
+    if unnamed:
+        blank = [i for i in unnamed if frame.iloc[:, i].eq("").all()]
+        if len(blank) < len(unnamed):
+            raise JudgementsError(f"column {unnamed[len(blank)] + 1} has values but no name in the header")
+        problems.append(f"{len(blank)} empty column(s) without a name (a trailing comma?); ignored")
+        frame = frame.iloc[:, [i for i in range(len(names)) if i not in blank]]
+    seen: dict[str, int] = {}
+    for position, name in enumerate(frame.columns):
+        if name in seen:
+            raise JudgementsError(
+                f"columns {seen[name] + 1} and {position + 1} both mean {name!r} "
+                f"(header: {', '.join(header)}); rename or remove one"
+            )
+        seen[name] = position
     frame.index = frame.index + skipped + 2  # index = line number in the file
-    return frame
+    return frame, problems
 
 
 def _numeric(frame: pd.DataFrame, column: str, label: str, problems: list[str]) -> pd.Series:
@@ -196,13 +239,13 @@ def read_judgements(source: str | Path | bytes | IO[Any], *, aspects: Sequence[s
     (a ``team`` or ``condition`` column) is refused naming the column.
     """
     raw = _read_bytes(source)
-    judgements = _judgements(_read_table(raw), aspects)
+    frame, problems = _read_table(raw)
+    judgements = _judgements(frame, aspects, problems)
     judgements.digest = text_digest(raw)
     return judgements
 
 
-def _judgements(frame: pd.DataFrame, aspects: Sequence[str] | None) -> Judgements:
-    problems: list[str] = []
+def _judgements(frame: pd.DataFrame, aspects: Sequence[str] | None, problems: list[str]) -> Judgements:
     dupes = frame.duplicated()
     if dupes.any():
         problems.append(f"{int(dupes.sum())} duplicated row(s) (lines {[int(i) for i in frame.index[dupes][:5]]}); kept once")
