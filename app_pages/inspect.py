@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 from PIL import Image
 
+from dashboard import loading
 from dashboard.frame import page
 from vst_core.data import Story, StorySet
 from vst_core.records import StoryScores
@@ -34,7 +37,19 @@ def images(story_set: StorySet, stories: list[Story]) -> None:
         st.info("No readable images for this sequence: grounding cannot be shown.")
         return
     for col, ref in zip(st.columns(len(first.images)), first.images, strict=True):
-        col.image(str(story_set.image_path(ref)), width="stretch")
+        shown, _, why = shown_image(story_set.image_path(ref))
+        if shown is None:
+            col.caption(f"⚠️ {why}")
+        else:
+            col.image(shown, width="stretch")
+
+
+def shown_image(path: Path) -> tuple[Image.Image | None, tuple[int, int], str | None]:
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return None, (0, 0), f"{path.name}: not found"
+    return loading.thumbnail(str(path), mtime)
 
 
 @st.fragment
@@ -47,8 +62,13 @@ def region(story: Story, record: StoryScores) -> None:
     pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.story_id}")
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
-        with Image.open(story_set.image_path(story.images[p.image])) as im:
-            st.image(draw_box(im, p.box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
+        shown, size, why = shown_image(story_set.image_path(story.images[p.image]))
+        if shown is None:
+            st.caption(f"⚠️ {why}")
+            return
+        sx, sy = shown.width / size[0], shown.height / size[1]
+        box = [p.box[0] * sx, p.box[1] * sy, p.box[2] * sx, p.box[3] * sy]
+        st.image(draw_box(shown, box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
 
 
 def card(story: Story, record: StoryScores) -> None:

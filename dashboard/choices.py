@@ -3,10 +3,14 @@ mapping from widgets to :class:`~vst_core.config.Settings` is unit-tested on its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
-from vst_core.config import CLIP_METRICS, NRVariant, Settings
+from vst_core.config import CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
+from vst_core.data.access import PathNotAllowed, confine
 
 RegionsKind = Literal["grid", "csv", "detector"]
 
@@ -100,3 +104,88 @@ def without(settings: Settings, metrics: tuple[str, ...] | frozenset[str]) -> Se
 
 def without_clip(settings: Settings) -> Settings:
     return without(settings, CLIP_METRICS)
+
+
+#: The sidebar fields that may name a server path, with their label and the value used instead.
+PATH_FIELDS: dict[str, tuple[str, str]] = {
+    "coherence_model": ("Pair model", DEFAULTS.coherence_model),
+    "clip_pretrained": ("Pretrained tag", DEFAULTS.clip_pretrained or ""),
+    "clip_checkpoint": ("…or local checkpoint file", ""),
+    "clip_config": ("open_clip model config", ""),
+    "regions": ("Regions", DEFAULTS.regions),
+}
+_KEYWORDS = {"grid", "detector", "bert-nsp"}
+
+
+def _path_part(field: str, value: str) -> str:
+    """The part of a field's value that would be read as a path ('' for keywords and names)."""
+    value = value.strip()
+    if field == "coherence_model":
+        kind, _, arg = value.partition(":")
+        return arg if kind in ("bert-nsp", "rovist-c") else value
+    return "" if value in _KEYWORDS else value
+
+
+def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str]]:
+    """The choices with every server path outside ``roots`` replaced by the field's default, and a
+    notice per refusal naming the sidebar field (see :func:`vst_core.data.access.confine`)."""
+    notices: list[str] = []
+    changes: dict[str, str] = {}
+    for name, (label, default) in PATH_FIELDS.items():
+        part = _path_part(name, getattr(choices, name))
+        if not part:
+            continue
+        try:
+            confine(part, roots, what=label)
+        except PathNotAllowed as exc:
+            notices.append(f"{exc}; “{label}” is back to {default or 'empty'}")
+            changes[name] = default
+    return replace(choices, **changes), notices  # type: ignore[arg-type]
+
+
+def _is_bool(v: str) -> bool:
+    return v in ("true", "false")
+
+
+def _is_float_in(low: float, high: float) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        try:
+            x = float(v)
+        except ValueError:
+            return False
+        return math.isfinite(x) and low <= x <= high
+
+    return check
+
+
+def _is_int_in(low: int, high: int) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        return v.strip().lstrip("-").isdigit() and low <= int(v) <= high
+
+    return check
+
+
+#: What each value bound to the URL may be; anything else falls back to the widget's default.
+URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "source": (lambda v: v in SOURCES, "one of the four story sources"),
+    "variant": (lambda v: v in ("paper", "reference"), "paper or reference"),
+    "ngram": (_is_int_in(2, 8), "a whole number from 2 to 8"),
+    "coherence": (_is_bool, "true or false"),
+    "grounding": (_is_bool, "true or false"),
+    "extra_clip": (_is_bool, "true or false"),
+    "penalize": (_is_bool, "true or false"),
+    "concreteness": (_is_bool, "true or false"),
+    "device": (lambda v: v in ("auto", "cpu", "cuda"), "auto, cpu or cuda"),
+    "theta_name": (lambda v: v in (*THETA_PRESETS, SLIDER), f"one of {', '.join((*THETA_PRESETS, SLIDER))}"),
+    "theta_value": (_is_float_in(0.0, 1.5), "a number from 0 to 1.5"),
+}
+
+
+def url_notices(params: Mapping[str, str]) -> list[str]:
+    """One notice per value in a link that the sidebar cannot take (the default is used instead)."""
+    notices = []
+    for key, value in params.items():
+        rule = URL_VALUES.get(key)
+        if rule is not None and not rule[0](value):
+            notices.append(f"The link value {key}={value[:40]!r} is not valid ({rule[1]}); the default is used")
+    return notices

@@ -4,10 +4,10 @@ by the records' digest. Functions take strings and hashes, never PIL images or t
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import streamlit as st
+from PIL import Image
 
 from vst_core.config import Settings
 from vst_core.data import (
@@ -16,10 +16,12 @@ from vst_core.data import (
     load_records,
     read_story_set,
     stories_of_records,
-    story_set_from_upload,
 )
+from vst_core.data.uploads import place_upload
 from vst_core.dhm import DHMReport, dhm_report
 from vst_core.hashing import json_digest
+from vst_core.images import image_size
+from vst_core.images import thumbnail as images_thumbnail
 from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
@@ -48,40 +50,24 @@ def story_file(path: str, mtime: float) -> Loaded:
         return None, str(exc)
 
 
-@st.cache_data(show_spinner=False)
-def uploaded_story_file(name: str, data: bytes, digest: str) -> Loaded:
-    """An uploaded story file, cached by content hash; images are not part of an upload."""
-    folder = Path(tempfile.mkdtemp(prefix="vst-upload-"))
-    path = folder / Path(name).name
-    path.write_bytes(data)
-    try:
-        return read_story_set(path, check_images=False), None
-    except StorySetError as exc:
-        return None, str(exc)
-
-
-@st.cache_data(show_spinner=False)
-def uploaded_images(files: tuple[tuple[str, bytes], ...], text: str) -> tuple[StorySet | None, list[str]]:
-    """Uploaded images + pasted stories as a story set in a temporary folder (cached by content)."""
-    folder = Path(tempfile.mkdtemp(prefix="vst-images-"))
-    return story_set_from_upload(list(files), text, folder)
+def _read_scores_file(file: Path, root: Path) -> tuple[StorySet | None, list[StoryScores], str | None]:
+    records, problems = load_records(file)
+    story_set, more = stories_of_records(records, root, str(file))
+    shown = {s.story_id for s in story_set}
+    records = [with_repeated_spans(r) for r in records if r.story_id in shown]  # runs with --no-spans left them out
+    if not records:
+        return None, [], f"no usable record in {file.name}" + (f" ({len(problems)} unreadable lines)" if problems else "")
+    return StorySet(story_set.stories, root, str(file), (*problems, *more)), records, None
 
 
 @st.cache_data(show_spinner=False)
 def _scores_file(path: str, mtime: float, images_dir: str) -> tuple[StorySet | None, list[StoryScores], str | None]:
     file = Path(path)
-    records, problems = load_records(file)
-    root = Path(images_dir) if images_dir else file.parent
-    story_set, more = stories_of_records(records, root, str(file))
-    shown = {s.story_id for s in story_set}
-    records = [with_repeated_spans(r) for r in records if r.story_id in shown]  # runs with --no-spans left them out
-    if not records:
-        return None, [], f"no usable record in {file}" + (f" ({len(problems)} unreadable lines)" if problems else "")
-    return StorySet(story_set.stories, root, str(file), (*problems, *more)), records, None
+    return _read_scores_file(file, Path(images_dir) if images_dir else file.parent)
 
 
 def scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[StoryScores], str | None]:
-    """A scores JSONL as stories + typed records; errors as a message for the page."""
+    """A scores JSONL on the server as stories + typed records; errors as a message for the page."""
     file = Path(path)
     if not file.is_file():
         return None, [], f"scores file not found: {file}"
@@ -89,6 +75,35 @@ def scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[Story
         return _scores_file(str(file), file.stat().st_mtime, images_dir)
     except OSError as exc:
         return None, [], f"cannot read {file}: {exc}"
+
+
+def scores_upload(
+    files: list[tuple[str, bytes]], folder: Path
+) -> tuple[StorySet | None, list[StoryScores], str | None, list[str]]:
+    """An uploaded scores JSONL and its images, written under ``folder`` (the session's)."""
+
+    def refs_of(path: Path) -> list[str]:
+        return [ref for record in load_records(path)[0] for ref in record.images]
+
+    path, error, messages = place_upload(files, folder, refs_of, suffixes=(".jsonl",), what="scores file")
+    if path is None:
+        return None, [], error, messages
+    return (*_read_scores_file(path, folder), messages)
+
+
+#: Longest side of an image shown on a page (decoded reduced where the format allows).
+SHOWN_PIXELS = 768
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def thumbnail(path: str, mtime: float) -> tuple[Image.Image | None, tuple[int, int], str | None]:
+    """(image for display, the original's size, why none): never decodes more than the budget of
+    :mod:`vst_core.images`, and keeps only :data:`SHOWN_PIXELS` on the longer side."""
+    try:
+        size = image_size(Path(path))
+        return images_thumbnail(Path(path), SHOWN_PIXELS), size, None
+    except Exception as exc:  # over the budget, gone, truncated: said in place of the image
+        return None, (0, 0), f"{Path(path).name}: {exc}"
 
 
 @st.cache_resource(show_spinner="Loading the sentence-pair model…")

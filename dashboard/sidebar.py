@@ -9,11 +9,14 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from dashboard import loading
-from dashboard.choices import DEFAULTS, SCORES_FILE, SLIDER, SOURCES, UPLOAD_FILE, UPLOAD_IMAGES, Choices
+from dashboard import loading, session
+from dashboard.choices import DEFAULTS, SCORES_FILE, SLIDER, SOURCES, UPLOAD_FILE, UPLOAD_IMAGES, Choices, confined, url_notices
 from vst_core.config import THETA_PRESETS
-from vst_core.data import MAX_UPLOAD_IMAGES, StorySet
-from vst_core.hashing import text_digest
+from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
+from vst_core.data.access import PathNotAllowed, confine
+from vst_core.data.paths import IMAGE_SUFFIXES
+from vst_core.data.uploads import story_set_from_files
+from vst_core.hashing import json_digest, text_digest
 from vst_core.records import StoryScores
 
 URL: Literal["query-params"] = "query-params"
@@ -29,21 +32,32 @@ class Input:
     messages: list[str] = field(default_factory=list)
 
 
+IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
+
+
 def render() -> tuple[Choices, Input]:
-    """Draw the sidebar; its choices and the data it loaded."""
+    """Draw the sidebar; its choices (server paths confined to the allowed folders) and the data it
+    loaded, with a notice for each value of a link it could not take."""
+    link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     with st.sidebar:
         st.header("Data")
         source = str(st.radio("Story set", list(SOURCES), key="source", bind=URL))
         data = _data(source)
         values: dict[str, Any] = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
-    return Choices(**values), data
+    choices, refused = confined(Choices(**values), session.roots())
+    data.messages[:0] = [*link, *refused]
+    return choices, data
+
+
+def _files_key(files: list[tuple[str, bytes]], *extra: str) -> str:
+    return json_digest([[name, text_digest(data)] for name, data in files] + list(extra))
 
 
 def _data(source: str) -> Input:
     if source == UPLOAD_IMAGES:
         files = st.file_uploader(
             f"Images of one sequence, in order (1-{MAX_UPLOAD_IMAGES})",
-            type=["jpg", "jpeg", "png", "webp", "bmp", "gif"],
+            type=IMAGE_TYPES,
             accept_multiple_files=True,
             key="upload_images",
         )
@@ -55,27 +69,66 @@ def _data(source: str) -> Input:
         )
         if not files:
             return Input()
-        story_set, messages = loading.uploaded_images(tuple((f.name, f.getvalue()) for f in files), text)
-        return Input(story_set, messages=messages)
+        images = [(f.name, f.getvalue()) for f in files]
+        story_set, messages = session.cached(_files_key(images, text), lambda folder: story_set_from_upload(images, text, folder))
+        return Input(story_set, messages=list(messages))
     if source == SCORES_FILE:
-        path = st.text_input(
-            "Scores file written by `vst score`",
-            "",
-            key="scores_path",
-            help="images are looked up relative to the story file the scores were made from: give that folder below",
-        ).strip()
-        images_dir = st.text_input("Folder of the story file (for images)", "", key="scores_images").strip()
-        if not path:
-            return Input()
-        story_set, records, error = loading.scores_file(path, images_dir)
-        return Input(story_set, error, records)
+        return _scores()
     if source == UPLOAD_FILE:
-        upload = st.file_uploader("Story set (JSON or JSONL)", type=["json", "jsonl"], key="upload")
-        if upload is None:
+        files = st.file_uploader(
+            "Story set (JSON, JSONL or VIST) with its images",
+            type=["json", "jsonl", "zip", *IMAGE_TYPES],
+            accept_multiple_files=True,
+            key="upload",
+            help="add the images the file names (several files, or one .zip keeping their folders) to see them and score grounding",
+        )
+        if not files:
             return Input()
-        payload = upload.getvalue()
-        return Input(*loading.uploaded_story_file(upload.name, payload, text_digest(payload)))
+        uploaded = [(f.name, f.getvalue()) for f in files]
+        story_set, error, messages = session.cached(_files_key(uploaded), lambda folder: story_set_from_files(uploaded, folder))
+        return Input(story_set, error, messages=list(messages))
     return Input(*loading.story_file(str(loading.SAMPLE), loading.SAMPLE.stat().st_mtime))
+
+
+def _scores() -> Input:
+    """A scores JSONL: uploaded (with its images), or a path inside the folders the server allows."""
+    files = st.file_uploader(
+        "Scores JSONL written by `vst score`, with its images",
+        type=["jsonl", "zip", *IMAGE_TYPES],
+        accept_multiple_files=True,
+        key="scores_upload",
+        help="add the images of the story file the scores were made from (several files, or a .zip keeping their folders)",
+    )
+    path = st.text_input(
+        "…or a scores file on this server",
+        "",
+        key="scores_path",
+        help="inside the working directory or a folder allowed at start-up (`-- --data FOLDER`)",
+    ).strip()
+    images_dir = st.text_input(
+        "Folder of the story file (for images)",
+        "",
+        key="scores_images",
+        help="images are looked up relative to the story file the scores were made from",
+    ).strip()
+    if files:
+        uploaded = [(f.name, f.getvalue()) for f in files]
+        found = session.cached(_files_key(uploaded, "scores"), lambda folder: loading.scores_upload(uploaded, folder))
+        return Input(found[0], found[2], found[1], messages=list(found[3]))
+    if not path:
+        return Input()
+    try:
+        file = confine(path, session.roots(), what="scores file")
+        images = str(confine(images_dir, session.roots(), what="images folder")) if images_dir else ""
+    except PathNotAllowed as exc:
+        return Input(error=str(exc))
+    story_set, records, error = loading.scores_file(str(file), images)
+    hint = (
+        ["Images are looked up beside the scores file: set “Folder of the story file” if they are elsewhere"]
+        if story_set is not None and not images_dir and any(p.kind == "image" for p in story_set.all_problems())
+        else []
+    )
+    return Input(story_set, error, records, messages=hint)
 
 
 def _redundancy() -> dict[str, Any]:

@@ -49,6 +49,12 @@ def table(app: AppTest) -> pd.DataFrame:
     return app.dataframe[0].value
 
 
+@pytest.fixture(autouse=True)
+def allow_test_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' temporary folders are data folders the operator allowed."""
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
+
+
 @pytest.fixture
 def at() -> AppTest:
     return make()
@@ -118,7 +124,7 @@ def test_upload_story_file(at: AppTest) -> None:
         json.dumps({"story_id": "u1", "system": "mine", "sentences": ["We sang.", "We sang and sang."]}),
         "{not json",
     ]
-    at.file_uploader(key="upload").set_value(("mine.jsonl", ("\n".join(lines) + "\n").encode(), "application/json")).run()
+    at.file_uploader(key="upload").set_value([("mine.jsonl", ("\n".join(lines) + "\n").encode(), "application/json")]).run()
     assert not at.exception
     assert "`u1`" in "".join(m.value for m in at.markdown)
     assert any("line 2" in e.value and "malformed JSON" in e.value for e in at.error)
@@ -126,7 +132,7 @@ def test_upload_story_file(at: AppTest) -> None:
 
 def test_upload_unreadable_file_shows_message(at: AppTest) -> None:
     at.radio(key="source").set_value("Upload a story file").run()
-    at.file_uploader(key="upload").set_value(("bad.json", b"\xff\xfe garbage", "application/json")).run()
+    at.file_uploader(key="upload").set_value([("bad.json", b"\xff\xfe garbage", "application/json")]).run()
     assert not at.exception
     assert any("not UTF-8" in e.value for e in at.error)
 
@@ -285,6 +291,57 @@ def test_server_paths_never_come_from_a_link(tmp_path: Path) -> None:
     assert not app.exception and app.radio(key="source").value == "Scores JSONL (no model needed)"
     assert app.text_input(key="scores_path").value == "" and app.text_input(key="regions").value == "grid"
     assert "leak" not in "".join(m.value for m in app.markdown) and not app.dataframe
+
+
+def test_typed_server_paths_stay_inside_the_allowed_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
+    app = make("dataset", source="Scores JSONL (no model needed)", scores_path="/etc/passwd")
+    errors = " ".join(e.value for e in app.error)
+    assert "outside the folders this dashboard may read" in errors and "root:" not in errors and not app.dataframe
+    inside = make("dataset", source="Scores JSONL (no model needed)", scores_path=str(tmp_path_factory.getbasetemp() / "none"))
+    assert any("scores file not found" in e.value for e in inside.error)  # allowed: only then does existence show
+    models = make("dataset", coherence_model="rovist-c:/etc/shadow", regions="/etc/hosts", clip_config="../../x.json")
+    notices = " ".join(w.value for w in models.warning)
+    assert notices.count("outside the folders this dashboard may read") == 3
+    assert "“Regions” is back to grid" in notices and "Regions file not found" not in notices
+
+
+def test_invalid_link_values_fall_back_to_defaults_with_a_notice() -> None:
+    app = open_page("dataset")
+    for key, value in {"ngram": "999", "theta_name": "slider", "theta_value": "nan", "coherence": "maybe"}.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception and app.slider(key="ngram").value == 4
+    notices = " ".join(w.value for w in app.warning)
+    assert "ngram='999' is not valid" in notices and "theta_value='nan'" in notices and "coherence='maybe'" in notices
+    assert "nan" not in app.caption[-1].value
+
+
+def _sample_upload() -> list[tuple[str, bytes, str]]:
+    import io
+    import zipfile
+
+    sample = ROOT / "assets/sample"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.write(sample / "stories.jsonl", "my-set/stories.jsonl")
+        for image in sorted((sample / "images").iterdir()):
+            archive.write(image, f"my-set/images/{image.name}")
+    return [("my-set.zip", buffer.getvalue(), "application/zip")]
+
+
+def test_a_story_file_arrives_with_its_images() -> None:
+    app = make(source="Upload a story file", coherence=False, grounding=False)
+    app.file_uploader(key="upload").set_value(_sample_upload()).run()
+    assert not app.exception
+    assert len(app.get("image")) == 5 and not [w for w in app.warning if "problems" in w.value]
+    alone = make(source="Upload a story file", coherence=False, grounding=False)
+    alone.file_uploader(key="upload").set_value(
+        [("stories.jsonl", (ROOT / "assets/sample/stories.jsonl").read_bytes(), "x")]
+    ).run()
+    assert not alone.exception and not alone.get("image")  # no crash: missing images are said once
+    assert any("upload them with it" in w.value for w in alone.warning)
+    alone.file_uploader(key="upload").set_value([]).run()  # removing the file removes its stories
+    assert not alone.exception and "`space-ref`" not in "".join(m.value for m in alone.markdown)
 
 
 def _png(colour: str, size: tuple[int, int] = (32, 24)) -> bytes:
