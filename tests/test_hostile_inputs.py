@@ -219,7 +219,37 @@ def test_a_second_run_on_the_same_output_is_refused(tmp_path: Path, capsys: pyte
     assert _score(str(SAMPLE), "--out", str(out)) == 0  # released: the run goes ahead
 
 
-@pytest.mark.parametrize("case", ["directory", "under a file", "name too long"])
+def test_a_full_disk_mid_run_is_exit_3_and_the_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+
+    from conftest import SAMPLE
+
+    from vst_core.data.scores_io import ScoresWriter
+
+    real = ScoresWriter.write
+    count = [0]
+
+    def filling(self: ScoresWriter, record: Any) -> None:
+        count[0] += 1
+        if count[0] == 4:  # the disk fills in the middle of the fourth record
+            self._fh.write(json.dumps(record.to_json())[:50])
+            self._fh.flush()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, record)
+
+    out = tmp_path / "o.jsonl"
+    monkeypatch.setattr(ScoresWriter, "write", filling)
+    assert _score(str(SAMPLE), "--metrics", "redundancy", "--out", str(out)) == 3
+    assert "No space left on device" in capsys.readouterr().err
+    monkeypatch.setattr(ScoresWriter, "write", real)
+    assert _score(str(SAMPLE), "--metrics", "redundancy", "--out", str(out)) == 0
+    ids = [json.loads(line)["story_id"] for line in out.read_text().splitlines()]
+    assert len(ids) == 8 == len(set(ids))
+
+
+@pytest.mark.parametrize("case", ["directory", "under a file", "name too long", "a device"])
 def test_an_unwritable_output_is_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str) -> None:
     from conftest import SAMPLE
 
@@ -229,6 +259,8 @@ def test_an_unwritable_output_is_a_clear_message(tmp_path: Path, capsys: pytest.
     elif case == "under a file":
         (tmp_path / "f").write_text("x")
         out = tmp_path / "f" / "o.jsonl"
+    elif case == "a device":
+        out = Path("/dev/zero")  # reading it never ends; it is refused before anything is read
     else:  # refused by the file system for anyone, root included
         out = tmp_path / ("o" * 300 + ".jsonl")
     assert _score(str(SAMPLE), "--out", str(out)) == 3
@@ -393,3 +425,46 @@ def test_judgement_files_named_in_the_robustness_report(nr_records: list[Any]) -
         read_judgements(b"story_id,Story_ID ,overall\na,a,3\nb,b,4\n")
     extra = read_judgements(b"story_id,overall\na,3,5\nb,4\n")
     assert "more fields than the header" in extra.problems[0]
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(VALID.map(json.dumps), JUNK.map(json.dumps), HOSTILE_LINES), max_size=10), st.integers(0, 10))
+def test_a_cli_run_on_any_story_file_writes_each_story_once_and_resumes(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], cut: int
+) -> None:
+    folder = tmp_path_factory.mktemp("cli")
+    path, out = folder / "s.jsonl", folder / "o.jsonl"
+    _write(path, lines)
+    expected = {s.story_id for s in read_story_set(path, check_images=False)}
+    code = _score(str(path), "--metrics", "redundancy", "--out", str(out))
+    assert code in (0, 3)
+    written = [json.loads(line)["story_id"] for line in out.read_text().splitlines()] if out.exists() else []
+    assert sorted(written) == sorted(expected) and (code == 0 or not expected)
+    if out.exists() and cut:  # a run killed mid-record, then resumed
+        data = out.read_bytes()
+        out.write_bytes(data[: max(0, len(data) - cut)])
+        assert _score(str(path), "--metrics", "redundancy", "--out", str(out)) == 0
+        again = [json.loads(line)["story_id"] for line in out.read_text().splitlines()]
+        assert sorted(again) == sorted(expected)
+
+
+@pytest.mark.slow
+def test_two_processes_on_one_output_leave_each_story_once(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    stories = tmp_path / "many.jsonl"
+    sentences = ["We went to the park.", "The park was full of dogs.", "A dog ran to the park gate."]
+    _write(stories, [json.dumps({"story_id": f"s{k}", "sentences": [*sentences, f"Story {k} ended."]}) for k in range(3000)])
+    out = tmp_path / "o.jsonl"
+    command = [sys.executable, "-m", "vst_core", "score", str(stories), "--metrics", "redundancy", "--out", str(out)]
+    from conftest import ROOT
+
+    first, second = (subprocess.Popen([*command, "--no-progress"], stderr=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(2))
+    codes = [first.wait(timeout=300), second.wait(timeout=300)]
+    errors = (first.stderr.read() if first.stderr else "") + (second.stderr.read() if second.stderr else "")
+    assert sorted(codes) in ([0, 0], [0, 2]), errors
+    if 2 in codes:
+        assert "another run is writing" in errors
+    ids = [json.loads(line)["story_id"] for line in out.read_text().splitlines()]
+    assert len(ids) == 3000 and len(set(ids)) == 3000

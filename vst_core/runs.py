@@ -6,6 +6,7 @@ settings is refused. Shards split a set by a stable hash of the sequence id."""
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -45,6 +46,8 @@ class RunLockedError(RuntimeError):
 def locked(out: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out`` (a ``.lock`` file beside it) for the whole run: a second
     run on the same file is refused at once instead of writing its stories twice."""
+    if out.exists() and not out.is_file():  # a folder, a device (/dev/full reads for ever), a FIFO
+        raise OSError(errno.EINVAL, "not a regular file", str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
     lock = out.with_name(out.name + ".lock")
     with lock.open("a") as fh:
