@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page
 from vst_core.hashing import text_digest
-from vst_core.meta_eval import METHODS, MetaSettings, best_per_aspect
+from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
+from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.viz import (
+    MIN_INTERVAL_N,
     bins_figure,
     correlation_bars,
     correlation_cells,
@@ -46,6 +49,7 @@ else:
         st.stop()
     data = uploaded
 
+st.session_state[loading.JUDGEMENTS_KEY] = data  # Inspect shows these ratings beside the scores
 judgements, error = loading.judgements(data)
 if judgements is None:
     st.error(f"Could not read the judgements: {error}")
@@ -115,11 +119,53 @@ if match["matched"] == 0 and not len(report.pairs):
 caption = f"{report.description} · {view.footer()}"
 
 
+def open_in_inspect(table: pd.DataFrame, key: str, story: str, also: str | None = None) -> None:
+    """A table whose click on any cell opens that row's story (and ``also``, side by side) in Inspect."""
+    event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-cell", key=key)
+    cells = event.selection.cells if event is not None else []
+    if cells:
+        row = table.iloc[int(cells[0][0])]
+        params = {**st.query_params.to_dict(), "story": str(row[story])}
+        if also:
+            params["with"] = str(row[also])
+        st.switch_page("app_pages/inspect.py", query_params=params)
+
+
+@st.fragment
+def disagreements(report: MetaReport) -> None:
+    """For one metric and one human aspect: the stories ranked furthest from people, and the pairs
+    ordered against them; a click opens the story (or the pair side by side) in Inspect."""
+    x, y = st.columns(2)
+    metric = x.selectbox("Metric", report.metrics, key="dis_metric")
+    aspect = y.selectbox("Human aspect", report.aspects, key="dis_aspect")
+    if not metric or not aspect:
+        st.info("No metric and human aspect to compare.")
+        return
+    stories = story_disagreements(report.data, metric, aspect)
+    st.markdown(f"**Stories ranked furthest from people** · {len(stories)} stories with both")
+    st.caption(
+        "Rank 1 = best; ties share their mean rank. rank_diff = metric rank − human rank: positive when the metric "
+        "places the story lower than people do. Click a row to open the story in Inspect."
+    )
+    open_in_inspect(stories.round(4), "dis_stories", "story_id")
+    pairs = pair_disagreements(report.pairs, report.data, metric)
+    st.markdown(f"**Pairs {metric} orders against people** · {len(pairs)} of {len(report.pairs)} pairs")
+    st.caption(f"Pairs: {report.pairs_source}. Largest human gap first. Click a row to see both stories side by side.")
+    open_in_inspect(pairs.round(4), "dis_pairs", "better", also="worse")
+    st.download_button(
+        "Disagreeing stories (CSV)",
+        f"# {report.description}\n" + stories.to_csv(index=False),
+        "disagreements.csv",
+        "text/csv",
+        key="dl-disagreements",
+    )
+
+
 def download(name: str, label: str) -> None:
     st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}")
 
 
-tabs = st.tabs(["Correlations", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
+tabs = st.tabs(["Correlations", "Disagreements", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
 with tabs[0]:
     if not len(report.correlations):
         st.info("No ratings to correlate with (a pairwise file gives pairwise accuracy only; see that tab).")
@@ -127,7 +173,9 @@ with tabs[0]:
     best = best_per_aspect(report.correlations, method)
     cells = correlation_cells(report.correlations, method)
     st.caption(
-        f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05; the best metric per aspect is highlighted"
+        f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). "
+        f"With N < {MIN_INTERVAL_N} no interval is shown: it would look certain without meaning anything. "
+        "Where two or more metrics are defined for an aspect, the best is highlighted."
     )
     st.dataframe(
         cells.style.apply(
@@ -139,19 +187,23 @@ with tabs[0]:
     )
     if len(report.correlations):
         st.plotly_chart(correlation_bars(report.correlations, method, caption), key="bars")
-    systems = report.data["system"].nunique() if "system" in report.data else 0
+    counted = report.system_correlations[report.system_correlations["method"] == method]["n"]
+    systems = int(counted.max()) if len(counted) and counted.notna().any() else 0
     st.subheader(f"System level: means of {systems} systems", divider="gray")
+    st.caption("Each system's mean metric score against its mean human rating; N is the number of systems with both.")
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
     download("agreement_with_humans", "Story-level table (CSV)")
     download("system_level", "System-level table (CSV)")
 with tabs[1]:
+    disagreements(report)
+with tabs[2]:
     x, y = st.columns(2)
     metric = x.selectbox("Metric", report.metrics, key="scatter_metric")
     aspect = y.selectbox("Aspect", report.aspects, key="scatter_aspect")
     if metric and aspect:
         st.plotly_chart(metric_scatter(report.data, metric, aspect, caption), key="scatter")
     download("matched_data", "Matched scores and judgements (CSV)")
-with tabs[2]:
+with tabs[3]:
     st.caption(
         f"Pairs: {report.pairs_source}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher."
     )
@@ -162,7 +214,7 @@ with tabs[2]:
         st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
     download("pairwise_accuracy", "Pairwise accuracy (CSV)")
     download("pairs", "The pairs, with gap and common raters (CSV)")
-with tabs[3]:
+with tabs[4]:
     if len(report.bins):
         st.caption(
             f"GROOVIST Fig. 3: T ≥ {report.splits['T']:g} is high temporal misalignment; P > {report.splits['P'] or 0:.4g} "
@@ -173,8 +225,9 @@ with tabs[3]:
         st.dataframe(report.bins, hide_index=True, width="stretch")
     else:
         st.info("T and P come from GROOVIST; run grounding to see the bins.")
-    download("bins", "Bins (CSV)")
-with tabs[4]:
+    if len(report.bins):
+        download("bins", "Bins (CSV)")
+with tabs[5]:
     if len(report.error_correlations):
         st.plotly_chart(error_heatmap(report.error_correlations, caption), key="errors")
         st.dataframe(report.error_correlations, hide_index=True, width="stretch")
@@ -183,7 +236,7 @@ with tabs[4]:
             "No binary error labels (grammar, repetition, description in isolation, absurdity, event or object mismatch) in the judgements."
         )
     download("error_correlations", "Error correlations (CSV)")
-with tabs[5]:
+with tabs[6]:
     st.caption("Krippendorff's α (interval) per aspect")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
     download("inter_rater", "Inter-rater agreement (CSV)")

@@ -10,6 +10,7 @@ from PIL import Image
 from dashboard import loading
 from dashboard.frame import page
 from vst_core.data import Story, StorySet
+from vst_core.meta_eval.judgements import story_ratings
 from vst_core.records import StoryScores
 from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
 
@@ -27,8 +28,21 @@ if wanted in by_id and st.session_state.get("_focused") != wanted:  # a link to 
     st.session_state["sequence"] = by_id[wanted].sequence_id
 if st.session_state.get("sequence") not in sequences:
     st.session_state["sequence"] = names[0]
-sequence_id = st.selectbox("Image sequence", names, key="sequence", bind="query-params")
+top, options = st.columns([3, 2])
+sequence_id = top.selectbox("Image sequence", names, key="sequence", bind="query-params")
+content_only = options.toggle(
+    "Repeats of content words only",
+    key="content_only",
+    bind="query-params",
+    help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",
+)
 stories = sequences[sequence_id]
+partner = st.query_params.get("with")
+if wanted in by_id and partner in by_id and by_id[partner].sequence_id == sequence_id == by_id[wanted].sequence_id:
+    if not st.toggle("Show every story of the sequence", key="whole_sequence"):
+        stories = [s for s in stories if s.story_id in (wanted, partner)]  # a pair from the Agreement page, side by side
+        st.caption(f"The pair `{wanted}` (people prefer it) and `{partner}`, side by side.")
+human, human_label = loading.session_judgements(set(by_id))
 
 
 def images(story_set: StorySet, stories: list[Story]) -> None:
@@ -71,11 +85,23 @@ def region(story: Story, record: StoryScores) -> None:
         st.image(draw_box(shown, box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
 
 
+def people(story_id: str) -> None:
+    """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
+    ratings = story_ratings(human, story_id) if human is not None else []
+    if ratings:
+        text = " · ".join(f"{r.aspect} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
+        st.caption(f"👥 People ({human_label}): {text}")
+
+
 def card(story: Story, record: StoryScores) -> None:
     focus = " ← selected" if story.story_id == wanted else ""
     st.markdown(f"**{story.system}** · `{story.story_id}`{focus}")
     st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
-    st.markdown(story_html(story.sentences, record.redundancy, record.coherence, record.grounding), unsafe_allow_html=True)
+    people(story.story_id)
+    st.markdown(
+        story_html(story.sentences, record.redundancy, record.coherence, record.grounding, content_only=content_only),
+        unsafe_allow_html=True,
+    )
     region(story, record)
     for metric in (record.redundancy, record.coherence, record.grounding):
         for note in metric.notes if metric else ():
@@ -85,7 +111,7 @@ def card(story: Story, record: StoryScores) -> None:
 
 
 images(story_set, stories)
-per_row = min(4, max(2, len(stories)))
+per_row = min(4, max(2, len(stories)))  # columns narrow to one per row on a small screen (see the frame's CSS)
 for start in range(0, len(stories), per_row):
     for col, story in zip(st.columns(per_row), stories[start : start + per_row]):
         with col.container(border=True):

@@ -140,6 +140,23 @@ def records_digest(records: list[StoryScores]) -> str:
     return json_digest([r.to_json() for r in records])
 
 
+JUDGEMENTS_KEY = "_vst_judgements"
+
+
+def session_judgements(story_ids: set[str]) -> tuple[Judgements | None, str]:
+    """The judgements chosen on the Agreement page (kept for the session), else on the bundled sample
+    its made-up example ratings; with a label saying which."""
+    data: bytes | None = st.session_state.get(JUDGEMENTS_KEY)
+    label = "the judgements loaded on the Agreement page"
+    if data is None and SAMPLE_IDS & story_ids:
+        data, label = SAMPLE_JUDGEMENTS.read_bytes(), "made-up example ratings"
+    if data is None:
+        return None, ""
+    if data == SAMPLE_JUDGEMENTS.read_bytes():
+        label = "made-up example ratings"
+    return judgements(data)[0], label
+
+
 @st.cache_data(show_spinner="Reading the judgements…")
 def judgements(data: bytes) -> tuple[Judgements | None, str | None]:
     try:

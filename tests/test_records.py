@@ -157,6 +157,7 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
         "GROOVIST raw",
         "T",
         "P",
+        "sentences",
         "text",
         "error",
     ]

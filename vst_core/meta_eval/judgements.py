@@ -418,3 +418,24 @@ def inter_rater(judgements: Judgements) -> pd.DataFrame:
             row["note"] = f"{shared} stories rated by two or more raters"
         rows.append(row)
     return pd.DataFrame(rows, columns=["aspect", "alpha", "raters", "stories", "note"])
+
+
+@dataclass(frozen=True)
+class StoryRating:
+    """One aspect's human ratings of one story: mean, spread (population SD) over raters, count."""
+
+    aspect: str
+    mean: float
+    spread: float
+    n: int
+
+
+def story_ratings(judgements: Judgements, story_id: str) -> list[StoryRating]:
+    """The human ratings of ``story_id`` per aspect, in the file's aspect order (none: empty)."""
+    rows = judgements.ratings[judgements.ratings["story_id"] == story_id]
+    out = []
+    for aspect in judgements.aspects:
+        values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()
+        if len(values):
+            out.append(StoryRating(aspect, float(values.mean()), float(values.std(ddof=0)), len(values)))
+    return out

@@ -204,10 +204,13 @@ def correlation_table(
 
 
 def best_per_aspect(table: pd.DataFrame, method: str, tolerance: float = 1e-9) -> dict[str, set[str]]:
-    """The metrics with the highest coefficient per aspect (all of them when tied; undefined never win)."""
+    """The metrics with the highest coefficient per aspect (all of them when tied; undefined never
+    win); an aspect with fewer than two defined coefficients has no best (nothing to compare)."""
     part = table[(table["method"] == method) & table["value"].notna()]
     best: dict[str, set[str]] = {}
     for aspect, rows in part.groupby("aspect", sort=False):
+        if len(rows) < 2:
+            continue
         top = rows["value"].max()
         best[str(aspect)] = set(rows.loc[rows["value"] >= top - tolerance, "metric"])
     return best

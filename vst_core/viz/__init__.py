@@ -6,6 +6,7 @@ from vst_core.viz.figures import (
     caption_figure,
     comparison_scatter,
     correlation_bars,
+    differences_figure,
     distributions_figure,
     error_heatmap,
     gap_accuracy_figure,
@@ -26,6 +27,7 @@ from vst_core.viz.story import (
     story_html,
 )
 from vst_core.viz.tables import (
+    MIN_INTERVAL_N,
     TABLE_COLUMNS,
     RunView,
     correlation_cells,
@@ -46,7 +48,9 @@ __all__ = [
     "coherence_chip",
     "contribution_colour",
     "correlation_bars",
+    "differences_figure",
     "distributions_figure",
+    "MIN_INTERVAL_N",
     "correlation_cells",
     "draw_box",
     "error_heatmap",

@@ -216,3 +216,18 @@ def comparison_scatter(ours: Sequence[float], theirs: Sequence[float], ids: Sequ
         showlegend=False,
     )
     return caption_figure(fig, caption)
+
+
+def differences_figure(differences: Sequence[float], metric: str, a: str, b: str, caption: str) -> Any:
+    """The per-sequence differences ``a − b`` of one metric, as a histogram with zero marked."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Histogram(x=list(differences), nbinsx=30, marker_color="#2b6cb0"))
+    fig.add_vline(x=0, line_dash="dash", line_color="#718096")
+    fig.update_layout(
+        title=f"{metric}: {a} − {b} per sequence (N={len(differences)})",
+        xaxis_title=f"{a} − {b}",
+        yaxis_title="sequences",
+        height=360,
+    )
+    return caption_figure(fig, caption)

@@ -79,20 +79,39 @@ def coherence_chip(pair: CoherencePair, weakest: bool, context: str = "pair") ->
     )
 
 
+#: English closed-class words (articles, pronouns, prepositions, conjunctions, auxiliaries): with
+#: "content words only", their repeats are not highlighted. Display only; the metric counts them.
+FUNCTION_WORDS = frozenset(
+    """a an the this that these those my your his her its our their i me we us you he him she it they them
+    to of in on at by for with from into onto over under about as up down out off than then so and or but
+    nor if because while when where there here is are was were be been being am do does did have has had
+    will would can could shall should may might must not no 's ' s""".split()
+)
+
+
+def _shown(sentence: str, start: int, end: int, content_only: bool) -> bool:
+    return not content_only or sentence[start:end].strip().lower() not in FUNCTION_WORDS
+
+
 def story_html(
     sentences: Sequence[str],
     record: RedundancyScores | None,
     coherence: CoherenceScores | None = None,
     grounding: GroundingScores | None = None,
+    *,
+    content_only: bool = False,
 ) -> str:
     """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
     underlined by grounding contribution (hover: score, concreteness, matched image), and a
-    coherence chip between consecutive sentences."""
+    coherence chip between consecutive sentences. ``content_only`` leaves repeats of
+    :data:`FUNCTION_WORDS` unmarked (the scores are unchanged)."""
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
         label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
         for start, end in rep.spans:
+            if not _shown(sentences[rep.sentence], start, end, content_only):
+                continue
             for c in range(start, min(end, len(sentences[rep.sentence]))):
                 if label not in labels[rep.sentence][c]:
                     labels[rep.sentence][c].append(label)
@@ -100,6 +119,8 @@ def story_html(
     for intra in (record.intra_repeats if record else None) or ():
         label = f"repeats the previous window of this sentence (Jaccard {intra.jaccard:.2f})"
         for start, end in intra.spans:
+            if not _shown(sentences[intra.sentence], start, end, content_only):
+                continue
             for c in range(start, min(end, len(sentences[intra.sentence]))):
                 labels[intra.sentence][c].append(label)
                 kinds[intra.sentence][c].add("intra")

@@ -59,10 +59,11 @@ def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.D
         for f in columns:
             value = f.value(r)
             row[f.column] = float("nan") if value is None else value
+        row["sentences"] = len(r.sentences)
         row["text"] = " ".join(r.sentences)
         row["error"] = "; ".join(f"{k}: {v}" for k, v in r.errors.items())
         rows.append(row)
-    return pd.DataFrame(rows, columns=["story", "sequence", "system", *(f.column for f in columns), "text", "error"])
+    return pd.DataFrame(rows, columns=["story", "sequence", "system", *(f.column for f in columns), "sentences", "text", "error"])
 
 
 def export_json(records: Sequence[StoryScores], settings: Settings, inputs: Inputs | None = None) -> str:
@@ -78,19 +79,30 @@ def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = 
     return header + table.to_csv(index=False)
 
 
-def correlation_cells(table: pd.DataFrame, method: str) -> pd.DataFrame:
-    """Metric × aspect grid of 'value [low, high]' strings for one method; 'undefined' when absent."""
+#: Below this many stories (or systems) a bootstrap interval is not shown: it would look certain
+#: (three systems give intervals of zero width) without meaning anything.
+MIN_INTERVAL_N = 10
+
+
+def correlation_cells(table: pd.DataFrame, method: str, min_n: int = MIN_INTERVAL_N) -> pd.DataFrame:
+    """Metric × aspect grid for one method: 'value [low, high] * (N n)'; with N < ``min_n`` the
+    interval is replaced by a flag; an undefined coefficient gives its reason."""
     part = table[table["method"] == method]
     cells: dict[str, dict[str, str]] = {}
     for row in part.itertuples():
+        n = int(row.n) if not pd.isna(row.n) else 0
         if pd.isna(row.value):
-            text = "undefined"
+            text = f"undefined: {row.undefined or 'no value'} (N {n})"
         else:
             text = f"{row.value:+.3f}"
-            if not pd.isna(row.ci_low):
-                text += f" [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
-            if not pd.isna(row.p) and row.p < 0.05:
-                text += " *"
+            if n < min_n:
+                text += f" (N {n}: too few for an interval)"
+            else:
+                if not pd.isna(row.ci_low):
+                    text += f" [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
+                if not pd.isna(row.p) and row.p < 0.05:
+                    text += " *"
+                text += f" (N {n})"
         cells.setdefault(str(row.metric), {})[str(row.aspect)] = text
     aspects = list(dict.fromkeys(part["aspect"]))
     return pd.DataFrame.from_dict(cells, orient="index").reindex(columns=aspects).rename_axis("metric")

@@ -1,0 +1,50 @@
+"""Compare two systems: on the image sequences both wrote for, who scores higher per metric, how
+the differences spread, and the sequences where they differ most (a click shows both stories)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.frame import page
+from vst_core.systems import paired_sequences, win_tie_loss
+from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv, scores_table
+
+view = page("Compare two systems")
+table = scores_table(view.records, view.settings.metrics)
+metrics = [c for c in TABLE_COLUMNS if c in table.columns and table[c].notna().any()]
+systems = sorted(table["system"].unique())
+if len(systems) < 2:
+    st.info("The loaded stories come from one system: load a set with two or more to compare them.")
+    st.stop()
+left, right = st.columns(2)
+a = left.selectbox("System A", systems, index=0, key="system_a", bind="query-params")
+b = right.selectbox("System B", [s for s in systems if s != a], key="system_b", bind="query-params")
+paired = paired_sequences(table, str(a), str(b), metrics)
+st.markdown(f"**{len(paired)}** image sequences have a story by both `{a}` and `{b}`.")
+if not len(paired):
+    st.stop()
+summary = win_tie_loss(paired, metrics)
+st.caption(f"Wins, ties and losses of {a} against {b} (a tie: equal within 1e-9); differences are {a} − {b}.")
+st.dataframe(summary.round(4), hide_index=True, width="stretch")
+
+metric = st.selectbox("Metric", metrics, key="system_metric")
+if metric:
+    values = paired[metric].dropna()
+    st.plotly_chart(differences_figure(values.tolist(), metric, str(a), str(b), view.footer()), key="differences")
+    ranked = paired.assign(_abs=paired[metric].abs()).sort_values("_abs", ascending=False).drop(columns="_abs")
+    st.markdown("**Sequences where they differ most** · click a row to see both stories side by side in Inspect")
+    event = st.dataframe(
+        ranked.round(4), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-cell", key="system_pairs"
+    )
+    cells = event.selection.cells if event is not None else []
+    if cells:
+        row = ranked.iloc[int(cells[0][0])]
+        params = {**st.query_params.to_dict(), "story": str(row["story_a"]), "with": str(row["story_b"])}
+        st.switch_page("app_pages/inspect.py", query_params=params)
+    st.download_button(
+        "Download the comparison (CSV)",
+        export_csv(paired, view.settings, view.inputs),
+        f"{a}-vs-{b}.csv",
+        "text/csv",
+        key="dl-systems",
+    )
