@@ -189,3 +189,33 @@ def url_notices(params: Mapping[str, str]) -> list[str]:
         if rule is not None and not rule[0](value):
             notices.append(f"The link value {key}={value[:40]!r} is not valid ({rule[1]}); the default is used")
     return notices
+
+
+#: CLI flags in model messages, and the sidebar control that does the same.
+SIDEBAR_TERMS: dict[str, str] = {
+    "--coherence-model PATH": "the sidebar's “Pair model” (a local folder)",
+    "--coherence-model": "“Pair model”",
+    "--coherence-tokenizer": "“Pair model”",
+    "--clip-checkpoint PATH": "the sidebar's “…or local checkpoint file”",
+    "--clip-checkpoint": "“…or local checkpoint file”",
+    "--clip-model": "“CLIP architecture”",
+    "--clip-config JSON": "“open_clip model config”",
+    "--clip-config": "“open_clip model config”",
+    "--regions": "“Regions”",
+    "--device cpu": "“Device” cpu",
+    "--device": "“Device”",
+}
+
+
+def in_sidebar_terms(message: str) -> str:
+    """A model message with its CLI flags replaced by the sidebar controls that do the same."""
+    for flag, control in SIDEBAR_TERMS.items():
+        message = message.replace(flag, control)
+    return message
+
+
+def device_notice(device: str, cuda: bool) -> tuple[str, str | None]:
+    """(the device to use, one notice) for the sidebar's choice on a machine with or without CUDA."""
+    if device == "cuda" and not cuda:
+        return "cpu", "“Device” is cuda but this machine has no CUDA GPU: every model runs on the cpu"
+    return device, None

@@ -4,14 +4,23 @@ notice for each model that is off. The app's frame builds it once per run; a pag
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard import loading
-from dashboard.choices import Choices, base_of, settings_for, settings_for_file, without, without_clip
-from dashboard.sidebar import Input
+from dashboard.choices import (
+    Choices,
+    base_of,
+    device_notice,
+    in_sidebar_terms,
+    settings_for,
+    settings_for_file,
+    without,
+    without_clip,
+)
+from dashboard.sidebar import LINK_NOTICES, Input
 from vst_core.config import CLIP_METRICS, Settings, settings_from_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
@@ -34,21 +43,40 @@ class Frame:
     empty_hint: str | None = None
 
 
-def _probe(settings: Settings, notices: list[str]) -> Settings:
-    """Load the models the settings need; each one that cannot load is turned off with one notice."""
+#: Per model: (what was asked for, why it is unavailable or None), from the last probe; the
+#: sidebar disables the controls of a model that cannot load.
+STATUS = "_vst_model_status"
+
+
+def model_keys(settings: Settings) -> dict[str, str]:
+    """What identifies each model's request (its sidebar fields)."""
+    clip = (settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
+    return {"coherence": settings.coherence_model, "grounding": "|".join(map(str, clip))}
+
+
+def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, str | None]]) -> Settings:
+    """Load the models the settings need; each one that cannot load is turned off with one notice
+    (naming the sidebar controls) and its reason kept in ``status``."""
+    keys = model_keys(settings)
     if "coherence" in settings.metrics:
         try:
             loading.pair_scorer(settings.coherence_model, settings.device)
+            status["coherence"] = (keys["coherence"], None)
         except (ModelLoadError, ValueError) as exc:
-            notices.append(f"Coherence is off: {exc}")
+            reason = in_sidebar_terms(str(exc))
+            notices.append(f"Coherence is off: {reason}")
+            status["coherence"] = (keys["coherence"], reason)
             settings = without(settings, ("coherence",))
     if CLIP_METRICS & set(settings.metrics):
         try:
             loading.clip_encoder(
                 settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
             )
+            status["grounding"] = (keys["grounding"], None)
         except (ModelLoadError, ValueError, RuntimeError) as exc:
-            notices.append(f"Grounding is off: {exc}")
+            reason = in_sidebar_terms(str(exc))
+            notices.append(f"Grounding is off: {reason}")
+            status["grounding"] = (keys["grounding"], reason)
             settings = without_clip(settings)
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(f"Regions file not found: {settings.regions_file}; the weight-free grid is used")
@@ -72,13 +100,28 @@ def _score(data: Input, settings: Settings, notices: list[str]) -> tuple[list[St
 def build(choices: Choices, data: Input) -> Frame:
     """Score (cached) what the sidebar loaded under the settings it describes."""
     notices: list[str] = list(data.messages)
-    settings = settings_for(choices)
+    import torch
+
+    device, device_message = device_notice(choices.device, torch.cuda.is_available())
+    settings = settings_for(replace(choices, device=device))
+    if device_message:
+        notices.append(device_message)
     if data.records is not None:  # a scores file: everything comes from it, no model runs
         recorded = settings_from_signature(dict(data.records[0].signature)) if data.records else settings
         base, settings = recorded, settings_for_file(choices, recorded)
         records = data.records
     else:
-        settings = _probe(settings, notices)
+        before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(STATUS, {}))
+        status = dict(before)
+        keys = model_keys(settings)
+        for model, (asked, reason) in before.items():  # turned off in the sidebar for this reason
+            if reason and asked == keys[model]:
+                notices.append(f"{model.capitalize()} is off: {reason}")
+        settings = _probe(settings, notices, status)
+        if status != before:  # the sidebar drew its controls without knowing: draw them again
+            st.session_state[STATUS] = status
+            st.session_state[LINK_NOTICES] = data.link_notices
+            st.rerun()
         if data.story_set is None:
             return Frame(
                 None,
@@ -127,14 +170,26 @@ def _problems(problems: list[Problem]) -> None:
         st.code("\n".join(str(p) for p in problems[:2000]) + ("\n…" if len(problems) > 2000 else ""), language=None)
 
 
+def _notices(notices: list[str]) -> None:
+    """Each notice by its first sentence; the full texts (with the fix) in one expander, so a few
+    notices never fill the first screen."""
+    if not notices:
+        return
+    firsts = [n.split(". ")[0].rstrip(".") + "." for n in notices]
+    st.warning("\n".join(f"- {f}" for f in firsts), icon="⚠️")
+    if any(f != n for f, n in zip(firsts, notices, strict=True)):
+        with st.expander("Details and how to fix them"):
+            for notice in notices:
+                st.markdown(f"- {notice}")
+
+
 def page(title: str, caption: str | None = None) -> RunView:
     """A page's title, the frame's notices and problems, and its view (the page stops without one)."""
     st.title(title)
     if caption:
         st.caption(caption, unsafe_allow_html=True)
     frame: Frame = st.session_state[_KEY]
-    for notice in frame.notices:
-        st.warning(notice, icon="⚠️")
+    _notices(frame.notices)
     for error in frame.errors:
         st.error(error)
     _problems(frame.problems)

@@ -30,8 +30,11 @@ class Input:
     error: str | None = None
     records: list[StoryScores] | None = None
     messages: list[str] = field(default_factory=list)
+    link_notices: list[str] = field(default_factory=list)
 
 
+#: Notices about the link, kept when the frame reruns the script (the link is clean by then).
+LINK_NOTICES = "_vst_link_notices"
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
 
 
@@ -39,6 +42,7 @@ def render() -> tuple[Choices, Input]:
     """Draw the sidebar; its choices (server paths confined to the allowed folders) and the data it
     loaded, with a notice for each value of a link it could not take."""
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
+    link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
     with st.sidebar:
         st.header("Data")
         source = str(st.radio("Story set", list(SOURCES), key="source", bind=URL))
@@ -46,6 +50,7 @@ def render() -> tuple[Choices, Input]:
         values: dict[str, Any] = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
+    data.link_notices = link
     return choices, data
 
 
@@ -145,40 +150,98 @@ def _redundancy() -> dict[str, Any]:
     return {"variant": "reference" if variant == "reference" else "paper", "ngram": int(ngram)}
 
 
+def _unavailable(model: str, key: str) -> str | None:
+    """Why ``model`` could not load at the last try of this very request (None: it loads or untried)."""
+    from dashboard.frame import STATUS
+
+    asked, reason = st.session_state.get(STATUS, {}).get(model, ("", None))
+    return reason if asked == key else None
+
+
 def _coherence() -> dict[str, Any]:
     st.header("Coherence")
-    on = st.toggle("Score sentence pairs (needs model weights)", value=True, key="coherence", bind=URL)
     model = st.text_input(
         "Pair model",
         DEFAULTS.coherence_model,
         key="coherence_model",
         help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
     )
-    return {"coherence": bool(on), "coherence_model": model}
+    why = _unavailable("coherence", model)
+    if why:
+        st.session_state["coherence"] = False  # shown off, as it is
+    on = st.toggle(
+        "Score sentence pairs",
+        value=why is None,  # off and disabled when the model does not load
+        key="coherence",
+        bind=URL,
+        disabled=why is not None,
+        help=f"unavailable: {why}" if why else "RoViST-C: the probability that each sentence follows the previous one",
+    )
+    if why:
+        st.caption("⚠️ Off: the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.")
+    return {"coherence": bool(on) and why is None, "coherence_model": model}
 
 
 def _grounding() -> dict[str, Any]:
     st.header("Grounding")
     values: dict[str, Any] = {
-        "grounding": st.toggle("GROOVIST with CLIP (needs model weights)", value=True, key="grounding", bind=URL),
         "clip_arch": st.text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
         "clip_pretrained": st.text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
         "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
         "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
-        "regions": st.text_input(
-            "Regions",
-            DEFAULTS.regions,
-            key="regions",
-            help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
-        ),
-        "extra_clip": st.checkbox("Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL),
-        "device": st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL),
     }
-    values["theta_name"] = st.selectbox("θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL)
+    clip = (
+        values["clip_arch"],
+        values["clip_pretrained"] or None,
+        values["clip_checkpoint"].strip() or None,
+        values["clip_config"].strip() or None,
+    )
+    why = _unavailable("grounding", "|".join(map(str, clip)))
+    if why:
+        st.session_state["grounding"] = False  # shown off, as it is
+    on = st.toggle(
+        "GROOVIST with CLIP",
+        value=why is None,  # off and disabled when the model does not load
+        key="grounding",
+        bind=URL,
+        disabled=why is not None,
+        help=f"unavailable: {why}" if why else "noun phrases matched to image regions",
+    )
+    if why:
+        st.caption("⚠️ Off: CLIP does not load (see the notice on the page). Give loadable CLIP fields above to use it.")
+    values["grounding"] = bool(on) and why is None
+    idle = not values["grounding"]
+    reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
+    values["regions"] = st.text_input(
+        "Regions",
+        DEFAULTS.regions,
+        key="regions",
+        disabled=idle,
+        help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
+    )
+    values["extra_clip"] = st.checkbox(
+        "Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL, disabled=idle
+    )
+    values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
+    values["theta_name"] = st.selectbox(
+        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason
+    )
     if values["theta_name"] == SLIDER:
         values["theta_value"] = st.slider(
-            "θ", 0.0, 1.5, 0.6, 0.005, key="theta_value", bind=URL, help="re-renders from cached similarities"
+            "θ",
+            0.0,
+            1.5,
+            0.6,
+            0.005,
+            key="theta_value",
+            bind=URL,
+            disabled=idle,
+            help=reason or "re-renders from cached similarities",
         )
-    values["penalize"] = st.checkbox("Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL)
-    values["concreteness"] = st.checkbox("Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL)
+    values["penalize"] = st.checkbox(
+        "Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL, disabled=idle, help=reason
+    )
+    values["concreteness"] = st.checkbox(
+        "Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL, disabled=idle, help=reason
+    )
     return values

@@ -66,7 +66,7 @@ def test_inspect_page_renders_the_sample(at: AppTest) -> None:
     html = "".join(m.value for m in at.markdown)
     assert html.count('class="vst-card"') == 4  # four candidates, NR only (no weights here)
     assert any("vst-repeat" in m.value for m in at.markdown)
-    footer = at.caption[-1].value
+    footer = at.main.caption[-1].value
     assert footer.startswith("Settings: sig ") and "NR paper n=4" in footer and "device: none" in footer
     at.selectbox(key="sequence").set_value("home-day").run()
     assert not at.exception and "`home-generic`" in "".join(m.value for m in at.markdown)
@@ -78,7 +78,7 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
 
     buttons = {b.key for b in at.get("download_button")}
     assert {"dl-json", "dl-csv"} <= buttons
-    signature_id = at.caption[-1].value.split("sig ")[1].split(" ")[0]
+    signature_id = at.main.caption[-1].value.split("sig ")[1].split(" ")[0]
     # the page's exports are built by these two functions from the view it shows: check what they carry
     from dashboard.choices import Choices, settings_for
     from vst_core.scoring import score_story
@@ -108,7 +108,7 @@ def test_dataset_page_table_and_plot() -> None:
     assert list(table(app)["system"].unique()) == ["model-b"]
     app.text_input(key="search").set_value("nice day").run()
     assert list(table(app)["story"]) == ["home-generic"]
-    assert app.caption[-1].value.startswith("Settings: sig ")
+    assert app.main.caption[-1].value.startswith("Settings: sig ")
 
 
 def test_reference_variant_changes_scores() -> None:
@@ -137,18 +137,33 @@ def test_upload_unreadable_file_shows_message(at: AppTest) -> None:
     assert any("not UTF-8" in e.value for e in at.error)
 
 
+def notices(app: AppTest) -> str:
+    """The page's notices: their first sentences (warnings) and the full texts (the details)."""
+    return " ".join(w.value for w in app.main.warning) + " " + " ".join(m.value for m in app.main.markdown)
+
+
 def test_missing_weights_show_one_notice_each_and_the_rest_works(at: AppTest) -> None:
-    notices = [w.value for w in at.warning]
-    assert sum("Coherence is off" in n for n in notices) == 1 and sum("Grounding is off" in n for n in notices) == 1
-    assert any("fetch-models" in n for n in notices) and any("--clip-checkpoint" in n for n in notices)
+    shown = " ".join(w.value for w in at.main.warning)
+    assert shown.count("Coherence is off") == 1 and shown.count("Grounding is off") == 1
+    assert "fetch-models" in notices(at) and "the sidebar's “…or local checkpoint file”" in notices(at)
+    assert "--clip-checkpoint" not in notices(at)  # the sidebar's controls are named, not the CLI's flags
+    toggles = {t.key: (t.value, t.disabled) for t in at.sidebar.toggle}
+    assert toggles == {"coherence": (False, True), "grounding": (False, True)}  # off, as they are, and why is said
+    assert at.sidebar.selectbox(key="theta_name").disabled and at.sidebar.checkbox(key="penalize").disabled
     assert len(table(make("dataset"))) == 8  # non-redundancy still shown
+
+
+def test_cuda_without_a_gpu_is_one_message() -> None:
+    app = make("dataset", device="cuda")
+    shown = " ".join(w.value for w in app.main.warning)
+    assert shown.count("no CUDA GPU") == 1 and "requested but no CUDA" not in notices(app)
 
 
 def test_coherence_chips_with_a_local_model(tiny_bert: Path) -> None:
     app = make(coherence_model=f"bert-nsp:{tiny_bert}")
     html = "".join(m.value for m in app.markdown)
     assert html.count("vst-weakest") == 4 and html.count('class="vst-coh') == 4 * 4
-    assert "coherence bert-nsp:" in app.caption[-1].value
+    assert "coherence bert-nsp:" in app.main.caption[-1].value
     assert table(make("dataset", coherence_model=f"bert-nsp:{tiny_bert}"))["coherence"].between(0, 1).all()
 
 
@@ -163,7 +178,7 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
     box.set_value(box.options[0]).run()
     assert not app.exception
     assert len(app.get("image")) == images_before + 1
-    assert "θ=0.6159" in app.caption[-1].value
+    assert "θ=0.6159" in app.main.caption[-1].value
     df = table(make("dataset", **tiny_clip_widgets(tiny_clip)))
     assert df["GROOVIST"].between(-1, 1).all() and df["T"].between(0, 1).all()
 
@@ -182,10 +197,10 @@ def test_theta_and_ablations_rerender_without_models(tiny_clip: tuple[Path, Path
     assert not app.exception
     after = dict(zip(table(app)["story"], table(app)["GROOVIST"]))
     assert all(after[k] < before[k] for k in before)  # a higher θ pushes phrases below it
-    assert "θ=1.2000" in app.caption[-1].value
+    assert "θ=1.2000" in app.main.caption[-1].value
     app.checkbox(key="penalize").uncheck().run()
     app.checkbox(key="concreteness").uncheck().run()
-    assert not app.exception and "-P -C" in app.caption[-1].value
+    assert not app.exception and "-P -C" in app.main.caption[-1].value
 
 
 def test_story_in_the_url_opens_its_sequence() -> None:
@@ -237,7 +252,7 @@ def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None
         'class="vst-np"' in html and "vst-weakest" in html and html.count('class="vst-card"') == 4 * 4
     )  # no extra CLIP metrics in the file
     recorded = json.loads(scores_file.read_text().splitlines()[0])["signature"]["id"]
-    footer = app.caption[-1].value
+    footer = app.main.caption[-1].value
     assert "device: none" in footer and "CLIP vst-tiny-clip/file:" in footer
     assert f"sig {recorded} (from the scores file)" in footer
     df = table(make("dataset", **widgets))
@@ -271,7 +286,7 @@ def test_settings_live_in_the_url() -> None:
     assert not shared.exception
     assert shared.selectbox(key="variant").value == "reference" and shared.slider(key="ngram").value == 3
     assert shared.checkbox(key="penalize").value is False
-    assert "NR reference n=3" in shared.caption[-1].value
+    assert "NR reference n=3" in shared.main.caption[-1].value
 
 
 def test_sequence_in_the_url_is_restored() -> None:
@@ -300,9 +315,9 @@ def test_typed_server_paths_stay_inside_the_allowed_folders(tmp_path_factory: py
     inside = make("dataset", source="Scores JSONL (no model needed)", scores_path=str(tmp_path_factory.getbasetemp() / "none"))
     assert any("scores file not found" in e.value for e in inside.error)  # allowed: only then does existence show
     models = make("dataset", coherence_model="rovist-c:/etc/shadow", regions="/etc/hosts", clip_config="../../x.json")
-    notices = " ".join(w.value for w in models.warning)
-    assert notices.count("outside the folders this dashboard may read") == 3
-    assert "“Regions” is back to grid" in notices and "Regions file not found" not in notices
+    shown = " ".join(w.value for w in models.main.warning)
+    assert shown.count("outside the folders this dashboard may read") == 3
+    assert "“Regions” is back to grid" in notices(models) and "Regions file not found" not in notices(models)
 
 
 def test_invalid_link_values_fall_back_to_defaults_with_a_notice() -> None:
@@ -311,9 +326,9 @@ def test_invalid_link_values_fall_back_to_defaults_with_a_notice() -> None:
         app.query_params[key] = value
     app.run()
     assert not app.exception and app.slider(key="ngram").value == 4
-    notices = " ".join(w.value for w in app.warning)
-    assert "ngram='999' is not valid" in notices and "theta_value='nan'" in notices and "coherence='maybe'" in notices
-    assert "nan" not in app.caption[-1].value
+    shown = notices(app)
+    assert "ngram='999' is not valid" in shown and "theta_value='nan'" in shown and "coherence='maybe'" in shown
+    assert "nan" not in app.main.caption[-1].value
 
 
 def _sample_upload() -> list[tuple[str, bytes, str]]:
@@ -404,7 +419,8 @@ def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> Non
     assert "NR" in shown.index and "BLEU-4" in shown.index and list(shown.columns)[:2] == ["grounding", "coherence"]
     assert len(app.get("plotly_chart")) >= 4  # bars, scatter, gap curve, error heatmap
     keys = {b.key for b in app.get("download_button")}
-    assert {"dl-agreement_with_humans", "dl-system_level", "dl-pairwise_accuracy", "dl-bins", "dl-error_correlations"} <= keys
+    assert {"dl-agreement_with_humans", "dl-system_level", "dl-pairwise_accuracy", "dl-error_correlations"} <= keys
+    assert "dl-bins" not in keys  # no grounding, no bins: nothing empty is offered
     assert any(c.value.startswith("meta-eval sig ") for c in app.caption)
     # the page shows the numbers the CLI writes for the same scores and judgements
     out = tmp_path / "scores.jsonl"
@@ -511,7 +527,7 @@ def test_human_likeness_on_the_sample_says_which_metrics_it_uses() -> None:
     table = app.dataframe[0].value
     assert list(table["system"]) == ["model-a", "model-b", "model-c"] and list(table["N"]) == [2, 2, 2]
     assert table.set_index("system").loc["model-b", "signed R"].startswith("-")  # the repetitive stories
-    assert len(app.get("plotly_chart")) == 1 and app.caption[-1].value.startswith("Settings: sig ")
+    assert len(app.get("plotly_chart")) == 1 and app.main.caption[-1].value.startswith("Settings: sig ")
 
 
 def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:

@@ -468,3 +468,11 @@ def test_two_processes_on_one_output_leave_each_story_once(tmp_path: Path) -> No
         assert "another run is writing" in errors
     ids = [json.loads(line)["story_id"] for line in out.read_text().splitlines()]
     assert len(ids) == 3000 and len(set(ids)) == 3000
+
+
+def test_line_separators_inside_a_story_stay_inside_its_line(tmp_path: Path) -> None:
+    path, out = tmp_path / "s.jsonl", tmp_path / "o.jsonl"
+    _write(path, [json.dumps({"story_id": "\u0085", "sentences": ["A\u2028b.", "C\u2029d."]})])
+    assert _score(str(path), "--metrics", "redundancy", "--out", str(out)) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()  # the way most readers split: U+0085 and U+2028 end lines
+    assert len(lines) == 1 and json.loads(lines[0])["story_id"] == "\u0085"

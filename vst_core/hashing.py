@@ -62,3 +62,13 @@ def bucket(text: str, n: int) -> int:
 def short_sha1(text: str) -> str:
     """10 hex digits of sha1(``text``): a sequence id derived from its image paths."""
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+
+
+#: Characters that are valid inside a JSON string but end a line for ``str.splitlines``.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def json_line(value: object, **options: object) -> str:
+    """``value`` as one JSON line (UTF-8 text kept readable) that every line splitter sees as one
+    line: U+0085, U+2028 and U+2029 are escaped, as JSON allows."""
+    return json.dumps(value, ensure_ascii=False, **options).translate(_LINE_BREAKS)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from vst_core.data.paths import (
     resolve_image,
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
-from vst_core.hashing import short_sha1
+from vst_core.hashing import json_line, short_sha1
 from vst_core.public_text import split_story
 
 #: Limits of what one record may hold; a record over one is a reported problem, the rest is read.
@@ -388,4 +388,4 @@ def write_story_set(stories: Iterable[Story], path: str | Path) -> None:
     """Write stories as a JSONL story set (image paths kept as given)."""
     with Path(path).open("w", encoding="utf-8") as fh:
         for s in stories:
-            fh.write(json.dumps(story_object(s), ensure_ascii=False) + "\n")
+            fh.write(json_line(story_object(s)) + "\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
 from vst_core.data.types import Problem, Story, StorySet
+from vst_core.hashing import json_line
 from vst_core.records import StoryScores, read_record
 
 
@@ -75,7 +75,7 @@ class ScoresWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, record: StoryScores) -> None:
-        self._fh.write(json.dumps(record.to_json(), ensure_ascii=False, allow_nan=False) + "\n")
+        self._fh.write(json_line(record.to_json(), allow_nan=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:

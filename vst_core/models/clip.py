@@ -279,7 +279,7 @@ def load_clip(
     except Exception as exc:
         raise ModelLoadError(
             f"CLIP weights {weights.path} do not load as {arch if weights.kind == 'open_clip' else 'an OpenAI CLIP model'}: "
-            f"{short_error(exc)}. Check --clip-model / --clip-checkpoint (or the sidebar's CLIP fields)."
+            f"{short_error(exc)}. Check --clip-model / --clip-checkpoint."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
 
@@ -319,8 +319,7 @@ def _download(weights: ClipWeights) -> ClipWeights:
         raise WeightsUnavailableError(
             f"CLIP weights {weights.arch}/{weights.source} are not in the local cache ({clip_cache_hint()}) and "
             "cannot be downloaded from here. Either run `vst fetch-models` on a connected machine and copy its "
-            "cache folders here, or pass a local weights file (--clip-checkpoint PATH, or the sidebar's "
-            "'CLIP checkpoint file')."
+            "cache folders here, or pass a local weights file with --clip-checkpoint PATH."
         )
     from open_clip.pretrained import download_pretrained, get_pretrained_cfg
 

@@ -359,7 +359,7 @@ def load_pair_scorer(
     except Exception as exc:
         raise ModelLoadError(
             f"coherence model {spec!r} could not be loaded: {type(exc).__name__}: {str(exc)[:300]}. Check "
-            "--coherence-model / --coherence-tokenizer (or the sidebar's coherence fields)."
+            "--coherence-model / --coherence-tokenizer."
         ) from None
     raise ValueError(
         f"unknown coherence model {spec!r}: use bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, "
