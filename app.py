@@ -13,8 +13,8 @@ st.html(
     /* narrow screens (a laptop at 900 px with the sidebar open): story columns wrap two per row,
        and words are never cut in the middle */
     @media (max-width: 1200px) {
-      [data-testid="stMain"] [data-testid="stHorizontalBlock"] { flex-wrap: wrap; }
-      [data-testid="stMain"] [data-testid="stColumn"] { min-width: calc(50% - 1rem) !important; }
+      .st-key-vst-cards [data-testid="stHorizontalBlock"] { flex-wrap: wrap; }
+      .st-key-vst-cards [data-testid="stColumn"] { min-width: calc(50% - 1rem) !important; }
     }
     [data-testid="stMain"] .stMarkdown p { word-break: normal; overflow-wrap: break-word; hyphens: none; }
     </style>"""

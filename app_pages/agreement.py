@@ -137,7 +137,12 @@ def disagreements(report: MetaReport) -> None:
     ordered against them; a click opens the story (or the pair side by side) in Inspect."""
     x, y = st.columns(2)
     metric = x.selectbox("Metric", report.metrics, key="dis_metric")
-    aspect = y.selectbox("Human aspect", report.aspects, key="dis_aspect")
+    aspect = y.selectbox(
+        "Human aspect",
+        report.aspects,
+        index=report.aspects.index("overall") if "overall" in report.aspects else 0,
+        key="dis_aspect",
+    )
     if not metric or not aspect:
         st.info("No metric and human aspect to compare.")
         return

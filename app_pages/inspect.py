@@ -90,7 +90,7 @@ def people(story_id: str) -> None:
     ratings = story_ratings(human, story_id) if human is not None else []
     if ratings:
         text = " · ".join(f"{r.aspect} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
-        st.caption(f"👥 People ({human_label}): {text}")
+        st.caption(f"**People** ({human_label}): {text}")
 
 
 def card(story: Story, record: StoryScores) -> None:
@@ -111,11 +111,12 @@ def card(story: Story, record: StoryScores) -> None:
 
 
 images(story_set, stories)
-per_row = min(4, max(2, len(stories)))  # columns narrow to one per row on a small screen (see the frame's CSS)
-for start in range(0, len(stories), per_row):
-    for col, story in zip(st.columns(per_row), stories[start : start + per_row]):
-        with col.container(border=True):
-            card(story, by_id[story.story_id])
+per_row = min(4, max(2, len(stories)))
+with st.container(key="vst-cards"):  # on a narrow screen the cards wrap two per row (the frame's CSS)
+    for start in range(0, len(stories), per_row):
+        for col, story in zip(st.columns(per_row), stories[start : start + per_row]):
+            with col.container(border=True):
+                card(story, by_id[story.story_id])
 
 records = [by_id[s.story_id] for s in stories]
 table = scores_table(records, view.settings.metrics)
