@@ -50,7 +50,7 @@ def images(story_set: StorySet, stories: list[Story]) -> None:
     if first is None:
         st.info("No readable images for this sequence: grounding cannot be shown.")
         return
-    for col, ref in zip(st.columns(len(first.images)), first.images, strict=True):
+    for col, ref in zip(st.columns(max(len(first.images), 4)), first.images):  # one image is not drawn full width
         shown, _, why = shown_image(story_set.image_path(ref))
         if shown is None:
             col.caption(f"⚠️ {why}")

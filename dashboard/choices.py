@@ -137,6 +137,8 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
             continue
         try:
             confine(part, roots, what=label)
+            if name == "clip_config" and not part.lower().endswith(".json"):  # open_clip would register a whole folder
+                raise PathNotAllowed(f"{label} {part!r} is not a .json file")
         except PathNotAllowed as exc:
             notices.append(f"{exc}; “{label}” is back to {default or 'empty'}")
             changes[name] = default

@@ -8,8 +8,8 @@ at most :func:`max_bytes` bytes. Its pixel count comes from the header, before a
   fits the budget; callers scale boxes by :func:`scale_of`;
 * any other larger image is refused with the reason and the setting that raises the budget.
 
-So one decoded image takes at most ``3 × max_pixels`` bytes (RGB): 120 MB at the default 40
-megapixels, below Pillow's own decompression-bomb limit (89.5 megapixels warns, twice that
+So one decoded image takes at most ``3 × max_pixels`` bytes (RGB; twice that while a non-RGB file
+is converted): 120 MB at the default 40 megapixels, below Pillow's own decompression-bomb limit (89.5 megapixels warns, twice that
 refuses). ``VST_MAX_IMAGE_PIXELS`` and ``VST_MAX_IMAGE_BYTES`` set the budget.
 """
 
@@ -27,6 +27,10 @@ DEFAULT_MAX_BYTES = 100 * 1024 * 1024
 
 class ImageBudgetError(ValueError):
     """An image that cannot be decoded within the budget (or is not a regular file)."""
+
+
+class NotRegularFileError(ImageBudgetError):
+    """A FIFO, a device or a folder where an image file was expected (never opened)."""
 
 
 def _env_int(name: str, default: int) -> int:
@@ -51,7 +55,7 @@ def check_file(path: Path) -> None:
     """ImageBudgetError unless ``path`` is a regular file within the byte budget (OSError if absent)."""
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
-        raise ImageBudgetError(f"not a regular file (a FIFO, device or folder): {path.name}")
+        raise NotRegularFileError(f"not a regular file (a FIFO, device or folder): {path.name}")
     if info.st_size > max_bytes():
         raise ImageBudgetError(
             f"{path.name} is {info.st_size / 2**20:.0f} MiB, over the {max_bytes() / 2**20:.0f} MiB budget "
@@ -86,11 +90,18 @@ def image_size(path: Path) -> tuple[int, int]:
 def open_image(path: Path) -> Image.Image:
     """The image as RGB within the budget: full size, or a JPEG reduced by :func:`reduction`."""
     check_file(path)
-    with Image.open(path) as im:
+    im = Image.open(path)
+    try:
         factor = reduction(im.size, im.format)
         if factor > 1:
             im.draft("RGB", (-(-im.width // factor), -(-im.height // factor)))
-        im.load()
+        im.load()  # a single-frame file is closed once loaded
+    except BaseException:
+        im.close()
+        raise
+    if im.mode == "RGB" and not getattr(im, "n_frames", 1) > 1:
+        return im  # no second copy: the peak is one decoded image
+    with im:
         return im.convert("RGB")
 
 

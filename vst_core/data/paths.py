@@ -41,12 +41,14 @@ def check_image(path: Path) -> str | None:
     (opening a FIFO blocks); a file over the byte or pixel budget and a truncated file are reported."""
     from PIL import Image
 
-    from vst_core.images import ImageBudgetError, image_size
+    from vst_core.images import ImageBudgetError, NotRegularFileError, image_size
 
     try:
         image_size(path)
     except FileNotFoundError:
         return f"image not found: {path}"
+    except NotRegularFileError as exc:
+        return f"image cannot be read: {exc}"
     except ImageBudgetError as exc:
         return f"image over the memory budget: {exc}"
     except Exception as exc:

@@ -1,0 +1,90 @@
+"""Screenshots of every dashboard page from the running app, for the README.
+
+Builds random-weight replicas of the default models in their real cache layouts (as the
+real-layout tests do; the numbers they give mean nothing), serves the app on the bundled sample
+with those caches, and saves each page at 1600 and 900 px wide in headless Chromium, waiting until
+the page has finished running. Run from a checkout:
+
+    python benchmarks/screenshots.py assets/screenshots
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = {
+    "inspect": "/?sequence=home-day",
+    "dataset": "/dataset",
+    "agreement": "/agreement",
+    "disagreements": "/agreement#disagreements",
+    "systems": "/systems",
+    "human_likeness": "/human_likeness",
+}
+
+
+def _serve(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true"]
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://localhost:{port}"
+    for _ in range(180):
+        try:
+            if urllib.request.urlopen(url + "/_stcore/health", timeout=2).status == 200:
+                return proc, url
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("streamlit did not start")
+
+
+def _shoot(url: str, out: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        for width in (1600, 900):
+            page = browser.new_page(viewport={"width": width, "height": 1500})
+            for name, path in PAGES.items():
+                page.goto(url + path.split("#")[0])
+                expect(page.locator("text=Settings: sig").first).to_be_visible(timeout=300_000)
+                if path.endswith("#disagreements"):
+                    page.get_by_role("tab", name="Disagreements").click()
+                    expect(page.locator("text=Stories ranked furthest from people").first).to_be_visible(timeout=60_000)
+                page.wait_for_timeout(2500)  # plotly and the grid draw after the run
+                suffix = "" if width == 1600 else f"_{width}"
+                page.screenshot(path=str(out / f"{name}{suffix}.png"))
+                print(f"{name}{suffix}.png", flush=True)
+            page.close()
+        browser.close()
+
+
+def main() -> None:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "screenshots").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from real_layout import build_real_layout
+
+    with tempfile.TemporaryDirectory(prefix="vst-shots-") as tmp:
+        layout = build_real_layout(Path(tmp))
+        proc, url = _serve({**os.environ, **layout.env()})
+        try:
+            _shoot(url, out)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
