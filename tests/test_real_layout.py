@@ -379,9 +379,12 @@ def test_dashboard_pages_with_the_default_models(real_env: RealLayout) -> None:
     assert "grounding" in list(meta.dataframe[0].value.columns)
 
 
-def test_dashboard_with_a_broken_checkpoint_shows_one_notice(real_env: RealLayout, tmp_path: Path) -> None:
+def test_dashboard_with_a_broken_checkpoint_shows_one_notice(
+    real_env: RealLayout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from streamlit.testing.v1 import AppTest
 
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path))  # the operator allowed this folder
     bad = tmp_path / "not-a-checkpoint.pt"
     bad.write_text("hello")
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
@@ -389,9 +392,10 @@ def test_dashboard_with_a_broken_checkpoint_shows_one_notice(real_env: RealLayou
     app.session_state["coherence_model"] = f"rovist-c:{bad}"
     app.run()
     assert not app.exception, app.exception
-    notices = [w.value for w in app.warning]
-    assert sum("Grounding is off" in n and "not a model checkpoint" in n for n in notices) == 1
-    assert sum("Coherence is off" in n for n in notices) == 1
+    shown = " ".join(w.value for w in app.main.warning)  # each notice by its first sentence
+    details = " ".join(m.value for m in app.main.markdown)  # and in full under "Details"
+    assert shown.count("Grounding is off") == 1 and shown.count("Coherence is off") == 1
+    assert "not a model checkpoint" in details
     assert 'class="vst-card"' in "".join(m.value for m in app.markdown)  # NR still shown
 
 
