@@ -179,7 +179,7 @@ with tabs[0]:
     cells = correlation_cells(report.correlations, method)
     st.caption(
         f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). "
-        f"With N < {MIN_INTERVAL_N} no interval is shown: it would look certain without meaning anything. "
+        f"† N < {MIN_INTERVAL_N}: no interval is shown, as it would look certain without meaning anything. "
         "Where two or more metrics are defined for an aspect, the best is highlighted."
     )
     st.dataframe(
@@ -191,7 +191,7 @@ with tabs[0]:
         width="stretch",
     )
     if len(report.correlations):
-        st.plotly_chart(correlation_bars(report.correlations, method, caption), key="bars")
+        st.plotly_chart(correlation_bars(report.correlations, method, caption, MIN_INTERVAL_N), key="bars")
     counted = report.system_correlations[report.system_correlations["method"] == method]["n"]
     systems = int(counted.max()) if len(counted) and counted.notna().any() else 0
     st.subheader(f"System level: means of {systems} systems", divider="gray")

@@ -31,7 +31,7 @@ if st.session_state.get("sequence") not in sequences:
 top, options = st.columns([3, 2])
 sequence_id = top.selectbox("Image sequence", names, key="sequence", bind="query-params")
 content_only = options.toggle(
-    "Repeats of content words only",
+    "Content-word repeats only",
     key="content_only",
     bind="query-params",
     help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",

@@ -29,8 +29,9 @@ st.dataframe(summary.round(4), hide_index=True, width="stretch")
 
 metric = st.selectbox("Metric", metrics, key="system_metric")
 if metric:
-    values = paired[metric].dropna()
-    st.plotly_chart(differences_figure(values.tolist(), metric, str(a), str(b), view.footer()), key="differences")
+    known = paired.dropna(subset=[metric])
+    figure = differences_figure(known[metric].tolist(), metric, str(a), str(b), view.footer(), known["sequence"].tolist())
+    st.plotly_chart(figure, key="differences")
     ranked = paired.assign(_abs=paired[metric].abs()).sort_values("_abs", ascending=False).drop(columns="_abs")
     st.markdown("**Sequences where they differ most** · click a row to see both stories side by side in Inspect")
     event = st.dataframe(

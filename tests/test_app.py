@@ -21,6 +21,7 @@ PAGES = {
     "meta": "app_pages/agreement.py",
     "human": "app_pages/human_likeness.py",
     "compare": "app_pages/compare.py",
+    "systems": "app_pages/systems.py",
 }
 
 
@@ -586,3 +587,57 @@ def test_many_problems_are_summarised_not_one_box_each(tmp_path: Path) -> None:
     assert not app.error  # no red box per missing image
     assert any(w.value.startswith("40 problems in the input (40 × error: image)") for w in app.warning)
     assert app.get("expander")
+
+
+# ------------------------------------------------------------------ error analysis
+
+
+def test_disagreements_list_the_hand_computed_order() -> None:
+    app = make("meta", resamples=0, baselines=False)
+    stories = next(d.value for d in app.dataframe if "rank_diff" in d.value.columns)
+    # NR against the made-up 'overall' ratings, worked out by hand in tests/test_disagreements.py
+    assert list(stories["story_id"])[:3] == ["space-offtopic", "space-ref", "home-generic"]
+    pairs = next(d.value for d in app.dataframe if "order" in d.value.columns)
+    assert (pairs.iloc[0]["better"], pairs.iloc[0]["worse"]) == ("space-ref", "space-offtopic")
+
+
+def test_a_pair_opens_side_by_side_with_the_peoples_ratings() -> None:
+    app = open_page("inspect")
+    app.query_params["story"] = "space-ref"
+    app.query_params["with"] = "space-offtopic"
+    app.run()
+    assert not app.exception
+    html = "".join(m.value for m in app.markdown)
+    assert html.count('class="vst-card"') == 2 and "`space-ref`" in html and "`space-offtopic`" in html
+    people = [c.value for c in app.main.caption if c.value.startswith("**People**")]
+    assert len(people) == 2 and "overall 4.33 ± 0.47 (3)" in people[0]  # space-ref's made-up ratings
+    app.toggle(key="whole_sequence").set_value(True).run()
+    assert "".join(m.value for m in app.markdown).count('class="vst-card"') == 4
+
+
+def test_content_word_repeats_only_changes_the_display_not_the_score() -> None:
+    app = make(sequence="home-day")
+    before = "".join(m.value for m in app.markdown)
+    app.toggle(key="content_only").set_value(True).run()
+    after = "".join(m.value for m in app.markdown)
+    assert after.count("vst-repeat") < before.count("vst-repeat") and ">0.678<" in before and ">0.678<" in after
+
+
+def test_compare_two_systems() -> None:
+    app = make("systems")
+    summary = app.dataframe[0].value.set_index("metric")
+    assert summary.loc["NR", "N"] == 2 and summary.loc["NR", "wins"] == 2  # model-a beats model-b's repetitive stories
+    ranked = app.dataframe[1].value
+    assert set(ranked["story_b"]) == {"space-generic", "home-generic"}
+    assert len(app.get("plotly_chart")) == 1 and app.main.caption[-1].value.startswith("Settings: sig ")
+
+
+def test_dataset_slices() -> None:
+    app = make("dataset", slice_metric="NR")
+    bar = app.slider(key="slice_range_NR")
+    bar.set_value((0.9, bar.max)).run()
+    assert set(table(app)["story"]) == {s for s in table(make("dataset"))["story"] if not s.endswith("generic")}
+    assert make("dataset", slice_problem="none").dataframe[0].value.shape[0] == 8
+    short = make("dataset", slice_sentences=(0, 4))
+    assert len(table(short)) == 0 or table(short)["sentences"].max() <= 4
+    assert make("dataset").radio(key="slice_t").disabled  # no grounding here: T and P cannot slice

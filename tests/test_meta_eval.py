@@ -136,6 +136,30 @@ def test_best_metric_per_aspect_ignores_undefined() -> None:
         }
     )
     assert best_per_aspect(table, "pearson") == {"g": {"b"}, "o": {"a", "b"}}
+    alone = table[table["metric"] == "a"]
+    assert best_per_aspect(alone, "pearson") == {}  # one metric: nothing to compare, no "best"
+
+
+def test_correlation_cells_give_n_the_small_n_flag_and_the_reason() -> None:
+    from vst_core.viz import correlation_cells
+
+    table = pd.DataFrame(
+        {
+            "metric": ["a", "a", "b"],
+            "aspect": ["g", "o", "g"],
+            "method": ["pearson"] * 3,
+            "value": [0.5, np.nan, 0.25],
+            "p": [0.01, np.nan, 0.2],
+            "n": [40, 2, 3],
+            "ci_low": [0.2, np.nan, 0.25],
+            "ci_high": [0.7, np.nan, 0.25],
+            "undefined": [None, "fewer than 3 stories", None],
+        }
+    )
+    cells = correlation_cells(table, "pearson")
+    assert cells.loc["a", "g"] == "+0.500 [+0.20, +0.70] * (N 40)"
+    assert cells.loc["a", "o"] == "undefined: fewer than 3 stories (N 2)"
+    assert cells.loc["b", "g"] == "+0.250 (N 3)†"  # a zero-width interval over 3 points is not shown
 
 
 # ------------------------------------------------------------------ pairwise accuracy

@@ -13,7 +13,7 @@ from vst_core.meta_eval import METHODS
 from vst_core.signature import Inputs, describe
 
 
-def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 160) -> Any:
+def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 100) -> Any:
     """Write the settings line under a figure, so a screenshot or export carries it (wrapped
     at ' · ' so long signatures stay inside the figure)."""
     lines: list[str] = []
@@ -50,13 +50,15 @@ def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: 
 # ---------------------------------------------------------------- meta-evaluation figures
 
 
-def correlation_bars(table: pd.DataFrame, method: str, caption: str) -> Any:
-    """Grouped bars of one coefficient per metric and aspect, bootstrap intervals as error bars."""
+def correlation_bars(table: pd.DataFrame, method: str, caption: str, min_n: int = 10) -> Any:
+    """Grouped bars of one coefficient per metric and aspect, bootstrap intervals as error bars
+    where N ≥ ``min_n`` (the tables' rule: below it an interval would look certain and mean nothing)."""
     import plotly.graph_objects as go
 
     part = table[(table["method"] == method)]
     fig = go.Figure()
     for aspect, rows in part.groupby("aspect", sort=False):
+        enough = rows["n"].fillna(0) >= min_n
         fig.add_bar(
             name=str(aspect),
             x=rows["metric"],
@@ -64,14 +66,14 @@ def correlation_bars(table: pd.DataFrame, method: str, caption: str) -> Any:
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": rows["ci_high"] - rows["value"],
-                "arrayminus": rows["value"] - rows["ci_low"],
+                "array": (rows["ci_high"] - rows["value"]).where(enough),
+                "arrayminus": (rows["value"] - rows["ci_low"]).where(enough),
             },
             hovertext=[f"N={n}" + (f" · {u}" if isinstance(u, str) else "") for n, u in zip(rows["n"], rows["undefined"])],
         )
     fig.update_layout(
         barmode="group",
-        title=f"{METHODS.get(method, method)} with human judgements",
+        title=f"{METHODS.get(method, method)} with human judgements (intervals where N ≥ {min_n})",
         yaxis_title=METHODS.get(method, method),
         legend_title="aspect",
     )
@@ -178,12 +180,12 @@ def distributions_figure(values: dict[str, list[float]], aspect: str, caption: s
     names = {"G": "GROOVIST (tanh)", "C": "RoViST-C", "R": "RoViST-NR"}
     fig = go.Figure()
     for system, xs in values.items():
-        fig.add_trace(go.Histogram(x=xs, name=f"{system} (N={len(xs)})", histnorm="probability density", opacity=0.55, nbinsx=30))
+        fig.add_trace(go.Histogram(x=xs, name=f"{system} (N={len(xs)})", histnorm="probability", opacity=0.55, nbinsx=30))
     fig.update_layout(
         barmode="overlay",
         title=f"{names.get(aspect, aspect)} per system",
         xaxis_title=names.get(aspect, aspect),
-        yaxis_title="density",
+        yaxis_title="share of the system's stories",
         height=380,
     )
     return caption_figure(fig, caption)
@@ -218,16 +220,33 @@ def comparison_scatter(ours: Sequence[float], theirs: Sequence[float], ids: Sequ
     return caption_figure(fig, caption)
 
 
-def differences_figure(differences: Sequence[float], metric: str, a: str, b: str, caption: str) -> Any:
-    """The per-sequence differences ``a − b`` of one metric, as a histogram with zero marked."""
+def differences_figure(
+    differences: Sequence[float], metric: str, a: str, b: str, caption: str, labels: Sequence[str] | None = None
+) -> Any:
+    """The per-sequence differences ``a − b`` of one metric with zero marked: a histogram, or one
+    point per sequence (hover: its id) when there are fewer than 30."""
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Histogram(x=list(differences), nbinsx=30, marker_color="#2b6cb0"))
+    values = list(differences)
+    if len(values) < 30:
+        trace = go.Scatter(
+            x=values,
+            y=[0.0] * len(values),
+            mode="markers",
+            marker={"size": 12, "color": "#2b6cb0", "opacity": 0.7},
+            hovertext=list(labels) if labels is not None else None,
+        )
+        y_title, y_axis = "", {"visible": False}
+    else:
+        trace = go.Histogram(x=values, nbinsx=30, marker_color="#2b6cb0")
+        y_title, y_axis = "sequences", {}
+    fig = go.Figure(trace)
     fig.add_vline(x=0, line_dash="dash", line_color="#718096")
     fig.update_layout(
-        title=f"{metric}: {a} − {b} per sequence (N={len(differences)})",
-        xaxis_title=f"{a} − {b}",
-        yaxis_title="sequences",
-        height=360,
+        title=f"{metric}: {a} − {b} per sequence (N={len(values)})",
+        xaxis_title=f"{a} − {b} (right of 0: {a} scores higher)",
+        yaxis_title=y_title,
+        yaxis=y_axis,
+        height=300 if len(values) < 30 else 360,
     )
     return caption_figure(fig, caption)

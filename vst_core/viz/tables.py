@@ -86,7 +86,7 @@ MIN_INTERVAL_N = 10
 
 def correlation_cells(table: pd.DataFrame, method: str, min_n: int = MIN_INTERVAL_N) -> pd.DataFrame:
     """Metric × aspect grid for one method: 'value [low, high] * (N n)'; with N < ``min_n`` the
-    interval is replaced by a flag; an undefined coefficient gives its reason."""
+    interval is left out and the cell flagged '†'; an undefined coefficient gives its reason."""
     part = table[table["method"] == method]
     cells: dict[str, dict[str, str]] = {}
     for row in part.itertuples():
@@ -96,7 +96,7 @@ def correlation_cells(table: pd.DataFrame, method: str, min_n: int = MIN_INTERVA
         else:
             text = f"{row.value:+.3f}"
             if n < min_n:
-                text += f" (N {n}: too few for an interval)"
+                text += f" (N {n})†"
             else:
                 if not pd.isna(row.ci_low):
                     text += f" [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
