@@ -3,12 +3,10 @@ profile is checked on one's own data: import the other scores with `vst import-s
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
+from dashboard import session
 from dashboard.frame import page
 from vst_core.compare import compare
 from vst_core.data import load_records
@@ -28,8 +26,8 @@ if upload is None:
     )
     st.stop()
 payload = upload.getvalue()
-folder = st.session_state.setdefault("_compare_dir", tempfile.mkdtemp(prefix="vst-compare-"))
-path = Path(folder) / f"{text_digest(payload, 16)}.jsonl"
+path = session.folder().path / "compare" / f"{text_digest(payload, 16)}.jsonl"  # removed with the session
+path.parent.mkdir(parents=True, exist_ok=True)
 path.write_bytes(payload)
 theirs, problems = load_records(path)
 if problems:

@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import ARTIFACTS, ROOT
@@ -182,7 +183,7 @@ def _settled(page: object) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0  # type: ignore[attr-defined]
 
 
-def test_a_story_file_uploaded_with_its_images_opens_in_inspect(server: str, tmp_path: object) -> None:
+def test_a_story_file_uploaded_with_its_images_opens_in_inspect(server: str) -> None:
     sample = ROOT / "assets" / "sample"
     files = [str(sample / "stories.jsonl"), *sorted(str(f) for f in (sample / "images").iterdir())]
     with sync_api.sync_playwright() as p:
@@ -247,4 +248,53 @@ def test_disagreements_and_compare_two_systems_in_chromium(server: str) -> None:
         sync_api.expect(page.locator("text=Sequences where they differ most").first).to_be_visible(timeout=90_000)
         _settled(page)
         page.screenshot(path=str(ARTIFACTS / "systems.png"), full_page=True)
+        browser.close()
+
+
+def test_images_and_pasted_stories_in_chromium(server: str) -> None:
+    images = sorted(str(f) for f in (ROOT / "assets" / "sample" / "images").iterdir() if f.name.startswith("home"))
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p)
+        page.goto(server + "/?source=Upload+images+%2B+stories&coherence=false&grounding=false")
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(images)
+        box = page.locator("textarea").first
+        box.fill("mine: We had coffee. | The cat watched. | A paper horse. | Old coins. | We lay in the grass.")
+        box.press("Control+Enter")
+        sync_api.expect(page.locator("text=upload-1").first).to_be_visible(timeout=90_000)
+        _settled(page)
+        sync_api.expect(page.locator('[data-testid="stImage"] img')).to_have_count(5, timeout=30_000)
+        assert page.locator(".vst-card").count() == 1  # NR of the one candidate
+        browser.close()
+
+
+def _sample_scores(tmp_path: Path) -> Path:
+    from vst_core.cli import main
+
+    out = tmp_path / "scores.jsonl"
+    assert (
+        main(["score", str(ROOT / "assets/sample/stories.jsonl"), "--metrics", "redundancy", "--out", str(out), "--no-progress"])
+        == 0
+    )
+    return out
+
+
+def test_a_scores_file_uploaded_with_its_images_and_compared(server: str, tmp_path: Path) -> None:
+    scores = _sample_scores(tmp_path)
+    images = sorted(str(f) for f in (ROOT / "assets" / "sample" / "images").iterdir())
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p)
+        page.goto(server + "/?source=Scores+JSONL+%28no+model+needed%29")
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files([str(scores), *images])
+        sync_api.expect(page.locator("text=(from the scores file)").first).to_be_visible(timeout=90_000)
+        _settled(page)
+        sync_api.expect(page.locator('[data-testid="stImage"] img')).to_have_count(5, timeout=30_000)
+        assert page.locator("text=problems in the input").count() == 0
+        page.get_by_role("link", name="Compare with other scores").click()
+        page.wait_for_selector("h1:has-text('Compare with other scores')", timeout=60_000)
+        sync_api.expect(page.locator("text=Upload a scores JSONL to compare with").first).to_be_visible(timeout=60_000)
+        page.locator('[data-testid="stMain"] [data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(scores))
+        sync_api.expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=90_000)
+        _settled(page)
+        assert page.locator("text=100.00%").count() >= 1  # the same scores: every story equal
+        page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
         browser.close()

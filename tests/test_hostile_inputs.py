@@ -342,9 +342,10 @@ def test_judgement_files_are_read_or_refused_and_meta_eval_never_raises(nr_recor
         return
     assert all(isinstance(p, str) and p for p in judgements.problems)
     report = run_meta_eval(nr_records, judgements, MetaSettings(resamples=20, baselines=False))
-    for _, row in report.correlations.iterrows():  # every undefined coefficient says why
-        if row["value"] is None or not math.isfinite(float(row["value"])):
-            assert str(row["undefined"] or ""), row.to_dict()
+    for table in (report.correlations, report.system_correlations, report.bins):  # every undefined value says why
+        for _, row in table.iterrows():
+            if row["value"] is None or not math.isfinite(float(row["value"])):
+                assert str(row["undefined"] or ""), row.to_dict()
 
 
 BOX = st.one_of(
@@ -476,3 +477,57 @@ def test_line_separators_inside_a_story_stay_inside_its_line(tmp_path: Path) -> 
     assert _score(str(path), "--metrics", "redundancy", "--out", str(out)) == 0
     lines = out.read_text(encoding="utf-8").splitlines()  # the way most readers split: U+0085 and U+2028 end lines
     assert len(lines) == 1 and json.loads(lines[0])["story_id"] == "\u0085"
+
+
+# ------------------------------------------------------------------ generated image folders
+
+IMAGE_KINDS = ["png", "jpg", "truncated", "fifo", "loop", "outside", "folder", "empty", "text", "huge", "missing", "mode_cmyk"]
+
+
+def _make_image(folder: Path, name: str, kind: str) -> None:
+    from PIL import Image
+
+    path = folder / name
+    if kind in ("png", "jpg"):
+        Image.new("RGB", (24, 16), "red").save(path, format="PNG" if kind == "png" else "JPEG")
+    elif kind == "truncated":
+        Image.new("RGB", (64, 64), "blue").save(path, format="PNG")
+        path.write_bytes(path.read_bytes()[:60])
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "loop":
+        path.symlink_to(path)
+    elif kind == "outside":
+        path.symlink_to("/etc/hostname")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "text":
+        path.write_text("not an image")
+    elif kind == "huge":  # a small file that would decode to 169 megapixels
+        Image.new("1", (13000, 13000)).save(path, format="PNG")
+    elif kind == "mode_cmyk":
+        Image.new("CMYK", (16, 16)).save(path, format="JPEG")
+
+
+@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(IMAGE_KINDS), min_size=1, max_size=6))
+def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.TempPathFactory, kinds: list[str]) -> None:
+    from vst_core.grounder import ImageEntry, _probe
+
+    folder = tmp_path_factory.mktemp("images")
+    names = [f"{k}_{kind}.{'jpg' if kind != 'png' else 'png'}" for k, kind in enumerate(kinds)]
+    for name, kind in zip(names, kinds, strict=True):
+        _make_image(folder, name, kind)
+    path = folder / "s.jsonl"
+    _write(path, [json.dumps({"story_id": f"s{k}", "sentences": ["A dog."], "images": [n]}) for k, n in enumerate(names)])
+    stories = read_story_set(path)  # checks every image: returns, never hangs on the FIFO
+    assert [s.story_id for s in stories] == [f"s{k}" for k in range(len(names))]  # every story kept
+    for story, kind in zip(stories, kinds, strict=True):
+        good = kind in ("png", "jpg", "mode_cmyk")
+        assert story.images_ok == good, (kind, story.problems)
+        entry = ImageEntry(folder / story.images[0])
+        digest = _probe(entry)  # what grounding does first, from the header only (never blocks, never decodes)
+        if kind != "truncated":  # a truncated body shows at read time (above) and when decoded, not in the header
+            assert (digest != "" and entry.error is None) if good else entry.error is not None
