@@ -16,7 +16,7 @@ st.html(
       .st-key-vst-cards [data-testid="stHorizontalBlock"] { flex-wrap: wrap; }
       .st-key-vst-cards [data-testid="stColumn"] { min-width: calc(50% - 1rem) !important; }
       [data-testid="stMainBlockContainer"] { padding-left: 1.5rem; padding-right: 1.5rem; }
-      section[data-testid="stSidebar"] { width: 230px !important; min-width: 230px !important; }
+      section[data-testid="stSidebar"] { width: 250px !important; min-width: 250px !important; }
     }
     [data-testid="stMain"] .stMarkdown p { word-break: normal; overflow-wrap: break-word; hyphens: none; }
     </style>"""
