@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page
+from dashboard.frame import page, story_table
 from vst_core.hashing import text_digest
 from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
@@ -119,18 +118,6 @@ if match["matched"] == 0 and not len(report.pairs):
 caption = f"{report.description} · {view.footer()}"
 
 
-def open_in_inspect(table: pd.DataFrame, key: str, story: str, also: str | None = None) -> None:
-    """A table whose click on any cell opens that row's story (and ``also``, side by side) in Inspect."""
-    event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode="single-cell", key=key)
-    cells = event.selection.cells if event is not None else []
-    if cells:
-        row = table.iloc[int(cells[0][0])]
-        params = {**st.query_params.to_dict(), "story": str(row[story])}
-        if also:
-            params["with"] = str(row[also])
-        st.switch_page("app_pages/inspect.py", query_params=params)
-
-
 @st.fragment
 def disagreements(report: MetaReport) -> None:
     """For one metric and one human aspect: the stories ranked furthest from people, and the pairs
@@ -152,11 +139,11 @@ def disagreements(report: MetaReport) -> None:
         "Rank 1 = best; ties share their mean rank. rank_diff = metric rank − human rank: positive when the metric "
         "places the story lower than people do. Click a row to open the story in Inspect."
     )
-    open_in_inspect(stories.round(4), "dis_stories", "story_id")
+    story_table(stories.round(4), "dis_stories", "story_id")
     pairs = pair_disagreements(report.pairs, report.data, metric)
     st.markdown(f"**Pairs {metric} orders against people** · {len(pairs)} of {len(report.pairs)} pairs")
     st.caption(f"Pairs: {report.pairs_source}. Largest human gap first. Click a row to see both stories side by side.")
-    open_in_inspect(pairs.round(4), "dis_pairs", "better", also="worse")
+    story_table(pairs.round(4), "dis_pairs", "better", also="worse")
     st.download_button(
         "Disagreeing stories (CSV)",
         f"# {report.description}\n" + stories.to_csv(index=False),

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
-from dashboard.frame import page
+from dashboard.frame import page, story_table
 from vst_core.slices import T_SPLIT, Slice, apply_slice, p_split
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, scores_table, system_figure
 
@@ -68,18 +68,13 @@ shown = apply_slice(table[table["system"].isin(chosen)], cut, kinds)
 if search:
     shown = shown[shown["text"].str.lower().str.contains(search, regex=False)]
 st.caption(f"{len(shown)} of {len(table)} stories · click any cell of a row to inspect its story · click a header to sort")
-event = st.dataframe(
+story_table(
     shown,
-    hide_index=True,
-    width="stretch",
-    on_select="rerun",
-    selection_mode=["single-row", "single-cell"],
-    key="table",
+    "table",
+    "story",
+    modes=["single-row", "single-cell"],
     column_config={c: st.column_config.NumberColumn(format="%.3f") for c in numeric},
 )
-rows = list(event.selection.rows) + [int(cell[0]) for cell in event.selection.cells] if event is not None else []
-if rows:  # open the story in Inspect, keeping the settings in the URL
-    st.switch_page("app_pages/inspect.py", query_params={**st.query_params.to_dict(), "story": str(shown.iloc[rows[0]]["story"])})
 
 
 @st.fragment

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.frame import page
+from dashboard.frame import page, story_table
 from vst_core.systems import paired_sequences, win_tie_loss
 from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv, scores_table
 
@@ -34,14 +34,7 @@ if metric:
     st.plotly_chart(figure, key="differences")
     ranked = paired.assign(_abs=paired[metric].abs()).sort_values("_abs", ascending=False).drop(columns="_abs")
     st.markdown("**Sequences where they differ most** · click a row to see both stories side by side in Inspect")
-    event = st.dataframe(
-        ranked.round(4), hide_index=True, width="stretch", on_select="rerun", selection_mode="single-cell", key="system_pairs"
-    )
-    cells = event.selection.cells if event is not None else []
-    if cells:
-        row = ranked.iloc[int(cells[0][0])]
-        params = {**st.query_params.to_dict(), "story": str(row["story_a"]), "with": str(row["story_b"])}
-        st.switch_page("app_pages/inspect.py", query_params=params)
+    story_table(ranked.round(4), "system_pairs", "story_a", also="story_b")
     st.download_button(
         "Download the comparison (CSV)",
         export_csv(paired, view.settings, view.inputs),

@@ -56,6 +56,13 @@ class Choices:
         return ("grounding", "clipscore", "rovist_vg") if self.extra_clip else ("grounding",)
 
 
+def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
+    """What identifies a CLIP request, from the sidebar's fields or the settings they make (blank
+    fields count as absent, as :func:`settings_for` reads them)."""
+    fields = (arch, pretrained or None, (checkpoint or "").strip() or None, (config or "").strip() or None)
+    return "|".join(map(str, fields))
+
+
 def settings_for(choices: Choices) -> Settings:
     """The settings the sidebar describes (SettingsError when they cannot be used)."""
     metrics = (

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Literal
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import loading
 from dashboard.choices import (
     Choices,
     base_of,
+    clip_key,
     device_notice,
     in_sidebar_terms,
     settings_for,
@@ -49,9 +52,9 @@ STATUS = "_vst_model_status"
 
 
 def model_keys(settings: Settings) -> dict[str, str]:
-    """What identifies each model's request (its sidebar fields)."""
-    clip = (settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
-    return {"coherence": settings.coherence_model, "grounding": "|".join(map(str, clip))}
+    """What identifies each model's request (its sidebar fields; the sidebar builds the same keys)."""
+    clip = clip_key(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
+    return {"coherence": settings.coherence_model, "grounding": clip}
 
 
 def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, str | None]]) -> Settings:
@@ -181,6 +184,30 @@ def _notices(notices: list[str]) -> None:
         with st.expander("Details and how to fix them"):
             for notice in notices:
                 st.markdown(f"- {notice}")
+
+
+Clicks = Literal["single-row", "single-cell"]
+
+
+def story_table(
+    table: pd.DataFrame,
+    key: str,
+    story: str,
+    also: str | None = None,
+    modes: Clicks | list[Clicks] = "single-cell",
+    **options: Any,
+) -> None:
+    """A table where a click on a cell (or, with ``single-row`` in ``modes``, a row's box) opens
+    that row's ``story`` column in Inspect, the ``also`` column beside it; the settings in the URL
+    are kept."""
+    event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode=modes, key=key, **options)
+    rows = [*event.selection.rows, *(int(cell[0]) for cell in event.selection.cells)] if event is not None else []
+    if rows:
+        row = table.iloc[rows[0]]
+        params = {**st.query_params.to_dict(), "story": str(row[story])}
+        if also:
+            params["with"] = str(row[also])
+        st.switch_page("app_pages/inspect.py", query_params=params)
 
 
 def page(title: str, caption: str | None = None) -> RunView:

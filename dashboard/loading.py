@@ -147,13 +147,12 @@ def session_judgements(story_ids: set[str]) -> tuple[Judgements | None, str]:
     """The judgements chosen on the Agreement page (kept for the session), else on the bundled sample
     its made-up example ratings; with a label saying which."""
     data: bytes | None = st.session_state.get(JUDGEMENTS_KEY)
-    label = "the judgements loaded on the Agreement page"
-    if data is None and SAMPLE_IDS & story_ids:
-        data, label = SAMPLE_JUDGEMENTS.read_bytes(), "made-up example ratings"
+    example = SAMPLE_JUDGEMENTS.read_bytes() if data is not None or SAMPLE_IDS & story_ids else None
+    if data is None:
+        data = example
     if data is None:
         return None, ""
-    if data == SAMPLE_JUDGEMENTS.read_bytes():
-        label = "made-up example ratings"
+    label = "made-up example ratings" if data == example else "the judgements loaded on the Agreement page"
     return judgements(data)[0], label
 
 

@@ -8,15 +8,27 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from dashboard import loading, session
-from dashboard.choices import DEFAULTS, SCORES_FILE, SLIDER, SOURCES, UPLOAD_FILE, UPLOAD_IMAGES, Choices, confined, url_notices
+from dashboard.choices import (
+    DEFAULTS,
+    SCORES_FILE,
+    SLIDER,
+    SOURCES,
+    UPLOAD_FILE,
+    UPLOAD_IMAGES,
+    Choices,
+    clip_key,
+    confined,
+    url_notices,
+)
 from vst_core.config import THETA_PRESETS
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.access import PathNotAllowed, confine
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
-from vst_core.hashing import json_digest, text_digest
+from vst_core.hashing import json_digest
 from vst_core.records import StoryScores
 
 URL: Literal["query-params"] = "query-params"
@@ -54,8 +66,14 @@ def render() -> tuple[Choices, Input]:
     return choices, data
 
 
-def _files_key(files: list[tuple[str, bytes]], *extra: str) -> str:
-    return json_digest([[name, text_digest(data)] for name, data in files] + list(extra))
+def _files_key(files: list[UploadedFile], *extra: str) -> str:
+    """A key for uploaded files: the ids Streamlit gives each upload (a new upload, a new id), so a
+    rerun neither copies nor hashes the files' bytes."""
+    return json_digest([[f.file_id, f.name, f.size] for f in files] + list(extra))
+
+
+def _contents(files: list[UploadedFile]) -> list[tuple[str, bytes]]:
+    return [(f.name, f.getvalue()) for f in files]
 
 
 def _data(source: str) -> Input:
@@ -74,8 +92,9 @@ def _data(source: str) -> Input:
         )
         if not files:
             return Input()
-        images = [(f.name, f.getvalue()) for f in files]
-        story_set, messages = session.cached(_files_key(images, text), lambda folder: story_set_from_upload(images, text, folder))
+        story_set, messages = session.cached(
+            _files_key(files, text), lambda folder: story_set_from_upload(_contents(files), text, folder)
+        )
         return Input(story_set, messages=list(messages))
     if source == SCORES_FILE:
         return _scores()
@@ -89,8 +108,9 @@ def _data(source: str) -> Input:
         )
         if not files:
             return Input()
-        uploaded = [(f.name, f.getvalue()) for f in files]
-        story_set, error, messages = session.cached(_files_key(uploaded), lambda folder: story_set_from_files(uploaded, folder))
+        story_set, error, messages = session.cached(
+            _files_key(files), lambda folder: story_set_from_files(_contents(files), folder)
+        )
         return Input(story_set, error, messages=list(messages))
     return Input(*loading.story_file(str(loading.SAMPLE), loading.SAMPLE.stat().st_mtime))
 
@@ -117,8 +137,7 @@ def _scores() -> Input:
         help="images are looked up relative to the story file the scores were made from",
     ).strip()
     if files:
-        uploaded = [(f.name, f.getvalue()) for f in files]
-        found = session.cached(_files_key(uploaded, "scores"), lambda folder: loading.scores_upload(uploaded, folder))
+        found = session.cached(_files_key(files, "scores"), lambda folder: loading.scores_upload(_contents(files), folder))
         return Input(found[0], found[2], found[1], messages=list(found[3]))
     if not path:
         return Input()
@@ -158,6 +177,25 @@ def _unavailable(model: str, key: str) -> str | None:
     return reason if asked == key else None
 
 
+def _model_toggle(model: str, key: str, label: str, purpose: str, off: str) -> bool:
+    """The on/off toggle of ``model`` (bound to the URL): shown off and disabled, with the reason,
+    while the request ``key`` is known not to load; whether the model is on."""
+    why = _unavailable(model, key)
+    if why:
+        st.session_state[model] = False  # shown off, as it is
+    on = st.toggle(
+        label,
+        value=why is None,  # off and disabled when the model does not load
+        key=model,
+        bind=URL,
+        disabled=why is not None,
+        help=f"unavailable: {why}" if why else purpose,
+    )
+    if why:
+        st.caption(f"⚠️ Off: {off}")
+    return bool(on) and why is None
+
+
 def _coherence() -> dict[str, Any]:
     st.header("Coherence")
     model = st.text_input(
@@ -166,20 +204,14 @@ def _coherence() -> dict[str, Any]:
         key="coherence_model",
         help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
     )
-    why = _unavailable("coherence", model)
-    if why:
-        st.session_state["coherence"] = False  # shown off, as it is
-    on = st.toggle(
+    on = _model_toggle(
+        "coherence",
+        model,
         "Score sentence pairs",
-        value=why is None,  # off and disabled when the model does not load
-        key="coherence",
-        bind=URL,
-        disabled=why is not None,
-        help=f"unavailable: {why}" if why else "RoViST-C: the probability that each sentence follows the previous one",
+        "RoViST-C: the probability that each sentence follows the previous one",
+        "the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
     )
-    if why:
-        st.caption("⚠️ Off: the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.")
-    return {"coherence": bool(on) and why is None, "coherence_model": model}
+    return {"coherence": on, "coherence_model": model}
 
 
 def _grounding() -> dict[str, Any]:
@@ -190,26 +222,13 @@ def _grounding() -> dict[str, Any]:
         "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
         "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
     }
-    clip = (
-        values["clip_arch"],
-        values["clip_pretrained"] or None,
-        values["clip_checkpoint"].strip() or None,
-        values["clip_config"].strip() or None,
-    )
-    why = _unavailable("grounding", "|".join(map(str, clip)))
-    if why:
-        st.session_state["grounding"] = False  # shown off, as it is
-    on = st.toggle(
+    values["grounding"] = _model_toggle(
+        "grounding",
+        clip_key(values["clip_arch"], values["clip_pretrained"], values["clip_checkpoint"], values["clip_config"]),
         "GROOVIST with CLIP",
-        value=why is None,  # off and disabled when the model does not load
-        key="grounding",
-        bind=URL,
-        disabled=why is not None,
-        help=f"unavailable: {why}" if why else "noun phrases matched to image regions",
+        "noun phrases matched to image regions",
+        "CLIP does not load (see the notice on the page). Give loadable CLIP fields above to use it.",
     )
-    if why:
-        st.caption("⚠️ Off: CLIP does not load (see the notice on the page). Give loadable CLIP fields above to use it.")
-    values["grounding"] = bool(on) and why is None
     idle = not values["grounding"]
     reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
     values["regions"] = st.text_input(
