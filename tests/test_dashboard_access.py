@@ -118,3 +118,16 @@ def test_upload_shapes_are_explained(tmp_path: Path) -> None:
     two = story_set_from_files([("a.json", b"{}"), ("b.jsonl", b"")], tmp_path / "b")[1]
     assert two is not None and "2 story files uploaded" in two
     assert "not a readable zip" in story_set_from_files([("a.zip", b"PK nope"), ("s.jsonl", b"")], tmp_path / "c")[2][0]
+
+
+def test_a_corrupt_zip_member_is_a_message_not_a_crash(tmp_path: Path) -> None:
+    members = {"s.jsonl": b'{"story_id": "a", "sentences": ["A."], "images": ["x.png"]}\n', "x.png": b"PNGDATA" * 100}
+    data = bytearray(_zip(members))
+    data[data.find(b"PNGDATA")] = ord("Q")  # the stored bytes no longer match the member's CRC
+    found, error, messages = story_set_from_files([("u.zip", bytes(data))], tmp_path / "a")
+    assert error is None and found is not None and len(found) == 1
+    assert any("x.png cannot be read from its zip (BadZipFile" in m for m in messages)
+    data = bytearray(_zip(members))
+    data[data.find(b'"story_id"')] = ord("X")  # now the story file itself is corrupt
+    found, error, _ = story_set_from_files([("u.zip", bytes(data))], tmp_path / "b")
+    assert found is None and error is not None and "s.jsonl cannot be read from its zip" in error

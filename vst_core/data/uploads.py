@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import BytesIO
@@ -164,6 +165,11 @@ def _main_entry(entries: list[_Entry], suffixes: tuple[str, ...], what: str) -> 
     return found[0], None
 
 
+#: What reading a zip member can raise: a bad CRC or header, an unsupported compression method, an
+#: encrypted member, truncated or corrupt compressed data.
+_ZIP_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
+
+
 def _write_limited(target: Path, entry: _Entry, written: list[int]) -> str | None:
     """Write one entry under the byte budgets; why not, if not."""
     from vst_core.images import max_bytes
@@ -172,7 +178,10 @@ def _write_limited(target: Path, entry: _Entry, written: list[int]) -> str | Non
         return f"{entry.name} is over the {max_bytes() / 2**20:.0f} MiB image budget"
     if written[0] + entry.size > MAX_UPLOAD_BYTES:
         return f"the upload is over {MAX_UPLOAD_BYTES / 2**30:.0f} GiB unpacked"
-    data = entry.read()[: max_bytes() + 1]  # a zip member may lie about its size
+    try:
+        data = entry.read()  # a zip member is read up to its declared size, then its CRC is checked
+    except _ZIP_READ_ERRORS as exc:
+        return f"{entry.name} cannot be read from its zip ({type(exc).__name__}: {exc})"
     if len(data) > max_bytes():
         return f"{entry.name} is over the {max_bytes() / 2**20:.0f} MiB image budget"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +218,10 @@ def place_upload(
     base = PurePosixPath(main.name).parent
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / PurePosixPath(main.name).name
-    path.write_bytes(main.read())
+    try:
+        path.write_bytes(main.read())
+    except _ZIP_READ_ERRORS as exc:
+        return None, f"{main.name} cannot be read from its zip ({type(exc).__name__}: {exc})", messages
     images = [e for e in entries if e.name.lower().endswith(IMAGE_SUFFIXES)]
     written, refused = [0], []
     for entry in images:  # zip members at their path relative to the data file, loose files beside it
