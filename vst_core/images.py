@@ -51,16 +51,20 @@ def max_bytes() -> int:
     return _env_int("VST_MAX_IMAGE_BYTES", DEFAULT_MAX_BYTES)
 
 
+def check_bytes(size: int, name: str) -> None:
+    """ImageBudgetError when an image file of ``size`` bytes is over the byte budget."""
+    if size > max_bytes():
+        raise ImageBudgetError(
+            f"{name} is {size / 2**20:.3g} MiB, over the {max_bytes() / 2**20:.3g} MiB budget (VST_MAX_IMAGE_BYTES raises it)"
+        )
+
+
 def check_file(path: Path) -> None:
     """ImageBudgetError unless ``path`` is a regular file within the byte budget (OSError if absent)."""
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
         raise NotRegularFileError(f"not a regular file (a FIFO, device or folder): {path.name}")
-    if info.st_size > max_bytes():
-        raise ImageBudgetError(
-            f"{path.name} is {info.st_size / 2**20:.0f} MiB, over the {max_bytes() / 2**20:.0f} MiB budget "
-            "(VST_MAX_IMAGE_BYTES raises it)"
-        )
+    check_bytes(info.st_size, path.name)
 
 
 def reduction(size: tuple[int, int], fmt: str | None) -> int:

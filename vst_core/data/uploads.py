@@ -48,15 +48,14 @@ def save_images(images: list[tuple[str, bytes]], folder: Path, max_images: int, 
     """Write the files Pillow can read into ``folder`` as ``NN_name`` (in order); report the others."""
     from PIL import Image, UnidentifiedImageError
 
-    from vst_core.images import ImageBudgetError, max_bytes, reduction
+    from vst_core.images import ImageBudgetError, check_bytes, reduction
 
     folder.mkdir(parents=True, exist_ok=True)
     kept: list[str] = []
     for name, data in images:
         safe = Path(name).name or "image"
         try:
-            if len(data) > max_bytes():
-                raise ImageBudgetError(f"{len(data) / 2**20:.0f} MiB, over the {max_bytes() / 2**20:.0f} MiB budget")
+            check_bytes(len(data), "the file")
             with Image.open(BytesIO(data)) as im:
                 reduction(im.size, im.format)
                 im.verify()
@@ -172,18 +171,18 @@ _ZIP_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplem
 
 def _write_limited(target: Path, entry: _Entry, written: list[int]) -> str | None:
     """Write one entry under the byte budgets; why not, if not."""
-    from vst_core.images import max_bytes
+    from vst_core.images import ImageBudgetError, check_bytes
 
-    if entry.size > max_bytes():
-        return f"{entry.name} is over the {max_bytes() / 2**20:.0f} MiB image budget"
+    try:
+        check_bytes(entry.size, entry.name)
+    except ImageBudgetError as exc:
+        return str(exc)
     if written[0] + entry.size > MAX_UPLOAD_BYTES:
         return f"the upload is over {MAX_UPLOAD_BYTES / 2**30:.0f} GiB unpacked"
     try:
         data = entry.read()  # a zip member is read up to its declared size, then its CRC is checked
     except _ZIP_READ_ERRORS as exc:
         return f"{entry.name} cannot be read from its zip ({type(exc).__name__}: {exc})"
-    if len(data) > max_bytes():
-        return f"{entry.name} is over the {max_bytes() / 2**20:.0f} MiB image budget"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
     written[0] += len(data)
