@@ -30,7 +30,11 @@ def test_distances_on_a_hand_computed_pair() -> None:
     assert d.d["C"] == pytest.approx(0.3) and d.d["R"] == pytest.approx(0.05)
     assert d.d["dHM"] == pytest.approx((math.tanh(1.0) + 0.3 + 0.05) / 3)
     assert d.signed["C"] == pytest.approx(-0.3) and d.signed["R"] == pytest.approx(0.05)  # less coherent, less repetitive
-    assert missing == {"system story without all three scores": 0, "no human story with all three scores": 0}
+    assert missing == {
+        "system story without all three scores": 0,
+        "no human story shares its sequence": 0,
+        "every human story sharing its sequence lacks one of the three scores": 0,
+    }
 
 
 def test_sequence_pairing_averages_over_the_human_stories_and_counts_what_is_left_out() -> None:
@@ -39,7 +43,13 @@ def test_sequence_pairing_averages_over_the_human_stories_and_counts_what_is_lef
     found, missing = pair(models, humans, "sequence")
     assert [d.story_id for d in found] == ["m"] and found[0].humans == ("h1", "h2")
     assert found[0].d["C"] == pytest.approx((0.3 + 0.1) / 2)
-    assert missing == {"system story without all three scores": 1, "no human story with all three scores": 1}
+    assert missing == {
+        "system story without all three scores": 1,
+        "no human story shares its sequence": 1,  # o: sequence t has no human story at all
+        "every human story sharing its sequence lacks one of the three scores": 0,
+    }
+    lacking = [Triple("h3", "t", "reference", 0.0, None, 0.5)]
+    assert pair(models[2:], lacking, "sequence")[1]["every human story sharing its sequence lacks one of the three scores"] == 1
     summary = summarise("x", found, missing, resamples=0)
     assert summary.n == 1 and summary.interval["dHM"] is None and summary.missing == missing
 
@@ -119,7 +129,10 @@ def test_the_papers_numbers_from_the_released_vist_scores(tmp_path: Path, capsys
         assert row[ours] == pytest.approx(want[theirs], abs=1e-12)
         lo, hi = row[f"{ours} interval"]
         assert lo <= row[ours] <= hi
-    assert row["left out"] == {"system story without all three scores": 2, "no human story with all three scores": 156}
+    assert row["left out"] == {
+        "system story without all three scores": 2,
+        "every human story sharing its story id lacks one of the three scores": 156,  # every LLaVA story has a human one
+    }
     assert (tmp_path / "csv" / "distances.csv").read_text().count("\n") == 4897 + 2
 
 

@@ -14,7 +14,16 @@ system departs. Pairing: ``story`` pairs stories with the same id (the release's
 model story per human story), ``sequence`` pairs a system story with every human story of its
 image sequence and averages the distances (the default: it also covers sets with several human
 stories per sequence, and equals ``story`` when each sequence has one human story).
-Stories left out are counted by reason, never dropped silently.
+Stories left out are counted by reason, never dropped silently: a system story without the
+scores, one that no human story shares its sequence (or story id) with, and one whose human
+counterparts all lack a score are three different reasons.
+
+Input: score records (several per story are merged with :func:`vst_core.data.merge.merge_records`:
+computed beats imported, else the first source) or a table with one row per story (columns
+``story``, ``sequence``, ``system``, ``GROOVIST raw``, ``coherence``, ``NR``; a missing metric
+column means the metric was not run). Both go through one vectorised core (numpy: pairing by sorted
+keys, distances by ``bincount``, the bootstrap in blocks of resamples), so they give the same
+numbers and 100,000 stories take seconds.
 """
 
 from __future__ import annotations
@@ -22,16 +31,25 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
+from vst_core.data.merge import Conflict, merge_records
 from vst_core.records import StoryScores
 
 Pairing = Literal["sequence", "story"]
 ASPECTS: tuple[str, ...] = ("G", "C", "R")
 #: Systems whose stories are the human ones, unless told otherwise.
 HUMAN_SYSTEMS: tuple[str, ...] = ("reference",)
+#: The story-table column of each aspect (the names of :data:`vst_core.records.FIELDS`).
+COLUMNS: dict[str, str] = {"G": "GROOVIST raw", "C": "coherence", "R": "NR"}
+ID_COLUMNS: tuple[str, ...] = ("story", "sequence", "system")
+KEYS: tuple[str, ...] = ("G", "C", "R", "dHM")
+#: Random draws held at once by the bootstrap (resamples × stories per block).
+BOOTSTRAP_BLOCK = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +72,44 @@ class Triple:
         return math.tanh(v) if aspect == "G" else float(v)
 
 
+def merged(records: Iterable[StoryScores], source: str = "records") -> tuple[list[StoryScores], list[Conflict]]:
+    """One record per (system, story): :func:`~vst_core.data.merge.merge_records` of ``records``,
+    all from one ``source`` (the CLI merges files itself, naming each)."""
+    return merge_records((r, source) for r in records)
+
+
 def triples(records: Iterable[StoryScores]) -> list[Triple]:
-    """One triple per (system, story), merging the metrics of records from several files (a later
-    record fills what an earlier one lacks and replaces what it has)."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in records:
-        row = merged.setdefault((r.system, r.story_id), {"sequence_id": r.sequence_id})
-        if r.sequence_id and r.sequence_id != r.story_id:
-            row["sequence_id"] = r.sequence_id
-        if r.grounding is not None and r.grounding.unbounded is not None:
-            row["G"] = r.grounding.unbounded
-        if r.coherence is not None and r.coherence.score is not None:
-            row["C"] = r.coherence.score
-        if r.redundancy is not None and r.redundancy.score is not None:
-            row["R"] = r.redundancy.score
-    return [
-        Triple(sid, row["sequence_id"], system, row.get("G"), row.get("C"), row.get("R")) for (system, sid), row in merged.items()
-    ]
+    """One triple per (system, story), the records of one story merged (computed beats imported,
+    else the first record; see :mod:`vst_core.data.merge`)."""
+    out = []
+    for r in merged(records)[0]:
+        g = r.grounding.unbounded if r.grounding is not None else None
+        c = r.coherence.score if r.coherence is not None else None
+        nr = r.redundancy.score if r.redundancy is not None else None
+        out.append(Triple(r.story_id, r.sequence_id, r.system, g, c, nr))
+    return out
+
+
+def dhm_table(records: Iterable[StoryScores]) -> pd.DataFrame:
+    """The story table :func:`dhm_report` reads: one row per (system, story) of the merged records,
+    ``story``, ``sequence``, ``system`` and the three metric columns (NaN: no score); the records'
+    signature ids in ``attrs["scores_signatures"]``."""
+    records = list(records)
+    rows = triples(records)
+    table = pd.DataFrame(
+        {
+            "story": [t.story_id for t in rows],
+            "sequence": [t.sequence_id for t in rows],
+            "system": [t.system for t in rows],
+            **{COLUMNS[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float) for a in ASPECTS},
+        }
+    )
+    table.attrs["scores_signatures"] = _signature_ids(records)
+    return table
+
+
+def _signature_ids(records: Iterable[StoryScores]) -> list[str]:
+    return sorted({str(r.signature.get("id")) for r in records if r.signature.get("id")})
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,33 +124,122 @@ class Distance:
     signed: dict[str, float]  # system − human, G (tanh), C, R
 
 
+def reasons(pairing: Pairing, aspects: Sequence[str] = ASPECTS) -> tuple[str, str, str]:
+    """Why a system story is left out: it lacks a score; no human story shares its sequence (story
+    id with ``story`` pairing); every human story that shares it lacks a score."""
+    every = "all three scores" if tuple(aspects) == ASPECTS else f"the {'/'.join(aspects)} scores"
+    one = "one of the three scores" if tuple(aspects) == ASPECTS else f"one of the {'/'.join(aspects)} scores"
+    key = "story id" if pairing == "story" else "sequence"
+    return (
+        f"system story without {every}",
+        f"no human story shares its {key}",
+        f"every human story sharing its {key} lacks {one}",
+    )
+
+
+@dataclass(frozen=True)
+class Paired:
+    """The vectorised pairing of one system's stories: row ``i`` of ``d``/``signed`` (columns:
+    the aspects, then dHM for ``d``) is story ``rows[i]`` of the system's table; its human
+    partners are ``humans[offsets[i]:offsets[i + 1]]``."""
+
+    rows: np.ndarray
+    d: np.ndarray
+    signed: np.ndarray
+    humans: np.ndarray
+    offsets: np.ndarray
+    missing: dict[str, int]
+
+
+def _values(table: pd.DataFrame, aspects: Sequence[str]) -> np.ndarray:
+    """The compared values, one column per aspect: tanh(G), C, R (NaN: no score, or not run)."""
+    n = len(table)
+    columns = []
+    for a in aspects:
+        column = COLUMNS[a]
+        v = pd.to_numeric(table[column], errors="coerce").to_numpy(float) if column in table else np.full(n, np.nan)
+        columns.append(np.tanh(v) if a == "G" else v)
+    return np.column_stack(columns) if columns else np.empty((n, 0))
+
+
+def pair_arrays(
+    system_keys: np.ndarray,
+    system_values: np.ndarray,
+    human_keys: np.ndarray,
+    human_values: np.ndarray,
+    human_ids: np.ndarray,
+    pairing: Pairing = "sequence",
+    aspects: Sequence[str] = ASPECTS,
+) -> Paired:
+    """Distances of the system stories (keys: sequence or story ids; values as :func:`_values`)
+    to the complete human stories of the same key, averaged over those humans; no loop per story."""
+    lacking, alone, human_lacks = reasons(pairing, aspects)
+    complete_h = ~np.isnan(human_values).any(axis=1)
+    complete_s = ~np.isnan(system_values).any(axis=1)
+    h_keys = human_keys[complete_h]
+    order = np.argsort(h_keys, kind="stable")
+    unique, starts, counts = np.unique(h_keys[order], return_index=True, return_counts=True)
+    group = pd.Index(unique).get_indexer(system_keys) if len(unique) else np.full(len(system_keys), -1)
+    shared = (
+        pd.Index(pd.unique(human_keys)).get_indexer(system_keys) >= 0 if len(human_keys) else np.zeros(len(system_keys), bool)
+    )
+    paired = complete_s & (group >= 0)
+    missing = {
+        lacking: int((~complete_s).sum()),
+        alone: int((complete_s & ~shared).sum()),
+        human_lacks: int((complete_s & shared & (group < 0)).sum()),
+    }
+    rows = np.flatnonzero(paired)
+    g = group[rows]
+    k = counts[g]
+    offsets = np.concatenate([[0], np.cumsum(k)])
+    which = np.repeat(np.arange(len(rows)), k)
+    within = np.arange(offsets[-1]) - np.repeat(offsets[:-1], k)
+    partners = order[starts[g].repeat(k) + within]  # rows of the complete humans
+    s_values = system_values[rows][which]
+    h_values = human_values[complete_h][partners]
+    diff = s_values - h_values
+    size = len(rows)
+    d = np.empty((size, len(aspects) + 1))
+    signed = np.empty((size, len(aspects)))
+    for i in range(len(aspects)):
+        d[:, i] = np.bincount(which, np.abs(diff[:, i]), minlength=size) / k
+        signed[:, i] = np.bincount(which, diff[:, i], minlength=size) / k
+    total = np.zeros(size)
+    for i in range(len(aspects)):
+        total = total + d[:, i]
+    d[:, -1] = total / len(aspects) if aspects else np.nan
+    return Paired(rows, d, signed, human_ids[complete_h][partners], offsets, missing)
+
+
 def pair(
     system: Sequence[Triple], human: Sequence[Triple], pairing: Pairing = "sequence", aspects: Sequence[str] = ASPECTS
 ) -> tuple[list[Distance], dict[str, int]]:
     """Distances of every system story that has the ``aspects``' scores (the paper: all three) and
-    a human counterpart that has them too; the others counted by reason. dHM is the mean over
-    ``aspects``."""
-    complete_humans = [h for h in human if h.has(aspects)]
-    by_key: dict[str, list[Triple]] = {}
-    for h in complete_humans:
-        by_key.setdefault(h.story_id if pairing == "story" else h.sequence_id, []).append(h)
-    out: list[Distance] = []
-    every = "all three scores" if tuple(aspects) == ASPECTS else f"the {'/'.join(aspects)} scores"
-    lacking, alone = f"system story without {every}", f"no human story with {every}"
-    missing = {lacking: 0, alone: 0}
-    for s in system:
-        if not s.has(aspects):
-            missing[lacking] += 1
-            continue
-        partners = by_key.get(s.story_id if pairing == "story" else s.sequence_id, [])
-        if not partners:
-            missing[alone] += 1
-            continue
-        d = {a: float(np.mean([abs(h.value(a) - s.value(a)) for h in partners])) for a in aspects}
-        d["dHM"] = sum(d[a] for a in aspects) / len(aspects)
-        signed = {a: float(np.mean([s.value(a) - h.value(a) for h in partners])) for a in aspects}
-        out.append(Distance(s.system, s.story_id, s.sequence_id, tuple(h.story_id for h in partners), d, signed))
-    return out, missing
+    a human counterpart that has them too; the others counted by reason (see :func:`reasons`).
+    dHM is the mean over ``aspects``."""
+
+    def arrays(ts: Sequence[Triple]) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.array([t.story_id if pairing == "story" else t.sequence_id for t in ts], dtype=object)
+        values = np.array([[t.value(a) if getattr(t, a) is not None else np.nan for a in aspects] for t in ts], float)
+        return keys, values.reshape(len(ts), len(aspects))
+
+    s_keys, s_values = arrays(system)
+    h_keys, h_values = arrays(human)
+    found = pair_arrays(s_keys, s_values, h_keys, h_values, np.array([h.story_id for h in human], dtype=object), pairing, aspects)
+    out = [
+        _distance(system[row].system, system[row].story_id, system[row].sequence_id, found, i, aspects)
+        for i, row in enumerate(found.rows)
+    ]
+    return out, found.missing
+
+
+def _distance(system: str, story_id: str, sequence_id: str, found: Paired, i: int, aspects: Sequence[str]) -> Distance:
+    d = {a: float(found.d[i, j]) for j, a in enumerate(aspects)}
+    d["dHM"] = float(found.d[i, -1])
+    signed = {a: float(found.signed[i, j]) for j, a in enumerate(aspects)}
+    humans = tuple(str(h) for h in found.humans[found.offsets[i] : found.offsets[i + 1]])
+    return Distance(system, story_id, sequence_id, humans, d, signed)
 
 
 @dataclass(frozen=True)
@@ -126,6 +254,49 @@ class SystemDHM:
     missing: dict[str, int] = field(default_factory=dict)
 
 
+def bootstrap(
+    values: np.ndarray, resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> list[tuple[float, float] | None]:
+    """Percentile bootstrap interval of the mean of each column of ``values`` (stories resampled
+    with replacement, the same draws for every column); None for fewer than two stories or no
+    resamples. The draws come in blocks of resamples (at most :data:`BOOTSTRAP_BLOCK` at once);
+    numpy's stream does not depend on the blocks, so the intervals equal one ``(resamples, n)`` draw."""
+    n, width = values.shape
+    if resamples <= 0 or n < 2:
+        return [None] * width
+    rng = np.random.default_rng(seed)
+    boot = np.empty((resamples, width))
+    step = max(1, BOOTSTRAP_BLOCK // n)
+    for start in range(0, resamples, step):
+        picks = rng.integers(0, n, size=(min(step, resamples - start), n))
+        for i in range(width):
+            boot[start : start + len(picks), i] = values[:, i][picks].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    return [(float(np.quantile(boot[:, i], alpha)), float(np.quantile(boot[:, i], 1 - alpha))) for i in range(width)]
+
+
+def _summary(
+    system: str,
+    d: np.ndarray,
+    signed: np.ndarray,
+    missing: dict[str, int],
+    aspects: Sequence[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> SystemDHM:
+    """Means over stories (``d``: columns aspects + dHM) with :func:`bootstrap` intervals."""
+    names = [*aspects, "dHM"]
+    mean: dict[str, float | None] = dict.fromkeys(KEYS)
+    interval: dict[str, tuple[float, float] | None] = dict.fromkeys(KEYS)
+    sign: dict[str, float | None] = dict.fromkeys(ASPECTS)
+    if len(d):
+        mean.update({k: float(d[:, i].mean()) for i, k in enumerate(names)})
+        interval.update(dict(zip(names, bootstrap(d, resamples, seed, confidence), strict=True)))
+        sign.update({a: float(signed[:, i].mean()) for i, a in enumerate(aspects)})
+    return SystemDHM(system, len(d), mean, interval, sign, missing)
+
+
 def summarise(
     system: str,
     distances: Sequence[Distance],
@@ -135,44 +306,51 @@ def summarise(
     confidence: float = 0.95,
 ) -> SystemDHM:
     """Means over stories; percentile bootstrap intervals (stories resampled with replacement)."""
-    keys = ("G", "C", "R", "dHM")
-    if not distances:
-        return SystemDHM(system, 0, dict.fromkeys(keys), dict.fromkeys(keys), dict.fromkeys(ASPECTS), missing)
-    values = np.array([[d.d.get(k, np.nan) for k in keys] for d in distances])
-    present = [i for i, k in enumerate(keys) if not np.isnan(values[:, i]).any()]
-    mean: dict[str, float | None] = dict.fromkeys(keys)
-    mean.update({keys[i]: float(values[:, i].mean()) for i in present})
-    interval: dict[str, tuple[float, float] | None] = dict.fromkeys(keys)
-    if resamples > 0 and len(distances) > 1:
-        rng = np.random.default_rng(seed)
-        picks = rng.integers(0, len(distances), size=(resamples, len(distances)))
-        boot = values[picks].mean(axis=1)
-        alpha = (1 - confidence) / 2
-        for i in present:
-            interval[keys[i]] = (float(np.quantile(boot[:, i], alpha)), float(np.quantile(boot[:, i], 1 - alpha)))
-    signed: dict[str, float | None] = {
-        a: float(np.mean([d.signed[a] for d in distances])) if a in distances[0].signed else None for a in ASPECTS
-    }
-    return SystemDHM(system, len(distances), mean, interval, signed, missing)
+    aspects = [a for a in ASPECTS if distances and a in distances[0].d]
+    d = np.array([[x.d[k] for k in (*aspects, "dHM")] for x in distances], float).reshape(len(distances), len(aspects) + 1)
+    signed = np.array([[x.signed[a] for a in aspects] for x in distances], float).reshape(len(distances), len(aspects))
+    return _summary(system, d, signed, missing, aspects, resamples, seed, confidence)
 
 
 @dataclass(frozen=True)
 class DHMReport:
-    """Every system's dHM against the human systems, and the per-story distances behind it."""
+    """Every system's dHM against the human systems, and the per-story distances behind it
+    (``frame``: one row per system story compared; ``distances``: the same as objects, built when
+    first asked for)."""
 
     systems: list[SystemDHM]
-    distances: list[Distance]
+    frame: pd.DataFrame
     human_systems: tuple[str, ...]
     pairing: Pairing
     signature: dict[str, Any]
     aspects: tuple[str, ...] = ASPECTS
+    conflicts: tuple[Conflict, ...] = ()
+    partners: tuple[np.ndarray, np.ndarray] = (np.zeros(1, int), np.empty(0, object))
+
+    @cached_property
+    def distances(self) -> list[Distance]:
+        offsets, humans = self.partners
+        f = self.frame
+        columns = {k: f[f"d_{k}" if k != "dHM" else "dHM"].to_numpy(float) for k in (*self.aspects, "dHM")}
+        signed = {a: f[f"signed_{a}"].to_numpy(float) for a in self.aspects}
+        return [
+            Distance(
+                system,
+                story,
+                sequence,
+                tuple(str(h) for h in humans[offsets[i] : offsets[i + 1]]),
+                {k: float(v[i]) for k, v in columns.items()},
+                {a: float(v[i]) for a, v in signed.items()},
+            )
+            for i, (system, story, sequence) in enumerate(zip(f["system"], f["story_id"], f["sequence_id"], strict=True))
+        ]
 
     def table(self) -> list[dict[str, Any]]:
         """One row per system: N, the four means with intervals, signed differences, left-out counts."""
         rows = []
         for s in self.systems:
             row: dict[str, Any] = {"system": s.system, "N": s.n}
-            for k in ("G", "C", "R", "dHM"):
+            for k in KEYS:
                 row[f"d_{k}" if k != "dHM" else "dHM"] = s.mean[k]
                 lo_hi = s.interval[k]
                 row[f"{'d_' + k if k != 'dHM' else 'dHM'} interval"] = list(lo_hi) if lo_hi else None
@@ -184,7 +362,7 @@ class DHMReport:
 
 
 def dhm_report(
-    records: Sequence[StoryScores],
+    records: Sequence[StoryScores] | pd.DataFrame,
     *,
     human_systems: Sequence[str] = HUMAN_SYSTEMS,
     pairing: Pairing = "sequence",
@@ -193,19 +371,51 @@ def dhm_report(
     confidence: float = 0.95,
     aspects: Sequence[str] = ASPECTS,
 ) -> DHMReport:
-    """dHM of every system in ``records`` that is not human, against the stories of ``human_systems``
-    (``aspects``: the paper's three by default; fewer when only some metrics were run, then said)."""
+    """dHM of every system that is not human, against the stories of ``human_systems``
+    (``aspects``: the paper's three by default; fewer when only some metrics were run, then said).
+
+    ``records``: score records (several of one story are merged, the conflicts kept in the
+    report), or a story table (see :func:`dhm_table`; rows of one (system, story) are merged
+    column by column, the first value kept). Both give the same numbers."""
     from vst_core.hashing import json_digest
 
-    all_triples = triples(records)
-    humans = [t for t in all_triples if t.system in human_systems]
-    systems = sorted({t.system for t in all_triples} - set(human_systems))
-    summaries, distances = [], []
+    conflicts: list[Conflict] = []
+    if isinstance(records, pd.DataFrame):
+        table = _unique(records)
+        signatures = list(records.attrs.get("scores_signatures", []))
+    else:
+        found, conflicts = merged(records)
+        table = dhm_table(found)
+        signatures = _signature_ids(records)
+    key_column = "story" if pairing == "story" else "sequence"
+    names = table["system"].to_numpy(object)
+    keys = table[key_column].to_numpy(object)
+    stories = table["story"].to_numpy(object)
+    sequences = table["sequence"].to_numpy(object)
+    values = _values(table, aspects)
+    is_human = np.isin(names, list(human_systems))
+    systems = sorted(set(pd.unique(names[~is_human]).tolist()))
+    summaries, frames, offsets, partners = [], [], [np.zeros(1, int)], []
+    shift = 0
     for name in systems:
-        found, missing = pair([t for t in all_triples if t.system == name], humans, pairing, aspects)
-        distances.extend(found)
-        summaries.append(summarise(name, found, missing, resamples, seed, confidence))
-    scores_ids = sorted({str(r.signature.get("id")) for r in records if r.signature.get("id")})
+        rows = np.flatnonzero(names == name)
+        found_pairs = pair_arrays(keys[rows], values[rows], keys[is_human], values[is_human], stories[is_human], pairing, aspects)
+        picked = rows[found_pairs.rows]
+        frame = pd.DataFrame({"system": names[picked], "story_id": stories[picked], "sequence_id": sequences[picked]})
+        for i, a in enumerate(aspects):
+            frame[f"d_{a}"] = found_pairs.d[:, i]
+        frame["dHM"] = found_pairs.d[:, -1]
+        for i, a in enumerate(aspects):
+            frame[f"signed_{a}"] = found_pairs.signed[:, i]
+        frames.append(frame)
+        offsets.append(found_pairs.offsets[1:] + shift)
+        shift += int(found_pairs.offsets[-1])
+        partners.append(found_pairs.humans)
+        summaries.append(
+            _summary(name, found_pairs.d, found_pairs.signed, found_pairs.missing, aspects, resamples, seed, confidence)
+        )
+    columns = ["system", "story_id", "sequence_id", *(f"d_{a}" for a in aspects), "dHM", *(f"signed_{a}" for a in aspects)]
+    distances = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
     payload = {
         "method": "dHM (Surikuchi et al., 2024)",
         "human_systems": list(human_systems),
@@ -214,13 +424,36 @@ def dhm_report(
         "resamples": resamples,
         "seed": seed,
         "confidence": confidence,
-        "scores_signatures": scores_ids,
+        "scores_signatures": signatures,
     }
     signature = {"id": json_digest(payload, 12), **payload}
-    return DHMReport(summaries, distances, tuple(human_systems), pairing, signature, tuple(aspects))
+    humans = np.concatenate(partners) if partners else np.empty(0, object)
+    return DHMReport(
+        summaries,
+        distances,
+        tuple(human_systems),
+        pairing,
+        signature,
+        tuple(aspects),
+        tuple(conflicts),
+        (np.concatenate(offsets), humans),
+    )
 
 
-def available_aspects(records: Iterable[StoryScores]) -> tuple[str, ...]:
-    """The dHM aspects some record has a score for (G: grounding, C: coherence, R: NR), in order."""
+def _unique(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (system, story) of a story table: the first value of each column that has one."""
+    absent = [c for c in ID_COLUMNS if c not in table]
+    if absent:
+        raise ValueError(f"a dHM story table needs the columns {', '.join(ID_COLUMNS)}; {', '.join(absent)} missing")
+    table = table.astype({c: str for c in ID_COLUMNS})
+    if not table.duplicated(["system", "story"]).any():
+        return table.reset_index(drop=True)
+    return table.groupby(["system", "story"], sort=False, as_index=False).first()
+
+
+def available_aspects(records: Iterable[StoryScores] | pd.DataFrame) -> tuple[str, ...]:
+    """The dHM aspects some record (or some row of a story table) has a score for, in order."""
+    if isinstance(records, pd.DataFrame):
+        return tuple(a for a in ASPECTS if COLUMNS[a] in records and records[COLUMNS[a]].notna().any())
     found = {a for t in triples(records) for a in ASPECTS if getattr(t, a) is not None}
     return tuple(a for a in ASPECTS if a in found)

@@ -1,9 +1,13 @@
 """Scores computed elsewhere, as records: the released files of the dHM authors (``*_G.json``:
 ``{story_id: GROOVIST before tanh}``; ``*_C.csv`` / ``*_R.csv``: ``story_id,<X>_score``) and a
-generic long CSV (``story_id,metric,value[,system]``, metric ``grounding``/``G``, ``coherence``/``C``
-or ``redundancy``/``R``). An imported record holds the score only (no evidence), says so in a
-note, and is signed with the source file's digest and the metric's variant as the user declares
-it, so imported and computed scores never share a signature."""
+generic long CSV (``story_id,metric,value[,system][,sequence_id]``, metric ``grounding``/``G``,
+``coherence``/``C`` or ``redundancy``/``R``). An imported record holds the score only (no evidence),
+says so in a note, and is signed with the source file's digest and the metric's variant as the user
+declares it, so imported and computed scores never share a signature.
+
+A story's sequence id comes from the long CSV's ``sequence_id`` column, or is its story id: declared
+(``sequence_from="story_id"``, recorded in the signature: the ids are sequence ids, as in the dHM
+release) or standing in for an unknown one (no column, nothing declared)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import io
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,13 +86,35 @@ def read_released(path: Path, metric: str) -> tuple[dict[str, float], list[Probl
     return values, problems
 
 
-def read_long(path: Path) -> tuple[dict[tuple[str, str], dict[str, float]], list[Problem]]:
-    """(system, story_id) -> {metric: value} of a long CSV ``story_id,metric,value[,system]``."""
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class LongFile:
+    """A long CSV read: values by ``(system, story_id)`` (system ``""`` where the file names none),
+    the sequence ids its ``sequence_id`` column gives (None: no such column), the problems found."""
+
+    values: dict[Key, dict[str, float]]
+    sequences: dict[Key, str] | None
+    problems: list[Problem]
+
+
+def read_long(path: Path) -> tuple[dict[Key, dict[str, float]], list[Problem]]:
+    """(system, story_id) -> {metric: value} of a long CSV (see :func:`read_long_file`)."""
+    found = read_long_file(path)
+    return found.values, found.problems
+
+
+def read_long_file(path: Path) -> LongFile:
+    """A long CSV ``story_id,metric,value[,system][,sequence_id]``: unusable rows, and a story given
+    two sequence ids (the first is kept), are problems."""
     problems: list[Problem] = []
     reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig")))
-    if not {"story_id", "metric", "value"} <= set(reader.fieldnames or []):
-        raise ImportError_(f"{path.name}: a long CSV needs columns story_id, metric, value (and optionally system)")
-    out: dict[tuple[str, str], dict[str, float]] = {}
+    fields = set(reader.fieldnames or [])
+    if not {"story_id", "metric", "value"} <= fields:
+        raise ImportError_(f"{path.name}: a long CSV needs columns story_id, metric, value (and optionally system, sequence_id)")
+    out: dict[Key, dict[str, float]] = {}
+    sequences: dict[Key, str] | None = {} if "sequence_id" in fields else None
     for row in reader:
         metric = METRIC_NAMES.get((row.get("metric") or "").strip().lower())
         number = _number(row.get("value"))
@@ -102,7 +129,19 @@ def read_long(path: Path) -> tuple[dict[tuple[str, str], dict[str, float]], list
             continue
         key = ((row.get("system") or "").strip(), (row.get("story_id") or "").strip())
         out.setdefault(key, {})[metric] = number
-    return out, problems
+        sequence = (row.get("sequence_id") or "").strip()
+        if sequences is not None and sequence:
+            known = sequences.setdefault(key, sequence)
+            if known != sequence:
+                problems.append(
+                    Problem(
+                        f"{path.name}: {key[1]} has sequence_id {known!r} and {sequence!r}; {known!r} is used",
+                        "line",
+                        line=reader.line_num,
+                        story_id=key[1],
+                    )
+                )
+    return LongFile(out, sequences, problems)
 
 
 def metric_record(metric: str, value: float, note: str) -> MetricScores:
@@ -115,17 +154,31 @@ def metric_record(metric: str, value: float, note: str) -> MetricScores:
 
 
 def imported_records(
-    values: Mapping[tuple[str, str], Mapping[str, float]], source: Path, variants: Mapping[str, str]
+    values: Mapping[Key, Mapping[str, float]],
+    source: Path,
+    variants: Mapping[str, str],
+    *,
+    sequences: Mapping[Key, str] | None = None,
+    sequence_from: str = "file",
 ) -> list[StoryScores]:
-    """Records of imported values, signed with the file's digest and each metric's declared variant."""
+    """Records of imported values, signed with the file's digest and each metric's declared variant.
+    Sequence ids: ``sequence_from="story_id"`` declares each story id a sequence id; else
+    ``sequences`` (a long CSV's column) where it has the story, else the story id stands in. The
+    signature says which (``"sequence_id"``: ``"story_id"`` or ``"column"``; absent: stand-in)."""
     digest = file_digest(source)
-    payload = {"imported": {"file": source.name, "sha256": digest, "variants": dict(variants)}}
+    imported: dict[str, Any] = {"file": source.name, "sha256": digest, "variants": dict(variants)}
+    if sequence_from == "story_id":
+        imported["sequence_id"] = "story_id"
+        sequences = None
+    elif sequences is not None:
+        imported["sequence_id"] = "column"
+    payload = {"imported": imported}
     signature = {"id": json_digest(payload, 12), **payload}
     note = f"imported from {source.name} (sha256 {digest[:12]}): the score only, no evidence"
     return [
         StoryScores(
             story_id=sid,
-            sequence_id=sid,
+            sequence_id=(sequences or {}).get((system, sid)) or sid,
             system=system,
             sentences=(),
             metrics={m: metric_record(m, v, note) for m, v in metrics.items()},

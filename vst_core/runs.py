@@ -1,7 +1,8 @@
 """Scoring runs over a story set: chunks, resume, shards and the run summary.
 
 Records are appended to the scores JSONL as each chunk is done, so an interrupted run keeps what
-it finished; a rerun with the same signature skips the stories already there, and one with other
+it finished; a rerun with the same settings skips the stories already there (a story is
+``(system, story_id)``), another story file with the same settings appends, and a run with other
 settings is refused. Shards split a set by a stable hash of the sequence id."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Protocol
 
 from vst_core.config import CLIP_METRICS, Settings
-from vst_core.data import ScoresWriter, Story, StorySet, scored_ids
+from vst_core.data import ScoresWriter, Story, StorySet
+from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
 from vst_core.models.registry import Models
 from vst_core.scoring import score_batch
@@ -67,6 +69,7 @@ class RunSummary:
 
     out: Path
     signature_id: str
+    settings_id: str = ""
     scored: int = 0
     skipped: int = 0
     failed: list[str] = field(default_factory=list)
@@ -74,18 +77,21 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
 
 
-def already_scored(out: Path, signature_id: str) -> set[str]:
-    """Story ids already in ``out`` with this signature; other signatures are an error."""
+def already_scored(out: Path, wanted: str) -> set[tuple[str, str]]:
+    """The ``(system, story_id)`` of the stories already in ``out``; records made with other
+    settings are an error. Only the settings are compared, not the inputs: a story file of another
+    system (or more stories of one) appends to a file written with the same settings, and each
+    record keeps the signature of the run that wrote it, so its input stays named."""
     if not out.exists():
         return set()
-    ids, signatures = scored_ids(out)
-    others = signatures - {signature_id}
+    keys, signatures = scored_keys(out)
+    others = signatures - {wanted}
     if others:
         raise ResumeMismatchError(
-            f"{out} holds scores made with other settings (signature {', '.join(sorted(others))}, "
-            f"now {signature_id}); pass another --out or --overwrite"
+            f"{out} holds scores made with other settings (settings {', '.join(sorted(others))}, "
+            f"now {wanted}); pass another --out or --overwrite"
         )
-    return ids
+    return keys
 
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -195,10 +201,11 @@ def _score_story_set(
     signature = settings_signature(settings, inputs_of(story_set))
     if overwrite and out.exists():
         out.unlink()
-    done = already_scored(out, signature["id"])
-    summary = RunSummary(out=out, signature_id=signature["id"], problems=[str(p) for p in story_set.problems])
+    made_with = settings_id(signature)
+    done = already_scored(out, made_with)
+    summary = RunSummary(out, signature["id"], made_with, problems=[str(p) for p in story_set.problems])
     mine: Sequence[Story] = shard_stories(story_set, *shard) if shard else list(story_set)
-    todo = [s for s in mine if s.story_id not in done]
+    todo = [s for s in mine if (s.system, s.story_id) not in done]
     summary.skipped = len(mine) - len(todo)
     chunk_size = chunk_size or chunk_size_for(settings)
     if todo:

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
 from vst_core.data import ScoresWriter, load_records
-from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report
-from vst_core.importing import ImportError_, imported_records, metric_of, read_long, read_released
+from vst_core.data.merge import Conflict, merge_records
+from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
+from vst_core.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.records import StoryScores
 
 
@@ -20,8 +21,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help="turn scores computed elsewhere (the dHM release, a long CSV) into scores records",
         description=(
             "Read released per-story scores (*_G.json: {story_id: GROOVIST before tanh}; *_C.csv / *_R.csv: "
-            "story_id,<score>) or a long CSV (story_id,metric,value[,system]) and append them to --out as scores "
-            "records marked as imported, signed with the file's digest and the variant you declare."
+            "story_id,<X>_score) or a long CSV (story_id,metric,value[,system][,sequence_id]) and append them to --out "
+            "as scores records marked as imported, signed with the file's digest and the variant you declare. "
+            "A story's sequence_id is the long CSV's sequence_id cell; else its story_id, declared with "
+            "--sequence-id-from story_id (the dHM release: the ids are sequence ids) or standing in for an unknown one."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -30,7 +33,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     imp.add_argument("--system", default=None, help="system of the stories (released files; a long CSV may name its own)")
     imp.add_argument("--metric", default=None, help="metric of a released file (default: from its _G/_C/_R suffix)")
     imp.add_argument("--variant", default="as released", help="how the scores were computed, recorded in the signature")
-    imp.add_argument("--long", action="store_true", help="the files are long CSVs story_id,metric,value[,system]")
+    imp.add_argument("--long", action="store_true", help="the files are long CSVs story_id,metric,value[,system][,sequence_id]")
+    imp.add_argument(
+        "--sequence-id-from",
+        choices=("file", "story_id"),
+        default="file",
+        help="file: a long CSV's sequence_id column where it has one, else the story_id stands in; story_id: "
+        "every story's sequence_id is its story_id, declared in the signature (the dHM release, where the human "
+        "and the model story of one sequence share the id)",
+    )
 
     dhm = sub.add_parser(
         "dhm",
@@ -38,8 +49,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description=(
             "dHM (Surikuchi et al., 2024): per system, the mean over its stories of |tanh G_h - tanh G_s|, "
             "|C_h - C_s|, |R_h - R_s| and their mean, against the human stories, with bootstrap intervals and "
-            "signed differences. Reads scores records (computed by `score`, imported by `import-scores`, or both: "
-            "records of one story are merged)."
+            "signed differences. Reads scores records (computed by `score`, imported by `import-scores`, or both). "
+            "A story is (system, story_id); its records from several files are merged metric by metric: a computed "
+            "score beats an imported one, else the file named first wins; values that differ are counted and shown "
+            "as conflicts. Stories left out are counted by reason."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -59,9 +72,17 @@ def run_import(args: argparse.Namespace) -> int:
             error(f"no file at {path}")
             return EXIT_INPUT
         try:
+            sequences: dict[tuple[str, str], str] | None = None
             if args.long:
-                values, problems = read_long(path)
-                values = {(system or args.system or "unknown", sid): v for (system, sid), v in values.items()}
+                long = read_long_file(path)
+                problems = long.problems
+
+                def name(system: str) -> str:
+                    return system or args.system or "unknown"
+
+                values = {(name(system), sid): v for (system, sid), v in long.values.items()}
+                if long.sequences is not None:
+                    sequences = {(name(system), sid): q for (system, sid), q in long.sequences.items()}
                 variants = {m: args.variant for v in values.values() for m in v}
             else:
                 if not args.system:
@@ -76,7 +97,7 @@ def run_import(args: argparse.Namespace) -> int:
             return EXIT_INPUT
         for problem in problems:
             note(f"warning: {problem}")
-        records.extend(imported_records(values, path, variants))
+        records.extend(imported_records(values, path, variants, sequences=sequences, sequence_from=args.sequence_id_from))
         note(f"{path.name}: {len(values)} stories")
     with ScoresWriter(args.out) as writer:
         for record in records:
@@ -100,8 +121,41 @@ def _print(report: DHMReport) -> None:
     note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
 
 
+#: Conflict examples shown per metric.
+EXAMPLES = 3
+
+
+def _conflicts(conflicts: list[Conflict]) -> None:
+    """Each metric's conflict count and a few examples (which value was used) on stderr."""
+    by_metric: dict[str, list[Conflict]] = {}
+    for c in conflicts:
+        by_metric.setdefault(c.metric, []).append(c)
+    for metric, found in by_metric.items():
+        note(
+            f"warning: {len(found)} stories have two values of {metric} "
+            "(a computed value is used over an imported one, else the file named first), e.g.:"
+        )
+        for c in found[:EXAMPLES]:
+            note(f"  {c}")
+
+
+def _hint(report: DHMReport, records: list[StoryScores], human: tuple[str, ...]) -> None:
+    """Why nothing (or little) paired by sequence, when the human stories name no sequence."""
+    alone = sum(s.missing.get(reasons("sequence", report.aspects)[1], 0) for s in report.systems)
+    if report.pairing != "sequence" or not alone:
+        return
+    humans = [r for r in records if r.system in human]
+    if humans and all(r.sequence_id == r.story_id for r in humans):
+        note(
+            "note: every human story's sequence_id is its story_id (no sequence_id was given): stories pair by "
+            "sequence only where the ids are sequence ids; give sequence ids (a sequence_id column, or "
+            "--sequence-id-from story_id when they are) or use --pairing story"
+        )
+
+
 def run_dhm(args: argparse.Namespace) -> int:
-    records: list[StoryScores] = []
+    sources: list[tuple[StoryScores, str]] = []
+    names = _source_names(args.scores)
     for path in args.scores:
         if not path.is_file():
             error(f"no scores file at {path}")
@@ -109,20 +163,36 @@ def run_dhm(args: argparse.Namespace) -> int:
         found, problems = load_records(path)
         for problem in problems:
             note(f"warning: {problem}")
-        records.extend(found)
+        sources.extend((record, names[path]) for record in found)
+    records, conflicts = merge_records(sources)
+    _conflicts(conflicts)
     human = tuple(h.strip() for h in args.human.split(",") if h.strip())
     if not any(r.system in human for r in records):
         error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
         return EXIT_INPUT
     report = dhm_report(records, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
     _print(report)
+    _hint(report, records, human)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    document = {"signature": report.signature, "systems": report.table(), "distances": len(report.distances)}
+    document = {
+        "signature": report.signature,
+        "systems": report.table(),
+        "distances": len(report.frame),
+        "conflicts": {m: sum(c.metric == m for c in conflicts) for m in dict.fromkeys(c.metric for c in conflicts)},
+    }
     args.out.write_text(json.dumps(document, indent=1), encoding="utf-8")
     if args.csv:
         args.csv.mkdir(parents=True, exist_ok=True)
         _write_csv(report, args.csv)
     return 0
+
+
+def _source_names(paths: list[Path]) -> dict[Path, str]:
+    """A short name per scores file: its name, or its path where two files share a name."""
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[p.name] = counts.get(p.name, 0) + 1
+    return {p: p.name if counts[p.name] == 1 else str(p) for p in paths}
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:

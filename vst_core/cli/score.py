@@ -4,6 +4,7 @@ Every default comes from :class:`~vst_core.config.Settings`."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
@@ -31,8 +32,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="score a story set and write one JSON line per story",
         description=(
             "Score every story of INPUT and append one JSON line per story to --out as it goes. "
-            "Rerunning with the same --out and settings skips the stories already there, so an "
-            "interrupted run resumes."
+            "A story is (system, story_id). Rerunning with the same --out and settings skips the stories already "
+            "there, so an interrupted run resumes; another story file (another system's stories, with --system) "
+            "scored with the same settings appends to the same --out. Each record keeps the signature of the run "
+            "that wrote it (settings and its input file's digest); the check before appending compares settings."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -43,12 +46,53 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="story set: JSON or JSONL with story_id, images, sentences|text, system, sequence_id; "
         "or a VIST sis/dii annotation JSON",
     )
-    p.add_argument("--out", type=Path, required=True, help="scores JSONL to write (appended, resumable)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="scores JSONL to write (appended, resumable): a story already there with the same system and story_id "
+        "is skipped, another system's story file with the same settings appends, other settings are refused",
+    )
+    _identity_arguments(p)
     metrics_help = "; ".join(f"{name}: {desc}" for name, desc in AVAILABLE_METRICS.items())
     p.add_argument("--metrics", default=",".join(DEFAULTS.metrics), help=f"comma-separated metrics. Available: {metrics_help}")
     _text_arguments(p)
     _clip_arguments(p)
     _run_arguments(p)
+
+
+def _identity_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--system",
+        default=None,
+        help="system of the stories whose record names none (a {story_id: text} file names none: without this "
+        "option they are all system 'unknown'); a story is (system, story_id)",
+    )
+    p.add_argument(
+        "--sequence-id-from",
+        choices=("file", "story_id"),
+        default="file",
+        help="file: the sequence_id a story names, else a digest of its image paths, else its story_id; "
+        "story_id: every story's sequence_id is its story_id, for files whose ids are image-sequence ids "
+        "(the dHM release: the human and the model story of one sequence share the id), so that "
+        "`vst dhm --pairing sequence` pairs them",
+    )
+
+
+def with_identity(story_set: StorySet, system: str | None, sequence_from: str) -> StorySet:
+    """``story_set`` with ``system`` given to the stories whose record names none (read as
+    ``"unknown"``) and, with ``sequence_from == "story_id"``, every sequence id set to the story id."""
+    if system is None and sequence_from == "file":
+        return story_set
+    stories = tuple(
+        replace(
+            story,
+            system=system if system is not None and story.system == "unknown" else story.system,
+            sequence_id=story.story_id if sequence_from == "story_id" else story.sequence_id,
+        )
+        for story in story_set.stories
+    )
+    return StorySet(stories, story_set.root, story_set.source, story_set.problems)
 
 
 def _text_arguments(p: argparse.ArgumentParser) -> None:
@@ -218,13 +262,14 @@ def _read(args: argparse.Namespace, settings: Settings) -> StorySet:
 
         nlp = load_spacy(settings.spacy_model)
         splitter = lambda text: split_sentences(text, nlp)
-    return read_story_set(
+    story_set = read_story_set(
         args.input,
         splitter=splitter,
         check_images=not args.no_check_images,
         vist_images=args.vist_images,
         vist_text_field=args.vist_text_field,
     )
+    return with_identity(story_set, args.system.strip() if args.system and args.system.strip() else None, args.sequence_id_from)
 
 
 def _report(summary: RunSummary, story_set: StorySet) -> None:
@@ -237,7 +282,7 @@ def _report(summary: RunSummary, story_set: StorySet) -> None:
         f"scored {summary.scored} stories, skipped {summary.skipped} already in {summary.out}"
         f"{f', {len(summary.failed)} with errors (see the errors field)' if summary.failed else ''}"
         f"{f', {skipped_lines} unreadable input lines' if skipped_lines else ''}; "
-        f"signature {summary.signature_id}"
+        f"signature {summary.signature_id} (settings {summary.settings_id})"
     )
 
 

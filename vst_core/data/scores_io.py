@@ -9,7 +9,7 @@ from typing import Any
 
 from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
 from vst_core.data.types import Problem, Story, StorySet
-from vst_core.hashing import json_line
+from vst_core.hashing import json_digest, json_line
 from vst_core.records import StoryScores, read_record
 
 
@@ -93,9 +93,36 @@ def _complete(tail: bytes) -> bool:
     return _score_line(tail, 2)[0] is not None
 
 
+def settings_id(signature: Any) -> str:
+    """The id of a record's signature without the inputs it names: two records with one settings id
+    were made the same way (settings, weights, versions), whatever file their stories came from.
+    For a signature that names no inputs this is its id; an imported record's is its own."""
+    if not isinstance(signature, dict):
+        return str(None)
+    if "inputs" not in signature:
+        return str(signature.get("id"))
+    return json_digest({k: v for k, v in signature.items() if k not in ("id", "inputs")}, 12)
+
+
+def scored_keys(out: Path) -> tuple[set[tuple[str, str]], set[str]]:
+    """(``(system, story_id)`` keys, settings ids — see :func:`settings_id`) of the records in a
+    scores JSONL, read line by line so only the keys stay in memory; unreadable lines (a
+    half-written last one) are ignored. A record without a system is ``"unknown"``'s, as read."""
+    keys: set[tuple[str, str]] = set()
+    signatures: set[str] = set()
+    with Path(out).open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            record = _score_line(raw, number)[0] if raw.strip() else None
+            if record is not None:
+                system = record.get("system")
+                keys.add((str(system) if system not in (None, "") else "unknown", str(record["story_id"])))
+                signatures.add(settings_id(record.get("signature")))
+    return keys, signatures
+
+
 def scored_ids(out: Path) -> tuple[set[str], set[str]]:
-    """(story ids, signature ids) of the records in a scores JSONL, read line by line so only
-    the ids stay in memory; unreadable lines (a half-written last one) are ignored."""
+    """(story ids, signature ids) of the records in a scores JSONL (every system's), read line by
+    line; unreadable lines are ignored. Resume uses :func:`scored_keys`."""
     ids: set[str] = set()
     signatures: set[str] = set()
     with Path(out).open("rb") as fh:
