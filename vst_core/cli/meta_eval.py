@@ -10,6 +10,7 @@ from pathlib import Path
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
 from vst_core.data import load_records
 from vst_core.meta_eval import (
+    LAYOUTS,
     JudgementsError,
     MetaReport,
     MetaSettings,
@@ -26,7 +27,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="how each metric agrees with human judgements (correlations, pairwise accuracy, bins)",
         description=(
             "Join a scores JSONL with human judgements (long: story_id,rater,aspect,value; wide: story_id,"
-            "<aspects>; or pairwise: story_a,story_b,rank_a,rank_b) and report story- and system-level "
+            "<aspects>; pairwise: story_a,story_b,rank_a,rank_b; a VIST-Edit Human_eval file, story ids "
+            "<photo sequence>:<system>; or VHED.csv, story ids <story_id>:<model>) and report story- and system-level "
             "correlations with bootstrap intervals, pairwise ranking accuracy (ties wrong) by agreement and "
             "ranking gap, T/P bins, error-label correlations and reference-based baselines. The numbers "
             "are the ones the dashboard's Agreement page shows."
@@ -36,6 +38,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("scores", type=Path, metavar="SCORES", help="scores JSONL written by `score`")
     p.add_argument("human", type=Path, metavar="HUMAN", help="human judgements CSV")
     p.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    p.add_argument(
+        "--judgements-format",
+        choices=LAYOUTS,
+        default="auto",
+        help="layout of HUMAN; auto tells them apart by the header. vist-edit: a Human_eval file of "
+        "github.com/tingyaohsu/VIST-Edit, named AREL.csv or GLAC.csv (the name says which system "
+        "generated its stories); vhed: VHED.csv of github.com/AcademiaSinicaNLPLab/VHED",
+    )
     p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write every table as CSV into DIR")
     p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
     p.add_argument(
@@ -103,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         error(f"{args.scores} holds no score records")
         return EXIT_INPUT
     try:
-        judgements = read_judgements(args.human, aspects=csv_list(args.aspects))
+        judgements = read_judgements(args.human, aspects=csv_list(args.aspects), layout=args.judgements_format)
     except (OSError, JudgementsError) as exc:
         error(f"{args.human}: {exc}")
         return EXIT_INPUT

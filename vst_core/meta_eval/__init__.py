@@ -7,11 +7,17 @@
 
 from vst_core.meta_eval.judgements import (
     ERROR_TAGS,
+    LAYOUTS,
     Judgements,
     JudgementsError,
     aggregate,
+    detect_layout,
     inter_rater,
     read_judgements,
+    read_vhed,
+    read_vist_edit,
+    vhed_story_id,
+    vist_edit_story_id,
 )
 from vst_core.meta_eval.report import (
     COVARIATE_FIELDS,
@@ -44,6 +50,7 @@ __all__ = [
     "COVARIATES",
     "COVARIATE_FIELDS",
     "ERROR_TAGS",
+    "LAYOUTS",
     "METHODS",
     "METRIC_COLUMNS",
     "METRIC_FIELDS",
@@ -59,6 +66,7 @@ __all__ = [
     "bootstrap_samples",
     "correlate",
     "correlation_table",
+    "detect_layout",
     "error_table",
     "gap_edges",
     "inter_rater",
@@ -68,7 +76,11 @@ __all__ = [
     "pairwise_accuracy",
     "pairwise_table",
     "read_judgements",
+    "read_vhed",
+    "read_vist_edit",
     "run_meta_eval",
     "score_frame",
     "system_means",
+    "vhed_story_id",
+    "vist_edit_story_id",
 ]
