@@ -25,7 +25,7 @@ from vst_core.viz import (
 view = page("Agreement with humans")
 
 EXAMPLE = "Made-up example ratings (for trying the page)"
-on_sample = bool(loading.SAMPLE_IDS & {r.story_id for r in view.records})  # the example rates the sample's stories
+on_sample = bool(loading.SAMPLE_IDS & set(view.table["story"]))  # the example rates the sample's stories
 options = [EXAMPLE, "Upload a judgements CSV"] if on_sample else ["Upload a judgements CSV"]
 choice = st.radio("Human judgements", options, horizontal=True, key="judgements_source")
 if choice == EXAMPLE:
@@ -91,13 +91,13 @@ except ValueError as exc:
     st.error(f"Settings: {exc}")
     st.stop()
 
-key = loading.records_digest(view.records)
-full = loading.meta_report(view.records, key, data, settings, (), ())
+key, signatures = view.key, view.signature_ids()
+full = loading.meta_report(view.table, key, signatures, data, settings, (), ())
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
 aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
 narrowed = metrics and aspects and (metrics, aspects) != (full.metrics, full.aspects)  # the full report is already there
-report = loading.meta_report(view.records, key, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
+report = loading.meta_report(view.table, key, signatures, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
 
 match = report.match
 st.markdown(
@@ -143,7 +143,22 @@ def disagreements(report: MetaReport) -> None:
     pairs = pair_disagreements(report.pairs, report.data, metric)
     st.markdown(f"**Pairs {metric} orders against people** · {len(pairs)} of {len(report.pairs)} pairs")
     st.caption(f"Pairs: {report.pairs_source}. Largest human gap first. Click a row to see both stories side by side.")
-    story_table(pairs.round(4), "dis_pairs", "better", also="worse")
+    ids = report.data["story"] if "story" in report.data else report.data.index.to_series()
+    systems = report.data["system"] if "system" in report.data else None
+    linked = pairs.assign(
+        better_story=pairs["better"].map(ids), worse_story=pairs["worse"].map(ids),
+        better_system=pairs["better"].map(systems) if systems is not None else None,
+        worse_system=pairs["worse"].map(systems) if systems is not None else None,
+    )  # fmt: skip
+    story_table(
+        linked.round(4),
+        "dis_pairs",
+        "better_story",
+        also="worse_story",
+        system="better_system",
+        also_system="worse_system",
+        column_order=list(pairs.columns),
+    )
     st.download_button(
         "Disagreeing stories (CSV)",
         f"# {report.description}\n" + stories.to_csv(index=False),

@@ -3,21 +3,24 @@ profile is checked on one's own data: import the other scores with `vst import-s
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import session
-from dashboard.frame import page
+from dashboard import loading, session
+from dashboard.frame import page, story_link
 from vst_core.compare import compare
-from vst_core.data import load_records
 from vst_core.hashing import text_digest
 from vst_core.records import FIELDS
 from vst_core.viz import comparison_scatter
 
+#: Most points the scatter sends to the browser.
+MAX_POINTS = 5000
+
 view = page(
     "Compare with other scores",
     "The loaded stories' scores against another scores file (written by `vst score`, or by `vst import-scores` "
-    "from released scores), matched by story id.",
+    "from released scores), matched by story: (system, story id).",
 )
 upload = st.file_uploader("Other scores (JSONL)", type=["jsonl"], key="compare_upload")
 if upload is None:
@@ -29,32 +32,49 @@ payload = upload.getvalue()
 path = session.folder().path / "compare" / f"{text_digest(payload, 16)}.jsonl"  # removed with the session
 path.parent.mkdir(parents=True, exist_ok=True)
 path.write_bytes(payload)
-theirs, problems = load_records(path)
-if problems:
-    with st.expander(f"{len(problems)} problem(s) in the uploaded file"):
-        for problem in problems:
+index, error = loading.scores_index([path])
+if index is None:
+    st.error(error or "the uploaded file holds no usable record")
+    st.stop()
+theirs = index.table
+if index.problems:
+    with st.expander(f"{len(index.problems)} problem(s) in the uploaded file"):
+        for problem in index.problems[:200]:
             st.warning(str(problem))
 columns = [
-    f.column for f in FIELDS if any(f.value(r) is not None for r in theirs) and any(f.value(r) is not None for r in view.records)
-]
+    f.column for f in FIELDS if f.column in theirs and theirs[f.column].notna().any()
+    and f.column in view.table and view.table[f.column].notna().any()
+]  # fmt: skip
 if not columns:
     st.info("The two files share no metric.")
     st.stop()
 column = st.selectbox("Metric", columns, key="compare_column")
-result = compare(view.records, theirs, column)
+result = compare(view.table, theirs, column)
 figures = result.figures()
 equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(
     f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in the upload · "
     f"equal to 1e-9: **{equal}**"
+    + (" · matched by story id alone (each file holds one system, named differently)" if result.matched_by == "story id" else "")
 )
 st.dataframe(pd.DataFrame([figures]), hide_index=True, width="stretch")
 caption = f"other file sha256 {text_digest(payload, 12)} · {view.footer()}"
-st.plotly_chart(comparison_scatter(result.ours, result.theirs, result.story_ids, column, caption), key="compare-scatter")
+picked = np.arange(result.n)
+if result.n > MAX_POINTS:  # a fixed sample plus the largest differences: the browser gets MAX_POINTS points
+    gaps = np.abs(np.array(result.ours) - np.array(result.theirs))
+    picked = np.union1d(np.random.default_rng(0).choice(result.n, MAX_POINTS, replace=False), np.argsort(-gaps)[:100])
+    caption = f"{len(picked):,} of {result.n:,} stories drawn (a fixed sample and the 100 largest differences) · {caption}"
+st.plotly_chart(
+    comparison_scatter(
+        [result.ours[i] for i in picked], [result.theirs[i] for i in picked],
+        [f"{result.systems[i]} · {result.story_ids[i]}" for i in picked], column, caption,
+    ),
+    key="compare-scatter",
+)  # fmt: skip
 st.subheader("Largest differences", divider="gray")
-for sid, ours, other in result.largest(10):
+for system, sid, ours, other in result.largest(10):
     st.page_link(
         "app_pages/inspect.py",
-        label=f"{sid}: ours {ours:.6f} · theirs {other:.6f} · Δ {ours - other:+.6f}",
-        query_params={"story": sid},
+        label=f"{system + ' · ' if system else ''}{sid}: ours {ours:.6f} · theirs {other:.6f} · Δ {ours - other:+.6f}",
+        query_params=story_link(sid, system),
     )

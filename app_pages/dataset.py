@@ -1,5 +1,5 @@
-"""Dataset page: every scored story in a table, sliced for error analysis, summaries per system;
-a click on any cell opens the story."""
+"""Dataset page: every scored story in a table (one page of rows at a time), sliced for error
+analysis, summaries per system; a click on any cell opens the story."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.frame import page, story_table
-from vst_core.slices import T_SPLIT, Slice, apply_slice, p_split
-from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, scores_table, system_figure
+from vst_core.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
+from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
+
+#: Rows sent to the browser at once; the rest are a page away (100,000 rows would be ~50 MB).
+PAGE_ROWS = 100
+#: Most records the JSON download reads (each one's evidence is read from its file on demand).
+MAX_JSON_RECORDS = 20_000
+#: Characters of the story text shown in the table (search looks at all of it).
+SHOWN_TEXT = 160
 
 view = page("Dataset")
 
-table = scores_table(view.records, view.settings.metrics)
+table = view.table
 numeric = [c for c in TABLE_COLUMNS if c in table.columns]
 systems = sorted(table["system"].unique())
-kinds: dict[str, set[str]] = {s.story_id: {str(p.kind) for p in s.problems} for s in view.story_set}
 left, right = st.columns([2, 3])
 chosen = left.multiselect("Systems", systems, default=systems, key="systems")
 search = right.text_input("Search the story text", "", key="search").strip().lower()
@@ -47,8 +53,7 @@ def slice_controls() -> Slice:
             key="slice_p",
             disabled=split is None,
         )
-        found = sorted({k for v in kinds.values() for k in v})
-        problem = e.selectbox("Input problems", ["(any)", "none", *found], key="slice_problem")
+        problem = e.selectbox("Input problems", ["(any)", "none", *problem_kinds(table)], key="slice_problem")
         most = int(table["sentences"].max()) if len(table) else 1
         lengths = f.slider("Sentences", 0, max(most, 1), (0, max(most, 1)), key="slice_sentences")
     return Slice(
@@ -64,16 +69,29 @@ def slice_controls() -> Slice:
 
 
 cut = slice_controls()
-shown = apply_slice(table[table["system"].isin(chosen)], cut, kinds)
+shown = apply_slice(table[table["system"].isin(chosen)] if len(chosen) < len(systems) else table, cut)
 if search:
     shown = shown[shown["text"].str.lower().str.contains(search, regex=False)]
-st.caption(f"{len(shown)} of {len(table)} stories · click any cell of a row to inspect its story · click a header to sort")
+
+a, b, c = st.columns([2, 1, 1])
+order = a.selectbox("Sort by", ["(file order)", *numeric, "sentences", "system", "story"], key="sort")
+descending = b.toggle("Descending", value=False, key="descending")
+pages = max(1, math.ceil(len(shown) / PAGE_ROWS))
+number = int(c.number_input(f"Page (of {pages})", 1, pages, 1, key="page"))
+ordered = shown if order == "(file order)" else shown.sort_values(order, ascending=not descending, kind="stable")
+part = ordered.iloc[(number - 1) * PAGE_ROWS : number * PAGE_ROWS]
+part = part.drop(columns=["problems"], errors="ignore").assign(text=part["text"].str.slice(0, SHOWN_TEXT))
+first = (number - 1) * PAGE_ROWS + 1 if len(shown) else 0
+st.caption(
+    f"{len(shown):,} of {len(table):,} stories · rows {first:,}–{first + len(part) - 1:,} · click any cell of a row to "
+    "inspect its story · sort with “Sort by” (a header click sorts this page only)"
+)
 story_table(
-    shown,
+    part,
     "table",
     "story",
     modes=["single-row", "single-cell"],
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in numeric},
+    column_config={col: st.column_config.NumberColumn(format="%.3f") for col in numeric},
 )
 
 
@@ -88,12 +106,23 @@ def per_system(shown: pd.DataFrame, numeric: list[str]) -> None:
 if numeric and len(shown):
     per_system(shown, numeric)
 
+rows = shown.index.to_numpy()
 a, b = st.columns(2)
-a.download_button("Download table (CSV)", export_csv(shown, view.settings, view.inputs), "scores.csv", "text/csv", key="dl-table")
+a.download_button(
+    "Download table (CSV)",
+    lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs),
+    "scores.csv",
+    "text/csv",
+    key="dl-table",
+)
 b.download_button(
     "Download records (JSON)",
-    export_json([r for r in view.records if r.story_id in set(shown["story"])], view.settings, view.inputs),
+    lambda: export_json(view.records_at(rows), view.settings, view.inputs),
     "scores.json",
     "application/json",
     key="dl-records",
+    disabled=len(rows) > MAX_JSON_RECORDS,
+    help=f"every record with its evidence; narrow the slice to at most {MAX_JSON_RECORDS:,} stories"
+    if len(rows) > MAX_JSON_RECORDS
+    else "every record of the slice with its evidence, read from the scores files",
 )

@@ -3,14 +3,17 @@ repetition (dHM, Surikuchi et al. 2024), with the distributions and the stories 
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page
-from vst_core.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects, triples
+from dashboard.frame import page, story_link
+from vst_core.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects
 from vst_core.viz import distributions_figure
 
+#: The table column of each dHM aspect (G: GROOVIST before tanh, as released).
+ASPECT_COLUMNS = {"G": "GROOVIST raw", "C": "coherence", "R": "NR"}
 NAMES = {"G": "grounding (GROOVIST, tanh)", "C": "coherence (RoViST-C)", "R": "non-redundancy (RoViST-NR)"}
 
 view = page(
@@ -19,7 +22,7 @@ view = page(
     "grounding |tanh G_h − tanh G_s|, coherence |C_h − C_s| and non-redundancy |R_h − R_s|, and their mean "
     "(Surikuchi et al., 2024). 0: as people write. Signed: system − human.",
 )
-systems = sorted({r.system for r in view.records})
+systems = sorted(view.table["system"].unique())
 left, middle, right = st.columns([3, 2, 2])
 human = tuple(
     left.multiselect("Human stories are those of", systems, default=[s for s in systems if s in HUMAN_SYSTEMS], key="dhm_human")
@@ -32,7 +35,7 @@ pairing = middle.radio(
     format_func=lambda p: "every human story of its sequence" if p == "sequence" else "the human story of the same id",
 )
 resamples = int(right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100, key="dhm_resamples"))
-aspects = available_aspects(view.records)
+aspects = available_aspects(view.table)
 if not human:
     st.info("Pick the system whose stories are human (written by people) to compare the others with.")
     st.stop()
@@ -48,7 +51,7 @@ if aspects != ASPECTS:
         icon="⚠️",
     )
 
-report = loading.dhm(view.records, loading.records_digest(view.records), human, pairing, resamples, aspects)
+report = loading.dhm(view.table, view.key, human, pairing, resamples, aspects)
 caption = f"dHM sig {report.signature['id']} · {view.footer()}"
 
 
@@ -75,12 +78,10 @@ if not report.systems:
     st.stop()
 
 st.subheader("Distributions", divider="gray")
-story_triples = triples(view.records)
 for a in aspects:
-    values: dict[str, list[float]] = {}
-    for t in story_triples:
-        if getattr(t, a) is not None:
-            values.setdefault(t.system, []).append(t.value(a))
+    column = view.table[ASPECT_COLUMNS[a]]
+    shown = np.tanh(column) if a == "G" else column
+    values = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=True)}
     st.plotly_chart(distributions_figure(values, a, caption), key=f"dist-{a}")
 
 st.subheader("The stories that differ most", divider="gray")
@@ -91,7 +92,7 @@ for col, a in zip(columns, aspects, strict=True):
         col.page_link(
             "app_pages/inspect.py",
             label=f"{d.system} · {d.story_id}: {d.d[a]:.3f}",
-            query_params={"story": d.story_id},
+            query_params=story_link(d.story_id, d.system),
             help=f"against {', '.join(d.humans)}; signed {d.signed[a]:+.3f}",
         )
 

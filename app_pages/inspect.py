@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 
 import streamlit as st
@@ -9,49 +10,67 @@ from PIL import Image
 
 from dashboard import loading
 from dashboard.frame import page
-from vst_core.data import Story, StorySet
-from vst_core.meta_eval.judgements import story_ratings
+from vst_core.data import Story
+from vst_core.meta_eval.identity import ratings_of
 from vst_core.records import StoryScores
+from vst_core.scoring import with_repeated_spans
 from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
+
+#: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
+MAX_LISTED = 2000
 
 view = page(
     "Inspect a story",
     "Non-redundancy (RoViST-NR) with the spans that repeat, the coherence (RoViST-C) of every sentence "
     "transition, and the grounding (GROOVIST) of every noun phrase: hover for details. " + legend_html(),
 )
-story_set, by_id = view.story_set, view.by_id()
-sequences = story_set.sequences()
+sequences = view.sequences()
 names = list(sequences)
-wanted = st.query_params.get("story")
-if wanted in by_id and st.session_state.get("_focused") != wanted:  # a link to a story opens its sequence once
-    st.session_state["_focused"] = wanted
-    st.session_state["sequence"] = by_id[wanted].sequence_id
+wanted, wanted_system = st.query_params.get("story"), st.query_params.get("system")
+partner, partner_system = st.query_params.get("with"), st.query_params.get("with_system")
+focus_rows = [
+    r for r in ([view.find(wanted, wanted_system)] if wanted_system else view.rows_of_story(wanted or "")) if r is not None
+]
+link = f"{wanted_system}/{wanted}"
+if focus_rows and st.session_state.get("_focused") != link:  # a link to a story opens its sequence once
+    st.session_state["_focused"] = link
+    st.session_state["sequence"] = str(view.table["sequence"].iat[focus_rows[0]])
 if st.session_state.get("sequence") not in sequences:
     st.session_state["sequence"] = names[0]
 top, options = st.columns([3, 2])
-sequence_id = top.selectbox("Image sequence", names, key="sequence", bind="query-params")
+if len(names) <= MAX_LISTED:
+    sequence_id = top.selectbox("Image sequence", names, key="sequence", bind="query-params")
+else:  # 100,000 options would be sent to the browser on every run: type or step instead
+    sequence_id = top.text_input(
+        f"Image sequence ({len(names):,}: type an id, or open one from the Dataset page)", key="sequence", bind="query-params"
+    ).strip()
+    if sequence_id not in sequences:
+        st.warning(f"No image sequence {sequence_id!r} in the loaded scores; showing the first.")
+        sequence_id = names[0]
 content_only = options.toggle(
     "Content-word repeats only",
     key="content_only",
     bind="query-params",
     help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",
 )
-stories = sequences[sequence_id]
-partner = st.query_params.get("with")
-if wanted in by_id and partner in by_id and by_id[partner].sequence_id == sequence_id == by_id[wanted].sequence_id:
+rows = sequences[sequence_id]
+pair_rows = [view.find(wanted, wanted_system), view.find(partner, partner_system)] if partner else []
+if len(pair_rows) == 2 and all(r is not None and r in rows for r in pair_rows):
     if not st.toggle("Show every story of the sequence", key="whole_sequence"):
-        stories = [s for s in stories if s.story_id in (wanted, partner)]  # a pair from the Agreement page, side by side
+        rows = [r for r in rows if r in pair_rows]  # a pair from the Agreement page, side by side
         st.caption(f"The pair `{wanted}` (people prefer it) and `{partner}`, side by side.")
-human, human_label = loading.session_judgements(set(by_id))
+shown_records = [view.record(r) for r in rows]
+stories = [(r, rec, view.story(r, rec)) for r, rec in zip(rows, shown_records, strict=True) if rec is not None]
+human, human_label = loading.session_judgements(set(view.table["story"].iloc[rows]))
 
 
-def images(story_set: StorySet, stories: list[Story]) -> None:
+def images(stories: list[Story]) -> None:
     first = next((s for s in stories if s.images_ok), None)
     if first is None:
         st.info("No readable images for this sequence: grounding cannot be shown.")
         return
     for col, ref in zip(st.columns(max(len(first.images), 4)), first.images):  # one image is not drawn full width
-        shown, _, why = shown_image(story_set.image_path(ref))
+        shown, _, why = shown_image(view.image_path(ref))
         if shown is None:
             col.caption(f"⚠️ {why}")
         else:
@@ -73,10 +92,10 @@ def region(story: Story, record: StoryScores) -> None:
     if grounding is None or not grounding.phrases or not story.images_ok:
         return
     labels = [f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})" for p in grounding.phrases]
-    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.story_id}")
+    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.system}-{story.story_id}")
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
-        shown, size, why = shown_image(story_set.image_path(story.images[p.image]))
+        shown, size, why = shown_image(view.image_path(story.images[p.image]))
         if shown is None:
             st.caption(f"⚠️ {why}")
             return
@@ -85,24 +104,25 @@ def region(story: Story, record: StoryScores) -> None:
         st.image(draw_box(shown, box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
 
 
-def people(story_id: str) -> None:
+def people(story_id: str, system: str) -> None:
     """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
-    ratings = story_ratings(human, story_id) if human is not None else []
+    ratings = ratings_of(human, story_id, system) if human is not None else []
     if ratings:
         text = " · ".join(f"{r.aspect} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
         st.caption(f"**People** ({human_label}): {text}")
 
 
-def card(story: Story, record: StoryScores) -> None:
-    focus = " ← selected" if story.story_id == wanted else ""
-    st.markdown(f"**{story.system}** · `{story.story_id}`{focus}")
+def card(row: int, story: Story | None, record: StoryScores) -> None:
+    focus = " ← selected" if row in focus_rows else ""
+    st.markdown(f"**{escape(record.system)}** · `{escape(record.story_id)}`{focus}")
     st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
-    people(story.story_id)
+    people(record.story_id, record.system)
     st.markdown(
-        story_html(story.sentences, record.redundancy, record.coherence, record.grounding, content_only=content_only),
+        story_html(record.sentences, record.redundancy, record.coherence, record.grounding, content_only=content_only),
         unsafe_allow_html=True,
     )
-    region(story, record)
+    if story is not None:
+        region(story, record)
     for metric in (record.redundancy, record.coherence, record.grounding):
         for note in metric.notes if metric else ():
             st.caption(note)
@@ -110,15 +130,17 @@ def card(story: Story, record: StoryScores) -> None:
         st.caption(f"⚠️ {message}")
 
 
-images(story_set, stories)
+images([s for _, _, s in stories if s is not None])
 per_row = min(4, max(2, len(stories)))
 with st.container(key="vst-cards"):  # on a narrow screen the cards wrap two per row (the frame's CSS)
     for start in range(0, len(stories), per_row):
-        for col, story in zip(st.columns(per_row), stories[start : start + per_row]):
+        for col, (row, record, story) in zip(st.columns(per_row), stories[start : start + per_row]):
             with col.container(border=True):
-                card(story, by_id[story.story_id])
+                card(row, story, with_repeated_spans(record))
+if len(stories) < len(rows):
+    st.warning(f"{len(rows) - len(stories)} stories of this sequence could not be read again from their files.")
 
-records = [by_id[s.story_id] for s in stories]
+records = [record for _, record, _ in stories]
 table = scores_table(records, view.settings.metrics)
 left, right = st.columns(2)
 left.download_button(

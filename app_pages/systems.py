@@ -7,10 +7,13 @@ import streamlit as st
 
 from dashboard.frame import page, story_table
 from vst_core.systems import paired_sequences, win_tie_loss
-from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv, scores_table
+from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv
+
+#: Sequences listed in the "differ most" table (the CSV download has every one).
+SHOWN_PAIRS = 200
 
 view = page("Compare two systems")
-table = scores_table(view.records, view.settings.metrics)
+table = view.table
 metrics = [c for c in TABLE_COLUMNS if c in table.columns and table[c].notna().any()]
 systems = sorted(table["system"].unique())
 if len(systems) < 2:
@@ -34,10 +37,19 @@ if metric:
     st.plotly_chart(figure, key="differences")
     ranked = paired.assign(_abs=paired[metric].abs()).sort_values("_abs", ascending=False).drop(columns="_abs")
     st.markdown("**Sequences where they differ most** · click a row to see both stories side by side in Inspect")
-    story_table(ranked.round(4), "system_pairs", "story_a", also="story_b")
+    st.caption(f"The {min(SHOWN_PAIRS, len(ranked)):,} largest of {len(ranked):,}; the download has every sequence.")
+    story_table(
+        ranked.head(SHOWN_PAIRS).round(4).assign(system_a=str(a), system_b=str(b)),
+        "system_pairs",
+        "story_a",
+        also="story_b",
+        system="system_a",
+        also_system="system_b",
+        column_order=list(ranked.columns),
+    )
     st.download_button(
         "Download the comparison (CSV)",
-        export_csv(paired, view.settings, view.inputs),
+        lambda: export_csv(paired, view.settings, view.inputs),
         f"{a}-vs-{b}.csv",
         "text/csv",
         key="dl-systems",

@@ -19,7 +19,6 @@ from dashboard.choices import (
     device_notice,
     in_sidebar_terms,
     settings_for,
-    settings_for_file,
     without,
     without_clip,
 )
@@ -109,44 +108,63 @@ def build(choices: Choices, data: Input) -> Frame:
     settings = settings_for(replace(choices, device=device))
     if device_message:
         notices.append(device_message)
-    if data.records is not None:  # a scores file: everything comes from it, no model runs
-        recorded = settings_from_signature(dict(data.records[0].signature)) if data.records else settings
-        base, settings = recorded, settings_for_file(choices, recorded)
-        records = data.records
-    else:
-        before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(STATUS, {}))
-        status = dict(before)
-        keys = model_keys(settings)
-        for model, (asked, reason) in before.items():  # turned off in the sidebar for this reason
-            if reason and asked == keys[model]:
-                notices.append(f"{model.capitalize()} is off: {reason}")
-        settings = _probe(settings, notices, status)
-        if status != before:  # the sidebar drew its controls without knowing: draw them again
-            st.session_state[STATUS] = status
-            st.session_state[LINK_NOTICES] = data.link_notices
-            st.rerun()
-        if data.story_set is None:
-            return Frame(
-                None,
-                notices,
-                [data.error] if data.error else [],
-                empty_hint=None
-                if data.error
-                else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
-            )
-        records, base, settings = _score(data, settings, notices)
+    if data.index is not None:  # scores files: the numbers from their index, no model runs
+        return _indexed(data, notices)
+    before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(STATUS, {}))
+    status = dict(before)
+    keys = model_keys(settings)
+    for model, (asked, reason) in before.items():  # turned off in the sidebar for this reason
+        if reason and asked == keys[model]:
+            notices.append(f"{model.capitalize()} is off: {reason}")
+    settings = _probe(settings, notices, status)
+    if status != before:  # the sidebar drew its controls without knowing: draw them again
+        st.session_state[STATUS] = status
+        st.session_state[LINK_NOTICES] = data.link_notices
+        st.rerun()
     if data.story_set is None:
-        return Frame(None, notices, [data.error] if data.error else [])
+        return Frame(
+            None,
+            notices,
+            [data.error] if data.error else [],
+            empty_hint=None if data.error else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
+        )
+    records, base, settings = _score(data, settings, notices)
     records = reaggregate(records, base, settings)
-    uses_models = data.records is None and bool({"coherence", "grounding"} & set(settings.metrics))
-    view = RunView(
-        story_set=data.story_set,
-        records=records,
-        settings=settings,
-        device=resolve_device(settings.device) if uses_models else "none (no model in use)",
-        recorded_id=data.records[0].signature_id if data.records and base == settings else None,
+    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
+    view = RunView.of_records(
+        data.story_set, records, settings, resolve_device(settings.device) if uses_models else "none (no model in use)"
     )
     return Frame(view, notices, [data.error] if data.error else [], data.story_set.all_problems())
+
+
+#: Stories whose images are checked when scores files load (the others', when they are shown).
+PROBED_STORIES = 20
+
+#: Conflicts between scores files listed by name on the page; more are counted.
+SHOWN_CONFLICTS = 3
+
+
+def _indexed(data: Input, notices: list[str]) -> Frame:
+    """The view of loaded scores files: settings as recorded (the metrics they hold), conflicts
+    between files said once, unreadable lines as problems."""
+    index = data.index
+    assert index is not None
+    recorded = settings_from_signature(index.first_signature())
+    settings = recorded.with_(metrics=index.metrics or recorded.metrics)
+    if index.conflicts:
+        examples = "; ".join(str(c) for c in index.conflicts[:SHOWN_CONFLICTS])
+        notices.append(
+            f"{len(index.conflicts)} stories have a metric with different values in two sources. A computed value "
+            f"is used over an imported one, else the first file's: {examples}"
+        )
+    view = RunView.of_index(index, data.root or Path(index.files[0].path).parent, settings)
+    images = loading.image_probe(view)
+    if images:
+        notices.append(
+            f"Images are looked up in {view.root}: set “Folder of the story file” if they are elsewhere "
+            f"(the first {PROBED_STORIES} stories were checked; every story's images are checked when it is shown)"
+        )
+    return Frame(view, notices, [data.error] if data.error else [], [*index.problems, *images])
 
 
 def keep(frame: Frame) -> None:
@@ -195,19 +213,31 @@ def story_table(
     story: str,
     also: str | None = None,
     modes: Clicks | list[Clicks] = "single-cell",
+    *,
+    system: str | None = "system",
+    also_system: str | None = None,
     **options: Any,
 ) -> None:
     """A table where a click on a cell (or, with ``single-row`` in ``modes``, a row's box) opens
-    that row's ``story`` column in Inspect, the ``also`` column beside it; the settings in the URL
-    are kept."""
+    that row's story (``story`` column, with its ``system`` column: ids may be shared between
+    systems) in Inspect, the ``also`` story beside it; the settings in the URL are kept."""
     event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode=modes, key=key, **options)
     rows = [*event.selection.rows, *(int(cell[0]) for cell in event.selection.cells)] if event is not None else []
     if rows:
         row = table.iloc[rows[0]]
-        params = {**st.query_params.to_dict(), "story": str(row[story])}
+        params = {**st.query_params.to_dict(), **story_link(str(row[story]), str(row[system]) if system in row else None)}
         if also:
-            params["with"] = str(row[also])
+            params.update(story_link(str(row[also]), str(row[also_system]) if also_system in row else None, "with"))
         st.switch_page("app_pages/inspect.py", query_params=params)
+
+
+def story_link(story_id: str, system: str | None, name: str = "story") -> dict[str, str]:
+    """The link parameters of a story: ``story`` (or ``with``) and, when known, its system
+    (``system`` / ``with_system``), since a story id alone may name several systems' stories."""
+    params = {name: story_id}
+    if system:
+        params["system" if name == "story" else f"{name}_system"] = system
+    return params
 
 
 def page(title: str, caption: str | None = None) -> RunView:

@@ -5,32 +5,34 @@ by the records' digest. Functions take strings and hashes, never PIL images or t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 from PIL import Image
 
 from vst_core.config import Settings
-from vst_core.data import (
-    StorySet,
-    StorySetError,
-    load_records,
-    read_story_set,
-    stories_of_records,
-)
+from vst_core.data import StorySet, StorySetError, load_records, read_story_set
+from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.uploads import place_upload
 from vst_core.dhm import DHMReport, dhm_report
 from vst_core.hashing import json_digest
 from vst_core.images import image_size
 from vst_core.images import thumbnail as images_thumbnail
 from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
+from vst_core.meta_eval.identity import keyed_judgements
+from vst_core.meta_eval.report import score_frame, texts_of
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
 from vst_core.models.registry import Models
+from vst_core.problems import Problem
 from vst_core.records import StoryScores
-from vst_core.scoring import score_story, with_repeated_spans
+from vst_core.scoring import score_story
 from vst_core.signature import inputs_of, signature
+from vst_core.viz import RunView
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "assets" / "sample" / "stories.jsonl"
@@ -50,46 +52,78 @@ def story_file(path: str, mtime: float) -> Loaded:
         return None, str(exc)
 
 
-def _read_scores_file(file: Path, root: Path) -> tuple[StorySet | None, list[StoryScores], str | None]:
-    records, problems = load_records(file)
-    story_set, more = stories_of_records(records, root, str(file))
-    shown = {s.story_id for s in story_set}
-    records = [with_repeated_spans(r) for r in records if r.story_id in shown]  # runs with --no-spans left them out
-    if not records:
-        return None, [], f"no usable record in {file.name}" + (f" ({len(problems)} unreadable lines)" if problems else "")
-    return StorySet(story_set.stories, root, str(file), (*problems, *more)), records, None
+def _stamps(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
+    stamps = []
+    for path in paths:
+        stat = Path(path).stat()
+        stamps.append((stat.st_size, stat.st_mtime_ns))
+    return tuple(stamps)
 
 
-@st.cache_data(show_spinner=False)
-def _scores_file(path: str, mtime: float, images_dir: str) -> tuple[StorySet | None, list[StoryScores], str | None]:
-    file = Path(path)
-    return _read_scores_file(file, Path(images_dir) if images_dir else file.parent)
+@st.cache_resource(show_spinner="Indexing the scores (once per file content; later loads read the index)…", max_entries=8)
+def _index(paths: tuple[str, ...], stamps: tuple[tuple[int, int], ...]) -> ScoresIndex:
+    """One index per process for these files as they are now (``stamps``: size and mtime); the
+    cache_resource keeps one object, never a pickled copy of 100,000 rows."""
+    return load_index(list(paths))
 
 
-def scores_file(path: str, images_dir: str) -> tuple[StorySet | None, list[StoryScores], str | None]:
-    """A scores JSONL on the server as stories + typed records; errors as a message for the page."""
-    file = Path(path)
-    if not file.is_file():
-        return None, [], f"scores file not found: {file}"
+def scores_index(paths: list[Path]) -> tuple[ScoresIndex | None, str | None]:
+    """The index of scores files on the server; a message for the page when one is missing,
+    unreadable or holds no usable record."""
+    for path in paths:
+        if not path.is_file():
+            return None, f"scores file not found: {path}"
+    names = tuple(str(p.resolve()) for p in paths)
     try:
-        return _scores_file(str(file), file.stat().st_mtime, images_dir)
-    except OSError as exc:
-        return None, [], f"cannot read {file}: {exc}"
+        index = _index(names, _stamps(names))
+    except (OSError, IndexError_) as exc:
+        return None, f"cannot read the scores: {exc}"
+    if not len(index):
+        unreadable = f" ({len(index.problems)} unreadable lines)" if index.problems else ""
+        return None, f"no usable record in {', '.join(p.name for p in paths)}{unreadable}"
+    return index, None
 
 
-def scores_upload(
-    files: list[tuple[str, bytes]], folder: Path
-) -> tuple[StorySet | None, list[StoryScores], str | None, list[str]]:
-    """An uploaded scores JSONL and its images, written under ``folder`` (the session's)."""
+def scores_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[list[Path], str | None, list[str]]:
+    """Uploaded scores JSONL files and their images, written under ``folder`` (the session's): the
+    paths of the scores files placed, or why none."""
 
     def refs_of(path: Path) -> list[str]:
         return [ref for record in load_records(path)[0] for ref in record.images]
 
-    path, error, messages = place_upload(files, folder, refs_of, suffixes=(".jsonl",), what="scores file")
-    if path is None:
-        return None, [], error, messages
-    return (*_read_scores_file(path, folder), messages)
+    scores = [(name, data) for name, data in files if name.lower().endswith(".jsonl")]
+    others = [(name, data) for name, data in files if not name.lower().endswith(".jsonl")]
+    if len(scores) <= 1:
+        path, error, said = place_upload(files, folder, refs_of, suffixes=(".jsonl",), what="scores file")
+        return ([path] if path is not None else []), error, said
+    placed: list[Path] = []
+    messages: list[str] = []
+    for k, item in enumerate(scores):  # several scores files: the images go with the first
+        path, error, found = place_upload([item, *(others if k == 0 else [])], folder if k == 0 else folder / f"scores-{k + 1}", refs_of,
+                                          suffixes=(".jsonl",), what="scores file")  # fmt: skip
+        if path is None:
+            return [], error, messages
+        placed.append(path)
+        messages.extend(found)
+    return placed, None, messages
 
+
+def image_probe(view: RunView, stories: int = 20) -> list[Problem]:
+    """The image problems of the first ``stories`` stories of an indexed view that name images (a
+    wrong images folder shows at once, without opening 500,000 images of a large set)."""
+    key = (view.key, stories)
+    if _PROBED.get("key") != key:
+        found: list[Problem] = []
+        rows = np.flatnonzero(view.table["sentences"].to_numpy() > 0)[:stories]
+        for row in rows:
+            story = view.story(int(row))
+            if story is not None:
+                found.extend(p for p in story.problems if p.kind == "image")
+        _PROBED.update(key=key, found=found)
+    return list(_PROBED["found"])
+
+
+_PROBED: dict[str, Any] = {}
 
 #: Longest side of an image shown on a page (decoded reduced where the format allows).
 SHOWN_PIXELS = 768
@@ -165,36 +199,43 @@ def judgements(data: bytes) -> tuple[Judgements | None, str | None]:
 
 
 @st.cache_data(show_spinner="Computing BLEU, ROUGE-L, CIDEr and METEOR against the references…")
-def baselines(
-    _records: list[StoryScores], key: str, judged: frozenset[str]
-) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Reference-based baselines of the judged stories, cached by the records' content hash ``key``."""
-    return baseline_scores(_records, only=judged)
+def baselines(_scored: pd.DataFrame, key: str, judged: frozenset[str]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Reference-based baselines of the judged stories, cached by the view's content key ``key``."""
+    return baseline_scores(texts_of(_scored), only=judged)
 
 
 @st.cache_data(show_spinner="Comparing every metric with the human judgements…")
 def meta_report(
-    _records: list[StoryScores], key: str, data: bytes, settings: MetaSettings, metrics: tuple[str, ...], aspects: tuple[str, ...]
+    _scored: pd.DataFrame,
+    key: str,
+    signatures: tuple[str, ...],
+    data: bytes,
+    settings: MetaSettings,
+    metrics: tuple[str, ...],
+    aspects: tuple[str, ...],
 ) -> MetaReport:
-    """The report the CLI would write for these records and judgements, cached by content."""
+    """The report the CLI would write for the view's table and these judgements, cached by the
+    view's content key and the judgements' bytes."""
     found, error = judgements(data)
     if found is None:
         raise ValueError(error)
+    keyed, _ = keyed_judgements(found, score_frame(_scored))
     return run_meta_eval(
-        _records,
+        _scored,
         found,
         settings,
         metrics=metrics or None,
         aspects=aspects or None,
-        baselines=baselines(_records, key, frozenset(found.story_ids)) if settings.baselines else None,
+        baselines=baselines(_scored, key, frozenset(keyed.story_ids)) if settings.baselines else None,
+        signature_ids=signatures,
     )
 
 
 @st.cache_data(show_spinner="Comparing every system with the human stories…")
 def dhm(
-    _records: list[StoryScores], key: str, human: tuple[str, ...], pairing: str, resamples: int, aspects: tuple[str, ...]
+    _scored: pd.DataFrame, key: str, human: tuple[str, ...], pairing: str, resamples: int, aspects: tuple[str, ...]
 ) -> DHMReport:
-    """The dHM report of the records (cached by their content hash ``key`` and the options)."""
+    """The dHM report of the view's table (cached by the view's content key and the options)."""
     return dhm_report(
-        _records, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
+        _scored, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
     )

@@ -5,6 +5,7 @@ view (not server paths) are bound to the URL, so a view can be shared by link.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import streamlit as st
@@ -23,13 +24,13 @@ from dashboard.choices import (
     confined,
     url_notices,
 )
-from vst_core.config import THETA_PRESETS
+from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.access import PathNotAllowed, confine
+from vst_core.data.index import ScoresIndex, describe_recorded
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
-from vst_core.records import StoryScores
 
 URL: Literal["query-params"] = "query-params"
 
@@ -40,7 +41,8 @@ class Input:
 
     story_set: StorySet | None = None
     error: str | None = None
-    records: list[StoryScores] | None = None
+    index: ScoresIndex | None = None  # scores files: their numbers indexed, evidence read lazily
+    root: Path | None = None  # the folder a scores file's image paths are relative to
     messages: list[str] = field(default_factory=list)
     link_notices: list[str] = field(default_factory=list)
 
@@ -59,7 +61,10 @@ def render() -> tuple[Choices, Input]:
         st.header("Data")
         source = str(st.radio("Story set", list(SOURCES), key="source", bind=URL))
         data = _data(source)
-        values: dict[str, Any] = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
+        if data.index is not None:  # the numbers come from the files: show their settings, ask nothing
+            values: dict[str, Any] = {"source": source, **_from_files(data.index)}
+        else:
+            values = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -116,19 +121,22 @@ def _data(source: str) -> Input:
 
 
 def _scores() -> Input:
-    """A scores JSONL: uploaded (with its images), or a path inside the folders the server allows."""
+    """Scores JSONL files: uploaded (with their images), or paths inside the folders the server
+    allows; several files are merged story by story, ``(system, story_id)``."""
     files = st.file_uploader(
-        "Scores JSONL written by `vst score`, with its images",
+        "Scores JSONL written by `vst score` or `vst import-scores`, with its images",
         type=["jsonl", "zip", *IMAGE_TYPES],
         accept_multiple_files=True,
         key="scores_upload",
-        help="add the images of the story file the scores were made from (several files, or a .zip keeping their folders)",
+        help="several scores files are merged per story and metric; add the images of the story file the "
+        "scores were made from (several files, or a .zip keeping their folders)",
     )
-    path = st.text_input(
-        "…or a scores file on this server",
+    text = st.text_input(
+        "…or scores files on this server",
         "",
         key="scores_path",
-        help="inside the working directory or a folder allowed at start-up (`-- --data FOLDER`)",
+        help="inside the working directory or a folder allowed at start-up (`-- --data FOLDER`); several "
+        "files separated by ';' are merged per story (system, story_id) and metric",
     ).strip()
     images_dir = st.text_input(
         "Folder of the story file (for images)",
@@ -137,22 +145,35 @@ def _scores() -> Input:
         help="images are looked up relative to the story file the scores were made from",
     ).strip()
     if files:
-        found = session.cached(_files_key(files, "scores"), lambda folder: loading.scores_upload(_contents(files), folder))
-        return Input(found[0], found[2], found[1], messages=list(found[3]))
-    if not path:
+        folder_key = _files_key(files, "scores")
+        paths, error, messages = session.cached(folder_key, lambda folder: loading.scores_upload(_contents(files), folder))
+        if not paths:
+            return Input(error=error, messages=list(messages))
+        index, error = loading.scores_index(paths)
+        return Input(error=error, index=index, root=paths[0].parent, messages=list(messages))
+    wanted = [part.strip() for part in text.split(";") if part.strip()]
+    if not wanted:
         return Input()
     try:
-        file = confine(path, session.roots(), what="scores file")
-        images = str(confine(images_dir, session.roots(), what="images folder")) if images_dir else ""
+        paths = [confine(part, session.roots(), what="scores file") for part in wanted]
+        images = confine(images_dir, session.roots(), what="images folder") if images_dir else None
     except PathNotAllowed as exc:
         return Input(error=str(exc))
-    story_set, records, error = loading.scores_file(str(file), images)
-    hint = (
-        ["Images are looked up beside the scores file: set “Folder of the story file” if they are elsewhere"]
-        if story_set is not None and not images_dir and any(p.kind == "image" for p in story_set.all_problems())
-        else []
-    )
-    return Input(story_set, error, records, messages=hint)
+    index, error = loading.scores_index(paths)
+    return Input(error=error, index=index, root=images or paths[0].parent)
+
+
+def _from_files(index: ScoresIndex) -> dict[str, Any]:
+    """The settings recorded in loaded scores files, shown instead of the controls (no model runs
+    and nothing is re-scored: change them with `vst score`); the choices the frame ignores."""
+    st.header("Settings")
+    st.caption("From the scores file(s): every number is shown as it was computed or imported.")
+    lines = []
+    for sig in index.signatures.values():
+        lines.append(f"- {describe_recorded(sig)}")
+    st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
+    recorded = settings_from_signature(index.first_signature())
+    return {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}
 
 
 def _redundancy() -> dict[str, Any]:

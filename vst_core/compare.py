@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from vst_core.records import FIELD_BY_COLUMN, StoryScores
@@ -22,6 +23,8 @@ class Comparison:
     theirs: tuple[float, ...]
     only_ours: int
     only_theirs: int
+    systems: tuple[str, ...] = ()
+    matched_by: str = "story"  # "story": (system, story id); "story id": one system each side, named differently
 
     @property
     def n(self) -> int:
@@ -43,24 +46,70 @@ class Comparison:
             "spearman": float(stats.spearmanr(a, b).statistic) if varied else None,
         }
 
-    def largest(self, k: int = 10) -> list[tuple[str, float, float]]:
-        """(story, ours, theirs) of the ``k`` largest differences."""
-        order = np.argsort(-np.abs(np.array(self.ours) - np.array(self.theirs)))[:k]
-        return [(self.story_ids[i], self.ours[i], self.theirs[i]) for i in order]
+    def largest(self, k: int = 10) -> list[tuple[str, str, float, float]]:
+        """(system, story, ours, theirs) of the ``k`` largest differences."""
+        order = np.argsort(-np.abs(np.array(self.ours) - np.array(self.theirs)), kind="stable")[:k]
+        systems = self.systems or ("",) * self.n
+        return [(systems[i], self.story_ids[i], self.ours[i], self.theirs[i]) for i in order]
 
 
-def compare(ours: Sequence[StoryScores], theirs: Sequence[StoryScores], column: str) -> Comparison:
-    """Join two sets of records on story id for one registry column (``NR``, ``coherence``,
-    ``GROOVIST raw``, ...); stories with the value on one side only are counted."""
-    field = FIELD_BY_COLUMN[column]
-    mine = {r.story_id: v for r in ours if (v := field.value(r)) is not None}
-    other = {r.story_id: v for r in theirs if (v := field.value(r)) is not None}
-    both = [sid for sid in mine if sid in other]
+def compare(ours: Sequence[StoryScores] | pd.DataFrame, theirs: Sequence[StoryScores] | pd.DataFrame, column: str) -> Comparison:
+    """Join two sets of scores on the story ``(system, story_id)`` for one registry column (``NR``,
+    ``coherence``, ``GROOVIST raw``, ...); stories with the value on one side only are counted.
+    Either side may be records or a scores table (:func:`vst_core.viz.scores_table`, an index's).
+    When nothing matches so and each side has every id once (one system each, named differently:
+    ``human`` here, ``reference`` in a release), stories are matched by id and ``matched_by`` says so.
+
+    >>> a = pd.DataFrame({"story": ["1", "1"], "system": ["human", "llava"], "NR": [0.93, 0.83]})
+    >>> b = pd.DataFrame({"story": ["1", "1"], "system": ["llava", "human"], "NR": [0.83, 0.93]})
+    >>> compare(a, b, "NR").figures()["equal"]
+    1.0
+    """
+    mine, other = _values(ours, column), _values(theirs, column)
+    both = mine.index.intersection(other.index, sort=False)
+    matched_by = "story"
+    if not len(both) and _unique_ids(mine) and _unique_ids(other):  # one system each, named differently
+        mine, other = _by_id(mine), _by_id(other)
+        both = mine.index.intersection(other.index, sort=False)
+        matched_by = "story id"
     return Comparison(
         column,
-        tuple(both),
-        tuple(mine[s] for s in both),
-        tuple(other[s] for s in both),
-        len(set(mine) - set(other)),
-        len(set(other) - set(mine)),
+        tuple(str(k[1]) for k in both),
+        tuple(float(v) for v in mine.loc[both]),
+        tuple(float(v) for v in other.loc[both]),
+        len(mine.index.difference(other.index)),
+        len(other.index.difference(mine.index)),
+        tuple(str(k[0]) for k in both),
+        matched_by,
     )
+
+
+def _unique_ids(values: pd.Series) -> bool:
+    return bool(len(values)) and not values.index.get_level_values(1).duplicated().any()
+
+
+def _by_id(values: pd.Series) -> pd.Series:
+    """Values keyed ("", story id): the systems' names set aside."""
+    ids = values.index.get_level_values(1)
+    return pd.Series(values.to_numpy(), index=pd.MultiIndex.from_arrays([[""] * len(ids), ids]))
+
+
+def _values(scores: Sequence[StoryScores] | pd.DataFrame, column: str) -> pd.Series:
+    """(system, story id) -> the column's defined values (the first of a story listed twice)."""
+    if isinstance(scores, pd.DataFrame):
+        if column not in scores:
+            return pd.Series(dtype=float, index=pd.MultiIndex.from_arrays([[], []]))
+        values = pd.Series(
+            scores[column].to_numpy(dtype=float),
+            index=pd.MultiIndex.from_arrays([scores["system"].astype(str), scores["story"].astype(str)]),
+        )
+    else:
+        field = FIELD_BY_COLUMN[column]
+        found = [((r.system, r.story_id), v) for r in scores if (v := field.value(r)) is not None]
+        values = pd.Series(
+            [v for _, v in found],
+            index=pd.MultiIndex.from_tuples([k for k, _ in found]) if found else pd.MultiIndex.from_arrays([[], []]),
+            dtype=float,
+        )
+    values = values.dropna()
+    return values[~values.index.duplicated(keep="first")]

@@ -354,7 +354,7 @@ def _value(hint: Any, data: Any, where: str) -> Any:
 
 
 #: Top-level fields every record of this format has; older ones are completed and reported.
-_EXPECTED = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")
+EXPECTED_FIELDS = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")
 
 
 def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | None, list[Problem]]:
@@ -376,7 +376,7 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     except RecordError as exc:
         return None, [problem(f"unusable scores record ({exc}); skipped")]
     problems: list[Problem] = []
-    missing = [k for k in _EXPECTED if k not in data]
+    missing = [k for k in EXPECTED_FIELDS if k not in data]
     if missing or data.get("format") != SCORES_FORMAT:
         problems.append(
             problem(

@@ -5,7 +5,6 @@ Dataset page follows the slice."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pandas as pd
@@ -35,24 +34,33 @@ def p_split(table: pd.DataFrame) -> float | None:
     return mode_split(table["P"]) if "P" in table else None
 
 
-def apply_slice(table: pd.DataFrame, cut: Slice, kinds: Mapping[str, set[str]] | None = None) -> pd.DataFrame:
-    """The rows of ``table`` (:func:`vst_core.viz.scores_table`, with a ``sentences`` column) in the
-    slice; ``kinds`` maps story ids to the kinds of their input problems. A metric range drops
-    stories where the metric is undefined; a T or P bin drops stories without grounding."""
+def problem_kinds(table: pd.DataFrame) -> list[str]:
+    """The kinds of input problem some story of ``table`` has (its ``problems`` column: kinds
+    separated by commas), sorted."""
+    if "problems" not in table:
+        return []
+    found = {k for value in table["problems"].dropna().unique() for k in str(value).split(",") if k}
+    return sorted(found)
+
+
+def apply_slice(table: pd.DataFrame, cut: Slice) -> pd.DataFrame:
+    """The rows of ``table`` (:func:`vst_core.viz.scores_table`, with ``sentences`` and ``problems``
+    columns) in the slice, all vectorised. A metric range drops stories where the metric is
+    undefined; a T or P bin drops stories without grounding."""
     keep = pd.Series(True, index=table.index)
     if cut.metric and cut.metric in table:
         keep &= table[cut.metric].between(cut.low, cut.high)
     if cut.t_bin != "all" and "T" in table:
         keep &= table["T"] >= T_SPLIT if cut.t_bin == "high" else table["T"] < T_SPLIT
-    split = p_split(table)
+    split = p_split(table) if cut.p_bin != "all" else None
     if cut.p_bin != "all" and split is not None:
         keep &= table["P"] > split if cut.p_bin == "high" else table["P"] <= split
     if cut.problem is not None:
-        found = (kinds or {}).get
+        problems = table["problems"].fillna("").astype(str) if "problems" in table else pd.Series("", index=table.index)
         if cut.problem == "none":
-            keep &= table["story"].map(lambda s: not found(s)).astype(bool)
+            keep &= problems == ""
         else:
-            keep &= table["story"].map(lambda s: cut.problem in (found(s) or set())).astype(bool)
+            keep &= ("," + problems + ",").str.contains("," + cut.problem + ",", regex=False)
     if "sentences" in table:
         keep &= table["sentences"].between(cut.min_sentences, cut.max_sentences)
     return table[keep]

@@ -13,19 +13,26 @@ TIE = 1e-9
 
 
 def paired_sequences(table: pd.DataFrame, a: str, b: str, metrics: Sequence[str]) -> pd.DataFrame:
-    """One row per sequence both ``a`` and ``b`` wrote for: their stories (the first of each when a
-    system wrote several) and, per metric, ``a − b`` of their scores (mean over several stories).
-    ``table`` is :func:`vst_core.viz.scores_table`'s: story, sequence, system and metric columns."""
+    """One row per sequence both ``a`` and ``b`` wrote for, in ``a``'s order: their stories (the
+    first of each when a system wrote several) and, per metric, ``a − b`` of their scores (mean over
+    several stories; NaN when either is undefined). ``table`` is :func:`vst_core.viz.scores_table`'s:
+    story, sequence, system and metric columns. Grouped once per system (no loop per sequence).
+
+    >>> t = pd.DataFrame({"story": ["1", "1", "2"], "sequence": ["s", "s", "t"], "system": ["h", "m", "h"], "NR": [0.9, 0.8, 0.7]})
+    >>> paired_sequences(t, "h", "m", ["NR"]).round(3).to_dict("records")
+    [{'sequence': 's', 'story_a': '1', 'story_b': '1', 'NR': 0.1}]
+    """
+    columns = ["sequence", "story_a", "story_b", *metrics]
     left, right = table[table["system"] == a], table[table["system"] == b]
-    shared = [s for s in dict.fromkeys(left["sequence"]) if s in set(right["sequence"])]
-    rows = []
-    for sequence in shared:
-        x, y = left[left["sequence"] == sequence], right[right["sequence"] == sequence]
-        row: dict[str, object] = {"sequence": sequence, "story_a": x["story"].iloc[0], "story_b": y["story"].iloc[0]}
-        for metric in metrics:
-            row[metric] = float(x[metric].mean() - y[metric].mean())  # NaN when either is undefined
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["sequence", "story_a", "story_b", *metrics])
+    if not len(left) or not len(right):
+        return pd.DataFrame(columns=columns)
+    x = left.groupby("sequence", sort=False).agg(story_a=("story", "first"), **{m: (m, "mean") for m in metrics})
+    y = right.groupby("sequence", sort=False).agg(story_b=("story", "first"), **{m: (m, "mean") for m in metrics})
+    both = x.join(y, how="inner", lsuffix="_a", rsuffix="_b")
+    out = pd.DataFrame({"sequence": both.index.astype(str), "story_a": both["story_a"], "story_b": both["story_b"]})
+    for m in metrics:
+        out[m] = (both[f"{m}_a"] if f"{m}_a" in both else both[m]) - (both[f"{m}_b"] if f"{m}_b" in both else both[m])
+    return out.reset_index(drop=True)[columns]
 
 
 def win_tie_loss(paired: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:

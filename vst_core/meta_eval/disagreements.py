@@ -18,7 +18,7 @@ def story_disagreements(data: pd.DataFrame, metric: str, aspect: str) -> pd.Data
     part = data.dropna(subset=[metric, aspect])
     out = pd.DataFrame(
         {
-            "story_id": part.index.astype(str),
+            "story_id": part["story"].astype(str) if "story" in part else part.index.astype(str),
             "system": part["system"] if "system" in part else "",
             "sequence_id": part["sequence_id"] if "sequence_id" in part else "",
             "metric": part[metric].astype(float),

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
+from vst_core.meta_eval.identity import keyed_judgements, keys_of
 from vst_core.meta_eval.judgements import (
     Judgements,
     _empty_pairs,
@@ -26,7 +27,7 @@ from vst_core.meta_eval.stats import (
     pairs_from_ratings,
     pairwise_table,
 )
-from vst_core.metrics.baselines import BASELINES, baseline_scores, baseline_tokenizer
+from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baseline_tokenizer
 from vst_core.records import FIELDS, StoryScores
 
 #: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
@@ -132,32 +133,70 @@ def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) 
     }
 
 
-def score_frame(records: Sequence[StoryScores]) -> pd.DataFrame:
-    """One row per scored story (index story_id): sequence, system, metric columns and T, P."""
+@dataclass(frozen=True)
+class TextRow:
+    """A story's ids and text, for the reference-based baselines (a table row as a story)."""
+
+    story_id: str
+    sequence_id: str
+    system: str
+    sentences: tuple[str, ...]
+
+
+Scored: TypeAlias = Sequence[StoryScores] | pd.DataFrame
+
+
+def score_frame(records: Scored) -> pd.DataFrame:
+    """One row per scored story: sequence_id, system, metric columns and T, P, indexed by the
+    story's key (:func:`~vst_core.meta_eval.identity.keys_of`: the id, or ``id (system)`` when
+    systems share ids), with the plain story id kept as column ``story``. ``records`` may be records
+    or a scores table (:func:`vst_core.viz.scores_table`, the dashboard's index)."""
     used = [f for f in FIELDS if f.report or f.covariate]
-    rows = []
-    for r in records:
-        row: dict[str, Any] = {"story_id": r.story_id, "sequence_id": r.sequence_id, "system": r.system}
+    if isinstance(records, pd.DataFrame):
+        frame = pd.DataFrame(
+            {"story": records["story"].astype(str), "sequence_id": records["sequence"].astype(str), "system": records["system"]}
+        )
         for f in used:
-            if f.metric in r.metrics:
-                value = f.value(r)
-                row[f.report or f.column] = np.nan if value is None else value
-        rows.append(row)
-    frame = pd.DataFrame(rows)
+            if f.column in records:
+                frame[f.report or f.column] = records[f.column].astype(float)
+    else:
+        rows = []
+        for r in records:
+            row: dict[str, Any] = {"story": r.story_id, "sequence_id": r.sequence_id, "system": r.system}
+            for f in used:
+                if f.metric in r.metrics:
+                    value = f.value(r)
+                    row[f.report or f.column] = np.nan if value is None else value
+            rows.append(row)
+        frame = pd.DataFrame(rows)
     if frame.empty:
-        return pd.DataFrame(columns=["sequence_id", "system"]).rename_axis("story_id")
-    frame = frame.drop_duplicates("story_id", keep="last").set_index("story_id")
+        return pd.DataFrame(columns=["story", "sequence_id", "system"]).rename_axis("story_id")
+    frame = frame.drop_duplicates(["system", "story"], keep="last")
+    frame.index = pd.Index(keys_of(frame), name="story_id")
     return frame.dropna(axis=1, how="all")
+
+
+def texts_of(records: Scored) -> Sequence[StoryText]:
+    """The stories' ids and texts for the baselines, keyed like :func:`score_frame`."""
+    if isinstance(records, pd.DataFrame):
+        keys = keys_of(records)
+        return [
+            TextRow(k, str(q), str(s), (str(t),) if t else ())
+            for k, q, s, t in zip(keys, records["sequence"], records["system"], records["text"], strict=True)
+        ]
+    frame = pd.DataFrame({"story": [r.story_id for r in records], "system": [r.system for r in records]})
+    keys = keys_of(frame) if len(frame) else pd.Series([], dtype=str)
+    return [TextRow(k, r.sequence_id, r.system, tuple(r.sentences)) for k, r in zip(keys, records, strict=True)]
 
 
 def _with_baselines(
     scores: pd.DataFrame,
-    records: Sequence[StoryScores],
+    records: Scored,
     precomputed: tuple[dict[str, dict[str, float]], dict[str, str]] | None,
     judged: set[str],
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The score frame joined with the reference-based baselines that could run, and why others could not."""
-    base, unavailable = precomputed if precomputed is not None else baseline_scores(records, only=judged)
+    base, unavailable = precomputed if precomputed is not None else baseline_scores(texts_of(records), only=judged)
     if base:
         scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
     return scores, unavailable
@@ -221,7 +260,7 @@ def _correlations(
 
 
 def run_meta_eval(
-    records: Sequence[StoryScores],
+    records: Scored,
     judgements: Judgements,
     settings: MetaSettings = MetaSettings(),
     *,
@@ -229,15 +268,19 @@ def run_meta_eval(
     aspects: Sequence[str] | None = None,
     baselines: tuple[dict[str, dict[str, float]], dict[str, str]] | None = None,
     progress: Callable[[int], Any] | None = None,
+    signature_ids: Sequence[str] | None = None,
 ) -> MetaReport:
     """Join scores with judgements and compute every table of the report.
 
     ``baselines`` takes a precomputed :func:`~vst_core.metrics.baselines.baseline_scores` result
     (they depend on the story texts only); by default they are computed when the settings ask.
     ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
-    metric × aspect cell of the two correlation tables."""
+    metric × aspect cell of the two correlation tables. ``records`` may be a scores table (then
+    ``signature_ids`` names the signatures of the files it came from)."""
     problems = list(judgements.problems)
     scores = score_frame(records)
+    judgements, keyed = keyed_judgements(judgements, scores)
+    problems.extend(keyed)
     unavailable: dict[str, str] = {}
     if settings.baselines:
         scores, unavailable = _with_baselines(scores, records, baselines, judgements.story_ids)
@@ -253,7 +296,7 @@ def run_meta_eval(
     match = match_report(scores.index, judgements.story_ids)
     problems.extend(_match_problems(match))
     data = _joined(scores, human, judgements)
-    sig_ids = sorted({r.signature_id for r in records if r.signature_id})
+    sig_ids = signature_ids if signature_ids is not None else sorted({r.signature_id for r in records if r.signature_id})
     correlations, system_correlations = _correlations(data, chosen, chosen_aspects, settings, progress, problems)
     pairs, pairs_source = _story_pairs(judgements, data, chosen_aspects, settings, problems)
     pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges)

@@ -38,12 +38,38 @@ def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, wid
     return fig
 
 
-def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: Inputs | None = None) -> Any:
-    """Box plot of one metric per system, captioned with the settings signature."""
-    import plotly.express as px
+#: Above this many stories a box plot sends its quartiles, not every point, to the browser.
+MAX_BOX_POINTS = 5000
 
-    fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
-    fig.update_layout(showlegend=False, title=f"{column} per system")
+
+def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: Inputs | None = None) -> Any:
+    """Box plot of one metric per system, captioned with the settings signature. Up to
+    :data:`MAX_BOX_POINTS` stories every point is drawn (hover names the story); above, each
+    system's quartiles and 1.5·IQR whiskers are computed here and only they are sent."""
+    import plotly.express as px
+    import plotly.graph_objects as go
+
+    if len(table) <= MAX_BOX_POINTS:
+        fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
+    else:
+        fig = go.Figure()
+        for system, values in table.groupby("system", sort=True)[column]:
+            v = values.dropna().to_numpy()
+            if not len(v):
+                continue
+            q1, median, q3 = np.quantile(v, [0.25, 0.5, 0.75])
+            low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+            fig.add_trace(
+                go.Box(
+                    name=str(system), x=[str(system)], q1=[q1], median=[median], q3=[q3], mean=[float(v.mean())],
+                    lowerfence=[float(v[v >= low].min())], upperfence=[float(v[v <= high].max())],
+                    hoverinfo="y", boxpoints=False,
+                )
+            )  # fmt: skip
+        fig.update_layout(xaxis_title="system", yaxis_title=column)
+    fig.update_layout(
+        showlegend=False, title=f"{column} per system" + (f" ({len(table):,} stories)" if len(table) > MAX_BOX_POINTS else "")
+    )
     return caption_figure(fig, describe(settings, inputs))
 
 
@@ -179,8 +205,14 @@ def distributions_figure(values: dict[str, list[float]], aspect: str, caption: s
 
     names = {"G": "GROOVIST (tanh)", "C": "RoViST-C", "R": "RoViST-NR"}
     fig = go.Figure()
-    for system, xs in values.items():
-        fig.add_trace(go.Histogram(x=xs, name=f"{system} (N={len(xs)})", histnorm="probability", opacity=0.55, nbinsx=30))
+    every = np.concatenate([np.asarray(xs, dtype=float) for xs in values.values()]) if values else np.zeros(0)
+    edges = np.histogram_bin_edges(every if len(every) else np.zeros(1), bins=30)
+    for system, xs in values.items():  # binned here: 30 bars per system reach the browser, not every story
+        counts, _ = np.histogram(np.asarray(xs, dtype=float), bins=edges)
+        share = counts / max(len(xs), 1)
+        fig.add_trace(
+            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=share, width=np.diff(edges), name=f"{system} (N={len(xs):,})", opacity=0.55)
+        )
     fig.update_layout(
         barmode="overlay",
         title=f"{names.get(aspect, aspect)} per system",

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from vst_core.config import Settings
-from vst_core.data import StorySet
+from vst_core.data import Story, StorySet
+from vst_core.data.index import ScoresIndex
+from vst_core.data.paths import resolve_image
+from vst_core.data.readers import story_from_record, story_object
+from vst_core.hashing import json_digest
 from vst_core.records import (
     FIELDS,
     StoryScores,
@@ -19,24 +25,139 @@ from vst_core.records import (
 from vst_core.signature import Inputs, describe, inputs_of, recorded_inputs, signature, signature_id
 
 
-@dataclass(frozen=True)
 class RunView:
-    """What the dashboard pages render: the loaded set, its score records and their settings."""
+    """What the dashboard pages render: one row per story ``(system, story_id)`` in :attr:`table`
+    (the numbers, from the scored records or from a :class:`~vst_core.data.index.ScoresIndex`),
+    and each story's full record and :class:`Story` read only when a page shows it.
 
-    story_set: StorySet
-    records: list[StoryScores]
-    settings: Settings
-    device: str
-    recorded_id: str | None = None  # signature id written in a loaded scores file, when shown as is
+    Build it with :meth:`of_records` (a set scored in this process: small, all in memory) or
+    :meth:`of_index` (scores files: the numbers indexed, the evidence read lazily)."""
 
-    def by_id(self) -> dict[str, StoryScores]:
-        return {r.story_id: r for r in self.records}
+    def __init__(
+        self,
+        table: pd.DataFrame,
+        settings: Settings,
+        device: str,
+        *,
+        root: Path,
+        inputs: dict[str, str],
+        key: str,
+        recorded_id: str | None = None,
+        records: Sequence[StoryScores] | None = None,
+        story_set: StorySet | None = None,
+        index: ScoresIndex | None = None,
+    ) -> None:
+        self.table = table
+        self.settings = settings
+        self.device = device
+        self.root = root
+        self.inputs = inputs
+        self.key = key
+        self.recorded_id = recorded_id
+        self._records = list(records) if records is not None else None
+        self._stories = {(s.system, s.story_id): s for s in story_set} if story_set is not None else None
+        self.index = index
+        self._rows: dict[tuple[str, str], int] | None = None
+        self._sequences: dict[str, list[int]] | None = None
+
+    @classmethod
+    def of_records(
+        cls, story_set: StorySet, records: Sequence[StoryScores], settings: Settings, device: str, recorded_id: str | None = None
+    ) -> RunView:
+        """A view of records scored in this process (``records[k]`` is the k-th story's)."""
+        kinds = {(s.system, s.story_id): ",".join(sorted({str(p.kind) for p in s.problems})) for s in story_set}
+        table = scores_table(records, settings.metrics)
+        table["problems"] = [kinds.get((r.system, r.story_id), "") for r in records]
+        found = recorded_inputs(records)
+        inputs = found if found is not None else inputs_of(story_set)
+        key = json_digest([story_set.digest(), json_digest([r.to_json() for r in records])], 24)
+        return cls(
+            table, settings, device, root=story_set.root, inputs=inputs, key=key, recorded_id=recorded_id,
+            records=records, story_set=story_set,
+        )  # fmt: skip
+
+    @classmethod
+    def of_index(cls, index: ScoresIndex, root: Path, settings: Settings) -> RunView:
+        """A view of indexed scores files: the signature names every file by its digest."""
+        inputs = {f"scores {k + 1}": f.sha256[:16] for k, f in enumerate(index.files)}
+        if len(index.files) == 1:
+            inputs = {"scores": index.files[0].sha256[:16]}
+        recorded = index.first_signature().get("id") if len(index.signatures) == 1 else None
+        return cls(
+            index.table, settings, "none (no model in use)", root=root, inputs=inputs,
+            key=json_digest([index.digest, str(root)], 24), recorded_id=None if recorded is None else str(recorded), index=index,
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def row_of(self, system: str, story_id: str) -> int | None:
+        """The row of the story ``(system, story_id)``, or None."""
+        if self._rows is None:
+            self._rows = {key: k for k, key in enumerate(zip(self.table["system"], self.table["story"], strict=True))}
+        return self._rows.get((system, story_id))
+
+    def rows_of_story(self, story_id: str) -> list[int]:
+        """Every row with this story id, one per system that has it (the release's shared ids)."""
+        return [int(k) for k in np.flatnonzero((self.table["story"] == story_id).to_numpy())]
+
+    def find(self, story_id: str | None, system: str | None = None) -> int | None:
+        """The row a link names: ``story`` with its ``system``, or a story id only one system has."""
+        if not story_id:
+            return None
+        if system:
+            return self.row_of(system, story_id)
+        rows = self.rows_of_story(story_id)
+        return rows[0] if len(rows) == 1 else None
+
+    def sequences(self) -> dict[str, list[int]]:
+        """Sequence id -> its rows, in first-seen order."""
+        if self._sequences is None:
+            groups = self.table.groupby("sequence", sort=False).indices
+            self._sequences = {str(k): [int(i) for i in v] for k, v in groups.items()}
+        return self._sequences
+
+    def record(self, row: int) -> StoryScores | None:
+        """The full record (evidence included) of a row; None when it can no longer be read."""
+        if self._records is not None:
+            return self._records[row]
+        assert self.index is not None
+        return self.index.record(row)[0]
+
+    def records_at(self, rows: Iterable[int]) -> list[StoryScores]:
+        return [r for r in (self.record(int(k)) for k in rows) if r is not None]
 
     @property
-    def inputs(self) -> dict[str, str]:
-        """The input the records name (a scores file's own), else the loaded stories' digest."""
-        found = recorded_inputs(self.records)
-        return found if found is not None else inputs_of(self.story_set)
+    def records(self) -> list[StoryScores]:
+        """Every record: only for sets scored in this process (an index reads its evidence lazily)."""
+        if self._records is None:
+            raise RuntimeError("an indexed view holds no records: read them with record(row) or records_at(rows)")
+        return self._records
+
+    def story(self, row: int, record: StoryScores | None = None) -> Story | None:
+        """The story of a row (its images checked under :attr:`root`)."""
+        key = (str(self.table["system"].iat[row]), str(self.table["story"].iat[row]))
+        if self._stories is not None:
+            return self._stories.get(key)
+        record = record or self.record(row)
+        if record is None:
+            return None
+        try:
+            story = story_from_record(story_object(record), root=self.root, check_images=True)
+        except ValueError:
+            return None
+        if "imported" in record.signature:  # a score imported without its story: no text is expected
+            story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
+        return story
+
+    def signature_ids(self) -> tuple[str, ...]:
+        """The signature ids of the scores shown (each file's, for an index)."""
+        if self.index is not None:
+            return tuple(sorted(self.index.signatures))
+        return tuple(sorted({r.signature_id for r in self.records if r.signature_id}))
+
+    def image_path(self, ref: str) -> Path:
+        return resolve_image(self.root, ref)
 
     def footer(self) -> str:
         text = describe(self.settings, self.inputs)

@@ -1,0 +1,109 @@
+"""Joining scores and judgements when a story is ``(system, story_id)``.
+
+Released sets reuse story ids across systems (the dHM release: the human and the LLaVA story of a
+sequence share an id), so the story id alone cannot join scores with ratings. When the scores
+hold a shared id, every story is keyed ``"<story_id> (<system>)"`` (:func:`story_key`) on both
+sides: a judgement row that names its system takes that key; one that names no system takes it
+only when a single system has the id, else it is left out and said (which system did the raters
+see?). With no shared id the key is the story id, as before.
+
+>>> import pandas as pd
+>>> scores = pd.DataFrame({"story": ["1", "1", "2"], "system": ["human", "llava", "human"]})
+>>> keys_of(scores).tolist()
+['1 (human)', '1 (llava)', '2 (human)']
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from vst_core.meta_eval.judgements import Judgements, StoryRating
+
+
+def story_key(story_id: str, system: str) -> str:
+    """The meta-evaluation key of a story whose id another system shares."""
+    return f"{story_id} ({system})"
+
+
+def shared_ids(scores: pd.DataFrame) -> bool:
+    """Whether some story id of ``scores`` (columns story, system) belongs to several systems."""
+    return bool(scores.drop_duplicates(["story", "system"])["story"].duplicated().any())
+
+
+def keys_of(scores: pd.DataFrame) -> pd.Series:
+    """The key of every row of ``scores``: the story id, or :func:`story_key` when ids are shared."""
+    ids = scores["story"].astype(str)
+    if not shared_ids(scores):
+        return ids
+    return ids + " (" + scores["system"].astype(str) + ")"
+
+
+def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judgements, list[str]]:
+    """``judgements`` with story ids rewritten to the keys of ``scores`` (see the module), and a
+    note for each kind of row left out. Unchanged when no id is shared."""
+    if not shared_ids(scores):
+        return judgements, []
+    systems_of = scores.groupby(scores["story"].astype(str))["system"].agg(lambda s: sorted(set(map(str, s))))
+    known = set(keys_of(scores))
+    problems: list[str] = []
+
+    def rekey(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        ids = frame["story_id"].astype(str)
+        system = frame["system"] if "system" in frame else pd.Series(None, index=frame.index, dtype=object)
+        named = system.notna() & (system.astype(str) != "")
+        keys = pd.Series(None, index=frame.index, dtype=object)
+        keys[named] = ids[named] + " (" + system[named].astype(str) + ")"
+        only = systems_of.reindex(ids[~named].values)
+        single = [isinstance(v, list) and len(v) == 1 for v in only]
+        unnamed_index = ids[~named].index
+        for position, index in enumerate(unnamed_index):
+            if single[position]:
+                keys[index] = story_key(ids[index], only.iloc[position][0])
+        ambiguous = (~named) & keys.isna() & ids.isin(systems_of.index)
+        if ambiguous.any():
+            problems.append(
+                f"{int(ambiguous.sum())} {what} name a story id that several systems share and no system; left out "
+                f"(e.g. {', '.join(ids[ambiguous].unique()[:3])}): add a system column to the judgements"
+            )
+        keys = keys.where(keys.notna(), ids)
+        return frame.assign(story_id=keys)[~ambiguous]
+
+    ratings = rekey(judgements.ratings, "rating rows")
+    errors = rekey(judgements.errors, "error-label rows")
+    pairs = judgements.pairs
+    if len(pairs):
+        mapped = {}
+        for column in ("better", "worse"):
+            values = pairs[column].astype(str)
+            mapped[column] = values.map(lambda v: v if v in known else _unique_key(v, systems_of))
+        lost = mapped["better"].isna() | mapped["worse"].isna()
+        if lost.any():
+            problems.append(
+                f"{int(lost.sum())} judged pair(s) name a story id that several systems share without its system; left out"
+            )
+        pairs = pairs.assign(better=mapped["better"], worse=mapped["worse"])[~lost]
+    out = Judgements(ratings, errors, pairs, judgements.layout, [*judgements.problems], judgements.digest)
+    return out, problems
+
+
+def _unique_key(story_id: str, systems_of: pd.Series) -> str | None:
+    systems = systems_of.get(story_id)
+    if systems is None:
+        return story_id  # not scored: kept as is, counted among the unmatched
+    return story_key(story_id, systems[0]) if len(systems) == 1 else None
+
+
+def ratings_of(judgements: Judgements, story_id: str, system: str | None = None) -> list[StoryRating]:
+    """The human ratings of one story per aspect (mean, population SD, N raters), in the file's
+    aspect order; rows naming another system are not this story's."""
+    rows = judgements.ratings[judgements.ratings["story_id"].astype(str) == story_id]
+    if system is not None and "system" in rows:
+        rows = rows[rows["system"].isna() | (rows["system"].astype(str) == system)]
+    out = []
+    for aspect in judgements.aspects:
+        values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()
+        if len(values):
+            out.append(StoryRating(aspect, float(values.mean()), float(values.std(ddof=0)), len(values)))
+    return out
