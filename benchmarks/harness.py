@@ -300,7 +300,7 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
     fast = redundancy_without_spans(stories, settings)
     for story in stories:
         ref = reference_nr([token_texts(s) for s in story.sentences])
-        ours = fast[story.story_id].score
+        ours = fast[story.key].score
         if (ours is None) != (ref is None) or (ours is not None and abs(ours - ref) > 1e-9):  # type: ignore[operator]
             raise AssertionError(f"NR differs from the baseline on {story.story_id}: {ours} vs {ref}")
 

@@ -102,14 +102,14 @@ def _score(data: Input, settings: Settings, notices: list[str]) -> tuple[list[St
 def build(choices: Choices, data: Input) -> Frame:
     """Score (cached) what the sidebar loaded under the settings it describes."""
     notices: list[str] = list(data.messages)
+    if data.index is not None:  # scores files: the numbers from their index, no model runs
+        return _indexed(data, notices)
     import torch
 
     device, device_message = device_notice(choices.device, torch.cuda.is_available())
     settings = settings_for(replace(choices, device=device))
     if device_message:
         notices.append(device_message)
-    if data.index is not None:  # scores files: the numbers from their index, no model runs
-        return _indexed(data, notices)
     before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(STATUS, {}))
     status = dict(before)
     keys = model_keys(settings)

@@ -92,7 +92,7 @@ class Grounder:
         self.regions_table = regions_table
         self.detector = detector
         self.images: dict[str, ImageEntry] = {}
-        self.phrases: dict[str, list[NounPhrase]] = {}
+        self.phrases: dict[tuple[str, str], list[NounPhrase]] = {}  # by (system, story_id)
         self.idf: dict[str, float] = {}
         self._text: dict[str, np.ndarray] = {}
 
@@ -124,18 +124,18 @@ class Grounder:
 
     def parse(self, stories: Sequence[Story]) -> None:
         """Noun phrases of every story not parsed yet, in one spaCy pass over all their sentences."""
-        todo = list({s.story_id: s for s in stories if s.story_id not in self.phrases}.values())
+        todo = list({s.key: s for s in stories if s.key not in self.phrases}.values())
         if not todo:
             return
         reference = self.settings.grounding_profile == "reference"
         name = reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
         found = noun_phrases_many([s.sentences for s in todo], load_spacy(name), whole_pronouns=reference)
-        self.phrases.update((s.story_id, p) for s, p in zip(todo, found, strict=True))
+        self.phrases.update((s.key, p) for s, p in zip(todo, found, strict=True))
 
     def _phrases(self, story: Story) -> list[NounPhrase]:
-        if story.story_id not in self.phrases:
+        if story.key not in self.phrases:
             self.parse([story])
-        return self.phrases[story.story_id]
+        return self.phrases[story.key]
 
     def _image(self, ref: str) -> ImageEntry:
         if ref not in self.images:
@@ -181,7 +181,7 @@ class Grounder:
 
     def ready(self, story: Story) -> bool:
         """Whether :meth:`prepare` has covered this story."""
-        if story.story_id not in self.phrases:
+        if story.key not in self.phrases:
             return False
         entries = [self.images.get(ref) for ref in story.images]
         return all(e is not None and (e.error is not None or e.region_emb is not None) for e in entries)

@@ -75,13 +75,13 @@ def redundancy_of(story: Story, n: int, variant: str) -> RedundancyScores:
     )
 
 
-def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[str, RedundancyScores]:
+def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[tuple[str, str], RedundancyScores]:
     """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
     numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
-    (:func:`with_repeated_spans` adds them when a story is shown)."""
+    (:func:`with_repeated_spans` adds them when a story is shown), keyed by ``(system, story_id)``."""
     tokens = [nr_words(story, settings.nr_variant) for story in stories]
     batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
-    out: dict[str, RedundancyScores] = {}
+    out: dict[tuple[str, str], RedundancyScores] = {}
     for k, story in enumerate(stories):
         e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
         score, inter, intra, notes = combine_parts(
@@ -91,9 +91,7 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
             settings.nr_ngram,
             settings.nr_variant,
         )
-        out[story.story_id] = redundancy_numbers(
-            score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes
-        )
+        out[story.key] = redundancy_numbers(score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes)
     return out
 
 
@@ -114,16 +112,17 @@ def with_repeated_spans(record: StoryScores) -> StoryScores:
     return record.with_metric("redundancy", filled)
 
 
-def pair_scores_for(stories: Sequence[Story], scorer: PairScorer, context: str = "pair") -> dict[str, PairScores]:
-    """Score the transitions of many stories in one batched call (``context``: see :func:`pairs_of`)."""
-    owners: list[tuple[str, int, int]] = []
+def pair_scores_for(stories: Sequence[Story], scorer: PairScorer, context: str = "pair") -> dict[tuple[str, str], PairScores]:
+    """Score the transitions of many stories in one batched call (``context``: see :func:`pairs_of`),
+    keyed by each story's ``(system, story_id)``."""
+    owners: list[tuple[tuple[str, str], int, int]] = []
     pairs: list[tuple[str, str]] = []
     for story in stories:
         story_pairs = pairs_of(story.sentences, context)
-        owners.append((story.story_id, len(pairs), len(pairs) + len(story_pairs)))
+        owners.append((story.key, len(pairs), len(pairs) + len(story_pairs)))
         pairs.extend(story_pairs)
     scored = scorer.score_pairs_detailed(pairs) if pairs else PairScores(np.zeros(0), ())
-    return {sid: PairScores(scored.probabilities[a:b], scored.truncated[a:b]) for sid, a, b in owners}
+    return {key: PairScores(scored.probabilities[a:b], scored.truncated[a:b]) for key, a, b in owners}
 
 
 def coherence_of(story: Story, settings: Settings, scores: PairScores, model: str) -> CoherenceScores:
@@ -170,7 +169,7 @@ def score_story(
                 metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
             elif name == "coherence":
                 models = models or Models(settings)
-                scores = pair_scores or pair_scores_for([story], models.pair_scorer, settings.coherence_context)[story.story_id]
+                scores = pair_scores or pair_scores_for([story], models.pair_scorer, settings.coherence_context)[story.key]
                 metrics[name] = coherence_of(story, settings, scores, models.pair_scorer.name)
                 warnings.extend(_truncation_warnings(story, scores))
             elif name in CLIP_METRICS:
@@ -211,10 +210,10 @@ def score_batch(
     """Score stories together: sentence pairs in one model call, regions and phrases of every
     story encoded in shared batches, NR in one vectorised pass when ``spans`` is False."""
     texts = [s for s in stories if not s.is_empty]
-    nr: dict[str, RedundancyScores] = {}
+    nr: dict[tuple[str, str], RedundancyScores] = {}
     if not spans and "redundancy" in settings.metrics:
         nr = redundancy_without_spans(texts, settings)
-    pair_scores: dict[str, PairScores] = {}
+    pair_scores: dict[tuple[str, str], PairScores] = {}
     if "coherence" in settings.metrics:
         pair_scores = pair_scores_for(texts, models.pair_scorer, settings.coherence_context)
     grounder = None
@@ -228,9 +227,9 @@ def score_batch(
                 settings,
                 signature,
                 models=models,
-                pair_scores=pair_scores.get(story.story_id),
+                pair_scores=pair_scores.get(story.key),
                 root=root,
-                redundancy=nr.get(story.story_id),
+                redundancy=nr.get(story.key),
             )
             for story in stories
         ]

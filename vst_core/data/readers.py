@@ -142,20 +142,21 @@ def story_from_record(
 
 
 def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
-    """Keep every story under a unique id: a repeated id gets the first free ``#k`` suffix (never an
-    id another story has or gets) and a warning."""
-    taken = {story.story_id for story in stories}
-    used: set[str] = set()
+    """Keep every story under a unique ``(system, story_id)``: the same id under two systems is two
+    stories (released sets share ids across systems); a repeated id within one system gets the first
+    free ``#k`` suffix (never an id that system has or gets) and a warning."""
+    taken = {story.key for story in stories}
+    used: set[tuple[str, str]] = set()
     out: list[Story] = []
     for story in stories:
-        if story.story_id in used:
+        if story.key in used:
             k = 2
-            while f"{story.story_id}#{k}" in taken or f"{story.story_id}#{k}" in used:
+            while (story.system, f"{story.story_id}#{k}") in taken or (story.system, f"{story.story_id}#{k}") in used:
                 k += 1
             new_id = f"{story.story_id}#{k}"
             problems.append(Problem(f"duplicate story_id: renamed to {new_id!r}", "id", "warning", story_id=story.story_id))
             story = Story(new_id, story.sequence_id, story.system, story.sentences, story.images, story.problems)
-        used.add(story.story_id)
+        used.add(story.key)
         out.append(story)
     return out
 

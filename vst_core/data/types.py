@@ -47,6 +47,11 @@ class Story:
     def text(self) -> str:
         return " ".join(self.sentences)
 
+    @property
+    def key(self) -> tuple[str, str]:
+        """The story's identity, ``(system, story_id)``: released sets reuse ids across systems."""
+        return (self.system, self.story_id)
+
 
 @dataclass(frozen=True)
 class StorySet:
@@ -56,10 +61,10 @@ class StorySet:
     root: Path
     source: str
     problems: tuple[Problem, ...] = ()
-    _index: dict[str, Story] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _index: dict[tuple[str, str], Story] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self._index.update({s.story_id: s for s in self.stories})
+        self._index.update({s.key: s for s in self.stories})
 
     def __len__(self) -> int:
         return len(self.stories)
@@ -67,8 +72,15 @@ class StorySet:
     def __iter__(self) -> Iterator[Story]:
         return iter(self.stories)
 
-    def get(self, story_id: str) -> Story:
-        return self._index[story_id]
+    def get(self, story_id: str, system: str | None = None) -> Story:
+        """The story ``(system, story_id)``; without a system, the one story with that id
+        (KeyError when none, or when several systems share it)."""
+        if system is not None:
+            return self._index[(system, story_id)]
+        found = [s for s in self.stories if s.story_id == story_id]
+        if len(found) != 1:
+            raise KeyError(f"{story_id!r} names {len(found)} stories: give the system too" if found else story_id)
+        return found[0]
 
     def sequences(self) -> dict[str, list[Story]]:
         """Stories grouped by sequence id, in input order."""
