@@ -11,6 +11,7 @@ from dashboard.frame import page, story_table
 from vst_core.hashing import text_digest
 from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
+from vst_core.meta_eval.report import narrowed
 from vst_core.viz import (
     MIN_INTERVAL_N,
     bins_figure,
@@ -96,8 +97,12 @@ full = loading.meta_report(view.table, key, signatures, data, settings, (), ())
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
 aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
-narrowed = metrics and aspects and (metrics, aspects) != (full.metrics, full.aspects)  # the full report is already there
-report = loading.meta_report(view.table, key, signatures, data, settings, tuple(metrics), tuple(aspects)) if narrowed else full
+if not metrics or not aspects or (metrics, aspects) == (full.metrics, full.aspects):
+    report = full
+elif aspects == full.aspects:  # fewer metrics: the full report's cells, filtered (instant, same numbers)
+    report = narrowed(full, metrics, settings)
+else:
+    report = loading.meta_report(view.table, key, signatures, data, settings, tuple(metrics), tuple(aspects))
 
 match = report.match
 st.markdown(

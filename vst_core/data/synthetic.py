@@ -85,8 +85,12 @@ def synthetic_record(story_id: str, system: str, rng: random.Random, signature: 
 
 def write_scores_file(path: Path, n: int, systems: Sequence[str] = SYSTEMS[:2], seed: int = 0) -> int:
     """Write ``n`` stories (ids shared by ``systems`` in turn) to ``path``; returns ``n``."""
+    from vst_core.config import Settings
+    from vst_core.signature import signature as settings_signature
+
     rng = random.Random(seed)
-    signature: dict[str, object] = {"id": "synthetic000", "settings": {"metrics": ["redundancy", "coherence", "grounding"]}}
+    settings = Settings(metrics=("redundancy", "coherence", "grounding"))
+    signature: dict[str, object] = settings_signature(settings, {"stories": f"synthetic-{n}-{seed}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
         for k in range(n):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -326,6 +326,35 @@ def run_meta_eval(
         unavailable=unavailable,
         splits=splits,
         problems=problems,
+    )
+
+
+def narrowed(report: MetaReport, metrics: Sequence[str], settings: MetaSettings) -> MetaReport:
+    """The report over fewer of its metrics, by filtering its tables: every cell is the one the
+    full report computed (each cell's bootstrap is seeded on its own), so narrowing is instant and
+    never changes a number. The signature names the metrics kept. (Fewer aspects can change which
+    story pairs are ranked, so that is recomputed, not filtered.)"""
+    keep = [m for m in report.metrics if m in set(metrics)]
+    inputs: dict[str, Any] = {
+        "judgements": report.signature.get("judgements_sha256", ""),
+        "metrics": keep,
+        "aspects": report.aspects,
+    }
+    ids = report.signature.get("scores_signatures", [])
+
+    def only(frame: pd.DataFrame, column: str, allowed: Sequence[str]) -> pd.DataFrame:
+        return frame[frame[column].isin(list(allowed))].reset_index(drop=True) if column in frame else frame
+
+    return replace(
+        report,
+        signature=settings.signature(ids, **inputs),
+        description=settings.describe(ids, **inputs),
+        metrics=keep,
+        correlations=only(report.correlations, "metric", keep),
+        system_correlations=only(report.system_correlations, "metric", keep),
+        pairwise=only(report.pairwise, "metric", keep),
+        bins=only(report.bins, "metric", keep),
+        error_correlations=only(report.error_correlations, "column", [*keep, *report.aspects]),
     )
 
 

@@ -1,0 +1,76 @@
+"""Meta-evaluation when a story is (system, story_id): released sets share ids across systems, so
+ratings join by system and id; narrowing the metrics of a report filters it without changing a number."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
+from vst_core.meta_eval.identity import keys_of, ratings_of
+from vst_core.meta_eval.report import narrowed, score_frame
+
+
+def shared_table(n: int = 40, seed: int = 0) -> pd.DataFrame:
+    """The dashboard's table of n ids written by two systems (the release's layout)."""
+    rng = np.random.default_rng(seed)
+    ids = [str(45530 + k) for k in range(n)]
+    rows = []
+    for system in ("reference", "llava"):
+        for sid in ids:
+            rows.append({"story": sid, "sequence": sid, "system": system, "NR": rng.uniform(0.5, 1), "coherence": rng.uniform()})
+    return pd.DataFrame(rows).assign(sentences=5, text="a b c")
+
+
+def test_shared_ids_get_one_key_per_system() -> None:
+    table = shared_table(3)
+    frame = score_frame(table)
+    assert list(frame.index[:2]) == ["45530 (reference)", "45531 (reference)"]
+    assert frame.loc["45530 (llava)", "NR"] == table[(table.system == "llava") & (table.story == "45530")]["NR"].item()
+    unique = table[table.system == "llava"]
+    assert list(keys_of(unique)) == list(unique["story"])  # no shared id: the plain id, as before
+
+
+def test_ratings_join_each_system_by_its_own_scores() -> None:
+    table = shared_table()
+    llava = table[table.system == "llava"]
+    csv = "story_id,system,overall\n" + "".join(f"{s},llava,{v:.6f}\n" for s, v in zip(llava.story, 2 * llava.NR, strict=True))
+    report = run_meta_eval(table, read_judgements(csv.encode()), MetaSettings(resamples=0, baselines=False), signature_ids=["x"])
+    assert report.match["matched"] == 40
+    rho = report.correlations.query("metric == 'NR' and aspect == 'overall' and method == 'spearman'")["value"].item()
+    assert rho == pytest.approx(1.0)  # joined with the reference story of the same id it would not be
+    want = stats.spearmanr(llava.coherence, llava.NR).statistic
+    got = report.correlations.query("metric == 'RoViST-C' and aspect == 'overall' and method == 'spearman'")["value"]
+    assert got.item() == pytest.approx(want)
+
+
+def test_ratings_without_a_system_on_a_shared_id_are_left_out_and_said() -> None:
+    table = shared_table(5)
+    csv = "story_id,overall\n45530,3\n45531,4\n"
+    report = run_meta_eval(table, read_judgements(csv.encode()), MetaSettings(resamples=0, baselines=False), signature_ids=["x"])
+    assert report.match["matched"] == 0
+    assert any("several systems share" in p for p in report.problems)
+
+
+def test_ratings_of_one_story_follow_its_system() -> None:
+    judgements = read_judgements(b"story_id,system,rater,overall\n1,llava,a,2\n1,reference,a,5\n1,llava,b,4\n")
+    (rating,) = ratings_of(judgements, "1", "llava")
+    assert (rating.mean, rating.n) == (3.0, 2)
+
+
+def test_narrowing_metrics_filters_the_full_report() -> None:
+    table = shared_table()
+    rng = np.random.default_rng(1)
+    csv = "story_id,system,overall,fluency\n" + "".join(
+        f"{s},{y},{rng.uniform(1, 5):.3f},{rng.uniform(1, 5):.3f}\n" for s, y in zip(table.story, table.system, strict=True)
+    )
+    settings = MetaSettings(resamples=200, baselines=False)
+    judgements = read_judgements(csv.encode())
+    full = run_meta_eval(table, judgements, settings, signature_ids=["x"])
+    alone = run_meta_eval(table, judgements, settings, metrics=["NR"], signature_ids=["x"])
+    cut = narrowed(full, ["NR"], settings)
+    assert cut.signature == alone.signature and cut.metrics == ["NR"]
+    pd.testing.assert_frame_equal(cut.correlations.reset_index(drop=True), alone.correlations.reset_index(drop=True))
+    pd.testing.assert_frame_equal(cut.pairwise.reset_index(drop=True), alone.pairwise.reset_index(drop=True))
