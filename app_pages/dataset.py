@@ -99,7 +99,7 @@ story_table(
 def per_system(shown: pd.DataFrame, numeric: list[str]) -> None:
     """One metric per system (choosing another reruns only this part) and every metric's mean and count."""
     metric = st.selectbox("Metric per system", numeric, key="metric")
-    st.plotly_chart(system_figure(shown, metric, view.settings, view.inputs), key="per-system")
+    st.plotly_chart(system_figure(shown, metric, view.settings, view.inputs, caption=view.footer()), key="per-system")
     st.dataframe(shown.groupby("system")[numeric].agg(["mean", "count"]).round(3), width="stretch")
 
 
@@ -110,14 +110,14 @@ rows = shown.index.to_numpy()
 a, b = st.columns(2)
 a.download_button(
     "Download table (CSV)",
-    lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs),
+    lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs, recorded=view.recorded()),
     "scores.csv",
     "text/csv",
     key="dl-table",
 )
 b.download_button(
     "Download records (JSON)",
-    lambda: export_json(view.records_at(rows), view.settings, view.inputs),
+    lambda: export_json(view.records_at(rows), view.settings, view.inputs, recorded=view.recorded()),
     "scores.json",
     "application/json",
     key="dl-records",

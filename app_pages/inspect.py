@@ -145,11 +145,15 @@ table = scores_table(records, view.settings.metrics)
 left, right = st.columns(2)
 left.download_button(
     "Download this view (JSON)",
-    export_json(records, view.settings, view.inputs),
+    export_json(records, view.settings, view.inputs, recorded=view.recorded()),
     f"{sequence_id}.json",
     "application/json",
     key="dl-json",
 )
 right.download_button(
-    "Download this view (CSV)", export_csv(table, view.settings, view.inputs), f"{sequence_id}.csv", "text/csv", key="dl-csv"
+    "Download this view (CSV)",
+    export_csv(table, view.settings, view.inputs, recorded=view.recorded()),
+    f"{sequence_id}.csv",
+    "text/csv",
+    key="dl-csv",
 )

@@ -49,7 +49,7 @@ if metric:
     )
     st.download_button(
         "Download the comparison (CSV)",
-        lambda: export_csv(paired, view.settings, view.inputs),
+        lambda: export_csv(paired, view.settings, view.inputs, recorded=view.recorded()),
         f"{a}-vs-{b}.csv",
         "text/csv",
         key="dl-systems",

@@ -27,10 +27,11 @@ from dashboard.choices import (
 from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.access import PathNotAllowed, confine
-from vst_core.data.index import ScoresIndex, describe_recorded
+from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
+from vst_core.signature import describe_signature
 
 URL: Literal["query-params"] = "query-params"
 
@@ -170,7 +171,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
     st.caption("From the scores file(s): every number is shown as it was computed or imported.")
     lines = []
     for sig in index.signatures.values():
-        lines.append(f"- {describe_recorded(sig)}")
+        lines.append(f"- {describe_signature(sig)}")
     st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
     recorded = settings_from_signature(index.first_signature())
     return {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}

@@ -254,8 +254,9 @@ def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None
     )  # no extra CLIP metrics in the file
     recorded = json.loads(scores_file.read_text().splitlines()[0])["signature"]["id"]
     footer = app.main.caption[-1].value
-    assert "device: none" in footer and "CLIP vst-tiny-clip/file:" in footer
-    assert f"sig {recorded} (from the scores file)" in footer
+    assert "device: none" in footer and "CLIP vst-tiny-clip/file/gelu/sha:" in footer  # the weights by digest
+    assert footer.startswith("Scores: sig ") and f"from {scores_file.name} sha256 " in footer  # the file, by its content
+    assert f"[sig {recorded} · metrics redundancy+coherence+grounding" in footer  # and how it was made
     df = table(make("dataset", **widgets))
     assert len(df) == 8 and df["GROOVIST"].notna().all() and df["coherence"].notna().all()
 

@@ -126,3 +126,31 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
         parts.append(f"CLIP {clip} θ={settings.theta_value:.4f} regions {settings.regions} top{settings.top_b}{ablation}")
     parts.append(f"vst-eval {sig['versions'].get('vst-eval', '?')}")
     return " · ".join(parts)
+
+
+def describe_signature(sig: Mapping[str, Any]) -> str:
+    """One line on how a record's numbers were made, from its signature alone (no model, no file
+    on this machine is consulted): imported (the file, its sha256 and the declared variants) or
+    computed (metrics, NR definition, the weights' digests, θ, ablations).
+
+    >>> describe_signature({"id": "abc", "imported": {"file": "gt_test_R.csv", "sha256": "0123456789abcdef", "variants": {"redundancy": "as released"}}})
+    'sig abc · imported from gt_test_R.csv (sha256 0123456789ab): redundancy (as released)'
+    """
+    imported = sig.get("imported")
+    if isinstance(imported, Mapping):
+        variants = imported.get("variants")
+        what = ", ".join(f"{m} ({v})" for m, v in variants.items()) if isinstance(variants, Mapping) else "scores"
+        return f"sig {sig.get('id')} · imported from {imported.get('file')} (sha256 {str(imported.get('sha256'))[:12]}): {what}"
+    recorded = sig.get("settings")
+    settings = recorded if isinstance(recorded, Mapping) else {}
+    metrics = [str(m) for m in settings.get("metrics") or []]
+    parts = [f"sig {sig.get('id')}", "metrics " + ("+".join(metrics) or "none")]
+    if "redundancy" in metrics:
+        parts.append(f"NR {settings.get('nr_variant')} n={settings.get('nr_ngram')}")
+    if "coherence" in metrics:
+        parts.append(f"coherence {settings.get('coherence_weights') or settings.get('coherence_model')}")
+    if CLIP_METRICS & set(metrics):
+        clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
+        ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")
+        parts.append(f"CLIP {clip} θ {settings.get('theta')}{ablation}")
+    return " · ".join(parts)

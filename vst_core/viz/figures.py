@@ -42,7 +42,9 @@ def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, wid
 MAX_BOX_POINTS = 5000
 
 
-def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: Inputs | None = None) -> Any:
+def system_figure(
+    table: pd.DataFrame, column: str, settings: Settings, inputs: Inputs | None = None, *, caption: str | None = None
+) -> Any:
     """Box plot of one metric per system, captioned with the settings signature. Up to
     :data:`MAX_BOX_POINTS` stories every point is drawn (hover names the story); above, each
     system's quartiles and 1.5·IQR whiskers are computed here and only they are sent."""
@@ -70,7 +72,7 @@ def system_figure(table: pd.DataFrame, column: str, settings: Settings, inputs: 
     fig.update_layout(
         showlegend=False, title=f"{column} per system" + (f" ({len(table):,} stories)" if len(table) > MAX_BOX_POINTS else "")
     )
-    return caption_figure(fig, describe(settings, inputs))
+    return caption_figure(fig, caption or describe(settings, inputs))
 
 
 # ---------------------------------------------------------------- meta-evaluation figures

@@ -22,7 +22,7 @@ from vst_core.records import (
     StoryScores,
     fields_of,
 )
-from vst_core.signature import Inputs, describe, inputs_of, recorded_inputs, signature, signature_id
+from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature, signature_id
 
 
 class RunView:
@@ -159,7 +159,26 @@ class RunView:
     def image_path(self, ref: str) -> Path:
         return resolve_image(self.root, ref)
 
+    def recorded(self) -> Recorded | None:
+        """For scores files: (one line, the signature) naming every file by its sha256 and the
+        signature each was written with (computed settings and weights digests, or the imported
+        file and variant); what footers, captions and exports carry. None for a set scored here."""
+        if self.index is None:
+            return None
+        files = [{"file": Path(f.path).name, "sha256": f.sha256} for f in self.index.files]
+        ids = sorted(self.index.signatures)
+        sig = {
+            "id": json_digest({"files": [f["sha256"] for f in files], "signatures": ids}, 12),
+            "scores_files": files,
+            "recorded": [self.index.signatures[i] for i in ids],
+        }
+        names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in files)
+        made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in ids)
+        return f"sig {sig['id']} · from {names} · made with {made}", sig
+
     def footer(self) -> str:
+        if (recorded := self.recorded()) is not None:
+            return f"Scores: {recorded[0]} · device: {self.device}"
         text = describe(self.settings, self.inputs)
         if self.recorded_id:
             computed = signature_id(self.settings, self.inputs)
@@ -187,17 +206,23 @@ def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.D
     return pd.DataFrame(rows, columns=["story", "sequence", "system", *(f.column for f in columns), "sentences", "text", "error"])
 
 
-def export_json(records: Sequence[StoryScores], settings: Settings, inputs: Inputs | None = None) -> str:
-    """The records with the signature that produced them, as one JSON document."""
-    return json.dumps(
-        {"signature": signature(settings, inputs), "stories": [r.to_json() for r in records]}, ensure_ascii=False, indent=1
-    )
+#: (one line, the signature) of scores read from files: :meth:`RunView.recorded`.
+Recorded = tuple[str, dict[str, Any]]
 
 
-def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = None) -> str:
-    """The table as CSV, headed by a comment line with the settings signature."""
-    header = f"# {describe(settings, inputs)}\n# signature {json.dumps(signature(settings, inputs), sort_keys=True)}\n"
-    return header + table.to_csv(index=False)
+def export_json(
+    records: Sequence[StoryScores], settings: Settings, inputs: Inputs | None = None, *, recorded: Recorded | None = None
+) -> str:
+    """The records with the signature that produced them (``recorded``'s for scores files), as one
+    JSON document."""
+    sig = recorded[1] if recorded is not None else signature(settings, inputs)
+    return json.dumps({"signature": sig, "stories": [r.to_json() for r in records]}, ensure_ascii=False, indent=1)
+
+
+def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = None, *, recorded: Recorded | None = None) -> str:
+    """The table as CSV, headed by comment lines with the signature (``recorded``'s for scores files)."""
+    line, sig = recorded if recorded is not None else (describe(settings, inputs), signature(settings, inputs))
+    return f"# {line}\n# signature {json.dumps(sig, sort_keys=True)}\n" + table.to_csv(index=False)
 
 
 #: Below this many stories (or systems) a bootstrap interval is not shown: it would look certain
