@@ -22,25 +22,29 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
+import types
+import typing
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 import orjson
 import pandas as pd
+import pyarrow as pa
 
-from vst_core.data.merge import MAIN_VALUE, Conflict, differ, is_imported, merge_story
-from vst_core.data.readers import MAX_LINE_BYTES
+from vst_core.data.merge import MAIN_VALUE, Conflict, differ, is_imported, merge_story, story_key
+from vst_core.data.readers import MAX_DEPTH, MAX_LINE_BYTES
 from vst_core.data.scores_io import _score_line
 from vst_core.hashing import file_digest, json_digest
 from vst_core.problems import Problem
-from vst_core.records import EXPECTED_FIELDS, FIELDS, SCORES_FORMAT, StoryScores, read_record
+from vst_core.records import EXPECTED_FIELDS, FIELDS, METRIC_TYPES, SCORES_FORMAT, RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout changes (old indexes are then rebuilt, not misread).
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 _BY_METRIC: dict[str, list[tuple[str, str]]] = {}
@@ -101,13 +105,16 @@ class ScoresIndex:
 
     def record(self, row: int) -> tuple[StoryScores | None, list[Problem]]:
         """The full record of row ``row`` (evidence included), read from its lines now, validated and
-        merged; a file changed since indexing is a problem, not a wrong record."""
+        merged; a file changed since indexing (or a line that is no longer this story's) is a
+        problem, not a wrong record."""
+        if not 0 <= row < len(self.table):
+            return None, [Problem(f"no row {row} in the index", "id")]
+        want = (str(self.table["system"].iat[row]), str(self.table["story"].iat[row]))
         starts = np.searchsorted(self.sources["row"].to_numpy(), [row, row + 1])
         parts: list[tuple[StoryScores, str]] = []
         problems: list[Problem] = []
-        for file_no, offset, length in self.sources.iloc[starts[0] : starts[1]][["file", "offset", "length"]].itertuples(
-            index=False
-        ):
+        lines = self.sources.iloc[starts[0] : starts[1]][["file", "offset", "length", "line"]]
+        for file_no, offset, length, line in lines.itertuples(index=False):
             source = self.files[int(file_no)]
             name = Path(source.path).name
             try:
@@ -121,14 +128,18 @@ class ScoresIndex:
             except OSError as exc:
                 problems.append(Problem(f"cannot read {name}: {exc}", "file"))
                 continue
-            data, problem = _score_line(raw, 2)
+            data, problem = _score_line(raw, int(line))
             if data is None:
-                problems.append(problem or Problem(f"unreadable line in {name}", "line"))
+                problems.append(problem or Problem(f"unreadable line in {name}", "line", line=int(line)))
                 continue
-            record, found = read_record(data)
+            record, found = read_record(data, line=int(line))
             problems.extend(found)
-            if record is not None:
-                parts.append((record, name))
+            if record is None:
+                continue
+            if story_key(record.system, record.story_id) != want:
+                problems.append(Problem(f"{name} changed since it was indexed; load it again", "file", line=int(line)))
+                continue
+            parts.append((record, name))
         if not parts:
             return None, problems
         merged, _ = merge_story(parts)
@@ -194,30 +205,48 @@ def _lines(path: Path) -> Iterable[tuple[int, int, bytes]]:
             offset += len(raw)
 
 
-def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -> ScoresIndex:
-    """Index ``paths`` in order (see the module). Unreadable lines are problems; a missing or
-    unreadable file is :class:`IndexError_`."""
+def _stat_files(paths: Sequence[str | Path], digests: Sequence[str] | None) -> list[IndexedFile]:
     files: list[IndexedFile] = []
-    for p in paths:
+    for k, p in enumerate(paths):
         path = Path(p)
         try:
             stat = path.stat()
             if not path.is_file():
                 raise IndexError_(f"not a file: {path}")
-            files.append(IndexedFile(str(path.resolve()), file_digest(path), stat.st_size, stat.st_mtime_ns))
+            digest = digests[k] if digests is not None else file_digest(path)
+            files.append(IndexedFile(str(path.resolve()), digest, stat.st_size, stat.st_mtime_ns))
         except OSError as exc:
             raise IndexError_(f"cannot read {path}: {exc}") from None
+    return files
+
+
+@dataclass
+class _Row:
+    """What the lines of one story add up to while indexing (see :func:`merge_story`)."""
+
+    origin: dict[str, tuple[str, bool]] = field(default_factory=dict)  # metric -> (file name, imported)
+    errors: dict[str, str] = field(default_factory=dict)
+    input_problems: bool = False
+
+
+def build_index(
+    paths: Sequence[str | Path], progress: Progress | None = None, *, digests: Sequence[str] | None = None
+) -> ScoresIndex:
+    """Index ``paths`` in order (see the module). Unreadable lines are problems; a missing or
+    unreadable file is :class:`IndexError_`. ``digests``: the files' content digests when known.
+
+    A line is indexed when :func:`vst_core.records.read_record` would read it, and a metric's
+    numbers when its record's own fields fit their types (the evidence inside, e.g. each phrase's
+    fields, is checked when :meth:`ScoresIndex.record` reads the story)."""
+    files = _stat_files(paths, digests)
     total = sum(f.size for f in files)
     done = 0
     rows: dict[tuple[str, str], int] = {}
     ids: list[list[str]] = [[], [], []]
     numbers: dict[str, list[float]] = {f.column: [] for f in FIELDS}
     tail: dict[str, list[Any]] = {c: [] for c in TAIL_COLUMNS}
-    origin: list[dict[str, tuple[str, bool]]] = []  # per row: metric -> (file name, imported)
-    src_row: list[int] = []
-    src_file: list[int] = []
-    src_offset: list[int] = []
-    src_length: list[int] = []
+    state: list[_Row] = []
+    src: list[list[int]] = [[], [], [], [], []]  # row, file, offset, length, line
     conflicts: list[Conflict] = []
     problems: list[Problem] = []
     signatures: dict[str, dict[str, Any]] = {}
@@ -232,12 +261,35 @@ def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -
                 continue
             data = _fast_line(raw, number)
             if not isinstance(data, dict):
-                problems.append(data if isinstance(data, Problem) else Problem("unreadable line", "line", line=number))
+                problems.append(data)
                 continue
-            sentences = data.get("sentences")
             sid = str(data["story_id"])
-            if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+            sentences = data.get("sentences")
+            if not isinstance(sentences, list):
                 problems.append(Problem(f"{name}: scores record without sentences; skipped", "line", line=number, story_id=sid))
+                continue
+            images = data.get("images", [])
+            if (
+                not all(isinstance(s, str) for s in sentences)
+                or not isinstance(images, list)
+                or not all(isinstance(i, str) for i in images)
+            ):
+                what = "sentences" if not all(isinstance(s, str) for s in sentences) else "images"
+                problems.append(
+                    Problem(
+                        f"{name}: unusable scores record ({what}: expected a list of text); skipped",
+                        "line",
+                        line=number,
+                        story_id=sid,
+                    )
+                )
+                continue
+            if b"\\u" in raw and not _unicode(data, sentences):
+                problems.append(
+                    Problem(
+                        f"{name}: text that is not Unicode (a lone surrogate escape); skipped", "line", line=number, story_id=sid
+                    )
+                )
                 continue
             if data.get("format") != SCORES_FORMAT or any(k not in data for k in EXPECTED_FIELDS):
                 missing = ", ".join(k for k in EXPECTED_FIELDS if k not in data) or "nothing"
@@ -253,8 +305,7 @@ def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -
             if sig_id not in signatures:
                 signatures[sig_id] = signature
             imported = is_imported(signature)
-            metrics = _dict(data.get("metrics"))
-            errors = _dict(data.get("errors"))
+            errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
             key = (system, sid)
             row = rows.get(key)
             if row is None:
@@ -266,30 +317,29 @@ def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -
                     numbers[column].append(math.nan)
                 tail["sentences"].append(len(sentences))
                 tail["text"].append(" ".join(sentences))
-                tail["error"].append("; ".join(f"{k}: {v}" for k, v in errors.items() if k not in metrics))
-                kinds = [f"{k} error" for k in errors if k not in metrics]
-                if data.get("problems"):
-                    kinds.append("input")
-                tail["problems"].append(",".join(kinds))
-                origin.append({})
+                state.append(_Row())
             else:
                 if sentences and not tail["sentences"][row]:
                     tail["sentences"][row] = len(sentences)
                     tail["text"][row] = " ".join(sentences)
-                sequence = data.get("sequence_id")
-                if sequence and str(sequence) != sid and ids[1][row] == sid:
-                    ids[1][row] = str(sequence)
-            src_row.append(row)
-            src_file.append(file_no)
-            src_offset.append(offset)
-            src_length.append(len(raw))
-            for metric, value in metrics.items():
+                sequence = str(data.get("sequence_id") or sid)
+                if sequence != sid and ids[1][row] == sid:
+                    ids[1][row] = sequence
+            here = state[row]
+            for values, value in zip(src, (row, file_no, offset, len(raw), number), strict=True):
+                values.append(value)
+            for metric, value in _dict(data.get("metrics")).items():
                 columns = _BY_METRIC.get(str(metric))
-                if columns is None or not isinstance(value, dict):
+                if columns is None:
+                    continue
+                why = _unfit(str(metric), value)
+                if why is not None:
+                    errors[str(metric)] = f"unreadable record: {why}"
+                    problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
                     continue
                 present.add(str(metric))
                 new = {column: _number(value.get(attr)) for column, attr in columns}
-                seen = origin[row].get(metric)
+                seen = here.origin.get(metric)
                 if seen is not None:
                     main = next(c for c, a in columns if a == MAIN_VALUE[metric])
                     old_v, new_v = _opt(numbers[main][row]), _opt(new[main])
@@ -299,11 +349,19 @@ def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -
                         continue
                     if differ(old_v, new_v):
                         conflicts.append(Conflict(system, sid, metric, new_v, name, old_v, seen[0]))
-                origin[row][metric] = (name, imported)
+                here.origin[metric] = (name, imported)
                 for column, v in new.items():
                     numbers[column][row] = v
+            for metric, message in errors.items():
+                here.errors.setdefault(metric, message)
+            here.input_problems = here.input_problems or bool(_list(data.get("problems")))
     if progress is not None:
         progress(total, total)
+    for here in state:
+        left = {k: v for k, v in here.errors.items() if k not in here.origin}
+        tail["error"].append("; ".join(f"{k}: {v}" for k, v in left.items()))
+        kinds = [f"{k} error" for k in left] + (["input"] if here.input_problems else [])
+        tail["problems"].append(",".join(kinds))
     table = pd.DataFrame({"story": ids[0], "sequence": ids[1], "system": ids[2]})
     kept = [f.column for f in FIELDS if f.metric in present]
     for column in kept:
@@ -313,33 +371,136 @@ def build_index(paths: Sequence[str | Path], progress: Progress | None = None) -
         table[column] = tail[column]
     sources = pd.DataFrame(
         {
-            "row": np.asarray(src_row, dtype=np.int64),
-            "file": np.asarray(src_file, dtype=np.int32),
-            "offset": np.asarray(src_offset, dtype=np.int64),
-            "length": np.asarray(src_length, dtype=np.int64),
+            "row": np.asarray(src[0], dtype=np.int64),
+            "file": np.asarray(src[1], dtype=np.int32),
+            "offset": np.asarray(src[2], dtype=np.int64),
+            "length": np.asarray(src[3], dtype=np.int64),
+            "line": np.asarray(src[4], dtype=np.int64),
         }
     ).sort_values("row", kind="stable", ignore_index=True)
     metrics_present = tuple(m for m in dict.fromkeys(f.metric for f in FIELDS) if m in present)
     return ScoresIndex(tuple(files), table, sources, conflicts, problems, signatures, metrics_present)
 
 
+# The shallow check of a metric record: each field of its type present (unless it has a default)
+# and of its type; nested records only need to be objects. What it refuses, decode() words.
+_Check = Callable[[Any], bool]
+
+
+def _check_of(hint: Any, nested: bool) -> _Check:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        inner = _check_of(next(o for o in typing.get_args(hint) if o is not type(None)), nested)
+        return lambda v: v is None or inner(v)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = _check_of(args[0], True)
+            return lambda v: isinstance(v, list) and all(item(x) for x in v)
+        items = [_check_of(a, True) for a in args]
+        return lambda v: isinstance(v, list) and len(v) == len(items) and all(c(x) for c, x in zip(items, v, strict=True))
+    if hint is float:
+        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if hint is int:
+        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if hint in (str, bool):
+        return lambda v: isinstance(v, hint)
+    if isinstance(hint, type) and is_dataclass(hint) and nested:
+        return lambda v: isinstance(v, dict)
+    if isinstance(hint, type) and is_dataclass(hint):
+        hints = typing.get_type_hints(hint)
+        spec = [
+            (
+                f.metadata.get("json", f.name),
+                f.default is MISSING and f.default_factory is MISSING,
+                _check_of(hints[f.name], True),
+            )
+            for f in fields(hint)
+        ]
+        return lambda v: (
+            isinstance(v, dict) and all((k in v and c(v[k])) if required else (k not in v or c(v[k])) for k, required, c in spec)
+        )
+    return lambda v: False  # pragma: no cover - a record type the check lacks: decode() decides
+
+
+_FITS: dict[str, _Check] = {name: _check_of(kind, False) for name, kind in METRIC_TYPES.items()}
+
+
+def _unfit(metric: str, value: Any) -> str | None:
+    """Why ``value`` is not a ``metric`` record (decode's words), or None when it is one."""
+    if _FITS[metric](value):
+        return None
+    try:
+        decode(METRIC_TYPES[metric], value, f"metrics.{metric}")
+    except RecordError as exc:
+        return str(exc)
+    return None
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _unicode(data: dict[str, Any], sentences: list[str]) -> bool:
+    """Whether the texts a table row holds can be stored (a JSON escape can name half a surrogate
+    pair, which Python reads and Arrow strings refuse)."""
+    texts = [data["story_id"], data.get("sequence_id"), data.get("system"), *sentences]
+    texts += [x for kv in _dict(data.get("errors")).items() for x in kv]
+    try:
+        "".join(map(str, texts)).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _opt(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+#: Where orjson and the exact reader could disagree: integers past 64 bits (orjson makes them
+#: floats; Python keeps them, up to its digit limit) and nesting past MAX_DEPTH (orjson allows 1024).
+#: Such lines (and lines that only look like them: long digit runs in text) take the exact reader.
+_NUMBER_CLASSES = bytes(48 if 48 <= b <= 57 else 46 if b in b".eE" else 32 for b in range(256))
+_LONG_INTEGER = b" " + b"0" * 19  # 19 digits after a separator (not after '.', 'e': a float)
+_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_NOT_BRACKETS_OR_QUOTES = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def _orjson_agrees(raw: bytes) -> bool:
+    """Whether orjson reads the valid JSON ``raw`` as the exact reader does (see above)."""
+    if _LONG_INTEGER in raw.translate(_NUMBER_CLASSES):
+        return False
+    if raw.count(b"[") + raw.count(b"{") < MAX_DEPTH:
+        return True
+    if b"\\" in raw:
+        brackets = _STRINGS.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    else:  # text without brackets leaves "", two quotes that can go (a string, or one's end and the next's start)
+        kept = raw.translate(None, _NOT_BRACKETS_OR_QUOTES).replace(b'""', b"")
+        brackets = b"".join(kept.split(b'"')[::2]) if b'"' in kept else kept
+    for _ in range(MAX_DEPTH // 2 - 1):  # each pass takes one or two levels: empty after them is ≤ 62 deep
+        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if not brackets:
+            return True
+    return False
+
+
 def _fast_line(raw: bytes, number: int) -> dict[str, Any] | Problem:
-    """A line as a JSON object (orjson; the exact reader's message when orjson refuses it)."""
+    """A line as a JSON object: orjson where it reads it as the exact reader would, else the exact
+    reader (:func:`vst_core.data.scores_io._score_line`) with its message."""
     if len(raw) <= MAX_LINE_BYTES:
         try:
             data = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw)
-            if isinstance(data, dict) and data.get("story_id") not in (None, ""):
-                return data
         except orjson.JSONDecodeError:
-            pass
+            data = None
+        if isinstance(data, dict) and _orjson_agrees(raw):
+            if data.get("story_id") in (None, ""):
+                return Problem("scores line without story_id; skipped", "line", line=number)
+            return data
     record, problem = _score_line(raw, number)
     if record is not None and record.get("story_id") not in (None, ""):
         return record
@@ -353,19 +514,28 @@ def _digest_memo(folder: Path) -> Path:
     return folder / "digests.json"
 
 
-def _known_digests(folder: Path, paths: Sequence[Path]) -> list[str] | None:
-    """The content digests of ``paths`` remembered for their current (size, mtime), else None."""
+def _memo_key(path: str | Path, stat: os.stat_result) -> str:
+    # ctime too: a file rewritten with its size and mtime restored (cp -p, rsync -t) is not the same
+    return f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+
+
+def _read_memo(folder: Path) -> dict[str, Any]:
     try:
         memo = json.loads(_digest_memo(folder).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def _known_digests(folder: Path, paths: Sequence[Path]) -> list[str] | None:
+    """The content digests of ``paths`` remembered for their current stat, else None."""
+    memo = _read_memo(folder)
     out = []
     for path in paths:
         try:
-            stat = path.stat()
+            found = memo.get(_memo_key(path, path.stat()))
         except OSError:
             return None
-        found = memo.get(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}") if isinstance(memo, dict) else None
         if not isinstance(found, str):
             return None
         out.append(found)
@@ -373,32 +543,54 @@ def _known_digests(folder: Path, paths: Sequence[Path]) -> list[str] | None:
 
 
 def _remember_digests(folder: Path, files: Sequence[IndexedFile]) -> None:
-    try:
-        memo = json.loads(_digest_memo(folder).read_text(encoding="utf-8"))
-        memo = memo if isinstance(memo, dict) else {}
-    except (OSError, ValueError):
-        memo = {}
+    """Remember each file's digest under its stat, if the file is still as it was when hashed."""
+    memo = _read_memo(folder)
     for f in files:
-        memo[f"{f.path}|{f.size}|{f.mtime_ns}"] = f.sha256
+        try:
+            stat = os.stat(f.path)
+        except OSError:
+            continue
+        if (stat.st_size, stat.st_mtime_ns) != (f.size, f.mtime_ns):
+            continue
+        key = _memo_key(f.path, stat)
+        memo.pop(key, None)  # the last used at the end: the oldest are forgotten first
+        memo[key] = f.sha256
     _atomic_write(_digest_memo(folder), json.dumps(dict(list(memo.items())[-2000:])).encode())
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes | Callable[[str], None]) -> None:
+    """Write ``path`` beside itself, then rename into place (readers see the old or the new file)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(data, bytes):
+                fh.write(data)
+        if not isinstance(data, bytes):
+            data(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+#: What storing or reading a stored index may raise besides OSError (a bad or foreign file, text
+#: Parquet cannot hold): the index is then built or kept in memory, never lost.
+_STORE_ERRORS = (OSError, ValueError, TypeError, KeyError, pa.ArrowException)
+
+
+def _parquet_writer(frame: pd.DataFrame) -> Callable[[str], None]:
+    def write(path: str) -> None:
+        frame.to_parquet(path, index=False)
+
+    return write
 
 
 def save_index(index: ScoresIndex, folder: Path) -> None:
-    """Store ``index`` under ``folder`` by its key (written beside, then renamed into place)."""
+    """Store ``index`` under ``folder`` by its key (each file written beside, then renamed into place)."""
     folder.mkdir(parents=True, exist_ok=True)
     key = index.digest
     for name, frame in (("table", index.table), ("sources", index.sources)):
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        os.close(fd)
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, folder / f"{key}.{name}.parquet")
+        _atomic_write(folder / f"{key}.{name}.parquet", _parquet_writer(frame))
     meta = {
         "format": INDEX_FORMAT,
         "files": [asdict(f) for f in index.files],
@@ -414,25 +606,25 @@ def save_index(index: ScoresIndex, folder: Path) -> None:
 def _read_stored(folder: Path, key: str, paths: Sequence[Path]) -> ScoresIndex | None:
     try:
         meta = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        if meta.get("format") != INDEX_FORMAT:
+            return None
         table = pd.read_parquet(folder / f"{key}.table.parquet")
         sources = pd.read_parquet(folder / f"{key}.sources.parquet")
-    except (OSError, ValueError):
+        files = []
+        for path, stored in zip(paths, meta["files"], strict=True):  # the same content, perhaps moved
+            stat = path.stat()
+            files.append(IndexedFile(str(path.resolve()), str(stored["sha256"]), stat.st_size, stat.st_mtime_ns))
+        return ScoresIndex(
+            tuple(files),
+            table,
+            sources,
+            [Conflict(**c) for c in meta["conflicts"]],
+            [Problem(**p) for p in meta["problems"]],
+            meta["signatures"],
+            tuple(meta["metrics"]),
+        )
+    except _STORE_ERRORS:
         return None
-    if meta.get("format") != INDEX_FORMAT:
-        return None
-    files = []
-    for path, stored in zip(paths, meta["files"], strict=True):  # the same content, perhaps moved
-        stat = path.stat()
-        files.append(IndexedFile(str(path.resolve()), stored["sha256"], stat.st_size, stat.st_mtime_ns))
-    return ScoresIndex(
-        tuple(files),
-        table,
-        sources,
-        [Conflict(**c) for c in meta["conflicts"]],
-        [Problem(**p) for p in meta["problems"]],
-        meta["signatures"],
-        tuple(meta["metrics"]),
-    )
 
 
 def index_folder() -> Path:
@@ -443,21 +635,29 @@ def index_folder() -> Path:
 
 
 def load_index(paths: Sequence[str | Path], folder: Path | None = None, progress: Progress | None = None) -> ScoresIndex:
-    """The index of ``paths``: read from ``folder`` when stored for these contents, else built and
-    stored (a folder that cannot be written only costs the next load its speed)."""
+    """The index of ``paths``: read from ``folder`` when stored for these contents (wherever the
+    files now lie), else built and stored (a folder that cannot be written only costs the next load
+    its speed)."""
     folder = folder or index_folder()
     files = [Path(p) for p in paths]
     for path in files:
         if not path.is_file():
             raise IndexError_(f"no scores file at {path}")
     digests = _known_digests(folder, files)
-    if digests is not None:
-        stored = _read_stored(folder, index_key(digests), files)
-        if stored is not None:
-            return stored
-    index = build_index(files, progress)
+    if digests is None:
+        hashed = _stat_files(files, None)
+        digests = [f.sha256 for f in hashed]
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _remember_digests(folder, hashed)
+        except _STORE_ERRORS:
+            pass
+    stored = _read_stored(folder, index_key(digests), files)
+    if stored is not None:
+        return stored
+    index = build_index(files, progress, digests=digests)
     try:
         save_index(index, folder)
-    except OSError:
+    except _STORE_ERRORS:
         pass
     return index

@@ -67,7 +67,9 @@ class Conflict:
 
 def is_imported(signature: Mapping[str, Any]) -> bool:
     """Whether a record's signature marks it as imported (a score without its evidence)."""
-    return "imported" in signature or any("imported" in s for s in signature.get("merged", ()) if isinstance(s, Mapping))
+    merged = signature.get("merged")
+    parts = merged if isinstance(merged, list | tuple) else ()
+    return "imported" in signature or any("imported" in s for s in parts if isinstance(s, Mapping))
 
 
 def main_value(metric: str, record: MetricScores | None) -> float | None:
@@ -127,7 +129,7 @@ def merge_records(sources: Iterable[tuple[StoryScores, str]]) -> tuple[list[Stor
 def merge_story(parts: list[tuple[StoryScores, str]]) -> tuple[StoryScores, list[Conflict]]:
     """The records of one story (same system and id) as one record, with the conflicts found."""
     first = parts[0][0]
-    if len(parts) == 1:
+    if len(parts) == 1 and not any(metric in first.metrics for metric in first.errors):
         return first, []
     metrics: dict[str, MetricScores] = {}
     origin: dict[str, tuple[str, bool]] = {}
