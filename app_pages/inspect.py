@@ -53,7 +53,7 @@ content_only = options.toggle(
     bind="query-params",
     help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",
 )
-rows = sequences[sequence_id]
+rows = [int(r) for r in sequences[sequence_id]]
 pair_rows = [view.find(wanted, wanted_system), view.find(partner, partner_system)] if partner else []
 if len(pair_rows) == 2 and all(r is not None and r in rows for r in pair_rows):
     if not st.toggle("Show every story of the sequence", key="whole_sequence"):

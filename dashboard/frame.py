@@ -157,7 +157,7 @@ def _indexed(data: Input, notices: list[str]) -> Frame:
             f"{len(index.conflicts)} stories have a metric with different values in two sources. A computed value "
             f"is used over an imported one, else the first file's: {examples}"
         )
-    view = RunView.of_index(index, data.root or Path(index.files[0].path).parent, settings)
+    view = loading.index_view(index, index.digest, str(data.root or Path(index.files[0].path).parent), settings)
     images = loading.image_probe(view)
     if images:
         notices.append(

@@ -84,6 +84,13 @@ def scores_index(paths: list[Path]) -> tuple[ScoresIndex | None, str | None]:
     return index, None
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def index_view(_index: ScoresIndex, digest: str, root: str, settings: Settings) -> RunView:
+    """One view per index, images folder and settings, kept across reruns: its lookups (story ->
+    row, sequence -> rows) are built once, not on every widget change."""
+    return RunView.of_index(_index, Path(root), settings)
+
+
 def scores_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[list[Path], str | None, list[str]]:
     """Uploaded scores JSONL files and their images, written under ``folder`` (the session's): the
     paths of the scores files placed, or why none."""

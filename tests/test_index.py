@@ -202,6 +202,26 @@ def test_record_equals_the_exact_readers_merged_record_evidence_included(tmp_pat
     assert_table_matches(index, merged)
 
 
+def test_a_file_read_by_several_processes_indexes_as_one_read_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PARALLEL_BYTES a file is cut into shares at line starts and parsed by processes; the
+    table, the byte ranges, the problems (with line numbers) and the conflicts are the serial ones."""
+    from vst_core.data.synthetic import write_scores_file
+
+    big = tmp_path / "big.jsonl"
+    write_scores_file(big, 60, systems=("reference", "llava"))
+    with big.open("a") as fh:  # a bad line, a blank one and a conflicting second line near the end
+        fh.write("{broken\n\n" + big.read_text().splitlines()[3].replace('"score": ', '"score": 0.5, "x": ', 1) + "\n")
+    serial = build_index([big])
+    monkeypatch.setattr(index_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(index_module.os, "cpu_count", lambda: 3)
+    parallel = build_index([big])
+    pd.testing.assert_frame_equal(parallel.table, serial.table)
+    pd.testing.assert_frame_equal(parallel.sources, serial.sources)
+    assert parallel.problems == serial.problems and [str(p) for p in serial.problems][0].startswith("error (line 61")
+    assert serial.conflicts and parallel.conflicts == serial.conflicts and parallel.signatures == serial.signatures
+    assert parallel.record(5) == serial.record(5)
+
+
 def assert_table_matches(index: ScoresIndex, merged: Sequence[StoryScores]) -> None:
     """The index's table is the exact reader's :func:`scores_table` of the merged records, row by row."""
     expected = scores_table(merged, [f.metric for f in FIELDS]).set_index(["system", "story"])

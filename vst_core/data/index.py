@@ -229,6 +229,159 @@ class _Row:
     input_problems: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What one readable line contributes (read in a worker; merged in order by :func:`build_index`)."""
+
+    story_id: str
+    system: str
+    sequence: str
+    sentences: int
+    text: str
+    sig_id: str
+    imported: bool
+    errors: dict[str, str]
+    values: list[tuple[str, dict[str, float]]]  # metric -> {column: value}, for records that fit
+    input_problems: bool
+    offset: int
+    length: int
+    number: int
+    problems: list[Problem]
+
+
+def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict[str, dict[str, Any]]) -> _Line | Problem:
+    """One line as the exact reader sees it: a :class:`_Line`, or the problem that keeps it out
+    (its signature is added to ``signatures`` the first time its id is seen)."""
+    data = _fast_line(raw, number)
+    if not isinstance(data, dict):
+        return data
+    sid = str(data["story_id"])
+    sentences = data.get("sentences")
+    if not isinstance(sentences, list):
+        return Problem(f"{name}: scores record without sentences; skipped", "line", line=number, story_id=sid)
+    images = data.get("images", [])
+    if (
+        not all(isinstance(s, str) for s in sentences)
+        or not isinstance(images, list)
+        or not all(isinstance(i, str) for i in images)
+    ):
+        what = "sentences" if not all(isinstance(s, str) for s in sentences) else "images"
+        return Problem(
+            f"{name}: unusable scores record ({what}: expected a list of text); skipped", "line", line=number, story_id=sid
+        )
+    if b"\\u" in raw and not _unicode(data, sentences):
+        return Problem(f"{name}: text that is not Unicode (a lone surrogate escape); skipped", "line", line=number, story_id=sid)
+    problems: list[Problem] = []
+    if data.get("format") != SCORES_FORMAT or any(k not in data for k in EXPECTED_FIELDS):
+        missing = ", ".join(k for k in EXPECTED_FIELDS if k not in data) or "nothing"
+        problems.append(
+            Problem(
+                f"{name}: record from another version (format {data.get('format', 'none')}; missing {missing})",
+                "line", "warning", line=number, story_id=sid,
+            )
+        )  # fmt: skip
+    signature: dict[str, Any] = _dict(data.get("signature"))
+    sig_id = str(signature.get("id"))
+    if sig_id not in signatures:
+        signatures[sig_id] = signature
+    errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
+    values: list[tuple[str, dict[str, float]]] = []
+    for metric, value in _dict(data.get("metrics")).items():
+        columns = _BY_METRIC.get(str(metric))
+        if columns is None:
+            continue
+        why = _unfit(str(metric), value)
+        if why is not None:
+            errors[str(metric)] = f"unreadable record: {why}"
+            problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
+            continue
+        values.append((str(metric), {column: _number(value.get(attr)) for column, attr in columns}))
+    return _Line(
+        sid, str(data.get("system") or "unknown"), str(data.get("sequence_id") or sid), len(sentences), " ".join(sentences),
+        sig_id, is_imported(signature), errors, values, bool(_list(data.get("problems"))), offset, len(raw), number, problems,
+    )  # fmt: skip
+
+
+def _read_range(
+    path: str, name: str, start: int, end: int, first_number: int
+) -> tuple[list[_Line | Problem], dict[str, dict[str, Any]]]:
+    """The lines of ``path`` between two byte offsets that begin lines (a worker's share)."""
+    signatures: dict[str, dict[str, Any]] = {}
+    out: list[_Line | Problem] = []
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        offset, number = start, first_number
+        while offset < end:
+            raw = fh.readline()
+            if not raw:
+                break
+            if raw.strip():
+                out.append(_read_line(raw, number, offset, name, signatures))
+            offset += len(raw)
+            number += 1
+    return out, signatures
+
+
+#: Files above this size are read by several processes (below, starting them costs more than it saves).
+PARALLEL_BYTES = 48 << 20
+
+
+def _ranges(path: str, size: int, parts: int) -> list[tuple[int, int, int]]:
+    """(start, end, number of the first line) of ``parts`` shares of a file, cut after newlines."""
+    cuts = [0]
+    with open(path, "rb") as fh:
+        for k in range(1, parts):
+            fh.seek(max(cuts[-1], size * k // parts))
+            fh.readline()  # to the start of the next line
+            cuts.append(min(fh.tell(), size))
+    cuts.append(size)
+    cuts = sorted(set(cuts))
+    out, number = [], 1
+    with open(path, "rb") as fh:
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            out.append((a, b, number))
+            fh.seek(a)
+            number += fh.read(b - a).count(b"\n")
+    return out
+
+
+def _parsed(
+    files: Sequence[IndexedFile], progress: Progress | None
+) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
+    """(file number, parsed line, signatures seen) in file and line order; large files are read by
+    up to ``os.cpu_count()`` processes at once, each a contiguous share."""
+    total, done = sum(f.size for f in files) or 1, 0
+    workers = min(os.cpu_count() or 1, 8)
+    for file_no, source in enumerate(files):
+        name = Path(source.path).name
+        if source.size < PARALLEL_BYTES or workers < 2:
+            shares = [_read_range(source.path, name, 0, source.size, 1)]
+        else:
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures.process import BrokenProcessPool
+            from multiprocessing import get_context
+
+            ranges = _ranges(source.path, source.size, workers * 2)
+            try:
+                with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                    futures = [pool.submit(_read_range, source.path, name, a, b, n) for a, b, n in ranges]
+                    shares = []
+                    for (a, b, _), future in zip(ranges, futures, strict=True):
+                        shares.append(future.result())
+                        done += b - a
+                        if progress is not None:
+                            progress(done, total)
+            except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
+                shares = [_read_range(source.path, name, a, b, n) for a, b, n in ranges]
+        for lines, signatures in shares:
+            for line in lines:
+                yield file_no, line, signatures
+        if source.size < PARALLEL_BYTES:
+            done += source.size
+            if progress is not None:
+                progress(done, total)
+
+
 def build_index(
     paths: Sequence[str | Path], progress: Progress | None = None, *, digests: Sequence[str] | None = None
 ) -> ScoresIndex:
@@ -237,10 +390,10 @@ def build_index(
 
     A line is indexed when :func:`vst_core.records.read_record` would read it, and a metric's
     numbers when its record's own fields fit their types (the evidence inside, e.g. each phrase's
-    fields, is checked when :meth:`ScoresIndex.record` reads the story)."""
+    fields, is checked when :meth:`ScoresIndex.record` reads the story). Files above
+    :data:`PARALLEL_BYTES` are parsed by several processes; the merge runs here, in order."""
     files = _stat_files(paths, digests)
     total = sum(f.size for f in files)
-    done = 0
     rows: dict[tuple[str, str], int] = {}
     ids: list[list[str]] = [[], [], []]
     numbers: dict[str, list[float]] = {f.column: [] for f in FIELDS}
@@ -251,110 +404,55 @@ def build_index(
     problems: list[Problem] = []
     signatures: dict[str, dict[str, Any]] = {}
     present: set[str] = set()
-    for file_no, source in enumerate(files):
-        name = Path(source.path).name
-        for number, offset, raw in _lines(Path(source.path)):
-            done += len(raw)
-            if progress is not None and number % 5000 == 0:
-                progress(done, total)
-            if not raw.strip():
-                continue
-            data = _fast_line(raw, number)
-            if not isinstance(data, dict):
-                problems.append(data)
-                continue
-            sid = str(data["story_id"])
-            sentences = data.get("sentences")
-            if not isinstance(sentences, list):
-                problems.append(Problem(f"{name}: scores record without sentences; skipped", "line", line=number, story_id=sid))
-                continue
-            images = data.get("images", [])
-            if (
-                not all(isinstance(s, str) for s in sentences)
-                or not isinstance(images, list)
-                or not all(isinstance(i, str) for i in images)
-            ):
-                what = "sentences" if not all(isinstance(s, str) for s in sentences) else "images"
-                problems.append(
-                    Problem(
-                        f"{name}: unusable scores record ({what}: expected a list of text); skipped",
-                        "line",
-                        line=number,
-                        story_id=sid,
-                    )
-                )
-                continue
-            if b"\\u" in raw and not _unicode(data, sentences):
-                problems.append(
-                    Problem(
-                        f"{name}: text that is not Unicode (a lone surrogate escape); skipped", "line", line=number, story_id=sid
-                    )
-                )
-                continue
-            if data.get("format") != SCORES_FORMAT or any(k not in data for k in EXPECTED_FIELDS):
-                missing = ", ".join(k for k in EXPECTED_FIELDS if k not in data) or "nothing"
-                problems.append(
-                    Problem(
-                        f"{name}: record from another version (format {data.get('format', 'none')}; missing {missing})",
-                        "line", "warning", line=number, story_id=sid,
-                    )
-                )  # fmt: skip
-            system = str(data.get("system") or "unknown")
-            signature: dict[str, Any] = _dict(data.get("signature"))
-            sig_id = str(signature.get("id"))
-            if sig_id not in signatures:
-                signatures[sig_id] = signature
-            imported = is_imported(signature)
-            errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
-            key = (system, sid)
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = len(ids[0])
-                ids[0].append(sid)
-                ids[1].append(str(data.get("sequence_id") or sid))
-                ids[2].append(system)
-                for column in numbers:
-                    numbers[column].append(math.nan)
-                tail["sentences"].append(len(sentences))
-                tail["text"].append(" ".join(sentences))
-                state.append(_Row())
-            else:
-                if sentences and not tail["sentences"][row]:
-                    tail["sentences"][row] = len(sentences)
-                    tail["text"][row] = " ".join(sentences)
-                sequence = str(data.get("sequence_id") or sid)
-                if sequence != sid and ids[1][row] == sid:
-                    ids[1][row] = sequence
-            here = state[row]
-            for values, value in zip(src, (row, file_no, offset, len(raw), number), strict=True):
-                values.append(value)
-            for metric, value in _dict(data.get("metrics")).items():
-                columns = _BY_METRIC.get(str(metric))
-                if columns is None:
-                    continue
-                why = _unfit(str(metric), value)
-                if why is not None:
-                    errors[str(metric)] = f"unreadable record: {why}"
-                    problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
-                    continue
-                present.add(str(metric))
-                new = {column: _number(value.get(attr)) for column, attr in columns}
-                seen = here.origin.get(metric)
-                if seen is not None:
-                    main = next(c for c, a in columns if a == MAIN_VALUE[metric])
-                    old_v, new_v = _opt(numbers[main][row]), _opt(new[main])
-                    if not (seen[1] and not imported):  # the earlier source stays
-                        if differ(old_v, new_v):
-                            conflicts.append(Conflict(system, sid, metric, old_v, seen[0], new_v, name))
-                        continue
+    for file_no, line, seen in _parsed(files, progress):
+        if isinstance(line, Problem):
+            problems.append(line)
+            continue
+        name = Path(files[file_no].path).name
+        problems.extend(line.problems)
+        if line.sig_id not in signatures:
+            signatures[line.sig_id] = seen[line.sig_id]
+        sid, system = line.story_id, line.system
+        key = (system, sid)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = len(ids[0])
+            ids[0].append(sid)
+            ids[1].append(line.sequence)
+            ids[2].append(system)
+            for column in numbers:
+                numbers[column].append(math.nan)
+            tail["sentences"].append(line.sentences)
+            tail["text"].append(line.text)
+            state.append(_Row())
+        else:
+            if line.sentences and not tail["sentences"][row]:
+                tail["sentences"][row] = line.sentences
+                tail["text"][row] = line.text
+            if line.sequence != sid and ids[1][row] == sid:
+                ids[1][row] = line.sequence
+        here = state[row]
+        for values, value in zip(src, (row, file_no, line.offset, line.length, line.number), strict=True):
+            values.append(value)
+        for metric, new in line.values:
+            present.add(metric)
+            columns = _BY_METRIC[metric]
+            seen_at = here.origin.get(metric)
+            if seen_at is not None:
+                main = next(c for c, a in columns if a == MAIN_VALUE[metric])
+                old_v, new_v = _opt(numbers[main][row]), _opt(new[main])
+                if not (seen_at[1] and not line.imported):  # the earlier source stays
                     if differ(old_v, new_v):
-                        conflicts.append(Conflict(system, sid, metric, new_v, name, old_v, seen[0]))
-                here.origin[metric] = (name, imported)
-                for column, v in new.items():
-                    numbers[column][row] = v
-            for metric, message in errors.items():
-                here.errors.setdefault(metric, message)
-            here.input_problems = here.input_problems or bool(_list(data.get("problems")))
+                        conflicts.append(Conflict(system, sid, metric, old_v, seen_at[0], new_v, name))
+                    continue
+                if differ(old_v, new_v):
+                    conflicts.append(Conflict(system, sid, metric, new_v, name, old_v, seen_at[0]))
+            here.origin[metric] = (name, line.imported)
+            for column, v in new.items():
+                numbers[column][row] = v
+        for metric, message in line.errors.items():
+            here.errors.setdefault(metric, message)
+        here.input_problems = here.input_problems or line.input_problems
     if progress is not None:
         progress(total, total)
     for here in state:

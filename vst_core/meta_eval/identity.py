@@ -43,7 +43,12 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
     note for each kind of row left out. Unchanged when no id is shared."""
     if not shared_ids(scores):
         return judgements, []
-    systems_of = scores.groupby(scores["story"].astype(str))["system"].agg(lambda s: sorted(set(map(str, s))))
+    pairs_ = scores.drop_duplicates(["story", "system"])
+    ids_all = pairs_["story"].astype(str)
+    counts = ids_all.value_counts()
+    single = pairs_[ids_all.map(counts).to_numpy() == 1]
+    only_system = pd.Series(single["system"].astype(str).to_numpy(), index=single["story"].astype(str).to_numpy())
+    shared = pd.Index(counts.index[counts > 1])
     known = set(keys_of(scores))
     problems: list[str] = []
 
@@ -52,22 +57,17 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
             return frame
         ids = frame["story_id"].astype(str)
         system = frame["system"] if "system" in frame else pd.Series(None, index=frame.index, dtype=object)
-        named = system.notna() & (system.astype(str) != "")
-        keys = pd.Series(None, index=frame.index, dtype=object)
-        keys[named] = ids[named] + " (" + system[named].astype(str) + ")"
-        only = systems_of.reindex(ids[~named].values)
-        single = [isinstance(v, list) and len(v) == 1 for v in only]
-        unnamed_index = ids[~named].index
-        for position, index in enumerate(unnamed_index):
-            if single[position]:
-                keys[index] = story_key(ids[index], only.iloc[position][0])
-        ambiguous = (~named) & keys.isna() & ids.isin(systems_of.index)
+        named = (system.notna() & (system.astype(str) != "")).to_numpy()
+        alone = ids.map(only_system)  # the one system of an id no other system has
+        keys = ids.where(~ids.isin(shared) | named, None)
+        keys = keys.where(~named, ids + " (" + system.astype(str) + ")")
+        keys = keys.where(named | alone.isna(), ids + " (" + alone.fillna("") + ")")
+        ambiguous = (~named) & ids.isin(shared).to_numpy()
         if ambiguous.any():
             problems.append(
                 f"{int(ambiguous.sum())} {what} name a story id that several systems share and no system; left out "
                 f"(e.g. {', '.join(ids[ambiguous].unique()[:3])}): add a system column to the judgements"
             )
-        keys = keys.where(keys.notna(), ids)
         return frame.assign(story_id=keys)[~ambiguous]
 
     ratings = rekey(judgements.ratings, "rating rows")
@@ -77,7 +77,7 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
         mapped = {}
         for column in ("better", "worse"):
             values = pairs[column].astype(str)
-            mapped[column] = values.map(lambda v: v if v in known else _unique_key(v, systems_of))
+            mapped[column] = values.map(lambda v: v if v in known else _unique_key(v, only_system, shared))
         lost = mapped["better"].isna() | mapped["worse"].isna()
         if lost.any():
             problems.append(
@@ -88,11 +88,11 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
     return out, problems
 
 
-def _unique_key(story_id: str, systems_of: pd.Series) -> str | None:
-    systems = systems_of.get(story_id)
-    if systems is None:
-        return story_id  # not scored: kept as is, counted among the unmatched
-    return story_key(story_id, systems[0]) if len(systems) == 1 else None
+def _unique_key(story_id: str, only_system: pd.Series, shared: pd.Index) -> str | None:
+    if story_id in shared:
+        return None
+    system = only_system.get(story_id)
+    return story_id if system is None else story_key(story_id, str(system))  # unscored ids stay, counted as unmatched
 
 
 def ratings_of(judgements: Judgements, story_id: str, system: str | None = None) -> list[StoryRating]:
