@@ -19,6 +19,7 @@ from dashboard.choices import (
     device_notice,
     in_sidebar_terms,
     settings_for,
+    settings_for_file,
     without,
     without_clip,
 )
@@ -103,7 +104,7 @@ def build(choices: Choices, data: Input) -> Frame:
     """Score (cached) what the sidebar loaded under the settings it describes."""
     notices: list[str] = list(data.messages)
     if data.index is not None:  # scores files: the numbers from their index, no model runs
-        return _indexed(data, notices)
+        return _indexed(choices, data, notices)
     import torch
 
     device, device_message = device_notice(choices.device, torch.cuda.is_available())
@@ -144,20 +145,20 @@ PROBED_STORIES = 20
 SHOWN_CONFLICTS = 3
 
 
-def _indexed(data: Input, notices: list[str]) -> Frame:
+def _indexed(choices: Choices, data: Input, notices: list[str]) -> Frame:
     """The view of loaded scores files: settings as recorded (the metrics they hold), conflicts
     between files said once, unreadable lines as problems."""
     index = data.index
     assert index is not None
     recorded = settings_from_signature(index.first_signature())
-    settings = recorded.with_(metrics=index.metrics or recorded.metrics)
+    settings = settings_for_file(choices, recorded).with_(metrics=index.metrics or recorded.metrics)
     if index.conflicts:
         examples = "; ".join(str(c) for c in index.conflicts[:SHOWN_CONFLICTS])
         notices.append(
             f"{len(index.conflicts)} stories have a metric with different values in two sources. A computed value "
             f"is used over an imported one, else the first file's: {examples}"
         )
-    view = loading.index_view(index, index.digest, str(data.root or Path(index.files[0].path).parent), settings)
+    view = loading.index_view(index, index.digest, str(data.root or Path(index.files[0].path).parent), settings, recorded)
     images = loading.image_probe(view)
     if images:
         notices.append(

@@ -85,10 +85,11 @@ def scores_index(paths: list[Path]) -> tuple[ScoresIndex | None, str | None]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def index_view(_index: ScoresIndex, digest: str, root: str, settings: Settings) -> RunView:
-    """One view per index, images folder and settings, kept across reruns: its lookups (story ->
-    row, sequence -> rows) are built once, not on every widget change."""
-    return RunView.of_index(_index, Path(root), settings)
+def index_view(_index: ScoresIndex, digest: str, root: str, settings: Settings, recorded: Settings) -> RunView:
+    """One view per index, images folder and settings (θ and the ablations re-applied when they
+    differ from the ``recorded`` ones), kept across reruns: its lookups (story -> row, sequence ->
+    rows) and its table are built once, not on every widget change."""
+    return RunView.of_index(_index, Path(root), settings, recorded)
 
 
 def scores_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[list[Path], str | None, list[str]]:

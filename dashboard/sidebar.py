@@ -174,7 +174,41 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
         lines.append(f"- {describe_signature(sig)}")
     st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
     recorded = settings_from_signature(index.first_signature())
-    return {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}
+    values: dict[str, Any] = {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}
+    if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
+        st.header("Grounding")
+        values.update(_theta_controls(False, None))
+        st.caption(
+            "θ, −P and −C are re-applied to the stored similarities of computed GROOVIST scores; imported ones stay as released."
+        )
+    return values
+
+
+def _theta_controls(idle: bool, reason: str | None) -> dict[str, Any]:
+    """θ (preset or slider) and the −P / −C ablations: re-applied to stored similarities, no model."""
+    values: dict[str, Any] = {}
+    values["theta_name"] = st.selectbox(
+        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason
+    )
+    if values["theta_name"] == SLIDER:
+        values["theta_value"] = st.slider(
+            "θ",
+            0.0,
+            1.5,
+            0.6,
+            0.005,
+            key="theta_value",
+            bind=URL,
+            disabled=idle,
+            help=reason or "re-renders from cached similarities",
+        )
+    values["penalize"] = st.checkbox(
+        "Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL, disabled=idle, help=reason
+    )
+    values["concreteness"] = st.checkbox(
+        "Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL, disabled=idle, help=reason
+    )
+    return values
 
 
 def _redundancy() -> dict[str, Any]:
@@ -264,25 +298,5 @@ def _grounding() -> dict[str, Any]:
         "Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL, disabled=idle
     )
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
-    values["theta_name"] = st.selectbox(
-        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason
-    )
-    if values["theta_name"] == SLIDER:
-        values["theta_value"] = st.slider(
-            "θ",
-            0.0,
-            1.5,
-            0.6,
-            0.005,
-            key="theta_value",
-            bind=URL,
-            disabled=idle,
-            help=reason or "re-renders from cached similarities",
-        )
-    values["penalize"] = st.checkbox(
-        "Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL, disabled=idle, help=reason
-    )
-    values["concreteness"] = st.checkbox(
-        "Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL, disabled=idle, help=reason
-    )
+    values.update(_theta_controls(idle, reason))
     return values

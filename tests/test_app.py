@@ -261,6 +261,35 @@ def test_scores_jsonl_shows_everything_without_models(scores_file: Path) -> None
     assert len(df) == 8 and df["GROOVIST"].notna().all() and df["coherence"].notna().all()
 
 
+def test_theta_and_ablations_apply_again_to_a_scores_files_similarities(scores_file: Path) -> None:
+    """θ, −P and −C on a scores file re-apply GROOVIST to every story's stored similarities: the
+    table equals the re-aggregated records, Inspect's cards follow, the footer says so."""
+    from vst_core.config import settings_from_signature
+    from vst_core.data import load_records
+    from vst_core.reaggregate import reaggregate
+
+    widgets = {
+        "source": "Scores JSONL (no model needed)",
+        "scores_path": str(scores_file),
+        "scores_images": str(ROOT / "assets/sample"),
+        "theta_name": "slider",
+        "theta_value": 0.3,
+        "penalize": False,
+    }
+    app = make("dataset", **widgets)
+    df = table(app).set_index("story")
+    records, _ = load_records(scores_file)
+    base = settings_from_signature(dict(records[0].signature))
+    want = {r.story_id: r.grounding.unbounded for r in reaggregate(records, base, base.with_(theta="0.3", penalize=False))}
+    assert want and all(abs(df.loc[k, "GROOVIST raw"] - v) < 1e-9 for k, v in want.items() if v is not None)
+    assert any(abs(df.loc[r.story_id, "GROOVIST raw"] - r.grounding.unbounded) > 1e-6 for r in records if r.grounding)
+    footer = app.main.caption[-1].value
+    assert "GROOVIST re-applied to the stored similarities with θ 0.3 -P" in footer
+    inspect = make(**widgets)
+    html = "".join(m.value for m in inspect.markdown)
+    assert "θ 0.3000" in html  # the cards' hover text carries the θ in use
+
+
 def test_scores_jsonl_from_another_version(tmp_path: Path) -> None:
     old = tmp_path / "old.jsonl"
     old.write_text(

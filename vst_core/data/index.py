@@ -44,7 +44,7 @@ from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, FIELDS, METRIC_TYPES, SCORES_FORMAT, RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout changes (old indexes are then rebuilt, not misread).
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 _BY_METRIC: dict[str, list[tuple[str, str]]] = {}
@@ -74,7 +74,9 @@ class ScoresIndex:
 
     ``table``: story, sequence, system, one column per registry field present (NaN: undefined),
     sentences, text, error, problems. ``sources``: row, file, offset, length of every line behind
-    a row (a merged story has several), sorted by row."""
+    a row (a merged story has several), sorted by row. ``phrases``: row, cosine, weight of every
+    noun phrase of the GROOVIST records used (computed ones: imported scores have none), so θ and
+    the −P / −C ablations are re-applied to the whole table with no evidence read."""
 
     files: tuple[IndexedFile, ...]
     table: pd.DataFrame
@@ -83,6 +85,7 @@ class ScoresIndex:
     problems: list[Problem] = field(default_factory=list)
     signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: tuple[str, ...] = ()
+    phrases: pd.DataFrame = field(default_factory=lambda: pd.DataFrame({"row": [], "cosine": [], "weight": []}))
     _rows: dict[tuple[str, str], int] | None = field(default=None, repr=False)
 
     @property
@@ -162,26 +165,6 @@ class ScoresIndex:
         return next(iter(self.signatures.values()), {})
 
 
-def describe_recorded(signature: dict[str, Any]) -> str:
-    """One line on how a signature's scores were made: imported (file, variant) or computed (the
-    metrics, NR definition, coherence model, CLIP and θ)."""
-    imported = _dict(signature.get("imported"))
-    if imported:
-        variants = imported.get("variants") or {}
-        what = ", ".join(f"{m} ({v})" for m, v in variants.items()) if isinstance(variants, dict) else "scores"
-        return f"imported from {imported.get('file')}: {what} · sig {signature.get('id')}"
-    settings = _dict(signature.get("settings"))
-    metrics = settings.get("metrics") or []
-    parts = [f"computed: {', '.join(map(str, metrics)) or 'no metric'}"]
-    if "redundancy" in metrics:
-        parts.append(f"NR {settings.get('nr_variant')} n={settings.get('nr_ngram')}")
-    if "coherence" in metrics:
-        parts.append(f"coherence {settings.get('coherence_model')}")
-    if "grounding" in metrics:
-        parts.append(f"CLIP {settings.get('clip_arch')}/{settings.get('clip_pretrained')} θ {settings.get('theta')}")
-    return " · ".join(parts) + f" · sig {signature.get('id')}"
-
-
 def index_key(digests: Sequence[str]) -> str:
     return json_digest({"format": INDEX_FORMAT, "files": list(digests)}, 24)
 
@@ -227,6 +210,7 @@ class _Row:
     origin: dict[str, tuple[str, bool]] = field(default_factory=dict)  # metric -> (file name, imported)
     errors: dict[str, str] = field(default_factory=dict)
     input_problems: bool = False
+    phrases: list[tuple[float, float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +226,7 @@ class _Line:
     imported: bool
     errors: dict[str, str]
     values: list[tuple[str, dict[str, float]]]  # metric -> {column: value}, for records that fit
+    phrases: list[tuple[float, float]]  # (best cosine, weight) of the GROOVIST record's phrases
     input_problems: bool
     offset: int
     length: int
@@ -286,6 +271,7 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
         signatures[sig_id] = signature
     errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
     values: list[tuple[str, dict[str, float]]] = []
+    phrases: list[tuple[float, float]] = []
     for metric, value in _dict(data.get("metrics")).items():
         columns = _BY_METRIC.get(str(metric))
         if columns is None:
@@ -296,10 +282,26 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
             problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
             continue
         values.append((str(metric), {column: _number(value.get(attr)) for column, attr in columns}))
+        if metric == "grounding":
+            phrases = _phrase_numbers(value.get("phrases"))
     return _Line(
         sid, str(data.get("system") or "unknown"), str(data.get("sequence_id") or sid), len(sentences), " ".join(sentences),
-        sig_id, is_imported(signature), errors, values, bool(_list(data.get("problems"))), offset, len(raw), number, problems,
+        sig_id, is_imported(signature), errors, values, phrases, bool(_list(data.get("problems"))), offset, len(raw), number,
+        problems,
     )  # fmt: skip
+
+
+def _phrase_numbers(phrases: Any) -> list[tuple[float, float]]:
+    """(best cosine, weight) of each phrase of a GROOVIST record; none unless every phrase has both."""
+    out = []
+    for p in _list(phrases):
+        cosine, weight = (
+            (_number(p.get("best_cosine")), _number(p.get("weight"))) if isinstance(p, dict) else (math.nan, math.nan)
+        )
+        if math.isnan(cosine) or math.isnan(weight):
+            return []
+        out.append((cosine, weight))
+    return out
 
 
 def _read_range(
@@ -448,6 +450,8 @@ def build_index(
                 if differ(old_v, new_v):
                     conflicts.append(Conflict(system, sid, metric, new_v, name, old_v, seen_at[0]))
             here.origin[metric] = (name, line.imported)
+            if metric == "grounding":
+                here.phrases = line.phrases
             for column, v in new.items():
                 numbers[column][row] = v
         for metric, message in line.errors.items():
@@ -477,7 +481,15 @@ def build_index(
         }
     ).sort_values("row", kind="stable", ignore_index=True)
     metrics_present = tuple(m for m in dict.fromkeys(f.metric for f in FIELDS) if m in present)
-    return ScoresIndex(tuple(files), table, sources, conflicts, problems, signatures, metrics_present)
+    counts = [len(here.phrases) for here in state]
+    phrases = pd.DataFrame(
+        {
+            "row": np.repeat(np.arange(len(state), dtype=np.int64), counts),
+            "cosine": np.asarray([c for here in state for c, _ in here.phrases], dtype=float),
+            "weight": np.asarray([w for here in state for _, w in here.phrases], dtype=float),
+        }
+    )
+    return ScoresIndex(tuple(files), table, sources, conflicts, problems, signatures, metrics_present, phrases)
 
 
 # The shallow check of a metric record: each field of its type present (unless it has a default)
@@ -687,7 +699,7 @@ def save_index(index: ScoresIndex, folder: Path) -> None:
     """Store ``index`` under ``folder`` by its key (each file written beside, then renamed into place)."""
     folder.mkdir(parents=True, exist_ok=True)
     key = index.digest
-    for name, frame in (("table", index.table), ("sources", index.sources)):
+    for name, frame in (("table", index.table), ("sources", index.sources), ("phrases", index.phrases)):
         _atomic_write(folder / f"{key}.{name}.parquet", _parquet_writer(frame))
     meta = {
         "format": INDEX_FORMAT,
@@ -708,6 +720,7 @@ def _read_stored(folder: Path, key: str, paths: Sequence[Path]) -> ScoresIndex |
             return None
         table = pd.read_parquet(folder / f"{key}.table.parquet")
         sources = pd.read_parquet(folder / f"{key}.sources.parquet")
+        phrases = pd.read_parquet(folder / f"{key}.phrases.parquet")
         files = []
         for path, stored in zip(paths, meta["files"], strict=True):  # the same content, perhaps moved
             stat = path.stat()
@@ -720,6 +733,7 @@ def _read_stored(folder: Path, key: str, paths: Sequence[Path]) -> ScoresIndex |
             [Problem(**p) for p in meta["problems"]],
             meta["signatures"],
             tuple(meta["metrics"]),
+            phrases,
         )
     except _STORE_ERRORS:
         return None

@@ -92,6 +92,32 @@ def groovist_score(
     )
 
 
+def groovist_many(
+    cosines: np.ndarray,
+    weights: np.ndarray,
+    owners: np.ndarray,
+    n: int,
+    theta: float,
+    *,
+    penalize: bool = True,
+    weight: bool = True,
+) -> np.ndarray:
+    """GROOVIST before tanh of ``n`` stories at once from their phrases' best cosines and weights
+    (``owners[k]``: the story of phrase k): the mean over a story's phrases of
+    w · (2.5·cos, minus θ below θ), as :func:`groovist_score`; NaN for a story without phrases.
+
+    >>> groovist_many(np.array([0.3, 0.2]), np.array([2.0, 1.0]), np.array([0, 0]), 2, 0.6).round(4).tolist()
+    [0.7, nan]
+    """
+    scores = CLIP_SCALE * np.asarray(cosines, dtype=np.float64)
+    penalized = np.where(scores >= theta, scores, scores - theta) if penalize else scores
+    contributions = penalized * (np.asarray(weights, dtype=np.float64) if weight else 1.0)
+    sums = np.bincount(owners, weights=contributions, minlength=n)
+    counts = np.bincount(owners, minlength=n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
 def theta_from_scores(best_cosines: Sequence[float] | np.ndarray) -> float:
     """θ as GROOVIST defines it: the mean scaled NP score (2.5 · best cosine) over a dataset."""
     values = np.asarray(best_cosines, dtype=np.float64)

@@ -17,6 +17,8 @@ from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import resolve_image
 from vst_core.data.readers import story_from_record, story_object
 from vst_core.hashing import json_digest
+from vst_core.metrics.grounding import groovist_many
+from vst_core.reaggregate import rescore_grounding
 from vst_core.records import (
     FIELDS,
     StoryScores,
@@ -59,6 +61,7 @@ class RunView:
         self.index = index
         self._rows: dict[tuple[str, str], int] | None = None
         self._sequences: dict[str, np.ndarray] | None = None
+        self._reground: tuple[float, bool, bool] | None = None  # (θ, penalty, weights) re-applied to stored evidence
 
     @classmethod
     def of_records(
@@ -77,16 +80,37 @@ class RunView:
         )  # fmt: skip
 
     @classmethod
-    def of_index(cls, index: ScoresIndex, root: Path, settings: Settings) -> RunView:
-        """A view of indexed scores files: the signature names every file by its digest."""
+    def of_index(cls, index: ScoresIndex, root: Path, settings: Settings, recorded: Settings | None = None) -> RunView:
+        """A view of indexed scores files: the signature names every file by its digest. When
+        ``settings`` ask for another θ, penalty or weighting than ``recorded`` (the file's), GROOVIST
+        is re-applied to every story's stored similarities (computed records; imported scores have
+        none and stay as released), in the table at once and in each record when it is read."""
         inputs = {f"scores {k + 1}": f.sha256[:16] for k, f in enumerate(index.files)}
         if len(index.files) == 1:
             inputs = {"scores": index.files[0].sha256[:16]}
-        recorded = index.first_signature().get("id") if len(index.signatures) == 1 else None
-        return cls(
-            index.table, settings, "none (no model in use)", root=root, inputs=inputs,
-            key=json_digest([index.digest, str(root)], 24), recorded_id=None if recorded is None else str(recorded), index=index,
+        table, reground = index.table, None
+        wanted = (settings.theta_value, settings.penalize, settings.weighting != "none")
+        if (
+            recorded is not None
+            and len(index.phrases)
+            and wanted != (recorded.theta_value, recorded.penalize, recorded.weighting != "none")
+        ):
+            reground = wanted
+            phrases = index.phrases
+            unbounded = groovist_many(
+                phrases["cosine"].to_numpy(), phrases["weight"].to_numpy(), phrases["row"].to_numpy(), len(table), wanted[0],
+                penalize=wanted[1], weight=wanted[2],
+            )  # fmt: skip
+            has = ~np.isnan(unbounded)
+            table = table.copy()
+            table.loc[has, "GROOVIST raw"] = unbounded[has]
+            table.loc[has, "GROOVIST"] = np.tanh(unbounded[has])
+        view = cls(
+            table, settings, "none (no model in use)", root=root, inputs=inputs,
+            key=json_digest([index.digest, str(root), list(reground or ())], 24), index=index,
         )  # fmt: skip
+        view._reground = reground
+        return view
 
     def __len__(self) -> int:
         return len(self.table)
@@ -127,7 +151,11 @@ class RunView:
         if self._records is not None:
             return self._records[row]
         assert self.index is not None
-        return self.index.record(row)[0]
+        record = self.index.record(row)[0]
+        if record is not None and self._reground is not None and record.grounding is not None and record.grounding.phrases:
+            theta, penalize, weight = self._reground
+            record = record.with_metric("grounding", rescore_grounding(record.grounding, theta, penalize=penalize, weight=weight))
+        return record
 
     def records_at(self, rows: Iterable[int]) -> list[StoryScores]:
         return [r for r in (self.record(int(k)) for k in rows) if r is not None]
@@ -172,14 +200,23 @@ class RunView:
             return None
         files = [{"file": Path(f.path).name, "sha256": f.sha256} for f in self.index.files]
         ids = sorted(self.index.signatures)
-        sig = {
-            "id": json_digest({"files": [f["sha256"] for f in files], "signatures": ids}, 12),
+        again = None
+        if self._reground is not None:
+            theta, penalize, weight = self._reground
+            again = {"theta": theta, "penalize": penalize, "weights": weight}
+        sig: dict[str, Any] = {
+            "id": json_digest({"files": [f["sha256"] for f in files], "signatures": ids, "regrounded": again}, 12),
             "scores_files": files,
             "recorded": [self.index.signatures[i] for i in ids],
         }
         names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in files)
         made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in ids)
-        return f"sig {sig['id']} · from {names} · made with {made}", sig
+        line = f"sig {sig['id']} · from {names} · made with {made}"
+        if again is not None:
+            sig["regrounded"] = again
+            ablation = ("" if again["penalize"] else " -P") + ("" if again["weights"] else " -C")
+            line += f" · GROOVIST re-applied to the stored similarities with θ {again['theta']:.4g}{ablation}"
+        return line, sig
 
     def footer(self) -> str:
         if (recorded := self.recorded()) is not None:
