@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.frame import page, story_table
+from vst_core.hashing import json_digest
 from vst_core.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
 
@@ -25,7 +26,7 @@ table = view.table
 numeric = [c for c in TABLE_COLUMNS if c in table.columns]
 systems = sorted(table["system"].unique())
 left, right = st.columns([2, 3])
-chosen = left.multiselect("Systems", systems, default=systems, key="systems")
+chosen = left.multiselect("Systems", systems, default=systems, key=f"systems-{view.key[:12]}")  # per data set
 search = right.text_input("Search the story text", "", key="search").strip().lower()
 
 
@@ -77,7 +78,11 @@ a, b, c = st.columns([2, 1, 1])
 order = a.selectbox("Sort by", ["(file order)", *numeric, "sentences", "system", "story"], key="sort")
 descending = b.toggle("Descending", value=False, key="descending")
 pages = max(1, math.ceil(len(shown) / PAGE_ROWS))
-number = int(c.number_input(f"Page (of {pages})", 1, pages, 1, key="page"))
+arranged = json_digest([view.key, order, descending, chosen, search, repr(cut)])
+if st.session_state.get("_arranged") != arranged:  # another order or filter starts again at page 1
+    st.session_state["_arranged"] = arranged
+    st.session_state["page"] = 1
+number = int(c.number_input(f"Page (of {pages})", 1, pages, 1, key="page")) if pages > 1 else 1
 ordered = shown if order == "(file order)" else shown.sort_values(order, ascending=not descending, kind="stable")
 part = ordered.iloc[(number - 1) * PAGE_ROWS : number * PAGE_ROWS]
 part = part.drop(columns=["problems"], errors="ignore").assign(text=part["text"].str.slice(0, SHOWN_TEXT))

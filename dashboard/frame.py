@@ -221,12 +221,14 @@ def story_table(
 ) -> None:
     """A table where a click on a cell (or, with ``single-row`` in ``modes``, a row's box) opens
     that row's story (``story`` column, with its ``system`` column: ids may be shared between
-    systems) in Inspect, the ``also`` story beside it; the settings in the URL are kept."""
+    systems) in Inspect, the ``also`` story beside it; the sidebar's settings are kept."""
     event = st.dataframe(table, hide_index=True, width="stretch", on_select="rerun", selection_mode=modes, key=key, **options)
     rows = [*event.selection.rows, *(int(cell[0]) for cell in event.selection.cells)] if event is not None else []
     if rows:
         row = table.iloc[rows[0]]
-        params = {**st.query_params.to_dict(), **story_link(str(row[story]), str(row[system]) if system in row else None)}
+        # only the story: the parameters bound to sidebar widgets come back from their widgets' state
+        # (setting one by hand is refused), and the sidebar keeps its typed fields over the switch
+        params = story_link(str(row[story]), str(row[system]) if system in row else None)
         if also:
             params.update(story_link(str(row[also]), str(row[also_system]) if also_system in row else None, "with"))
         st.switch_page("app_pages/inspect.py", query_params=params)

@@ -48,6 +48,12 @@ class Input:
     link_notices: list[str] = field(default_factory=list)
 
 
+#: Sidebar text fields not bound to the URL (paths are never read from a link), kept across page switches.
+KEPT_FIELDS = (
+    "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
+    "clip_checkpoint", "clip_config", "regions",
+)  # fmt: skip
+
 #: Notices about the link, kept when the frame reruns the script (the link is clean by then).
 LINK_NOTICES = "_vst_link_notices"
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -58,6 +64,9 @@ def render() -> tuple[Choices, Input]:
     loaded, with a notice for each value of a link it could not take."""
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
+    for key in KEPT_FIELDS:  # a page switch (a click in a table) would otherwise forget the typed paths
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
     with st.sidebar:
         st.header("Data")
         source = str(st.radio("Story set", list(SOURCES), key="source", bind=URL))

@@ -105,7 +105,7 @@ def test_dataset_page_table_and_plot() -> None:
     nr = dict(zip(df["story"], df["NR"]))
     assert len(nr) == 8 and nr["space-generic"] < nr["space-grounded"] - 0.15
     assert len(app.get("plotly_chart")) == 1
-    app.multiselect(key="systems").set_value(["model-b"]).run()
+    next(m for m in app.multiselect if m.label == "Systems").set_value(["model-b"]).run()
     assert list(table(app)["system"].unique()) == ["model-b"]
     app.text_input(key="search").set_value("nice day").run()
     assert list(table(app)["story"]) == ["home-generic"]

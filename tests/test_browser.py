@@ -450,10 +450,6 @@ def test_a_10k_scores_file_loads_pages_and_sorts(served_10k: Served10k, capsys: 
         browser.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app defect: a new sort keeps the page number, so sorting by NR on page 2 shows the 101st highest first",
-)
 def test_sorting_on_page_2_shows_the_highest_nr_first(served_10k: Served10k) -> None:
     with sync_api.sync_playwright() as p:
         browser, page = _browser(p)
@@ -466,11 +462,6 @@ def test_sorting_on_page_2_shows_the_highest_nr_first(served_10k: Served10k) -> 
     assert f"{first:.3f}" == f"{max(served_10k.nr.values()):.3f}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app defect: a row click with a scores file raises StreamlitAPIException (the bound 'source' query "
-    "parameter is passed to st.switch_page), and st.switch_page forgets the typed scores path",
-)
 def test_a_click_on_a_llava_row_opens_that_very_story(served_10k: Served10k, capsys: pytest.CaptureFixture[str]) -> None:
     with sync_api.sync_playwright() as p:
         browser, page = _browser(p)

@@ -152,5 +152,7 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     if CLIP_METRICS & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")
-        parts.append(f"CLIP {clip} θ {settings.get('theta')}{ablation}")
+        theta = settings.get("theta")
+        shown = f"{theta:.4g}" if isinstance(theta, (int, float)) else str(theta)
+        parts.append(f"CLIP {clip} θ {shown}{ablation}")
     return " · ".join(parts)
