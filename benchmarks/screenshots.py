@@ -104,6 +104,8 @@ def _shoot(url: str, out: Path, scores: Path) -> None:
         for width in (1600, 900):
             page = browser.new_page(viewport={"width": width, "height": 1500})
             for name, path in PAGES.items():
+                if width != 1600 and name != "inspect":  # narrow screens: the page whose layout changes
+                    continue
                 page.goto(url + path.split("#")[0])
                 expect(page.locator(FOOTER).first).to_be_visible(timeout=300_000)
                 if path.endswith("#disagreements"):
@@ -129,7 +131,10 @@ def main() -> None:
         layout = build_real_layout(Path(tmp))
         data = Path(tmp) / "data"
         scores = data / "scores_10k.jsonl"
-        write_scores_file(scores, 10_000, systems=("reference", "llava"))
+        images = ROOT / "assets" / "sample" / "images"  # the sample's photos, so Inspect shows real images
+        shutil.copytree(images, data / "images")
+        sequences = [[f"images/{p.name}" for p in sorted(images.glob(f"{name}_*"))] for name in ("space", "home")]
+        write_scores_file(scores, 10_000, systems=("reference", "llava"), images=sequences)
         proc, url = _serve({**os.environ, **layout.env(), "VST_DATA_DIRS": str(data)})
         try:
             _shoot(url, out, scores)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +28,6 @@ from vst_core.records import (
     CoherenceScores,
     GroundingScores,
     InterRepeat,
-    IntraRepeat,
     PhraseMatch,
     RedundancyScores,
     StoryScores,
@@ -43,19 +43,27 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(words).capitalize() + "."
 
 
-def synthetic_record(story_id: str, system: str, rng: random.Random, signature: dict[str, object]) -> StoryScores:
-    """One story with full evidence (see the module)."""
+def _spans(sentence: str, word: str) -> tuple[tuple[int, int], ...]:
+    return tuple((m.start(), m.end()) for m in re.finditer(rf"\b{re.escape(word)}\b", sentence, flags=re.IGNORECASE))
+
+
+def synthetic_record(
+    story_id: str, system: str, rng: random.Random, signature: dict[str, object], images: Sequence[str] = ()
+) -> StoryScores:
+    """One story with full evidence (see the module); the spans point at the words they name."""
     sentences = tuple(_sentence(rng) for _ in range(5))
     phrases = []
     for k in range(rng.randint(6, 12)):
         sentence = rng.randrange(5)
-        noun = rng.choice(_NOUNS)
-        start = max(0, sentences[sentence].find(noun))
+        words = re.findall(r"[a-z]+", sentences[sentence].lower())
+        nouns = [w for w in words if w in _NOUNS] or words[:1]
+        noun = rng.choice(nouns)
+        start, end = _spans(sentences[sentence], noun)[0]
         cosine = rng.uniform(0.15, 0.35)
         score = 2.5 * cosine - 0.6159241924121119
         phrases.append(
             PhraseMatch(
-                f"the {noun}", noun, sentence, (start, start + len(noun)), cosine, score, rng.randrange(5),
+                f"the {noun}", sentences[sentence][start:end], sentence, (start, end), cosine, score, rng.randrange(5),
                 (10.0 * k, 12.0, 10.0 * k + 80, 96.0), noun, 4.5, 4.5 * score, score >= 0,
             )
         )  # fmt: skip
@@ -66,25 +74,37 @@ def synthetic_record(story_id: str, system: str, rng: random.Random, signature: 
     )  # fmt: skip
     pairs = tuple(CoherencePair(i, i + 1, rng.random()) for i in range(4))
     coherence = CoherenceScores(sum(p.probability or 0 for p in pairs) / 4, pairs, 0, "bert-nsp")
-    inter = tuple(
-        InterRepeat(i, i - 1, rng.random() / 3, ("the", "we"), ((0, 3), (8, 10)), ((0, 3), (5, 7))) for i in range(1, 5)
-    )
-    intra = tuple(IntraRepeat(i, rng.random() / 4, ("the",), (0, 20), (0, 10), ((4, 7),)) for i in range(3))
-    nr = rng.uniform(0.6, 1.0)
-    redundancy = RedundancyScores(nr, 1 - nr, 1 - nr, "paper", 4, (), inter, intra)
+    inter = []
+    for i in range(1, 5):
+        now, before = (set(re.findall(r"[a-z]+", sentences[j].lower())) for j in (i, i - 1))
+        shared = sorted(now & before)
+        if shared:
+            inter.append(
+                InterRepeat(
+                    i, i - 1, len(shared) / len(now | before), tuple(shared),
+                    tuple(sp for w in shared for sp in _spans(sentences[i], w)),
+                    tuple(sp for w in shared for sp in _spans(sentences[i - 1], w)),
+                )
+            )  # fmt: skip
+    nr = 1 - (sum(r.jaccard for r in inter) / 4) / 2
+    redundancy = RedundancyScores(nr, 1 - nr, None, "paper", 4, (), tuple(inter), ())
     return StoryScores(
         story_id,
         story_id,
         system,
         sentences,
-        tuple(f"images/{story_id}_{k}.jpg" for k in range(5)),
+        tuple(images) or tuple(f"images/{story_id}_{k}.jpg" for k in range(5)),
         {"redundancy": redundancy, "coherence": coherence, "grounding": grounding},
         signature=signature,
     )
 
 
-def write_scores_file(path: Path, n: int, systems: Sequence[str] = SYSTEMS[:2], seed: int = 0) -> int:
-    """Write ``n`` stories (ids shared by ``systems`` in turn) to ``path``; returns ``n``."""
+def write_scores_file(
+    path: Path, n: int, systems: Sequence[str] = SYSTEMS[:2], seed: int = 0, images: Sequence[Sequence[str]] = ()
+) -> int:
+    """Write ``n`` stories (ids shared by ``systems`` in turn) to ``path``; returns ``n``. With
+    ``images`` (lists of five image paths relative to ``path``'s folder), sequence k shows
+    ``images[k % len(images)]``; else each story names images that do not exist."""
     from vst_core.config import Settings
     from vst_core.signature import signature as settings_signature
 
@@ -96,5 +116,6 @@ def write_scores_file(path: Path, n: int, systems: Sequence[str] = SYSTEMS[:2], 
         for k in range(n):
             system = systems[k % len(systems)]
             story_id = str(40000 + k // len(systems))
-            fh.write(json_line(synthetic_record(story_id, system, rng, signature).to_json()) + "\n")
+            refs = images[(k // len(systems)) % len(images)] if images else ()
+            fh.write(json_line(synthetic_record(story_id, system, rng, signature, refs).to_json()) + "\n")
     return n

@@ -53,6 +53,7 @@ def system_figure(
 
     if len(table) <= MAX_BOX_POINTS:
         fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
+        fig.update_layout(boxmode="overlay")  # one box per category, centred on it (colour is not a group)
     else:
         fig = go.Figure()
         for system, values in table.groupby("system", sort=True)[column]:
