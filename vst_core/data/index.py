@@ -304,10 +304,9 @@ def _phrase_numbers(phrases: Any) -> list[tuple[float, float]]:
     return out
 
 
-def _read_range(
-    path: str, name: str, start: int, end: int, first_number: int
-) -> tuple[list[_Line | Problem], dict[str, dict[str, Any]]]:
-    """The lines of ``path`` between two byte offsets that begin lines (a worker's share)."""
+def _read_range(path: str, name: str, start: int, end: int, first_number: int) -> tuple[_Packed, dict[str, dict[str, Any]]]:
+    """The lines of ``path`` between two byte offsets that begin lines (a worker's share), packed
+    in columns (:func:`_pack`) so that sending them back costs little."""
     signatures: dict[str, dict[str, Any]] = {}
     out: list[_Line | Problem] = []
     with open(path, "rb") as fh:
@@ -321,7 +320,60 @@ def _read_range(
                 out.append(_read_line(raw, number, offset, name, signatures))
             offset += len(raw)
             number += 1
-    return out, signatures
+    return _pack(out), signatures
+
+
+_Packed = tuple[Any, ...]
+
+
+def _pack(entries: list[_Line | Problem]) -> _Packed:
+    """Lines as columns (strings in lists, numbers in arrays, the rare parts sparse): pickled and
+    unpickled several times faster than one object per line."""
+    lines = [e for e in entries if isinstance(e, _Line)]
+    order = [e if isinstance(e, Problem) else None for e in entries]
+    names: dict[tuple[str, ...], tuple[str, ...]] = {}
+    metrics = [names.setdefault(k, k) for k in (tuple(m for m, _ in line.values) for line in lines)]
+    filled: dict[str, list[float]] = {column: [math.nan] * len(lines) for cs in _BY_METRIC.values() for column, _ in cs}
+    for k, line in enumerate(lines):
+        for _, values in line.values:
+            for column, value in values.items():
+                filled[column][k] = value
+    numbers = {column: np.asarray(values, dtype=float) for column, values in filled.items()}
+    return (
+        order, [line.story_id for line in lines], [line.system for line in lines], [line.sequence for line in lines],
+        np.asarray([line.sentences for line in lines], dtype=np.int64), [line.text for line in lines],
+        [line.sig_id for line in lines], np.asarray([line.imported for line in lines], dtype=bool),
+        {k: line.errors for k, line in enumerate(lines) if line.errors}, metrics, numbers,
+        np.asarray([len(line.phrases) for line in lines], dtype=np.int64),
+        np.asarray([c for line in lines for c, _ in line.phrases], dtype=float),
+        np.asarray([w for line in lines for _, w in line.phrases], dtype=float),
+        np.asarray([line.input_problems for line in lines], dtype=bool),
+        np.asarray([[line.offset, line.length, line.number] for line in lines], dtype=np.int64).reshape(-1, 3),
+        {k: line.problems for k, line in enumerate(lines) if line.problems},
+    )  # fmt: skip
+
+
+def _unpack(packed: _Packed) -> Iterable[_Line | Problem]:
+    """The entries :func:`_pack` was given, in order."""
+    (order, sids, systems, sequences, sentences, texts, sig_ids, imported, errors, metrics, numbers, counts, cosines,
+     weights, inputs, places, problems) = packed  # fmt: skip
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    cos, wts = cosines.tolist(), weights.tolist()
+    columns = {column: numbers[column].tolist() for column in numbers}
+    k = 0
+    for entry in order:
+        if entry is not None:
+            yield entry
+            continue
+        values = [(m, {c: columns[c][k] for c, _ in _BY_METRIC[m]}) for m in metrics[k]]
+        a, b = starts[k], starts[k + 1]
+        offset, length, number = (int(x) for x in places[k])
+        yield _Line(
+            sids[k], systems[k], sequences[k], int(sentences[k]), texts[k], sig_ids[k], bool(imported[k]),
+            errors.get(k, {}), values, list(zip(cos[a:b], wts[a:b], strict=True)), bool(inputs[k]), offset, length, number,
+            problems.get(k, []),
+        )  # fmt: skip
+        k += 1
 
 
 #: Files above this size are read by several processes (below, starting them costs more than it saves).
@@ -357,31 +409,45 @@ def _parsed(
     for file_no, source in enumerate(files):
         name = Path(source.path).name
         if source.size < PARALLEL_BYTES or workers < 2:
-            shares = [_read_range(source.path, name, 0, source.size, 1)]
+            yield from _serial(source.path, name, file_no)
         else:
             from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures.process import BrokenProcessPool
             from multiprocessing import get_context
 
             ranges = _ranges(source.path, source.size, workers * 2)
+            given = 0  # shares already yielded: merged here while the workers read the next ones
             try:
                 with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
                     futures = [pool.submit(_read_range, source.path, name, a, b, n) for a, b, n in ranges]
-                    shares = []
                     for (a, b, _), future in zip(ranges, futures, strict=True):
-                        shares.append(future.result())
+                        packed, signatures = future.result()
+                        given += 1
                         done += b - a
                         if progress is not None:
                             progress(done, total)
+                        for line in _unpack(packed):
+                            yield file_no, line, signatures
             except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
-                shares = [_read_range(source.path, name, a, b, n) for a, b, n in ranges]
-        for lines, signatures in shares:
-            for line in lines:
-                yield file_no, line, signatures
+                for a, b, n in ranges[given:]:
+                    packed, signatures = _read_range(source.path, name, a, b, n)
+                    for line in _unpack(packed):
+                        yield file_no, line, signatures
         if source.size < PARALLEL_BYTES:
             done += source.size
             if progress is not None:
                 progress(done, total)
+
+
+def _serial(path: str, name: str, file_no: int) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
+    """The lines of a file read here, one by one (no packing: nothing crosses a process)."""
+    signatures: dict[str, dict[str, Any]] = {}
+    with open(path, "rb") as fh:
+        offset = 0
+        for number, raw in enumerate(fh, start=1):
+            if raw.strip():
+                yield file_no, _read_line(raw, number, offset, name, signatures), signatures
+            offset += len(raw)
 
 
 def build_index(
