@@ -31,7 +31,8 @@ if upload is None:
 payload = upload.getvalue()
 path = session.folder().path / "compare" / f"{text_digest(payload, 16)}.jsonl"  # removed with the session
 path.parent.mkdir(parents=True, exist_ok=True)
-path.write_bytes(payload)
+if not path.exists():  # named by its content: written once, so its index is found again on every rerun
+    path.write_bytes(payload)
 index, error = loading.scores_index([path])
 if index is None:
     st.error(error or "the uploaded file holds no usable record")
@@ -55,7 +56,11 @@ equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(
     f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in the upload · "
     f"equal to 1e-9: **{equal}**"
-    + (" · matched by story id alone (each file holds one system, named differently)" if result.matched_by == "story id" else "")
+    + (
+        " · matched by story id alone (every id names one story in each file; the systems are named differently)"
+        if result.matched_by == "story id"
+        else ""
+    )
 )
 st.dataframe(pd.DataFrame([figures]), hide_index=True, width="stretch")
 caption = f"other file sha256 {text_digest(payload, 12)} · {view.footer()}"

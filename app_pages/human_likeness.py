@@ -51,7 +51,7 @@ if aspects != ASPECTS:
         icon="⚠️",
     )
 
-report = loading.dhm(view.table, view.key, human, pairing, resamples, aspects)
+report = loading.dhm(view.table, view.key, view.signature_ids(), human, pairing, resamples, aspects)
 caption = f"dHM sig {report.signature['id']} · {view.footer()}"
 
 
@@ -88,29 +88,12 @@ st.subheader("The stories that differ most", divider="gray")
 columns = st.columns(len(aspects))
 for col, a in zip(columns, aspects, strict=True):
     col.markdown(f"**{NAMES[a]}**")
-    for d in sorted(report.distances, key=lambda d: -d.d[a])[:5]:
+    for top in report.largest(f"d_{a}", 5).itertuples(index=False):
         col.page_link(
             "app_pages/inspect.py",
-            label=f"{d.system} · {d.story_id}: {d.d[a]:.3f}",
-            query_params=story_link(d.story_id, d.system),
-            help=f"against {', '.join(d.humans)}; signed {d.signed[a]:+.3f}",
+            label=f"{top.system} · {top.story_id}: {getattr(top, f'd_{a}'):.3f}",
+            query_params=story_link(str(top.story_id), str(top.system)),
+            help=f"against {', '.join(report.humans_of(int(top.row)))}; signed {getattr(top, f'signed_{a}'):+.3f}",
         )
 
-st.download_button(
-    "Download the distances (CSV)",
-    pd.DataFrame(
-        [
-            {
-                "system": d.system,
-                "story_id": d.story_id,
-                "humans": " ".join(d.humans),
-                **{f"d_{k}": v for k, v in d.d.items()},
-                **{f"signed_{k}": v for k, v in d.signed.items()},
-            }
-            for d in report.distances
-        ]
-    ).to_csv(index=False),
-    "dhm_distances.csv",
-    "text/csv",
-    key="dl-dhm",
-)
+st.download_button("Download the distances (CSV)", report.csv, "dhm_distances.csv", "text/csv", key="dl-dhm")

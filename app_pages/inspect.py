@@ -35,6 +35,8 @@ link = f"{wanted_system}/{wanted}"
 if focus_rows and st.session_state.get("_focused") != link:  # a link to a story opens its sequence once
     st.session_state["_focused"] = link
     st.session_state["sequence"] = str(view.table["sequence"].iat[focus_rows[0]])
+if wanted and not focus_rows:
+    st.warning(f"No story {wanted!r}" + (f" of system {wanted_system!r}" if wanted_system else "") + " in the loaded stories.")
 if st.session_state.get("sequence") not in sequences:
     st.session_state["sequence"] = names[0]
 top, options = st.columns([3, 2])
@@ -106,7 +108,8 @@ def region(story: Story, record: StoryScores) -> None:
 
 def people(story_id: str, system: str) -> None:
     """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
-    ratings = ratings_of(human, story_id, system) if human is not None else []
+    shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
+    ratings = ratings_of(human, story_id, system, shared=shared) if human is not None else []
     if ratings:
         text = " · ".join(f"{r.aspect} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
         st.caption(f"**People** ({human_label}): {text}")

@@ -241,9 +241,18 @@ def meta_report(
 
 @st.cache_data(show_spinner="Comparing every system with the human stories…")
 def dhm(
-    _scored: pd.DataFrame, key: str, human: tuple[str, ...], pairing: str, resamples: int, aspects: tuple[str, ...]
+    _scored: pd.DataFrame,
+    key: str,
+    signatures: tuple[str, ...],
+    human: tuple[str, ...],
+    pairing: str,
+    resamples: int,
+    aspects: tuple[str, ...],
 ) -> DHMReport:
-    """The dHM report of the view's table (cached by the view's content key and the options)."""
+    """The dHM report of the view's table (cached by the view's content key and the options),
+    signed with the view's ``signatures`` (for scores files: the files and any re-applied θ)."""
+    table = _scored.copy(deep=False)
+    table.attrs["scores_signatures"] = list(signatures)
     return dhm_report(
-        _scored, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
+        table, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
     )

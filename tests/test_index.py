@@ -531,8 +531,9 @@ def test_judgements_take_the_key_of_their_system_when_ids_are_shared(tmp_path: P
         [("1", "llava", 2.0), ("1", None, 3.0), ("2", None, 4.0), ("9", None, 1.0), ("1", "gpt", 5.0)], [("1", "2"), ("2", "9")]
     )
     keyed, notes = keyed_judgements(given_, table)
-    assert keyed.ratings["story_id"].tolist() == ["1 (llava)", "2 (llava)", "9", "1 (gpt)"]  # "1" with no system: which one?
-    assert len(notes) == 2 and "1 rating rows" in notes[0] and "1 judged pair" in notes[1]
+    assert keyed.ratings["story_id"].tolist() == ["1 (llava)", "2 (llava)", "9"]  # "1" with no system: which one?
+    assert len(notes) == 3 and "another system's story" in notes[0] and "gpt / 1" in notes[0]  # gpt never scored 1
+    assert "1 rating rows" in notes[1] and "1 judged pair" in notes[2]
     assert keyed.pairs[["better", "worse"]].values.tolist() == [["2 (llava)", "9"]]
     assert [r.mean for r in ratings_of(keyed, "1 (llava)")] == [2.0]
 

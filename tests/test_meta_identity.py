@@ -3,6 +3,9 @@ ratings join by system and id; narrowing the metrics of a report filters it with
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,3 +77,49 @@ def test_narrowing_metrics_filters_the_full_report() -> None:
     assert cut.signature == alone.signature and cut.metrics == ["NR"]
     pd.testing.assert_frame_equal(cut.correlations.reset_index(drop=True), alone.correlations.reset_index(drop=True))
     pd.testing.assert_frame_equal(cut.pairwise.reset_index(drop=True), alone.pairwise.reset_index(drop=True))
+
+
+def test_ratings_of_another_system_under_a_scored_id_are_left_out_and_said() -> None:
+    """Only llava's scores loaded, ratings of both the human and the llava story 45530: the human
+    ratings must not be averaged into llava's story."""
+    table = shared_table(5)
+    llava = table[table.system == "llava"].reset_index(drop=True)
+    csv = "story_id,system,overall\n" + "".join(
+        f"{s},llava,{2 * v:.6f}\n{s},reference,1\n" for s, v in zip(llava.story, llava.NR)
+    )
+    report = run_meta_eval(llava, read_judgements(csv.encode()), MetaSettings(resamples=0, baselines=False), signature_ids=["x"])
+    assert report.match["matched"] == 5
+    assert report.data["overall"].tolist() == pytest.approx((2 * llava.NR).tolist(), abs=1e-6)  # llava's ratings alone
+    assert any("another system's story" in p for p in report.problems)
+
+
+def test_inspect_ratings_of_a_shared_id_need_their_system() -> None:
+    judgements = read_judgements(b"story_id,rater,overall\n1,a,2\n")
+    assert ratings_of(judgements, "1", "llava") and not ratings_of(judgements, "1", "llava", shared=True)
+
+
+def test_meta_eval_merges_a_storys_lines_as_the_dashboard_does(tmp_path: Path) -> None:
+    """`vst score` then `vst import-scores` into one file: two lines per story; the command merges
+    them per metric (computed NR, imported coherence) instead of keeping the last line."""
+    from vst_core.cli import main
+
+    stories = tmp_path / "stories.jsonl"
+    rng = np.random.default_rng(3)
+    words = "we went to the park and the dog ran after a ball then we ate cake at home".split()
+    lines, coherence = [], []
+    for k in range(12):
+        text = " | ".join(" ".join(rng.choice(words, 6)) + "." for _ in range(3))
+        lines.append(json.dumps({"story_id": f"s{k}", "system": "m", "sentences": text.split(" | ")}))
+        coherence.append(f"s{k},coherence,{rng.uniform():.6f},m")
+    stories.write_text("\n".join(lines) + "\n")
+    scores = tmp_path / "scores.jsonl"
+    assert main(["score", str(stories), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    long = tmp_path / "c.csv"
+    long.write_text("story_id,metric,value,system\n" + "\n".join(coherence) + "\n")
+    assert main(["import-scores", str(long), "--long", "--out", str(scores)]) == 0
+    human = tmp_path / "human.csv"
+    human.write_text("story_id,system,overall\n" + "".join(f"s{k},m,{rng.uniform(1, 5):.3f}\n" for k in range(12)))
+    out = tmp_path / "r.json"
+    assert main(["meta-eval", str(scores), str(human), "--out", str(out), "--no-baselines", "--resamples", "0"]) == 0
+    cells = {(c["metric"], c["method"]) for c in json.loads(out.read_text())["correlations"] if c["value"] is not None}
+    assert ("NR", "spearman") in cells and ("RoViST-C", "spearman") in cells  # both metrics of each story

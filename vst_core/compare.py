@@ -57,8 +57,9 @@ def compare(ours: Sequence[StoryScores] | pd.DataFrame, theirs: Sequence[StorySc
     """Join two sets of scores on the story ``(system, story_id)`` for one registry column (``NR``,
     ``coherence``, ``GROOVIST raw``, ...); stories with the value on one side only are counted.
     Either side may be records or a scores table (:func:`vst_core.viz.scores_table`, an index's).
-    When nothing matches so and each side has every id once (one system each, named differently:
-    ``human`` here, ``reference`` in a release), stories are matched by id and ``matched_by`` says so.
+    When nothing matches so and each side has every id once (so an id names one story on each
+    side; the systems are named differently: ``human`` here, ``reference`` in a release),
+    stories are matched by id and ``matched_by`` says so.
 
     >>> a = pd.DataFrame({"story": ["1", "1"], "system": ["human", "llava"], "NR": [0.93, 0.83]})
     >>> b = pd.DataFrame({"story": ["1", "1"], "system": ["llava", "human"], "NR": [0.83, 0.93]})
@@ -85,6 +86,8 @@ def compare(ours: Sequence[StoryScores] | pd.DataFrame, theirs: Sequence[StorySc
 
 
 def _unique_ids(values: pd.Series) -> bool:
+    """Every story id once (each names one story), so matching by id alone cannot pair one
+    system's story with another's."""
     return bool(len(values)) and not values.index.get_level_values(1).duplicated().any()
 
 

@@ -28,6 +28,7 @@ numbers and 100,000 stories take seconds.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -326,6 +327,23 @@ class DHMReport:
     aspects: tuple[str, ...] = ASPECTS
     conflicts: tuple[Conflict, ...] = ()
     partners: tuple[np.ndarray, np.ndarray] = (np.zeros(1, int), np.empty(0, object))
+
+    def humans_of(self, i: int) -> tuple[str, ...]:
+        """The human stories the ``i``-th row of :attr:`frame` was compared with."""
+        offsets, humans = self.partners
+        return tuple(str(h) for h in humans[offsets[i] : offsets[i + 1]])
+
+    def largest(self, column: str, k: int = 5) -> pd.DataFrame:
+        """The ``k`` rows of :attr:`frame` with the largest ``column`` (``d_G``, ``dHM``, ...), with
+        their position in the frame as ``row``; one sort, no object per story."""
+        top = self.frame.nlargest(k, column) if len(self.frame) else self.frame
+        return top.assign(row=top.index.to_numpy())
+
+    def csv(self) -> str:
+        """Every distance as CSV (the human stories compared with in ``humans``), headed by the signature."""
+        humans = [" ".join(self.humans_of(i)) for i in range(len(self.frame))]
+        body = self.frame.assign(humans=humans).to_csv(index=False)
+        return f"# dHM sig {self.signature['id']}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + body
 
     @cached_property
     def distances(self) -> list[Distance]:

@@ -28,10 +28,10 @@ def paired_sequences(table: pd.DataFrame, a: str, b: str, metrics: Sequence[str]
         return pd.DataFrame(columns=columns)
     x = left.groupby("sequence", sort=False).agg(story_a=("story", "first"), **{m: (m, "mean") for m in metrics})
     y = right.groupby("sequence", sort=False).agg(story_b=("story", "first"), **{m: (m, "mean") for m in metrics})
-    both = x.join(y, how="inner", lsuffix="_a", rsuffix="_b")
-    out = pd.DataFrame({"sequence": both.index.astype(str), "story_a": both["story_a"], "story_b": both["story_b"]})
+    both = x.add_suffix("_a").join(y.add_suffix("_b"), how="inner")
+    out = pd.DataFrame({"sequence": both.index.astype(str), "story_a": both["story_a_a"], "story_b": both["story_b_b"]})
     for m in metrics:
-        out[m] = (both[f"{m}_a"] if f"{m}_a" in both else both[m]) - (both[f"{m}_b"] if f"{m}_b" in both else both[m])
+        out[m] = both[f"{m}_a"] - both[f"{m}_b"]
     return out.reset_index(drop=True)[columns]
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
 from vst_core.data import load_records
+from vst_core.data.merge import merge_records
 from vst_core.meta_eval import (
     LAYOUTS,
     JudgementsError,
@@ -106,9 +107,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.scores.is_file():
         error(f"no scores file at {args.scores}")
         return EXIT_INPUT
-    records, problems = load_records(args.scores)
+    found, problems = load_records(args.scores)
     for problem in problems:
         note(f"warning: {problem}")
+    records, conflicts = merge_records((record, args.scores.name) for record in found)  # a story's lines -> one record
+    for conflict in conflicts[:3]:
+        note(f"warning: {conflict}")
+    if len(conflicts) > 3:
+        note(f"warning: {len(conflicts) - 3} more conflicts between lines of one story")
     if not records:
         error(f"{args.scores} holds no score records")
         return EXIT_INPUT

@@ -40,9 +40,12 @@ def keys_of(scores: pd.DataFrame) -> pd.Series:
 
 def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judgements, list[str]]:
     """``judgements`` with story ids rewritten to the keys of ``scores`` (see the module), and a
-    note for each kind of row left out. Unchanged when no id is shared."""
+    note for each kind of row left out. A row naming a system is never joined with another
+    system's story: when its ``(system, story_id)`` is not scored but the id is, it is left out and
+    said (e.g. ratings of the human and the model story 45530 with only the model's scores loaded)."""
+    judgements, problems = _without_other_systems(judgements, scores)
     if not shared_ids(scores):
-        return judgements, []
+        return judgements, problems
     pairs_ = scores.drop_duplicates(["story", "system"])
     ids_all = pairs_["story"].astype(str)
     counts = ids_all.value_counts()
@@ -50,7 +53,6 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
     only_system = pd.Series(single["system"].astype(str).to_numpy(), index=single["story"].astype(str).to_numpy())
     shared = pd.Index(counts.index[counts > 1])
     known = set(keys_of(scores))
-    problems: list[str] = []
 
     def rekey(frame: pd.DataFrame, what: str) -> pd.DataFrame:
         if frame.empty:
@@ -88,6 +90,32 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
     return out, problems
 
 
+def _without_other_systems(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judgements, list[str]]:
+    """The rows (ratings, error labels) that name a system other than the scored ones of their id, left out."""
+    scored = pd.MultiIndex.from_arrays([scores["system"].astype(str), scores["story"].astype(str)])
+    ids = pd.Index(scores["story"].astype(str).unique())
+    problems: list[str] = []
+
+    def keep(frame: pd.DataFrame, what: str) -> pd.DataFrame:
+        if frame.empty or "system" not in frame:
+            return frame
+        system = frame["system"]
+        named = system.notna() & (system.astype(str) != "")
+        pairs = pd.MultiIndex.from_arrays([system.astype(str), frame["story_id"].astype(str)])
+        other = named.to_numpy() & ~pairs.isin(scored) & frame["story_id"].astype(str).isin(ids).to_numpy()
+        if other.any():
+            problems.append(
+                f"{int(other.sum())} {what} rate another system's story under a scored story id; left out "
+                f"(e.g. {', '.join(sorted({f'{y} / {i}' for y, i in zip(system[other], frame['story_id'][other])})[:3])})"
+            )
+        return frame[~other]
+
+    ratings, errors = keep(judgements.ratings, "rating rows"), keep(judgements.errors, "error-label rows")
+    if not problems:
+        return judgements, []
+    return Judgements(ratings, errors, judgements.pairs, judgements.layout, [*judgements.problems], judgements.digest), problems
+
+
 def _unique_key(story_id: str, only_system: pd.Series, shared: pd.Index) -> str | None:
     if story_id in shared:
         return None
@@ -95,12 +123,14 @@ def _unique_key(story_id: str, only_system: pd.Series, shared: pd.Index) -> str 
     return story_id if system is None else story_key(story_id, str(system))  # unscored ids stay, counted as unmatched
 
 
-def ratings_of(judgements: Judgements, story_id: str, system: str | None = None) -> list[StoryRating]:
+def ratings_of(judgements: Judgements, story_id: str, system: str | None = None, *, shared: bool = False) -> list[StoryRating]:
     """The human ratings of one story per aspect (mean, population SD, N raters), in the file's
-    aspect order; rows naming another system are not this story's."""
+    aspect order; rows naming another system are not this story's, and when ``shared`` (several
+    systems have this id) neither are rows naming no system."""
     rows = judgements.ratings[judgements.ratings["story_id"].astype(str) == story_id]
     if system is not None and "system" in rows:
-        rows = rows[rows["system"].isna() | (rows["system"].astype(str) == system)]
+        named = rows["system"].astype(str) == system
+        rows = rows[named if shared else rows["system"].isna() | named]
     out = []
     for aspect in judgements.aspects:
         values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()

@@ -14,6 +14,7 @@ import pandas as pd
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.data.index import ScoresIndex
+from vst_core.data.merge import is_imported
 from vst_core.data.paths import resolve_image
 from vst_core.data.readers import story_from_record, story_object
 from vst_core.hashing import json_digest
@@ -179,14 +180,15 @@ class RunView:
             story = story_from_record(story_object(record), root=self.root, check_images=True)
         except ValueError:
             return None
-        if "imported" in record.signature:  # a score imported without its story: no text is expected
+        if is_imported(record.signature):  # a score imported without its story: no text is expected
             story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
         return story
 
     def signature_ids(self) -> tuple[str, ...]:
-        """The signature ids of the scores shown (each file's, for an index)."""
-        if self.index is not None:
-            return tuple(sorted(self.index.signatures))
+        """The signature ids of the scores shown: for scores files the one of :meth:`recorded`
+        (every file's sha256, the signature each was written with, a re-applied θ); else the records'."""
+        if (recorded := self.recorded()) is not None:
+            return (str(recorded[1]["id"]),)
         return tuple(sorted({r.signature_id for r in self.records if r.signature_id}))
 
     def image_path(self, ref: str) -> Path:
