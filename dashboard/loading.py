@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pandas as pd
 import streamlit as st
 from PIL import Image
 
 from vst_core.config import Settings
-from vst_core.data import StorySet, StorySetError, load_records, read_story_set
+from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.uploads import place_upload
 from vst_core.dhm import DHMReport, dhm_report
@@ -96,11 +97,23 @@ def scores_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[list[Pa
     """Uploaded scores JSONL files and their images, written under ``folder`` (the session's): the
     paths of the scores files placed, or why none."""
 
-    def refs_of(path: Path) -> list[str]:
-        return [ref for record in load_records(path)[0] for ref in record.images]
-
     scores = [(name, data) for name, data in files if name.lower().endswith(".jsonl")]
     others = [(name, data) for name, data in files if not name.lower().endswith(".jsonl")]
+
+    def refs_of(path: Path) -> list[str]:  # the image paths the file names: only read when images came with it
+        if not others:
+            return []
+        refs: list[str] = []
+        with path.open("rb") as fh:
+            for raw in fh:
+                try:
+                    images = orjson.loads(raw).get("images")
+                except (orjson.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(images, list):
+                    refs.extend(ref for ref in images if isinstance(ref, str))
+        return refs
+
     if len(scores) <= 1:
         path, error, said = place_upload(files, folder, refs_of, suffixes=(".jsonl",), what="scores file")
         return ([path] if path is not None else []), error, said
