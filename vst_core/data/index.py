@@ -472,11 +472,12 @@ def build_index(
     problems: list[Problem] = []
     signatures: dict[str, dict[str, Any]] = {}
     present: set[str] = set()
+    names = [Path(f.path).name for f in files]
     for file_no, line, seen in _parsed(files, progress):
         if isinstance(line, Problem):
             problems.append(line)
             continue
-        name = Path(files[file_no].path).name
+        name = names[file_no]
         problems.extend(line.problems)
         if line.sig_id not in signatures:
             signatures[line.sig_id] = seen[line.sig_id]
