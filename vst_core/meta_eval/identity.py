@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vst_core.meta_eval.judgements import Judgements, StoryRating
+from vst_core.meta_eval.judgements import Judgements, StoryRating, aspect_ratings
 
 
 def story_key(story_id: str, system: str) -> str:
@@ -131,9 +131,4 @@ def ratings_of(judgements: Judgements, story_id: str, system: str | None = None,
     if system is not None and "system" in rows:
         named = rows["system"].astype(str) == system
         rows = rows[named if shared else rows["system"].isna() | named]
-    out = []
-    for aspect in judgements.aspects:
-        values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()
-        if len(values):
-            out.append(StoryRating(aspect, float(values.mean()), float(values.std(ddof=0)), len(values)))
-    return out
+    return aspect_ratings(judgements, rows)

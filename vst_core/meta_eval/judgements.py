@@ -745,7 +745,12 @@ class StoryRating:
 
 def story_ratings(judgements: Judgements, story_id: str) -> list[StoryRating]:
     """The human ratings of ``story_id`` per aspect, in the file's aspect order (none: empty)."""
-    rows = judgements.ratings[judgements.ratings["story_id"] == story_id]
+    return aspect_ratings(judgements, judgements.ratings[judgements.ratings["story_id"] == story_id])
+
+
+def aspect_ratings(judgements: Judgements, rows: pd.DataFrame) -> list[StoryRating]:
+    """Per aspect of ``judgements``, in the file's order, the mean, spread (population SD) and
+    count of the ratings in ``rows`` (rows of ``judgements.ratings``); aspects without one left out."""
     out = []
     for aspect in judgements.aspects:
         values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()
