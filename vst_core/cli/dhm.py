@@ -7,9 +7,12 @@ import csv
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
-from vst_core.data import ScoresWriter, load_records
-from vst_core.data.merge import Conflict, merge_records
+from vst_core.data import ScoresWriter
+from vst_core.data.index import IndexError_, load_index
+from vst_core.data.merge import Conflict
 from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.records import StoryScores
@@ -139,13 +142,13 @@ def _conflicts(conflicts: list[Conflict]) -> None:
             note(f"  {c}")
 
 
-def _hint(report: DHMReport, records: list[StoryScores], human: tuple[str, ...]) -> None:
+def _hint(report: DHMReport, table: pd.DataFrame, human: tuple[str, ...]) -> None:
     """Why nothing (or little) paired by sequence, when the human stories name no sequence."""
     alone = sum(s.missing.get(reasons("sequence", report.aspects)[1], 0) for s in report.systems)
     if report.pairing != "sequence" or not alone:
         return
-    humans = [r for r in records if r.system in human]
-    if humans and all(r.sequence_id == r.story_id for r in humans):
+    humans = table[table["system"].isin(human)]
+    if len(humans) and (humans["sequence"] == humans["story"]).all():
         note(
             "note: every human story's sequence_id is its story_id (no sequence_id was given): stories pair by "
             "sequence only where the ids are sequence ids; give sequence ids (a sequence_id column, or "
@@ -154,26 +157,29 @@ def _hint(report: DHMReport, records: list[StoryScores], human: tuple[str, ...])
 
 
 def run_dhm(args: argparse.Namespace) -> int:
-    sources: list[tuple[StoryScores, str]] = []
-    names = _source_names(args.scores)
     for path in args.scores:
         if not path.is_file():
             error(f"no scores file at {path}")
             return EXIT_INPUT
-        found, problems = load_records(path)
-        for problem in problems:
-            note(f"warning: {problem}")
-        sources.extend((record, names[path]) for record in found)
-    records, conflicts = merge_records(sources)
-    _conflicts(conflicts)
+    try:  # the files' index: read once per content, stories merged per (system, story_id) and metric
+        index = load_index(args.scores)
+    except IndexError_ as exc:
+        error(str(exc))
+        return EXIT_INPUT
+    for problem in index.problems:
+        note(f"warning: {problem}")
+    _conflicts(index.conflicts)
     human = tuple(h.strip() for h in args.human.split(",") if h.strip())
-    if not any(r.system in human for r in records):
+    table = index.table.copy(deep=False)
+    if not table["system"].isin(human).any():
         error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
         return EXIT_INPUT
-    report = dhm_report(records, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
+    table.attrs["scores_signatures"] = sorted(index.signatures)
+    report = dhm_report(table, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
     _print(report)
-    _hint(report, records, human)
+    _hint(report, table, human)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    conflicts = index.conflicts
     document = {
         "signature": report.signature,
         "systems": report.table(),
@@ -185,14 +191,6 @@ def run_dhm(args: argparse.Namespace) -> int:
         args.csv.mkdir(parents=True, exist_ok=True)
         _write_csv(report, args.csv)
     return 0
-
-
-def _source_names(paths: list[Path]) -> dict[Path, str]:
-    """A short name per scores file: its name, or its path where two files share a name."""
-    counts: dict[str, int] = {}
-    for p in paths:
-        counts[p.name] = counts.get(p.name, 0) + 1
-    return {p: p.name if counts[p.name] == 1 else str(p) for p in paths}
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
