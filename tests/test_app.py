@@ -582,6 +582,12 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
     want = dhm_report(records, pairing="story", resamples=0).systems[0]
     assert row["system"] == "model" and row["N"] == 6 and row["dHM"] == f"{want.mean['dHM']:.4f}"
     assert len(app.get("plotly_chart")) == 3 and len(app.get("page_link")) >= 3 * 5  # five stories per metric
+    out = tmp_path / "dhm.json"  # the command line signs the same files' dHM as the page does
+    assert main(["dhm", str(scores), "--out", str(out), "--pairing", "story", "--resamples", "0"]) == 0
+    signed = json.loads(out.read_text())["signature"]["id"]
+    assert any(f"dHM sig {signed} " in c.value for c in app.caption) or any(
+        f"dHM sig {signed}" in str(p.proto) for p in app.get("plotly_chart")
+    )
 
 
 def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:

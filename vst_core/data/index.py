@@ -157,6 +157,21 @@ class ScoresIndex:
                 out.append(record)
         return out
 
+    def provenance(self, regrounded: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The signature of numbers read from these files: every file by its sha256, the signature
+        each line was written with, and θ / −P / −C when GROOVIST was re-applied (``regrounded``).
+        What the dashboard and the command line sign their figures and exports with."""
+        ids = sorted(self.signatures)
+        files = [{"file": Path(f.path).name, "sha256": f.sha256} for f in self.files]
+        sig: dict[str, Any] = {
+            "id": json_digest({"files": [f["sha256"] for f in files], "signatures": ids, "regrounded": regrounded}, 12),
+            "scores_files": files,
+            "recorded": [self.signatures[i] for i in ids],
+        }
+        if regrounded is not None:
+            sig["regrounded"] = regrounded
+        return sig
+
     def first_signature(self) -> dict[str, Any]:
         """The signature of the first computed record (else the first): the settings shown."""
         for sig in self.signatures.values():

@@ -200,22 +200,15 @@ class RunView:
         file and variant); what footers, captions and exports carry. None for a set scored here."""
         if self.index is None:
             return None
-        files = [{"file": Path(f.path).name, "sha256": f.sha256} for f in self.index.files]
-        ids = sorted(self.index.signatures)
         again = None
         if self._reground is not None:
             theta, penalize, weight = self._reground
             again = {"theta": theta, "penalize": penalize, "weights": weight}
-        sig: dict[str, Any] = {
-            "id": json_digest({"files": [f["sha256"] for f in files], "signatures": ids, "regrounded": again}, 12),
-            "scores_files": files,
-            "recorded": [self.index.signatures[i] for i in ids],
-        }
-        names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in files)
-        made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in ids)
+        sig = self.index.provenance(again)
+        names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in sig["scores_files"])
+        made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in sorted(self.index.signatures))
         line = f"sig {sig['id']} · from {names} · made with {made}"
         if again is not None:
-            sig["regrounded"] = again
             ablation = ("" if again["penalize"] else " -P") + ("" if again["weights"] else " -C")
             line += f" · GROOVIST re-applied to the stored similarities with θ {again['theta']:.4g}{ablation}"
         return line, sig
