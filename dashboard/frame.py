@@ -159,7 +159,7 @@ def _indexed(choices: Choices, data: Input, notices: list[str]) -> Frame:
             f"is used over an imported one, else the first file's: {examples}"
         )
     view = loading.index_view(index, index.digest, str(data.root or Path(index.files[0].path).parent), settings, recorded)
-    images = loading.image_probe(view)
+    images = loading.image_probe(view, view.key, PROBED_STORIES)
     if images:
         notices.append(
             f"Images are looked up in {view.root}: set “Folder of the story file” if they are elsewhere "

@@ -5,7 +5,6 @@ by the records' digest. Functions take strings and hashes, never PIL images or t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import orjson
@@ -18,7 +17,6 @@ from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.uploads import place_upload
 from vst_core.dhm import DHMReport, dhm_report
-from vst_core.hashing import json_digest
 from vst_core.images import image_size
 from vst_core.images import thumbnail as images_thumbnail
 from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
@@ -129,22 +127,18 @@ def scores_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[list[Pa
     return placed, None, messages
 
 
-def image_probe(view: RunView, stories: int = 20) -> list[Problem]:
+@st.cache_data(show_spinner=False, max_entries=16)
+def image_probe(_view: RunView, key: str, stories: int) -> list[Problem]:
     """The image problems of the first ``stories`` stories of an indexed view that name images (a
-    wrong images folder shows at once, without opening 500,000 images of a large set)."""
-    key = (view.key, stories)
-    if _PROBED.get("key") != key:
-        found: list[Problem] = []
-        rows = np.flatnonzero(view.table["sentences"].to_numpy() > 0)[:stories]
-        for row in rows:
-            story = view.story(int(row))
-            if story is not None:
-                found.extend(p for p in story.problems if p.kind == "image")
-        _PROBED.update(key=key, found=found)
-    return list(_PROBED["found"])
+    wrong images folder shows at once, without opening 500,000 images of a large set); cached by
+    the view's ``key``."""
+    found: list[Problem] = []
+    for row in np.flatnonzero(_view.table["sentences"].to_numpy() > 0)[:stories]:
+        story = _view.story(int(row))
+        if story is not None:
+            found.extend(p for p in story.problems if p.kind == "image")
+    return found
 
-
-_PROBED: dict[str, Any] = {}
 
 #: Longest side of an image shown on a page (decoded reduced where the format allows).
 SHOWN_PIXELS = 768
@@ -188,11 +182,6 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     if clip is not None:
         models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])
     return [score_story(s, settings, sig, models=models, root=_story_set.root) for s in stories]
-
-
-def records_digest(records: list[StoryScores]) -> str:
-    """Content hash of score records (what a meta-evaluation depends on)."""
-    return json_digest([r.to_json() for r in records])
 
 
 JUDGEMENTS_KEY = "_vst_judgements"

@@ -28,7 +28,7 @@ from vst_core.data.scores_io import (
     read_score_lines,
     read_scores,
     scored_ids,
-    stories_of_records,
+    story_of_record,
 )
 from vst_core.data.types import (
     Problem,
@@ -62,7 +62,7 @@ __all__ = [
     "scored_ids",
     "load_records",
     "read_score_lines",
-    "stories_of_records",
+    "story_of_record",
     "story_from_record",
     "story_set_from_upload",
     "write_story_set",

@@ -99,12 +99,12 @@ class ScoresIndex:
     def row_of(self, system: str, story_id: str) -> int | None:
         """The row of a story, or None."""
         if self._rows is None:
-            self._rows = {(s, i): k for k, (s, i) in enumerate(zip(self.table["system"], self.table["story"], strict=True))}
+            self._rows = story_rows(self.table)
         return self._rows.get((system, story_id))
 
     def rows_of_story(self, story_id: str) -> list[int]:
         """Every row with this story id (one per system that has it)."""
-        return [int(k) for k in np.flatnonzero((self.table["story"] == story_id).to_numpy())]
+        return rows_with_id(self.table, story_id)
 
     def record(self, row: int) -> tuple[StoryScores | None, list[Problem]]:
         """The full record of row ``row`` (evidence included), read from its lines now, validated and
@@ -148,15 +148,6 @@ class ScoresIndex:
         merged, _ = merge_story(parts)
         return merged, problems
 
-    def records(self, rows: Iterable[int]) -> list[StoryScores]:
-        """The full records of ``rows`` (those that can still be read)."""
-        out = []
-        for row in rows:
-            record, _ = self.record(int(row))
-            if record is not None:
-                out.append(record)
-        return out
-
     def provenance(self, regrounded: dict[str, Any] | None = None) -> dict[str, Any]:
         """The signature of numbers read from these files: every file by its sha256, the signature
         each line was written with, and θ / −P / −C when GROOVIST was re-applied (``regrounded``).
@@ -178,6 +169,16 @@ class ScoresIndex:
             if not is_imported(sig):
                 return sig
         return next(iter(self.signatures.values()), {})
+
+
+def story_rows(table: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """``(system, story_id)`` -> row of a table with ``system`` and ``story`` columns."""
+    return {key: k for k, key in enumerate(zip(table["system"], table["story"], strict=True))}
+
+
+def rows_with_id(table: pd.DataFrame, story_id: str) -> list[int]:
+    """The rows of a table whose ``story`` is ``story_id``: one per system that has the id."""
+    return [int(k) for k in np.flatnonzero((table["story"] == story_id).to_numpy())]
 
 
 def index_key(digests: Sequence[str]) -> str:

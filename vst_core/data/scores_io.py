@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from vst_core.data.merge import is_imported
 from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
-from vst_core.data.types import Problem, Story, StorySet
+from vst_core.data.types import Problem, Story
 from vst_core.hashing import json_digest, json_line
 from vst_core.records import StoryScores, read_record
 
@@ -148,18 +148,11 @@ def load_records(path: str | Path) -> tuple[list[StoryScores], list[Problem]]:
     return records, problems
 
 
-def stories_of_records(records: Sequence[StoryScores], root: Path, source: str) -> tuple[StorySet, list[Problem]]:
-    """The stories behind score records, their images checked under ``root``, so a scores file
-    can be shown without any model; a record whose story cannot be rebuilt is reported."""
-
-    stories: list[Story] = []
-    problems: list[Problem] = []
-    for record in records:
-        try:
-            story = story_from_record(story_object(record), root=root, check_images=True)
-            if "imported" in record.signature:  # a score imported without its story: no text is expected
-                story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
-            stories.append(story)
-        except ValueError as exc:
-            problems.append(Problem(f"unusable record ({exc}); skipped", "line", story_id=record.story_id))
-    return StorySet(tuple(stories), root, source, tuple(problems)), problems
+def story_of_record(record: StoryScores, root: Path) -> Story:
+    """The story behind a score record, its images checked under ``root``, so a scores file can be
+    shown without any model (an imported score has no text, and needs none); ValueError when the
+    story cannot be rebuilt."""
+    story = story_from_record(story_object(record), root=root, check_images=True)
+    if is_imported(record.signature):
+        story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
+    return story

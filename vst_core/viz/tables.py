@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,9 @@ import numpy as np
 import pandas as pd
 
 from vst_core.config import Settings
-from vst_core.data import Story, StorySet
-from vst_core.data.index import ScoresIndex
-from vst_core.data.merge import is_imported
+from vst_core.data import Story, StorySet, story_of_record
+from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
-from vst_core.data.readers import story_from_record, story_object
 from vst_core.hashing import json_digest
 from vst_core.metrics.grounding import groovist_many
 from vst_core.reaggregate import rescore_grounding
@@ -25,7 +22,7 @@ from vst_core.records import (
     StoryScores,
     fields_of,
 )
-from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature, signature_id
+from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature
 
 
 class RunView:
@@ -45,7 +42,6 @@ class RunView:
         root: Path,
         inputs: dict[str, str],
         key: str,
-        recorded_id: str | None = None,
         records: Sequence[StoryScores] | None = None,
         story_set: StorySet | None = None,
         index: ScoresIndex | None = None,
@@ -56,7 +52,6 @@ class RunView:
         self.root = root
         self.inputs = inputs
         self.key = key
-        self.recorded_id = recorded_id
         self._records = list(records) if records is not None else None
         self._stories = {(s.system, s.story_id): s for s in story_set} if story_set is not None else None
         self.index = index
@@ -65,9 +60,7 @@ class RunView:
         self._reground: tuple[float, bool, bool] | None = None  # (θ, penalty, weights) re-applied to stored evidence
 
     @classmethod
-    def of_records(
-        cls, story_set: StorySet, records: Sequence[StoryScores], settings: Settings, device: str, recorded_id: str | None = None
-    ) -> RunView:
+    def of_records(cls, story_set: StorySet, records: Sequence[StoryScores], settings: Settings, device: str) -> RunView:
         """A view of records scored in this process (``records[k]`` is the k-th story's)."""
         kinds = {(s.system, s.story_id): ",".join(sorted({str(p.kind) for p in s.problems})) for s in story_set}
         table = scores_table(records, settings.metrics)
@@ -76,7 +69,7 @@ class RunView:
         inputs = found if found is not None else inputs_of(story_set)
         key = json_digest([story_set.digest(), json_digest([r.to_json() for r in records])], 24)
         return cls(
-            table, settings, device, root=story_set.root, inputs=inputs, key=key, recorded_id=recorded_id,
+            table, settings, device, root=story_set.root, inputs=inputs, key=key,
             records=records, story_set=story_set,
         )  # fmt: skip
 
@@ -119,12 +112,12 @@ class RunView:
     def row_of(self, system: str, story_id: str) -> int | None:
         """The row of the story ``(system, story_id)``, or None."""
         if self._rows is None:
-            self._rows = {key: k for k, key in enumerate(zip(self.table["system"], self.table["story"], strict=True))}
+            self._rows = story_rows(self.table)
         return self._rows.get((system, story_id))
 
     def rows_of_story(self, story_id: str) -> list[int]:
         """Every row with this story id, one per system that has it (the release's shared ids)."""
-        return [int(k) for k in np.flatnonzero((self.table["story"] == story_id).to_numpy())]
+        return rows_with_id(self.table, story_id)
 
     def find(self, story_id: str | None, system: str | None = None) -> int | None:
         """The row a link names: ``story`` with its ``system``, or a story id only one system has."""
@@ -177,12 +170,9 @@ class RunView:
         if record is None:
             return None
         try:
-            story = story_from_record(story_object(record), root=self.root, check_images=True)
+            return story_of_record(record, self.root)
         except ValueError:
             return None
-        if is_imported(record.signature):  # a score imported without its story: no text is expected
-            story = replace(story, problems=tuple(p for p in story.problems if p.kind != "empty"))
-        return story
 
     def signature_ids(self) -> tuple[str, ...]:
         """The signature ids of the scores shown: for scores files the one of :meth:`recorded`
@@ -216,11 +206,7 @@ class RunView:
     def footer(self) -> str:
         if (recorded := self.recorded()) is not None:
             return f"Scores: {recorded[0]} · device: {self.device}"
-        text = describe(self.settings, self.inputs)
-        if self.recorded_id:
-            computed = signature_id(self.settings, self.inputs)
-            text = text.replace(f"sig {computed}", f"sig {self.recorded_id} (from the scores file)", 1)
-        return f"Settings: {text} · device: {self.device}"
+        return f"Settings: {describe(self.settings, self.inputs)} · device: {self.device}"
 
 
 #: Table column -> (metric, field) of a score record (from the one registry, :data:`FIELDS`).
