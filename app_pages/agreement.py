@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_table
+from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
@@ -166,7 +167,7 @@ def disagreements(report: MetaReport) -> None:
     )
     st.download_button(
         "Disagreeing stories (CSV)",
-        f"# {report.description}\n" + stories.to_csv(index=False),
+        frame_csv(stories, [report.description]),
         "disagreements.csv",
         "text/csv",
         key="dl-disagreements",

@@ -181,7 +181,7 @@ def test_pairwise_accuracy_ties_count_as_wrong() -> None:
     scores = {"a": 0.9, "b": 0.1, "c": 0.5, "d": 0.5, "e": 0.2, "f": 0.3, "g": 1.0, "h": 0.0, "i": 0.4}
     result = pairwise_accuracy(hand_pairs(), scores)
     # a>b correct, c=d tie (wrong), e<f wrong, g>h correct, j unscored (left out)
-    assert result == {"n": 4, "correct": 2, "ties": 1, "missing": 1, "accuracy": 0.5}
+    assert result == {"n": 4, "correct": 2, "ties": 1, "missing": 1, "accuracy": 0.5, "undefined": None}
 
 
 def test_pairwise_table_by_agreement_and_gap_bins() -> None:

@@ -38,6 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from vst_core.data.csv_out import frame_csv
 from vst_core.data.merge import Conflict, merge_records
 from vst_core.records import StoryScores
 
@@ -342,8 +343,8 @@ class DHMReport:
     def csv(self) -> str:
         """Every distance as CSV (the human stories compared with in ``humans``), headed by the signature."""
         humans = [" ".join(self.humans_of(i)) for i in range(len(self.frame))]
-        body = self.frame.assign(humans=humans).to_csv(index=False)
-        return f"# dHM sig {self.signature['id']}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + body
+        head = [f"dHM sig {self.signature['id']}", f"signature {json.dumps(self.signature, sort_keys=True)}"]
+        return frame_csv(self.frame.assign(humans=humans), head)
 
     @cached_property
     def distances(self) -> list[Distance]:

@@ -125,17 +125,21 @@ class RegionsTable:
 
 
 def _box(row: dict[str, str]) -> Box:
+    """One row's box; ValueError naming what is wrong (a bbox that is not four finite numbers, an
+    integer too large for a float, a score that is not a finite number)."""
     coords = load_json(row.get("bbox") or "")
     if not (isinstance(coords, list) and len(coords) == 4 and all(isinstance(c, (int, float)) for c in coords)):
         raise ValueError("bbox must be [x1, y1, x2, y2]")
-    if not all(math.isfinite(c) for c in coords):
+    try:
+        x1, y1, x2, y2 = (float(c) for c in coords)
+        score = float(row["score"]) if row.get("score") not in (None, "") else None
+    except OverflowError:
+        raise ValueError("bbox holds a number too large for a float") from None
+    if not all(math.isfinite(c) for c in (x1, y1, x2, y2)):
         raise ValueError("bbox holds a number that is not finite")
-    score = float(row["score"]) if row.get("score") not in (None, "") else None
     if score is not None and not math.isfinite(score):
         raise ValueError("score is not a finite number")
-    return Box(
-        float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3]), label=row.get("object") or None, score=score
-    )
+    return Box(x1, y1, x2, y2, label=row.get("object") or None, score=score)
 
 
 def read_regions_csv(path: str | Path) -> tuple[RegionsTable, list[Problem]]:
@@ -154,7 +158,7 @@ def read_regions_csv(path: str | Path) -> tuple[RegionsTable, list[Problem]]:
             for row in reader:
                 try:
                     box = _box(row)
-                except (ValueError, TypeError) as exc:
+                except (ValueError, TypeError, OverflowError) as exc:
                     problems.append(Problem(f"regions CSV: bad row ({exc}); skipped", "line", line=reader.line_num))
                     continue
                 by_path.setdefault(_key(row["image_name"] or ""), []).append(box)

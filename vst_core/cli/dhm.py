@@ -11,6 +11,7 @@ import pandas as pd
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
 from vst_core.data import ScoresWriter
+from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
 from vst_core.data.index import IndexError_, load_index
 from vst_core.data.merge import Conflict
 from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
@@ -194,13 +195,13 @@ def run_dhm(args: argparse.Namespace) -> int:
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
-    head = f"# dHM sig {report.signature['id']}\n"
+    head = comment_lines([f"dHM sig {report.signature['id']}"])
     rows = report.table()
     with (folder / "systems.csv").open("w", newline="", encoding="utf-8") as fh:
         fh.write(head)
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["system"])
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
     with (folder / "distances.csv").open("w", newline="", encoding="utf-8") as fh:
         fh.write(head)
         writer2 = csv.writer(fh)
@@ -209,12 +210,14 @@ def _write_csv(report: DHMReport, folder: Path) -> None:
         )
         for d in report.distances:
             writer2.writerow(
-                [
-                    d.system,
-                    d.story_id,
-                    d.sequence_id,
-                    " ".join(d.humans),
-                    *(d.d[k] for k in ("G", "C", "R", "dHM")),
-                    *(d.signed[a] for a in ("G", "C", "R")),
-                ]
+                safe_row(
+                    [
+                        d.system,
+                        d.story_id,
+                        d.sequence_id,
+                        " ".join(d.humans),
+                        *(d.d[k] for k in ("G", "C", "R", "dHM")),
+                        *(d.signed[a] for a in ("G", "C", "R")),
+                    ]
+                )
             )

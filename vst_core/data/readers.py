@@ -33,30 +33,55 @@ class RecordLimitError(ValueError):
     """A JSON value over :data:`MAX_DEPTH` or Python's digit limit for integers."""
 
 
-def _depth(value: Any, limit: int = MAX_DEPTH) -> None:
+#: The longest integer Python converts from text by default (``sys.get_int_max_str_digits``).
+MAX_INT_DIGITS = 4300
+
+
+class LongNumber(str):
+    """An integer of a JSON document too long to convert, kept as its digits so the rest of the
+    document can be read; :func:`check_record` turns it into a reported problem."""
+
+
+def _long_number(digits: str) -> int | LongNumber:
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else LongNumber(digits)
+
+
+def check_record(value: Any, limit: int = MAX_DEPTH) -> None:
+    """RecordLimitError when ``value`` is nested deeper than ``limit`` or holds a :class:`LongNumber`."""
     stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
         if level > limit:
             raise RecordLimitError(f"nested deeper than {limit} levels")
+        if isinstance(item, LongNumber):
+            raise RecordLimitError(
+                f"holds a number of {len(item.lstrip('-')):,} digits (numbers of at most {MAX_INT_DIGITS:,} digits are read)"
+            )
         if isinstance(item, dict):
             stack.extend((v, level + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, level + 1) for v in item)
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str, *, per_record: bool = False) -> Any:
     """``json.loads`` that never raises anything but ValueError (JSONDecodeError included): too deep
-    nesting and too long integers become :class:`RecordLimitError`."""
+    nesting and too long integers become :class:`RecordLimitError`. With ``per_record`` (a whole
+    story set in one document) neither is checked here: long integers stay :class:`LongNumber` and
+    the caller checks each story with :func:`check_record`, so one bad value costs one story.
+
+    >>> load_json('{"a": [1, 2.5]}')
+    {'a': [1, 2.5]}
+    """
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=_long_number)
     except RecursionError:
         raise RecordLimitError(f"nested deeper than Python can parse (limit {MAX_DEPTH} levels)") from None
     except json.JSONDecodeError:
         raise
-    except ValueError as exc:  # e.g. an integer over 4,300 digits
+    except ValueError as exc:
         raise RecordLimitError(str(exc)) from None
-    _depth(value)
+    if not per_record:
+        check_record(value)
     return value
 
 
@@ -227,6 +252,7 @@ def _stories_from_json(data: Any, path: Path, *, splitter: Splitter | None, chec
     stories: list[Story] = []
     for index, record in enumerate(data):
         try:
+            check_record(record, MAX_DEPTH - 2)
             stories.append(
                 story_from_record(
                     record,
@@ -339,7 +365,7 @@ def read_story_set(
     except UnicodeDecodeError as exc:
         raise _decode_error(path, exc) from None
     try:
-        data = load_json(text)
+        data = load_json(text, per_record=True)
     except json.JSONDecodeError as exc:
         if _looks_like_jsonl(text):  # several values one per line: JSONL with a .json name
             return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
@@ -349,6 +375,10 @@ def read_story_set(
             return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
         raise StorySetError(f"{path}: {exc}") from None
     if isinstance(data, dict) and "annotations" in data:
+        try:
+            check_record(data)
+        except RecordLimitError as exc:
+            raise StorySetError(f"{path.name}: the VIST annotations {exc}") from None
         return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
     return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
 

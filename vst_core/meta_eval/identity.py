@@ -63,7 +63,7 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
         alone = ids.map(only_system)  # the one system of an id no other system has
         keys = ids.where(~ids.isin(shared) | named, None)
         keys = keys.where(~named, ids + " (" + system.astype(str) + ")")
-        keys = keys.where(named | alone.isna(), ids + " (" + alone.fillna("") + ")")
+        keys = keys.where(named | alone.isna(), ids + " (" + alone.astype(object).fillna("").astype(str) + ")")
         ambiguous = (~named) & ids.isin(shared).to_numpy()
         if ambiguous.any():
             problems.append(

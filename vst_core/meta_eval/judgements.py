@@ -719,16 +719,20 @@ def inter_rater(judgements: Judgements) -> pd.DataFrame:
             continue
         table = part.pivot_table(index="rater", columns="story_id", values="value", aggfunc="mean")
         row["raters"] = len(table)
-        shared = int((table.notna().sum(axis=0) >= 2).sum())
+        pairable = table.loc[:, table.notna().sum(axis=0) >= 2].to_numpy()  # only these enter α
+        shared = pairable.shape[1]
         if len(table) < 2:
             row["note"] = "undefined: only one rater"
         elif shared == 0:
             row["note"] = "undefined: no story was rated by two raters"
-        elif np.unique(table.to_numpy()[~np.isnan(table.to_numpy())]).size < 2:
-            row["note"] = "undefined: every rating is the same value"
+        elif np.unique(pairable[~np.isnan(pairable)]).size < 2:
+            row["note"] = "undefined: every rating of the stories rated by two or more raters is the same value"
         else:
-            row["alpha"] = float(krippendorff.alpha(reliability_data=table.to_numpy(), level_of_measurement="interval"))
-            row["note"] = f"{shared} stories rated by two or more raters"
+            with np.errstate(invalid="ignore", divide="ignore"):
+                alpha = float(krippendorff.alpha(reliability_data=table.to_numpy(), level_of_measurement="interval"))
+            finite = bool(np.isfinite(alpha))
+            row["alpha"] = alpha if finite else None
+            row["note"] = f"{shared} stories rated by two or more raters" if finite else "undefined: no expected disagreement"
         rows.append(row)
     return pd.DataFrame(rows, columns=["aspect", "alpha", "raters", "stories", "note"])
 

@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
+from vst_core.data.csv_out import frame_csv
 from vst_core.meta_eval.identity import keyed_judgements, keys_of
 from vst_core.meta_eval.judgements import (
     Judgements,
@@ -76,8 +77,7 @@ class MetaReport:
 
     def csv(self, name: str) -> str:
         """One table as CSV headed by comment lines with the signature that produced it."""
-        body: str = self.tables()[name].to_csv(index=False)
-        return f"# {self.description}\n# signature {json.dumps(self.signature, sort_keys=True)}\n" + body
+        return frame_csv(self.tables()[name], [self.description, f"signature {json.dumps(self.signature, sort_keys=True)}"])
 
     def to_json(self) -> dict[str, Any]:
         def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -277,6 +277,7 @@ def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Seri
         "ties": ties,
         "missing": int((~known).sum()),
         "accuracy": correct / n if n else None,
+        "undefined": None if n else ("no pair has both stories scored" if len(pairs) else "no pairs in this subset"),
     }
 
 
@@ -308,7 +309,7 @@ def pairwise_table(
 ) -> pd.DataFrame:
     """Accuracy of every metric over all pairs, per agreement subset and per ranking-gap bin
     (Vrank Fig. 3); bins are right-closed intervals ``(lo, hi]`` over the given or quartile edges."""
-    columns = ["metric", "group", "subset", "lo", "hi", "n", "correct", "ties", "missing", "accuracy"]
+    columns = ["metric", "group", "subset", "lo", "hi", "n", "correct", "ties", "missing", "accuracy", "undefined"]
     if pairs.empty:
         return pd.DataFrame(columns=columns)
     edges = list(edges) if edges else gap_edges(pairs["gap"])

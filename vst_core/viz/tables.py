@@ -12,6 +12,7 @@ import pandas as pd
 
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet, story_of_record
+from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import json_digest
@@ -245,7 +246,7 @@ def export_json(
 def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = None, *, recorded: Recorded | None = None) -> str:
     """The table as CSV, headed by comment lines with the signature (``recorded``'s for scores files)."""
     line, sig = recorded if recorded is not None else (describe(settings, inputs), signature(settings, inputs))
-    return f"# {line}\n# signature {json.dumps(sig, sort_keys=True)}\n" + table.to_csv(index=False)
+    return frame_csv(table, [line, f"signature {json.dumps(sig, sort_keys=True)}"])
 
 
 #: Below this many stories (or systems) a bootstrap interval is not shown: it would look certain

