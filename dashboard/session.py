@@ -1,5 +1,9 @@
 """What belongs to one browser session: the folder its uploads are written to (removed when the
-session ends) and the story sets read from them, and the server folders it may read."""
+session ends) and the story sets read from them, and the server folders it may read.
+
+A session's folder is named ``vst-upload-<pid>-…`` in the temporary folder: the upload functions of
+:mod:`vst_core.data.uploads` find it above the folder they write to, and bound what it holds (one
+upload at a time, see :func:`cached`) and what all such folders hold together."""
 
 from __future__ import annotations
 
@@ -15,10 +19,11 @@ from typing import Any, TypeVar
 import streamlit as st
 
 from vst_core.data.access import allowed_roots
+from vst_core.data.uploads import SESSION_PREFIX
 
 _FOLDER = "_vst_uploads"
 _RESULTS = "_vst_upload_results"
-PREFIX = "vst-upload-"
+PREFIX = SESSION_PREFIX  # the upload budgets recognise a session folder by it
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +73,9 @@ def folder() -> SessionFolder:
 
 
 def cached(key: str, make: Callable[[Path], T]) -> T:
-    """``make(subfolder)`` once per session and content ``key``; the result lives with the session."""
+    """``make(subfolder)`` once per session and content ``key``; the result lives with the session.
+    The session's folder is emptied first, so it holds one upload (within the session budget of
+    :mod:`vst_core.data.uploads`)."""
     results: dict[str, Any] = st.session_state.setdefault(_RESULTS, {})
     if key not in results:
         results.clear()  # one upload at a time: a replaced upload's files go
