@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from vst_core.config import CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
-from vst_core.data.access import PathNotAllowed, confine
+from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 
 RegionsKind = Literal["grid", "csv", "detector"]
 
@@ -121,6 +121,15 @@ PATH_FIELDS: dict[str, tuple[str, str]] = {
     "clip_config": ("open_clip model config", ""),
     "regions": ("Regions", DEFAULTS.regions),
 }
+#: What each path field must name when it names something that exists (a missing one is left to
+#: its loader, which says so, or takes the value as a model name).
+PATH_KINDS: dict[str, Want] = {
+    "coherence_model": "any",
+    "clip_pretrained": "any",
+    "clip_checkpoint": "file",
+    "clip_config": "file",
+    "regions": "file",
+}
 _KEYWORDS = {"grid", "detector", "bert-nsp"}
 
 
@@ -134,8 +143,10 @@ def _path_part(field: str, value: str) -> str:
 
 
 def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str]]:
-    """The choices with every server path outside ``roots`` replaced by the field's default, and a
-    notice per refusal naming the sidebar field (see :func:`vst_core.data.access.confine`)."""
+    """The choices with every server path outside ``roots``, or one that exists but cannot be used
+    (a folder for a file, a FIFO, no permission, a loop of links: see
+    :func:`vst_core.data.access.probe`), replaced by the field's default, and a notice per refusal
+    naming the sidebar field (see :func:`vst_core.data.access.confine`). Never raises."""
     notices: list[str] = []
     changes: dict[str, str] = {}
     for name, (label, default) in PATH_FIELDS.items():
@@ -143,9 +154,12 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
         if not part:
             continue
         try:
-            confine(part, roots, what=label)
+            path = confine(part, roots, what=label)
             if name == "clip_config" and not part.lower().endswith(".json"):  # open_clip would register a whole folder
-                raise PathNotAllowed(f"{label} {part!r} is not a .json file")
+                raise PathNotAllowed(f"{label} {shown(part)} is not a .json file")
+            why = probe(path, PATH_KINDS[name], missing_ok=True)
+            if why is not None:
+                raise PathNotAllowed(f"{label} {shown(part)} {why}")
         except PathNotAllowed as exc:
             notices.append(f"{exc}; “{label}” is back to {default or 'empty'}")
             changes[name] = default
@@ -228,3 +242,31 @@ def device_notice(device: str, cuda: bool) -> tuple[str, str | None]:
     if device == "cuda" and not cuda:
         return "cpu", "“Device” is cuda but this machine has no CUDA GPU: every model runs on the cpu"
     return device, None
+
+
+def typed_paths(text: str) -> list[str]:
+    """The paths of a field that takes several separated by ';', stripped, empty ones dropped."""
+    return [part.strip() for part in text.split(";") if part.strip()]
+
+
+def scores_paths(text: str, images: str, roots: Sequence[Path]) -> tuple[list[Path], Path | None, str | None]:
+    """(the scores files, the images folder or None, why not) of the sidebar's typed fields: each
+    ';'-separated scores path confined to ``roots`` and an existing regular file, the images folder
+    (when given) confined and a folder. Never raises: every refusal or OS error is the message, which
+    names the field and never a server folder; nothing is read here (see
+    :func:`vst_core.data.scores_io.checked_scores` for the open)."""
+    paths: list[Path] = []
+    try:
+        for part in typed_paths(text):
+            path = confine(part, roots, what="scores file")
+            why = probe(path)
+            if why is not None:
+                return [], None, f"scores file {why}: {shown(path.name)}"
+            paths.append(path)
+        folder = confine(images.strip(), roots, what="images folder") if images.strip() else None
+    except PathNotAllowed as exc:
+        return [], None, str(exc)
+    why = probe(folder, "folder") if folder is not None else None
+    if why is not None:
+        return [], None, f"“Folder of the story file” {why}"
+    return paths, folder, None

@@ -4,6 +4,9 @@ by the records' digest. Functions take strings and hashes, never PIL images or t
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +15,12 @@ import pandas as pd
 import streamlit as st
 from PIL import Image
 
-from vst_core.config import Settings
+from dashboard import session
+from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
+from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
 from vst_core.dhm import DHMReport, dhm_report
 from vst_core.images import image_size
@@ -24,6 +30,7 @@ from vst_core.meta_eval.identity import keyed_judgements
 from vst_core.meta_eval.report import score_frame, texts_of
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
+from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
 from vst_core.models.registry import Models
@@ -40,6 +47,7 @@ SAMPLE_JUDGEMENTS = SAMPLE.parent / "human_example.csv"
 SAMPLE_IDS = frozenset(read_judgements(SAMPLE_JUDGEMENTS).story_ids)
 
 Loaded = tuple[StorySet | None, str | None]
+logger = logging.getLogger(__name__)
 
 
 @st.cache_data(show_spinner=False)
@@ -51,32 +59,38 @@ def story_file(path: str, mtime: float) -> Loaded:
         return None, str(exc)
 
 
-def _stamps(paths: tuple[str, ...]) -> tuple[tuple[int, int], ...]:
-    stamps = []
-    for path in paths:
-        stat = Path(path).stat()
-        stamps.append((stat.st_size, stat.st_mtime_ns))
-    return tuple(stamps)
+def readable_roots() -> tuple[Path, ...]:
+    """Where a scores file may be read from: the allowed server folders and this session's uploads."""
+    return (*session.roots(), session.folder().path.resolve())
 
 
-@st.cache_resource(show_spinner="Indexing the scores (once per file content; later loads read the index)…", max_entries=8)
-def _index(paths: tuple[str, ...], stamps: tuple[tuple[int, int], ...]) -> ScoresIndex:
-    """One index per process for these files as they are now (``stamps``: size and mtime); the
-    cache_resource keeps one object, never a pickled copy of 100,000 rows."""
-    return load_index(list(paths))
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _index(paths: tuple[str, ...], stamps: tuple[FileIdentity, ...]) -> ScoresIndex:
+    """One index per process for these files as they were checked (``stamps``: device, inode, size
+    and mtime of each, every read verified against them); the cache_resource keeps one object,
+    never a pickled copy of 100,000 rows."""
+    return load_index(list(paths), expected=list(stamps))
 
 
-def scores_index(paths: list[Path]) -> tuple[ScoresIndex | None, str | None]:
-    """The index of scores files on the server; a message for the page when one is missing,
-    unreadable or holds no usable record."""
-    for path in paths:
-        if not path.is_file():
-            return None, f"scores file not found: {path}"
-    names = tuple(str(p.resolve()) for p in paths)
+def scores_index(paths: list[Path], roots: Sequence[Path] | None = None) -> tuple[ScoresIndex | None, str | None]:
+    """The index of scores files on the server (inside ``roots``, default :func:`readable_roots`);
+    a message for the page when one is missing, not a regular file, unreadable, swapped for a link
+    since it was checked, over the size limit (:func:`vst_core.data.scores_io.max_scores_bytes`) or
+    holds no usable record. Indexing shows a spinner with the size and the time taken."""
     try:
-        index = _index(names, _stamps(names))
-    except (OSError, IndexError_) as exc:
+        checked = checked_scores(paths, readable_roots() if roots is None else roots)
+    except PathNotAllowed as exc:
+        return None, str(exc)
+    names = tuple(str(p) for p in paths)
+    size = size_text(sum(f.size for f in checked))
+    try:
+        with st.spinner(f"Reading {size} of scores (indexed once per file content; later loads read the index)…", show_time=True):
+            index = _index(names, tuple(checked))
+    except IndexError_ as exc:
         return None, f"cannot read the scores: {exc}"
+    except OSError as exc:
+        logger.warning("cannot index %s: %s", names, exc)
+        return None, f"cannot read the scores ({reason(exc)})"
     if not len(index):
         unreadable = f" ({len(index.problems)} unreadable lines)" if index.problems else ""
         return None, f"no usable record in {', '.join(p.name for p in paths)}{unreadable}"
@@ -161,15 +175,34 @@ def pair_scorer(spec: str, device: str) -> PairScorer:
     return load_pair_scorer(spec, device=device)
 
 
+def recheck(value: str | None, what: str) -> None:
+    """Check a typed file path again right before a reader that takes only a path opens it: still a
+    regular file inside the allowed folders, not a link swapped in since the sidebar confined it
+    (one that is gone is left to the reader's own message). PathNotAllowed, for the page, otherwise.
+    The reader opens it again by its path: the gap left is from here to that open."""
+    if value and os.path.lexists(value):  # never raises: a name too long or a NUL is False
+        roots = session.roots()
+        open_confined(confine(value, roots, what=what), roots, what=what).close()
+
+
 @st.cache_resource(show_spinner="Loading CLIP…")
 def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None, device: str) -> ClipEncoder:
-    """One CLIP encoder per process, keyed by its name strings and device."""
+    """One CLIP encoder per process, keyed by its name strings and device (a typed checkpoint or
+    config is checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
+    recheck(checkpoint, "“…or local checkpoint file”")
+    recheck(config, "“open_clip model config”")
     return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
 
 
 @st.cache_data(show_spinner="Scoring…")
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
-    """Every story of a set scored under ``settings`` (cached by the set's digest ``key``)."""
+    """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed
+    regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails)."""
+    if settings.regions == "csv" and CLIP_METRICS & set(settings.metrics):
+        try:
+            recheck(settings.regions_file, "“Regions”")
+        except PathNotAllowed as exc:
+            raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
     clip = None
     if "grounding" in settings.metrics:
         clip = clip_encoder(

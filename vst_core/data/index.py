@@ -19,6 +19,8 @@ query language and no second copy of the numbers; pyarrow is already what pandas
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import math
 import os
@@ -36,10 +38,11 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 
+from vst_core.data.access import FileIdentity, PathNotAllowed, open_regular, probe, reason, shown
 from vst_core.data.merge import MAIN_VALUE, Conflict, differ, is_imported, merge_story, story_key
 from vst_core.data.readers import MAX_DEPTH, MAX_LINE_BYTES
 from vst_core.data.scores_io import _score_line
-from vst_core.hashing import file_digest, json_digest
+from vst_core.hashing import json_digest
 from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, FIELDS, METRIC_TYPES, SCORES_FORMAT, RecordError, StoryScores, decode, read_record
 
@@ -60,12 +63,41 @@ class IndexError_(ValueError):
 
 @dataclass(frozen=True)
 class IndexedFile:
-    """A file the index was built from: its path, content digest and the stat it had then."""
+    """A file the index was built from: its path, content digest and the stat it had then (device
+    and inode 0: not known)."""
 
     path: str
     sha256: str
     size: int
     mtime_ns: int
+    device: int = 0
+    inode: int = 0
+
+    def same(self, info: os.stat_result) -> bool:
+        """Whether an opened file is this one as indexed: size and mtime, device and inode when known."""
+        if (info.st_size, info.st_mtime_ns) != (self.size, self.mtime_ns):
+            return False
+        return not self.inode or (info.st_dev, info.st_ino) == (self.device, self.inode)
+
+    @property
+    def identity(self) -> FileIdentity:
+        return FileIdentity(self.device, self.inode, self.size, self.mtime_ns)
+
+
+def open_same(path: str | Path, want: FileIdentity | None) -> io.BufferedReader:
+    """``path`` opened for reading when it is a regular file and, when ``want`` is given, the very
+    file ``want`` describes (device, inode, size, mtime: e.g. the descriptor the dashboard checked),
+    so a file swapped for another or for a link since is never read. IndexError_ otherwise, naming
+    the file, not its folder."""
+    name = shown(Path(path).name)
+    try:
+        fh = open_regular(path, what="scores file")
+    except PathNotAllowed as exc:
+        raise IndexError_(f"cannot read scores file {name} ({exc.why})") from None
+    if want is not None and FileIdentity.of(os.fstat(fh.fileno())) != want:
+        fh.close()
+        raise IndexError_(f"scores file {name} changed since it was checked; load it again")
+    return fh
 
 
 @dataclass
@@ -121,15 +153,17 @@ class ScoresIndex:
             source = self.files[int(file_no)]
             name = Path(source.path).name
             try:
-                stat = os.stat(source.path)
-                if (stat.st_size, stat.st_mtime_ns) != (source.size, source.mtime_ns):
-                    problems.append(Problem(f"{name} changed since it was indexed; load it again", "file"))
-                    continue
-                with open(source.path, "rb") as fh:
+                with open_same(source.path, None) as fh:
+                    if not source.same(os.fstat(fh.fileno())):
+                        problems.append(Problem(f"{name} changed since it was indexed; load it again", "file"))
+                        continue
                     fh.seek(int(offset))
                     raw = fh.read(int(length))
+            except IndexError_ as exc:
+                problems.append(Problem(str(exc), "file"))
+                continue
             except OSError as exc:
-                problems.append(Problem(f"cannot read {name}: {exc}", "file"))
+                problems.append(Problem(f"cannot read {name}: {reason(exc)}", "file"))
                 continue
             data, problem = _score_line(raw, int(line))
             if data is None:
@@ -204,18 +238,21 @@ def _lines(path: Path) -> Iterable[tuple[int, int, bytes]]:
             offset += len(raw)
 
 
-def _stat_files(paths: Sequence[str | Path], digests: Sequence[str] | None) -> list[IndexedFile]:
+def _stat_files(
+    paths: Sequence[str | Path], digests: Sequence[str] | None, expected: Sequence[FileIdentity] | None = None
+) -> list[IndexedFile]:
+    """Each file as opened now (``expected[k]``, when given, must be what is opened: see
+    :func:`open_same`), hashed from that opened file unless its digest is known."""
     files: list[IndexedFile] = []
     for k, p in enumerate(paths):
         path = Path(p)
         try:
-            stat = path.stat()
-            if not path.is_file():
-                raise IndexError_(f"not a file: {path}")
-            digest = digests[k] if digests is not None else file_digest(path)
-            files.append(IndexedFile(str(path.resolve()), digest, stat.st_size, stat.st_mtime_ns))
+            with open_same(path, expected[k] if expected is not None else None) as fh:
+                info = os.fstat(fh.fileno())
+                digest = digests[k] if digests is not None else hashlib.file_digest(fh, "sha256").hexdigest()
+            files.append(IndexedFile(str(path.resolve()), digest, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino))
         except OSError as exc:
-            raise IndexError_(f"cannot read {path}: {exc}") from None
+            raise IndexError_(f"cannot read scores file {shown(path.name)} ({reason(exc)})") from None
     return files
 
 
@@ -320,12 +357,15 @@ def _phrase_numbers(phrases: Any) -> list[tuple[float, float]]:
     return out
 
 
-def _read_range(path: str, name: str, start: int, end: int, first_number: int) -> tuple[_Packed, dict[str, dict[str, Any]]]:
-    """The lines of ``path`` between two byte offsets that begin lines (a worker's share), packed
-    in columns (:func:`_pack`) so that sending them back costs little."""
+def _read_range(
+    path: str, name: str, start: int, end: int, first_number: int, want: FileIdentity | None = None
+) -> tuple[_Packed, dict[str, dict[str, Any]]]:
+    """The lines of ``path`` (the file ``want``, see :func:`open_same`) between two byte offsets
+    that begin lines (a worker's share), packed in columns (:func:`_pack`) so that sending them
+    back costs little."""
     signatures: dict[str, dict[str, Any]] = {}
     out: list[_Line | Problem] = []
-    with open(path, "rb") as fh:
+    with open_same(path, want) as fh:
         fh.seek(start)
         offset, number = start, first_number
         while offset < end:
@@ -396,10 +436,10 @@ def _unpack(packed: _Packed) -> Iterable[_Line | Problem]:
 PARALLEL_BYTES = 48 << 20
 
 
-def _ranges(path: str, size: int, parts: int) -> list[tuple[int, int, int]]:
+def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) -> list[tuple[int, int, int]]:
     """(start, end, number of the first line) of ``parts`` shares of a file, cut after newlines."""
     cuts = [0]
-    with open(path, "rb") as fh:
+    with open_same(path, want) as fh:
         for k in range(1, parts):
             fh.seek(max(cuts[-1], size * k // parts))
             fh.readline()  # to the start of the next line
@@ -407,7 +447,7 @@ def _ranges(path: str, size: int, parts: int) -> list[tuple[int, int, int]]:
     cuts.append(size)
     cuts = sorted(set(cuts))
     out, number = [], 1
-    with open(path, "rb") as fh:
+    with open_same(path, want) as fh:
         for a, b in zip(cuts, cuts[1:], strict=False):
             out.append((a, b, number))
             fh.seek(a)
@@ -424,18 +464,19 @@ def _parsed(
     workers = min(os.cpu_count() or 1, 8)
     for file_no, source in enumerate(files):
         name = Path(source.path).name
+        want = source.identity if source.inode else None  # every share read is the file indexed
         if source.size < PARALLEL_BYTES or workers < 2:
-            yield from _serial(source.path, name, file_no)
+            yield from _serial(source.path, name, file_no, want)
         else:
             from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures.process import BrokenProcessPool
             from multiprocessing import get_context
 
-            ranges = _ranges(source.path, source.size, workers * 2)
+            ranges = _ranges(source.path, source.size, workers * 2, want)
             given = 0  # shares already yielded: merged here while the workers read the next ones
             try:
                 with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                    futures = [pool.submit(_read_range, source.path, name, a, b, n) for a, b, n in ranges]
+                    futures = [pool.submit(_read_range, source.path, name, a, b, n, want) for a, b, n in ranges]
                     for (a, b, _), future in zip(ranges, futures, strict=True):
                         packed, signatures = future.result()
                         given += 1
@@ -446,7 +487,7 @@ def _parsed(
                             yield file_no, line, signatures
             except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
                 for a, b, n in ranges[given:]:
-                    packed, signatures = _read_range(source.path, name, a, b, n)
+                    packed, signatures = _read_range(source.path, name, a, b, n, want)
                     for line in _unpack(packed):
                         yield file_no, line, signatures
         if source.size < PARALLEL_BYTES:
@@ -455,10 +496,13 @@ def _parsed(
                 progress(done, total)
 
 
-def _serial(path: str, name: str, file_no: int) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
-    """The lines of a file read here, one by one (no packing: nothing crosses a process)."""
+def _serial(
+    path: str, name: str, file_no: int, want: FileIdentity | None = None
+) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
+    """The lines of a file (the file ``want``, see :func:`open_same`) read here, one by one (no
+    packing: nothing crosses a process)."""
     signatures: dict[str, dict[str, Any]] = {}
-    with open(path, "rb") as fh:
+    with open_same(path, want) as fh:
         offset = 0
         for number, raw in enumerate(fh, start=1):
             if raw.strip():
@@ -467,16 +511,22 @@ def _serial(path: str, name: str, file_no: int) -> Iterable[tuple[int, _Line | P
 
 
 def build_index(
-    paths: Sequence[str | Path], progress: Progress | None = None, *, digests: Sequence[str] | None = None
+    paths: Sequence[str | Path],
+    progress: Progress | None = None,
+    *,
+    digests: Sequence[str] | None = None,
+    expected: Sequence[FileIdentity] | None = None,
 ) -> ScoresIndex:
     """Index ``paths`` in order (see the module). Unreadable lines are problems; a missing or
-    unreadable file is :class:`IndexError_`. ``digests``: the files' content digests when known.
+    unreadable file is :class:`IndexError_`. ``digests``: the files' content digests when known;
+    ``expected``: the files as they were checked (see :func:`open_same`): every read, here or in a
+    worker process, is of those very files, else IndexError_.
 
     A line is indexed when :func:`vst_core.records.read_record` would read it, and a metric's
     numbers when its record's own fields fit their types (the evidence inside, e.g. each phrase's
     fields, is checked when :meth:`ScoresIndex.record` reads the story). Files above
     :data:`PARALLEL_BYTES` are parsed by several processes; the merge runs here, in order."""
-    files = _stat_files(paths, digests)
+    files = _stat_files(paths, digests, expected)
     total = sum(f.size for f in files)
     rows: dict[tuple[str, str], int] = {}
     ids: list[list[str]] = [[], [], []]
@@ -720,13 +770,17 @@ def _read_memo(folder: Path) -> dict[str, Any]:
     return memo if isinstance(memo, dict) else {}
 
 
-def _known_digests(folder: Path, paths: Sequence[Path]) -> list[str] | None:
-    """The content digests of ``paths`` remembered for their current stat, else None."""
+def _known_digests(folder: Path, paths: Sequence[Path], expected: Sequence[FileIdentity] | None = None) -> list[str] | None:
+    """The content digests of ``paths`` remembered for their current stat (which must be
+    ``expected``'s when given), else None."""
     memo = _read_memo(folder)
     out = []
-    for path in paths:
+    for k, path in enumerate(paths):
         try:
-            found = memo.get(_memo_key(path, path.stat()))
+            stat = path.stat()
+            if expected is not None and FileIdentity.of(stat) != expected[k]:
+                return None
+            found = memo.get(_memo_key(path, stat))
         except OSError:
             return None
         if not isinstance(found, str):
@@ -796,7 +850,11 @@ def save_index(index: ScoresIndex, folder: Path) -> None:
     _remember_digests(folder, index.files)
 
 
-def _read_stored(folder: Path, key: str, paths: Sequence[Path]) -> ScoresIndex | None:
+def _read_stored(
+    folder: Path, key: str, paths: Sequence[Path], expected: Sequence[FileIdentity] | None = None
+) -> ScoresIndex | None:
+    """The index stored under ``key`` for ``paths`` as they are now (``expected``, when given: the
+    files as checked; another file at a path is no match), else None."""
     try:
         meta = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
         if meta.get("format") != INDEX_FORMAT:
@@ -805,9 +863,11 @@ def _read_stored(folder: Path, key: str, paths: Sequence[Path]) -> ScoresIndex |
         sources = pd.read_parquet(folder / f"{key}.sources.parquet")
         phrases = pd.read_parquet(folder / f"{key}.phrases.parquet")
         files = []
-        for path, stored in zip(paths, meta["files"], strict=True):  # the same content, perhaps moved
-            stat = path.stat()
-            files.append(IndexedFile(str(path.resolve()), str(stored["sha256"]), stat.st_size, stat.st_mtime_ns))
+        for k, (path, stored) in enumerate(zip(paths, meta["files"], strict=True)):  # the same content, perhaps moved
+            now = FileIdentity.of(path.stat())
+            if expected is not None and now != expected[k]:
+                return None
+            files.append(IndexedFile(str(path.resolve()), str(stored["sha256"]), now.size, now.mtime_ns, now.device, now.inode))
         return ScoresIndex(
             tuple(files),
             table,
@@ -829,28 +889,37 @@ def index_folder() -> Path:
     return default_cache_dir() / "index"
 
 
-def load_index(paths: Sequence[str | Path], folder: Path | None = None, progress: Progress | None = None) -> ScoresIndex:
+def load_index(
+    paths: Sequence[str | Path],
+    folder: Path | None = None,
+    progress: Progress | None = None,
+    *,
+    expected: Sequence[FileIdentity] | None = None,
+) -> ScoresIndex:
     """The index of ``paths``: read from ``folder`` when stored for these contents (wherever the
     files now lie), else built and stored (a folder that cannot be written only costs the next load
-    its speed)."""
+    its speed). ``expected``: the files as they were checked (e.g. by
+    :func:`vst_core.data.scores_io.checked_scores`): only those very files are hashed and read.
+    IndexError_, naming a file but not its folder, when one cannot be read."""
     folder = folder or index_folder()
     files = [Path(p) for p in paths]
     for path in files:
-        if not path.is_file():
-            raise IndexError_(f"no scores file at {path}")
-    digests = _known_digests(folder, files)
+        why = probe(path)
+        if why is not None:
+            raise IndexError_(f"scores file {why}: {shown(path.name)}")
+    digests = _known_digests(folder, files, expected)
     if digests is None:
-        hashed = _stat_files(files, None)
+        hashed = _stat_files(files, None, expected)
         digests = [f.sha256 for f in hashed]
         try:
             folder.mkdir(parents=True, exist_ok=True)
             _remember_digests(folder, hashed)
         except _STORE_ERRORS:
             pass
-    stored = _read_stored(folder, index_key(digests), files)
+    stored = _read_stored(folder, index_key(digests), files, expected)
     if stored is not None:
         return stored
-    index = build_index(files, progress, digests=digests)
+    index = build_index(files, progress, digests=digests, expected=expected)
     try:
         save_index(index, folder)
     except _STORE_ERRORS:

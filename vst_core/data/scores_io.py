@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from vst_core.data.access import FileIdentity, PathNotAllowed, open_confined
 from vst_core.data.merge import is_imported
 from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
 from vst_core.data.types import Problem, Story
 from vst_core.hashing import json_digest, json_line
 from vst_core.records import StoryScores, read_record
+
+logger = logging.getLogger(__name__)
+
+#: Most bytes of scores files the dashboard reads in one load (its files together): 1 GiB. The
+#: authors' released VIST test scores (10,110 stories, two files) are 58 MB and a generated file of
+#: 100,000 stories with every metric's evidence 564 MB (benchmarks/bench_scale.py), so both load;
+#: a runaway file is refused with a message before anything is read instead of stalling a shared
+#: server for minutes. ``VST_MAX_SCORES_BYTES`` (bytes, or a number with K, M or G: 2G) sets
+#: another limit; 0 turns it off.
+MAX_SCORES_BYTES = 1 << 30
+LIMIT_ENV = "VST_MAX_SCORES_BYTES"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def _score_line(raw: bytes, number: int) -> tuple[dict[str, Any] | None, Problem | None]:
@@ -28,12 +45,79 @@ def _score_line(raw: bytes, number: int) -> tuple[dict[str, Any] | None, Problem
     return record, None
 
 
-def read_score_lines(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
-    """The JSON objects of a scores JSONL with their line numbers (the JSON boundary): a malformed,
-    truncated, too deep or too long line, or one without ``story_id``, is a problem, not an exception."""
+def max_scores_bytes(value: str | None = None) -> int:
+    """The limit on scores bytes per load: ``value`` (default: ``$VST_MAX_SCORES_BYTES``) as bytes,
+    or a number with K, M, G or T (binary units); 0 means no limit. Unset or unreadable (logged):
+    :data:`MAX_SCORES_BYTES`."""
+    text = (os.environ.get(LIMIT_ENV, "") if value is None else value).strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return MAX_SCORES_BYTES
+    number, unit = (text[:-1], text[-1]) if text[-1] in _UNITS else (text, "")
+    try:
+        limit = int(float(number) * _UNITS[unit])
+        if limit < 0:
+            raise ValueError(text)
+        return limit
+    except (ValueError, OverflowError):
+        logger.warning(
+            "%s=%r is not a size (e.g. 2G or 500000000); the default %d bytes is used", LIMIT_ENV, text, MAX_SCORES_BYTES
+        )
+        return MAX_SCORES_BYTES
+
+
+def size_text(n: int) -> str:
+    """Bytes as a person reads them, in the limit's binary units: 1 GiB, 303 MiB, 4 KiB."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def too_large(total: int, limit: int, files: int) -> str:
+    """The message for scores files over the limit: both sizes, the setting and the two fixes."""
+    these = "this scores file is" if files == 1 else f"these {files} scores files are"
+    return (
+        f"{these} {size_text(total)}, over the dashboard's limit of {size_text(limit)} per load ({LIMIT_ENV}); "
+        f"split the file (e.g. one file per system) and load fewer stories at a time, or ask whoever runs the "
+        f"dashboard to raise {LIMIT_ENV} (bytes, or e.g. 2G; 0 turns the limit off)"
+    )
+
+
+def checked_scores(paths: Sequence[Path], roots: Sequence[Path], limit: int | None = None) -> list[FileIdentity]:
+    """The identity of each scores file as :func:`~vst_core.data.access.open_confined` opened it
+    (a regular file inside ``roots``, no link swapped in after the check), their sizes together,
+    taken from the open descriptors before anything is read, within ``limit`` (default
+    :func:`max_scores_bytes`; 0: none). PathNotAllowed, with a message for the page, otherwise."""
+    found: list[FileIdentity] = []
+    for path in paths:
+        with open_confined(path, roots, what="scores file") as fh:
+            found.append(FileIdentity.of(os.fstat(fh.fileno())))
+    limit = max_scores_bytes() if limit is None else limit
+    total = sum(f.size for f in found)
+    if limit and total > limit:
+        logger.warning("refused %d scores files of %d bytes together: over %s=%d", len(paths), total, LIMIT_ENV, limit)
+        raise PathNotAllowed(too_large(total, limit, len(paths)))
+    return found
+
+
+@contextmanager
+def _binary(source: str | Path | IO[bytes]) -> Iterator[IO[bytes]]:
+    """``source`` opened for reading when it is a path; an open binary file as it is (not closed)."""
+    if isinstance(source, (str, Path)):
+        with Path(source).open("rb") as fh:
+            yield fh
+    else:
+        yield source
+
+
+def read_score_lines(source: str | Path | IO[bytes]) -> tuple[list[tuple[int, dict[str, Any]]], list[Problem]]:
+    """The JSON objects of a scores JSONL (a path, or a binary file open at its start, e.g. from
+    :func:`~vst_core.data.access.open_confined`) with their line numbers (the JSON boundary): a
+    malformed, truncated, too deep or too long line, or one without ``story_id``, is a problem, not
+    an exception."""
     records: list[tuple[int, dict[str, Any]]] = []
     problems: list[Problem] = []
-    with Path(path).open("rb") as fh:
+    with _binary(source) as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
@@ -45,9 +129,10 @@ def read_score_lines(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]]
     return records, problems
 
 
-def read_scores(path: str | Path) -> tuple[list[dict[str, Any]], list[Problem]]:
-    """The JSON objects of a scores JSONL, as written (see :func:`load_records` for typed records)."""
-    lines, problems = read_score_lines(path)
+def read_scores(source: str | Path | IO[bytes]) -> tuple[list[dict[str, Any]], list[Problem]]:
+    """The JSON objects of a scores JSONL (a path or an open binary file), as written (see
+    :func:`load_records` for typed records)."""
+    lines, problems = read_score_lines(source)
     return [record for _, record in lines], problems
 
 
@@ -135,10 +220,10 @@ def scored_ids(out: Path) -> tuple[set[str], set[str]]:
     return ids, signatures
 
 
-def load_records(path: str | Path) -> tuple[list[StoryScores], list[Problem]]:
-    """A scores JSONL as validated records: what cannot be read is a problem, never an exception
-    (see :func:`vst_core.records.read_record`)."""
-    raw, problems = read_score_lines(path)
+def load_records(source: str | Path | IO[bytes]) -> tuple[list[StoryScores], list[Problem]]:
+    """A scores JSONL (a path or an open binary file) as validated records: what cannot be read is
+    a problem, never an exception (see :func:`vst_core.records.read_record`)."""
+    raw, problems = read_score_lines(source)
     records: list[StoryScores] = []
     for number, data in raw:
         record, found = read_record(data, line=number)
