@@ -1,3 +1,78 @@
-"""Reference-free evaluation of visual stories: metrics, model adapters, data formats, CLI."""
+"""vst-eval: evaluate visual stories with the metrics of the papers, and show why.
 
-__version__ = "0.1.0"
+>>> import vst_core as vst
+>>> stories = vst.read_story_set("assets/sample/stories.jsonl")
+>>> records = vst.score_stories(stories, metrics=["redundancy"])
+>>> len(records), all(0 <= r.metrics["redundancy"].score <= 1 for r in records)
+(8, True)
+
+The names in ``__all__`` are the documented entry points, imported on first use (so
+``import vst_core`` stays cheap); the pure formulas are in :mod:`vst_core.metrics`, the
+statistics in :mod:`vst_core.meta_eval`.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vst_core.api import human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
+    from vst_core.config import THETA_PRESETS, Settings
+    from vst_core.data import Story, StorySet, read_story_set
+    from vst_core.dhm import DHMReport
+    from vst_core.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
+    from vst_core.models.registry import Models
+    from vst_core.records import StoryScores
+
+_WHERE = {
+    "human_likeness": "vst_core.api",
+    "meta_evaluate": "vst_core.api",
+    "read_scores": "vst_core.api",
+    "score_stories": "vst_core.api",
+    "scores_frame": "vst_core.api",
+    "THETA_PRESETS": "vst_core.config",
+    "Settings": "vst_core.config",
+    "Story": "vst_core.data",
+    "StorySet": "vst_core.data",
+    "read_story_set": "vst_core.data",
+    "DHMReport": "vst_core.dhm",
+    "Judgements": "vst_core.meta_eval",
+    "MetaReport": "vst_core.meta_eval",
+    "MetaSettings": "vst_core.meta_eval",
+    "read_judgements": "vst_core.meta_eval",
+    "Models": "vst_core.models.registry",
+    "StoryScores": "vst_core.records",
+}
+
+__all__ = [
+    "DHMReport",
+    "Judgements",
+    "MetaReport",
+    "MetaSettings",
+    "Models",
+    "Settings",
+    "Story",
+    "StoryScores",
+    "StorySet",
+    "THETA_PRESETS",
+    "human_likeness",
+    "meta_evaluate",
+    "read_judgements",
+    "read_scores",
+    "read_story_set",
+    "score_stories",
+    "scores_frame",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'vst_core' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

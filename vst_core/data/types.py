@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +33,23 @@ class Story:
     sentences: tuple[str, ...]
     images: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
+
+    @classmethod
+    def from_sentences(
+        cls,
+        sentences: Iterable[str],
+        *,
+        story_id: str = "story",
+        system: str = "candidate",
+        sequence_id: str | None = None,
+        images: Iterable[str] = (),
+    ) -> Story:
+        """A story from its sentences (one per image); ``sequence_id`` defaults to ``story_id``.
+
+        >>> Story.from_sentences(["We went to the beach.", "The sea was cold."], story_id="s1").key
+        ('candidate', 's1')
+        """
+        return cls(story_id, sequence_id or story_id, system, tuple(sentences), tuple(images))
 
     @property
     def is_empty(self) -> bool:
@@ -65,6 +82,15 @@ class StorySet:
 
     def __post_init__(self) -> None:
         self._index.update({s.key: s for s in self.stories})
+
+    @classmethod
+    def of(cls, stories: Iterable[Story], root: str | Path = ".", source: str = "memory") -> StorySet:
+        """A set of stories made in memory; image paths are relative to ``root``.
+
+        >>> len(StorySet.of([Story.from_sentences(["One.", "Two."])]))
+        1
+        """
+        return cls(tuple(stories), Path(root), source)
 
     def __len__(self) -> int:
         return len(self.stories)

@@ -1,0 +1,139 @@
+"""The Python door: score stories, read scores back, compare with people, measure human-likeness.
+
+Each function does what the command of the same job does, with the same numbers and the same
+signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vst meta-eval``,
+:func:`human_likeness` is ``vst dhm``. Models are loaded once per call, or passed in
+(``models=Models(settings, clip=..., pair_scorer=...)``) to share them or to inject small ones.
+
+>>> import vst_core as vst
+>>> story = vst.Story.from_sentences(["We went to the beach.", "We went to the beach again."])
+>>> record = vst.score_stories([story], metrics=["redundancy"])[0]
+>>> round(record.metrics["redundancy"].score, 3)
+0.583
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from vst_core.config import Settings, parse_metrics
+from vst_core.data import Story, StorySet, load_records
+from vst_core.data.merge import merge_records
+from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, Pairing, dhm_report
+from vst_core.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements, run_meta_eval
+from vst_core.models.registry import Models
+from vst_core.problems import Problem
+from vst_core.records import StoryScores
+from vst_core.runs import score_story_set
+
+__all__ = ["human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
+
+
+def _settings(settings: Settings | None, metrics: Iterable[str] | str | None) -> Settings:
+    chosen = settings or Settings()
+    return (
+        replace(chosen, metrics=parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)) if metrics else chosen
+    )
+
+
+def score_stories(
+    stories: StorySet | Iterable[Story],
+    metrics: Iterable[str] | str | None = None,
+    *,
+    settings: Settings | None = None,
+    models: Models | None = None,
+    root: str | Path = ".",
+) -> list[StoryScores]:
+    """Score every story with ``metrics`` (or those of ``settings``; default RoViST-NR, RoViST-C
+    and GROOVIST), as ``vst score`` does: chunks batched together, θ and idf fitted over the
+    whole set, one record per story in input order.
+
+    Args:
+        stories: a :class:`StorySet` (its image paths relative to its folder) or stories made in
+            memory (image paths relative to ``root``).
+        metrics: metric names (``redundancy``, ``coherence``, ``grounding``, ``clipscore``,
+            ``rovist_vg``) or one comma-separated string.
+        settings: every other setting (a paper preset, θ, models); ``metrics`` overrides its own.
+        models: loaded or injected models to share between calls.
+
+    Returns:
+        One :class:`StoryScores` per story: numbers, evidence, errors and the signature.
+
+    >>> s = Story.from_sentences(["A dog ran.", "The dog ran home."], story_id="d")
+    >>> [r.story_id for r in score_stories([s], "redundancy")]
+    ['d']
+    """
+    story_set = stories if isinstance(stories, StorySet) else StorySet.of(stories, root)
+    chosen = _settings(settings, metrics)
+    with tempfile.TemporaryDirectory(prefix="vst-score-") as folder:
+        out = Path(folder) / "scores.jsonl"
+        score_story_set(story_set, chosen, out, models=models or Models(chosen))
+        records, problems = load_records(out)
+    if problems:  # pragma: no cover - the file was just written by the same code
+        raise RuntimeError("; ".join(map(str, problems)))
+    order = {s.key: k for k, s in enumerate(story_set)}
+    return sorted(records, key=lambda r: order.get((r.system, r.story_id), len(order)))
+
+
+def read_scores(*paths: str | Path) -> tuple[list[StoryScores], list[Problem]]:
+    """The records of one or more scores files (``vst score`` or ``vst import-scores`` output),
+    several lines of one ``(system, story_id)`` merged metric by metric (a computed value beats
+    an imported one, else the first file wins); lines that cannot be read are returned as
+    problems, never raised.
+    """
+    records: list[tuple[StoryScores, str]] = []
+    problems: list[Problem] = []
+    for path in paths:
+        found, bad = load_records(path)
+        records.extend((r, str(path)) for r in found)
+        problems.extend(bad)
+    merged, _conflicts = merge_records(records)
+    return merged, problems
+
+
+def scores_frame(records: Sequence[StoryScores], metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per story (``story``, ``sequence``, ``system``, a column per number, ``text``,
+    ``error``): the Dataset page's table. ``metrics`` defaults to every metric the records hold."""
+    from vst_core.viz.tables import scores_table
+
+    names = list(metrics) if metrics else list(dict.fromkeys(m for r in records for m in r.metrics))
+    return scores_table(records, names)
+
+
+def meta_evaluate(
+    scores: Sequence[StoryScores] | pd.DataFrame,
+    judgements: Judgements | str | Path | bytes,
+    *,
+    metrics: Sequence[str] | None = None,
+    aspects: Sequence[str] | None = None,
+    settings: MetaSettings | None = None,
+    **options: Any,
+) -> MetaReport:
+    """How each metric agrees with people, as ``vst meta-eval``: story- and system-level
+    correlations with bootstrap intervals, pairwise ranking accuracy, bins, inter-rater α.
+
+    ``judgements`` is a file (any layout ``vst meta-eval`` reads) or its bytes; ``options`` are
+    :class:`MetaSettings` fields (``resamples=0`` for no intervals, ``baselines=False``).
+    """
+    meta = replace(settings or MetaSettings(), **options) if options else settings or MetaSettings()
+    if not isinstance(judgements, Judgements):
+        judgements = read_judgements(judgements, aspects=aspects)
+    return run_meta_eval(scores, judgements, meta, metrics=metrics, aspects=aspects)
+
+
+def human_likeness(
+    scores: Sequence[StoryScores] | pd.DataFrame,
+    *,
+    human: Sequence[str] = HUMAN_SYSTEMS,
+    pairing: Pairing = "sequence",
+    resamples: int = 1000,
+    seed: int = 0,
+) -> DHMReport:
+    """dHM of every system against the human stories (``human`` systems), as ``vst dhm``."""
+    return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed)
