@@ -213,6 +213,7 @@ def _order_stories(n: int) -> list[dict[str, object]]:
     return stories
 
 
+@pytest.mark.slow
 def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_jsonl(tmp_path / "train.jsonl", _order_stories(40))
     out = tmp_path / "sop"

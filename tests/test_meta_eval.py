@@ -632,3 +632,32 @@ def test_baselines_only_for_judged_stories_with_the_ptb_tokenizer_when_java_runs
         assert "PTB" in baseline_tokenizer() and tokens == {"a": "grandpa 's house finally"}  # punctuation dropped
     else:
         assert "no Java" in baseline_tokenizer() and tokens == {"a": normalize("Grandpa's house, finally!")}
+
+
+@pytest.mark.parametrize("method", ["spearman", "pearson", "kendall_b", "kendall_c"])
+def test_bootstrap_intervals_equal_scipy_stats_bootstrap(method: str) -> None:
+    """Same resamples (one draw of (resamples, n) indices from default_rng(seed)), same percentile
+    rule: the interval equals scipy.stats.bootstrap(paired, percentile) to float rounding."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=40)
+    y = x + rng.normal(size=40)
+    y[:5] = np.round(y[:5])  # a few ties
+    statistic = {
+        "spearman": lambda a, b: stats.spearmanr(a, b).statistic,
+        "pearson": lambda a, b: stats.pearsonr(a, b).statistic,
+        "kendall_b": lambda a, b: stats.kendalltau(a, b).statistic,
+        "kendall_c": lambda a, b: stats.kendalltau(a, b, variant="c").statistic,
+    }[method]
+    ours = correlate(x, y, [method], resamples=999, seed=3, confidence=0.9)[method]
+    theirs = stats.bootstrap(
+        (x, y),
+        statistic,
+        paired=True,
+        vectorized=False,
+        n_resamples=999,
+        method="percentile",
+        confidence_level=0.9,
+        random_state=np.random.default_rng(3),
+    ).confidence_interval
+    assert ours.ci_low == pytest.approx(theirs.low, abs=1e-12)
+    assert ours.ci_high == pytest.approx(theirs.high, abs=1e-12)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import platform
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from typing import Any, Literal
 
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["AVAILABLE_METRICS", "CLIP_METRICS", "THETA_PRESETS", "Settings", "SettingsError", "parse_metrics"]
 
@@ -155,8 +158,16 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def settings_from_signature(signature: dict[str, Any]) -> Settings:
-    """Settings recorded in a signature (fields this version does not know are ignored)."""
+def settings_from_signature(signature: dict[str, Any], problems: list[str] | None = None) -> Settings:
+    """Settings recorded in a signature: fields this version does not know are ignored, a field
+    whose value it cannot take keeps its default and is named in ``problems`` (and logged), so
+    one bad field never resets the others.
+
+    >>> found: list[str] = []
+    >>> s = settings_from_signature({"settings": {"nr_ngram": 3, "theta": "nonsense"}}, found)
+    >>> s.nr_ngram, s.theta, found
+    (3, 'VIST', ["theta='nonsense' (theta must be a number or one of VIST, AESOP, VWP, custom; got 'nonsense')"])
+    """
     known = set(Settings.__dataclass_fields__)
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
@@ -169,5 +180,17 @@ def settings_from_signature(signature: dict[str, Any]) -> Settings:
         values["clip_checkpoint"] = None
     try:
         return Settings(**values)
-    except (SettingsError, TypeError):
-        return Settings()
+    except (SettingsError, TypeError, ValueError):
+        pass
+    kept: dict[str, Any] = {}
+    for name, value in values.items():
+        try:
+            Settings(**{**kept, name: value})
+        except (SettingsError, TypeError, ValueError) as exc:
+            note = f"{name}={value!r} ({exc})"
+            _log.warning("recorded setting left at its default: %s", note)
+            if problems is not None:
+                problems.append(note)
+            continue
+        kept[name] = value
+    return Settings(**kept)
