@@ -38,4 +38,4 @@ frame.keep(current)
 navigation.run()
 if current.view is not None:
     st.divider()
-    st.caption(current.view.footer())
+    st.caption(frame.shown(current.view.footer()))

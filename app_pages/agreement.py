@@ -7,7 +7,7 @@ from typing import Literal
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page, story_table
+from dashboard.frame import page, shown, story_table
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
@@ -23,6 +23,7 @@ from vst_core.viz import (
     metric_scatter,
     pairwise_cells,
 )
+from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
 
@@ -53,12 +54,12 @@ else:
 st.session_state[loading.JUDGEMENTS_KEY] = data  # Inspect shows these ratings beside the scores
 judgements, error = loading.judgements(data)
 if judgements is None:
-    st.error(f"Could not read the judgements: {error}")
+    st.error(f"Could not read the judgements: {shown(error)}")
     st.stop()
 if judgements.problems:
     with st.expander(f"{len(judgements.problems)} note(s) on the judgements file", expanded=False):
         for problem in judgements.problems:
-            st.warning(problem)
+            st.warning(shown(problem))
 
 with st.expander("Statistics settings"):
     a, b, c, d = st.columns(4)
@@ -90,7 +91,7 @@ try:
         pair_aspect=None if pair_aspect == "(default)" else pair_aspect,
     )
 except ValueError as exc:
-    st.error(f"Settings: {exc}")
+    st.error(f"Settings: {shown(exc)}")
     st.stop()
 
 key, signatures = view.key, view.signature_ids()
@@ -109,15 +110,15 @@ match = report.match
 st.markdown(
     f"**{match['matched']}** of {match['judged']} judged stories matched the {match['scored']} scored ones · "
     f"{len(report.metrics)} metrics × {len(report.aspects)} aspects"
-    + (f" · error labels: {', '.join(report.errors)}" if report.errors else "")
+    + (f" · error labels: {', '.join(map(md, report.errors))}" if report.errors else "")
 )
 if match["judged_not_scored_count"] or match["scored_not_judged_count"]:
     with st.expander("Unmatched story ids"):
         st.write({"judged but not scored": match["judged_not_scored"], "scored but not judged": match["scored_not_judged"]})
 for problem in report.problems:
-    st.warning(problem)
+    st.warning(shown(problem))
 for name, reason in report.unavailable.items():
-    st.info(f"{name} unavailable: {reason}")
+    st.info(f"{md(name)} unavailable: {shown(reason)}")
 if match["matched"] == 0 and not len(report.pairs):
     st.stop()
 
@@ -147,8 +148,8 @@ def disagreements(report: MetaReport) -> None:
     )
     story_table(stories.round(4), "dis_stories", "story_id")
     pairs = pair_disagreements(report.pairs, report.data, metric)
-    st.markdown(f"**Pairs {metric} orders against people** · {len(pairs)} of {len(report.pairs)} pairs")
-    st.caption(f"Pairs: {report.pairs_source}. Largest human gap first. Click a row to see both stories side by side.")
+    st.markdown(f"**Pairs {md(metric)} orders against people** · {len(pairs)} of {len(report.pairs)} pairs")
+    st.caption(f"Pairs: {shown(report.pairs_source)}. Largest human gap first. Click a row to see both stories side by side.")
     ids = report.data["story"] if "story" in report.data else report.data.index.to_series()
     systems = report.data["system"] if "system" in report.data else None
     linked = pairs.assign(
@@ -218,7 +219,7 @@ with tabs[2]:
     download("matched_data", "Matched scores and judgements (CSV)")
 with tabs[3]:
     st.caption(
-        f"Pairs: {report.pairs_source}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher."
+        f"Pairs: {shown(report.pairs_source)}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher."
     )
     if len(report.pairwise):
         st.dataframe(pairwise_cells(report.pairwise), width="stretch")
@@ -232,7 +233,7 @@ with tabs[4]:
         st.caption(
             f"GROOVIST Fig. 3: T ≥ {report.splits['T']:g} is high temporal misalignment; P > {report.splits['P'] or 0:.4g} "
             f"({'set by hand' if settings.p_split is not None else 'the mode of P'}) is high noun-phrase proportion. "
-            f"Correlation with the human '{report.bins['aspect'].iloc[0]}' score."
+            f"Correlation with the human '{md(report.bins['aspect'].iloc[0])}' score."
         )
         st.plotly_chart(bins_figure(report.bins, caption), key="bins")
         st.dataframe(report.bins, hide_index=True, width="stretch")
@@ -255,4 +256,4 @@ with tabs[6]:
     download("inter_rater", "Inter-rater agreement (CSV)")
 
 st.divider()
-st.caption(f"{report.description} · judgements sha256 {text_digest(data, 12)}")
+st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

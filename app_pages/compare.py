@@ -8,11 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import loading, session
-from dashboard.frame import page, story_link
+from dashboard.frame import page, shown, story_link
 from vst_core.compare import compare
 from vst_core.hashing import text_digest
 from vst_core.records import FIELDS
 from vst_core.viz import comparison_scatter
+from vst_core.viz.safe import md
 
 #: Most points the scatter sends to the browser.
 MAX_POINTS = 5000
@@ -35,13 +36,13 @@ if not path.exists():  # named by its content: written once, so its index is fou
     path.write_bytes(payload)
 index, error = loading.scores_index([path])
 if index is None:
-    st.error(error or "the uploaded file holds no usable record")
+    st.error(shown(error or "the uploaded file holds no usable record"))
     st.stop()
 theirs = index.table
 if index.problems:
     with st.expander(f"{len(index.problems)} problem(s) in the uploaded file"):
         for problem in index.problems[:200]:
-            st.warning(str(problem))
+            st.warning(shown(problem))
 columns = [
     f.column for f in FIELDS if f.column in theirs and theirs[f.column].notna().any()
     and f.column in view.table and view.table[f.column].notna().any()
@@ -80,6 +81,6 @@ st.subheader("Largest differences", divider="gray")
 for system, sid, ours, other in result.largest(10):
     st.page_link(
         "app_pages/inspect.py",
-        label=f"{system + ' · ' if system else ''}{sid}: ours {ours:.6f} · theirs {other:.6f} · Δ {ours - other:+.6f}",
+        label=f"{md(system) + ' · ' if system else ''}{md(sid)}: ours {ours:.6f} · theirs {other:.6f} · Δ {ours - other:+.6f}",
         query_params=story_link(sid, system),
     )

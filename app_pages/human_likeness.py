@@ -11,6 +11,7 @@ from dashboard import loading
 from dashboard.frame import page, story_link
 from vst_core.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects
 from vst_core.viz import distributions_figure
+from vst_core.viz.safe import md
 
 #: The table column of each dHM aspect (G: GROOVIST before tanh, as released).
 ASPECT_COLUMNS = {"G": "GROOVIST raw", "C": "coherence", "R": "NR"}
@@ -91,9 +92,9 @@ for col, a in zip(columns, aspects, strict=True):
     for top in report.largest(f"d_{a}", 5).itertuples(index=False):
         col.page_link(
             "app_pages/inspect.py",
-            label=f"{top.system} · {top.story_id}: {getattr(top, f'd_{a}'):.3f}",
+            label=f"{md(top.system)} · {md(top.story_id)}: {getattr(top, f'd_{a}'):.3f}",
             query_params=story_link(str(top.story_id), str(top.system)),
-            help=f"against {', '.join(report.humans_of(int(top.row)))}; signed {getattr(top, f'signed_{a}'):+.3f}",
+            help=f"against {', '.join(map(md, report.humans_of(int(top.row))))}; signed {getattr(top, f'signed_{a}'):+.3f}",
         )
 
 st.download_button("Download the distances (CSV)", report.csv, "dhm_distances.csv", "text/csv", key="dl-dhm")

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 
 import streamlit as st
 from PIL import Image
 
 from dashboard import loading
-from dashboard.frame import page
+from dashboard.frame import page, shown
 from vst_core.data import Story
 from vst_core.meta_eval.identity import ratings_of
 from vst_core.records import StoryScores
 from vst_core.scoring import with_repeated_spans
 from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
+from vst_core.viz.safe import code, md
 
 #: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
 MAX_LISTED = 2000
@@ -36,7 +36,9 @@ if focus_rows and st.session_state.get("_focused") != link:  # a link to a story
     st.session_state["_focused"] = link
     st.session_state["sequence"] = str(view.table["sequence"].iat[focus_rows[0]])
 if wanted and not focus_rows:
-    st.warning(f"No story {wanted!r}" + (f" of system {wanted_system!r}" if wanted_system else "") + " in the loaded stories.")
+    st.warning(
+        f"No story {code(wanted)}" + (f" of system {code(wanted_system)}" if wanted_system else "") + " in the loaded stories."
+    )
 if st.session_state.get("sequence") not in sequences:
     st.session_state["sequence"] = names[0]
 top, options = st.columns([3, 2])
@@ -47,7 +49,7 @@ else:  # 100,000 options would be sent to the browser on every run: type or step
         f"Image sequence ({len(names):,}: type an id, or open one from the Dataset page)", key="sequence", bind="query-params"
     ).strip()
     if sequence_id not in sequences:
-        st.warning(f"No image sequence {sequence_id!r} in the loaded scores; showing the first.")
+        st.warning(f"No image sequence {code(sequence_id)} in the loaded scores; showing the first.")
         sequence_id = names[0]
 content_only = options.toggle(
     "Content-word repeats only",
@@ -60,7 +62,7 @@ pair_rows = [view.find(wanted, wanted_system), view.find(partner, partner_system
 if len(pair_rows) == 2 and all(r is not None and r in rows for r in pair_rows):
     if not st.toggle("Show every story of the sequence", key="whole_sequence"):
         rows = [r for r in rows if r in pair_rows]  # a pair from the Agreement page, side by side
-        st.caption(f"The pair `{wanted}` (people prefer it) and `{partner}`, side by side.")
+        st.caption(f"The pair {code(wanted)} (people prefer it) and {code(partner)}, side by side.")
 shown_records = [view.record(r) for r in rows]
 stories = [(r, rec, view.story(r, rec)) for r, rec in zip(rows, shown_records, strict=True) if rec is not None]
 human, human_label = loading.session_judgements(set(view.table["story"].iloc[rows]))
@@ -72,11 +74,11 @@ def images(stories: list[Story]) -> None:
         st.info("No readable images for this sequence: grounding cannot be shown.")
         return
     for col, ref in zip(st.columns(max(len(first.images), 4)), first.images):  # one image is not drawn full width
-        shown, _, why = shown_image(view.image_path(ref))
-        if shown is None:
-            col.caption(f"⚠️ {why}")
+        picture, _, why = shown_image(view.image_path(ref))
+        if picture is None:
+            col.caption(f"⚠️ {shown(why)}")
         else:
-            col.image(shown, width="stretch")
+            col.image(picture, width="stretch")
 
 
 def shown_image(path: Path) -> tuple[Image.Image | None, tuple[int, int], str | None]:
@@ -97,13 +99,13 @@ def region(story: Story, record: StoryScores) -> None:
     pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.system}-{story.story_id}")
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
-        shown, size, why = shown_image(view.image_path(story.images[p.image]))
-        if shown is None:
-            st.caption(f"⚠️ {why}")
+        picture, size, why = shown_image(view.image_path(story.images[p.image]))
+        if picture is None:
+            st.caption(f"⚠️ {shown(why)}")
             return
-        sx, sy = shown.width / size[0], shown.height / size[1]
+        sx, sy = picture.width / size[0], picture.height / size[1]
         box = [p.box[0] * sx, p.box[1] * sy, p.box[2] * sx, p.box[3] * sy]
-        st.image(draw_box(shown, box, p.text), width="stretch", caption=f"{p.text}: best cosine {p.best_cosine:.3f}")
+        st.image(draw_box(picture, box, p.text), width="stretch", caption=f"{md(p.text)}: best cosine {p.best_cosine:.3f}")
 
 
 def people(story_id: str, system: str) -> None:
@@ -111,13 +113,13 @@ def people(story_id: str, system: str) -> None:
     shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
     ratings = ratings_of(human, story_id, system, shared=shared) if human is not None else []
     if ratings:
-        text = " · ".join(f"{r.aspect} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
+        text = " · ".join(f"{md(r.aspect)} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
         st.caption(f"**People** ({human_label}): {text}")
 
 
 def card(row: int, story: Story | None, record: StoryScores) -> None:
     focus = " ← selected" if row in focus_rows else ""
-    st.markdown(f"**{escape(record.system)}** · `{escape(record.story_id)}`{focus}")
+    st.markdown(f"**{md(record.system)}** · {code(record.story_id)}{focus}")
     st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
     people(record.story_id, record.system)
     st.markdown(
@@ -128,9 +130,9 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
         region(story, record)
     for metric in (record.redundancy, record.coherence, record.grounding):
         for note in metric.notes if metric else ():
-            st.caption(note)
+            st.caption(shown(note))
     for message in record.problems:
-        st.caption(f"⚠️ {message}")
+        st.caption(f"⚠️ {shown(message)}")
 
 
 images([s for _, _, s in stories if s is not None])

@@ -8,6 +8,7 @@ import streamlit as st
 from dashboard.frame import page, story_table
 from vst_core.systems import paired_sequences, win_tie_loss
 from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv
+from vst_core.viz.safe import code, md
 
 #: Sequences listed in the "differ most" table (the CSV download has every one).
 SHOWN_PAIRS = 200
@@ -23,11 +24,11 @@ left, right = st.columns(2)
 a = left.selectbox("System A", systems, index=0, key="system_a", bind="query-params")
 b = right.selectbox("System B", [s for s in systems if s != a], key="system_b", bind="query-params")
 paired = paired_sequences(table, str(a), str(b), metrics)
-st.markdown(f"**{len(paired)}** image sequences have a story by both `{a}` and `{b}`.")
+st.markdown(f"**{len(paired)}** image sequences have a story by both {code(a)} and {code(b)}.")
 if not len(paired):
     st.stop()
 summary = win_tie_loss(paired, metrics)
-st.caption(f"Wins, ties and losses of {a} against {b} (a tie: equal within 1e-9); differences are {a} − {b}.")
+st.caption(f"Wins, ties and losses of {md(a)} against {md(b)} (a tie: equal within 1e-9); differences are {md(a)} − {md(b)}.")
 st.dataframe(summary.round(4), hide_index=True, width="stretch")
 
 metric = st.selectbox("Metric", metrics, key="system_metric")

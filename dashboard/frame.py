@@ -1,6 +1,7 @@
 """The view every page renders: the loaded stories scored under the sidebar's settings, with a
 notice for each model that is off. The app's frame builds it once per run; a page calls
-:func:`page` for its title, the notices and the view."""
+:func:`page` for its title, the notices and the view. Every notice, error and problem is shown
+through :func:`shown` (no server folder, nothing rendered as markup)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
-from dashboard import loading
+from dashboard import loading, session
 from dashboard.choices import (
     Choices,
     base_of,
@@ -31,8 +32,15 @@ from vst_core.problems import Problem
 from vst_core.reaggregate import reaggregate
 from vst_core.records import StoryScores
 from vst_core.viz import RunView
+from vst_core.viz.safe import md, redact, say
 
 _KEY = "_vst_frame"
+
+
+def shown(message: object) -> str:
+    """A message (a notice, a problem, a loader's error) as the page shows it: the server's folders
+    left out (the full text logged once for whoever runs the dashboard), markdown escaped."""
+    return say(message, session.roots())
 
 
 @dataclass
@@ -82,7 +90,10 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             status["grounding"] = (keys["grounding"], reason)
             settings = without_clip(settings)
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
-            notices.append(f"Regions file not found: {settings.regions_file}; the weight-free grid is used")
+            notices.append(
+                "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "
+                "folders this dashboard may read, or grid"
+            )
             settings = settings.with_(regions="grid", regions_file=None)
     return settings
 
@@ -162,8 +173,9 @@ def _indexed(choices: Choices, data: Input, notices: list[str]) -> Frame:
     images = loading.image_probe(view, view.key, PROBED_STORIES)
     if images:
         notices.append(
-            f"Images are looked up in {view.root}: set “Folder of the story file” if they are elsewhere "
-            f"(the first {PROBED_STORIES} stories were checked; every story's images are checked when it is shown)"
+            "Images the scores name were not found next to the story file they were made from: set “Folder of the "
+            "story file” to that folder, or upload the images with the scores file (the first "
+            f"{PROBED_STORIES} stories were checked; every story's images are checked when it is shown)"
         )
     return Frame(view, notices, [data.error] if data.error else [], [*index.problems, *images])
 
@@ -180,16 +192,18 @@ def _problems(problems: list[Problem]) -> None:
     """A few problems one by one; many as counts per kind with the list in an expander."""
     if len(problems) <= SHOWN_PROBLEMS:
         for problem in problems:
-            (st.error if problem.severity == "error" else st.warning)(str(problem))
+            (st.error if problem.severity == "error" else st.warning)(shown(problem))
         return
     counts: dict[str, int] = {}
     for problem in problems:
         key = f"{problem.severity}: {problem.kind}"
         counts[key] = counts.get(key, 0) + 1
-    summary = ", ".join(f"{n} × {key}" for key, n in sorted(counts.items()))
+    summary = ", ".join(f"{n} × {md(key)}" for key, n in sorted(counts.items()))
     st.warning(f"{len(problems)} problems in the input ({summary})", icon="⚠️")
-    with st.expander("Every problem"):
-        st.code("\n".join(str(p) for p in problems[:2000]) + ("\n…" if len(problems) > 2000 else ""), language=None)
+    with st.expander("Every problem"):  # st.code shows its text as it is: only the folders are left out
+        roots = session.roots()
+        listed = "\n".join(redact(p, roots) for p in problems[:2000])
+        st.code(listed + ("\n…" if len(problems) > 2000 else ""), language=None)
 
 
 def _notices(notices: list[str]) -> None:
@@ -198,11 +212,11 @@ def _notices(notices: list[str]) -> None:
     if not notices:
         return
     firsts = [n.split(". ")[0].rstrip(".") + "." for n in notices]
-    st.warning("\n".join(f"- {f}" for f in firsts), icon="⚠️")
+    st.warning("\n".join(f"- {shown(f)}" for f in firsts), icon="⚠️")
     if any(f != n for f, n in zip(firsts, notices, strict=True)):
         with st.expander("Details and how to fix them"):
             for notice in notices:
-                st.markdown(f"- {notice}")
+                st.markdown(f"- {shown(notice)}")
 
 
 Clicks = Literal["single-row", "single-cell"]
@@ -251,7 +265,7 @@ def page(title: str, caption: str | None = None) -> RunView:
     frame: Frame = st.session_state[_KEY]
     _notices(frame.notices)
     for error in frame.errors:
-        st.error(error)
+        st.error(shown(error))
     _problems(frame.problems)
     if frame.view is None:
         if frame.empty_hint:

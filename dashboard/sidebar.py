@@ -32,6 +32,7 @@ from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
 from vst_core.signature import describe_signature
+from vst_core.viz.safe import say
 
 URL: Literal["query-params"] = "query-params"
 
@@ -180,7 +181,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
     st.caption("From the scores file(s): every number is shown as it was computed or imported.")
     lines = []
     for sig in index.signatures.values():
-        lines.append(f"- {describe_signature(sig)}")
+        lines.append(f"- {say(describe_signature(sig), session.roots())}")  # names from the files
     st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
     recorded = settings_from_signature(index.first_signature())
     values: dict[str, Any] = {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}
@@ -254,7 +255,7 @@ def _model_toggle(model: str, key: str, label: str, purpose: str, off: str) -> b
         key=model,
         bind=URL,
         disabled=why is not None,
-        help=f"unavailable: {why}" if why else purpose,
+        help=f"unavailable: {say(why, session.roots())}" if why else purpose,
     )
     if why:
         st.caption(f"⚠️ Off: {off}")

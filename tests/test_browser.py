@@ -493,3 +493,122 @@ def test_a_click_on_a_llava_row_opens_that_very_story(served_10k: Served10k, cap
         assert values["NR"].strip() == f"{nr[('llava', story)]:.3f}"  # not the reference story of the same id
         page.screenshot(path=str(ARTIFACTS / "inspect_10k.png"), full_page=True)
         browser.close()
+
+
+# --- hostile names: a scores file and judgements whose systems, ids and aspects are markdown and HTML ---
+
+HOSTILE_SYSTEMS = ("![a](http://10.255.255.1/a.png)", "<img src=http://x.test/b.png>")
+HOSTILE_STORY = "[s](http://x.test/s) `c` $x$ "
+HOSTILE_SEQUENCE = "![q](http://x.test/q.png)"
+HOSTILE_ASPECT = '<a href="http://10.255.255.1/r">r</a> :rocket:'
+JOINER = "\u2060"  # the invisible word joiner the pages put inside addresses and shortcodes
+
+
+def _hostile_files(folder: Path) -> tuple[Path, Path]:
+    """A scores file (imported G, C and R of two systems' stories of three sequences) and a long
+    judgements CSV, every name hostile markdown or HTML pointing at an outside address."""
+    import csv
+
+    from vst_core.cli import main
+
+    source, judgements = folder / "long.csv", folder / "judgements.csv"
+    with source.open("w", newline="", encoding="utf-8") as scores, judgements.open("w", newline="", encoding="utf-8") as rated:
+        rows = csv.writer(scores)
+        ratings = csv.writer(rated)
+        rows.writerow(["story_id", "metric", "value", "system", "sequence_id"])
+        ratings.writerow(["story_id", "system", "rater", "aspect", "value"])
+        for k in range(3):
+            for j, system in enumerate(HOSTILE_SYSTEMS):
+                for metric, value in (("G", 0.2 * k + 0.3 * j), ("C", 0.5 + 0.1 * k - 0.2 * j), ("R", 0.9 - 0.1 * k * j)):
+                    rows.writerow([f"{HOSTILE_STORY}{k}", metric, value, system, f"{HOSTILE_SEQUENCE}{k}"])
+                for rater in ("r1", "r2"):
+                    ratings.writerow([f"{HOSTILE_STORY}{k}", system, rater, HOSTILE_ASPECT, 1 + k + j])
+    out = folder / "scores.jsonl"
+    assert main(["import-scores", str(source), "--long", "--out", str(out)]) == 0
+    return out, judgements
+
+
+def _outside(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return parsed.scheme in ("http", "https", "ws", "wss") and parsed.hostname not in ("127.0.0.1", "localhost")
+
+
+def _shown_text(page: Any) -> str:
+    main = '[data-testid="stMain"]'
+    texts = page.locator(
+        f'{main} [data-testid="stMarkdownContainer"], {main} [data-testid="stCaptionContainer"]'
+    ).all_inner_texts()
+    return "\n".join(texts).replace(JOINER, "")
+
+
+def test_hostile_names_fetch_nothing_from_outside_on_any_page(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path_factory.mktemp("hostile")
+    scores, judgements = _hostile_files(folder)
+    log = tmp_path_factory.mktemp("server-hostile") / "streamlit.log"
+    proc, url = _start({"VST_DATA_DIRS": str(folder)}, log)
+    requests: list[str] = []
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1400, "height": 1800})
+            context.on("request", lambda request: requests.append(request.url))
+
+            def refuse(route: Any) -> None:  # counted above; never let a test wait on an outside address
+                route.abort() if _outside(route.request.url) else route.continue_()
+
+            context.route("**/*", refuse)
+            page = context.new_page()
+            page.goto(url + "/?source=Scores+JSONL+%28no+model+needed%29")
+            page.wait_for_selector(IDLE, state="attached", timeout=90_000)
+            box = page.get_by_role("textbox", name="…or scores files on this server")
+            box.fill(str(scores))
+            box.press("Enter")
+            _settled(page)
+            sync_api.expect(page.locator(".vst-card").first).to_be_visible(timeout=60_000)
+            inspect = _shown_text(page)
+            assert all(system in inspect for system in HOSTILE_SYSTEMS) and f"{HOSTILE_STORY}0".strip() in inspect
+
+            def visit(name: str, settle: bool = True) -> None:
+                since = time.perf_counter()
+                page.get_by_role("link", name=name).click()
+                sync_api.expect(page.locator(f"h1:has-text('{name}')")).to_be_visible(timeout=60_000)
+                _finished(page, since)
+                if settle:  # a page that waits for an upload stops before the footer
+                    _settled(page)
+
+            visit("Agreement with humans", settle=False)
+            page.locator('[data-testid="stMain"] [data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(judgements))
+            sync_api.expect(page.get_by_role("tab", name="Correlations")).to_be_visible(timeout=90_000)
+            _settled(page)
+            visit("Inspect a story")
+            sync_api.expect(page.locator("text=People").first).to_be_visible(timeout=30_000)
+            assert HOSTILE_ASPECT in _shown_text(page), _shown_text(page)  # the judgements' aspect, as text
+            visit("Dataset")
+            visit("Compare two systems")
+            assert all(system in _shown_text(page) for system in HOSTILE_SYSTEMS)
+            visit("Human-likeness", settle=False)
+            page.get_by_role("combobox", name="Human stories are those of").click()
+            page.get_by_role("option", name=HOSTILE_SYSTEMS[0], exact=True).click()
+            page.keyboard.press("Escape")
+            sync_api.expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=90_000)
+            _settled(page)
+            assert HOSTILE_SYSTEMS[1] in _shown_text(page)  # the links to the stories that differ most
+            visit("Compare with other scores", settle=False)
+            page.locator('[data-testid="stMain"] [data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(scores))
+            sync_api.expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=90_000)
+            _settled(page)
+            referenced = page.evaluate("() => [...document.querySelectorAll('[src], [href]')].map(e => e.src || e.href)")
+            page.screenshot(path=str(ARTIFACTS / "hostile_compare.png"), full_page=True)
+            browser.close()
+    finally:
+        _stop(proc)
+    outside = [u for u in requests if _outside(u)]
+    with capsys.disabled():
+        print(f"\n  [hostile names] {len(requests)} requests, {len(outside)} to an outside address", end="")
+    assert not outside, outside
+    assert not [r for r in referenced if _outside(r)], referenced  # no image or link of the page leaves the server
+    assert "Traceback" not in log.read_text(errors="replace")

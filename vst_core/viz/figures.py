@@ -1,4 +1,7 @@
-"""Plotly figures of a dataset and of a meta-evaluation, each captioned with its settings line."""
+"""Plotly figures of a dataset and of a meta-evaluation, each captioned with its settings line.
+Plotly renders a few tags (``<a href>``, ``<b>``, ``<br>``…) in titles, legends, tick labels,
+annotations and hover texts: every text from the data is put there through
+:func:`vst_core.viz.safe.plot_text`."""
 
 from __future__ import annotations
 
@@ -11,11 +14,12 @@ import pandas as pd
 from vst_core.config import Settings
 from vst_core.meta_eval import METHODS
 from vst_core.signature import Inputs, describe
+from vst_core.viz.safe import plot_text, redact
 
 
 def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 100) -> Any:
     """Write the settings line under a figure, so a screenshot or export carries it (wrapped
-    at ' · ' so long signatures stay inside the figure)."""
+    at ' · ' so long signatures stay inside the figure; a typed model path by its last name only)."""
     lines: list[str] = []
     for part in text.split(" · "):
         if lines and len(lines[-1]) + len(part) < width:
@@ -24,7 +28,7 @@ def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, wid
             lines.append(part)
     fig.update_layout(margin={"t": 40, "b": bottom + 12 * (len(lines) - 1)})
     fig.add_annotation(
-        text="<br>".join(lines),
+        text="<br>".join(plot_text(redact(line)) for line in lines),
         align="left",
         xref="paper",
         yref="paper",
@@ -52,7 +56,10 @@ def system_figure(
     import plotly.graph_objects as go
 
     if len(table) <= MAX_BOX_POINTS:
-        fig = px.box(table, x="system", y=column, points="all", hover_data=["story"], color="system")
+        labelled = table[["system", "story", column]].assign(
+            system=table["system"].map(plot_text), story=table["story"].map(plot_text)
+        )
+        fig = px.box(labelled, x="system", y=column, points="all", hover_data=["story"], color="system")
         fig.update_layout(boxmode="overlay")  # one box per category, centred on it (colour is not a group)
     else:
         fig = go.Figure()
@@ -64,14 +71,15 @@ def system_figure(
             low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
             fig.add_trace(
                 go.Box(
-                    name=str(system), x=[str(system)], q1=[q1], median=[median], q3=[q3], mean=[float(v.mean())],
+                    name=plot_text(system), x=[plot_text(system)], q1=[q1], median=[median], q3=[q3], mean=[float(v.mean())],
                     lowerfence=[float(v[v >= low].min())], upperfence=[float(v[v <= high].max())],
                     hoverinfo="y", boxpoints=False,
                 )
             )  # fmt: skip
-        fig.update_layout(xaxis_title="system", yaxis_title=column)
+        fig.update_layout(xaxis_title="system", yaxis_title=plot_text(column))
     fig.update_layout(
-        showlegend=False, title=f"{column} per system" + (f" ({len(table):,} stories)" if len(table) > MAX_BOX_POINTS else "")
+        showlegend=False,
+        title=f"{plot_text(column)} per system" + (f" ({len(table):,} stories)" if len(table) > MAX_BOX_POINTS else ""),
     )
     return caption_figure(fig, caption or describe(settings, inputs))
 
@@ -89,8 +97,8 @@ def correlation_bars(table: pd.DataFrame, method: str, caption: str, min_n: int 
     for aspect, rows in part.groupby("aspect", sort=False):
         enough = rows["n"].fillna(0) >= min_n
         fig.add_bar(
-            name=str(aspect),
-            x=rows["metric"],
+            name=plot_text(aspect),
+            x=rows["metric"].map(plot_text),
             y=rows["value"],
             error_y={
                 "type": "data",
@@ -98,7 +106,9 @@ def correlation_bars(table: pd.DataFrame, method: str, caption: str, min_n: int 
                 "array": (rows["ci_high"] - rows["value"]).where(enough),
                 "arrayminus": (rows["value"] - rows["ci_low"]).where(enough),
             },
-            hovertext=[f"N={n}" + (f" · {u}" if isinstance(u, str) else "") for n, u in zip(rows["n"], rows["undefined"])],
+            hovertext=[
+                f"N={n}" + (f" · {plot_text(u)}" if isinstance(u, str) else "") for n, u in zip(rows["n"], rows["undefined"])
+            ],
         )
     fig.update_layout(
         barmode="group",
@@ -122,10 +132,10 @@ def metric_scatter(data: pd.DataFrame, metric: str, aspect: str, caption: str) -
             x=rows[metric],
             y=rows[aspect],
             mode="markers",
-            name=str(system),
+            name=plot_text(system),
             marker={"color": colour, "size": 9},
-            hovertext=list(rows.index),
-            legendgroup=str(system),
+            hovertext=[plot_text(i) for i in rows.index],
+            legendgroup=plot_text(system),
         )
         if rows[metric].nunique() >= 2:
             slope, intercept = np.polyfit(rows[metric].to_numpy(float), rows[aspect].to_numpy(float), 1)
@@ -135,11 +145,12 @@ def metric_scatter(data: pd.DataFrame, metric: str, aspect: str, caption: str) -
                 y=slope * xs + intercept,
                 mode="lines",
                 line={"color": colour, "dash": "dot"},
-                name=f"{system} trend",
-                legendgroup=str(system),
+                name=f"{plot_text(system)} trend",
+                legendgroup=plot_text(system),
                 showlegend=False,
             )
-    fig.update_layout(title=f"{metric} vs human {aspect} (N={len(both)})", xaxis_title=metric, yaxis_title=f"human {aspect}")
+    m, a = plot_text(metric), plot_text(aspect)
+    fig.update_layout(title=f"{m} vs human {a} (N={len(both)})", xaxis_title=m, yaxis_title=f"human {a}")
     return caption_figure(fig, caption)
 
 
@@ -151,10 +162,10 @@ def gap_accuracy_figure(pairwise: pd.DataFrame, caption: str) -> Any:
     fig = go.Figure()
     for metric, rows in part.groupby("metric", sort=False):
         fig.add_scatter(
-            x=rows["subset"].str.replace("gap ", "", regex=False),
+            x=rows["subset"].str.replace("gap ", "", regex=False).map(plot_text),
             y=rows["accuracy"],
             mode="lines+markers",
-            name=str(metric),
+            name=plot_text(metric),
             hovertext=[f"N={n}, ties={t}" for n, t in zip(rows["n"], rows["ties"])],
         )
     fig.add_hline(y=0.5, line={"dash": "dash", "color": "#a0aec0"}, annotation_text="chance")
@@ -171,14 +182,20 @@ def bins_figure(bins: pd.DataFrame, caption: str) -> Any:
     """Correlation per metric inside the low and high bin of T and of P (GROOVIST Fig. 3)."""
     import plotly.express as px
 
+    texts = {
+        c: bins[c].map(lambda v: plot_text(v) if isinstance(v, str) else v)
+        for c in ("bin", "metric", "covariate", "undefined")
+        if c in bins
+    }
     fig = px.bar(
-        bins, x="bin", y="value", color="metric", barmode="group", facet_col="covariate", hover_data=["n", "p", "undefined"]
-    )
+        bins.assign(**texts), x="bin", y="value", color="metric", barmode="group", facet_col="covariate",
+        hover_data=["n", "p", "undefined"],
+    )  # fmt: skip
     fig.update_xaxes(matches=None, title=None)
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     method = METHODS.get(str(bins["method"].iloc[0]), "") if len(bins) else ""
     fig.update_layout(
-        title=f"{method} with human {bins['aspect'].iloc[0] if len(bins) else ''} inside each bin", yaxis_title=method
+        title=f"{method} with human {plot_text(bins['aspect'].iloc[0]) if len(bins) else ''} inside each bin", yaxis_title=method
     )
     return caption_figure(fig, caption)
 
@@ -188,6 +205,7 @@ def error_heatmap(errors: pd.DataFrame, caption: str) -> Any:
     import plotly.express as px
 
     grid = errors.pivot_table(index="column", columns="error", values="r_pb", sort=False)
+    grid = grid.rename(index=plot_text, columns=plot_text)
     fig = px.imshow(
         grid,
         text_auto=".2f",
@@ -214,12 +232,18 @@ def distributions_figure(values: dict[str, list[float]], aspect: str, caption: s
         counts, _ = np.histogram(np.asarray(xs, dtype=float), bins=edges)
         share = counts / max(len(xs), 1)
         fig.add_trace(
-            go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=share, width=np.diff(edges), name=f"{system} (N={len(xs):,})", opacity=0.55)
+            go.Bar(
+                x=(edges[:-1] + edges[1:]) / 2,
+                y=share,
+                width=np.diff(edges),
+                name=f"{plot_text(system)} (N={len(xs):,})",
+                opacity=0.55,
+            )
         )
     fig.update_layout(
         barmode="overlay",
-        title=f"{names.get(aspect, aspect)} per system",
-        xaxis_title=names.get(aspect, aspect),
+        title=f"{plot_text(names.get(aspect, aspect))} per system",
+        xaxis_title=plot_text(names.get(aspect, aspect)),
         yaxis_title="share of the system's stories",
         height=380,
     )
@@ -235,7 +259,7 @@ def comparison_scatter(ours: Sequence[float], theirs: Sequence[float], ids: Sequ
             x=list(theirs),
             y=list(ours),
             mode="markers",
-            text=list(ids),
+            text=[plot_text(i) for i in ids],
             marker={"size": 5, "opacity": 0.6},
             hovertemplate="%{text}<br>theirs %{x:.6f}<br>ours %{y:.6f}<extra></extra>",
         )
@@ -246,7 +270,7 @@ def comparison_scatter(ours: Sequence[float], theirs: Sequence[float], ids: Sequ
             go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line={"dash": "dot", "color": "#a0aec0"}, showlegend=False)
         )
     fig.update_layout(
-        title=f"{column}: ours against the other scores",
+        title=f"{plot_text(column)}: ours against the other scores",
         xaxis_title="other scores",
         yaxis_title="ours",
         height=420,
@@ -269,7 +293,7 @@ def differences_figure(
             y=[0.0] * len(values),
             mode="markers",
             marker={"size": 12, "color": "#2b6cb0", "opacity": 0.7},
-            hovertext=list(labels) if labels is not None else None,
+            hovertext=[plot_text(label) for label in labels] if labels is not None else None,
         )
         y_title, y_axis = "", {"visible": False}
     else:  # binned here: 30 bars reach the browser, not one value per sequence
@@ -278,6 +302,7 @@ def differences_figure(
         y_title, y_axis = "sequences", {}
     fig = go.Figure(trace)
     fig.add_vline(x=0, line_dash="dash", line_color="#718096")
+    metric, a, b = plot_text(metric), plot_text(a), plot_text(b)
     fig.update_layout(
         title=f"{metric}: {a} − {b} per sequence (N={len(values)})",
         xaxis_title=f"{a} − {b} (right of 0: {a} scores higher)",

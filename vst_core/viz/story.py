@@ -1,9 +1,9 @@
 """One story as HTML: repeated spans highlighted, noun phrases underlined by their grounding
-contribution, a coherence chip between sentences, and score cards; a matched region drawn on its image."""
+contribution, a coherence chip between sentences, and score cards; a matched region drawn on its image.
+Every text from a record goes through :func:`vst_core.viz.safe.html_text`."""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +15,7 @@ from vst_core.records import (
     RedundancyScores,
     StoryScores,
 )
+from vst_core.viz.safe import html_text
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
 INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
@@ -37,10 +38,10 @@ def _render(
         j = i + 1
         while j < len(text) and labels[j] == labels[i] and kinds[j] == kinds[i] and phrase[j] == phrase[i]:
             j += 1
-        chunk = html.escape(text[i:j])
+        chunk = html_text(text[i:j])
         if labels[i]:
             colour = INTRA_COLOUR if "intra" in kinds[i] else INTER_COLOUR
-            title = html.escape(" | ".join(labels[i]), quote=True)
+            title = html_text(" | ".join(labels[i]))
             chunk = (
                 f'<mark class="vst-repeat" style="background:{colour};padding:0 1px;border-radius:3px" '
                 f'title="{title}">{chunk}</mark>'
@@ -49,7 +50,7 @@ def _render(
             colour, title = phrase_info[phrase[i]]  # type: ignore[index]
             chunk = (
                 f'<span class="vst-np" data-phrase="{phrase[i]}" style="border-bottom:3px solid {colour};'
-                f'padding-bottom:1px" title="{html.escape(title, quote=True)}">{chunk}</span>'
+                f'padding-bottom:1px" title="{html_text(title)}">{chunk}</span>'
             )
         out.append(chunk)
         i = j
@@ -73,7 +74,7 @@ def coherence_chip(pair: CoherencePair, weakest: bool, context: str = "pair") ->
     mark = " ▼ weakest" if weakest else ""
     border = "2px solid #1a202c" if weakest else "none"
     return (
-        f'<span class="vst-coh{" vst-weakest" if weakest else ""}" title="{html.escape(title, quote=True)}" '
+        f'<span class="vst-coh{" vst-weakest" if weakest else ""}" title="{html_text(title)}" '
         f'style="background:{probability_colour(p)};color:white;font-size:0.75em;padding:1px 6px;'
         f'border-radius:9px;border:{border};white-space:nowrap">{p:.2f}{mark}</span>'
     )
@@ -174,10 +175,10 @@ def draw_box(image: Any, box: Sequence[float], label: str) -> Any:
 def score_cards_html(cards: Sequence[tuple[str, str, str]]) -> str:
     """Compact score cards (label, value, hover text) that wrap in narrow columns."""
     items = "".join(
-        f'<div class="vst-card" title="{html.escape(tip, quote=True)}" style="flex:1 1 70px;min-width:70px;'
+        f'<div class="vst-card" title="{html_text(tip)}" style="flex:1 1 70px;min-width:70px;'
         f'border:1px solid #e2e8f0;border-radius:6px;padding:2px 6px">'
-        f'<div style="font-size:0.72em;color:#718096">{html.escape(label)}</div>'
-        f'<div style="font-size:1.3em;font-weight:600">{html.escape(value)}</div></div>'
+        f'<div style="font-size:0.72em;color:#718096">{html_text(label)}</div>'
+        f'<div style="font-size:1.3em;font-weight:600">{html_text(value)}</div></div>'
         for label, value, tip in cards
     )
     return f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-bottom:8px">{items}</div>'
