@@ -1,8 +1,8 @@
 """Nothing from the data is rendered as markup, and no server folder reaches a page: the helpers of
 vst_core.viz.safe against a CommonMark parser, then every page (AppTest, through the app's frame)
 on files whose systems, story ids, sequence ids and aspects are hostile markdown and HTML, and the
-notices, problems and refusals that used to show absolute paths. The budget is small for the fast
-tier; VST_HYPOTHESIS_EXAMPLES raises it."""
+notices, problems and refusals that used to show absolute paths. All in the fast tier (about 30 s:
+ten examples of the six pages); VST_HYPOTHESIS_EXAMPLES raises the budget."""
 
 from __future__ import annotations
 
@@ -350,7 +350,6 @@ NAMES = st.lists(HOSTILE.filter(bool), min_size=5, max_size=5, unique_by=lambda 
 )
 
 
-@pytest.mark.slow
 @settings(
     max_examples=PAGE_EXAMPLES,
     deadline=None,
@@ -400,7 +399,6 @@ def test_hostile_names_render_as_text_on_every_page(tmp_path_factory: pytest.Tem
     print(f"  [markup] six pages in {time.perf_counter() - started:.1f} s")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", [f"![t]({OUTSIDE})", f"<img src={OUTSIDE}>", "`x` $y$ :rocket:"])
 def test_uploaded_and_pasted_stories_render_as_text(name: str) -> None:
     """A story file uploaded and stories pasted with hostile systems, ids, sequence ids and text:
@@ -443,7 +441,6 @@ def _absolute_paths(app: AppTest, roots: list[Path]) -> list[str]:
     return [t for t in texts for root in roots if str(root) in t or str(root.resolve()) in t]
 
 
-@pytest.mark.slow
 def test_notices_problems_and_refusals_show_no_server_folder(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
