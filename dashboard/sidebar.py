@@ -22,11 +22,11 @@ from dashboard.choices import (
     Choices,
     clip_key,
     confined,
+    scores_paths,
     url_notices,
 )
 from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
-from vst_core.data.access import PathNotAllowed, confine
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
@@ -162,14 +162,11 @@ def _scores() -> Input:
             return Input(error=error, messages=list(messages))
         index, error = loading.scores_index(paths)
         return Input(error=error, index=index, root=paths[0].parent, messages=list(messages))
-    wanted = [part.strip() for part in text.split(";") if part.strip()]
-    if not wanted:
+    if not text:
         return Input()
-    try:
-        paths = [confine(part, session.roots(), what="scores file") for part in wanted]
-        images = confine(images_dir, session.roots(), what="images folder") if images_dir else None
-    except PathNotAllowed as exc:
-        return Input(error=str(exc))
+    paths, images, why = scores_paths(text, images_dir, session.roots())
+    if why is not None or not paths:
+        return Input(error=why or "no scores file named")
     index, error = loading.scores_index(paths)
     return Input(error=error, index=index, root=images or paths[0].parent)
 

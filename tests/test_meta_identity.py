@@ -123,3 +123,10 @@ def test_meta_eval_merges_a_storys_lines_as_the_dashboard_does(tmp_path: Path) -
     assert main(["meta-eval", str(scores), str(human), "--out", str(out), "--no-baselines", "--resamples", "0"]) == 0
     cells = {(c["metric"], c["method"]) for c in json.loads(out.read_text())["correlations"] if c["value"] is not None}
     assert ("NR", "spearman") in cells and ("RoViST-C", "spearman") in cells  # both metrics of each story
+
+
+def test_two_systems_rating_a_shared_id_are_not_a_conflict() -> None:
+    judgements = read_judgements(b"story_id,system,rater,aspect,value\ns1,a,r,overall,3\ns1,b,r,overall,5\n")
+    assert not any("conflicting" in p for p in judgements.problems)
+    again = read_judgements(b"story_id,system,rater,aspect,value\ns1,a,r,overall,3\ns1,a,r,overall,4\n")
+    assert any("1 (story, rater, aspect) cell(s) with conflicting values" in p for p in again.problems)

@@ -357,7 +357,8 @@ def _rating_notes(ratings: pd.DataFrame) -> list[str]:
     """Conflicting cells of one rater, and constant aspects (whose correlations are undefined)."""
     notes = []
     if ratings["rater"].notna().any():
-        clash = ratings.groupby(["story_id", "rater", "aspect"])["value"].nunique() > 1
+        keyed = ratings.assign(system=ratings["system"].fillna("")) if "system" in ratings else ratings.assign(system="")
+        clash = keyed.groupby(["system", "story_id", "rater", "aspect"])["value"].nunique() > 1  # a story is (system, id)
         if clash.any():
             notes.append(f"{int(clash.sum())} (story, rater, aspect) cell(s) with conflicting values; averaged")
     for aspect, rows in ratings.groupby("aspect", sort=False):
