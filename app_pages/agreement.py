@@ -8,11 +8,11 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, shown, story_table
+from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
+from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
+from vst_core.analysis.meta_eval.report import narrowed
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
-from vst_core.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
-from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
-from vst_core.meta_eval.report import narrowed
 from vst_core.viz import (
     MIN_INTERVAL_N,
     bins_figure,

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import loading, session
 from dashboard.frame import page, shown, story_link
-from vst_core.compare import compare
+from vst_core.analysis.compare import compare
 from vst_core.hashing import text_digest
 from vst_core.records import FIELDS
 from vst_core.viz import comparison_scatter

@@ -9,8 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.frame import page, story_table
+from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.hashing import json_digest
-from vst_core.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
 
 #: Rows sent to the browser at once; the rest are a page away (100,000 rows would be ~50 MB).

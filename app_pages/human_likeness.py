@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_link
-from vst_core.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects
+from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 

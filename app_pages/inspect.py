@@ -9,10 +9,10 @@ from PIL import Image
 
 from dashboard import loading
 from dashboard.frame import page, shown
+from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
-from vst_core.meta_eval.identity import ratings_of
 from vst_core.records import StoryScores
-from vst_core.scoring import with_repeated_spans
+from vst_core.scoring.story import with_repeated_spans
 from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
 from vst_core.viz.safe import code, md
 

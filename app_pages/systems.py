@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.frame import page, story_table
-from vst_core.systems import paired_sequences, win_tie_loss
+from vst_core.analysis.systems import paired_sequences, win_tie_loss
 from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv
 from vst_core.viz.safe import code, md
 

@@ -24,7 +24,7 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 from PIL import Image
-from vst_core.regions import Detector
+from vst_core.models.detector import Detector
 
 n, batch = int(sys.argv[1]), int(sys.argv[2])
 paths = sorted(Path(sys.argv[3]).glob("*.jpg"))

@@ -16,8 +16,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from vst_core.dhm import Pairing, dhm_report
-from vst_core.importing import metric_record
+from vst_core.analysis.dhm import Pairing, dhm_report
+from vst_core.data.importing import metric_record
 from vst_core.records import StoryScores
 
 METRICS = {"GROOVIST raw": "grounding", "coherence": "coherence", "NR": "redundancy"}

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
+from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
 from vst_core.records import (
     ClipScoreScores,
     CoherenceScores,

@@ -1,5 +1,5 @@
 """The dashboard at scale: for generated scores files of 1,000 / 10,000 / 100,000 stories (two
-systems sharing story ids, full evidence, ~5 KB a story; see :mod:`vst_core.data.synthetic`) and,
+systems sharing story ids, full evidence, ~5 KB a story; see :mod:`vst_core.scoring.synthetic`) and,
 with ``--files``, any real scores files (e.g. the dHM release: computed NR + imported G/C/R),
 print one JSON line per set with
 
@@ -150,7 +150,7 @@ def main() -> int:
     if args.worker is not None:  # one set, in this fresh process
         print(json.dumps(measure(args.worker[1:], args.worker[0])), flush=True)
         return 0
-    from vst_core.data.synthetic import write_scores_file
+    from vst_core.scoring.synthetic import write_scores_file
 
     sets: list[tuple[str, list[str]]] = []
     for n in args.sizes:

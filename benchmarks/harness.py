@@ -256,8 +256,8 @@ def synthetic_sentences(stories: int, *, join: int = 1, seed: int = 0) -> list[l
 def text_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, float]:
     """Stories/s of the text side alone: splitting a story given as one text (Punkt), and noun
     phrases with spaCy story by story against one ``nlp.pipe`` over a whole batch."""
-    from vst_core.public_text import split_story
-    from vst_core.text import load_spacy, noun_phrases, noun_phrases_many
+    from vst_core.text.phrases import load_spacy, noun_phrases, noun_phrases_many
+    from vst_core.text.public import split_story
 
     joined = [" ".join(sentences) for sentences in texts]
     nlp = load_spacy()
@@ -292,8 +292,8 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
     from vst_core.config import Settings
     from vst_core.data import Story
     from vst_core.metrics.redundancy import non_redundancy_scores
-    from vst_core.scoring import redundancy_of, redundancy_without_spans
-    from vst_core.text import token_texts
+    from vst_core.scoring.story import redundancy_of, redundancy_without_spans
+    from vst_core.text.phrases import token_texts
 
     settings = Settings(metrics=("redundancy",), nr_variant="reference")
     stories = [Story(f"s{k}", f"s{k}", "bench", tuple(sentences)) for k, sentences in enumerate(texts)]
@@ -340,16 +340,16 @@ def nr_throughput(texts: list[list[str]], seconds: float = 1.0) -> dict[str, flo
 
 def _warm_text_tools() -> None:
     """Load spaCy and the concreteness norms now, so model and table loading stay out of timings."""
-    from vst_core.concreteness import phrase_concreteness
-    from vst_core.text import noun_phrases
+    from vst_core.text.concreteness import phrase_concreteness
+    from vst_core.text.phrases import noun_phrases
 
     noun_phrases(["The old dog sat by the big tree."])
     phrase_concreteness(["dog"], None)
 
 
 def _grounding_run(story_set: StorySet, settings: Settings, clip: ClipEncoder, cache: Any, out: Path) -> float:
-    from vst_core.models.registry import Models
-    from vst_core.runs import score_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
 
     models = Models(settings, clip=clip, cache=cache)
     start = time.perf_counter()
@@ -374,7 +374,7 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
     """Run the phases not in ``config.skip`` and return the JSON-able summary."""
     import torch
 
-    from vst_core.embeddings import EmbeddingCache
+    from vst_core.grounding.embeddings import EmbeddingCache
     from vst_core.models.device import resolve_device
 
     say = log or _Log()
@@ -523,9 +523,9 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
 
 def rss_worker(payload: str) -> None:
     """Score a synthetic set with every metric (random-weight models) and print the peak RSS."""
-    from vst_core.embeddings import EmbeddingCache
-    from vst_core.models.registry import Models
-    from vst_core.runs import score_story_set
+    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
 
     raw = json.loads(payload)
     batch_size = int(raw.pop("batch_size"))

@@ -19,7 +19,7 @@ from pathlib import Path
 import PIL.Image
 from vst_core.data.paths import check_image
 from vst_core.data.uploads import story_set_from_upload
-from vst_core.images import open_image
+from vst_core.data.images import open_image
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):

@@ -4,7 +4,7 @@ Builds random-weight replicas of the default models in their real cache layouts 
 real-layout tests do; the numbers they give mean nothing), serves the app on the bundled sample
 with those caches, and saves each page at 1600 and 900 px wide in headless Chromium, waiting until
 the page has finished running; then the Dataset and Inspect pages on a generated 10,000-story scores
-file (two systems under the same ids, ``vst_core.data.synthetic``) typed into the sidebar. Run from a
+file (two systems under the same ids, ``vst_core.scoring.synthetic``) typed into the sidebar. Run from a
 checkout:
 
     python benchmarks/screenshots.py assets/screenshots
@@ -125,7 +125,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from real_layout import build_real_layout
 
-    from vst_core.data.synthetic import write_scores_file
+    from vst_core.scoring.synthetic import write_scores_file
 
     with tempfile.TemporaryDirectory(prefix="vst-shots-") as tmp:
         layout = build_real_layout(Path(tmp))

@@ -90,7 +90,7 @@ def settings_for(choices: Choices) -> Settings:
 
 def base_of(settings: Settings) -> Settings:
     """The settings models actually run with: θ, the penalty and the weighting are applied afterwards
-    by re-aggregating stored similarities (:func:`vst_core.reaggregate.reaggregate`)."""
+    by re-aggregating stored similarities (:func:`vst_core.scoring.reaggregate.reaggregate`)."""
     return settings.with_(theta=DEFAULTS.theta, penalize=True, weighting="concreteness")
 
 

@@ -29,8 +29,8 @@ from vst_core.config import CLIP_METRICS, Settings, settings_from_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
-from vst_core.reaggregate import reaggregate
 from vst_core.records import StoryScores
+from vst_core.scoring.reaggregate import reaggregate
 from vst_core.viz import RunView
 from vst_core.viz.safe import md, redact, say
 

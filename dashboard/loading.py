@@ -16,27 +16,27 @@ import streamlit as st
 from PIL import Image
 
 from dashboard import session
+from vst_core.analysis.dhm import DHMReport, dhm_report
+from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
+from vst_core.analysis.meta_eval.identity import keyed_judgements
+from vst_core.analysis.meta_eval.report import score_frame, texts_of
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
+from vst_core.data.images import image_size
+from vst_core.data.images import thumbnail as images_thumbnail
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
-from vst_core.dhm import DHMReport, dhm_report
-from vst_core.images import image_size
-from vst_core.images import thumbnail as images_thumbnail
-from vst_core.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
-from vst_core.meta_eval.identity import keyed_judgements
-from vst_core.meta_eval.report import score_frame, texts_of
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
-from vst_core.models.registry import Models
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
-from vst_core.scoring import score_story
+from vst_core.scoring.registry import Models
+from vst_core.scoring.story import score_story
 from vst_core.signature import inputs_of, signature
 from vst_core.viz import RunView
 
@@ -161,7 +161,7 @@ SHOWN_PIXELS = 768
 @st.cache_data(show_spinner=False, max_entries=512)
 def thumbnail(path: str, mtime: float) -> tuple[Image.Image | None, tuple[int, int], str | None]:
     """(image for display, the original's size, why none): never decodes more than the budget of
-    :mod:`vst_core.images`, and keeps only :data:`SHOWN_PIXELS` on the longer side."""
+    :mod:`vst_core.data.images`, and keeps only :data:`SHOWN_PIXELS` on the longer side."""
     try:
         size = image_size(Path(path))
         return images_thumbnail(Path(path), SHOWN_PIXELS), size, None

@@ -82,7 +82,7 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
     signature_id = at.main.caption[-1].value.split("sig ")[1].split(" ")[0]
     # the page's exports are built by these two functions from the view it shows: check what they carry
     from dashboard.choices import Choices, settings_for
-    from vst_core.scoring import score_story
+    from vst_core.scoring.story import score_story
     from vst_core.signature import inputs_of, signature
 
     settings = settings_for(Choices(coherence=False, grounding=False))
@@ -187,7 +187,7 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
 def test_theta_and_ablations_rerender_without_models(tiny_clip: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     app = make("dataset", **tiny_clip_widgets(tiny_clip))
     before = dict(zip(table(app)["story"], table(app)["GROOVIST"]))
-    import vst_core.grounder as grounder
+    import vst_core.grounding.grounder as grounder
 
     def no_encoding(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model ran")
@@ -266,7 +266,7 @@ def test_theta_and_ablations_apply_again_to_a_scores_files_similarities(scores_f
     table equals the re-aggregated records, Inspect's cards follow, the footer says so."""
     from vst_core.config import settings_from_signature
     from vst_core.data import load_records
-    from vst_core.reaggregate import reaggregate
+    from vst_core.scoring.reaggregate import reaggregate
 
     widgets = {
         "source": "Scores JSONL (no model needed)",
@@ -437,9 +437,9 @@ def test_upload_limits_are_explained(tmp_path: Path) -> None:
 
 
 def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> None:
+    from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
     from vst_core.cli import main
     from vst_core.data import load_records
-    from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
     from vst_core.viz import correlation_cells
 
     app = make("meta", resamples=200)
@@ -562,9 +562,9 @@ def test_human_likeness_on_the_sample_says_which_metrics_it_uses() -> None:
 
 
 def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
+    from vst_core.analysis.dhm import dhm_report
     from vst_core.cli import main
     from vst_core.data import load_records
-    from vst_core.dhm import dhm_report
 
     src = tmp_path / "long.csv"
     rows = ["story_id,metric,value,system"]
@@ -593,7 +593,7 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
 def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
     from vst_core.cli import main
     from vst_core.data import read_story_set
-    from vst_core.scoring import redundancy_of
+    from vst_core.scoring.story import redundancy_of
 
     stories = read_story_set(ROOT / "assets/sample/stories.jsonl")
     theirs = tmp_path / "released_R.csv"  # "released" reference-profile NR of the sample, one of them off by 0.1

@@ -332,7 +332,7 @@ class Served10k:
 
 @pytest.fixture(scope="module")
 def served_10k(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served10k]:
-    from vst_core.data.synthetic import write_scores_file
+    from vst_core.scoring.synthetic import write_scores_file
 
     folder = tmp_path_factory.mktemp("data10k")
     scores = folder / "s.jsonl"

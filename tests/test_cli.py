@@ -14,8 +14,8 @@ from conftest import ROOT, SAMPLE, write_jsonl
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.runs import score_story_set
-from vst_core.scoring import score_story
+from vst_core.scoring.runs import score_story_set
+from vst_core.scoring.story import score_story
 
 
 def run(*args: str) -> int:
@@ -187,7 +187,7 @@ def test_fetch_models_offline_says_so(
 
 def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path) -> None:
     from vst_core.records import read_record
-    from vst_core.scoring import with_repeated_spans
+    from vst_core.scoring.story import with_repeated_spans
 
     full, fast = tmp_path / "full.jsonl", tmp_path / "fast.jsonl"
     assert run("score", str(SAMPLE), "--out", str(full), "--no-progress") == 0

@@ -19,8 +19,8 @@ from vst_core.data import Story, read_scores, read_story_set
 from vst_core.metrics.coherence import coherence
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
-from vst_core.models.registry import Models
-from vst_core.scoring import score_story
+from vst_core.scoring.registry import Models
+from vst_core.scoring.story import score_story
 
 # --------------------------------------------------------------------------- pure metric
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from vst_core.analysis.dhm import Triple, dhm_report, pair, summarise
 from vst_core.cli import main
 from vst_core.data import load_records
-from vst_core.dhm import Triple, dhm_report, pair, summarise
-from vst_core.importing import imported_records, read_long, read_released
+from vst_core.data.importing import imported_records, read_long, read_released
 
 DHM = ROOT / "tests" / "data" / "dhm"
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.bench_dhm import generated_table, records_of
-from vst_core.dhm import COLUMNS, available_aspects, dhm_report, dhm_table
+from vst_core.analysis.dhm import COLUMNS, available_aspects, dhm_report, dhm_table
 
 
 @pytest.mark.parametrize("pairing", ["story", "sequence"])

@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 from conftest import ROOT, SAMPLE
 
+from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
+from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.cli import main
 from vst_core.data import load_records
-from vst_core.meta_eval import MetaSettings, read_judgements, run_meta_eval
-from vst_core.meta_eval.disagreements import pair_disagreements, story_disagreements
 
 
 @pytest.fixture(scope="module")

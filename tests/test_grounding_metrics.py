@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from vst_core.concreteness import brysbaert_norms, phrase_concreteness
 from vst_core.metrics.grounding import (
     THETA_PRESETS,
+    Misalignment,
+    RovistVG,
     clipscore,
     groovist_score,
     idf_table,
@@ -19,6 +20,7 @@ from vst_core.metrics.grounding import (
     temporal_misalignment,
     theta_from_scores,
 )
+from vst_core.text.concreteness import brysbaert_norms, phrase_concreteness
 
 # GROOVIST paper, Appendix A, Figure 4: scaled similarities and concreteness of ten NPs.
 FIG4_SCALED = [0.676, 0.675, 0.626, 0.583, 0.572, 0.674, 0.650, 0.595, 0.533, 0.670]
@@ -30,8 +32,8 @@ def test_paper_worked_example() -> None:
     raw = [s / 2.5 for s in FIG4_SCALED]  # the function takes raw cosines and scales them
     g = groovist_score(raw, FIG4_CONCRETENESS, THETA_PRESETS["VIST"])
     np.testing.assert_allclose(g.contributions, FIG4_FINAL, atol=2e-3)
-    assert g.bounded == pytest.approx(0.846, abs=1e-3)
-    assert g.score == pytest.approx(sum(FIG4_FINAL) / 10, abs=1e-3)
+    assert g.score == pytest.approx(0.846, abs=1e-3)
+    assert g.unbounded == pytest.approx(sum(FIG4_FINAL) / 10, abs=1e-3)
 
 
 def test_paper_concreteness_values() -> None:
@@ -65,7 +67,7 @@ def test_theta_boundary_and_ablations() -> None:
 
 def test_no_noun_phrase_is_undefined() -> None:
     g = groovist_score([], [], 0.6)
-    assert g.score is None and g.bounded is None and "undefined" in g.notes[0]
+    assert g.score is None and g.unbounded is None and "undefined" in g.notes[0]
     with pytest.raises(ValueError, match="weights"):
         groovist_score([0.1, 0.2], [1.0], 0.6)
 
@@ -80,25 +82,25 @@ def test_theta_presets_and_helper() -> None:
 
 def test_temporal_misalignment() -> None:
     # sentence 0: NPs matched to images 0 and 2 -> t = 1/2; sentence 1: none; sentence 2: image 1 -> 1
-    T, per = temporal_misalignment([0, 0, 2], [0, 2, 1], 3)
-    assert per == (0.5, None, 1.0) and T == pytest.approx(0.75)
-    assert temporal_misalignment([], [], 2) == (None, (None, None))
+    m = temporal_misalignment([0, 0, 2], [0, 2, 1], 3)
+    assert m.per_sentence == (0.5, None, 1.0) and m.score == pytest.approx(0.75)
+    assert temporal_misalignment([], [], 2) == Misalignment(None, (None, None))
     # one image only: every NP of sentence 0 matches image 0
-    assert temporal_misalignment([0, 0], [0, 0], 1)[0] == 0.0
+    assert temporal_misalignment([0, 0], [0, 0], 1).score == 0.0
 
 
 def test_np_proportion_and_clipscore() -> None:
     assert np_proportion(3, 12) == 0.25 and np_proportion(0, 0) is None
-    mean, each = clipscore([0.3, -0.1])
-    assert each == pytest.approx((0.75, 0.0)) and mean == pytest.approx(0.375)
+    c = clipscore([0.3, -0.1])
+    assert c.pairs == pytest.approx((0.75, 0.0)) and c.score == pytest.approx(0.375)
 
 
 def test_rovist_vg_by_hand() -> None:
-    s, scaled = rovist_vg([0.5, 0.2], [2.0, 1.0])
+    r = rovist_vg([0.5, 0.2], [2.0, 1.0])
     expected = math.log(math.exp(1.0) + math.exp(0.2))
-    assert s == pytest.approx(expected)
-    assert scaled == pytest.approx(2 / (1 + math.exp(-0.5 * expected)) - 1)
-    assert rovist_vg([], []) == (None, None)
+    assert r.lse == pytest.approx(expected)
+    assert r.score == pytest.approx(2 / (1 + math.exp(-0.5 * expected)) - 1)
+    assert rovist_vg([], []) == RovistVG(None, None)
 
 
 def test_idf() -> None:

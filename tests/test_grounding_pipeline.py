@@ -14,13 +14,13 @@ from PIL import Image
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.embeddings import EmbeddingCache
+from vst_core.data.regions import grid_proposals, read_regions_csv, select_regions
+from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.metrics.grounding import groovist_score
 from vst_core.models.clip import load_clip
 from vst_core.models.hub import WeightsUnavailableError
-from vst_core.models.registry import Models
-from vst_core.regions import grid_proposals, read_regions_csv, select_regions
-from vst_core.runs import score_story_set
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import score_story_set
 
 pytestmark = pytest.mark.slow  # tiny CLIP models end to end
 
@@ -103,7 +103,7 @@ def test_sample_end_to_end_records(tiny_clip: tuple[Path, Path], tmp_path: Path)
             assert record["sentences"][p["sentence"]][start:end] == p["surface"]
             assert 0 <= p["image"] < 5 and len(p["box"]) == 4
         recomputed = groovist_score([p["best_cosine"] for p in g["phrases"]], [p["weight"] for p in g["phrases"]], g["theta"])
-        assert recomputed.bounded == pytest.approx(g["score"])
+        assert recomputed.score == pytest.approx(g["score"])
         assert len(record["metrics"]["clipscore"]["pairs"]) == 5
         assert record["metrics"]["rovist_vg"]["nouns"]
 
@@ -238,7 +238,7 @@ def test_theta_from_dataset_and_cache_command(
 
 def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     from vst_core.data import load_records
-    from vst_core.reaggregate import reaggregate, rescore_grounding
+    from vst_core.scoring.reaggregate import reaggregate, rescore_grounding
 
     cache = EmbeddingCache(None)
     stories = read_story_set(SAMPLE)
@@ -256,8 +256,8 @@ def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path]
 
 
 def test_reference_profile_weights_phrases_as_the_groovist_code(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
-    from vst_core.concreteness import phrase_concreteness
-    from vst_core.wordnet import noun_lemma
+    from vst_core.text.concreteness import phrase_concreteness
+    from vst_core.text.wordnet import noun_lemma
 
     stories = read_story_set(SAMPLE)
     settings = settings_for(tiny_clip, metrics=("grounding",), grounding_profile="reference")
@@ -272,7 +272,7 @@ def test_reference_profile_weights_phrases_as_the_groovist_code(tiny_clip: tuple
 
 
 def test_regions_are_found_by_path_never_by_base_name_alone(tmp_path: Path) -> None:
-    from vst_core.regions import read_regions_csv
+    from vst_core.data.regions import read_regions_csv
 
     path = tmp_path / "regions.csv"
     rows = [["image_name", "image_id", "bbox", "object", "score"]]
@@ -297,7 +297,7 @@ def test_regions_are_found_by_path_never_by_base_name_alone(tmp_path: Path) -> N
 
 
 def test_a_regions_file_that_is_not_utf8_names_itself(tmp_path: Path) -> None:
-    from vst_core.regions import read_regions_csv
+    from vst_core.data.regions import read_regions_csv
 
     path = tmp_path / "regions.csv"
     path.write_bytes(b"image_name,bbox\n\xff\xfe.jpg,[0,0,1,1]\n")

@@ -132,7 +132,7 @@ def test_a_small_png_of_169_megapixels_is_refused_from_its_header(tmp_path: Path
 
     from PIL import Image
 
-    from vst_core.images import image_size
+    from vst_core.data.images import image_size
 
     Image.new("1", (13000, 13000)).save(tmp_path / "huge.png")  # a few hundred KB on disk, 1.3 GB decoded
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -145,9 +145,9 @@ def test_a_small_png_of_169_megapixels_is_refused_from_its_header(tmp_path: Path
 def test_a_large_jpeg_is_decoded_reduced_and_its_boxes_follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from PIL import Image
 
-    from vst_core.grounder import _crop
-    from vst_core.images import open_image, reduction, scale_of
-    from vst_core.regions import Box
+    from vst_core.data.images import open_image, reduction, scale_of
+    from vst_core.data.regions import Box
+    from vst_core.grounding.grounder import _crop
 
     image = Image.new("RGB", (400, 300), "white")
     image.paste((255, 0, 0), (200, 150, 400, 300))  # the bottom-right quarter is red
@@ -167,7 +167,7 @@ def test_a_large_jpeg_is_decoded_reduced_and_its_boxes_follow(tmp_path: Path, mo
 
 
 def test_grounding_never_opens_a_fifo(tmp_path: Path) -> None:
-    from vst_core.grounder import ImageEntry, _probe
+    from vst_core.grounding.grounder import ImageEntry, _probe
 
     os.mkfifo(tmp_path / "x.jpg")
     entry = ImageEntry(tmp_path / "x.jpg")
@@ -333,7 +333,7 @@ def nr_records(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
 def test_judgement_files_are_read_or_refused_and_meta_eval_never_raises(nr_records: list[Any], data: bytes) -> None:
     import math
 
-    from vst_core.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
+    from vst_core.analysis.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
 
     try:
         judgements = read_judgements(data)
@@ -366,7 +366,7 @@ def test_a_regions_csv_never_raises_and_keeps_every_good_row(
     import io
     import math
 
-    from vst_core.regions import read_regions_csv
+    from vst_core.data.regions import read_regions_csv
 
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -392,7 +392,7 @@ def test_a_regions_csv_never_raises_and_keeps_every_good_row(
 
 
 def test_a_regions_csv_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
-    from vst_core.regions import read_regions_csv
+    from vst_core.data.regions import read_regions_csv
 
     path = tmp_path / "latin.csv"
     path.write_bytes("image_name,bbox\ncaf\xe9.jpg,[1,2,3,4]\n".encode("latin-1"))
@@ -418,7 +418,7 @@ def test_a_scores_file_never_raises_and_keeps_every_good_record(nr_records: list
 
 
 def test_judgement_files_named_in_the_robustness_report(nr_records: list[Any]) -> None:
-    from vst_core.meta_eval import JudgementsError, read_judgements
+    from vst_core.analysis.meta_eval import JudgementsError, read_judgements
 
     trailing = read_judgements(b"story_id,overall\nspace-ref,3,\nhome-ref,4,\n")
     assert trailing.story_ids == {"space-ref", "home-ref"} and "trailing comma" in trailing.problems[0]
@@ -514,7 +514,7 @@ def _make_image(folder: Path, name: str, kind: str) -> None:
 @settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(IMAGE_KINDS), min_size=1, max_size=6))
 def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.TempPathFactory, kinds: list[str]) -> None:
-    from vst_core.grounder import ImageEntry, _probe
+    from vst_core.grounding.grounder import ImageEntry, _probe
 
     folder = tmp_path_factory.mktemp("images")
     names = [f"{k}_{kind}.{'jpg' if kind != 'png' else 'png'}" for k, kind in enumerate(kinds)]

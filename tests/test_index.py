@@ -20,14 +20,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, ratings_of, shared_ids
+from vst_core.analysis.meta_eval.judgements import Judgements
 from vst_core.data import ScoresWriter
 from vst_core.data import index as index_module
+from vst_core.data.importing import imported_records
 from vst_core.data.index import IndexError_, ScoresIndex, build_index, index_folder, load_index
 from vst_core.data.merge import Conflict, is_imported, merge_records
 from vst_core.data.scores_io import load_records
-from vst_core.importing import imported_records
-from vst_core.meta_eval.identity import keyed_judgements, keys_of, ratings_of, shared_ids
-from vst_core.meta_eval.judgements import Judgements
 from vst_core.records import FIELDS, CoherenceScores, GroundingScores, RedundancyScores, StoryScores
 from vst_core.viz.tables import scores_table
 
@@ -181,7 +181,7 @@ def test_two_computed_values_conflict_in_one_file_and_the_first_line_wins(tmp_pa
 
 
 def test_record_equals_the_exact_readers_merged_record_evidence_included(tmp_path: Path) -> None:
-    from vst_core.data.synthetic import write_scores_file
+    from vst_core.scoring.synthetic import write_scores_file
 
     synthetic = tmp_path / "synthetic.jsonl"
     write_scores_file(synthetic, 12, systems=("reference", "llava", "gpt"))
@@ -205,7 +205,7 @@ def test_record_equals_the_exact_readers_merged_record_evidence_included(tmp_pat
 def test_a_file_read_by_several_processes_indexes_as_one_read_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above PARALLEL_BYTES a file is cut into shares at line starts and parsed by processes; the
     table, the byte ranges, the problems (with line numbers) and the conflicts are the serial ones."""
-    from vst_core.data.synthetic import write_scores_file
+    from vst_core.scoring.synthetic import write_scores_file
 
     big = tmp_path / "big.jsonl"
     write_scores_file(big, 60, systems=("reference", "llava"))

@@ -12,9 +12,7 @@ import pytest
 from conftest import ROOT, SAMPLE
 from scipy import stats
 
-from vst_core.cli import main
-from vst_core.data import load_records
-from vst_core.meta_eval import (
+from vst_core.analysis.meta_eval import (
     Judgements,
     JudgementsError,
     MetaSettings,
@@ -35,6 +33,8 @@ from vst_core.meta_eval import (
     run_meta_eval,
     system_means,
 )
+from vst_core.cli import main
+from vst_core.data import load_records
 from vst_core.metrics.baselines import baseline_scores, normalize, reference_sets
 from vst_core.records import StoryScores
 
@@ -512,7 +512,7 @@ def test_aspect_named_like_a_metric_is_renamed(sample_scores: Path) -> None:
 
 
 def test_gaps_of_means_are_exact_and_bins_carry_their_true_edges() -> None:
-    from vst_core.meta_eval import gap_edges, pairs_from_ratings, pairwise_table
+    from vst_core.analysis.meta_eval import gap_edges, pairs_from_ratings, pairwise_table
 
     # means of five raters: 4.4 - 4.2 and 3.4 - 3.2 are both 0.2, though not in floating point
     human = pd.Series({"a": 22 / 5, "b": 21 / 5, "c": 17 / 5, "d": 16 / 5, "e": 4.0, "f": 3.6})
@@ -528,7 +528,7 @@ def test_gaps_of_means_are_exact_and_bins_carry_their_true_edges() -> None:
 
 
 def test_agreement_counts_only_raters_who_judged_both_stories() -> None:
-    from vst_core.meta_eval import pairs_from_ratings, pairwise_table
+    from vst_core.analysis.meta_eval import pairs_from_ratings, pairwise_table
 
     ratings = pd.DataFrame(
         [  # r1 and r2 judged a and b; r3 judged only a; c and d were judged by different raters

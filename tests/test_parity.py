@@ -16,8 +16,8 @@ from conftest import ROOT
 from benchmarks.reference_code import reference_nr
 from vst_core.config import Settings
 from vst_core.data import Story
-from vst_core.public_text import split_story, word_tokens
-from vst_core.scoring import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
+from vst_core.scoring.story import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
+from vst_core.text.public import split_story, word_tokens
 
 DHM = ROOT / "tests" / "data" / "dhm"
 
@@ -160,8 +160,8 @@ WEIGHT_CASES = ["grandpa 's car", "grandpa's car", "the ice-cream", "a t-shirt",
 
 @pytest.mark.parametrize("phrase", WEIGHT_CASES)
 def test_reference_concreteness_equals_the_groovist_code(phrase: str) -> None:
-    from vst_core.concreteness import brysbaert_norms, phrase_concreteness
-    from vst_core.wordnet import noun_lemma, wordnet_dir
+    from vst_core.text.concreteness import brysbaert_norms, phrase_concreteness
+    from vst_core.text.wordnet import noun_lemma, wordnet_dir
 
     if wordnet_dir() is None:
         pytest.skip("no WordNet database (apt-get install wordnet-base, or NLTK's wordnet data)")
@@ -171,7 +171,7 @@ def test_reference_concreteness_equals_the_groovist_code(phrase: str) -> None:
 
 
 def test_wordnet_lemmas_of_the_divergence_cases() -> None:
-    from vst_core.wordnet import noun_lemma, wordnet_dir
+    from vst_core.text.wordnet import noun_lemma, wordnet_dir
 
     if wordnet_dir() is None:
         pytest.skip("no WordNet database (apt-get install wordnet-base, or NLTK's wordnet data)")
@@ -186,7 +186,7 @@ def test_wordnet_lemmas_of_the_divergence_cases() -> None:
 
 
 def test_a_phrase_is_dropped_only_when_it_is_a_pronoun_as_a_whole() -> None:
-    from vst_core.text import PRONOUN_PHRASES
+    from vst_core.text.phrases import PRONOUN_PHRASES
 
     assert {"each other", "one another", "no one", "they", "someone"} <= PRONOUN_PHRASES
     assert "each one" not in PRONOUN_PHRASES and "the one" not in PRONOUN_PHRASES
@@ -195,8 +195,8 @@ def test_a_phrase_is_dropped_only_when_it_is_a_pronoun_as_a_whole() -> None:
 def test_reference_crops_round_every_coordinate_as_pillow_does() -> None:
     from PIL import Image
 
-    from vst_core.grounder import _crop
-    from vst_core.regions import Box
+    from vst_core.data.regions import Box
+    from vst_core.grounding.grounder import _crop
 
     image = Image.new("RGB", (20, 20))
     box = Box(0.6, 0.6, 10.4, 10.4)

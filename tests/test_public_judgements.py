@@ -19,8 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from vst_core.cli import main
-from vst_core.meta_eval import (
+from vst_core.analysis.meta_eval import (
     JudgementsError,
     MetaSettings,
     aggregate,
@@ -32,6 +31,7 @@ from vst_core.meta_eval import (
     vhed_story_id,
     vist_edit_story_id,
 )
+from vst_core.cli import main
 from vst_core.records import RedundancyScores, StoryScores
 
 EXAMPLES = int(os.environ.get("VST_HYPOTHESIS_EXAMPLES", "150"))

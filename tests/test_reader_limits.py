@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from vst_core.data.readers import read_story_set
-from vst_core.regions import read_regions_csv
+from vst_core.data.regions import read_regions_csv
 
 HUGE = "9" * 5000
 

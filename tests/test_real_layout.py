@@ -124,8 +124,8 @@ def test_first_run_after_a_download_equals_later_runs(
     import vst_core.models.clip as clip_module
     from vst_core.config import Settings
     from vst_core.data import read_story_set
-    from vst_core.models.registry import Models
-    from vst_core.runs import score_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
 
     settings = Settings(metrics=("grounding", "clipscore"), device="cpu")
     story_set = read_story_set(SAMPLE)
@@ -241,7 +241,7 @@ def test_a_checkpoint_with_other_objects_is_refused_unread(real_env: RealLayout,
 
 
 def test_detector_from_the_torch_hub_folder_in_fixed_batches(real_env: RealLayout) -> None:
-    from vst_core.regions import Detector
+    from vst_core.models.detector import Detector
 
     detector = Detector("cpu", batch_size=2)
     assert detector.path.parent == real_env.torch_home / "hub" / "checkpoints"

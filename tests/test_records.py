@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
 from vst_core.config import Settings
 from vst_core.data import load_records, read_story_set
-from vst_core.reaggregate import reaggregate, rescore_grounding
 from vst_core.records import (
     FIELDS,
     METRIC_TYPES,
@@ -29,7 +28,8 @@ from vst_core.records import (
     decode,
     read_record,
 )
-from vst_core.scoring import score_story
+from vst_core.scoring.reaggregate import reaggregate, rescore_grounding
+from vst_core.scoring.story import score_story
 from vst_core.signature import signature
 from vst_core.viz import TABLE_COLUMNS, scores_table
 
@@ -126,7 +126,7 @@ def test_rescoring_a_record_equals_its_formula(cosines: list[float], theta: floa
 
     out = rescore_grounding(grounding(*cosines), theta, penalize=penalize, weight=weight)
     want = groovist_score(cosines, [1.0] * len(cosines), theta, penalize=penalize, weight=weight)
-    assert out.score == want.bounded and out.theta == theta
+    assert out.score == want.score and out.theta == theta
     assert [p.contribution for p in out.phrases] == list(want.contributions)
 
 
@@ -142,7 +142,7 @@ def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model(
 
 
 def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
-    from vst_core.meta_eval import COVARIATES, METRIC_COLUMNS
+    from vst_core.analysis.meta_eval import COVARIATES, METRIC_COLUMNS
 
     assert list(TABLE_COLUMNS) == [f.column for f in FIELDS]
     assert set(METRIC_COLUMNS) == {"NR", "RoViST-C", "GROOVIST", "CLIPScore", "RoViST-VG"} and COVARIATES == ("T", "P")

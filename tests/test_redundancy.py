@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks.reference_code import reference_nr
 from vst_core.metrics.redundancy import jaccard, non_redundancy
-from vst_core.text import tokenize
+from vst_core.text.phrases import tokenize
 
 
 def toks(*sentences: str) -> list[list[str]]:

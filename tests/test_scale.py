@@ -12,13 +12,13 @@ import numpy as np
 import orjson
 import pytest
 
+from vst_core.analysis.meta_eval.report import score_frame
+from vst_core.analysis.slices import Slice, apply_slice
+from vst_core.analysis.systems import paired_sequences
 from vst_core.config import Settings
+from vst_core.data.importing import imported_records
 from vst_core.data.index import ScoresIndex, load_index
-from vst_core.data.synthetic import SYSTEMS, synthetic_record
-from vst_core.importing import imported_records
-from vst_core.meta_eval.report import score_frame
-from vst_core.slices import Slice, apply_slice
-from vst_core.systems import paired_sequences
+from vst_core.scoring.synthetic import SYSTEMS, synthetic_record
 from vst_core.viz.tables import RunView
 
 pytestmark = pytest.mark.slow

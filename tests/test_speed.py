@@ -16,12 +16,12 @@ from benchmarks.reference_code import reference_nr
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.embeddings import EmbeddingCache, region_key
+from vst_core.grounding.embeddings import EmbeddingCache, region_key
 from vst_core.hashing import file_digest
 from vst_core.metrics.redundancy import non_redundancy
 from vst_core.models.clip import ClipEncoder, load_clip
-from vst_core.models.registry import Models
-from vst_core.runs import chunk_size_for, parse_shard, score_story_set, shard_stories
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import chunk_size_for, parse_shard, score_story_set, shard_stories
 from vst_core.signature import signature_id
 
 pytestmark = pytest.mark.slow  # benchmarks, shards and batching on tiny models
@@ -151,7 +151,7 @@ def test_cache_gives_identical_vectors_and_is_keyed_by_model(tiny_clip: tuple[Pa
     # a cached region vector is a fresh encoding of that crop (up to batch-size float noise)
     from PIL import Image
 
-    from vst_core.regions import grid_proposals, select_regions
+    from vst_core.data.regions import grid_proposals, select_regions
 
     path = stories.root / stories.stories[0].images[0]
     with Image.open(path) as im:

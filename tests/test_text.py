@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vst_core.text import (
+from vst_core.text.phrases import (
     SpacyUnavailableError,
     load_spacy,
     noun_phrases,

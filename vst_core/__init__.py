@@ -8,7 +8,7 @@
 
 The names in ``__all__`` are the documented entry points, imported on first use (so
 ``import vst_core`` stays cheap); the pure formulas are in :mod:`vst_core.metrics`, the
-statistics in :mod:`vst_core.meta_eval`.
+statistics in :mod:`vst_core.analysis.meta_eval`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from vst_core.analysis.dhm import DHMReport
+    from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
     from vst_core.api import human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
-    from vst_core.dhm import DHMReport
-    from vst_core.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
-    from vst_core.models.registry import Models
     from vst_core.records import StoryScores
+    from vst_core.scoring.registry import Models
 
 _WHERE = {
     "human_likeness": "vst_core.api",
@@ -36,12 +36,12 @@ _WHERE = {
     "Story": "vst_core.data",
     "StorySet": "vst_core.data",
     "read_story_set": "vst_core.data",
-    "DHMReport": "vst_core.dhm",
-    "Judgements": "vst_core.meta_eval",
-    "MetaReport": "vst_core.meta_eval",
-    "MetaSettings": "vst_core.meta_eval",
-    "read_judgements": "vst_core.meta_eval",
-    "Models": "vst_core.models.registry",
+    "DHMReport": "vst_core.analysis.dhm",
+    "Judgements": "vst_core.analysis.meta_eval",
+    "MetaReport": "vst_core.analysis.meta_eval",
+    "MetaSettings": "vst_core.analysis.meta_eval",
+    "read_judgements": "vst_core.analysis.meta_eval",
+    "Models": "vst_core.scoring.registry",
     "StoryScores": "vst_core.records",
 }
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import pandas as pd
 
+from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, Pairing, dhm_report
+from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import Story, StorySet, load_records
 from vst_core.data.merge import merge_records
-from vst_core.dhm import HUMAN_SYSTEMS, DHMReport, Pairing, dhm_report
-from vst_core.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements, run_meta_eval
-from vst_core.models.registry import Models
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
-from vst_core.runs import score_story_set
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import score_story_set
 
 __all__ = ["human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
 

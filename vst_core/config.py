@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import logging
+import os
 import platform
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Literal
 
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
 
 _log = logging.getLogger(__name__)
+
+
+def default_cache_dir() -> Path:
+    """This product's cache folder: ``VST_CACHE_DIR``, else ``$XDG_CACHE_HOME/vst-eval`` (``~/.cache/vst-eval``)."""
+    base = os.environ.get("VST_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "vst-eval")
+    return Path(base)
+
 
 __all__ = ["AVAILABLE_METRICS", "CLIP_METRICS", "THETA_PRESETS", "Settings", "SettingsError", "parse_metrics"]
 

@@ -11,12 +11,12 @@ from vst_core.config import CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
+from vst_core.models.detector import detector_weights_path
 from vst_core.models.pairs import pair_weights_id
-from vst_core.public_text import splitter_name
 from vst_core.records import StoryScores
-from vst_core.regions import detector_weights_path
-from vst_core.text import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
-from vst_core.wordnet import wordnet_id
+from vst_core.text.phrases import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
+from vst_core.text.public import splitter_name
+from vst_core.text.wordnet import wordnet_id
 
 _MISSING_MARK = "not-downloaded"
 

@@ -1,5 +1,5 @@
 """``vst meta-eval SCORES HUMAN --out report.json``: agreement of each metric with human judgements.
-Defaults come from :class:`~vst_core.meta_eval.MetaSettings`; the numbers are the Agreement page's."""
+Defaults come from :class:`~vst_core.analysis.meta_eval.MetaSettings`; the numbers are the Agreement page's."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
-from vst_core.data import load_records
-from vst_core.data.merge import merge_records
-from vst_core.meta_eval import (
+from vst_core.analysis.meta_eval import (
     LAYOUTS,
     JudgementsError,
     MetaReport,
@@ -18,6 +15,9 @@ from vst_core.meta_eval import (
     read_judgements,
     run_meta_eval,
 )
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
+from vst_core.data import load_records
+from vst_core.data.merge import merge_records
 
 DEFAULTS = MetaSettings()
 

@@ -61,7 +61,8 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def run_cache(args: argparse.Namespace) -> int:
-    from vst_core.embeddings import EmbeddingCache, default_cache_dir
+    from vst_core.config import default_cache_dir
+    from vst_core.grounding.embeddings import EmbeddingCache
 
     path = (args.cache_dir or default_cache_dir()) / "embeddings.sqlite"
     if not path.exists():

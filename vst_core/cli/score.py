@@ -10,10 +10,10 @@ from pathlib import Path
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.data.regions import read_regions_csv
 from vst_core.models.hub import ModelLoadError
-from vst_core.models.registry import Models
-from vst_core.regions import read_regions_csv
-from vst_core.runs import (
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import (
     ResumeMismatchError,
     RunLockedError,
     RunSummary,
@@ -21,7 +21,7 @@ from vst_core.runs import (
     parse_shard,
     score_story_set,
 )
-from vst_core.scoring import dataset_theta
+from vst_core.scoring.story import dataset_theta
 
 DEFAULTS = Settings()
 
@@ -258,7 +258,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def _read(args: argparse.Namespace, settings: Settings) -> StorySet:
     splitter = None  # the readers' default: Punkt
     if settings.splitter == "spacy":
-        from vst_core.text import load_spacy, split_sentences
+        from vst_core.text.phrases import load_spacy, split_sentences
 
         nlp = load_spacy(settings.spacy_model)
         splitter = lambda text: split_sentences(text, nlp)

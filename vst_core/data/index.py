@@ -884,7 +884,7 @@ def _read_stored(
 
 def index_folder() -> Path:
     """Where indexes are stored: ``$VST_CACHE_DIR/index`` (default ``~/.cache/vst-eval/index``)."""
-    from vst_core.embeddings import default_cache_dir
+    from vst_core.config import default_cache_dir
 
     return default_cache_dir() / "index"
 

@@ -37,11 +37,11 @@ def resolve_image(root: Path, ref: str) -> Path:
 
 def check_image(path: Path) -> str | None:
     """None when ``path`` is a regular file PIL can open, check fully and decode within the memory
-    budget of :mod:`vst_core.images`, else why not. A FIFO, a device or a folder is never opened
+    budget of :mod:`vst_core.data.images`, else why not. A FIFO, a device or a folder is never opened
     (opening a FIFO blocks); a file over the byte or pixel budget and a truncated file are reported."""
     from PIL import Image
 
-    from vst_core.images import ImageBudgetError, NotRegularFileError, image_size
+    from vst_core.data.images import ImageBudgetError, NotRegularFileError, image_size
 
     try:
         image_size(path)

@@ -22,7 +22,7 @@ from vst_core.data.paths import (
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
 from vst_core.hashing import json_line, short_sha1
-from vst_core.public_text import split_story
+from vst_core.text.public import split_story
 
 #: Limits of what one record may hold; a record over one is a reported problem, the rest is read.
 MAX_LINE_BYTES = 10_000_000

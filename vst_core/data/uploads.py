@@ -7,7 +7,7 @@ memory); a file that crosses a limit is stopped there and its partial copy remov
 
 * the story or scores file, zipped or not: at most 200 MiB (``VST_MAX_DATA_FILE_BYTES``), the size
   of Streamlit's default upload limit, so a zipped file weighs what a loose one may;
-* one image: ``VST_MAX_IMAGE_BYTES`` (100 MiB, :mod:`vst_core.images`), and its first bytes must be
+* one image: ``VST_MAX_IMAGE_BYTES`` (100 MiB, :mod:`vst_core.data.images`), and its first bytes must be
   those of a JPEG, PNG, GIF, WebP, BMP or TIFF; only the images the data file names are unpacked;
 * one upload, and one session's folder: 1 GiB in all (``VST_MAX_UPLOAD_BYTES``); the server's
   upload folders together (every ``vst-upload-*`` folder beside the session's): 8 GiB
@@ -70,7 +70,7 @@ def save_images(images: list[tuple[str, bytes]], folder: Path, max_images: int, 
     session and server budgets (:class:`UploadBudget`); report the others."""
     from PIL import Image, UnidentifiedImageError
 
-    from vst_core.images import ImageBudgetError, check_bytes, reduction
+    from vst_core.data.images import ImageBudgetError, check_bytes, reduction
 
     folder.mkdir(parents=True, exist_ok=True)
     meter = _meter(folder, UploadBudget.from_env())
@@ -197,7 +197,7 @@ class UploadBudget:
     @classmethod
     def from_env(cls) -> UploadBudget:
         """The defaults, with the environment variables of the module's docstring applied."""
-        from vst_core.images import max_bytes
+        from vst_core.data.images import max_bytes
 
         upload = _env_bytes("VST_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
         return cls(

@@ -46,10 +46,11 @@ def resolve_theta(value: str | float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class GroovistScore:
-    """Story grounding. ``contributions[k]`` is c_k; ``None`` scores mean no noun phrase."""
+    """Story grounding. ``score`` is the reported value tanh(G), ``unbounded`` G itself (as in the
+    record); ``contributions[k]`` is c_k; ``None`` scores mean no noun phrase."""
 
-    score: float | None  # unbounded G
-    bounded: float | None  # tanh(G)
+    score: float | None  # tanh(G)
+    unbounded: float | None  # G
     scores: tuple[float, ...]  # s_k (scaled)
     contributions: tuple[float, ...]  # c_k
     weights: tuple[float, ...]
@@ -82,8 +83,8 @@ def groovist_score(
     contributions = penalized * weights
     g = float(contributions.mean())
     return GroovistScore(
-        score=g,
-        bounded=math.tanh(g),
+        score=math.tanh(g),
+        unbounded=g,
         scores=tuple(float(x) for x in scores),
         contributions=tuple(float(x) for x in contributions),
         weights=tuple(float(x) for x in weights),
@@ -126,12 +127,21 @@ def theta_from_scores(best_cosines: Sequence[float] | np.ndarray) -> float:
     return float(CLIP_SCALE * values.mean())
 
 
-def temporal_misalignment(
-    np_sentences: Sequence[int], matched_images: Sequence[int], n_sentences: int
-) -> tuple[float | None, tuple[float | None, ...]]:
+@dataclass(frozen=True, slots=True)
+class Misalignment:
+    """GROOVIST's temporal misalignment: ``score`` is T, ``per_sentence`` each t_i (None: no NP)."""
+
+    score: float | None
+    per_sentence: tuple[float | None, ...]
+
+
+def temporal_misalignment(np_sentences: Sequence[int], matched_images: Sequence[int], n_sentences: int) -> Misalignment:
     """GROOVIST Eq. 3: t_i = share of sentence i's NPs whose best image j ≠ i; T = mean of t_i.
 
     Sentences without NPs have t_i = None and are left out of T; T is None if no sentence has one.
+
+    >>> temporal_misalignment([0, 0, 2], [0, 2, 1], 3)
+    Misalignment(score=0.75, per_sentence=(0.5, None, 1.0))
     """
     counts = [0] * n_sentences
     off = [0] * n_sentences
@@ -140,7 +150,7 @@ def temporal_misalignment(
         off[s] += int(j != s)
     per = tuple(off[i] / counts[i] if counts[i] else None for i in range(n_sentences))
     defined = [t for t in per if t is not None]
-    return (sum(defined) / len(defined) if defined else None), per
+    return Misalignment(sum(defined) / len(defined) if defined else None, per)
 
 
 def np_proportion(n_phrases: int, n_words: int) -> float | None:
@@ -148,25 +158,49 @@ def np_proportion(n_phrases: int, n_words: int) -> float | None:
     return n_phrases / n_words if n_words else None
 
 
-def clipscore(cosines: Sequence[float] | np.ndarray) -> tuple[float | None, tuple[float, ...]]:
-    """CLIPScore per image–sentence pair, 2.5 · max(cos, 0) (Hessel et al. 2021), and the mean."""
+@dataclass(frozen=True, slots=True)
+class ClipScore:
+    """CLIPScore of a story: ``score`` the mean over its sentence–image pairs, ``pairs`` each one."""
+
+    score: float | None
+    pairs: tuple[float, ...]
+
+
+def clipscore(cosines: Sequence[float] | np.ndarray) -> ClipScore:
+    """CLIPScore per image–sentence pair, 2.5 · max(cos, 0) (Hessel et al. 2021), and the mean.
+
+    >>> clipscore([0.3, -0.1])
+    ClipScore(score=0.375, pairs=(0.75, 0.0))
+    """
     values = tuple(float(CLIP_SCALE * max(c, 0.0)) for c in cosines)
-    return (sum(values) / len(values) if values else None), values
+    return ClipScore(sum(values) / len(values) if values else None, values)
 
 
-def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] | np.ndarray) -> tuple[float | None, float | None]:
+@dataclass(frozen=True, slots=True)
+class RovistVG:
+    """RoViST-VG-style grounding: ``score`` the scaled value in (−1, 1), ``lse`` the log-sum-exp S."""
+
+    score: float | None
+    lse: float | None
+
+
+def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] | np.ndarray) -> RovistVG:
     """RoViST-VG-style score with CLIP similarities (RoViST Eq. 2-3), not the RoViST-VG model:
 
-    S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  scaled = 2 / (1 + exp(−0.5 S)) − 1.
+    S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  score = 2 / (1 + exp(−0.5 S)) − 1.
+
+    >>> r = rovist_vg([0.5, 0.2], [2.0, 1.0])
+    >>> round(r.lse, 4), round(r.score, 4)
+    (1.3711, 0.33)
     """
     cos = np.asarray(best_cosines, dtype=np.float64)
     weights = np.asarray(idf, dtype=np.float64)
     if cos.size == 0:
-        return None, None
+        return RovistVG(None, None)
     x = weights * cos
     m = float(x.max())
     s = m + math.log(float(np.exp(x - m).sum()))
-    return s, 2.0 / (1.0 + math.exp(-0.5 * s)) - 1.0
+    return RovistVG(2.0 / (1.0 + math.exp(-0.5 * s)) - 1.0, s)
 
 
 def idf_table(documents: Sequence[Sequence[str]]) -> dict[str, float]:

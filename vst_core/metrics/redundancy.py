@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from vst_core.text import is_punctuation
+from vst_core.metrics.tokens import is_punctuation
 
 Variant = Literal["paper", "reference"]
 VARIANTS: tuple[str, ...] = ("paper", "reference")

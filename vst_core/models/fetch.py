@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
+from vst_core.models.detector import Detector, detector_weights_path
 from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
 from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
-from vst_core.regions import Detector, detector_weights_path
 
 _PAIRS = [
     ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),

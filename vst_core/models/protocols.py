@@ -1,6 +1,6 @@
 """The seams between scoring and models: what an encoder, a pair scorer and an embedding store
 must offer. The real adapters (:class:`~vst_core.models.clip.ClipEncoder`,
-:class:`~vst_core.models.pairs.TransformerPairScorer`, :class:`~vst_core.embeddings.EmbeddingCache`)
+:class:`~vst_core.models.pairs.TransformerPairScorer`, :class:`~vst_core.grounding.embeddings.EmbeddingCache`)
 satisfy them, and so can a tiny model built in a test."""
 
 from __future__ import annotations

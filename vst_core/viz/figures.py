@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.meta_eval import METHODS
 from vst_core.config import Settings
-from vst_core.meta_eval import METHODS
 from vst_core.signature import Inputs, describe
 from vst_core.viz.safe import plot_text, redact
 

@@ -17,12 +17,12 @@ from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import json_digest
 from vst_core.metrics.grounding import groovist_many
-from vst_core.reaggregate import rescore_grounding
 from vst_core.records import (
     FIELDS,
     StoryScores,
     fields_of,
 )
+from vst_core.scoring.reaggregate import rescore_grounding
 from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature
 
 

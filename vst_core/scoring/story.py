@@ -2,7 +2,7 @@
 
 A failing metric becomes an error entry of the record with its reason, never a silent 0; a story
 whose text is empty carries that error for every metric. Models come from a
-:class:`~vst_core.models.registry.Models` (loaded once, or injected)."""
+:class:`~vst_core.scoring.registry.Models` (loaded once, or injected)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from vst_core.builders import (
-    NO_SPANS_NOTE,
-    coherence_scores,
-    redundancy_numbers,
-    redundancy_scores,
-)
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import Story, StorySet
 from vst_core.metrics.coherence import coherence
@@ -31,16 +25,22 @@ from vst_core.metrics.redundancy import (
 )
 from vst_core.models.pairs import pairs_of
 from vst_core.models.protocols import PairScorer, PairScores
-from vst_core.models.registry import Models
-from vst_core.public_text import located_tokens, punkt_sentences, word_tokens
 from vst_core.records import (
     CoherenceScores,
     MetricScores,
     RedundancyScores,
     StoryScores,
 )
+from vst_core.scoring.builders import (
+    NO_SPANS_NOTE,
+    coherence_scores,
+    redundancy_numbers,
+    redundancy_scores,
+)
+from vst_core.scoring.registry import Models
 from vst_core.signature import signature as settings_signature
-from vst_core.text import token_texts, tokenize
+from vst_core.text.phrases import token_texts, tokenize
+from vst_core.text.public import located_tokens, punkt_sentences, word_tokens
 
 #: Note on a reference-profile NR record whose sentences differ from the story's own.
 RESPLIT_NOTE = "the public code's sentence split differs from the story's sentences: repeated spans not shown"
@@ -53,7 +53,7 @@ def _reference_sentences(story: Story) -> list[str]:
 
 def nr_words(story: Story, variant: str) -> list[list[str]]:
     """Token texts per sentence as the variant reads them: our tokenizer over the story's sentences
-    (``paper``), or NLTK's sentences and word tokens (``reference``, see :mod:`vst_core.public_text`)."""
+    (``paper``), or NLTK's sentences and word tokens (``reference``, see :mod:`vst_core.text.public`)."""
     if variant == "reference":
         return [word_tokens(s) for s in _reference_sentences(story)]
     return [token_texts(s) for s in story.sentences]

@@ -11,16 +11,15 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from vst_core.data.csv_out import frame_csv
-from vst_core.meta_eval.identity import keyed_judgements, keys_of
-from vst_core.meta_eval.judgements import (
+from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of
+from vst_core.analysis.meta_eval.judgements import (
     Judgements,
     _empty_pairs,
     aggregate,
     inter_rater,
 )
-from vst_core.meta_eval.settings import MetaSettings
-from vst_core.meta_eval.stats import (
+from vst_core.analysis.meta_eval.settings import MetaSettings
+from vst_core.analysis.meta_eval.stats import (
     binned_correlations,
     correlation_table,
     error_table,
@@ -28,6 +27,7 @@ from vst_core.meta_eval.stats import (
     pairs_from_ratings,
     pairwise_table,
 )
+from vst_core.data.csv_out import frame_csv
 from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baseline_tokenizer
 from vst_core.records import FIELDS, StoryScores
 
@@ -148,7 +148,7 @@ Scored: TypeAlias = Sequence[StoryScores] | pd.DataFrame
 
 def score_frame(records: Scored) -> pd.DataFrame:
     """One row per scored story: sequence_id, system, metric columns and T, P, indexed by the
-    story's key (:func:`~vst_core.meta_eval.identity.keys_of`: the id, or ``id (system)`` when
+    story's key (:func:`~vst_core.analysis.meta_eval.identity.keys_of`: the id, or ``id (system)`` when
     systems share ids), with the plain story id kept as column ``story``. ``records`` may be records
     or a scores table (:func:`vst_core.viz.scores_table`, the dashboard's index)."""
     used = [f for f in FIELDS if f.report or f.covariate]

@@ -93,11 +93,6 @@ def token_texts(sentence: str) -> list[str]:
     return _TOKEN_RE.findall(sentence)
 
 
-def is_punctuation(token: str) -> bool:
-    """True when the token has no letter or digit (``.``, ``,``, ``--``, ``"``)."""
-    return not any(ch.isalnum() for ch in token)
-
-
 class SpacyUnavailableError(RuntimeError):
     """No usable spaCy English pipeline is installed."""
 

@@ -15,8 +15,8 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.meta_eval.settings import GAP_DECIMALS
 from vst_core.hashing import text_digest
-from vst_core.meta_eval.settings import GAP_DECIMALS
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
 ERROR_TAGS: dict[str, tuple[str, ...]] = {

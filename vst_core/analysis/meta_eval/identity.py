@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vst_core.meta_eval.judgements import Judgements, StoryRating, aspect_ratings
+from vst_core.analysis.meta_eval.judgements import Judgements, StoryRating, aspect_ratings
 
 
 def story_key(story_id: str, system: str) -> str:

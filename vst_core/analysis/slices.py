@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from vst_core.meta_eval.stats import mode_split
+from vst_core.analysis.meta_eval.stats import mode_split
 
 #: GROOVIST's split of temporal misalignment (Fig. 3).
 T_SPLIT = 1.0

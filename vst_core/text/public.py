@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from vst_core.text import Token
+from vst_core.text.phrases import Token
 
 #: Abbreviations the trained English model knows and VIST-like stories use (title, street, month).
 ABBREVIATIONS: frozenset[str] = frozenset(

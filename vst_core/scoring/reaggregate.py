@@ -19,8 +19,8 @@ def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, 
     g = groovist_score([p.best_cosine for p in phrases], [p.weight for p in phrases], theta, penalize=penalize, weight=weight)
     return replace(
         record,
-        score=g.bounded,
-        unbounded=g.score,
+        score=g.score,
+        unbounded=g.unbounded,
         theta=theta,
         phrases=tuple(
             replace(p, contribution=g.contributions[k], positive=g.scores[k] >= theta or not penalize)

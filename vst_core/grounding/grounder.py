@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vst_core.builders import clipscore_scores, grounding_scores, rovist_vg_scores
-from vst_core.concreteness import phrase_concreteness
 from vst_core.config import Settings
 from vst_core.data import Story, resolve_image
-from vst_core.embeddings import EmbeddingCache, region_key, text_key
+from vst_core.data.images import image_size, open_image, scale_of
+from vst_core.data.regions import Box, RegionsTable, grid_proposals, select_regions, whole_image
+from vst_core.grounding.builders import clipscore_scores, grounding_scores, rovist_vg_scores
+from vst_core.grounding.embeddings import EmbeddingCache, region_key, text_key
 from vst_core.hashing import file_digest
-from vst_core.images import image_size, open_image, scale_of
 from vst_core.metrics.grounding import (
+    Misalignment,
     clipscore,
     groovist_score,
     idf_table,
@@ -28,6 +29,8 @@ from vst_core.metrics.grounding import (
     rovist_vg,
     temporal_misalignment,
 )
+from vst_core.metrics.tokens import is_punctuation
+from vst_core.models.detector import Detector
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
 from vst_core.records import (
     ClipScoreScores,
@@ -35,9 +38,9 @@ from vst_core.records import (
     MetricScores,
     RovistVGScores,
 )
-from vst_core.regions import Box, Detector, RegionsTable, grid_proposals, select_regions, whole_image
-from vst_core.text import NounPhrase, is_punctuation, load_spacy, noun_phrases_many, reference_spacy_model, tokenize
-from vst_core.wordnet import noun_lemma
+from vst_core.text.concreteness import phrase_concreteness
+from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, reference_spacy_model, tokenize
+from vst_core.text.wordnet import noun_lemma
 
 log = logging.getLogger(__name__)
 
@@ -373,7 +376,7 @@ class Grounder:
         if aligned:
             misalignment = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences))
         else:
-            misalignment = (None, ())
+            misalignment = Misalignment(None, tuple(None for _ in story.sentences))
             notes.append("more sentences than images: temporal misalignment T is undefined")
         n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
         return grounding_scores(
@@ -392,10 +395,9 @@ class Grounder:
         """CLIPScore of sentence i with the whole image i."""
         n = min(len(story.sentences), len(entries))
         cosines = [float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)]
-        mean, each = clipscore(cosines)
         aligned = n == len(story.sentences) == len(entries)
         return clipscore_scores(
-            mean, each, [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
+            clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
         )
 
     def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
@@ -404,8 +406,7 @@ class Grounder:
         nouns = list(dict.fromkeys(p.root for p in self._phrases(story)))
         best = self._best_matches(nouns, regions)[1]
         idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
-        raw, scaled = rovist_vg(best, idf)
-        return rovist_vg_scores(scaled, raw, nouns, [float(c) for c in best], idf)
+        return rovist_vg_scores(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
 
 
 def _crop(image: Image.Image, box: Box, profile: str = "paper") -> Image.Image:

@@ -7,23 +7,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vst_core.metrics.coherence import Coherence
-from vst_core.metrics.grounding import GroovistScore
 from vst_core.metrics.redundancy import NonRedundancy
 from vst_core.records import (
-    ClipScoreScores,
     CoherencePair,
     CoherenceScores,
-    GroundingScores,
     InterRepeat,
     IntraRepeat,
-    NounMatch,
-    PhraseMatch,
     RedundancyScores,
-    RovistVGScores,
     Span,
 )
-from vst_core.regions import Box
-from vst_core.text import NounPhrase, Token
+from vst_core.text.phrases import Token
 
 #: Note on an NR record whose repeated spans a ``--no-spans`` run left out.
 NO_SPANS_NOTE = "repeated spans not computed in this run (--no-spans)"
@@ -96,61 +89,4 @@ def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str, c
         model=model,
         notes=tuple(result.notes),
         context=context,
-    )
-
-
-def grounding_scores(
-    result: GroovistScore,
-    units: Sequence[tuple[str, NounPhrase]],
-    *,
-    best_cosines: Sequence[float],
-    images: Sequence[int],
-    boxes: Sequence[Box],
-    misalignment: tuple[float | None, Sequence[float | None]],
-    np_proportion: float | None,
-    notes: Sequence[str],
-    penalize: bool,
-) -> GroundingScores:
-    """GROOVIST record: each unit with its best region (``images``/``boxes`` per unit), its weight
-    and its contribution; ``misalignment`` is (T, t per sentence)."""
-    return GroundingScores(
-        score=result.bounded,
-        unbounded=result.score,
-        theta=result.theta,
-        temporal_misalignment=misalignment[0],
-        misalignment_per_sentence=tuple(misalignment[1]),
-        np_proportion=np_proportion,
-        phrases=tuple(
-            PhraseMatch(
-                text=unit,
-                surface=phrase.surface,
-                sentence=phrase.sentence,
-                span=(phrase.start, phrase.end),
-                best_cosine=float(best_cosines[k]),
-                score=result.scores[k],
-                image=int(images[k]),
-                box=tuple(boxes[k].as_list()),
-                box_label=boxes[k].label,
-                weight=result.weights[k],
-                contribution=result.contributions[k],
-                positive=result.scores[k] >= result.theta or not penalize,
-            )
-            for k, (unit, phrase) in enumerate(units)
-        ),
-        notes=(*result.notes, *notes),
-    )
-
-
-def clipscore_scores(mean: float | None, pairs: Sequence[float], notes: Sequence[str] = ()) -> ClipScoreScores:
-    """CLIPScore record: the mean and each sentence-image pair's value."""
-    return ClipScoreScores(mean, tuple(pairs), tuple(notes))
-
-
-def rovist_vg_scores(
-    scaled: float | None, lse: float | None, nouns: Sequence[str], best: Sequence[float], idf: Sequence[float]
-) -> RovistVGScores:
-    """RoViST-VG-style record: each head noun with its best cosine and idf weight."""
-    notes = ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"] + ([] if nouns else ["no noun: undefined"])
-    return RovistVGScores(
-        scaled, lse, tuple(NounMatch(n, float(c), float(w)) for n, c, w in zip(nouns, best, idf, strict=True)), tuple(notes)
     )

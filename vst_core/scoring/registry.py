@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vst_core.config import CLIP_METRICS, Settings
+from vst_core.config import CLIP_METRICS, Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
-from vst_core.embeddings import EmbeddingCache, default_cache_dir
-from vst_core.grounder import Grounder
+from vst_core.data.regions import read_regions_csv
+from vst_core.grounding.embeddings import EmbeddingCache
+from vst_core.grounding.grounder import Grounder
 from vst_core.models.clip import load_clip
+from vst_core.models.detector import Detector
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
-from vst_core.regions import Detector, read_regions_csv
 
 
 class Models:

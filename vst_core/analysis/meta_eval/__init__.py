@@ -5,7 +5,7 @@
 :mod:`.settings` the settings and their signature. The names are re-exported here.
 """
 
-from vst_core.meta_eval.judgements import (
+from vst_core.analysis.meta_eval.judgements import (
     ERROR_TAGS,
     LAYOUTS,
     Judgements,
@@ -19,7 +19,7 @@ from vst_core.meta_eval.judgements import (
     vhed_story_id,
     vist_edit_story_id,
 )
-from vst_core.meta_eval.report import (
+from vst_core.analysis.meta_eval.report import (
     COVARIATE_FIELDS,
     COVARIATES,
     METRIC_COLUMNS,
@@ -29,8 +29,8 @@ from vst_core.meta_eval.report import (
     run_meta_eval,
     score_frame,
 )
-from vst_core.meta_eval.settings import METHODS, MetaSettings, Method
-from vst_core.meta_eval.stats import (
+from vst_core.analysis.meta_eval.settings import METHODS, MetaSettings, Method
+from vst_core.analysis.meta_eval.stats import (
     Correlation,
     best_per_aspect,
     binned_correlations,

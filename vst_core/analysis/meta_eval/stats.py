@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vst_core.meta_eval.settings import GAP_DECIMALS, METHODS, MetaSettings
+from vst_core.analysis.meta_eval.settings import GAP_DECIMALS, METHODS, MetaSettings
 
 # --------------------------------------------------------------------------------------------
 # Correlations

@@ -7,7 +7,6 @@ stale vectors and the same image under another name is encoded once.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -16,11 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from vst_core.hashing import text_digest
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("VST_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "vst-eval")
-    return Path(base)
 
 
 def region_key(model: str, image_hash: str, box_key: str) -> str:

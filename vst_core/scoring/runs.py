@@ -20,8 +20,8 @@ from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
-from vst_core.models.registry import Models
-from vst_core.scoring import score_batch
+from vst_core.scoring.registry import Models
+from vst_core.scoring.story import score_batch
 from vst_core.signature import inputs_of, weights_missing
 from vst_core.signature import signature as settings_signature
 
