@@ -209,3 +209,13 @@ def test_load_records_reports_lines(tmp_path: Path) -> None:
     records, problems = load_records(path)
     assert [r.story_id for r in records] == [good["story_id"]]
     assert [p.line for p in problems] == [2, 3]
+
+
+def test_a_variant_outside_its_type_is_a_reported_error_of_that_metric() -> None:
+    """The decoder checks Literal fields: an NR variant the code does not know is refused, not kept."""
+    from vst_core.records import RecordError, RedundancyScores, decode
+
+    good = {"score": 0.9, "inter": 0.1, "intra": 0.1, "variant": "reference", "n": 4}
+    assert decode(RedundancyScores, good).variant == "reference"
+    with pytest.raises(RecordError, match="variant: expected one of 'paper', 'reference', 'imported'"):
+        decode(RedundancyScores, {**good, "variant": "bogus"})

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
+from vst_core.metrics.variants import CoherenceContext, GroundingProfile, NRVariant
 
 _log = logging.getLogger(__name__)
 
@@ -23,7 +24,6 @@ def default_cache_dir() -> Path:
 
 __all__ = ["AVAILABLE_METRICS", "CLIP_METRICS", "THETA_PRESETS", "Settings", "SettingsError", "parse_metrics"]
 
-NRVariant = Literal["paper", "reference"]
 
 #: Metrics this version can compute, with a one-line description for --help and the app.
 AVAILABLE_METRICS: dict[str, str] = {
@@ -72,7 +72,7 @@ class Settings:
     coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
     coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
     coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
-    coherence_context: Literal["pair", "prefix"] = "pair"  # prefix: P(s_i+1 | s_1..s_i), the dHM variant
+    coherence_context: CoherenceContext = "pair"  # prefix: P(s_i+1 | s_1..s_i), the dHM variant
     clip_arch: str = "ViT-B-32"
     clip_pretrained: str | None = "openai"
     clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
@@ -88,7 +88,7 @@ class Settings:
     expressions: bool = False  # concreteness of whole phrases / multi-word expressions first
     # reference: the GROOVIST code's text side and crops (whole-phrase pronoun list, whitespace words with
     # WordNet noun lemmas, Pillow's rounding of boxes, its spaCy pipeline when installed)
-    grounding_profile: Literal["paper", "reference"] = "paper"
+    grounding_profile: GroundingProfile = "paper"
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8

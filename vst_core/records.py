@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from typing import Any, TypeVar, Union
 
+from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
 from vst_core.problems import Problem
 
 #: Layout version written into every record; bumped when the layout changes.
@@ -71,7 +72,7 @@ class RedundancyScores:
     score: float | None
     inter: float | None
     intra: float | None
-    variant: str
+    variant: RecordedNRVariant
     n: int
     notes: tuple[str, ...] = ()
     inter_repeats: tuple[InterRepeat, ...] | None = None
@@ -97,7 +98,7 @@ class CoherenceScores:
     weakest: int | None
     model: str
     notes: tuple[str, ...] = ()
-    context: str = "pair"  # "prefix": P(sentence i+1 follows sentences 1..i)
+    context: CoherenceContext = "pair"  # "prefix": P(sentence i+1 follows sentences 1..i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,6 +344,11 @@ def _value(hint: Any, data: Any, where: str) -> Any:
     if hint is int:
         if isinstance(data, bool) or not isinstance(data, int):
             raise RecordError(f"{where}: expected a whole number, got {data!r:.40}")
+        return data
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+        if data not in allowed or isinstance(data, bool):
+            raise RecordError(f"{where}: expected one of {', '.join(map(repr, allowed))}, got {data!r:.40}")
         return data
     if hint in (str, bool):
         if not isinstance(data, hint):

@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vst_core.metrics.variants import CoherenceContext
+
 
 @dataclass(frozen=True, slots=True)
 class Coherence:
@@ -33,7 +35,7 @@ def coherence(
     sentences: Sequence[str] | None = None,
     *,
     repeat_is_zero: bool = False,
-    context: str = "pair",
+    context: CoherenceContext = "pair",
 ) -> Coherence:
     """Story coherence from pair probabilities (NaN counts as not scored); see module doc."""
     pairs: list[float | None] = [None if p is None or math.isnan(p) else float(p) for p in probabilities]

@@ -60,34 +60,40 @@ class GroovistScore:
 
 def groovist_score(
     similarities: Sequence[float] | np.ndarray,
-    concreteness: Sequence[float] | np.ndarray | None,
+    weights: Sequence[float] | np.ndarray | None,
     theta: float,
     *,
     penalize: bool = True,
     weight: bool = True,
 ) -> GroovistScore:
-    """GROOVIST from each NP's best raw cosine; see module doc. ``weight=False`` sets w_k = 1."""
+    """GROOVIST from each NP's best raw cosine and its weight w_k (concreteness, idf or 1; see the
+    module doc); ``weight=False`` or ``weights=None`` sets w_k = 1.
+
+    >>> g = groovist_score([0.3, 0.2], [2.0, 1.0], 0.6)
+    >>> round(g.unbounded, 4), round(g.score, 4)
+    (0.7, 0.6044)
+    """
     sims = np.asarray(similarities, dtype=np.float64).reshape(-1)
-    if not weight or concreteness is None:
-        weights = np.ones_like(sims)
+    if not weight or weights is None:
+        w = np.ones_like(sims)
     else:
-        weights = np.asarray(concreteness, dtype=np.float64).reshape(-1)
-        if weights.shape != sims.shape:
-            raise ValueError(f"{sims.size} similarities but {weights.size} weights")
+        w = np.asarray(weights, dtype=np.float64).reshape(-1)
+        if w.shape != sims.shape:
+            raise ValueError(f"{sims.size} similarities but {w.size} weights")
     if sims.size == 0:
         return GroovistScore(None, None, (), (), (), theta, ("no noun phrase: grounding is undefined",))
     if np.isnan(sims).any():
         raise ValueError("similarities contain NaN")
     scores = CLIP_SCALE * sims
     penalized = np.where(scores >= theta, scores, scores - theta) if penalize else scores
-    contributions = penalized * weights
+    contributions = penalized * w
     g = float(contributions.mean())
     return GroovistScore(
         score=math.tanh(g),
         unbounded=g,
         scores=tuple(float(x) for x in scores),
         contributions=tuple(float(x) for x in contributions),
-        weights=tuple(float(x) for x in weights),
+        weights=tuple(float(x) for x in w),
         theta=theta,
         notes=(),
     )

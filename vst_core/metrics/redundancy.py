@@ -25,13 +25,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from vst_core.metrics.tokens import is_punctuation
+from vst_core.metrics.variants import NRVariant
 
-Variant = Literal["paper", "reference"]
 VARIANTS: tuple[str, ...] = ("paper", "reference")
 
 
@@ -73,7 +72,7 @@ class NonRedundancy:
     score: float | None
     inter: float | None
     intra: float | None
-    variant: str
+    variant: NRVariant
     n: int
     inter_pairs: tuple[InterOverlap, ...]
     intra_pairs: tuple[IntraOverlap, ...]
@@ -105,7 +104,7 @@ def jaccard(a: Sequence[str], b: Sequence[str], *, count_pairs: bool = False) ->
     return len(set(a) & set(b)) / len(union)
 
 
-def _units(tokens: Sequence[str], variant: str) -> list[tuple[int, str]]:
+def _units(tokens: Sequence[str], variant: NRVariant) -> list[tuple[int, str]]:
     """(token index, comparable form) of the tokens a variant compares."""
     if variant == "paper":
         return [(i, t.lower()) for i, t in enumerate(tokens) if not is_punctuation(t)]
@@ -117,7 +116,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def combine_parts(
-    inter: float | None, intra: float | None, has_sentences: bool, n: int, variant: str
+    inter: float | None, intra: float | None, has_sentences: bool, n: int, variant: NRVariant
 ) -> tuple[float | None, float | None, float | None, list[str]]:
     """(score, inter, intra, notes) from the two mean Jaccards (``None``: no pairs), by the rules of
     the module doc: the paper variant averages the parts that exist; the reference variant sets a
@@ -145,7 +144,7 @@ def combine_parts(
     return score, inter, intra, notes
 
 
-def non_redundancy(sentences: list[list[str]], n: int = 4, variant: str = "paper") -> NonRedundancy:
+def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = "paper") -> NonRedundancy:
     """Non-redundancy of a tokenised story (one token list per sentence); see module doc."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
@@ -260,7 +259,7 @@ def _count_table(
     return keys, counts.astype(float), key_segment, np.bincount(key_segment, minlength=segments)
 
 
-def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4, variant: str = "paper") -> NRScores:
+def non_redundancy_scores(stories: Sequence[Sequence[Sequence[str]]], n: int = 4, variant: NRVariant = "paper") -> NRScores:
     """:func:`non_redundancy` numbers (score, inter, intra) of many tokenised stories at once.
 
     The same definitions, vectorised over the whole batch: tokens become (segment, word code)

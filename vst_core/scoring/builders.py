@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from vst_core.metrics.coherence import Coherence
 from vst_core.metrics.redundancy import NonRedundancy
+from vst_core.metrics.variants import CoherenceContext, NRVariant
 from vst_core.records import (
     CoherencePair,
     CoherenceScores,
@@ -69,7 +70,7 @@ def redundancy_numbers(
     inter: float | None,
     intra: float | None,
     *,
-    variant: str,
+    variant: NRVariant,
     n: int,
     notes: Sequence[str],
     why: str = NO_SPANS_NOTE,
@@ -78,7 +79,9 @@ def redundancy_numbers(
     return RedundancyScores(score, inter, intra, variant, n, (*notes, why), None, None)
 
 
-def coherence_scores(result: Coherence, truncated: Sequence[bool], model: str, context: str = "pair") -> CoherenceScores:
+def coherence_scores(
+    result: Coherence, truncated: Sequence[bool], model: str, context: CoherenceContext = "pair"
+) -> CoherenceScores:
     """RoViST-C record: one pair per adjacent sentences, flagged when the model truncated it."""
     return CoherenceScores(
         score=result.score,

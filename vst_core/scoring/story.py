@@ -23,6 +23,7 @@ from vst_core.metrics.redundancy import (
     non_redundancy,
     non_redundancy_scores,
 )
+from vst_core.metrics.variants import CoherenceContext, NRVariant
 from vst_core.models.pairs import pairs_of
 from vst_core.models.protocols import PairScorer, PairScores
 from vst_core.records import (
@@ -51,7 +52,7 @@ def _reference_sentences(story: Story) -> list[str]:
     return punkt_sentences(" ".join(s.strip() for s in story.sentences if s.strip()))
 
 
-def nr_words(story: Story, variant: str) -> list[list[str]]:
+def nr_words(story: Story, variant: NRVariant) -> list[list[str]]:
     """Token texts per sentence as the variant reads them: our tokenizer over the story's sentences
     (``paper``), or NLTK's sentences and word tokens (``reference``, see :mod:`vst_core.text.public`)."""
     if variant == "reference":
@@ -59,7 +60,7 @@ def nr_words(story: Story, variant: str) -> list[list[str]]:
     return [token_texts(s) for s in story.sentences]
 
 
-def redundancy_of(story: Story, n: int, variant: str) -> RedundancyScores:
+def redundancy_of(story: Story, n: int, variant: NRVariant) -> RedundancyScores:
     """RoViST-NR of one story with its repeated spans (character spans in the story's sentences)."""
     if variant != "reference":
         tokens = [tokenize(s) for s in story.sentences]
@@ -98,7 +99,7 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
 def with_repeated_spans(record: StoryScores) -> StoryScores:
     """The record with the repeated spans of its NR result filled in, if a run left them out."""
     nr = record.redundancy
-    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes:
+    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
         return record
     story = Story(record.story_id, record.sequence_id, record.system, record.sentences, record.images)
     spans = redundancy_of(story, nr.n, nr.variant)
@@ -112,7 +113,9 @@ def with_repeated_spans(record: StoryScores) -> StoryScores:
     return record.with_metric("redundancy", filled)
 
 
-def pair_scores_for(stories: Sequence[Story], scorer: PairScorer, context: str = "pair") -> dict[tuple[str, str], PairScores]:
+def pair_scores_for(
+    stories: Sequence[Story], scorer: PairScorer, context: CoherenceContext = "pair"
+) -> dict[tuple[str, str], PairScores]:
     """Score the transitions of many stories in one batched call (``context``: see :func:`pairs_of`),
     keyed by each story's ``(system, story_id)``."""
     owners: list[tuple[tuple[str, str], int, int]] = []
