@@ -8,6 +8,7 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, shown, story_table
+from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.report import narrowed
@@ -51,7 +52,7 @@ else:
         st.stop()
     data = uploaded
 
-st.session_state[loading.JUDGEMENTS_KEY] = data  # Inspect shows these ratings beside the scores
+st.session_state[JUDGEMENTS] = data  # Inspect shows these ratings beside the scores
 judgements, error = loading.judgements(data)
 if judgements is None:
     st.error(f"Could not read the judgements: {shown(error)}")
@@ -94,7 +95,8 @@ except ValueError as exc:
     st.error(f"Settings: {shown(exc)}")
     st.stop()
 
-key, signatures = view.key, view.signature_ids()
+key = view.key
+signatures = loading.signature_ids(view, key)
 full = loading.meta_report(view.table, key, signatures, data, settings, (), ())
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")

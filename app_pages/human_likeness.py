@@ -52,7 +52,7 @@ if aspects != ASPECTS:
         icon="⚠️",
     )
 
-report = loading.dhm(view.table, view.key, view.signature_ids(), human, pairing, resamples, aspects)
+report = loading.dhm(view.table, view.key, loading.signature_ids(view, view.key), human, pairing, resamples, aspects)
 caption = f"dHM sig {report.signature['id']} · {view.footer()}"
 
 

@@ -7,12 +7,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
-from vst_core.config import CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
+from vst_core.config import AVAILABLE_METRICS, CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
-
-RegionsKind = Literal["grid", "csv", "detector"]
+from vst_core.data.options import parse_regions
 
 DEFAULTS = Settings()
 
@@ -22,6 +20,8 @@ UPLOAD_FILE = "Upload a story file"
 SCORES_FILE = "Scores JSONL (no model needed)"
 SOURCES: tuple[str, ...] = (SAMPLE, UPLOAD_IMAGES, UPLOAD_FILE, SCORES_FILE)
 SLIDER = "slider"
+#: The CLIP metric the grounding toggle always turns on (the others come with “Also CLIPScore…”).
+GROOVIST = "grounding"
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,9 @@ class Choices:
 
     @property
     def clip_metrics(self) -> tuple[str, ...]:
-        return ("grounding", "clipscore", "rovist_vg") if self.extra_clip else ("grounding",)
+        """The CLIP metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
+        other one of :data:`~vst_core.config.CLIP_METRICS` (in the order of ``AVAILABLE_METRICS``)."""
+        return tuple(m for m in AVAILABLE_METRICS if m in CLIP_METRICS and (self.extra_clip or m == GROOVIST))
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -68,8 +70,7 @@ def settings_for(choices: Choices) -> Settings:
     metrics = (
         ("redundancy",) + (("coherence",) if choices.coherence else ()) + (choices.clip_metrics if choices.grounding else ())
     )
-    regions = choices.regions.strip() or "grid"
-    kind: RegionsKind = "grid" if regions == "grid" else "detector" if regions == "detector" else "csv"
+    regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
         metrics=metrics,
         nr_variant=choices.variant,
@@ -83,8 +84,8 @@ def settings_for(choices: Choices) -> Settings:
         penalize=choices.penalize,
         weighting="concreteness" if choices.concreteness else "none",
         device=choices.device,
-        regions=kind,
-        regions_file=regions if kind == "csv" else None,
+        regions=regions.kind,
+        regions_file=regions.file,
     )
 
 
@@ -139,6 +140,8 @@ def _path_part(field: str, value: str) -> str:
     if field == "coherence_model":
         kind, _, arg = value.partition(":")
         return arg if kind in ("bert-nsp", "rovist-c") else value
+    if field == "regions":  # read as settings_for reads it: '' is the default (a keyword)
+        return parse_regions(value, DEFAULTS.regions).file or ""
     return "" if value in _KEYWORDS else value
 
 
@@ -237,9 +240,10 @@ def in_sidebar_terms(message: str) -> str:
     return message
 
 
-def device_notice(device: str, cuda: bool) -> tuple[str, str | None]:
-    """(the device to use, one notice) for the sidebar's choice on a machine with or without CUDA."""
-    if device == "cuda" and not cuda:
+def device_notice(device: str, cuda: bool | Callable[[], bool]) -> tuple[str, str | None]:
+    """(the device to use, one notice) for the sidebar's choice on a machine with or without CUDA;
+    ``cuda`` may be a check, called only for the choice ``cuda`` (so ``auto`` and ``cpu`` need no torch)."""
+    if device == "cuda" and not (cuda() if callable(cuda) else cuda):
         return "cpu", "“Device” is cuda but this machine has no CUDA GPU: every model runs on the cpu"
     return device, None
 

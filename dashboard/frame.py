@@ -24,17 +24,14 @@ from dashboard.choices import (
     without,
     without_clip,
 )
-from dashboard.sidebar import LINK_NOTICES, Input
+from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
+from dashboard.sidebar import Input
 from vst_core.config import CLIP_METRICS, Settings, settings_from_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
-from vst_core.records import StoryScores
-from vst_core.scoring.reaggregate import reaggregate
 from vst_core.viz import RunView
 from vst_core.viz.safe import md, redact, say
-
-_KEY = "_vst_frame"
 
 
 def shown(message: object) -> str:
@@ -52,11 +49,6 @@ class Frame:
     errors: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     empty_hint: str | None = None
-
-
-#: Per model: (what was asked for, why it is unavailable or None), from the last probe; the
-#: sidebar disables the controls of a model that cannot load.
-STATUS = "_vst_model_status"
 
 
 def model_keys(settings: Settings) -> dict[str, str]:
@@ -98,17 +90,30 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     return settings
 
 
-def _score(data: Input, settings: Settings, notices: list[str]) -> tuple[list[StoryScores], Settings, Settings]:
-    """(records, the settings they were made with, the settings shown): models run once per base setting."""
+def _device(settings: Settings) -> str:
+    """Where the settings' models run (torch asked only when a model is in use)."""
+    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
+    return resolve_device(settings.device) if uses_models else "none (no model in use)"
+
+
+def _view(data: Input, settings: Settings, notices: list[str]) -> RunView:
+    """The view of the loaded set under ``settings`` (cached: models run once per base setting, and
+    the view, its records' digest included, is built once per set, settings and device)."""
     assert data.story_set is not None
+    key = data.story_set.digest()
     base = base_of(settings)
     try:
-        records = loading.score_all(data.story_set, data.story_set.digest(), base)
+        return loading.records_view(data.story_set, key, base, settings, _device(settings))
     except ModelLoadError as exc:  # e.g. the detector's weights: one notice, NR and coherence still run
         notices.append(f"Grounding is off: {exc}")
         base, settings = without_clip(base), without_clip(settings)
-        records = loading.score_all(data.story_set, data.story_set.digest(), base)
-    return records, base, settings
+        return loading.records_view(data.story_set, key, base, settings, _device(settings))
+
+
+def _has_cuda() -> bool:
+    import torch  # only for the choice cuda: a dashboard that runs no model on a GPU never loads torch
+
+    return bool(torch.cuda.is_available())
 
 
 def build(choices: Choices, data: Input) -> Frame:
@@ -116,13 +121,11 @@ def build(choices: Choices, data: Input) -> Frame:
     notices: list[str] = list(data.messages)
     if data.index is not None:  # scores files: the numbers from their index, no model runs
         return _indexed(choices, data, notices)
-    import torch
-
-    device, device_message = device_notice(choices.device, torch.cuda.is_available())
+    device, device_message = device_notice(choices.device, _has_cuda)
     settings = settings_for(replace(choices, device=device))
     if device_message:
         notices.append(device_message)
-    before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(STATUS, {}))
+    before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(MODEL_STATUS, {}))
     status = dict(before)
     keys = model_keys(settings)
     for model, (asked, reason) in before.items():  # turned off in the sidebar for this reason
@@ -130,7 +133,7 @@ def build(choices: Choices, data: Input) -> Frame:
             notices.append(f"{model.capitalize()} is off: {reason}")
     settings = _probe(settings, notices, status)
     if status != before:  # the sidebar drew its controls without knowing: draw them again
-        st.session_state[STATUS] = status
+        st.session_state[MODEL_STATUS] = status
         st.session_state[LINK_NOTICES] = data.link_notices
         st.rerun()
     if data.story_set is None:
@@ -140,13 +143,7 @@ def build(choices: Choices, data: Input) -> Frame:
             [data.error] if data.error else [],
             empty_hint=None if data.error else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
         )
-    records, base, settings = _score(data, settings, notices)
-    records = reaggregate(records, base, settings)
-    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
-    view = RunView.of_records(
-        data.story_set, records, settings, resolve_device(settings.device) if uses_models else "none (no model in use)"
-    )
-    return Frame(view, notices, [data.error] if data.error else [], data.story_set.all_problems())
+    return Frame(_view(data, settings, notices), notices, [data.error] if data.error else [], data.story_set.all_problems())
 
 
 #: Stories whose images are checked when scores files load (the others', when they are shown).
@@ -181,7 +178,7 @@ def _indexed(choices: Choices, data: Input, notices: list[str]) -> Frame:
 
 
 def keep(frame: Frame) -> None:
-    st.session_state[_KEY] = frame
+    st.session_state[FRAME] = frame
 
 
 #: Problems listed one by one up to this many; more are summarised by kind in an expander.
@@ -262,7 +259,7 @@ def page(title: str, caption: str | None = None) -> RunView:
     st.title(title)
     if caption:
         st.caption(caption, unsafe_allow_html=True)
-    frame: Frame = st.session_state[_KEY]
+    frame: Frame = st.session_state[FRAME]
     _notices(frame.notices)
     for error in frame.errors:
         st.error(shown(error))

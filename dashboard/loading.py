@@ -16,6 +16,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard import session
+from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements
@@ -35,6 +36,7 @@ from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
+from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
 from vst_core.scoring.story import score_story
 from vst_core.signature import inputs_of, signature
@@ -217,13 +219,27 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     return [score_story(s, settings, sig, models=models, root=_story_set.root) for s in stories]
 
 
-JUDGEMENTS_KEY = "_vst_judgements"
+@st.cache_resource(show_spinner=False, max_entries=4)
+def records_view(_story_set: StorySet, key: str, base: Settings, settings: Settings, device: str) -> RunView:
+    """The view of a story set scored under ``base`` (:func:`score_all`) with θ and the ablations of
+    ``settings`` re-applied, kept across reruns by the set's digest ``key``, the settings and the
+    device: its key (the records' digest), lookups and table are built once per view, not on every
+    widget change."""
+    records = reaggregate(score_all(_story_set, key, base), base, settings)
+    return RunView.of_records(_story_set, records, settings, device)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def signature_ids(_view: RunView, key: str) -> tuple[str, ...]:
+    """The signature ids of a view's scores (:meth:`RunView.signature_ids`, which reads every
+    record of a set scored here), once per view content ``key``."""
+    return _view.signature_ids()
 
 
 def session_judgements(story_ids: set[str]) -> tuple[Judgements | None, str]:
     """The judgements chosen on the Agreement page (kept for the session), else on the bundled sample
     its made-up example ratings; with a label saying which."""
-    data: bytes | None = st.session_state.get(JUDGEMENTS_KEY)
+    data: bytes | None = st.session_state.get(JUDGEMENTS)
     example = SAMPLE_JUDGEMENTS.read_bytes() if data is not None or SAMPLE_IDS & story_ids else None
     if data is None:
         data = example

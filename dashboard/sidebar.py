@@ -25,6 +25,7 @@ from dashboard.choices import (
     scores_paths,
     url_notices,
 )
+from dashboard.keys import LINK_NOTICES, MODEL_STATUS
 from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
@@ -55,8 +56,6 @@ KEPT_FIELDS = (
     "clip_checkpoint", "clip_config", "regions",
 )  # fmt: skip
 
-#: Notices about the link, kept when the frame reruns the script (the link is clean by then).
-LINK_NOTICES = "_vst_link_notices"
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
 
 
@@ -234,9 +233,7 @@ def _redundancy() -> dict[str, Any]:
 
 def _unavailable(model: str, key: str) -> str | None:
     """Why ``model`` could not load at the last try of this very request (None: it loads or untried)."""
-    from dashboard.frame import STATUS
-
-    asked, reason = st.session_state.get(STATUS, {}).get(model, ("", None))
+    asked, reason = st.session_state.get(MODEL_STATUS, {}).get(model, ("", None))
     return reason if asked == key else None
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
+from vst_core.data.options import parse_regions
 from vst_core.data.regions import read_regions_csv
 from vst_core.models.hub import ModelLoadError
 from vst_core.scoring.registry import Models
@@ -224,7 +225,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """The :class:`Settings` the options describe (SettingsError when they cannot be used)."""
-    regions = args.regions or DEFAULTS.regions
+    regions = parse_regions(args.regions, DEFAULTS.regions)
     return Settings(
         metrics=parse_metrics(args.metrics),
         nr_ngram=args.nr_n,
@@ -243,8 +244,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         clip_checkpoint=args.clip_checkpoint,
         clip_config=args.clip_config,
         theta=DEFAULTS.theta if args.theta == "dataset" else args.theta,
-        regions=regions if regions in ("grid", "detector") else "csv",
-        regions_file=None if regions in ("grid", "detector") else regions,
+        regions=regions.kind,
+        regions_file=regions.file,
         top_b=args.top_b,
         whole_image=args.whole_image,
         penalize=not args.no_penalty,

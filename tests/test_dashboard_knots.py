@@ -1,0 +1,187 @@
+"""The dashboard's structure: no import circle among its modules, one parser of the regions option
+for the CLI and the sidebar, the CLIP metrics from the settings' registry, torch only for a CUDA
+check, and a view's records digested once, not on every rerun."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from dashboard.choices import Choices, confined, device_notice, settings_for
+from vst_core.cli import build_parser
+from vst_core.cli.score import settings_from_args
+from vst_core.config import AVAILABLE_METRICS, CLIP_METRICS
+from vst_core.data.options import Regions, parse_regions
+
+PACKAGES = ("dashboard", "app_pages")
+
+
+def _module_files() -> dict[str, Path]:
+    files = {f"{package}.{path.stem}": path for package in PACKAGES for path in sorted((ROOT / package).glob("*.py"))}
+    return {name.removesuffix(".__init__"): path for name, path in files.items()}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the dashboard and page modules it imports (anywhere in it, functions included)."""
+    modules = _module_files()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.stem == "__init__" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from the package, one level up per extra dot
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([base] if base else [])])
+                targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            for target in targets:
+                if target in modules and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle (its modules, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_the_dashboard_modules_import_without_a_circle() -> None:
+    graph = import_graph()
+    assert {"dashboard.frame", "dashboard.sidebar", "dashboard.keys", "app_pages.agreement"} <= set(graph)
+    assert "dashboard.keys" in graph["dashboard.frame"] and "dashboard.frame" not in graph["dashboard.sidebar"]
+    assert cycle_in(graph) is None, " -> ".join(cycle_in(graph) or [])
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (None, Regions("grid")),
+        ("", Regions("grid")),
+        ("  ", Regions("grid")),
+        ("grid", Regions("grid")),
+        (" detector ", Regions("detector")),
+        ("regions.csv", Regions("csv", "regions.csv")),
+        (" data/my regions.csv ", Regions("csv", "data/my regions.csv")),
+        ("Grid", Regions("csv", "Grid")),  # keywords are exact: anything else is a file name
+    ],
+)
+def test_the_regions_option_is_parsed_once(text: str | None, expected: Regions) -> None:
+    assert parse_regions(text) == expected
+    shown = settings_for(Choices(regions=text or ""))  # the sidebar's field
+    assert (shown.regions, shown.regions_file) == (expected.kind, expected.file)
+    argv = ["score", "in.jsonl", "--out", "out.jsonl", *(["--regions", text] if text is not None else [])]
+    given = settings_from_args(build_parser().parse_args(argv))  # the CLI's option
+    assert (given.regions, given.regions_file) == (expected.kind, expected.file)
+
+
+def test_the_regions_field_is_confined_as_it_is_parsed(tmp_path: Path) -> None:
+    kept, notices = confined(Choices(regions=" detector "), [tmp_path])
+    assert kept.regions == " detector " and not notices  # a keyword names no path
+    back, notices = confined(Choices(regions="/etc/regions.csv"), [tmp_path])
+    assert back.regions == "grid" and len(notices) == 1 and "Regions" in notices[0]
+
+
+def test_clip_metrics_come_from_the_settings_registry() -> None:
+    every = Choices(extra_clip=True).clip_metrics
+    assert set(every) == set(CLIP_METRICS) and list(every) == [m for m in AVAILABLE_METRICS if m in CLIP_METRICS]
+    assert Choices(extra_clip=False).clip_metrics == ("grounding",)
+    assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg")
+
+
+def test_cuda_is_asked_only_for_the_choice_cuda() -> None:
+    def no_check() -> bool:
+        raise AssertionError("the CUDA check ran")
+
+    assert device_notice("auto", no_check) == ("auto", None)
+    assert device_notice("cpu", no_check) == ("cpu", None)
+    assert device_notice("cuda", lambda: True) == ("cuda", None)
+    device, notice = device_notice("cuda", lambda: False)
+    assert device == "cpu" and notice is not None and "no CUDA GPU" in notice
+
+
+@pytest.mark.slow  # a fresh interpreter runs the app
+def test_a_dashboard_without_models_never_imports_torch() -> None:
+    """The whole app on the sample with the models off, in a fresh interpreter: torch stays unloaded."""
+    script = f"""
+import sys
+from streamlit.testing.v1 import AppTest
+app = AppTest.from_file({str(ROOT / "app.py")!r}, default_timeout=90).switch_page("app_pages/dataset.py")
+app.session_state["coherence"] = False
+app.session_state["grounding"] = False
+app.run()
+assert not app.exception, app.exception
+assert app.title[0].value == "Dataset", [t.value for t in app.title]
+print("torch" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.slow  # AppTest runs of two pages
+@pytest.mark.parametrize("page", ["app_pages/agreement.py", "app_pages/human_likeness.py"])
+def test_a_rerun_does_not_digest_the_records_again(page: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    import vst_core.viz.tables as tables
+
+    calls = {"digest": 0, "signatures": 0}
+    digest, signature_ids = tables.json_digest, tables.RunView.signature_ids
+
+    def counted_digest(*args: object, **kwargs: object) -> str:
+        calls["digest"] += 1
+        return digest(*args, **kwargs)  # type: ignore[arg-type]
+
+    def counted_signatures(self: tables.RunView) -> tuple[str, ...]:
+        calls["signatures"] += 1
+        return signature_ids(self)
+
+    monkeypatch.setattr(tables, "json_digest", counted_digest)
+    monkeypatch.setattr(tables.RunView, "signature_ids", counted_signatures)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90).switch_page(page)
+    app.session_state["coherence"] = False
+    app.session_state["grounding"] = False
+    app.session_state["resamples"] = 0  # Agreement's statistics settings: the report itself is not under test
+    app.session_state["baselines"] = False
+    app.run()
+    assert not app.exception, app.exception
+    assert calls["digest"] >= 1 and calls["signatures"] == 1  # the first run: the view is made and digested
+    first = dict(calls)
+    app.run()
+    app.run()
+    assert not app.exception, app.exception
+    assert calls == first  # later reruns reuse the view, its key and its signature ids
