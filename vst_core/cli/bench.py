@@ -1,44 +1,86 @@
-"""``vst bench``: a thin entry to the benchmark harness in the checkout's ``benchmarks/`` folder
-(the harness is a developer tool and is not installed with the package)."""
+"""``vst bench``: the benchmark of :mod:`vst_core.bench` (JSON summary on stdout and ``--out``, a
+progress line per phase on stderr)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
+import json
+from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
+from vst_core.bench.harness import PHASES, BenchConfig, Log, run_bench
 from vst_core.cli.common import EXIT_USAGE, error
-
-CHECKOUT = Path(__file__).resolve().parents[2]
-
-
-def harness() -> ModuleType | None:
-    """``benchmarks.harness`` of the checkout this package runs from, or None outside a checkout."""
-    if not (CHECKOUT / "benchmarks" / "harness.py").is_file():
-        return None
-    if str(CHECKOUT) not in sys.path:
-        sys.path.insert(0, str(CHECKOUT))
-    return importlib.import_module("benchmarks.harness")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "bench",
         help="measure scoring throughput against the bare model forward (random-weight full-size models)",
-        description="Benchmark on a synthetic story set with random-weight models: prints a JSON summary. "
-        "Runs from a source checkout (benchmarks/harness.py).",
+        description="Benchmark on a synthetic story set with random-weight models: prints a JSON summary.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    module = harness()
-    if module is not None:
-        module.add_bench_arguments(p)
+    d = BenchConfig()
+    p.add_argument("--stories", type=int, default=d.stories, help="stories in the throughput set")
+    p.add_argument("--images-per-story", type=int, default=d.images_per_story, help="images per story")
+    p.add_argument("--regions", type=int, default=d.regions, help="regions per image (top-b)")
+    p.add_argument("--image-size", default="x".join(map(str, d.image_size)), help="synthetic image size WxH")
+    p.add_argument("--arch", default=d.arch, help="open_clip architecture, built with random weights")
+    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --arch")
+    p.add_argument(
+        "--coherence-size",
+        choices=("base", "tiny"),
+        default=d.coherence_size,
+        help="pair-scorer architecture: base = bert-base (the default bert-nsp scorer), tiny = 2 layers of width 32",
+    )
+    p.add_argument(
+        "--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)"
+    )
+    p.add_argument("--seconds", type=float, default=d.raw_seconds, help="seconds per batch size of the raw forward")
+    p.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
+    p.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
+    p.add_argument("--rss-regions", type=int, default=d.rss_regions, help="regions per image in the memory process")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
+    p.add_argument("--workers", type=int, default=d.workers, help="image preprocessing threads (0: one per core, at most 8)")
+    p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(PHASES)}")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON summary to this file")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
-    module = harness()
-    if module is None:
-        error(f"vst bench runs from a source checkout: no benchmarks/harness.py under {CHECKOUT}")
+    try:
+        skip = tuple(p.strip() for p in args.skip.split(",") if p.strip())
+        unknown = [p for p in skip if p not in PHASES]
+        if unknown:
+            raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(PHASES)}")
+        width, height = (int(v) for v in args.image_size.lower().split("x"))
+        sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
+        counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
+        if min((*counts, width, height, *sizes)) < 1:
+            raise ValueError("sizes and counts must be >= 1")
+    except ValueError as exc:
+        error(str(exc))
         return EXIT_USAGE
-    return int(module.cmd_bench(args))
+    config = replace(
+        BenchConfig(),
+        stories=args.stories,
+        images_per_story=args.images_per_story,
+        regions=args.regions,
+        image_size=(width, height),
+        arch=args.arch,
+        clip_config=args.clip_config,
+        coherence_size=args.coherence_size,
+        batch_sizes=sizes,
+        raw_seconds=args.seconds,
+        nr_stories=args.nr_stories,
+        rss_stories=args.rss_stories,
+        rss_regions=args.rss_regions,
+        device=args.device,
+        workers=args.workers,
+        skip=skip,
+    )
+    result = run_bench(config, log=Log(quiet=args.quiet))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0

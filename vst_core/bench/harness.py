@@ -1,0 +1,432 @@
+"""Throughput of the scoring pipeline against the bare model forward on the same machine.
+
+Models are full-size architectures with random weights (the cost of a forward pass does not
+depend on the weight values): open_clip ``ViT-B-32`` with ``pretrained=None`` and
+``BertForNextSentencePrediction(BertConfig())``, the architecture of the default pair scorer
+``bert-nsp`` (``bert-base-uncased``). The story set is synthetic (JPEG images and template
+stories in a temporary folder) and the embedding cache a temporary file, so the user's cache is
+untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
+
+    raw_crops_per_s         bare ``encode_image`` forward on ready tensors at the best batch size tried,
+                            mean of its measurements just before and just after the pipeline run
+    pipeline_crops_per_s    crops encoded / seconds of a cold-cache grounding run of the set
+                            (decode, crop, preprocess, encode regions and phrases, aggregate, write)
+    pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s
+    warm_speedup            cold run seconds / seconds of the same run again with the cache
+    text_*_stories_per_s    sentence splitting, and noun phrases story by story and batched
+    nr_speedup_vs_reference RoViST-NR stories/s of the vectorised pass (``score --no-spans``) over
+                            the public code's double loops, both from the sentences with one tokenizer;
+                            also the per-story pass with repeated spans, and 4x longer sentences
+                            (the public code is in a source checkout only: elsewhere ``nr_reference``
+                            says the phase was skipped)
+    coherence_pairs_per_s   sentence pairs/s of the pair scorer
+    peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
+                            stories with every metric (models loaded once)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import vst_core
+from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_sentences, synthetic_story_set
+from vst_core.bench.throughput import nr_throughput, raw_image_throughput, reference_nr, text_throughput
+from vst_core.config import Settings
+from vst_core.data import StorySet
+from vst_core.models.clip import ClipEncoder
+from vst_core.signature import signature_id
+
+#: Targets the figures are read against (CPU and GPU alike).
+TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.85, "warm_speedup": 20.0, "nr_speedup_vs_reference": 20.0}
+#: Peak memory target for scoring ``rss_stories`` stories on CPU, in MB.
+RSS_TARGET_MB = 4000.0
+PHASES: tuple[str, ...] = ("raw", "pipeline", "warm", "nr", "text", "coherence", "rss")
+
+Figures = dict[str, Any]
+#: Why the NR phase is left out where the package runs without its source checkout.
+NR_SKIPPED = (
+    "the public RoViST NR code it is timed against (benchmarks/reference_code.py) comes with a source "
+    "checkout only, not with an installed package; run vst bench from a checkout to measure it"
+)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """Sizes and models of a benchmark run. Defaults finish in a few minutes on 2 CPU cores."""
+
+    stories: int = 16
+    images_per_story: int = 5
+    regions: int = 10
+    image_size: tuple[int, int] = (500, 375)
+    arch: str = "ViT-B-32"
+    clip_config: str | None = None  # open_clip model-config JSON registering ``arch``
+    coherence_size: str = "base"  # "base": BertConfig() (bert-base); "tiny": 2 layers of width 32
+    batch_sizes: tuple[int, ...] = ()  # () = 8,16,32 on CPU; 64..512 on CUDA
+    raw_seconds: float = 6.0
+    nr_stories: int = 5000
+    rss_stories: int = 200
+    rss_regions: int = 1
+    rss_stories_per_sequence: int = 5
+    device: str = "auto"
+    workers: int = 0
+    skip: tuple[str, ...] = ()
+    seed: int = 0
+
+
+@dataclass
+class Log:
+    """A progress line on stderr, stamped with the seconds since the run started."""
+
+    quiet: bool = False
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            print(f"[bench {time.perf_counter() - self.start:6.1f}s] {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class BenchRun:
+    """What the phases of one run share: its sizes, the synthetic set, the encoder and the log."""
+
+    config: BenchConfig
+    device: str
+    batch_sizes: tuple[int, ...]
+    folder: Path
+    story_set: StorySet
+    clip: ClipEncoder
+    say: Callable[[str], None]
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def raw_phase(run: BenchRun) -> tuple[Figures, dict[int, float]]:
+    """raw: crops/s of the bare ``encode_image`` forward at every batch size tried (the figures,
+    and the rate per batch size: the best size is used from then on)."""
+    run.say(f"raw encode_image forward at batch sizes {list(run.batch_sizes)}")
+    raw = raw_image_throughput(run.clip, run.batch_sizes, run.config.raw_seconds)
+    best = max(raw, key=raw.__getitem__)
+    run.say(f"raw: {raw[best]:.1f} crops/s at batch {best}")
+    return {
+        "raw_crops_per_s_by_batch": {str(k): round(v, 2) for k, v in raw.items()},
+        "raw_crops_per_s": round(raw[best], 2),
+    }, raw
+
+
+def pipeline_phase(run: BenchRun, settings: Settings, raw: dict[int, float]) -> tuple[Figures, float]:
+    """pipeline: crops/s of a cold-cache grounding run of the set (the figures, and its seconds).
+    With ``raw`` measured, the raw forward at the chosen batch size is timed just before and just
+    after the run and their mean is the limit, so a drift in the machine's speed (shared cores,
+    clock changes) moves both sides of ``pipeline_vs_raw`` alike."""
+    best, seconds = settings.batch_size, run.config.raw_seconds
+    _warm_text_tools()
+    before = 0.0
+    if raw:  # the forward at the chosen size, just before the run
+        before = raw[best] if best == run.batch_sizes[-1] else raw_image_throughput(run.clip, (best,), seconds)[best]
+    run.say("pipeline: grounding the set with a cold cache")
+    encoded = run.clip.images_encoded
+    cold = _grounding_run(run, settings, "cold")
+    crops = run.clip.images_encoded - encoded
+    figures: Figures = {
+        "crops_encoded": crops,
+        "pipeline_seconds": round(cold, 3),
+        "pipeline_crops_per_s": round(crops / cold, 2),
+    }
+    run.say(f"pipeline: {crops} crops in {cold:.1f}s = {crops / cold:.1f} crops/s")
+    if raw:
+        again = raw_image_throughput(run.clip, (best,), seconds)[best]
+        limit = round((before + again) / 2, 2)
+        figures.update(
+            raw_crops_per_s_before=round(before, 2),
+            raw_crops_per_s_after=round(again, 2),
+            raw_crops_per_s=limit,
+            pipeline_vs_raw=round(crops / cold / limit, 3),
+        )
+        run.say(f"raw again at batch {best}: {again:.1f} crops/s")
+    return figures, cold
+
+
+def warm_phase(run: BenchRun, settings: Settings, cold: float) -> Figures:
+    """warm: the pipeline run again over the cache the cold run filled; speed-up over ``cold`` seconds."""
+    run.say("warm: the same run again with the cache")
+    warm = _grounding_run(run, settings, "warm")
+    run.say(f"warm: {warm:.2f}s ({cold / warm:.1f}x)")
+    return {"warm_seconds": round(warm, 3), "warm_speedup": round(cold / warm, 1)}
+
+
+def text_phase(run: BenchRun) -> Figures:
+    """text: stories/s of sentence splitting and of noun phrases (story by story, and batched)."""
+    stories = min(run.config.nr_stories, 500)
+    run.say(f"text side (sentence split, noun phrases) on {stories} stories")
+    rates = text_throughput(synthetic_sentences(stories, seed=run.config.seed), min(1.0, run.config.raw_seconds))
+    return {
+        "text_split_stories_per_s": round(rates["split"], 1),
+        "text_phrases_per_story_stories_per_s": round(rates["phrases_per_story"], 1),
+        "text_phrases_batched_stories_per_s": round(rates["phrases_batched"], 1),
+    }
+
+
+def nr_phase(run: BenchRun) -> Figures:
+    """nr: RoViST-NR stories/s, vectorised and per story, against the public code's double loops, on
+    ``nr_stories`` stories and on a quarter as many with 4x longer sentences; skipped (with the
+    reason under ``nr_reference``) where the public code is absent, outside a source checkout."""
+    reference, count, seed = reference_nr(), run.config.nr_stories, run.config.seed
+    if reference is None:
+        run.say(f"RoViST-NR: {NR_SKIPPED}")
+        return {"nr_reference": f"skipped: {NR_SKIPPED}"}
+    run.say(f"RoViST-NR against the double-loop baseline on {count} stories")
+    seconds = min(1.0, run.config.raw_seconds)
+    rates = nr_throughput(synthetic_sentences(count, seed=seed), reference, seconds)
+    long = nr_throughput(synthetic_sentences(max(count // 4, 1), join=4, seed=seed), reference, seconds)
+    return {
+        "nr_stories": count,
+        "nr_stories_per_s": round(rates["vectorised"], 1),
+        "nr_with_spans_stories_per_s": round(rates["spans"], 1),
+        "nr_reference_stories_per_s": round(rates["baseline"], 1),
+        "nr_speedup_vs_reference": round(rates["vectorised"] / rates["baseline"], 2),
+        "nr_tokenized_speedup_vs_reference": round(rates["vectorised_tokens"] / rates["baseline_tokens"], 2),
+        "nr_long_sentences_speedup_vs_reference": round(long["vectorised"] / long["baseline"], 2),
+    }
+
+
+def coherence_phase(run: BenchRun) -> Figures:
+    """coherence: sentence pairs/s of the random-weight pair scorer over every consecutive pair of the set."""
+    from vst_core.models.pairs import pairs_of
+
+    config = run.config
+    scorer = random_pair_scorer(config.coherence_size, run.folder, device=run.device, batch_size=32, seed=config.seed)
+    pairs = [p for story in run.story_set for p in pairs_of(story.sentences)]
+    scorer.score_pairs(pairs[:4])  # warm-up
+    run.say(f"coherence: {len(pairs)} sentence pairs")
+    start = time.perf_counter()
+    scorer.score_pairs(pairs)
+    return {
+        "coherence_pairs_per_s": round(len(pairs) / (time.perf_counter() - start), 2),
+        "coherence_batch_size": scorer.batch_size,
+    }
+
+
+def rss_phase(run: BenchRun, batch_size: int) -> Figures:
+    """rss: peak resident memory of a fresh process scoring ``rss_stories`` stories with every metric."""
+    run.say(f"peak memory: scoring {run.config.rss_stories} stories with every metric in a separate process")
+    return peak_rss(run.config, batch_size)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the phases not in ``config.skip`` and return the JSON-able summary."""
+    from vst_core.models.device import resolve_device
+
+    device = resolve_device(config.device)
+    batch_sizes = config.batch_sizes or ((64, 128, 256, 512) if device == "cuda" else (8, 16, 32))
+    result = _machine(config, device, batch_sizes)
+    skip, say = config.skip, log or Log()
+    with tempfile.TemporaryDirectory(prefix="vst-bench-") as tmp:
+        run = _start(config, device, batch_sizes, Path(tmp), say)
+        raw: dict[int, float] = {}
+        if "raw" not in skip:
+            figures, raw = raw_phase(run)
+            result.update(figures)
+        best = max(raw, key=raw.__getitem__) if raw else batch_sizes[0]
+        run.clip.batch_size = best
+        settings = _grounding_settings(config, device, best)
+        result.update(batch_size=best, signature_id=signature_id(settings), workers=run.clip.workers)
+        if "pipeline" not in skip:
+            figures, cold = pipeline_phase(run, settings, raw)
+            result.update(figures)
+            if "warm" not in skip:
+                result.update(warm_phase(run, settings, cold))
+        for name, phase in (("text", text_phase), ("nr", nr_phase), ("coherence", coherence_phase)):
+            if name not in skip:
+                result.update(phase(run))
+        if "rss" not in skip:
+            result.update(rss_phase(run, best))
+    return _with_targets(result)
+
+
+def _machine(config: BenchConfig, device: str, batch_sizes: tuple[int, ...]) -> Figures:
+    """The machine, the libraries and the sizes of the run: the head of the summary."""
+    import torch
+
+    return {
+        "device": device,
+        "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "clip_arch": config.arch,
+        "coherence_arch": "BertForNextSentencePrediction(" + ("BertConfig())" if config.coherence_size == "base" else "tiny)"),
+        "stories": config.stories,
+        "images_per_story": config.images_per_story,
+        "regions_per_image": config.regions,
+        "image_size": list(config.image_size),
+        "batch_sizes_tried": list(batch_sizes),
+    }
+
+
+def _start(config: BenchConfig, device: str, batch_sizes: tuple[int, ...], folder: Path, say: Callable[[str], None]) -> BenchRun:
+    """Write the synthetic set into ``folder`` and build the random-weight encoder."""
+    say(f"writing {config.stories} synthetic stories ({config.images_per_story} images each)")
+    story_set = synthetic_story_set(folder / "set", config.stories, config.images_per_story, config.image_size, seed=config.seed)
+    clip = random_clip(
+        config.arch,
+        device=device,
+        batch_size=batch_sizes[0],
+        workers=config.workers,
+        model_config=config.clip_config,
+        seed=config.seed,
+    )
+    return BenchRun(config, device, batch_sizes, folder, story_set, clip, say)
+
+
+def _grounding_settings(config: BenchConfig, device: str, batch_size: int) -> Settings:
+    """Settings of the pipeline and warm runs: grounding alone, with the random-weight encoder."""
+    return Settings(
+        metrics=("grounding",),
+        clip_arch=config.arch,
+        clip_pretrained=f"random-seed{config.seed}",
+        clip_config=config.clip_config,
+        top_b=config.regions,
+        device=device,
+        batch_size=batch_size,
+        workers=config.workers,
+    )
+
+
+def _with_targets(result: Figures) -> Figures:
+    """``result`` with the targets and, for each figure measured, whether it met its target."""
+    met = {k: result[k] >= v for k, v in TARGETS.items() if k in result}
+    if "peak_rss_mb" in result:
+        met["peak_rss_mb"] = result["peak_rss_mb"] < RSS_TARGET_MB
+    result["targets"] = {**TARGETS, "peak_rss_mb": RSS_TARGET_MB}
+    result["met"] = met
+    return result
+
+
+def _warm_text_tools() -> None:
+    """Load spaCy and the concreteness norms now, so model and table loading stay out of timings."""
+    from vst_core.text.concreteness import phrase_concreteness
+    from vst_core.text.phrases import noun_phrases
+
+    noun_phrases(["The old dog sat by the big tree."])
+    phrase_concreteness(["dog"], None)
+
+
+def _grounding_run(run: BenchRun, settings: Settings, name: str) -> float:
+    """Seconds of grounding the set into ``name``.jsonl, over the run's one embedding cache file."""
+    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
+
+    cache = EmbeddingCache(run.folder / "cache" / "embeddings.sqlite")
+    models = Models(settings, clip=run.clip, cache=cache)
+    start = time.perf_counter()
+    summary = score_story_set(run.story_set, settings, run.folder / f"{name}.jsonl", overwrite=True, models=models)
+    seconds = time.perf_counter() - start
+    if summary.failed:
+        raise RuntimeError(f"benchmark stories failed: {summary.failed[:3]}")
+    return seconds
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+# --------------------------------------------------------------------------- peak memory
+
+
+def peak_rss(config: BenchConfig, batch_size: int) -> Figures:
+    """Run :func:`rss_worker` in a fresh Python process and return its report."""
+    payload = json.dumps({**asdict(config), "batch_size": batch_size})
+    env = dict(os.environ)
+    # the child imports the very vst_core this process runs (an install or a checkout alike)
+    package_parent = str(Path(vst_core.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([package_parent, *filter(None, [env.get("PYTHONPATH")])])
+    code = "import sys; from vst_core.bench.harness import rss_worker; rss_worker(sys.argv[1])"
+    done = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"memory benchmark process failed: {done.stderr[-2000:]}")
+    report: Figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def rss_worker(payload: str) -> None:
+    """Score a synthetic set with every metric (random-weight models) and print the peak RSS."""
+    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
+
+    raw = json.loads(payload)
+    batch_size = int(raw.pop("batch_size"))
+    raw["image_size"] = tuple(raw["image_size"])
+    raw["batch_sizes"] = tuple(raw["batch_sizes"])
+    raw["skip"] = tuple(raw["skip"])
+    config = BenchConfig(**raw)
+    with tempfile.TemporaryDirectory(prefix="vst-bench-rss-") as tmp:
+        folder = Path(tmp)
+        story_set = synthetic_story_set(
+            folder / "set",
+            config.rss_stories,
+            config.images_per_story,
+            (320, 240),
+            stories_per_sequence=config.rss_stories_per_sequence,
+            seed=config.seed,
+        )
+        clip = random_clip(
+            config.arch,
+            device=config.device,
+            batch_size=batch_size,
+            workers=config.workers,
+            model_config=config.clip_config,
+            seed=config.seed,
+        )
+        scorer = random_pair_scorer(config.coherence_size, folder, device=config.device, batch_size=batch_size, seed=config.seed)
+        settings = Settings(
+            metrics=("redundancy", "coherence", "grounding", "clipscore"),
+            clip_arch=config.arch,
+            clip_pretrained=f"random-seed{config.seed}",
+            clip_config=config.clip_config,
+            top_b=config.rss_regions,
+            device=clip.device,
+            batch_size=batch_size,
+            workers=config.workers,
+        )
+        models = Models(settings, clip=clip, pair_scorer=scorer, cache=EmbeddingCache(folder / "embeddings.sqlite"))
+        start = time.perf_counter()
+        summary = score_story_set(story_set, settings, folder / "scores.jsonl", models=models)
+        seconds = time.perf_counter() - start
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps(
+            {
+                "peak_rss_mb": round(peak_kb / 1024, 1),
+                "rss_stories": summary.scored,
+                "rss_failed": len(summary.failed),
+                "rss_seconds": round(seconds, 1),
+                "rss_metrics": list(settings.metrics),
+                "rss_regions_per_image": config.rss_regions,
+                "rss_stories_per_sequence": config.rss_stories_per_sequence,
+            }
+        )
+    )
