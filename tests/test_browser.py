@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _stop(proc)
 
 
-def _page(server: str, path: str, shot: str, ready: list[str]) -> object:
+def _page(
+    server: str, path: str, shot: str, ready: list[str], read: Callable[[Any], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Load ``path``, wait for ``ready``, screenshot it; the cards and notices shown, and what ``read`` reads off the page."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -110,6 +114,7 @@ def _page(server: str, path: str, shot: str, ready: list[str]) -> object:
             # notices by their first sentence (the full texts wait in the collapsed "Details" expander)
             "notices": page.locator("text=is off").count()
             - page.locator('[data-testid="stExpander"]').locator("text=is off").count(),
+            **(read(page) if read else {}),
         }
         page.screenshot(path=str(ARTIFACTS / shot))
         browser.close()
@@ -122,8 +127,40 @@ def test_inspect_page_in_chromium(server: str) -> None:
     assert result == {"metrics": 4, "notices": 2}  # four candidates; coherence and grounding notices (no weights)
 
 
+SAMPLE = ROOT / "assets" / "sample"
+
+
+def _sample_stories() -> list[dict[str, Any]]:
+    """The records of the sample story set the server loads by default, in file order."""
+    with (SAMPLE / "stories.jsonl").open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _sample_judged_ids() -> set[str]:
+    """The story ids the sample's example judgements rate (comment lines start with #)."""
+    lines = [line for line in (SAMPLE / "human_example.csv").read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    return {row["story_id"] for row in csv.DictReader(lines)}
+
+
+def _first_table(page: Any) -> dict[str, Any]:
+    """The first data grid of the page (header first) and the caption of the Dataset table."""
+    captions = page.locator('[data-testid="stCaptionContainer"]').filter(has_text="stories · rows")
+    return {"rows": _grid_rows(page), "caption": captions.first.inner_text() if captions.count() else ""}
+
+
 def test_dataset_page_in_chromium(server: str) -> None:
-    _page(server, "/dataset", "dataset.png", ["h1:has-text('Dataset')", '[data-testid="stDataFrame"]', ".js-plotly-plot"])
+    result = _page(
+        server,
+        "/dataset",
+        "dataset.png",
+        ["h1:has-text('Dataset')", '[data-testid="stDataFrame"]', ".js-plotly-plot"],
+        read=_first_table,
+    )
+    stories = _sample_stories()
+    n = len(stories)
+    assert result["caption"].startswith(f"{n} of {n} stories · rows 1–{n} "), result["caption"]
+    assert _column(result["rows"], "story") == [r["story_id"] for r in stories]  # one row per story, in file order
+    assert _column(result["rows"], "system") == [r["system"] for r in stories]
 
 
 def test_dataset_row_click_opens_the_story(server: str) -> None:
@@ -152,21 +189,37 @@ def test_dataset_row_click_opens_the_story(server: str) -> None:
 
 
 def test_agreement_page_in_chromium(server: str) -> None:
-    _page(
+    result = _page(
         server,
         "/agreement",
         "agreement.png",
         ["h1:has-text('Agreement with humans')", '[data-testid="stDataFrame"]', ".js-plotly-plot"],
+        read=lambda page: {"match": page.locator("text=judged stories matched").first.inner_text()},
     )
+    scored = {r["story_id"] for r in _sample_stories()}
+    judged = _sample_judged_ids()
+    assert result["match"].startswith(
+        f"{len(judged & scored)} of {len(judged)} judged stories matched the {len(scored)} scored ones · "
+    ), result["match"]
 
 
 def test_human_likeness_page_in_chromium(server: str) -> None:
-    _page(
+    result = _page(
         server,
         "/human_likeness",
         "human_likeness.png",
         ["h1:has-text('Human-likeness')", '[data-testid="stDataFrame"]', ".js-plotly-plot"],
+        read=_first_table,
     )
+    stories = _sample_stories()
+    human = {r["sequence_id"] for r in stories if r["system"] == "reference"}  # the default human system
+    compared = {r["system"]: 0 for r in stories if r["system"] != "reference"}
+    for r in stories:
+        if r["system"] in compared and r["sequence_id"] in human:
+            compared[r["system"]] += 1
+    # the per-system table: one row per system that is not human, N = its stories with a human story of the sequence
+    assert _column(result["rows"], "system") == sorted(compared)
+    assert _column(result["rows"], "N") == [str(compared[s]) for s in sorted(compared)]
 
 
 def test_shared_link_restores_the_view_and_survives_a_page_change(server: str) -> None:
