@@ -1,15 +1,27 @@
-"""Shared fixtures. Nothing here downloads anything: hubs are forced offline."""
+"""Shared fixtures. Nothing here downloads anything: hubs are forced offline.
+
+Nothing heavy is imported at module level (torch, transformers and open_clip load inside the
+fixtures that build tiny models), so that collecting the fast tier stays cheap.
+
+Property-test budgets: ``VST_HYPOTHESIS_EXAMPLES`` is the budget of a test module's main property
+tests (150 when unset, what CI runs). A run that leaves slow tests out (``-m "not slow ..."``) and
+does not set it gets :data:`FAST_EXAMPLES` instead; every other ``max_examples`` is
+``examples(n)``: ``n`` at the full budget, scaled with the one budget otherwise."""
 
 from __future__ import annotations
 
+import gc
+import itertools
 import json
+import math
 import os
+import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from PIL import Image
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,6 +32,84 @@ os.environ["VST_CACHE_DIR"] = tempfile.mkdtemp(prefix="vst-test-cache-")
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "assets" / "sample" / "stories.jsonl"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
+
+#: The property tests' budget when VST_HYPOTHESIS_EXAMPLES is unset (the full run, CI).
+FULL_EXAMPLES = 150
+#: The budget of a run that leaves slow tests out, unless VST_HYPOTHESIS_EXAMPLES says otherwise.
+FAST_EXAMPLES = 10
+_BUDGET = "VST_HYPOTHESIS_EXAMPLES"
+_FAST_TIER = False
+
+
+def examples(n: int) -> int:
+    """``max_examples`` for a property test that has ``n`` at the full budget: ``n`` when
+    VST_HYPOTHESIS_EXAMPLES is unset (or 150), else ``n`` scaled by VST_HYPOTHESIS_EXAMPLES / 150,
+    never under 2 (so the fast tier's 10 turns 300 into 20 and 40 into 3, and 10000 raises all)."""
+    budget = int(os.environ.get(_BUDGET, FULL_EXAMPLES))
+    return n if budget == FULL_EXAMPLES else max(2, math.ceil(n * budget / FULL_EXAMPLES))
+
+
+def _rules_out(markexpr: str, marks: set[str]) -> bool:
+    """Whether ``-m markexpr`` deselects every test that carries ``marks``, whatever its other marks."""
+    if not markexpr or not marks & set(re.findall(r"[A-Za-z_][\w.]*", markexpr)):
+        return False
+    try:
+        from _pytest.mark.expression import Expression
+
+        expression = Expression.compile(markexpr)
+    except Exception:  # a bad expression pytest reports itself; without pytest's parser, collect all
+        return False
+    names = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not"} - marks)
+    for values in itertools.product((False, True), repeat=len(names)):
+        given = {**dict.fromkeys(marks, True), **dict(zip(names, values, strict=True))}
+        if expression.evaluate(lambda name, /, given=given, **kwargs: given.get(name, False)):
+            return False
+    return True
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The fast tier (a mark expression that leaves every slow test out) runs the property tests at
+    FAST_EXAMPLES unless VST_HYPOTHESIS_EXAMPLES is set (test modules read the variable at import,
+    which comes after this hook), and keeps compiled bytecode."""
+    global _FAST_TIER
+    _FAST_TIER = _rules_out(config.getoption("markexpr", "") or "", {"slow"})
+    if _FAST_TIER and _BUDGET not in os.environ:
+        os.environ[_BUDGET] = str(FAST_EXAMPLES)
+    if _FAST_TIER:
+        # Compile the project's modules and the test modules (with pytest's assertion rewriting) once,
+        # not at every run, even where PYTHONDONTWRITEBYTECODE is set: about 3 s of the fast tier.
+        # The __pycache__ folders are ignored by git.
+        sys.dont_write_bytecode = False
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    budget = os.environ.get(_BUDGET, str(FULL_EXAMPLES))
+    tier = " (fast tier)" if _FAST_TIER else ""
+    return f"property tests: {_BUDGET}={budget}{tier}"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported and built lives to the end of the run: ``gc.freeze()`` spares the
+    collector walking it again at every full collection (pytest runs five at exit, about 2 s)."""
+    gc.freeze()
+
+
+_MODULE_MARKS = re.compile(r"^pytestmark\s*=(.*)$", re.MULTILINE)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A test module whose module-wide marks (``pytestmark = ...``) the ``-m`` expression rules out
+    is not even imported: none of its tests could run, and importing it (AppTest, Playwright, the
+    real-layout replicas, torch) costs seconds of the fast tier."""
+    markexpr = config.getoption("markexpr", "") or ""
+    if not markexpr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    try:
+        found = _MODULE_MARKS.search(collection_path.read_text(encoding="utf-8"))
+    except OSError:
+        return None
+    marks = set(re.findall(r"pytest\.mark\.(\w+)", found.group(1))) if found else set()
+    return True if marks and _rules_out(markexpr, marks) else None
 
 
 def write_jsonl(path: Path, records: list[Any]) -> Path:
@@ -54,6 +144,7 @@ def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_bert(tokenizer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
     from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast
 
     torch.manual_seed(0)
@@ -82,6 +173,7 @@ TINY_CLIP_CONFIG = {
 def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(model-config JSON, checkpoint) of a tiny random open_clip model named vst-tiny-clip."""
     import open_clip
+    import torch
 
     folder = tmp_path_factory.mktemp("clip")
     config = folder / "vst-tiny-clip.json"

@@ -7,10 +7,10 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
 from conftest import WORDS, write_jsonl
 
 from vst_core.cli import main
@@ -21,6 +21,9 @@ from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
 from vst_core.scoring.registry import Models
 from vst_core.scoring.story import score_story
+
+if TYPE_CHECKING:  # torch loads in the tests that build tiny models (all slow)
+    import torch
 
 # --------------------------------------------------------------------------- pure metric
 
@@ -68,6 +71,7 @@ PAIRS = [
 ]
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_bert_nsp_probabilities_batch_equals_single(tiny_bert: Path) -> None:
     batched = load_pair_scorer(f"bert-nsp:{tiny_bert}", device="cpu", batch_size=8)
     single = load_pair_scorer(f"bert-nsp:{tiny_bert}", device="cpu", batch_size=1)
@@ -77,7 +81,9 @@ def test_bert_nsp_probabilities_batch_equals_single(tiny_bert: Path) -> None:
     np.testing.assert_allclose(p, [single.score_pairs([pair])[0] for pair in PAIRS], atol=1e-5)
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_bert_nsp_uses_the_is_next_index(tiny_bert: Path) -> None:
+    import torch
     from transformers import BertForNextSentencePrediction, BertTokenizerFast
 
     scorer = load_pair_scorer(f"bert-nsp:{tiny_bert}", device="cpu")
@@ -88,6 +94,7 @@ def test_bert_nsp_uses_the_is_next_index(tiny_bert: Path) -> None:
     assert scorer.score_pairs([PAIRS[0]])[0] == pytest.approx(expected, abs=1e-6)
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_empty_and_too_long_pairs(tiny_bert: Path) -> None:
     scorer = load_pair_scorer(f"bert-nsp:{tiny_bert}", device="cpu")
     long = " ".join(["water"] * 200)
@@ -96,6 +103,7 @@ def test_empty_and_too_long_pairs(tiny_bert: Path) -> None:
     assert 0 <= result.probabilities[1] <= 1 and result.truncated == (False, True, False)
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_truncation_warning_names_the_story(tiny_bert: Path, tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "long-one", "sentences": ["We ate.", " ".join(["cake"] * 100)]}])
     story = read_story_set(src).stories[0]
@@ -107,6 +115,7 @@ def test_truncation_warning_names_the_story(tiny_bert: Path, tmp_path: Path) -> 
 
 def _tiny_rovist_c(path: Path, vocab_size: int, head_out: int = 2) -> torch.nn.Module:
     """A checkpoint in the RoViST-C format: {"opt": Namespace, "model": state_dict}."""
+    import torch
     from transformers import AlbertConfig, AlbertModel
 
     torch.manual_seed(1)
@@ -135,7 +144,9 @@ def _tiny_rovist_c(path: Path, vocab_size: int, head_out: int = 2) -> torch.nn.M
     return module
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_rovist_c_checkpoint_loads_and_scores(tokenizer_dir: Path, tmp_path: Path) -> None:
+    import torch
     from transformers import BertTokenizerFast
 
     ckpt = tmp_path / "sop_model_epoch4.pth.tar"
@@ -154,7 +165,10 @@ def test_rovist_c_checkpoint_loads_and_scores(tokenizer_dir: Path, tmp_path: Pat
     np.testing.assert_allclose(p, [scorer.score_pairs([x])[0] for x in PAIRS[:3]], atol=1e-5)
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_rovist_c_wrong_shapes_are_explained(tokenizer_dir: Path, tmp_path: Path) -> None:
+    import torch
+
     ckpt = tmp_path / "three_way.pth.tar"
     _tiny_rovist_c(ckpt, vocab_size=len(WORDS) + 5, head_out=3)
     with pytest.raises(CheckpointShapeError, match=r"expected a linear head of shape \(2, 32\).*found \(3, 32\)"):
@@ -167,6 +181,7 @@ def test_rovist_c_wrong_shapes_are_explained(tokenizer_dir: Path, tmp_path: Path
         load_rovist_c(tmp_path / "noenc.pt", device="cpu")
 
 
+@pytest.mark.slow  # imports transformers and torch (about 3 s)
 def test_missing_weights_fail_fast_with_instructions(tmp_path: Path) -> None:
     with pytest.raises(WeightsUnavailableError, match="no-such-org/no-such-bert.*fetch-models.*local checkpoint"):
         load_pair_scorer("bert-nsp:no-such-org/no-such-bert", device="cpu")
@@ -176,6 +191,7 @@ def test_missing_weights_fail_fast_with_instructions(tmp_path: Path) -> None:
         load_pair_scorer("gpt-coherence", device="cpu")
 
 
+@pytest.mark.slow  # imports transformers and torch (about 3 s)
 def test_cli_missing_weights_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = write_jsonl(tmp_path / "s.jsonl", [{"story_id": "a", "sentences": ["We ate.", "We sat."]}])
     code = main(
@@ -273,6 +289,7 @@ def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: P
     assert records[0]["signature"]["settings"]["coherence_model"] == str(out)
 
 
+@pytest.mark.slow  # a tiny model through transformers and torch
 def test_prefix_context_scores_each_sentence_after_the_whole_story_so_far(tiny_bert: Path) -> None:
     from vst_core.models.pairs import pairs_of
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,7 +31,7 @@ def evaluated(cell: str) -> bool:
     return cell.startswith(FORMULA_START) and not NUMBER.fullmatch(cell)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text(alphabet=st.sampled_from("=+-@\t\r\n,\"'abc1.e "), max_size=12), min_size=1, max_size=8))
 def test_no_text_cell_is_evaluated_and_each_reads_back(values: list[str]) -> None:
     frame = pd.DataFrame({"story": values, "score": np.linspace(-1, 1, len(values))})
@@ -65,6 +67,7 @@ def hostile_scores(tmp_path: Path) -> Path:
     return scores
 
 
+@pytest.mark.slow  # meta-eval with baselines and resamples; safe_cell is property-tested above
 def test_meta_eval_and_dhm_csv_tables_carry_no_formula(tmp_path: Path) -> None:
     from vst_core.cli import main
 

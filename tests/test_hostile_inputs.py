@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -428,7 +429,7 @@ def test_judgement_files_named_in_the_robustness_report(nr_records: list[Any]) -
     assert "more fields than the header" in extra.problems[0]
 
 
-@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(VALID.map(json.dumps), JUNK.map(json.dumps), HOSTILE_LINES), max_size=10), st.integers(0, 10))
 def test_a_cli_run_on_any_story_file_writes_each_story_once_and_resumes(
     tmp_path_factory: pytest.TempPathFactory, lines: list[str], cut: int
@@ -511,7 +512,7 @@ def _make_image(folder: Path, name: str, kind: str) -> None:
         Image.new("CMYK", (16, 16)).save(path, format="JPEG")
 
 
-@settings(max_examples=max(10, EXAMPLES // 5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(IMAGE_KINDS), min_size=1, max_size=6))
 def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.TempPathFactory, kinds: list[str]) -> None:
     from vst_core.grounding.grounder import ImageEntry, _probe

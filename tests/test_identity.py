@@ -71,6 +71,7 @@ def test_the_vectorised_nr_is_keyed_by_system_and_id() -> None:
     assert found[("reference", "1")].score != found[("llava", "1")].score
 
 
+@pytest.mark.slow  # a tiny CLIP model end to end
 def test_grounding_parses_each_systems_phrases(tmp_path: Path, tiny_clip: tuple[Path, Path]) -> None:
     """The grounder's noun phrases are cached per (system, story_id): the model story sharing the
     human story's id is matched with its own phrases."""

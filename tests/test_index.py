@@ -180,6 +180,7 @@ def test_two_computed_values_conflict_in_one_file_and_the_first_line_wins(tmp_pa
     assert index.conflicts == [Conflict("x", "1", "redundancy", 0.5, "s.jsonl", 0.7, "s.jsonl")]  # within TOLERANCE: same
 
 
+@pytest.mark.slow  # the signature of a CLIP setting imports open_clip and torch (about 5 s)
 def test_record_equals_the_exact_readers_merged_record_evidence_included(tmp_path: Path) -> None:
     from vst_core.scoring.synthetic import write_scores_file
 
@@ -202,6 +203,7 @@ def test_record_equals_the_exact_readers_merged_record_evidence_included(tmp_pat
     assert_table_matches(index, merged)
 
 
+@pytest.mark.slow  # starts worker processes
 def test_a_file_read_by_several_processes_indexes_as_one_read_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Above PARALLEL_BYTES a file is cut into shares at line starts and parsed by processes; the
     table, the byte ranges, the problems (with line numbers) and the conflicts are the serial ones."""
@@ -462,6 +464,7 @@ def test_an_empty_file_is_an_empty_index(tmp_path: Path) -> None:
         assert len(index) == 0 and index.problems == [] and index.record(0)[0] is None
 
 
+@pytest.mark.slow  # four threads saving and loading at once, like the processes above
 def test_two_writers_of_one_index_at_once_leave_a_whole_index(tmp_path: Path) -> None:
     path = write(tmp_path / "s.jsonl", [story(str(k), s, k / 100) for k in range(50) for s in ("x", "y")])
     built = build_index([path])

@@ -350,6 +350,7 @@ NAMES = st.lists(HOSTILE.filter(bool), min_size=5, max_size=5, unique_by=lambda 
 )
 
 
+@pytest.mark.slow  # six pages through AppTest for each example (about 1 s each)
 @settings(
     max_examples=PAGE_EXAMPLES,
     deadline=None,
@@ -399,6 +400,7 @@ def test_hostile_names_render_as_text_on_every_page(tmp_path_factory: pytest.Tem
     print(f"  [markup] six pages in {time.perf_counter() - started:.1f} s")
 
 
+@pytest.mark.slow  # AppTest of the inspect page, uploaded and pasted
 @pytest.mark.parametrize("name", [f"![t]({OUTSIDE})", f"<img src={OUTSIDE}>", "`x` $y$ :rocket:"])
 def test_uploaded_and_pasted_stories_render_as_text(name: str) -> None:
     """A story file uploaded and stories pasted with hostile systems, ids, sequence ids and text:
@@ -441,6 +443,7 @@ def _absolute_paths(app: AppTest, roots: list[Path]) -> list[str]:
     return [t for t in texts for root in roots if str(root) in t or str(root.resolve()) in t]
 
 
+@pytest.mark.slow  # AppTest of two pages
 def test_notices_problems_and_refusals_show_no_server_folder(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -420,6 +420,7 @@ def test_report_on_the_sample(sample_scores: Path) -> None:
     json.dumps(report.to_json())
 
 
+@pytest.mark.slow  # the CLI with resamples and CSV tables; the CLI's matching is tested below
 def test_cli_writes_the_same_numbers(sample_scores: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     code = main(
@@ -634,7 +635,10 @@ def test_baselines_only_for_judged_stories_with_the_ptb_tokenizer_when_java_runs
         assert "no Java" in baseline_tokenizer() and tokens == {"a": normalize("Grandpa's house, finally!")}
 
 
-@pytest.mark.parametrize("method", ["spearman", "pearson", "kendall_b", "kendall_c"])
+@pytest.mark.parametrize(
+    "method",
+    ["spearman", *(pytest.param(m, marks=pytest.mark.slow) for m in ("pearson", "kendall_b", "kendall_c"))],  # 0.4 s each
+)
 def test_bootstrap_intervals_equal_scipy_stats_bootstrap(method: str) -> None:
     """Same resamples (one draw of (resamples, n) indices from default_rng(seed)), same percentile
     rule: the interval equals scipy.stats.bootstrap(paired, percentile) to float rounding."""

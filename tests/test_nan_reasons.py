@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,7 @@ def judgements_csv(rows: list[tuple[int, str, str, int]], with_rater: bool) -> b
     return (head + body).encode()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ratings, st.booleans(), st.lists(st.sampled_from([0.2, 0.5, 0.5, 0.9]), min_size=6, max_size=6))
 def test_every_number_left_out_has_its_reason(rows: list[tuple[int, str, str, int]], with_rater: bool, nr: list[float]) -> None:
     judgements = read_judgements(judgements_csv(rows, with_rater), layout="long")

@@ -123,6 +123,7 @@ def test_a_story_the_public_code_splits_differently_keeps_its_numbers_without_sp
     assert record.score == pytest.approx(want) and record.inter_repeats is None and RESPLIT_NOTE in record.notes
 
 
+@pytest.mark.slow  # loads a spaCy pipeline (about 4 s)
 def test_the_signature_names_the_sentence_splitter() -> None:
     from vst_core.signature import signature
 
@@ -204,6 +205,7 @@ def test_reference_crops_round_every_coordinate_as_pillow_does() -> None:
     assert _crop(image, box, "reference").size == (9, 9) == image.crop((1, 1, 10, 10)).size
 
 
+@pytest.mark.slow  # the signature of a CLIP setting imports open_clip and torch (about 5 s)
 def test_the_grounding_profile_is_in_the_signature() -> None:
     from vst_core.signature import signature
 

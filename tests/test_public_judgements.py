@@ -246,6 +246,7 @@ def write_scores(path: Path, records: list[StoryScores]) -> Path:
     return path
 
 
+@pytest.mark.slow  # two interpreter starts
 def test_cli_reads_vhed_pairs_and_reports_their_accuracy(tmp_path: Path) -> None:
     scores = write_scores(
         tmp_path / "scores.jsonl",
@@ -272,6 +273,7 @@ def test_cli_reads_vhed_pairs_and_reports_their_accuracy(tmp_path: Path) -> None
     assert wrong.returncode == 3 and "not a vist-edit judgements file" in wrong.stderr and "Traceback" not in wrong.stderr
 
 
+@pytest.mark.slow  # two CLI runs of meta-eval; the readers of the layout are tested above
 def test_cli_reads_a_vist_edit_file_and_correlates_by_story(tmp_path: Path) -> None:
     nr = {
         f"{S1}:AREL": 0.80,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE
+from conftest import SAMPLE, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -111,7 +111,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(JSON, st.sampled_from(sorted(METRIC_TYPES)))
 def test_any_json_reads_without_raising(value: Any, metric: str) -> None:
     for data in (value, {"story_id": "x", "sentences": ["A."], "metrics": {metric: value}}):
@@ -119,7 +119,7 @@ def test_any_json_reads_without_raising(value: Any, metric: str) -> None:
         assert record is not None or problems
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=6), st.floats(0, 1.5), st.booleans(), st.booleans())
 def test_rescoring_a_record_equals_its_formula(cosines: list[float], theta: float, penalize: bool, weight: bool) -> None:
     from vst_core.metrics.grounding import groovist_score
@@ -130,6 +130,7 @@ def test_rescoring_a_record_equals_its_formula(cosines: list[float], theta: floa
     assert [p.contribution for p in out.phrases] == list(want.contributions)
 
 
+@pytest.mark.slow  # the signature of a CLIP setting imports open_clip and torch (about 5 s)
 def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model() -> None:
     base = Settings(metrics=("redundancy", "grounding"))
     record = StoryScores("a", "s", "m", ("A dog.",), metrics={"grounding": grounding(0.3, 0.9)}, signature={"id": "old"})

@@ -29,11 +29,13 @@ def test_replace_placeholders_maps_back_to_the_original() -> None:
     assert (starts[k], ends[k + 5]) == (11, 19)
 
 
+@pytest.mark.slow  # loads spaCy and its pipeline (with torch: about 3.5 s)
 def test_split_sentences() -> None:
     assert split_sentences("We went to the beach. The water was cold!  ") == ["We went to the beach.", "The water was cold!"]
     assert split_sentences("   ") == []
 
 
+@pytest.mark.slow  # loads spaCy and its pipeline (with torch: about 3.5 s)
 def test_noun_phrases_placeholders_pronouns_dedup_and_spans() -> None:
     sentences = ["[male] bought a red kite at the beach.", "He flew the red kite.", "It was fun for everyone."]
     phrases = noun_phrases(sentences)
@@ -49,11 +51,13 @@ def test_noun_phrases_placeholders_pronouns_dedup_and_spans() -> None:
     assert kite.sentence == 1 and kite.root == "kite"
 
 
+@pytest.mark.slow  # loads spaCy and its pipeline (with torch: about 3.5 s)
 def test_noun_phrases_dedup_within_story() -> None:
     phrases = noun_phrases(["The dog barked.", "The dog slept."])
     assert [(p.text, p.sentence) for p in phrases] == [("the dog", 0)]
 
 
+@pytest.mark.slow  # loads spaCy and its pipeline (with torch: about 3.5 s)
 def test_spacy_loaded_once_and_unknown_model_is_clear() -> None:
     assert load_spacy() is load_spacy()
     with pytest.raises(SpacyUnavailableError, match="no spaCy English pipeline"):

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -248,7 +248,7 @@ def test_a_scores_file_in_a_zip_has_the_same_limit(tmp_path: Path) -> None:
 member_kinds = st.sampled_from(["zeros", "jpeg-zeros", "jpeg-random", "png-random", "text"])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     members=st.lists(
         st.tuples(
