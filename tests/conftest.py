@@ -30,6 +30,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["VST_CACHE_DIR"] = tempfile.mkdtemp(prefix="vst-test-cache-")
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The dashboard and its pages as AppTest switches to them (tests/test_app.py, tests/test_markup.py).
+APP = str(ROOT / "app.py")
+PAGES = {
+    "inspect": "app_pages/inspect.py",
+    "dataset": "app_pages/dataset.py",
+    "meta": "app_pages/agreement.py",
+    "human": "app_pages/human_likeness.py",
+    "compare": "app_pages/compare.py",
+    "systems": "app_pages/systems.py",
+}
 SAMPLE = ROOT / "assets" / "sample" / "stories.jsonl"
 ARTIFACTS = ROOT / "tests" / "_artifacts"
 

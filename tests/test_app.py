@@ -9,20 +9,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import ROOT, clip_args
+from conftest import APP, PAGES, ROOT, clip_args
 from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.slow  # AppTest runs of every page
-
-APP = str(ROOT / "app.py")
-PAGES = {
-    "inspect": "app_pages/inspect.py",
-    "dataset": "app_pages/dataset.py",
-    "meta": "app_pages/agreement.py",
-    "human": "app_pages/human_likeness.py",
-    "compare": "app_pages/compare.py",
-    "systems": "app_pages/systems.py",
-}
 
 
 def open_page(page: str = "inspect") -> AppTest:

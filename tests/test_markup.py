@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from conftest import APP, PAGES, ROOT
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -31,15 +31,6 @@ EXAMPLES = int(os.environ.get("VST_HYPOTHESIS_EXAMPLES", "150"))
 #: Examples of the page test: each runs the six pages (about 2 s).
 PAGE_EXAMPLES = max(10, EXAMPLES // 15)
 
-APP = str(ROOT / "app.py")
-PAGES = {
-    "inspect": "app_pages/inspect.py",
-    "dataset": "app_pages/dataset.py",
-    "meta": "app_pages/agreement.py",
-    "human": "app_pages/human_likeness.py",
-    "compare": "app_pages/compare.py",
-    "systems": "app_pages/systems.py",
-}
 OUTSIDE = "http://x.test/p.png"
 HOSTILE_PIECES = [
     f"![t]({OUTSIDE})",

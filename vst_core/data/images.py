@@ -33,7 +33,9 @@ class NotRegularFileError(ImageBudgetError):
     """A FIFO, a device or a folder where an image file was expected (never opened)."""
 
 
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
+    """The positive whole number in environment variable ``name``; ``default`` when unset, not a
+    number, or not above 0."""
     try:
         value = int(os.environ.get(name, "") or default)
     except ValueError:
@@ -43,12 +45,12 @@ def _env_int(name: str, default: int) -> int:
 
 def max_pixels() -> int:
     """Pixels decoded at full size (``VST_MAX_IMAGE_PIXELS``, default 40,000,000)."""
-    return _env_int("VST_MAX_IMAGE_PIXELS", DEFAULT_MAX_PIXELS)
+    return env_int("VST_MAX_IMAGE_PIXELS", DEFAULT_MAX_PIXELS)
 
 
 def max_bytes() -> int:
     """Largest image file opened (``VST_MAX_IMAGE_BYTES``, default 100 MiB)."""
-    return _env_int("VST_MAX_IMAGE_BYTES", DEFAULT_MAX_BYTES)
+    return env_int("VST_MAX_IMAGE_BYTES", DEFAULT_MAX_BYTES)
 
 
 def check_bytes(size: int, name: str) -> None:

@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.readers import story_from_record
+from vst_core.data.scores_io import size_text
 from vst_core.data.types import Splitter, StorySet
 
 MAX_UPLOAD_IMAGES = 20
@@ -159,22 +160,6 @@ _IMAGE_MAGIC = (
 _METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED}  # others (bzip2, LZMA) unpack a whole read at once
 
 
-def _env_bytes(name: str, default: int) -> int:
-    try:
-        value = int(os.environ.get(name, "") or default)
-    except ValueError:
-        return default
-    return value if value > 0 else default
-
-
-def _size(n: int) -> str:
-    """Bytes in words: ``1 GiB``, ``200 MiB``, ``64 KiB``, ``10 bytes``."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} bytes"
-
-
 @dataclass(frozen=True)
 class UploadBudget:
     """What one upload may unpack, in real (decompressed) bytes counted while streaming.
@@ -197,15 +182,15 @@ class UploadBudget:
     @classmethod
     def from_env(cls) -> UploadBudget:
         """The defaults, with the environment variables of the module's docstring applied."""
-        from vst_core.data.images import max_bytes
+        from vst_core.data.images import env_int, max_bytes
 
-        upload = _env_bytes("VST_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
+        upload = env_int("VST_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)
         return cls(
-            data_file=_env_bytes("VST_MAX_DATA_FILE_BYTES", DEFAULT_MAX_DATA_FILE_BYTES),
+            data_file=env_int("VST_MAX_DATA_FILE_BYTES", DEFAULT_MAX_DATA_FILE_BYTES),
             image=max_bytes(),
             upload=upload,
             session=upload,
-            server=_env_bytes("VST_MAX_SERVER_UPLOAD_BYTES", DEFAULT_MAX_SERVER_BYTES),
+            server=env_int("VST_MAX_SERVER_UPLOAD_BYTES", DEFAULT_MAX_SERVER_BYTES),
         )
 
 
@@ -276,7 +261,7 @@ def _zip_entries(name: str, data: bytes, members: int, messages: list[str]) -> t
         messages.append(f"{shown} is not a readable zip (no end of its list of files); left out")
         return [], 0
     if declared[0] > members or declared[1] > members * _DIRECTORY_BYTES_PER_MEMBER:
-        count = f"{declared[0]:,} files" if declared[0] > members else f"a {_size(declared[1])} list of files"
+        count = f"{declared[0]:,} files" if declared[0] > members else f"a {size_text(declared[1])} list of files"
         messages.append(
             f"{shown} left out: it holds {count}, over the limit of {members:,} files per zip; split it into several zips"
         )
@@ -364,19 +349,23 @@ def _meter(folder: Path, budget: UploadBudget) -> _Meter:
     """The allowance of an upload into ``folder``. The session and server budgets apply when
     ``folder`` lies in a session folder (the first one up named ``SESSION_PREFIX*``): the session
     counts what that folder holds, the server what all its siblings of that prefix hold."""
-    options = [(budget.upload, f"the {_size(budget.upload)} one upload may unpack", "upload fewer or smaller images at a time")]
+    options = [
+        (budget.upload, f"the {size_text(budget.upload)} one upload may unpack", "upload fewer or smaller images at a time")
+    ]
     session = next((p for p in (folder, *folder.parents) if p.name.startswith(SESSION_PREFIX)), None)
     if session is not None:
         held = _tree_bytes(session)
         options.append(
             (
                 budget.session - held,
-                f"the {_size(budget.session)} one session may hold",
+                f"the {size_text(budget.session)} one session may hold",
                 "remove the upload or open the dashboard in a new tab",
             )
         )
         used = sum(_tree_bytes(p) for p in session.parent.glob(f"{SESSION_PREFIX}*") if p.is_dir())
-        options.append((budget.server - used, f"the {_size(budget.server)} this server keeps for all uploads", "try again later"))
+        options.append(
+            (budget.server - used, f"the {size_text(budget.server)} this server keeps for all uploads", "try again later")
+        )
     left, words, advice = min(options, key=lambda o: o[0])
     return _Meter(max(left, 0), words, advice)
 
@@ -392,10 +381,10 @@ def _check(name: str, done: int, packed: int, cap: tuple[int, str, str], meter: 
     loose file, no ratio)."""
     if done > meter.left and meter.left < cap[0]:
         raise _Refused(
-            f"{name} left out: it unpacks to more than {meter.words} ({_size(meter.left)} left); {meter.advice}", final=True
+            f"{name} left out: it unpacks to more than {meter.words} ({size_text(meter.left)} left); {meter.advice}", final=True
         )
     if done > cap[0]:
-        raise _Refused(f"{name} left out: it unpacks to more than {_size(cap[0])}, {cap[1]}; {cap[2]}")
+        raise _Refused(f"{name} left out: it unpacks to more than {size_text(cap[0])}, {cap[1]}; {cap[2]}")
     if packed and done >= budget.ratio_floor and done > budget.ratio * packed:
         raise _Refused(
             f"{name} left out: it unpacks to more than {budget.ratio:g} times its packed size, the limit for a zip "
