@@ -218,3 +218,31 @@ def point_at(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(constants, "HF_HOME", env["HF_HOME"])
     monkeypatch.setattr(constants, "HF_HUB_CACHE", env["HF_HUB_CACHE"])
+
+
+class ParityLog:
+    """What a parity test compared and the figure it measured, for the README's parity table
+    (``python benchmarks/parity_table.py`` runs the ``parity`` tests and renders their rows).
+
+    A row is written to ``$VST_PARITY_OUT`` (one JSON file per test) when that is set, else kept
+    in memory only, so an ordinary test run writes nothing."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.rows: list[dict[str, str]] = []
+
+    def record(self, *, metric: str, reference: str, compared: str, figure: str) -> None:
+        """One row: ``metric`` (ours), ``reference`` (whose code or numbers), ``compared`` (what,
+        on which inputs and weights), ``figure`` (what agreed, to which precision)."""
+        self.rows.append({"metric": metric, "reference": reference, "compared": compared, "figure": figure})
+        out = os.environ.get("VST_PARITY_OUT")
+        if out:
+            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.nodeid)[-150:]
+            rows = [{**row, "test": self.nodeid} for row in self.rows]
+            Path(out, f"{name}.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+@pytest.fixture
+def parity(request: pytest.FixtureRequest) -> ParityLog:
+    """A :class:`ParityLog` for this test; mark the test ``@pytest.mark.parity`` too."""
+    return ParityLog(request.node.nodeid)

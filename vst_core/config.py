@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
-from vst_core.metrics.variants import CoherenceContext, GroundingProfile, NRVariant
+from vst_core.metrics.variants import CoherenceContext, CoherenceProfile, GroundingProfile, NRVariant
 
 _log = logging.getLogger(__name__)
 
@@ -73,10 +73,13 @@ class Settings:
     coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
     coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
     coherence_context: CoherenceContext = "pair"  # prefix: P(s_i+1 | s_1..s_i), the dHM variant
+    coherence_profile: CoherenceProfile = "paper"  # reference: the authors' slow tokenizer, over-long stories left out
     clip_arch: str = "ViT-B-32"
     clip_pretrained: str | None = "openai"
     clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
     clip_config: str | None = None  # open_clip model-config JSON registering clip_arch
+    # CLIPScore's caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence
+    clipscore_prompt: str = "A photo depicts "
     theta: str = "VIST"  # preset name (VIST, AESOP, VWP, custom) or a number
     regions: Literal["grid", "csv", "detector"] = "grid"
     regions_file: str | None = None
@@ -117,6 +120,8 @@ class Settings:
             raise SettingsError(f"coherence_context must be 'pair' or 'prefix', got {self.coherence_context!r}")
         if self.splitter not in ("punkt", "spacy"):
             raise SettingsError(f"splitter must be 'punkt' or 'spacy', got {self.splitter!r}")
+        if self.coherence_profile not in ("paper", "reference"):
+            raise SettingsError(f"coherence_profile must be 'paper' or 'reference', got {self.coherence_profile!r}")
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 
@@ -135,7 +140,13 @@ class Settings:
         for key in ("device", "batch_size", "workers"):  # change speed, not scores
             data.pop(key)
         if "coherence" not in self.metrics:
-            for key in ("coherence_model", "coherence_tokenizer", "coherence_repeat_zero", "coherence_context"):
+            for key in (
+                "coherence_model",
+                "coherence_tokenizer",
+                "coherence_repeat_zero",
+                "coherence_context",
+                "coherence_profile",
+            ):
                 data.pop(key)
         if not CLIP_METRICS & set(self.metrics):
             for key in [k for k in data if k.startswith("clip_")] + [
@@ -149,10 +160,13 @@ class Settings:
                 "units",
                 "expressions",
                 "grounding_profile",
+                "clipscore_prompt",
             ]:
                 data.pop(key)
         else:
             data["theta"] = self.theta_value
+            if "clipscore" not in self.metrics:
+                data.pop("clipscore_prompt")
         data["metrics"] = list(self.metrics)
         return data
 

@@ -126,6 +126,14 @@ def _text_arguments(p: argparse.ArgumentParser) -> None:
         "sentences 1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
     )
     p.add_argument(
+        "--coherence-profile",
+        choices=("paper", "reference"),
+        default=DEFAULTS.coherence_profile,
+        help="paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST "
+        "authors' code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input "
+        "left unscored with the reason)",
+    )
+    p.add_argument(
         "--keep-repeated-pairs",
         action="store_true",
         help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
@@ -161,6 +169,11 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE|detector|grid",
         help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
         f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
+    )
+    p.add_argument(
+        "--clipscore-prompt",
+        default=DEFAULTS.clipscore_prompt,
+        help='CLIPScore caption prefix; default "A photo depicts " as in Hessel et al. (2021); "" for the bare sentence',
     )
     p.add_argument("--top-b", type=int, default=DEFAULTS.top_b, help="regions kept per image")
     p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
@@ -236,6 +249,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         coherence_tokenizer=args.coherence_tokenizer,
         coherence_repeat_zero=not args.keep_repeated_pairs,
         coherence_context=args.coherence_context,
+        coherence_profile=args.coherence_profile,
+        clipscore_prompt=args.clipscore_prompt,
         device=args.device,
         batch_size=args.batch_size,
         workers=args.workers,

@@ -3,6 +3,8 @@
 >>> from typing import get_args
 >>> get_args(NRVariant), get_args(CoherenceContext), get_args(GroundingProfile)
 (('paper', 'reference'), ('pair', 'prefix'), ('paper', 'reference'))
+>>> get_args(CoherenceProfile), get_args(RovistVGKind)
+(('paper', 'reference'), ('model', 'clip'))
 """
 
 from __future__ import annotations
@@ -18,4 +20,10 @@ CoherenceContext = Literal["pair", "prefix"]
 #: GROOVIST: ``paper`` (as published) or ``reference`` (as the authors' code computes it).
 GroundingProfile = Literal["paper", "reference"]
 
-__all__ = ["CoherenceContext", "GroundingProfile", "NRVariant", "RecordedNRVariant"]
+#: RoViST-C: ``paper`` (fast tokenizer, an over-long pair truncated with a warning) or ``reference`` (the
+#: authors' code: the slow sentencepiece ALBERT tokenizer, a story with an over-long input left unscored).
+CoherenceProfile = Literal["paper", "reference"]
+#: RoViST-VG: ``model`` (the authors' Region2Phrase model: ViT + GloVe) or ``clip`` (CLIP cosines, RoViST's aggregation).
+RovistVGKind = Literal["model", "clip"]
+
+__all__ = ["CoherenceContext", "CoherenceProfile", "GroundingProfile", "NRVariant", "RecordedNRVariant", "RovistVGKind"]
