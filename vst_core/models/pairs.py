@@ -333,6 +333,7 @@ def load_pair_scorer(
     spec: str = "bert-nsp",
     *,
     tokenizer: str | None = None,
+    profile: str = "paper",
     device: str = "auto",
     batch_size: int = 32,
 ) -> TransformerPairScorer:
@@ -342,6 +343,7 @@ def load_pair_scorer(
     message names the model, the path tried and the fix; no loader error escapes as another type.
     """
     kind, _, arg = spec.partition(":")
+    del profile  # the tokenizer kind of the reference profile: see coherence_profile
     try:
         if kind == "bert-nsp":
             return load_bert_nsp(arg or DEFAULT_NSP_MODEL, device=device, batch_size=batch_size)

@@ -62,7 +62,11 @@ class Models:
         if self._pair_scorer is None:
             s = self.settings
             self._pair_scorer = load_pair_scorer(
-                s.coherence_model, tokenizer=s.coherence_tokenizer, device=s.device, batch_size=s.batch_size
+                s.coherence_model,
+                tokenizer=s.coherence_tokenizer,
+                profile=s.coherence_profile,
+                device=s.device,
+                batch_size=s.batch_size,
             )
         return self._pair_scorer
 
