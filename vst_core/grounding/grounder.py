@@ -173,7 +173,7 @@ class Grounder:
             if "rovist_vg" in s.metrics:
                 texts.extend(p.root for p in phrases)
             if "clipscore" in s.metrics:
-                texts.extend(story.sentences)
+                texts.extend(s.clipscore_prompt + t for t in story.sentences if t)
         texts = list(dict.fromkeys(t for t in texts if t))
         texts = [t for t in texts if t not in self._text]
         if texts:
@@ -392,9 +392,12 @@ class Grounder:
         )
 
     def _clipscore(self, story: Story, entries: list[ImageEntry]) -> ClipScoreScores:
-        """CLIPScore of sentence i with the whole image i."""
+        """CLIPScore of sentence i, after the prompt ("A photo depicts " by default), with the whole image i."""
         n = min(len(story.sentences), len(entries))
-        cosines = [float(self._text[story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)]
+        prompt = self.settings.clipscore_prompt
+        cosines = [
+            float(self._text[prompt + story.sentences[i]] @ entries[i].whole_emb) if story.sentences[i] else 0.0 for i in range(n)
+        ]
         aligned = n == len(story.sentences) == len(entries)
         return clipscore_scores(
             clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
