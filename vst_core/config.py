@@ -78,6 +78,9 @@ class Settings:
     clip_pretrained: str | None = "openai"
     clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
     clip_config: str | None = None  # open_clip model-config JSON registering clip_arch
+    # auto: from the weights (OpenAI's files and tags: QuickGELU; a hub snapshot's open_clip_config.json);
+    # a checkpoint file that does not say is refused for an architecture that exists with either activation
+    clip_activation: Literal["auto", "gelu", "quickgelu"] = "auto"
     # CLIPScore's caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence
     clipscore_prompt: str = "A photo depicts "
     theta: str = "VIST"  # preset name (VIST, AESOP, VWP, custom) or a number
@@ -120,6 +123,8 @@ class Settings:
             raise SettingsError(f"coherence_context must be 'pair' or 'prefix', got {self.coherence_context!r}")
         if self.splitter not in ("punkt", "spacy"):
             raise SettingsError(f"splitter must be 'punkt' or 'spacy', got {self.splitter!r}")
+        if self.clip_activation not in ("auto", "gelu", "quickgelu"):
+            raise SettingsError(f"clip_activation must be auto, gelu or quickgelu, got {self.clip_activation!r}")
         if self.coherence_profile not in ("paper", "reference"):
             raise SettingsError(f"coherence_profile must be 'paper' or 'reference', got {self.coherence_profile!r}")
         if self.nr_variant not in ("paper", "reference"):

@@ -158,6 +158,13 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
     p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
     p.add_argument(
+        "--clip-activation",
+        choices=("auto", "gelu", "quickgelu"),
+        default=DEFAULTS.clip_activation,
+        help="auto (default): as the weights say (OpenAI's files and the openai tags: QuickGELU); a --clip-checkpoint "
+        "that does not say must name it: quickgelu for OpenAI's weights and fine-tunes of them, gelu for open_clip's",
+    )
+    p.add_argument(
         "--theta",
         default=DEFAULTS.theta,
         help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
@@ -258,6 +265,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         clip_pretrained=args.clip_pretrained,
         clip_checkpoint=args.clip_checkpoint,
         clip_config=args.clip_config,
+        clip_activation=args.clip_activation,
         theta=DEFAULTS.theta if args.theta == "dataset" else args.theta,
         regions=regions.kind,
         regions_file=regions.file,
