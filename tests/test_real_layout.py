@@ -169,13 +169,16 @@ def test_other_weights_or_activation_change_the_signature_and_the_cache_key(real
     jit = signature(Settings(metrics=("grounding",), clip_checkpoint=str(real_env.xdg_cache / "clip" / "ViT-B-32.pt")))
     assert tag["id"] != jit["id"] and tag["settings"]["clip_weights"] != jit["settings"]["clip_weights"]
     blob = str(next((real_env.hf_home / "hub").glob("models--timm--*/snapshots/*/open_clip_model.safetensors")))
-    gelu = signature(Settings(metrics=("grounding",), clip_checkpoint=blob))
+    # the snapshot's open_clip_config.json says QuickGELU; GELU only when asked for by name
+    said = signature(Settings(metrics=("grounding",), clip_checkpoint=blob))
+    gelu = signature(Settings(metrics=("grounding",), clip_checkpoint=blob, clip_activation="gelu"))
     quick = signature(Settings(metrics=("grounding",), clip_arch="ViT-B-32-quickgelu", clip_checkpoint=blob))
     assert "/gelu/" in gelu["settings"]["clip_weights"] and "/quickgelu/" in quick["settings"]["clip_weights"]
+    assert "/quickgelu/" in said["settings"]["clip_weights"]
     assert gelu["id"] != quick["id"]
     # the embedding cache is keyed by the encoder's signature: the two activations never share vectors
     assert (
-        load_clip("ViT-B-32", checkpoint=blob, device="cpu").signature
+        load_clip("ViT-B-32", checkpoint=blob, device="cpu", activation="gelu").signature
         != load_clip("ViT-B-32-quickgelu", checkpoint=blob, device="cpu").signature
     )
 

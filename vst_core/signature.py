@@ -28,7 +28,9 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     if "coherence" in settings.metrics:
         ids["coherence_weights"] = pair_weights_id(settings.coherence_model, settings.coherence_tokenizer)
     if CLIP_METRICS & set(settings.metrics):
-        ids["clip_weights"] = clip_signature(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint)
+        ids["clip_weights"] = clip_signature(
+            settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
+        )
         if settings.clip_checkpoint:
             ids["clip_checkpoint"] = checkpoint_signature(settings.clip_arch, settings.clip_checkpoint)
         if settings.regions == "detector":

@@ -24,6 +24,7 @@ from vst_core.models.clip_weights import (
     DEFAULT_PRETRAINED,
     OPENAI_META,
     OPENAI_PREPROCESS,
+    Activation,
     ClipWeights,
     cached_pretrained_file,
     checkpoint_signature,
@@ -250,13 +251,15 @@ def load_clip(
     device: str = "auto",
     batch_size: int = 64,
     workers: int = 0,
+    activation: Activation = "auto",
 ) -> ClipEncoder:
     """Load CLIP by (arch, pretrained tag) or from a local checkpoint file, for what it is.
 
     A tag is always loaded from its local file (downloaded first when missing and reachable), with
     the tag's activation (QuickGELU for OpenAI's weights) and preprocessing, so a first run and a
     later one build the same model. OpenAI's TorchScript archives and state dicts define their own
-    architecture. Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
+    architecture and always get QuickGELU; a checkpoint that does not say which activation it needs
+    must be told (``activation``, see :func:`resolve_clip_weights`). Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
     """
     import open_clip
 
@@ -265,7 +268,7 @@ def load_clip(
             open_clip.add_model_config(str(model_config))
         except Exception as exc:
             raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {short_error(exc)}") from None
-    weights = resolve_clip_weights(arch, pretrained, checkpoint)
+    weights = resolve_clip_weights(arch, pretrained, checkpoint, activation)
     if weights.kind == "open_clip" and arch not in open_clip.list_models():
         raise ModelLoadError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
     device = resolve_device(device)
@@ -273,7 +276,7 @@ def load_clip(
         weights = _download(weights)
     assert weights.path is not None
     try:
-        model, preprocess, tokenizer = _build(weights, arch, checkpoint is not None)
+        model, preprocess, tokenizer = _build(weights, arch)
     except ModelLoadError:
         raise
     except Exception as exc:
@@ -284,7 +287,7 @@ def load_clip(
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
 
 
-def _build(weights: ClipWeights, arch: str, from_file: bool) -> tuple[Any, Any, Any]:
+def _build(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any]:
     """(model, image preprocessing, tokenizer) from resolved weights, on the CPU."""
     import open_clip
 
@@ -303,13 +306,6 @@ def _build(weights: ClipWeights, arch: str, from_file: bool) -> tuple[Any, Any, 
         image_interpolation=p.get("interpolation"),
         image_resize_mode=p.get("resize_mode"),
     )
-    if not weights.quick_gelu and from_file and f"{arch}-quickgelu" in open_clip.list_models():
-        log.warning(
-            "CLIP %s built with GELU for %s; if these are OpenAI's weights, use --clip-model %s-quickgelu",
-            arch,
-            weights.path,
-            arch,
-        )
     return model, preprocess, open_clip.get_tokenizer(arch)
 
 

@@ -4,6 +4,7 @@ activation and preprocessing it needs, and its signature (architecture, activati
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -91,14 +92,88 @@ def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
     return _KINDS[key]
 
 
+#: How a setting names the activation: ``auto`` (as the weights say) or explicitly.
+Activation = Literal["auto", "gelu", "quickgelu"]
+
+
+class ActivationUnknownError(ModelLoadError):
+    """A checkpoint file that does not say which activation its weights were trained with."""
+
+
+def _snapshot_config(path: Path) -> dict[str, Any] | None:
+    """The ``open_clip_config.json`` beside a weights file (a hub snapshot states its model there)."""
+    found = path.parent / "open_clip_config.json"
+    try:
+        if found.is_file() and found.stat().st_size < 1_000_000:
+            data = json.loads(found.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _has_both_activations(arch: str) -> bool:
+    """Whether open_clip knows ``arch`` in a GELU and a QuickGELU version (ViT-B-32 and ViT-B-32-quickgelu)."""
+    import open_clip
+
+    return not arch.endswith("-quickgelu") and f"{arch}-quickgelu" in open_clip.list_models()
+
+
 def _checkpoint_weights(
-    arch: str, path: Path, source: str = "file", quick_gelu: bool = False, preprocess: dict[str, Any] | None = None
+    arch: str,
+    path: Path,
+    source: str = "file",
+    quick_gelu: bool | None = None,
+    preprocess: dict[str, Any] | None = None,
+    activation: Activation = "auto",
 ) -> ClipWeights:
-    """The weights in ``path``: OpenAI's files always with QuickGELU and OpenAI's preprocessing;
-    an open_clip state dict with ``quick_gelu`` (or an ``-quickgelu`` arch) and ``preprocess``."""
+    """The weights in ``path`` and the activation they need.
+
+    OpenAI's files (TorchScript, or a state dict with OpenAI's metadata) are always QuickGELU with
+    OpenAI's preprocessing, whatever ``arch`` says; ``activation="gelu"`` for one is refused. An
+    open_clip state dict takes, in order: ``activation`` when given, an ``-quickgelu`` arch, the
+    pretrained tag's ``quick_gelu``, the ``open_clip_config.json`` of its hub snapshot; else an
+    architecture that exists with either activation is refused with the fix (never GELU silently).
+    """
     if _checkpoint_kind(path) == "openai":
+        if activation == "gelu":
+            raise ModelLoadError(
+                f"CLIP checkpoint {path} is OpenAI's format, whose weights use QuickGELU: drop --clip-activation gelu"
+            )
         return ClipWeights(arch, source, "openai", True, path, dict(OPENAI_PREPROCESS))
-    return ClipWeights(arch, source, "open_clip", quick_gelu or arch.endswith("-quickgelu"), path, dict(preprocess or {}))
+    prep = dict(preprocess or {})
+    if activation != "auto":
+        if activation == "gelu" and arch.endswith("-quickgelu"):
+            raise ModelLoadError(f"--clip-model {arch} is the QuickGELU version: use {arch[: -len('-quickgelu')]} for GELU")
+        quick = activation == "quickgelu"
+    elif arch.endswith("-quickgelu"):
+        quick = True
+    elif quick_gelu is not None:
+        quick = quick_gelu
+    else:
+        config = _snapshot_config(path) if source == "file" else None
+        model_cfg = config.get("model_cfg") if config else None
+        if isinstance(model_cfg, dict):
+            quick = bool(model_cfg.get("quick_gelu", False))
+            pre = config.get("preprocess_cfg") if config else None
+            if isinstance(pre, dict) and not prep:
+                prep = {k: pre[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in pre}
+        elif _has_both_activations(arch):
+            raise ActivationUnknownError(
+                f"CLIP checkpoint {path} does not say which activation its weights were trained with, and {arch} "
+                "exists with either. OpenAI's weights and models fine-tuned from them (GROOVIST's CLIP among them) "
+                f"need QuickGELU: add --clip-activation quickgelu (or --clip-model {arch}-quickgelu). Weights trained "
+                "with open_clip's default GELU: add --clip-activation gelu."
+            )
+        else:
+            quick = bool(_model_config(arch).get("quick_gelu", False))
+    return ClipWeights(arch, source, "open_clip", quick, path, prep)
+
+
+def _model_config(arch: str) -> dict[str, Any]:
+    import open_clip
+
+    return open_clip.get_model_config(arch) or {}
 
 
 OPENAI_PREPROCESS: dict[str, Any] = {
@@ -141,7 +216,10 @@ def cached_pretrained_file(arch: str, tag: str) -> str | None:
 
 
 def resolve_clip_weights(
-    arch: str = DEFAULT_ARCH, pretrained: str | None = DEFAULT_PRETRAINED, checkpoint: str | Path | None = None
+    arch: str = DEFAULT_ARCH,
+    pretrained: str | None = DEFAULT_PRETRAINED,
+    checkpoint: str | Path | None = None,
+    activation: Activation = "auto",
 ) -> ClipWeights:
     """The weights a CLIP setting names, without building the model (cheap: file lookups and a
     look at the checkpoint's first bytes). Raises :class:`ModelLoadError` for an unusable file."""
@@ -149,7 +227,7 @@ def resolve_clip_weights(
         path = Path(checkpoint)
         if not path.is_file():
             raise WeightsUnavailableError(f"CLIP checkpoint not found: {path} (give the path of a weights file)")
-        return _checkpoint_weights(arch, path)
+        return _checkpoint_weights(arch, path, activation=activation)
     if not pretrained:
         raise ValueError("give a pretrained tag or a checkpoint path")
     from open_clip.pretrained import get_pretrained_cfg
@@ -161,6 +239,8 @@ def resolve_clip_weights(
         tags = ", ".join(t for a, t in open_clip.list_pretrained() if a == arch) or "none"
         raise ModelLoadError(f"no pretrained tag {pretrained!r} for CLIP {arch}; known tags: {tags}")
     quick = bool(cfg.get("quick_gelu", False)) or arch.endswith("-quickgelu")
+    if activation != "auto":
+        quick = activation == "quickgelu"
     preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
     local = cached_pretrained_file(arch, pretrained)
     if local is None:
@@ -174,12 +254,12 @@ def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:
     return f"{arch}/file:{weights_digest(path) if path.is_file() else 'missing'}"
 
 
-def clip_signature(arch: str, pretrained: str | None, checkpoint: str | Path | None) -> str:
+def clip_signature(arch: str, pretrained: str | None, checkpoint: str | Path | None, activation: Activation = "auto") -> str:
     """The weights signature of a CLIP setting, or ``arch/source/unusable`` when it cannot load."""
     if pretrained and pretrained.startswith("file:") and checkpoint is None:
         return f"{arch}/{pretrained}"  # a digest recorded in a scores file: the file is not here
     try:
-        return resolve_clip_weights(arch, pretrained, checkpoint).signature
+        return resolve_clip_weights(arch, pretrained, checkpoint, activation).signature
     except (ModelLoadError, ValueError, OSError):
         return f"{arch}/{'file' if checkpoint else pretrained}/unusable"
 

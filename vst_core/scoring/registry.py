@@ -45,6 +45,7 @@ class Models:
                 s.clip_pretrained,
                 checkpoint=s.clip_checkpoint,
                 model_config=s.clip_config,
+                activation=s.clip_activation,
                 device=s.device,
                 batch_size=s.batch_size,
                 workers=s.workers,
