@@ -1,8 +1,9 @@
 """Nothing from the data is rendered as markup, and no server folder reaches a page: the helpers of
 vst_core.viz.safe against a CommonMark parser, then every page (AppTest, through the app's frame)
 on files whose systems, story ids, sequence ids and aspects are hostile markdown and HTML, and the
-notices, problems and refusals that used to show absolute paths. All in the fast tier (about 30 s:
-ten examples of the six pages); VST_HYPOTHESIS_EXAMPLES raises the budget."""
+notices, problems and refusals that used to show absolute paths. The helper properties run in the
+fast tier; the page tests (AppTest, about 1 s a page) are marked slow. VST_HYPOTHESIS_EXAMPLES
+sets the budget."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import SAMPLE, clip_args, write_jsonl
 
-from benchmarks.harness import BenchConfig, run_bench
+from vst_core.bench.harness import BenchConfig, run_bench
 from benchmarks.reference_code import reference_nr
 from vst_core.cli import main
 from vst_core.config import Settings
@@ -354,7 +354,7 @@ def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
     """The real default architecture (random weights): cutting padded text batches changes nothing."""
     import torch
 
-    from benchmarks.harness import random_clip
+    from vst_core.bench.inputs import random_clip
 
     clip = random_clip("ViT-B-32", device="cpu", batch_size=3)
     assert clip._trim  # open_clip's causal text tower pooled at the end token
