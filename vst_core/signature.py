@@ -26,7 +26,9 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     ``not-downloaded``), so different weights never share a signature."""
     ids: dict[str, str] = {}
     if "coherence" in settings.metrics:
-        ids["coherence_weights"] = pair_weights_id(settings.coherence_model, settings.coherence_tokenizer)
+        ids["coherence_weights"] = pair_weights_id(
+            settings.coherence_model, settings.coherence_tokenizer, settings.coherence_profile
+        )
     if CLIP_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
@@ -114,7 +116,8 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
         parts.append(f"NR {settings.nr_variant} n={settings.nr_ngram}")
     recorded = sig["settings"]
     if "coherence" in settings.metrics:
-        parts.append(f"coherence {recorded.get('coherence_weights', settings.coherence_model)}")
+        profile = " reference" if settings.coherence_profile == "reference" else ""
+        parts.append(f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}")
     if CLIP_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
@@ -150,7 +153,8 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     if "redundancy" in metrics:
         parts.append(f"NR {settings.get('nr_variant')} n={settings.get('nr_ngram')}")
     if "coherence" in metrics:
-        parts.append(f"coherence {settings.get('coherence_weights') or settings.get('coherence_model')}")
+        profile = " reference" if settings.get("coherence_profile") == "reference" else ""
+        parts.append(f"coherence{profile} {settings.get('coherence_weights') or settings.get('coherence_model')}")
     if CLIP_METRICS & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")

@@ -16,7 +16,7 @@ import numpy as np
 
 from vst_core.config import CLIP_METRICS, Settings
 from vst_core.data import Story, StorySet
-from vst_core.metrics.coherence import coherence
+from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence
 from vst_core.metrics.grounding import theta_from_scores
 from vst_core.metrics.redundancy import (
     combine_parts,
@@ -114,14 +114,14 @@ def with_repeated_spans(record: StoryScores) -> StoryScores:
 
 
 def pair_scores_for(
-    stories: Sequence[Story], scorer: PairScorer, context: CoherenceContext = "pair"
+    stories: Sequence[Story], scorer: PairScorer, context: CoherenceContext = "pair", *, repeat_is_zero: bool = True
 ) -> dict[tuple[str, str], PairScores]:
-    """Score the transitions of many stories in one batched call (``context``: see :func:`pairs_of`),
-    keyed by each story's ``(system, story_id)``."""
+    """Score the transitions of many stories in one batched call (``context`` and ``repeat_is_zero``:
+    see :func:`pairs_of`), keyed by each story's ``(system, story_id)``."""
     owners: list[tuple[tuple[str, str], int, int]] = []
     pairs: list[tuple[str, str]] = []
     for story in stories:
-        story_pairs = pairs_of(story.sentences, context)
+        story_pairs = pairs_of(story.sentences, context, repeat_is_zero=repeat_is_zero)
         owners.append((story.key, len(pairs), len(pairs) + len(story_pairs)))
         pairs.extend(story_pairs)
     scored = scorer.score_pairs_detailed(pairs) if pairs else PairScores(np.zeros(0), ())
@@ -129,15 +129,32 @@ def pair_scores_for(
 
 
 def coherence_of(story: Story, settings: Settings, scores: PairScores, model: str) -> CoherenceScores:
-    """RoViST-C of one story from its pair probabilities."""
+    """RoViST-C of one story from its pair probabilities. An over-long pair (``scores.truncated``)
+    counts truncated under the paper profile; under the reference profile the story has no score
+    and its notes say why (:func:`vst_core.metrics.coherence.coherence`, ``over_long``)."""
     context = settings.coherence_context
+    reference = settings.coherence_profile == "reference"
     result = coherence(
-        list(scores.probabilities), story.sentences, repeat_is_zero=settings.coherence_repeat_zero, context=context
+        list(scores.probabilities),
+        story.sentences,
+        repeat_is_zero=settings.coherence_repeat_zero,
+        context=context,
+        over_long=scores.truncated if reference and len(scores.truncated) == len(scores.probabilities) else None,
     )
-    return coherence_scores(result, scores.truncated, model, context)
+    return coherence_scores(result, () if reference else scores.truncated, model, context)
 
 
-def _truncation_warnings(story: Story, scores: PairScores) -> list[str]:
+def _truncation_warnings(story: Story, scores: PairScores, record: CoherenceScores | None = None) -> list[str]:
+    """One warning per truncated pair (paper profile), or one for a story the reference profile left
+    unscored because of an over-long pair (``record``: the story's coherence record)."""
+    if record is not None and record.score is None and any(OVER_LONG_NOTE in note for note in record.notes):
+        cut = ", ".join(f"{i + 1}->{i + 2}" for i, flag in enumerate(scores.truncated) if flag)
+        return [
+            f"coherence: story {story.story_id!r} has no coherence score: pair(s) {cut} are longer than the model's "
+            "maximum length, and the reference profile leaves such a story unscored as the authors' code does"
+        ]
+    if record is not None and not any(p.truncated for p in record.pairs):
+        return []
     return [
         f"coherence: pair {i + 1}->{i + 2} of story {story.story_id!r} is longer than the "
         "model's maximum length and was truncated"
@@ -172,9 +189,15 @@ def score_story(
                 metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
             elif name == "coherence":
                 models = models or Models(settings)
-                scores = pair_scores or pair_scores_for([story], models.pair_scorer, settings.coherence_context)[story.key]
-                metrics[name] = coherence_of(story, settings, scores, models.pair_scorer.name)
-                warnings.extend(_truncation_warnings(story, scores))
+                scores = (
+                    pair_scores
+                    or pair_scores_for(
+                        [story], models.pair_scorer, settings.coherence_context, repeat_is_zero=settings.coherence_repeat_zero
+                    )[story.key]
+                )
+                record = coherence_of(story, settings, scores, models.pair_scorer.name)
+                metrics[name] = record
+                warnings.extend(_truncation_warnings(story, scores, record))
             elif name in CLIP_METRICS:
                 if clip_results is None:
                     models = models or Models(settings)
@@ -218,7 +241,9 @@ def score_batch(
         nr = redundancy_without_spans(texts, settings)
     pair_scores: dict[tuple[str, str], PairScores] = {}
     if "coherence" in settings.metrics:
-        pair_scores = pair_scores_for(texts, models.pair_scorer, settings.coherence_context)
+        pair_scores = pair_scores_for(
+            texts, models.pair_scorer, settings.coherence_context, repeat_is_zero=settings.coherence_repeat_zero
+        )
     grounder = None
     if CLIP_METRICS & set(settings.metrics):
         grounder = models.grounder(root)
