@@ -445,3 +445,6 @@ def test_paper_profile_still_truncates_and_warns(albert_tokenizer: Path, rovist_
     coh = record.coherence
     assert coh is not None and coh.score is None and coh.pairs[0].probability is None and not coh.pairs[0].truncated
     assert math.isnan(Models(ref).pair_scorer.score_pairs([(story.sentences[0], story.sentences[1])])[0])
+    # a scorer loaded for the paper profile (fast tokenizer) never gives reference numbers
+    record = score_story(story, ref, models=Models(ref, pair_scorer=Models(settings_).pair_scorer))
+    assert record.coherence is None and "slow ALBERT tokenizer" in record.errors["coherence"]

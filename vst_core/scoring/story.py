@@ -144,6 +144,18 @@ def coherence_of(story: Story, settings: Settings, scores: PairScores, model: st
     return coherence_scores(result, () if reference else scores.truncated, model, context)
 
 
+def _profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
+    """Why ``scorer`` cannot give the reference profile's numbers (a RoViST-C scorer loaded with the
+    fast tokenizer, e.g. one injected or cached under other settings), or None."""
+    tokenizer = getattr(scorer, "tokenizer", None)
+    if settings.coherence_profile == "reference" and scorer.name.startswith("rovist-c:") and getattr(tokenizer, "is_fast", False):
+        return (
+            "the reference coherence profile needs the authors' slow ALBERT tokenizer, but this RoViST-C scorer "
+            "was loaded with the fast one; load it with load_pair_scorer(..., profile='reference')"
+        )
+    return None
+
+
 def _truncation_warnings(story: Story, scores: PairScores, record: CoherenceScores | None = None) -> list[str]:
     """One warning per truncated pair (paper profile), or one for a story the reference profile left
     unscored because of an over-long pair (``record``: the story's coherence record)."""
@@ -189,6 +201,9 @@ def score_story(
                 metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
             elif name == "coherence":
                 models = models or Models(settings)
+                problem = _profile_problem(models.pair_scorer, settings)
+                if problem:
+                    raise ValueError(problem)
                 scores = (
                     pair_scores
                     or pair_scores_for(
@@ -240,7 +255,7 @@ def score_batch(
     if not spans and "redundancy" in settings.metrics:
         nr = redundancy_without_spans(texts, settings)
     pair_scores: dict[tuple[str, str], PairScores] = {}
-    if "coherence" in settings.metrics:
+    if "coherence" in settings.metrics and not _profile_problem(models.pair_scorer, settings):
         pair_scores = pair_scores_for(
             texts, models.pair_scorer, settings.coherence_context, repeat_is_zero=settings.coherence_repeat_zero
         )
