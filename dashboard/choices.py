@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vst_core.config import AVAILABLE_METRICS, CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
+from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 
@@ -54,8 +54,9 @@ class Choices:
     @property
     def clip_metrics(self) -> tuple[str, ...]:
         """The CLIP metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
-        other one of :data:`~vst_core.config.CLIP_METRICS` (in the order of ``AVAILABLE_METRICS``)."""
-        return tuple(m for m in AVAILABLE_METRICS if m in CLIP_METRICS and (self.extra_clip or m == GROOVIST))
+        other one of :data:`~vst_core.config.CLIP_ENCODER_METRICS` (in the order of ``AVAILABLE_METRICS``;
+        RoViST-VG's own model needs the user's checkpoint and GloVe files: ``vst score --metrics rovist_vg``)."""
+        return tuple(m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and (self.extra_clip or m == GROOVIST))
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:

@@ -14,7 +14,13 @@ download leaves it:
 * ``$TORCH_HOME/hub/checkpoints/fasterrcnn_resnet50_fpn_v2_coco-dd69338a.pth``: the detector;
 * ``sop_model_epoch3.pth.tar``: a RoViST-C checkpoint saved as the authors' training script saves
   it (``numpy.float64`` accuracies and an ``argparse.Namespace`` beside the state dict, pickled
-  under numpy 1.x's module names, ALBERT's persistent ``position_ids`` buffer included).
+  under numpy 1.x's module names, ALBERT's persistent ``position_ids`` buffer included);
+* ``google/vit-base-patch16-224-in21k`` in the hub cache (its real ``config.json`` and
+  ``preprocessor_config.json``, narrowed to a 64-wide, 2-layer ViT so that tests run on a CPU, with
+  weights under transformers 4.x's layer names), ``r2p_model_epoch2.pth.tar``, a RoViST-VG
+  checkpoint as the authors' ``rovist_vg.py`` saves it (``{"epoch", "model", "valid_loss",
+  "train_loss"}``, the ViT's keys under transformers 4.x's names), and ``glove.6B.300d.txt``, a GloVe
+  text file of 300-d vectors for a small vocabulary (``unk`` included).
 
 Token ids are not the real ones; the formats are.
 """
@@ -38,6 +44,9 @@ BERT_REPO = "bert-base-uncased"
 ALBERT_REPO = "albert-large-v1"
 DETECTOR_FILE = "fasterrcnn_resnet50_fpn_v2_coco-dd69338a.pth"
 ROVIST_C_FILE = "sop_model_epoch3.pth.tar"
+VIT_REPO = "google/vit-base-patch16-224-in21k"
+ROVIST_VG_FILE = "r2p_model_epoch2.pth.tar"
+GLOVE_FILE = "glove.6B.300d.txt"
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pth", ".pt", ".model", ".h5", ".msgpack")
 
@@ -51,6 +60,8 @@ class RealLayout:
     torch_home: Path
     xdg_cache: Path
     rovist_c: Path
+    rovist_vg: Path
+    glove: Path
 
     def env(self) -> dict[str, str]:
         return {
@@ -379,6 +390,120 @@ def build_rovist_c(path: Path) -> None:
     _numpy1_names(path)
 
 
+# --------------------------------------------------------------------------- RoViST-VG
+
+#: google/vit-base-patch16-224-in21k's config.json with the widths narrowed (768 -> 64, 12 -> 2 layers).
+VIT_CONFIG = {
+    "architectures": ["ViTModel"],
+    "attention_probs_dropout_prob": 0.0,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.0,
+    "hidden_size": 64,
+    "image_size": 224,
+    "initializer_range": 0.02,
+    "intermediate_size": 128,
+    "layer_norm_eps": 1e-12,
+    "model_type": "vit",
+    "num_attention_heads": 2,
+    "num_channels": 3,
+    "num_hidden_layers": 2,
+    "patch_size": 16,
+    "qkv_bias": True,
+    "transformers_version": "4.13.0.dev0",
+}
+#: Its preprocessor_config.json as published (the ViTFeatureExtractor the authors called).
+VIT_PREPROCESSOR = {
+    "do_normalize": True,
+    "do_resize": True,
+    "feature_extractor_type": "ViTFeatureExtractor",
+    "image_mean": [0.5, 0.5, 0.5],
+    "image_std": [0.5, 0.5, 0.5],
+    "resample": 2,
+    "size": 224,
+}
+#: transformers 5 ViT names -> the 4.x names the authors' checkpoint and the hub file use.
+_VIT_OLD_NAMES = (
+    ("layers.", "encoder.layer."),
+    ("attention.q_proj", "attention.attention.query"),
+    ("attention.k_proj", "attention.attention.key"),
+    ("attention.v_proj", "attention.attention.value"),
+    ("attention.o_proj", "attention.output.dense"),
+    ("mlp.fc1", "intermediate.dense"),
+    ("mlp.fc2", "output.dense"),
+)
+
+
+def vit_old_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A ViT state dict under transformers 4.x's key names (a 4.x state dict is returned unchanged)."""
+    out = {}
+    for key, value in state.items():
+        for new, old in _VIT_OLD_NAMES:
+            if old not in key:
+                key = key.replace(new, old)
+        out[key] = value
+    return out
+
+
+def vit_model(seed: int) -> torch.nn.Module:
+    from transformers import ViTConfig, ViTModel
+
+    torch.manual_seed(seed)
+    return ViTModel(ViTConfig(**{k: v for k, v in VIT_CONFIG.items() if k != "architectures"}))
+
+
+def build_vit_hub(hf_home: Path) -> None:
+    state = vit_old_names(vit_model(4).state_dict())
+    put_hub_repo(
+        hf_home,
+        VIT_REPO,
+        {
+            "config.json": json.dumps(VIT_CONFIG, indent=2).encode(),
+            "preprocessor_config.json": json.dumps(VIT_PREPROCESSOR, indent=2).encode(),
+            "model.safetensors": _safetensors_bytes(state),
+        },
+    )
+
+
+def build_rovist_vg(path: Path, joint: int = 1024, word_dim: int = 300) -> None:
+    """Region2PhraseModel(1024, "vision transformer", static GloVe, Tanh) saved as ``train_model`` does."""
+    vit = vit_model(5)
+    state = {f"image_encoder.image_model.{k}": v for k, v in vit_old_names(vit.state_dict()).items()}
+    torch.manual_seed(6)
+    image_head, text_head = torch.nn.Linear(VIT_CONFIG["hidden_size"], joint), torch.nn.Linear(word_dim, joint)  # type: ignore[arg-type]
+    state["image_encoder.linear.weight"], state["image_encoder.linear.bias"] = (
+        image_head.weight.detach(),
+        image_head.bias.detach(),
+    )
+    state["text_encoder.linear.weight"], state["text_encoder.linear.bias"] = text_head.weight.detach(), text_head.bias.detach()
+    ordered = dict(sorted(state.items(), key=lambda kv: not kv[0].startswith("image_encoder.")))
+    torch.save({"epoch": 2, "model": ordered, "valid_loss": 2.8431, "train_loss": 2.6172}, path)
+
+
+def glove_words() -> list[str]:
+    """The replica's vocabulary: every lower-case word of the sample stories and a few more, ``unk``
+    included; capitalised words are absent, as in glove.6B (the authors' lookup falls back to unk)."""
+    import re
+
+    from conftest import SAMPLE
+
+    words: dict[str, None] = {}
+    for line in SAMPLE.read_text().splitlines():
+        for sentence in json.loads(line).get("sentences", []):
+            for word in re.findall(r"[a-z]+", sentence):
+                words.setdefault(word)
+    for extra in ("the", ",", ".", "unk", "galaxy", "photograph"):
+        words.setdefault(extra)
+    words.pop("tripod", None)  # one noun of the sample GloVe lacks: unk stands in
+    return list(words)
+
+
+def build_glove(path: Path, dim: int = 300) -> None:
+    """A GloVe text file: ``word v1 ... vD`` per line, values as Stanford prints them."""
+    rng = np.random.default_rng(7)
+    lines = [" ".join([w, *(f"{v:.6f}".rstrip("0").rstrip(".") for v in rng.normal(0, 0.4, dim))]) for w in glove_words()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- detector
 
 
@@ -401,6 +526,8 @@ def build_real_layout(root: Path) -> RealLayout:
         torch_home=root / "torch",
         xdg_cache=root / "xdg",
         rovist_c=root / "rovist" / ROVIST_C_FILE,
+        rovist_vg=root / "rovist" / ROVIST_VG_FILE,
+        glove=root / "glove" / GLOVE_FILE,
     )
     clip = clip_model()
     build_clip_hub(layout.hf_home, clip)
@@ -412,5 +539,9 @@ def build_real_layout(root: Path) -> RealLayout:
     build_albert_tokenizer_hub(layout.hf_home, work)
     layout.rovist_c.parent.mkdir(parents=True, exist_ok=True)
     build_rovist_c(layout.rovist_c)
+    build_vit_hub(layout.hf_home)
+    build_rovist_vg(layout.rovist_vg)
+    layout.glove.parent.mkdir(parents=True, exist_ok=True)
+    build_glove(layout.glove)
     build_detector(layout.torch_home)
     return layout

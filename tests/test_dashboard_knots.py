@@ -15,7 +15,7 @@ from conftest import ROOT
 from dashboard.choices import Choices, confined, device_notice, settings_for
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
-from vst_core.config import AVAILABLE_METRICS, CLIP_METRICS
+from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS
 from vst_core.data.options import Regions, parse_regions
 
 PACKAGES = ("dashboard", "app_pages")
@@ -114,9 +114,9 @@ def test_the_regions_field_is_confined_as_it_is_parsed(tmp_path: Path) -> None:
 
 def test_clip_metrics_come_from_the_settings_registry() -> None:
     every = Choices(extra_clip=True).clip_metrics
-    assert set(every) == set(CLIP_METRICS) and list(every) == [m for m in AVAILABLE_METRICS if m in CLIP_METRICS]
+    assert set(every) == set(CLIP_ENCODER_METRICS) and list(every) == [m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS]
     assert Choices(extra_clip=False).clip_metrics == ("grounding",)
-    assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg")
+    assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg_clip")
 
 
 def test_cuda_is_asked_only_for_the_choice_cuda() -> None:

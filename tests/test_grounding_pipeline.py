@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow  # tiny CLIP models end to end
 def settings_for(tiny_clip: tuple[Path, Path], **kw: object) -> Settings:
     config, checkpoint = tiny_clip
     base = dict(
-        metrics=("grounding", "clipscore", "rovist_vg"),
+        metrics=("grounding", "clipscore", "rovist_vg_clip"),
         clip_arch="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
@@ -105,7 +105,7 @@ def test_sample_end_to_end_records(tiny_clip: tuple[Path, Path], tmp_path: Path)
         recomputed = groovist_score([p["best_cosine"] for p in g["phrases"]], [p["weight"] for p in g["phrases"]], g["theta"])
         assert recomputed.score == pytest.approx(g["score"])
         assert len(record["metrics"]["clipscore"]["pairs"]) == 5
-        assert record["metrics"]["rovist_vg"]["nouns"]
+        assert record["metrics"]["rovist_vg_clip"]["nouns"]
 
 
 def test_cache_hits_and_model_signature_invalidation(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:

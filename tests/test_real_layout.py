@@ -23,7 +23,7 @@ from real_layout import ALBERT_REPO, BERT_REPO, CLIP_REPO, RealLayout, put_hub_r
 
 pytestmark = [pytest.mark.real_layout, pytest.mark.slow]
 
-ALL_METRICS = "grounding,clipscore,rovist_vg,coherence,redundancy"
+ALL_METRICS = "grounding,clipscore,rovist_vg_clip,coherence,redundancy"
 
 
 @pytest.fixture

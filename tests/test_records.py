@@ -146,7 +146,10 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
     from vst_core.analysis.meta_eval import COVARIATES, METRIC_COLUMNS
 
     assert list(TABLE_COLUMNS) == [f.column for f in FIELDS]
-    assert set(METRIC_COLUMNS) == {"NR", "RoViST-C", "GROOVIST", "CLIPScore", "RoViST-VG"} and COVARIATES == ("T", "P")
+    assert set(METRIC_COLUMNS) == {"NR", "RoViST-C", "GROOVIST", "CLIPScore", "RoViST-VG", "RoViST-VG (CLIP)"} and COVARIATES == (
+        "T",
+        "P",
+    )
     record = StoryScores("a", "s", "m", ("A dog.",), metrics={"grounding": grounding(0.9)}, errors={"coherence": "boom"})
     table = scores_table([record], ("grounding", "coherence"))
     assert list(table.columns) == [
@@ -170,7 +173,7 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
 
 def test_sidebar_defaults_are_the_settings_defaults_with_every_metric() -> None:
     settings = settings_for(Choices())
-    assert settings.metrics == ("redundancy", "coherence", "grounding", "clipscore", "rovist_vg")
+    assert settings.metrics == ("redundancy", "coherence", "grounding", "clipscore", "rovist_vg_clip")
     assert settings.with_(metrics=Settings().metrics) == Settings()
 
 

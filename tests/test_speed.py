@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow  # benchmarks, shards and batching on tiny models
 def tiny_settings(tiny_clip: tuple[Path, Path], **kw: Any) -> Settings:
     config, checkpoint = tiny_clip
     base: dict[str, Any] = dict(
-        metrics=("grounding", "clipscore", "rovist_vg", "redundancy"),
+        metrics=("grounding", "clipscore", "rovist_vg_clip", "redundancy"),
         clip_arch="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),

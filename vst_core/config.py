@@ -22,7 +22,16 @@ def default_cache_dir() -> Path:
     return Path(base)
 
 
-__all__ = ["AVAILABLE_METRICS", "CLIP_METRICS", "THETA_PRESETS", "Settings", "SettingsError", "parse_metrics"]
+__all__ = [
+    "AVAILABLE_METRICS",
+    "CLIP_ENCODER_METRICS",
+    "CLIP_METRICS",
+    "IMAGE_METRICS",
+    "THETA_PRESETS",
+    "Settings",
+    "SettingsError",
+    "parse_metrics",
+]
 
 
 #: Metrics this version can compute, with a one-line description for --help and the app.
@@ -32,10 +41,17 @@ AVAILABLE_METRICS: dict[str, str] = {
     "grounding": "GROOVIST: noun phrases matched to image regions with CLIP, θ penalty, concreteness weights; "
     "also temporal misalignment T and noun-phrase proportion P",
     "clipscore": "CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
-    "rovist_vg": "RoViST-VG style: idf-weighted LogSumExp of each noun's best CLIP cosine (not the RoViST-VG model)",
+    "rovist_vg": "RoViST-VG: the authors' Region2Phrase model (ViT regions, GloVe nouns); idf-weighted LogSumExp of each "
+    "noun's best cosine, Eq. 3 in (-1, 1); needs --rovist-vg-model and --glove",
+    "rovist_vg_clip": "RoViST-VG's aggregation of CLIP cosines (idf-weighted LogSumExp of each head noun's best CLIP "
+    "cosine): not the RoViST-VG model",
 }
-#: Metrics computed from CLIP embeddings.
-CLIP_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg"})
+#: Metrics the grounder computes from a story's images and their regions.
+IMAGE_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip", "rovist_vg"})
+#: The image metrics computed from CLIP embeddings (they load CLIP; its weights are in the signature).
+CLIP_ENCODER_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip"})
+#: The name the scoring loop dispatches image metrics by: every image metric, RoViST-VG's model included.
+CLIP_METRICS: frozenset[str] = IMAGE_METRICS
 
 #: Libraries whose versions can change a score; recorded in every signature.
 _VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy", "torch", "transformers", "open_clip_torch")
@@ -95,6 +111,9 @@ class Settings:
     # reference: the GROOVIST code's text side and crops (whole-phrase pronoun list, whitespace words with
     # WordNet noun lemmas, Pillow's rounding of boxes, its spaCy pipeline when installed)
     grounding_profile: GroundingProfile = "paper"
+    rovist_vg_checkpoint: str | None = None  # RoViST-VG: the authors' Region2Phrase checkpoint file
+    rovist_vg_vit: str = "google/vit-base-patch16-224-in21k"  # its ViT (config, image processor) by hub name or folder
+    glove_file: str | None = None  # RoViST-VG: glove.6B.300d.txt (or its word2vec-format copy)
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -153,13 +172,13 @@ class Settings:
                 "coherence_profile",
             ):
                 data.pop(key)
-        if not CLIP_METRICS & set(self.metrics):
+        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file"):  # the signature names their digests
+            data.pop(key)
+        if not CLIP_ENCODER_METRICS & set(self.metrics):
+            image = IMAGE_METRICS & set(self.metrics)  # RoViST-VG's model: regions, no CLIP
             for key in [k for k in data if k.startswith("clip_")] + [
                 "theta",
-                "regions",
-                "regions_file",
-                "top_b",
-                "whole_image",
+                *(() if image else ("regions", "regions_file", "top_b", "whole_image")),
                 "penalize",
                 "weighting",
                 "units",

@@ -150,8 +150,8 @@ class NounMatch:
 
 
 @dataclass(frozen=True, slots=True)
-class RovistVGScores:
-    """RoViST-VG aggregation of CLIP similarities: ``score`` = 2/(1+exp(−0.5·lse)) − 1."""
+class RovistVGClipScores:
+    """RoViST-VG's aggregation of CLIP similarities (``rovist_vg_clip``): ``score`` = 2/(1+exp(−0.5·lse)) − 1."""
 
     score: float | None
     lse: float | None
@@ -159,7 +159,35 @@ class RovistVGScores:
     notes: tuple[str, ...] = ()
 
 
-MetricScores = RedundancyScores | CoherenceScores | GroundingScores | ClipScoreScores | RovistVGScores
+@dataclass(frozen=True, slots=True)
+class NounRegion:
+    """One noun of RoViST-VG and its best region: image index, box, cosine, idf weight; ``known``
+    False when GloVe lacks the word and ``unk``'s vector stood in (the authors' fallback)."""
+
+    noun: str
+    sentence: int
+    best_cosine: float
+    idf: float
+    image: int
+    box: tuple[float, ...]
+    box_label: str | None = None
+    known: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RovistVGScores:
+    """RoViST-VG with the authors' model: ``lse`` the S their ``vg_score`` returns (idf-weighted
+    log-sum-exp of each noun's best cosine), ``score`` Eq. 3 = 2/(1+exp(−S/2)) − 1 in (−1, 1)."""
+
+    score: float | None
+    lse: float | None
+    nouns: tuple[NounRegion, ...]
+    notes: tuple[str, ...] = ()
+    model: str = ""  # checkpoint, ViT and GloVe digests
+    tagger: str = ""  # which POS tagger found the nouns
+
+
+MetricScores = RedundancyScores | CoherenceScores | GroundingScores | ClipScoreScores | RovistVGClipScores | RovistVGScores
 
 #: Metric name (as in settings and on disk) -> its record type.
 METRIC_TYPES: dict[str, type[MetricScores]] = {
@@ -168,7 +196,10 @@ METRIC_TYPES: dict[str, type[MetricScores]] = {
     "grounding": GroundingScores,
     "clipscore": ClipScoreScores,
     "rovist_vg": RovistVGScores,
+    "rovist_vg_clip": RovistVGClipScores,
 }
+#: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
+RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}
 
 
 # --------------------------------------------------------------------------- story record
@@ -209,6 +240,10 @@ class StoryScores:
     @property
     def rovist_vg(self) -> RovistVGScores | None:
         return _typed(self.metrics.get("rovist_vg"), RovistVGScores)
+
+    @property
+    def rovist_vg_clip(self) -> RovistVGClipScores | None:
+        return _typed(self.metrics.get("rovist_vg_clip"), RovistVGClipScores)
 
     @property
     def signature_id(self) -> str | None:
@@ -274,7 +309,11 @@ FIELDS: tuple[MetricField, ...] = (
     MetricField("T", "grounding", "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True),
     MetricField("P", "grounding", "np_proportion", "noun-phrase proportion (GROOVIST Eq. 4)", covariate=True),
     MetricField("CLIPScore", "clipscore", "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),
-    MetricField("RoViST-VG", "rovist_vg", "score", "RoViST aggregation of CLIP similarities", report="RoViST-VG"),
+    MetricField("RoViST-VG", "rovist_vg", "score", "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S", report="RoViST-VG"),
+    MetricField("RoViST-VG S", "rovist_vg", "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
+    MetricField(
+        "RoViST-VG (CLIP)", "rovist_vg_clip", "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"
+    ),
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
 
@@ -393,6 +432,8 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     errors = {str(k): str(v) for k, v in _mapping(data.get("errors")).items()}
     metrics: dict[str, MetricScores] = {}
     for name, value in _mapping(data.get("metrics")).items():
+        if str(name) in RENAMED_METRICS and isinstance(value, Mapping) and "tagger" not in value:
+            name = RENAMED_METRICS[str(name)]  # an earlier version's record, of the metric now named so
         kind = METRIC_TYPES.get(str(name))
         if kind is None:
             problems.append(problem(f"unknown metric {str(name)!r} ignored", "warning"))

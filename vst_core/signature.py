@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vst_core.config import CLIP_METRICS, Settings, library_versions
+from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.pairs import pair_weights_id
+from vst_core.models.rovist_vg import vg_signature
 from vst_core.records import StoryScores
 from vst_core.text.phrases import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
 from vst_core.text.public import splitter_name
@@ -29,15 +30,19 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         ids["coherence_weights"] = pair_weights_id(
             settings.coherence_model, settings.coherence_tokenizer, settings.coherence_profile
         )
-    if CLIP_METRICS & set(settings.metrics):
+    if "rovist_vg" in settings.metrics:
+        ids["rovist_vg_weights"] = vg_signature(
+            settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or ""
+        )
+    if CLIP_ENCODER_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
         )
         if settings.clip_checkpoint:
             ids["clip_checkpoint"] = checkpoint_signature(settings.clip_arch, settings.clip_checkpoint)
-        if settings.regions == "detector":
-            found = detector_weights_path()
-            ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
+    if CLIP_METRICS & set(settings.metrics) and settings.regions == "detector":
+        found = detector_weights_path()
+        ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
     return ids
 
 
@@ -55,7 +60,20 @@ def text_ids(settings: Settings) -> dict[str, str]:
         ids["spacy_pipeline"] = spacy_pipeline_id(name)
     if reference:
         ids["wordnet"] = wordnet_id()
+    if "rovist_vg" in settings.metrics:
+        ids["rovist_vg_tagger"] = rovist_vg_tagger_id(settings.spacy_model)
+        ids.setdefault("punkt", splitter_name())
     return ids
+
+
+def rovist_vg_tagger_id(spacy_model: str | None) -> str:
+    """The POS tagger that finds RoViST-VG's nouns (NLTK's model, else the spaCy pipeline's tagger)."""
+    from vst_core.text.nouns import tagger_name
+
+    try:
+        return tagger_name(spacy_model)
+    except SpacyUnavailableError:
+        return f"spacy/{spacy_model or 'default'}:not-installed"
 
 
 def spacy_pipeline_id(name: str | None) -> str:
@@ -118,7 +136,9 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     if "coherence" in settings.metrics:
         profile = " reference" if settings.coherence_profile == "reference" else ""
         parts.append(f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}")
-    if CLIP_METRICS & set(settings.metrics):
+    if "rovist_vg" in settings.metrics:
+        parts.append(f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {settings.regions} top{settings.top_b}")
+    if CLIP_ENCODER_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
         ablation = "".join(
@@ -155,7 +175,9 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     if "coherence" in metrics:
         profile = " reference" if settings.get("coherence_profile") == "reference" else ""
         parts.append(f"coherence{profile} {settings.get('coherence_weights') or settings.get('coherence_model')}")
-    if CLIP_METRICS & set(metrics):
+    if "rovist_vg" in metrics:
+        parts.append(f"RoViST-VG {settings.get('rovist_vg_weights')}")
+    if CLIP_ENCODER_METRICS & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")
         theta = settings.get("theta")

@@ -36,6 +36,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
     fetch.add_argument("--coherence-tokenizer", default=None, help="tokenizer for --rovist-c (default albert-large-v1)")
     fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
+    fetch.add_argument(
+        "--rovist-vg", action="store_true", help="also fetch the ViT of RoViST-VG's image encoder (--rovist-vg-vit)"
+    )
+    fetch.add_argument("--rovist-vg-vit", default=DEFAULTS.rovist_vg_vit, help="the ViT of RoViST-VG (hub name or folder)")
+    fetch.add_argument(
+        "--rovist-vg-model", default=None, metavar="FILE", help="also check the authors' RoViST-VG checkpoint (with --glove)"
+    )
+    fetch.add_argument("--glove", default=None, metavar="FILE", help="GloVe vectors for --rovist-vg-model (glove.6B.300d.txt)")
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
@@ -54,6 +62,10 @@ def run_fetch(args: argparse.Namespace) -> int:
         rovist_c=args.rovist_c,
         coherence_tokenizer=args.coherence_tokenizer,
         detector=args.detector,
+        rovist_vg=args.rovist_vg,
+        rovist_vg_vit=args.rovist_vg_vit,
+        rovist_vg_checkpoint=args.rovist_vg_model,
+        glove=args.glove,
         log=note,
     )
     note(report.summary())

@@ -59,6 +59,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--metrics", default=",".join(DEFAULTS.metrics), help=f"comma-separated metrics. Available: {metrics_help}")
     _text_arguments(p)
     _clip_arguments(p)
+    _rovist_vg_arguments(p)
     _run_arguments(p)
 
 
@@ -207,6 +208,28 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _rovist_vg_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rovist-vg-model",
+        default=DEFAULTS.rovist_vg_checkpoint,
+        metavar="FILE",
+        help="rovist_vg: the authors' RoViST-VG checkpoint (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo "
+        "notebook), read as their training script saved it",
+    )
+    p.add_argument(
+        "--glove",
+        default=DEFAULTS.glove_file,
+        metavar="FILE",
+        help="rovist_vg: GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
+    )
+    p.add_argument(
+        "--rovist-vg-vit",
+        default=DEFAULTS.rovist_vg_vit,
+        help="rovist_vg: the ViT whose configuration and image processor the checkpoint's image encoder uses "
+        "(hub name in the cache, or a local folder)",
+    )
+
+
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
@@ -276,6 +299,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         units="nouns" if args.nouns else "phrases",
         expressions=args.expressions,
         grounding_profile=args.grounding_profile,
+        rovist_vg_checkpoint=args.rovist_vg_model,
+        rovist_vg_vit=args.rovist_vg_vit,
+        glove_file=args.glove,
     )
 
 

@@ -33,6 +33,7 @@ MAIN_VALUE: dict[str, str] = {
     "grounding": "unbounded",
     "clipscore": "score",
     "rovist_vg": "score",
+    "rovist_vg_clip": "score",
 }
 
 StoryKey = tuple[str, str]

@@ -1,4 +1,4 @@
-"""Grounding builders: a pure GROOVIST, CLIPScore or RoViST-VG-style result plus where its phrases
+"""Grounding builders: a pure GROOVIST, CLIPScore or RoViST-VG result plus where its phrases
 sit in the text and which region each matched -> its typed record (:mod:`vst_core.records`)."""
 
 from __future__ import annotations
@@ -7,7 +7,15 @@ from collections.abc import Sequence
 
 from vst_core.data.regions import Box
 from vst_core.metrics.grounding import ClipScore, GroovistScore, Misalignment, RovistVG
-from vst_core.records import ClipScoreScores, GroundingScores, NounMatch, PhraseMatch, RovistVGScores
+from vst_core.records import (
+    ClipScoreScores,
+    GroundingScores,
+    NounMatch,
+    NounRegion,
+    PhraseMatch,
+    RovistVGClipScores,
+    RovistVGScores,
+)
 from vst_core.text.phrases import NounPhrase
 
 
@@ -58,12 +66,49 @@ def clipscore_scores(result: ClipScore, notes: Sequence[str] = ()) -> ClipScoreS
     return ClipScoreScores(result.score, result.pairs, tuple(notes))
 
 
-def rovist_vg_scores(result: RovistVG, nouns: Sequence[str], best: Sequence[float], idf: Sequence[float]) -> RovistVGScores:
-    """RoViST-VG-style record: each head noun with its best cosine and idf weight."""
+def rovist_vg_clip_scores(
+    result: RovistVG, nouns: Sequence[str], best: Sequence[float], idf: Sequence[float]
+) -> RovistVGClipScores:
+    """RoViST-VG aggregation of CLIP cosines: each head noun with its best cosine and idf weight."""
     notes = ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"] + ([] if nouns else ["no noun: undefined"])
-    return RovistVGScores(
+    return RovistVGClipScores(
         result.score,
         result.lse,
         tuple(NounMatch(n, float(c), float(w)) for n, c, w in zip(nouns, best, idf, strict=True)),
         tuple(notes),
+    )
+
+
+def rovist_vg_scores(
+    result: RovistVG,
+    nouns: Sequence[tuple[str, int, bool]],
+    *,
+    best: Sequence[float],
+    idf: Sequence[float],
+    images: Sequence[int],
+    boxes: Sequence[Box],
+    model: str,
+    tagger: str,
+    notes: Sequence[str] = (),
+) -> RovistVGScores:
+    """RoViST-VG record: each noun (text, sentence, known to GloVe) with its best region, cosine and idf."""
+    return RovistVGScores(
+        score=result.score,
+        lse=result.lse,
+        nouns=tuple(
+            NounRegion(
+                noun=text,
+                sentence=sentence,
+                best_cosine=float(best[k]),
+                idf=float(idf[k]),
+                image=int(images[k]),
+                box=tuple(boxes[k].as_list()),
+                box_label=boxes[k].label,
+                known=known,
+            )
+            for k, (text, sentence, known) in enumerate(nouns)
+        ),
+        notes=(*notes, *([] if nouns else ["no noun: undefined"])),
+        model=model,
+        tagger=tagger,
     )

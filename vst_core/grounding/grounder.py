@@ -1,5 +1,6 @@
-"""Grounding a batch of stories: decode images once, pick regions, encode what the cache lacks,
-then apply the pure formulas of :mod:`vst_core.metrics.grounding` story by story."""
+"""Grounding a batch of stories: decode images once, pick regions, encode what the cache lacks
+(with CLIP, and with the RoViST-VG model when it is asked for), then apply the pure formulas of
+:mod:`vst_core.metrics.grounding` story by story."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vst_core.config import Settings
+from vst_core.config import CLIP_ENCODER_METRICS, Settings
 from vst_core.data import Story, resolve_image
 from vst_core.data.images import image_size, open_image, scale_of
 from vst_core.data.regions import Box, RegionsTable, grid_proposals, select_regions, whole_image
-from vst_core.grounding.builders import clipscore_scores, grounding_scores, rovist_vg_scores
+from vst_core.grounding.builders import clipscore_scores, grounding_scores, rovist_vg_clip_scores, rovist_vg_scores
 from vst_core.grounding.embeddings import EmbeddingCache, region_key, text_key
 from vst_core.hashing import file_digest
 from vst_core.metrics.grounding import (
@@ -32,13 +33,16 @@ from vst_core.metrics.grounding import (
 from vst_core.metrics.tokens import is_punctuation
 from vst_core.models.detector import Detector
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
+from vst_core.models.rovist_vg import RovistVGModel
 from vst_core.records import (
     ClipScoreScores,
     GroundingScores,
     MetricScores,
+    RovistVGClipScores,
     RovistVGScores,
 )
 from vst_core.text.concreteness import phrase_concreteness
+from vst_core.text.nouns import Noun, nouns_many, tagger_name
 from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, reference_spacy_model, tokenize
 from vst_core.text.wordnet import noun_lemma
 
@@ -56,6 +60,7 @@ class ImageEntry:
     boxes: list[Box] = field(default_factory=list)
     region_emb: np.ndarray | None = None  # (R, D)
     whole_emb: np.ndarray | None = None  # (D,)
+    vg_emb: np.ndarray | None = None  # (R, 1024): the RoViST-VG model's unit vectors of the same regions
     note: str | None = None
 
 
@@ -76,20 +81,25 @@ def _done(value: Image.Image) -> Future[Image.Image]:
 
 
 class Grounder:
-    """Scores the CLIP metrics of stories; models and region tables are injected."""
+    """Scores the image metrics of stories; models and region tables are injected: ``encoder`` (CLIP)
+    when a CLIP metric is asked for, ``vg`` (the RoViST-VG model) for ``rovist_vg``."""
 
     def __init__(
         self,
         settings: Settings,
-        encoder: ImageTextEncoder,
+        encoder: ImageTextEncoder | None,
         *,
         root: Path,
         cache: EmbeddingStore | None = None,
         regions_table: RegionsTable | None = None,
         detector: Detector | None = None,
+        vg: RovistVGModel | None = None,
     ) -> None:
         self.settings = settings
         self.encoder = encoder
+        self.vg = vg
+        self.nouns: dict[tuple[str, str], list[Noun]] = {}  # RoViST-VG's nouns, by (system, story_id)
+        self._vg_words: dict[str, tuple[np.ndarray, bool]] = {}
         self.root = root
         self.cache: EmbeddingStore = cache or EmbeddingCache(None)
         self.regions_table = regions_table
@@ -112,18 +122,38 @@ class Grounder:
 
     @property
     def needs_idf(self) -> bool:
-        """Whether the settings use idf weights (-C +idf, or the RoViST-VG score)."""
-        return self.settings.weighting == "idf" or "rovist_vg" in self.settings.metrics
+        """Whether the settings use idf weights (-C +idf, or either RoViST-VG)."""
+        m = self.settings.metrics
+        return self.settings.weighting == "idf" or "rovist_vg_clip" in m or "rovist_vg" in m
+
+    @property
+    def _clip_phrases(self) -> bool:
+        return self.encoder is not None and bool(CLIP_ENCODER_METRICS & set(self.settings.metrics))
 
     def fit_idf(self, stories: Sequence[Story]) -> None:
-        """idf over the loaded stories, of phrase units (for -C +idf) and of head nouns (RoViST-VG)."""
-        docs_units, docs_nouns = [], []
-        self.parse(stories)
-        for story in stories:
-            phrases = self._phrases(story)
-            docs_units.append([u for u, _ in self._units(phrases)])
-            docs_nouns.append([p.root for p in phrases])
-        self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
+        """idf over the loaded stories: of phrase units (for -C +idf), of head nouns (RoViST-VG on
+        CLIP) and of the nouns the RoViST-VG code extracts (its model; their GloVe vectors are read
+        in the same pass)."""
+        self.idf = {}
+        if self._clip_phrases:
+            docs_units, docs_nouns = [], []
+            self.parse(stories)
+            for story in stories:
+                phrases = self._phrases(story)
+                docs_units.append([u for u, _ in self._units(phrases)])
+                docs_nouns.append([p.root for p in phrases])
+            self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
+        if self.vg is not None and "rovist_vg" in self.settings.metrics:
+            found = nouns_many([s.sentences for s in stories], self.settings.spacy_model)
+            self.idf.update({f"vg:{k}": v for k, v in idf_table([[n.text for n in f] for f in found]).items()})
+            self.vg.glove.load({n.text for f in found for n in f})
+
+    def story_nouns(self, stories: Sequence[Story]) -> None:
+        """RoViST-VG's nouns of every story not done yet, tagged in one pass."""
+        todo = list({s.key: s for s in stories if s.key not in self.nouns}.values())
+        if todo:
+            found = nouns_many([s.sentences for s in todo], self.settings.spacy_model)
+            self.nouns.update((s.key, n) for s, n in zip(todo, found, strict=True))
 
     def parse(self, stories: Sequence[Story]) -> None:
         """Noun phrases of every story not parsed yet, in one spaCy pass over all their sentences."""
@@ -156,7 +186,7 @@ class Grounder:
         the encoder crops and preprocesses them a model batch ahead of the forward pass.
         """
         s = self.settings
-        model = self.encoder.signature
+        model = self.encoder.signature if self.encoder is not None else ""
         pending: dict[int, ImageEntry] = {}
         for story in stories:
             for ref in story.images:
@@ -165,33 +195,40 @@ class Grounder:
                     pending.setdefault(id(entry), entry)
         if pending:
             self._encode_regions(list(pending.values()), model)
+        if self.vg is not None and "rovist_vg" in s.metrics:
+            self.story_nouns(stories)
+        if self.encoder is None:
+            return
         self.parse(stories)
         texts: list[str] = []
         for story in stories:
             phrases = self._phrases(story)
             texts.extend(u for u, _ in self._units(phrases))
-            if "rovist_vg" in s.metrics:
+            if "rovist_vg_clip" in s.metrics:
                 texts.extend(p.root for p in phrases)
             if "clipscore" in s.metrics:
                 texts.extend(s.clipscore_prompt + t for t in story.sentences if t)
         texts = list(dict.fromkeys(t for t in texts if t))
         texts = [t for t in texts if t not in self._text]
         if texts:
+            encoder = self.encoder
             vectors = self.cache.fetch(
-                [text_key(model, t) for t in texts], lambda idx: self.encoder.encode_text([texts[i] for i in idx])
+                [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
             )
             self._text.update(zip(texts, vectors))
 
     def ready(self, story: Story) -> bool:
         """Whether :meth:`prepare` has covered this story."""
-        if story.key not in self.phrases:
+        if self.encoder is not None and story.key not in self.phrases:
+            return False
+        if self.vg is not None and "rovist_vg" in self.settings.metrics and story.key not in self.nouns:
             return False
         entries = [self.images.get(ref) for ref in story.images]
         return all(e is not None and (e.error is not None or e.region_emb is not None) for e in entries)
 
     def _encode_regions(self, pending: list[ImageEntry], model: str) -> None:
         s = self.settings
-        workers = self.encoder.workers or 1
+        workers = (self.encoder.workers if self.encoder is not None else 0) or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-images") as pool:
             digests = dict(zip(map(id, pending), pool.map(_probe, pending)))
             pending = [e for e in pending if e.error is None]
@@ -200,6 +237,12 @@ class Grounder:
                 pending = self._detect(pending, decoded)
             else:
                 self._regions(pending, {})
+            if self.vg is not None and "rovist_vg" in s.metrics:
+                self._encode_vg(pending, digests, decoded)
+            if self.encoder is None:  # no CLIP metric: the regions are chosen, nothing else to encode
+                for entry in pending:
+                    entry.region_emb = np.zeros((len(entry.boxes), 0), np.float32)
+                return
             whole = "clipscore" in s.metrics  # the whole image is encoded only for CLIPScore
             keys, found, unique = self._lookup(pending, digests, model, whole)
             if self.encoder.device != "cpu":
@@ -233,13 +276,45 @@ class Grounder:
                         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
                     return Image.new("RGB", (1, 1))
 
-            vectors = self.encoder.encode_images(unique, load=crop) if unique else np.zeros((0, 0), np.float32)
+            encoder = self.encoder
+            vectors = encoder.encode_images(unique, load=crop) if unique else np.zeros((0, 0), np.float32)
             decoded.clear()
         fresh = {k: vectors[n] for n, (e, _, k) in enumerate(unique) if e.error is None}
         if fresh:
             self.cache.put_many(fresh)
         found.update(fresh)
         self._attach(pending, keys, found, whole)
+
+    def _encode_vg(self, pending: list[ImageEntry], digests: dict[int, str], decoded: dict[int, Future[Image.Image]]) -> None:
+        """The RoViST-VG model's vectors of every chosen region, from the cache or encoded (crops cut
+        by Pillow from the decoded image, boxes rounded as Pillow rounds them)."""
+        assert self.vg is not None
+        model = self.vg.signature
+        keys = {id(e): [region_key(model, digests[id(e)], b.key() + "|vg") for b in e.boxes] for e in pending}
+        found = self.cache.get_many([k for e in pending for k in keys[id(e)]])
+        todo = [e for e in pending if any(k not in found for k in keys[id(e)])]
+        crops: dict[str, Image.Image] = {}
+        for entry in todo:
+            future = decoded.get(id(entry))
+            try:
+                image = future.result() if future is not None else open_image(entry.path)
+            except Exception as exc:
+                entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+                continue
+            scale = scale_of(image, entry.size)
+            for box, key in zip(entry.boxes, keys[id(entry)], strict=True):
+                if key not in found and key not in crops:
+                    crops[key] = _crop(image, box.scaled(*scale), "reference")
+        self.cache.hits += sum(len(keys[id(e)]) for e in pending) - len(crops)
+        self.cache.misses += len(crops)
+        if crops:
+            vectors = self.vg.encode_crops(list(crops.values()))
+            fresh = dict(zip(crops, vectors, strict=True))
+            self.cache.put_many(fresh)
+            found.update(fresh)
+        for entry in pending:
+            if entry.error is None:
+                entry.vg_emb = np.stack([found[k] for k in keys[id(entry)]])
 
     def _detect(self, pending: list[ImageEntry], decoded: dict[int, Future[Image.Image]]) -> list[ImageEntry]:
         """Decode every image for the detector (kept for cropping) and take its boxes; the images
@@ -328,6 +403,7 @@ class Grounder:
         """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk."""
         self.images.clear()
         self.phrases.clear()
+        self.nouns.clear()
         self._text.clear()
 
     # ------------------------------------------------------------------ scoring
@@ -345,6 +421,8 @@ class Grounder:
             out["grounding"] = self._grounding(story, entries)
         if "clipscore" in self.settings.metrics:
             out["clipscore"] = self._clipscore(story, entries)
+        if "rovist_vg_clip" in self.settings.metrics:
+            out["rovist_vg_clip"] = self._rovist_vg_clip(story, entries)
         if "rovist_vg" in self.settings.metrics:
             out["rovist_vg"] = self._rovist_vg(story, entries)
         return out
@@ -403,13 +481,72 @@ class Grounder:
             clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
         )
 
-    def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
-        """RoViST-VG aggregation of each head noun's best cosine, idf-weighted."""
+    def _rovist_vg_clip(self, story: Story, entries: list[ImageEntry]) -> RovistVGClipScores:
+        """RoViST-VG's aggregation of each head noun's best CLIP cosine, idf-weighted."""
         regions = np.concatenate([e.region_emb for e in entries])
         nouns = list(dict.fromkeys(p.root for p in self._phrases(story)))
         best = self._best_matches(nouns, regions)[1]
         idf = [self.idf.get(f"noun:{n}", 0.0) for n in nouns]
-        return rovist_vg_scores(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
+        return rovist_vg_clip_scores(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
+
+    def _vg_vectors(self, words: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
+        """The RoViST-VG model's unit vectors of ``words`` (each word encoded once per chunk)."""
+        assert self.vg is not None
+        new = [w for w in dict.fromkeys(words) if w not in self._vg_words]
+        if new:
+            vectors, known = self.vg.encode_words(new)
+            self._vg_words.update(zip(new, zip(vectors, known, strict=True), strict=True))
+        return np.stack([self._vg_words[w][0] for w in words]), [self._vg_words[w][1] for w in words]
+
+    def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
+        """RoViST-VG with the authors' model, as their ``compute_sim`` and ``vg_score``: each noun's best
+        cosine over the regions of each image, the best over the images, idf-weighted log-sum-exp."""
+        if self.vg is None:
+            raise ValueError("the RoViST-VG model is not loaded")
+        self.story_nouns([story])
+        nouns = self.nouns[story.key]
+        notes = [e.note for e in entries if e.note]
+        fitted = any(k.startswith("vg:") for k in self.idf)
+        if not fitted:
+            notes.append("no idf fitted over a story set: every noun weighs 1 (the authors' --use_idf 0)")
+        if not nouns:
+            return rovist_vg_scores(
+                rovist_vg([], []),
+                [],
+                best=[],
+                idf=[],
+                images=[],
+                boxes=[],
+                model=self.vg.signature,
+                tagger=self._tagger,
+                notes=notes,
+            )
+        texts = [n.text for n in nouns]
+        vectors, known = self._vg_vectors(texts)
+        regions = [e.vg_emb for e in entries]
+        if any(r is None for r in regions):
+            raise ValueError("the regions of an image were not encoded by the RoViST-VG model")
+        per_image = [vectors @ r.T for r in regions if r is not None]  # (nouns, regions of image i)
+        best_per_image = np.stack([m.max(axis=1) for m in per_image])  # (images, nouns)
+        image = best_per_image.argmax(axis=0)
+        best = best_per_image[image, np.arange(len(texts))]
+        boxes = [entries[int(i)].boxes[int(per_image[int(i)][k].argmax())] for k, i in enumerate(image)]
+        idf = [self.idf.get(f"vg:{t}", 0.0) if fitted else 1.0 for t in texts]
+        return rovist_vg_scores(
+            rovist_vg(best, idf),
+            [(n.text, n.sentence, k) for n, k in zip(nouns, known, strict=True)],
+            best=[float(c) for c in best],
+            idf=idf,
+            images=[int(i) for i in image],
+            boxes=boxes,
+            model=self.vg.signature,
+            tagger=self._tagger,
+            notes=notes,
+        )
+
+    @property
+    def _tagger(self) -> str:
+        return tagger_name(self.settings.spacy_model)
 
 
 def _crop(image: Image.Image, box: Box, profile: str = "paper") -> Image.Image:

@@ -184,16 +184,20 @@ def clipscore(cosines: Sequence[float] | np.ndarray) -> ClipScore:
 
 @dataclass(frozen=True, slots=True)
 class RovistVG:
-    """RoViST-VG-style grounding: ``score`` the scaled value in (−1, 1), ``lse`` the log-sum-exp S."""
+    """RoViST-VG aggregation: ``score`` Eq. 3's value in (−1, 1), ``lse`` the log-sum-exp S (Eq. 2)."""
 
     score: float | None
     lse: float | None
 
 
 def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] | np.ndarray) -> RovistVG:
-    """RoViST-VG-style score with CLIP similarities (RoViST Eq. 2-3), not the RoViST-VG model:
+    """RoViST-VG's aggregation (RoViST Eq. 2-3) of each noun's best cosine over the story's regions,
+    from the authors' model (``rovist_vg``) or from CLIP (``rovist_vg_clip``):
 
     S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  score = 2 / (1 + exp(−0.5 S)) − 1.
+
+    S is what the authors' ``vg_score`` returns; it is computed here in float64 with the maximum
+    taken out first (their code: float32, ``log(exp(x).sum())``).
 
     >>> r = rovist_vg([0.5, 0.2], [2.0, 1.0])
     >>> round(r.lse, 4), round(r.score, 4)

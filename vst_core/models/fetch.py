@@ -15,6 +15,7 @@ from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weight
 from vst_core.models.detector import Detector, detector_weights_path
 from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
 from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
+from vst_core.models.rovist_vg import VIT_NAME, WHERE, load_rovist_vg
 
 _PAIRS = [
     ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
@@ -36,6 +37,7 @@ class ModelStatus:
 class FetchReport:
     models: list[ModelStatus] = field(default_factory=list)
     folders: dict[str, Path] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -43,6 +45,7 @@ class FetchReport:
 
     def summary(self) -> str:
         lines = [f"{m.state:>10}  {m.name}: {m.detail}" for m in self.models]
+        lines += [f"      note  {n}" for n in self.notes]
         lines.append("folders to copy to an offline machine (same paths there, or point the variables at them):")
         lines += [f"  {var}: {path}" for var, path in self.folders.items()]
         if not self.ok:
@@ -71,6 +74,10 @@ def fetch_models(
     rovist_c: str | None = None,
     coherence_tokenizer: str | None = None,
     detector: bool = False,
+    rovist_vg: bool = False,
+    rovist_vg_vit: str = VIT_NAME,
+    rovist_vg_checkpoint: str | None = None,
+    glove: str | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> FetchReport:
     """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
@@ -83,6 +90,8 @@ def fetch_models(
         _check_rovist_c(report, rovist_c, coherence_tokenizer, log)
     if detector:
         _check_detector(report, log)
+    if rovist_vg or rovist_vg_checkpoint or glove:
+        _check_rovist_vg(report, rovist_vg_vit, rovist_vg_checkpoint, glove, log)
     report.folders = {
         "HF_HOME (hub cache)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
@@ -145,3 +154,34 @@ def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:
         return f"{found.path} loads and detects ({len(boxes[0])} boxes on a blank image)"
 
     _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)
+
+
+def _check_rovist_vg(
+    report: FetchReport, vit: str, checkpoint: str | None, glove: str | None, log: Callable[[str], None]
+) -> None:
+    """RoViST-VG's ViT from the hub (config, image processor, weights); the checkpoint and GloVe
+    are the user's files, checked by scoring one word against one crop when both are given."""
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    from vst_core.models.hub import load_hf
+
+    def vit_loads() -> str:
+        config = load_hf(vit, ViTConfig.from_pretrained, "ViT")
+        load_hf(vit, ViTImageProcessor.from_pretrained, "ViT image processor")
+        load_hf(vit, ViTModel.from_pretrained, "ViT")
+        return f"loads (hidden size {config.hidden_size}, {config.image_size}px); RoViST-VG's image encoder"
+
+    _check(report, f"ViT {vit}", hub_file(vit, HF_WEIGHT_FILES) is not None, vit_loads, log)
+    if not (checkpoint and glove):
+        report.notes.append(f"RoViST-VG's checkpoint and GloVe vectors are files you download yourself: {WHERE}")
+        return
+
+    def model() -> str:
+        from PIL import Image
+
+        loaded = load_rovist_vg(checkpoint, vit=vit, glove=glove, device="cpu", batch_size=1)
+        words, _ = loaded.encode_words(["dog"])
+        crop = loaded.encode_crops([Image.new("RGB", (64, 48), "gray")])
+        return f"{loaded.signature} loads and scores (cos(dog, a gray crop) {float(words[0] @ crop[0]):+.3f})"
+
+    _check(report, f"RoViST-VG {Path(checkpoint).name} + {Path(glove).name}", True, model, log)

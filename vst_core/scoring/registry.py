@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vst_core.config import CLIP_METRICS, Settings, default_cache_dir
+from vst_core.config import CLIP_ENCODER_METRICS, Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
 from vst_core.data.regions import read_regions_csv
 from vst_core.grounding.embeddings import EmbeddingCache
@@ -13,11 +13,12 @@ from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
+from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 
 
 class Models:
-    """Load once, share everywhere: one CLIP encoder, one pair scorer, one embedding store, and one
-    grounder per dataset folder (its regions and idf belong to that set)."""
+    """Load once, share everywhere: one CLIP encoder, one pair scorer, one RoViST-VG model, one
+    embedding store, and one grounder per dataset folder (its regions and idf belong to that set)."""
 
     def __init__(
         self,
@@ -27,11 +28,13 @@ class Models:
         clip: ImageTextEncoder | None = None,
         cache: EmbeddingStore | None = None,
         cache_dir: Path | None = None,
+        rovist_vg: RovistVGModel | None = None,
     ) -> None:
         self.settings = settings
         self._pair_scorer = pair_scorer
         self._clip = clip
         self._cache = cache
+        self._rovist_vg = rovist_vg
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self.problems: list[Problem] = []
@@ -51,6 +54,16 @@ class Models:
                 workers=s.workers,
             )
         return self._clip
+
+    @property
+    def rovist_vg(self) -> RovistVGModel:
+        """The authors' RoViST-VG model (checkpoint, ViT, GloVe), loaded on first use."""
+        if self._rovist_vg is None:
+            s = self.settings
+            self._rovist_vg = load_rovist_vg(
+                s.rovist_vg_checkpoint, vit=s.rovist_vg_vit, glove=s.glove_file, device=s.device, batch_size=s.batch_size
+            )
+        return self._rovist_vg
 
     @property
     def cache(self) -> EmbeddingStore:
@@ -80,8 +93,11 @@ class Models:
             if s.regions == "csv" and s.regions_file:
                 table, problems = read_regions_csv(s.regions_file)
                 self.problems.extend(problems)
-            detector = Detector(self.clip.device) if s.regions == "detector" else None
-            self._grounders[key] = Grounder(s, self.clip, root=root, cache=self.cache, regions_table=table, detector=detector)
+            clip = self.clip if CLIP_ENCODER_METRICS & set(s.metrics) else None
+            vg = self.rovist_vg if "rovist_vg" in s.metrics else None
+            device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
+            detector = Detector(device) if s.regions == "detector" else None
+            self._grounders[key] = Grounder(s, clip, root=root, cache=self.cache, regions_table=table, detector=detector, vg=vg)
         return self._grounders[key]
 
     def grounder_for(self, story_set: StorySet) -> Grounder:
@@ -95,5 +111,7 @@ class Models:
         """Load every model the settings need now, so a missing one fails before any work."""
         if "coherence" in self.settings.metrics:
             _ = self.pair_scorer
-        if CLIP_METRICS & set(self.settings.metrics):
+        if CLIP_ENCODER_METRICS & set(self.settings.metrics):
             _ = self.clip
+        if "rovist_vg" in self.settings.metrics:
+            _ = self.rovist_vg

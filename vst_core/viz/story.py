@@ -13,6 +13,7 @@ from vst_core.records import (
     CoherenceScores,
     GroundingScores,
     RedundancyScores,
+    RovistVGScores,
     StoryScores,
 )
 from vst_core.viz.safe import html_text
@@ -213,11 +214,40 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
         )
         rows.append(("GROOVIST", "grounding", grd.score if grd else None, detail))
         rows.append(("T", "grounding", grd.temporal_misalignment if grd else None, FIELD_BY_COLUMN["T"].help))
-    for column in ("CLIPScore", "RoViST-VG"):
+    for column in ("CLIPScore", "RoViST-VG (CLIP)"):
         f = FIELD_BY_COLUMN[column]
         if f.metric in metrics:
             rows.append((column, f.metric, f.value(record), f.help))
+    if "rovist_vg" in metrics:
+        vg = record.rovist_vg
+        rows.append(("RoViST-VG", "rovist_vg", vg.score if vg else None, rovist_vg_detail(vg) if vg else ""))
     return [
         (label, "error", record.errors[metric]) if metric in record.errors else (label, format_score(value), tip)
         for label, metric, value, tip in rows
     ]
+
+
+def rovist_vg_detail(record: RovistVGScores) -> str:
+    """The hover text of a RoViST-VG card: S, then each noun's best region, cosine and idf weight."""
+    nouns = "; ".join(
+        f"{n.noun}{'' if n.known else ' (unk)'} → image {n.image + 1} [{', '.join(f'{v:.0f}' for v in n.box)}] "
+        f"cos {n.best_cosine:.3f} · idf {n.idf:.2f}"
+        for n in record.nouns
+    )
+    return f"S {format_score(record.lse)} (Eq. 3 → score) · {nouns or 'no noun'}"
+
+
+def rovist_vg_html(record: RovistVGScores) -> str:
+    """RoViST-VG's evidence as a table: each noun, its sentence, its best region (image and box), the
+    cosine and the idf weight (nouns GloVe lacks are marked: ``unk``'s vector stood in)."""
+    rows = "".join(
+        "<tr>"
+        f"<td>{html_text(n.noun)}{'' if n.known else ' <i>(unk)</i>'}</td><td>{n.sentence + 1}</td>"
+        f"<td>{n.image + 1}</td><td>{html_text(', '.join(f'{v:.0f}' for v in n.box))}"
+        f"{' ' + html_text(n.box_label) if n.box_label else ''}</td>"
+        f"<td>{n.best_cosine:.3f}</td><td>{n.idf:.3f}</td></tr>"
+        for n in record.nouns
+    )
+    head = "<tr><th>noun</th><th>sentence</th><th>image</th><th>box</th><th>cosine</th><th>idf</th></tr>"
+    caption = f"RoViST-VG {format_score(record.score)} (S {format_score(record.lse)})"
+    return f'<table class="vst-rovist-vg"><caption>{html_text(caption)}</caption>{head}{rows}</table>'

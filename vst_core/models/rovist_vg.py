@@ -1,0 +1,264 @@
+"""The RoViST-VG model as its authors built it (``usydnlp/rovist``, ``scripts/rovist_vg.py``).
+
+``Region2PhraseModel``: an image encoder, ViT (``google/vit-base-patch16-224-in21k``) pooled output ->
+linear 768->1024 -> tanh, and a text encoder, a GloVe vector (``glove.6B.300d``; an unknown word takes
+the vector of ``unk``) -> linear 300->1024 -> tanh, trained on Flickr30k Entities region-phrase pairs.
+Both sides are L2-normalised before the cosine (``scripts/visual_grounding_scorer.py``).
+
+Three user files and one hub model:
+
+* the checkpoint as their training script saves it, ``{"epoch", "model": state_dict, "valid_loss",
+  "train_loss"}``, read with ``torch.load(weights_only=True)``: anything but tensors and numbers is
+  refused unread. Its state dict holds every weight, the fine-tuned ViT's included;
+* the ViT's configuration and image processor by their Hugging Face name, from the hub cache (the
+  ViT weights come from the checkpoint, through transformers' own loader, which also reads the
+  layer names of the transformers version the authors trained with);
+* GloVe as Stanford ships it (``glove.6B.300d.txt``) or in the word2vec text format their script
+  writes beside it (the same lines under a ``count dim`` header), read line by line for the words
+  a run needs only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vst_core.hashing import weights_digest
+from vst_core.models.device import resolve_device
+from vst_core.models.hub import ModelLoadError, hf_weights_id, load_hf, sniff_checkpoint
+
+VIT_NAME = "google/vit-base-patch16-224-in21k"
+GLOVE_NAME = "glove.6B.300d.txt"
+UNKNOWN_WORD = "unk"
+#: Prefixes of the authors' state dict (``Region2PhraseModel``'s attribute names).
+VIT_PREFIX = "image_encoder.image_model."
+HEADS = ("image_encoder.linear.weight", "image_encoder.linear.bias", "text_encoder.linear.weight", "text_encoder.linear.bias")
+#: Where to get what this metric needs, for the missing-file messages.
+WHERE = (
+    "the RoViST-VG checkpoint (r2p_model_epoch2.pth.tar) and glove.6B.300d.txt are linked from the authors' "
+    "RoViST_VG_Demo.ipynb (github.com/usydnlp/rovist); pass them with --rovist-vg-model and --glove"
+)
+
+
+class GloveVectors:
+    """GloVe vectors read from a text file for the words asked, one pass over the file per new batch
+    of words; nothing is written anywhere."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise ModelLoadError(f"GloVe file {self.path} not found; {WHERE}")
+        self.digest = weights_digest(self.path)
+        self.dim: int | None = None
+        self._vectors: dict[str, np.ndarray] = {}
+        self._absent: set[str] = set()
+
+    @property
+    def signature(self) -> str:
+        return f"{self.path.name}@{self.digest}"
+
+    def load(self, words: Iterable[str]) -> None:
+        """Read the vectors of ``words`` (and of ``unk``) not read yet, in one pass over the file."""
+        todo = {w for w in [*words, UNKNOWN_WORD] if w not in self._vectors and w not in self._absent}
+        if not todo:
+            return
+        with self.path.open("r", encoding="utf-8", errors="strict") as fh:
+            first = True
+            for line in fh:
+                if first:
+                    first = False
+                    head = line.split()
+                    if len(head) == 2 and all(h.isdigit() for h in head):  # word2vec text header
+                        self.dim = int(head[1])
+                        continue
+                word, _, rest = line.rstrip("\n").rstrip().partition(" ")
+                if word in todo:
+                    vector = np.array(rest.split(" "), dtype=np.float32)
+                    if self.dim is None:
+                        self.dim = vector.size
+                    if vector.size != self.dim:
+                        raise ModelLoadError(f"{self.path}: the vector of {word!r} has {vector.size} values, not {self.dim}")
+                    self._vectors.setdefault(word, vector)  # the first line of a word, as gensim keeps it
+                    todo.discard(word)
+                    if not todo:
+                        break
+        self._absent |= todo
+        if UNKNOWN_WORD in self._absent:
+            raise ModelLoadError(f"{self.path} has no vector for {UNKNOWN_WORD!r}: not a GloVe 6B file")
+
+    def vector(self, word: str) -> tuple[np.ndarray, bool]:
+        """The word's vector and True, or ``unk``'s vector and False (the authors' fallback)."""
+        self.load([word])
+        found = self._vectors.get(word)
+        return (found, True) if found is not None else (self._vectors[UNKNOWN_WORD], False)
+
+
+def _vg_globals() -> list[Any]:
+    """Non-tensor types a RoViST-VG file may hold: the losses as numpy scalars (their script saves
+    Python floats, an edited one may not); nothing else is unpickled."""
+    try:
+        from numpy._core.multiarray import scalar  # numpy 2
+    except ImportError:  # numpy 1.x
+        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
+    return [
+        np.dtype,
+        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
+        (scalar, "numpy.core.multiarray.scalar"),
+        (scalar, "numpy._core.multiarray.scalar"),
+    ]
+
+
+def read_vg_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The state dict of a RoViST-VG checkpoint (``{"model": state_dict, ...}``), read with
+    ``weights_only=True`` and :func:`_vg_globals`; anything else is refused with the reason."""
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise ModelLoadError(f"RoViST-VG checkpoint {path} not found; {WHERE}")
+    fmt = sniff_checkpoint(path)
+    if fmt in ("torchscript", "safetensors"):
+        raise ModelLoadError(f"{path} is a {fmt} file, not a RoViST-VG checkpoint (a torch.save'd dict with 'model')")
+    try:
+        with torch.serialization.safe_globals(_vg_globals()):
+            data = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).split("\n")[0][:300]
+        raise ModelLoadError(
+            f"{path} holds objects a RoViST-VG checkpoint does not ({first}); it was not loaded, since unpickling "
+            "unknown objects can run code"
+        ) from None
+    except Exception as exc:
+        raise ModelLoadError(f"{path} cannot be read as a RoViST-VG checkpoint: {type(exc).__name__}: {str(exc)[:300]}") from None
+    state = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ModelLoadError(f"{path} is not a RoViST-VG checkpoint: expected a dict whose 'model' is a state dict")
+    missing = [k for k in HEADS if k not in state]
+    if missing or not any(k.startswith(VIT_PREFIX) for k in state):
+        raise ModelLoadError(
+            f"{path} is not a RoViST-VG checkpoint (Region2PhraseModel with a ViT image encoder and a GloVe text "
+            f"encoder): missing {', '.join(missing) or VIT_PREFIX + '*'}"
+        )
+    return state
+
+
+class RovistVGModel:
+    """The loaded model: words -> unit vectors, region crops -> unit vectors (one object per process)."""
+
+    def __init__(
+        self, vit: Any, processor: Any, heads: dict[str, Any], glove: GloveVectors, device: str, batch_size: int, signature: str
+    ) -> None:
+        import torch
+
+        self.vit = vit.to(device).eval()
+        self.processor = processor
+        self.device = device
+        self.batch_size = batch_size
+        self.glove = glove
+        self.signature = signature
+        self.image_w, self.image_b = (
+            heads["image_encoder.linear.weight"].to(device),
+            heads["image_encoder.linear.bias"].to(device),
+        )
+        self.text_w, self.text_b = heads["text_encoder.linear.weight"].to(device), heads["text_encoder.linear.bias"].to(device)
+        self._torch = torch
+
+    def encode_words(self, words: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
+        """tanh(linear(GloVe(word))), L2-normalised, per word; and whether GloVe knew each word."""
+        torch = self._torch
+        self.glove.load(words)
+        found = [self.glove.vector(w) for w in words]
+        if not words:
+            return np.zeros((0, self.text_w.shape[0]), np.float32), []
+        with torch.no_grad():
+            x = torch.from_numpy(np.stack([v for v, _ in found])).to(self.device)
+            out = torch.tanh(x @ self.text_w.T + self.text_b)
+            out = torch.nn.functional.normalize(out, p=2, dim=-1)
+        return out.cpu().numpy(), [known for _, known in found]
+
+    def encode_crops(self, crops: Sequence[Image.Image]) -> np.ndarray:
+        """tanh(linear(ViT pooled output)) of each crop, L2-normalised, in batches."""
+        torch = self._torch
+        parts = []
+        for start in range(0, len(crops), self.batch_size):
+            batch = [c.convert("RGB") for c in crops[start : start + self.batch_size]]
+            with torch.no_grad():
+                pixels = self.processor(images=batch, return_tensors="pt")["pixel_values"].to(self.device)
+                pooled = self.vit(pixels)[1]
+                out = torch.tanh(pooled @ self.image_w.T + self.image_b)
+                parts.append(torch.nn.functional.normalize(out, p=2, dim=-1).cpu().numpy())
+        return np.concatenate(parts) if parts else np.zeros((0, self.image_w.shape[0]), np.float32)
+
+
+def vg_signature(checkpoint: str | Path, vit: str, glove: str | Path) -> str:
+    """Identity of the weights: checkpoint digest, the ViT's name and digest, the GloVe file's digest."""
+
+    def digest(path: str | Path) -> str:
+        p = Path(path)
+        return f"{p.name}@{weights_digest(p)}" if p.is_file() else f"{p.name}@not-found"
+
+    return f"rovist-vg:{digest(checkpoint)}|vit:{hf_weights_id(vit)}|glove:{digest(glove)}"
+
+
+def load_rovist_vg(
+    checkpoint: str | Path | None,
+    *,
+    vit: str = VIT_NAME,
+    glove: str | Path | None,
+    device: str = "auto",
+    batch_size: int = 32,
+) -> RovistVGModel:
+    """The authors' model from their checkpoint, the ViT's hub config and processor, and GloVe."""
+    if not checkpoint:
+        raise ModelLoadError(f"RoViST-VG needs the authors' checkpoint: {WHERE}")
+    if not glove:
+        raise ModelLoadError(f"RoViST-VG needs GloVe vectors ({GLOVE_NAME}): {WHERE}")
+    state = read_vg_checkpoint(checkpoint)
+    words = GloveVectors(glove)
+    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+    extra = " (or pass a local folder with --rovist-vg-vit)"
+    config = load_hf(vit, ViTConfig.from_pretrained, "ViT", extra)
+    processor = load_hf(vit, ViTImageProcessor.from_pretrained, "ViT image processor", extra)
+    vit_state = {k[len(VIT_PREFIX) :]: v for k, v in state.items() if k.startswith(VIT_PREFIX)}
+    unknown = [k for k in state if not k.startswith(VIT_PREFIX) and k not in HEADS]
+    if unknown:
+        raise ModelLoadError(f"{checkpoint}: keys a Region2PhraseModel does not have: {', '.join(unknown[:5])}")
+    try:
+        loaded: Any = ViTModel.from_pretrained(None, config=config, state_dict=vit_state, output_loading_info=True)
+        model, info = loaded
+    except Exception as exc:
+        raise ModelLoadError(
+            f"{checkpoint}: its ViT does not fit {vit}'s configuration: {type(exc).__name__}: {str(exc)[:300]}"
+        ) from None
+    wrong = {k: sorted(v)[:5] for k, v in info.items() if v}
+    if wrong:
+        raise ModelLoadError(f"{checkpoint}: its ViT weights do not fit {vit}'s configuration: {wrong}")
+    heads = {k: state[k].float() for k in HEADS}
+    hidden, joint = int(config.hidden_size), int(heads["image_encoder.linear.weight"].shape[0])
+    shapes = {k: tuple(heads[k].shape) for k in HEADS}
+    expected = {HEADS[0]: (joint, hidden), HEADS[1]: (joint,), HEADS[2]: (joint, words_dim(words)), HEADS[3]: (joint,)}
+    if shapes != expected:
+        raise ModelLoadError(f"{checkpoint}: head shapes {shapes} do not fit a ViT of width {hidden} and {words.path.name}")
+    return RovistVGModel(
+        model.float(),
+        processor,
+        heads,
+        words,
+        resolve_device(device),
+        batch_size,
+        vg_signature(checkpoint, vit, glove),
+    )
+
+
+def words_dim(glove: GloveVectors) -> int:
+    """The GloVe file's dimension (read from its first vector)."""
+    glove.load([])
+    assert glove.dim is not None
+    return glove.dim
