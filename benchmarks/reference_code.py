@@ -4,6 +4,8 @@ implementation against it and the benchmark times against it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 def reference_nr(sentences: list[list[str]], n: int = 4) -> float | None:
     """Last token of each sentence dropped; for every pair of sentences j < i (and every pair of
@@ -40,3 +42,15 @@ def reference_nr(sentences: list[list[str]], n: int = 4) -> float | None:
     if not inter:
         return None
     return 1 - (sum(inter) / len(inter) + (sum(intra) / len(intra) if intra else 0.0)) / 2
+
+
+def public_code_nr(
+    story: str,
+    sent_tokenize: Callable[[str], list[str]],
+    word_tokenize: Callable[[str], list[str]],
+    ngram_len: int = 4,
+) -> float | None:
+    """``eval_repetition`` of the dHM authors' ``evaluate/eval_C_R.py`` on one story text: the
+    story split by ``sent_tokenize``, each sentence by ``word_tokenize`` (their ``nltk`` functions,
+    given here), then :func:`reference_nr`; None where that code gives NaN."""
+    return reference_nr([word_tokenize(sentence) for sentence in sent_tokenize(story)], ngram_len)

@@ -8,16 +8,17 @@ import csv
 import gzip
 import io
 import json
+import random
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, ParityLog
 
-from benchmarks.reference_code import reference_nr
+from benchmarks.reference_code import public_code_nr, reference_nr
 from vst_core.config import Settings
 from vst_core.data import Story
 from vst_core.scoring.story import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
-from vst_core.text.public import split_story, splitter_name, word_tokens
+from vst_core.text.public import UNTRAINED, punkt_sentences, punkt_source, split_story, word_tokens
 
 DHM = ROOT / "tests" / "data" / "dhm"
 
@@ -47,15 +48,20 @@ def agreement(name: str) -> tuple[int, int, list[str]]:
     return len(stories) - len(differ), len(stories), differ
 
 
-def punkt_source() -> str:
-    return "trained English Punkt" if splitter_name().startswith("punkt_tab") else "untrained Punkt + abbreviations"
-
-
 RELEASED_NAMES = {
     "vist_gt_test": "VIST test, human",
     "vist_llava_vc_p3": "VIST test, LLaVA",
     "vwp_gt_test": "VWP test, human",
     "vwp_llava_vc_p3": "VWP test, LLaVA",
+}
+#: The fewest stories of each file to reproduce: (with the trained English Punkt model, untrained).
+#: The fallback's misses are splits at an ellipsis, a quote or a dotted name that the model decides
+#: (docs/metrics/rovist_nr.md lists them).
+FLOORS = {
+    "vist_gt_test": (5055, 5054),
+    "vist_llava_vc_p3": (5055, 5052),
+    "vwp_gt_test": (586, 580),
+    "vwp_llava_vc_p3": (586, 586),
 }
 
 
@@ -68,23 +74,15 @@ def record_release(parity: ParityLog, name: str, same: int, total: int) -> None:
     )
 
 
-@pytest.mark.slow  # 5,055 stories each
+@pytest.mark.slow  # up to 5,055 stories each
 @pytest.mark.parity
-@pytest.mark.parametrize(("name", "floor"), [("vist_gt_test", 0.995), ("vist_llava_vc_p3", 0.995), ("vwp_llava_vc_p3", 0.995)])
-def test_reference_profile_reproduces_the_released_scores(name: str, floor: float, parity: ParityLog) -> None:
+@pytest.mark.parametrize("name", list(RELEASED_NAMES))
+def test_reference_profile_reproduces_the_released_scores(name: str, parity: ParityLog) -> None:
     same, total, differ = agreement(name)
     record_release(parity, name, same, total)
-    assert same / total >= floor, (name, same, total, differ[:10])
-
-
-@pytest.mark.slow
-@pytest.mark.parity
-def test_vwp_human_stories_mostly_agree(parity: ParityLog) -> None:
-    # VWP's human stories are untokenised prose with dialogue: 10 of 586 still differ, 8 of them at
-    # quotes, ellipses or dotted names, where the trained Punkt model's statistics decide
-    same, total, _ = agreement("vwp_gt_test")
-    record_release(parity, "vwp_gt_test", same, total)
-    assert same / total >= 0.98
+    trained, untrained = FLOORS[name]
+    floor = untrained if punkt_source() == UNTRAINED else trained
+    assert same >= floor, (name, punkt_source(), same, total, differ[:10])
 
 
 @pytest.mark.slow
@@ -97,6 +95,50 @@ def test_the_per_story_path_gives_the_vectorised_numbers() -> None:
         assert (slow.score is None) == (fast[s.key].score is None)
         if slow.score is not None:
             assert slow.score == pytest.approx(fast[s.key].score, abs=1e-12)
+
+
+#: Words of random stories: VIST's tokenised style (placeholders, split clitics, a period as a token)
+#: and VWP's prose (attached punctuation, dialogue, abbreviations, initials, ellipses, 'quoted' words).
+RANDOM_WORDS = (
+    "the a we he she it was went saw park dog cake fun day The We He She [female] [male] [location] "
+    "grandpa 's n't did were mr. dr. st. t.j. u.s. ice-cream , , ; : ... -- ( ) ! ? 'silence 'the ' "
+    "\" `` '' harrah'a rock 'n' roll can not cannot gonna 3.50 1,000 end. home. there?\". up.\". mean?\""
+).split()
+
+
+def random_story(rng: random.Random) -> str:
+    """A story of 1-6 sentences of random words, each ending with a period, ! or ?."""
+    sentences = []
+    for _ in range(rng.randint(1, 6)):
+        words = [rng.choice(RANDOM_WORDS) for _ in range(rng.randint(1, 14))]
+        sentences.append(" ".join(words) + rng.choice([" .", ".", " !", "?", ' ."', '."', ""]))
+    return " ".join(sentences)
+
+
+@pytest.mark.slow  # 1,000 stories through Punkt and both NR paths (about 2.5 s)
+@pytest.mark.parity
+def test_reference_profile_equals_the_public_code_on_random_stories(parity: ParityLog) -> None:
+    # The profile reads a story as its sentences joined by one space (what it has once a text is
+    # split); on that text it must equal the public code exactly. On the raw text it differs only
+    # where Punkt split with no space between (`there?".`): a space there changes Punkt's next decision.
+    rng = random.Random(20240521)
+    texts = {f"r{k}": random_story(rng) for k in range(1000)}
+    stories = [story(sid, text) for sid, text in texts.items()]
+    fast = redundancy_without_spans(stories, Settings(nr_variant="reference"))
+    raw = 0
+    for s in stories:
+        want = public_code_nr(" ".join(s.sentences), punkt_sentences, word_tokens)
+        for got in (fast[s.key].score, redundancy_of(s, 4, "reference").score):
+            assert (got is None) == (want is None), (texts[s.story_id], got, want)
+            assert got is None or want is None or abs(got - want) <= 1e-12, (texts[s.story_id], got, want)
+        raw += public_code_nr(texts[s.story_id], punkt_sentences, word_tokens) == want
+    parity.record(
+        metric="RoViST-NR (`--nr-variant reference`)",
+        reference="the public NR code transcribed (benchmarks/reference_code.py), same NLTK tokens",
+        compared=f"{len(texts):,} random VIST- and VWP-style stories, vectorised and per-story paths, {punkt_source()}",
+        figure=f'{len(texts):,}/{len(texts):,} to 1e-12 (on the raw text {raw:,}/{len(texts):,}: no space after `?"`)',
+    )
+    assert raw >= 0.99 * len(texts)
 
 
 # ------------------------------------------------------------------ divergences, against the public algorithm
