@@ -1,6 +1,7 @@
 """Parity with published numbers: the reference RoViST-NR profile against the per-story scores the
 dHM authors released for the VIST and VWP test splits (computed with the public RoViST code), and
-the public algorithm transcribed on hand-made divergence cases."""
+the public code transcribed (benchmarks/reference_code.py) on random stories and hand-made
+divergence cases."""
 
 from __future__ import annotations
 
