@@ -13,7 +13,17 @@ from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
 from vst_core.records import StoryScores
 from vst_core.scoring.story import with_repeated_spans
-from vst_core.viz import draw_box, export_csv, export_json, legend_html, score_cards_html, scores_table, story_cards, story_html
+from vst_core.viz import (
+    draw_box,
+    export_csv,
+    export_json,
+    legend_html,
+    rovist_vg_html,
+    score_cards_html,
+    scores_table,
+    story_cards,
+    story_html,
+)
 from vst_core.viz.safe import code, md
 
 #: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
@@ -108,6 +118,30 @@ def region(story: Story, record: StoryScores) -> None:
         st.image(draw_box(picture, box, p.text), width="stretch", caption=f"{md(p.text)}: best cosine {p.best_cosine:.3f}")
 
 
+@st.fragment
+def vg_nouns(story: Story | None, record: StoryScores) -> None:
+    """RoViST-VG's evidence (the authors' model): each noun, its best region, cosine and idf weight;
+    a chosen noun's region outlined on its image."""
+    vg = record.rovist_vg
+    if vg is None or not vg.nouns:
+        return
+    with st.expander(f"RoViST-VG: {len(vg.nouns)} nouns and their best regions"):
+        st.markdown(rovist_vg_html(vg), unsafe_allow_html=True)
+        if story is None or not story.images_ok:
+            return
+        labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
+        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=f"vg-{story.system}-{story.story_id}")
+        if pick is not None:
+            n = vg.nouns[labels.index(pick)]
+            picture, size, why = shown_image(view.image_path(story.images[n.image]))
+            if picture is None:
+                st.caption(f"⚠️ {shown(why)}")
+                return
+            sx, sy = picture.width / size[0], picture.height / size[1]
+            box = [n.box[0] * sx, n.box[1] * sy, n.box[2] * sx, n.box[3] * sy]
+            st.image(draw_box(picture, box, n.noun), width="stretch", caption=f"{md(n.noun)}: best cosine {n.best_cosine:.3f}")
+
+
 def people(story_id: str, system: str) -> None:
     """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
     shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
@@ -128,7 +162,8 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     )
     if story is not None:
         region(story, record)
-    for metric in (record.redundancy, record.coherence, record.grounding):
+    vg_nouns(story, record)
+    for metric in (record.redundancy, record.coherence, record.grounding, record.rovist_vg):
         for note in metric.notes if metric else ():
             st.caption(shown(note))
     for message in record.problems:

@@ -63,7 +63,9 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     keys = model_keys(settings)
     if "coherence" in settings.metrics:
         try:
-            loading.pair_scorer(settings.coherence_model, settings.device)
+            loading.pair_scorer(
+                settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile
+            )
             status["coherence"] = (keys["coherence"], None)
         except (ModelLoadError, ValueError) as exc:
             reason = in_sidebar_terms(str(exc))

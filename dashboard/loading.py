@@ -172,9 +172,10 @@ def thumbnail(path: str, mtime: float) -> tuple[Image.Image | None, tuple[int, i
 
 
 @st.cache_resource(show_spinner="Loading the sentence-pair model…")
-def pair_scorer(spec: str, device: str) -> PairScorer:
-    """One scorer per process, keyed by its spec string and device."""
-    return load_pair_scorer(spec, device=device)
+def pair_scorer(spec: str, device: str, tokenizer: str | None = None, profile: str = "paper") -> PairScorer:
+    """One scorer per process, keyed by its spec string, device, tokenizer and coherence profile (the
+    reference profile loads the slow tokenizer)."""
+    return load_pair_scorer(spec, tokenizer=tokenizer, profile=profile, device=device)
 
 
 def recheck(value: str | None, what: str) -> None:
@@ -210,7 +211,11 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
         clip = clip_encoder(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
         )
-    scorer = pair_scorer(settings.coherence_model, settings.device) if "coherence" in settings.metrics else None
+    scorer = (
+        pair_scorer(settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile)
+        if "coherence" in settings.metrics
+        else None
+    )
     models = Models(settings, pair_scorer=scorer, clip=clip)
     sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)

@@ -372,3 +372,10 @@ def test_inspect_page_shows_each_nouns_region(vg_scores_file: Path, data_dirs: N
     first = json.loads(vg_scores_file.read_text().splitlines()[0])["metrics"]["rovist_vg"]["nouns"][0]
     assert "RoViST-VG" in html and f"{first['noun']} → image {first['image'] + 1} [" in html
     assert f"cos {first['best_cosine']:.3f} · idf {first['idf']:.2f}" in html
+    # the evidence table in the card's expander, and a picked noun's region drawn on its image
+    assert 'class="vst-rovist-vg"' in html
+    picker = next(s for s in app.selectbox if s.label == "Show the region a noun matched")
+    images_before = len(app.get("image"))
+    picker.set_value(picker.options[0]).run()
+    assert not app.exception, app.exception
+    assert len(app.get("image")) == images_before + 1  # the noun's region drawn on its image
