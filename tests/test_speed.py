@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from conftest import SAMPLE, clip_args, write_jsonl
 
-from vst_core.bench.harness import BenchConfig, run_bench
 from benchmarks.reference_code import reference_nr
+from vst_core.bench.harness import BenchConfig, run_bench
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set

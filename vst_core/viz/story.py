@@ -238,16 +238,23 @@ def rovist_vg_detail(record: RovistVGScores) -> str:
 
 
 def rovist_vg_html(record: RovistVGScores) -> str:
-    """RoViST-VG's evidence as a table: each noun, its sentence, its best region (image and box), the
-    cosine and the idf weight (nouns GloVe lacks are marked: ``unk``'s vector stood in)."""
+    """RoViST-VG's evidence as a compact table that fits a card: each noun, its sentence, the image of
+    its best region, the cosine and the idf weight; the box (and its label) on hover. Nouns GloVe
+    lacks are marked: ``unk``'s vector stood in."""
+    cell = "padding:1px 4px;text-align:right"
     rows = "".join(
-        "<tr>"
-        f"<td>{html_text(n.noun)}{'' if n.known else ' <i>(unk)</i>'}</td><td>{n.sentence + 1}</td>"
-        f"<td>{n.image + 1}</td><td>{html_text(', '.join(f'{v:.0f}' for v in n.box))}"
-        f"{' ' + html_text(n.box_label) if n.box_label else ''}</td>"
-        f"<td>{n.best_cosine:.3f}</td><td>{n.idf:.3f}</td></tr>"
+        f'<tr title="{html_text("box " + ", ".join(f"{v:.0f}" for v in n.box) + (" " + n.box_label if n.box_label else ""))}">'
+        f"<td style='padding:1px 4px'>{html_text(n.noun)}{'' if n.known else ' <i>(unk)</i>'}</td>"
+        f"<td style='{cell}'>{n.sentence + 1}</td><td style='{cell}'>{n.image + 1}</td>"
+        f"<td style='{cell}'>{n.best_cosine:.3f}</td><td style='{cell}'>{n.idf:.2f}</td></tr>"
         for n in record.nouns
     )
-    head = "<tr><th>noun</th><th>sentence</th><th>image</th><th>box</th><th>cosine</th><th>idf</th></tr>"
-    caption = f"RoViST-VG {format_score(record.score)} (S {format_score(record.lse)})"
-    return f'<table class="vst-rovist-vg"><caption>{html_text(caption)}</caption>{head}{rows}</table>'
+    head = (
+        f"<tr><th style='padding:1px 4px'>noun</th><th style='{cell}'>sent.</th><th style='{cell}'>img</th>"
+        f"<th style='{cell}'>cos</th><th style='{cell}'>idf</th></tr>"
+    )
+    caption = f"RoViST-VG {format_score(record.score)} (S {format_score(record.lse)}); hover a row for its box"
+    return (
+        f'<table class="vst-rovist-vg" style="font-size:0.8em;width:100%;border-collapse:collapse">'
+        f"<caption>{html_text(caption)}</caption>{head}{rows}</table>"
+    )
