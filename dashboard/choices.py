@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, CLIP_METRICS, THETA_PRESETS, NRVariant, Settings
+from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, THETA_PRESETS, NRVariant, Settings
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 
@@ -40,6 +40,8 @@ class Choices:
     clip_config: str = ""
     regions: str = DEFAULTS.regions
     extra_clip: bool = True
+    rovist_vg_checkpoint: str = ""  # the authors' RoViST-VG checkpoint: with glove_file, turns rovist_vg on
+    glove_file: str = ""
     device: str = DEFAULTS.device
     theta_name: str = DEFAULTS.theta
     theta_value: float = 0.6
@@ -55,8 +57,9 @@ class Choices:
     def clip_metrics(self) -> tuple[str, ...]:
         """The CLIP metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
         other one of :data:`~vst_core.config.CLIP_ENCODER_METRICS` (in the order of ``AVAILABLE_METRICS``;
-        RoViST-VG's own model needs the user's checkpoint and GloVe files: ``vst score --metrics rovist_vg``)."""
-        return tuple(m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and (self.extra_clip or m == GROOVIST))
+        RoViST-VG's own model is added when the authors' checkpoint and a GloVe file are given)."""
+        clip = tuple(m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and (self.extra_clip or m == GROOVIST))
+        return clip + (("rovist_vg",) if self.rovist_vg_checkpoint.strip() and self.glove_file.strip() else ())
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -87,6 +90,8 @@ def settings_for(choices: Choices) -> Settings:
         device=choices.device,
         regions=regions.kind,
         regions_file=regions.file,
+        rovist_vg_checkpoint=choices.rovist_vg_checkpoint.strip() or None,
+        glove_file=choices.glove_file.strip() or None,
     )
 
 
@@ -112,7 +117,8 @@ def without(settings: Settings, metrics: tuple[str, ...] | frozenset[str]) -> Se
 
 
 def without_clip(settings: Settings) -> Settings:
-    return without(settings, CLIP_METRICS)
+    """``settings`` without the metrics that need CLIP (RoViST-VG's own model does not)."""
+    return without(settings, CLIP_ENCODER_METRICS)
 
 
 #: The sidebar fields that may name a server path, with their label and the value used instead.
@@ -122,6 +128,8 @@ PATH_FIELDS: dict[str, tuple[str, str]] = {
     "clip_checkpoint": ("…or local checkpoint file", ""),
     "clip_config": ("open_clip model config", ""),
     "regions": ("Regions", DEFAULTS.regions),
+    "rovist_vg_checkpoint": ("RoViST-VG checkpoint", ""),
+    "glove_file": ("GloVe file", ""),
 }
 #: What each path field must name when it names something that exists (a missing one is left to
 #: its loader, which says so, or takes the value as a model name).
@@ -131,6 +139,8 @@ PATH_KINDS: dict[str, Want] = {
     "clip_checkpoint": "file",
     "clip_config": "file",
     "regions": "file",
+    "rovist_vg_checkpoint": "file",
+    "glove_file": "file",
 }
 _KEYWORDS = {"grid", "detector", "bert-nsp"}
 
@@ -229,6 +239,9 @@ SIDEBAR_TERMS: dict[str, str] = {
     "--clip-config JSON": "“open_clip model config”",
     "--clip-config": "“open_clip model config”",
     "--regions": "“Regions”",
+    "--rovist-vg-model": "“RoViST-VG checkpoint”",
+    "--glove": "“GloVe file”",
+    "--clip-activation quickgelu": "a “CLIP architecture” ending in -quickgelu",
     "--device cpu": "“Device” cpu",
     "--device": "“Device”",
 }

@@ -26,7 +26,7 @@ from dashboard.choices import (
 )
 from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
 from dashboard.sidebar import Input
-from vst_core.config import CLIP_METRICS, Settings, settings_from_signature
+from vst_core.config import CLIP_ENCODER_METRICS, IMAGE_METRICS, Settings, settings_from_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
@@ -72,7 +72,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             notices.append(f"Coherence is off: {reason}")
             status["coherence"] = (keys["coherence"], reason)
             settings = without(settings, ("coherence",))
-    if CLIP_METRICS & set(settings.metrics):
+    if CLIP_ENCODER_METRICS & set(settings.metrics):
         try:
             loading.clip_encoder(
                 settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
@@ -83,6 +83,15 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             notices.append(f"Grounding is off: {reason}")
             status["grounding"] = (keys["grounding"], reason)
             settings = without_clip(settings)
+    if "rovist_vg" in settings.metrics:
+        try:
+            loading.rovist_vg_model(
+                settings.rovist_vg_checkpoint or "", settings.glove_file or "", settings.rovist_vg_vit, settings.device
+            )
+        except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
+            notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")
+            settings = without(settings, ("rovist_vg",))
+    if IMAGE_METRICS & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(
                 "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "

@@ -21,7 +21,7 @@ from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements
 from vst_core.analysis.meta_eval.report import score_frame, texts_of
-from vst_core.config import CLIP_METRICS, Settings
+from vst_core.config import CLIP_METRICS, IMAGE_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -34,6 +34,7 @@ from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
+from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
@@ -197,6 +198,15 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
     return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
 
 
+@st.cache_resource(show_spinner="Loading the RoViST-VG model…")
+def rovist_vg_model(checkpoint: str, glove: str, vit: str, device: str) -> RovistVGModel:
+    """One RoViST-VG model per process, keyed by its files, ViT name and device (the typed files are
+    checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
+    recheck(checkpoint, "“RoViST-VG checkpoint”")
+    recheck(glove, "“GloVe file”")
+    return load_rovist_vg(checkpoint, vit=vit, glove=glove, device=device)
+
+
 @st.cache_data(show_spinner="Scoring…")
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed
@@ -216,10 +226,13 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
         if "coherence" in settings.metrics
         else None
     )
-    models = Models(settings, pair_scorer=scorer, clip=clip)
+    vg = None
+    if "rovist_vg" in settings.metrics and settings.rovist_vg_checkpoint and settings.glove_file:
+        vg = rovist_vg_model(settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_vit, settings.device)
+    models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg)
     sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)
-    if clip is not None:
+    if IMAGE_METRICS & set(settings.metrics):
         models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])
     return [score_story(s, settings, sig, models=models, root=_story_set.root) for s in stories]
 

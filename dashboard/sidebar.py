@@ -53,7 +53,7 @@ class Input:
 #: Sidebar text fields not bound to the URL (paths are never read from a link), kept across page switches.
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
-    "clip_checkpoint", "clip_config", "regions",
+    "clip_checkpoint", "clip_config", "regions", "rovist_vg_checkpoint", "glove_file",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -299,7 +299,18 @@ def _grounding() -> dict[str, Any]:
         help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
     )
     values["extra_clip"] = st.checkbox(
-        "Also CLIPScore and RoViST-VG style", value=True, key="extra_clip", bind=URL, disabled=idle
+        "Also CLIPScore and RoViST-VG (CLIP-based)", value=True, key="extra_clip", bind=URL, disabled=idle
+    )
+    values["rovist_vg_checkpoint"] = st.text_input(
+        "RoViST-VG checkpoint (optional)",
+        "",
+        key="rovist_vg_checkpoint",
+        disabled=idle,
+        help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar); with a GloVe file it adds RoViST-VG with "
+        "their model (needs a regions CSV for the paper's regions, and the ViT: vst fetch-models --rovist-vg)",
+    )
+    values["glove_file"] = st.text_input(
+        "GloVe file", "", key="glove_file", disabled=idle, help="glove.6B.300d.txt (or its word2vec-format copy)"
     )
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
     values.update(_theta_controls(idle, reason))

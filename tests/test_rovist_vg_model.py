@@ -379,3 +379,42 @@ def test_inspect_page_shows_each_nouns_region(vg_scores_file: Path, data_dirs: N
     picker.set_value(picker.options[0]).run()
     assert not app.exception, app.exception
     assert len(app.get("image")) == images_before + 1  # the noun's region drawn on its image
+
+
+@pytest.mark.slow  # AppTest, the ViT replica
+def test_the_dashboard_scores_rovist_vg_from_the_sidebars_files(
+    vg_files: dict[str, Path],
+    vg_scores_file: Path,
+    data_dirs: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tiny_clip: tuple[Path, Path],
+) -> None:
+    """The bundled sample scored in the dashboard with the authors' checkpoint and GloVe typed into
+    the sidebar (beside GROOVIST with a tiny CLIP): RoViST-VG's numbers equal the CLI's."""
+    from conftest import point_at
+    from streamlit.testing.v1 import AppTest
+
+    point_at(monkeypatch, hub_env(vg_files))
+    app = AppTest.from_file(APP, default_timeout=300).switch_page(PAGES["dataset"])
+    app.session_state["rovist_vg_checkpoint"] = str(vg_files["checkpoint"])
+    app.session_state["glove_file"] = str(vg_files["glove"])
+    app.session_state["regions"] = str(vg_files["regions"])
+    config, checkpoint = tiny_clip
+    app.session_state["clip_arch"] = "vst-tiny-clip"
+    app.session_state["clip_config"] = str(config)
+    app.session_state["clip_checkpoint"] = str(checkpoint)
+    app.run()
+    assert not app.exception, app.exception
+    notices = " ".join(str(w.value) for w in app.warning)
+    assert "Grounding is off" not in notices and "RoViST-VG is off" not in notices
+    frame = app.dataframe[0].value
+    want = {r["story_id"]: r["metrics"]["rovist_vg"]["score"] for r in map(json.loads, vg_scores_file.read_text().splitlines())}
+    got = dict(zip(frame["story"], frame["RoViST-VG"], strict=True))
+    assert got.keys() == want.keys()
+    assert all(abs(got[k] - want[k]) < 1e-9 for k in want), (got, want)
+
+    # a wrong checkpoint: one notice naming the sidebar field, the page keeps working
+    app.session_state["rovist_vg_checkpoint"] = str(vg_files["glove"])
+    app.run()
+    assert not app.exception, app.exception
+    assert "RoViST-VG is off" in " ".join(str(w.value) for w in app.warning)
