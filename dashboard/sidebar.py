@@ -307,7 +307,7 @@ def _grounding() -> dict[str, Any]:
         key="rovist_vg_checkpoint",
         disabled=idle,
         help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar); with a GloVe file it adds RoViST-VG with "
-        "their model (needs a regions CSV for the paper's regions, and the ViT: vst fetch-models --rovist-vg)",
+        "their model (a regions CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
     )
     values["glove_file"] = st.text_input(
         "GloVe file", "", key="glove_file", disabled=idle, help="glove.6B.300d.txt (or its word2vec-format copy)"

@@ -445,7 +445,7 @@ def test_notices_problems_and_refusals_show_no_server_folder(
     home, temp, base = Path.home(), Path(tempfile.gettempdir()), tmp_path_factory.getbasetemp()
     private = [home, temp, base, ROOT]
 
-    def missing(spec: str, device: str) -> None:
+    def missing(spec: str, device: str, *args: object) -> None:
         raise ModelLoadError(f"weights {spec!r} are not in the local cache ({home}/.cache/huggingface/hub/models--x)")
 
     monkeypatch.setattr(loading, "pair_scorer", missing)
