@@ -136,6 +136,7 @@ def test_a_fast_only_tokenizer_is_refused_with_the_fix(albert_tokenizer: Path, t
         load_slow_albert_tokenizer(str(tmp_path / "nothing-here"))  # not a folder: the hub cache, offline
 
 
+@pytest.mark.slow  # the signature of a coherence setting imports transformers (about 1.5 s)
 def test_the_weights_id_and_signature_name_the_tokenizer_kind(albert_tokenizer: Path, tmp_path: Path) -> None:
     from vst_core.signature import describe, signature
 

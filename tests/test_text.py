@@ -94,6 +94,7 @@ def test_word_tokens_are_those_of_nltk_3_8_1(sentence: str, want: list[str]) -> 
         assert sentence[t.start : t.end] == t.text or (t.text in ("``", "''") and sentence[t.start : t.end] in ('"', "``", "''"))
 
 
+@pytest.mark.slow  # NLTK's own tokenizer on every case (about 0.7 s)
 def test_treebank_words_equal_the_installed_nltk_where_its_rules_did_not_change() -> None:
     # nltk >= 3.9 splits an apostrophe off a following word, dashes U+2012-U+2015 off words, and
     # folds whitespace before the clitic rules; every other rule is unchanged since 3.8.1
