@@ -7,7 +7,7 @@ import socket
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
 
 from vst_core.hashing import weights_digest
@@ -56,6 +56,49 @@ def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise ModelLoadError(f"{path} cannot be read as a checkpoint: {exc}") from None
     raise ModelLoadError(f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)")
+
+
+def numpy_scalar_globals() -> list[Any]:
+    """The globals a ``torch.save``'d numpy scalar needs under ``weights_only=True`` (numpy 1.x and
+    2.x names): what training scripts' saved losses and accuracies are."""
+    import numpy as np
+
+    try:
+        from numpy._core.multiarray import scalar  # numpy 2
+    except ImportError:  # numpy 1.x, which requirements.txt still admits
+        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
+    return [
+        np.dtype,
+        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
+        (scalar, "numpy.core.multiarray.scalar"),
+        (scalar, "numpy._core.multiarray.scalar"),
+    ]
+
+
+def load_allowlisted(path: Path, allowed: list[Any], what: str, *, wrong_format: type[ModelLoadError] = ModelLoadError) -> Any:
+    """``torch.load(path, weights_only=True)`` with only the ``allowed`` globals: a TorchScript or
+    safetensors file is ``wrong_format`` (a pickle checkpoint was expected), a file holding other
+    objects is refused unread (unpickling unknown objects can run code), any other failure is one
+    :class:`ModelLoadError` naming ``what`` was expected."""
+    import pickle
+
+    import torch
+
+    fmt = sniff_checkpoint(path)
+    if fmt in ("torchscript", "safetensors"):
+        raise wrong_format(f"{path} is a {fmt} file, not {what}")
+    try:
+        with torch.serialization.safe_globals(allowed):
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        first = str(exc).split("\n")[0][:300]
+        name = what.split(" (")[0]
+        raise ModelLoadError(
+            f"{path} holds objects {name} does not ({first}); it was not loaded, since unpickling unknown objects can run code"
+        ) from None
+    except Exception as exc:
+        name = what.split(" (")[0]
+        raise ModelLoadError(f"{path} cannot be read as {name}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def torch_hub_dir() -> Path:

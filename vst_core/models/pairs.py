@@ -38,8 +38,9 @@ from vst_core.models.hub import (
     WeightsUnavailableError,
     hf_weights_id,
     hub_file,
+    load_allowlisted,
     load_hf,
-    sniff_checkpoint,
+    numpy_scalar_globals,
     weights_digest,
 )
 from vst_core.models.protocols import PairScores
@@ -452,42 +453,14 @@ def _albert_config(state: dict[str, Any], opt: Any) -> Any:
 def _checkpoint_globals() -> list[Any]:
     """The only non-tensor types the authors' RoViST-C file holds: the script's
     ``argparse.Namespace`` and ``numpy.float64`` accuracies (under numpy 1.x and 2.x names)."""
-    try:
-        from numpy._core.multiarray import scalar  # numpy 2
-    except ImportError:  # numpy 1.x, which requirements.txt still admits
-        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
-    return [
-        argparse.Namespace,
-        np.dtype,
-        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
-        (scalar, "numpy.core.multiarray.scalar"),
-        (scalar, "numpy._core.multiarray.scalar"),
-    ]
+    return [argparse.Namespace, *numpy_scalar_globals()]
 
 
 def read_rovist_checkpoint(path: Path) -> Any:
     """``torch.load`` with ``weights_only=True`` and exactly the globals the RoViST-C file needs;
     anything else in the file (code, other classes) is refused, never unpickled."""
-    import pickle
-
-    import torch
-
-    fmt = sniff_checkpoint(path)
-    if fmt in ("torchscript", "safetensors"):
-        raise CheckpointShapeError(
-            f"{path} is a {fmt} file, not a RoViST-C checkpoint (a torch.save'd dict with 'opt' and 'model')"
-        )
-    try:
-        with torch.serialization.safe_globals(_checkpoint_globals()):
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        first = str(exc).split("\n")[0][:300]
-        raise ModelLoadError(
-            f"{path} holds objects a RoViST-C checkpoint does not ({first}); it was not loaded, since unpickling "
-            "unknown objects can run code"
-        ) from None
-    except Exception as exc:
-        raise ModelLoadError(f"{path} cannot be read as a RoViST-C checkpoint: {type(exc).__name__}: {str(exc)[:300]}") from None
+    what = "a RoViST-C checkpoint (a torch.save'd dict with 'opt' and 'model')"
+    return load_allowlisted(path, _checkpoint_globals(), what, wrong_format=CheckpointShapeError)
 
 
 def _check_head(path: Path, state: dict[str, Any], opt: Any, hidden_size: int) -> None:

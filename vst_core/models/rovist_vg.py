@@ -29,7 +29,7 @@ from PIL import Image
 
 from vst_core.hashing import weights_digest
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import ModelLoadError, hf_weights_id, load_hf, sniff_checkpoint
+from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, load_hf, numpy_scalar_globals
 
 VIT_NAME = "google/vit-base-patch16-224-in21k"
 GLOVE_NAME = "glove.6B.300d.txt"
@@ -100,42 +100,18 @@ class GloveVectors:
 def _vg_globals() -> list[Any]:
     """Non-tensor types a RoViST-VG file may hold: the losses as numpy scalars (their script saves
     Python floats, an edited one may not); nothing else is unpickled."""
-    try:
-        from numpy._core.multiarray import scalar  # numpy 2
-    except ImportError:  # numpy 1.x
-        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
-    return [
-        np.dtype,
-        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
-        (scalar, "numpy.core.multiarray.scalar"),
-        (scalar, "numpy._core.multiarray.scalar"),
-    ]
+    return numpy_scalar_globals()
 
 
 def read_vg_checkpoint(path: str | Path) -> dict[str, Any]:
     """The state dict of a RoViST-VG checkpoint (``{"model": state_dict, ...}``), read with
     ``weights_only=True`` and :func:`_vg_globals`; anything else is refused with the reason."""
-    import pickle
-
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise ModelLoadError(f"RoViST-VG checkpoint {path} not found; {WHERE}")
-    fmt = sniff_checkpoint(path)
-    if fmt in ("torchscript", "safetensors"):
-        raise ModelLoadError(f"{path} is a {fmt} file, not a RoViST-VG checkpoint (a torch.save'd dict with 'model')")
-    try:
-        with torch.serialization.safe_globals(_vg_globals()):
-            data = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        first = str(exc).split("\n")[0][:300]
-        raise ModelLoadError(
-            f"{path} holds objects a RoViST-VG checkpoint does not ({first}); it was not loaded, since unpickling "
-            "unknown objects can run code"
-        ) from None
-    except Exception as exc:
-        raise ModelLoadError(f"{path} cannot be read as a RoViST-VG checkpoint: {type(exc).__name__}: {str(exc)[:300]}") from None
+    data = load_allowlisted(path, _vg_globals(), "a RoViST-VG checkpoint (a torch.save'd dict with 'model')")
     state = data.get("model") if isinstance(data, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelLoadError(f"{path} is not a RoViST-VG checkpoint: expected a dict whose 'model' is a state dict")
