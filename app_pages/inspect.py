@@ -99,6 +99,18 @@ def shown_image(path: Path) -> tuple[Image.Image | None, tuple[int, int], str | 
     return loading.thumbnail(str(path), mtime)
 
 
+def outline(story: Story, image: int, box: tuple[float, ...], label: str, cosine: float) -> None:
+    """A region (its box in the image's own pixels) outlined on the story's image ``image``, or why
+    the image cannot be shown."""
+    picture, size, why = shown_image(view.image_path(story.images[image]))
+    if picture is None:
+        st.caption(f"⚠️ {shown(why)}")
+        return
+    sx, sy = picture.width / size[0], picture.height / size[1]
+    scaled = [box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy]
+    st.image(draw_box(picture, scaled, label), width="stretch", caption=f"{md(label)}: best cosine {cosine:.3f}")
+
+
 @st.fragment
 def region(story: Story, record: StoryScores) -> None:
     """The region a chosen noun phrase matched, outlined on its image (a pick reruns only this)."""
@@ -109,13 +121,7 @@ def region(story: Story, record: StoryScores) -> None:
     pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.system}-{story.story_id}")
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
-        picture, size, why = shown_image(view.image_path(story.images[p.image]))
-        if picture is None:
-            st.caption(f"⚠️ {shown(why)}")
-            return
-        sx, sy = picture.width / size[0], picture.height / size[1]
-        box = [p.box[0] * sx, p.box[1] * sy, p.box[2] * sx, p.box[3] * sy]
-        st.image(draw_box(picture, box, p.text), width="stretch", caption=f"{md(p.text)}: best cosine {p.best_cosine:.3f}")
+        outline(story, p.image, p.box, p.text, p.best_cosine)
 
 
 @st.fragment
@@ -133,13 +139,7 @@ def vg_nouns(story: Story | None, record: StoryScores) -> None:
         pick = st.selectbox("Show the region a noun matched", labels, index=None, key=f"vg-{story.system}-{story.story_id}")
         if pick is not None:
             n = vg.nouns[labels.index(pick)]
-            picture, size, why = shown_image(view.image_path(story.images[n.image]))
-            if picture is None:
-                st.caption(f"⚠️ {shown(why)}")
-                return
-            sx, sy = picture.width / size[0], picture.height / size[1]
-            box = [n.box[0] * sx, n.box[1] * sy, n.box[2] * sx, n.box[3] * sy]
-            st.image(draw_box(picture, box, n.noun), width="stretch", caption=f"{md(n.noun)}: best cosine {n.best_cosine:.3f}")
+            outline(story, n.image, n.box, n.noun, n.best_cosine)
 
 
 def people(story_id: str, system: str) -> None:
