@@ -70,6 +70,16 @@ def reference_clipscores(
     return out
 
 
+def tiny_model(tiny_clip: tuple[Path, Path]) -> object:
+    """The tiny CLIP of the ``tiny_clip`` fixture as open_clip builds it from its checkpoint."""
+    import open_clip
+    import torch
+
+    model = open_clip.create_model("vst-tiny-clip")
+    model.load_state_dict(torch.load(tiny_clip[1], weights_only=True))
+    return model.eval()
+
+
 def sample_inputs() -> tuple[list[str], list[tuple[list[str], list[Path]]]]:
     story_set = read_story_set(SAMPLE)
     keys = [s.story_id for s in story_set]
@@ -93,13 +103,7 @@ def compare(records: dict[str, dict], keys: list[str], want: list[list[float]]) 
 @pytest.mark.parity
 def test_clipscore_equals_the_reference_computation(tiny_clip: tuple[Path, Path], tmp_path: Path, parity: ParityLog) -> None:
     """A tiny random CLIP (context length 16, so most captions are cut as clip.tokenize cuts them)."""
-    import open_clip
-    import torch
-
-    config, checkpoint = tiny_clip
-    model = open_clip.create_model("vst-tiny-clip")
-    model.load_state_dict(torch.load(checkpoint, weights_only=True))
-    model.eval()
+    model = tiny_model(tiny_clip)
     keys, stories = sample_inputs()
     want = reference_clipscores(model, 32, 16, stories)
     out = tmp_path / "scores.jsonl"

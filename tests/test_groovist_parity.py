@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from conftest import SAMPLE, ParityLog, clip_args
 from PIL import Image
-from test_clipscore_parity import MEAN, STD, reference_tokens
+from test_clipscore_parity import MEAN, STD, reference_tokens, tiny_model
 
 from vst_core.cli import main
 from vst_core.data import read_story_set
@@ -132,29 +132,27 @@ def compare(out: Path, model: object, size: int, context: int, regions: Path) ->
     return n_stories, worst, n_phrases
 
 
-@pytest.mark.parity
-def test_groovist_reference_profile_equals_the_reference_code(
-    tiny_clip: tuple[Path, Path], tmp_path: Path, parity: ParityLog
-) -> None:
-    import open_clip
-    import torch
-
-    _, checkpoint = tiny_clip
-    model = open_clip.create_model("vst-tiny-clip")
-    model.load_state_dict(torch.load(checkpoint, weights_only=True))
-    model.eval()
+def check(model: object, size: int, context: int, clip: list[str], tmp_path: Path, parity: ParityLog, models: str) -> None:
+    """``vst score --grounding-profile reference`` on the sample against the transcription, recorded."""
     regions = regions_csv(tmp_path / "regions.csv")
     out = tmp_path / "scores.jsonl"
     args = ["score", str(SAMPLE), "--out", str(out), "--metrics", "grounding", "--grounding-profile", "reference"]
-    assert main([*args, "--regions", str(regions), "--device", "cpu", "--no-progress", *clip_args(tiny_clip)]) == 0
-    stories, worst, phrases = compare(out, model, 32, 16, regions)
+    assert main([*args, "--regions", str(regions), "--device", "cpu", "--no-progress", *clip]) == 0
+    stories, worst, phrases = compare(out, model, size, context, regions)
     assert stories >= 7 and worst <= 1e-6, (stories, worst)
     parity.record(
         metric="GROOVIST (`--grounding-profile reference`)",
         reference="akskuchi/groovist `groovist.py` + `utils.py` (transcribed)",
-        compared=f"{stories} sample stories with phrases, {phrases} phrases, 12 boxes per image (B = 10, fractional corners), θ VIST; tiny random CLIP",
+        compared=f"{stories} sample stories, {phrases} phrases, 12 boxes per image (B = 10, fractional corners), θ VIST; {models}",
         figure=f"G and every phrase's contribution / weight, max |Δ| {worst:.1e}",
     )
+
+
+@pytest.mark.parity
+def test_groovist_reference_profile_equals_the_reference_code(
+    tiny_clip: tuple[Path, Path], tmp_path: Path, parity: ParityLog
+) -> None:
+    check(tiny_model(tiny_clip), 32, 16, clip_args(tiny_clip), tmp_path, parity, "tiny random CLIP")
 
 
 @pytest.mark.real_layout
@@ -168,16 +166,5 @@ def test_groovist_with_the_default_model_equals_the_reference_code(
 
     point_at(monkeypatch, layout.env())  # type: ignore[attr-defined]
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "cache"))
-    model = load_clip(device="cpu").model
-    regions = regions_csv(tmp_path / "regions.csv")
-    out = tmp_path / "scores.jsonl"
-    args = ["score", str(SAMPLE), "--out", str(out), "--metrics", "grounding", "--grounding-profile", "reference"]
-    assert main([*args, "--regions", str(regions), "--device", "cpu", "--no-progress"]) == 0
-    stories, worst, phrases = compare(out, model, 224, 77, regions)
-    assert stories >= 7 and worst <= 1e-6, (stories, worst)
-    parity.record(
-        metric="GROOVIST (`--grounding-profile reference`)",
-        reference="akskuchi/groovist `groovist.py` + `utils.py` (transcribed)",
-        compared=f"{stories} sample stories, {phrases} phrases, regions file (B = 10); ViT-B-32/openai by its real name (random-weight replica)",
-        figure=f"G and every phrase's contribution / weight, max |Δ| {worst:.1e}",
-    )
+    models = "ViT-B-32/openai by its real name (random-weight replica)"
+    check(load_clip(device="cpu").model, 224, 77, [], tmp_path, parity, models)

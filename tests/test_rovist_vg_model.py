@@ -116,6 +116,15 @@ def run_vst(files: dict[str, Path], *args: str) -> subprocess.CompletedProcess[s
     )
 
 
+def score_sample(files: dict[str, Path], out: Path, metrics: str) -> None:
+    """``vst score`` of the bundled sample with the replica checkpoint, GloVe and regions."""
+    done = run_vst(
+        files, "score", str(SAMPLE), "--out", str(out), "--metrics", metrics, "--rovist-vg-model", str(files["checkpoint"]),
+        "--glove", str(files["glove"]), "--regions", str(files["regions"]), "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
 # --------------------------------------------------------------------------- the transcription
 
 
@@ -244,23 +253,7 @@ def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
 @pytest.mark.parity
 def test_cli_scores_every_sample_story_as_the_authors_code(vg_files: dict[str, Path], tmp_path: Path, parity: ParityLog) -> None:
     out = tmp_path / "scores.jsonl"
-    done = run_vst(
-        vg_files,
-        "score",
-        str(SAMPLE),
-        "--out",
-        str(out),
-        "--metrics",
-        "rovist_vg",
-        "--rovist-vg-model",
-        str(vg_files["checkpoint"]),
-        "--glove",
-        str(vg_files["glove"]),
-        "--regions",
-        str(vg_files["regions"]),
-        "--no-progress",
-    )
-    assert done.returncode == 0, done.stderr
+    score_sample(vg_files, out, "rovist_vg")
     records = [json.loads(line) for line in out.read_text().splitlines()]
     reference = transcribed(vg_files)
     assert len(records) == len(reference) == 8
@@ -332,23 +325,7 @@ def test_nouns_follow_the_authors_rules() -> None:
 @pytest.fixture
 def vg_scores_file(vg_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("vg-scores") / "scores.jsonl"
-    done = run_vst(
-        vg_files,
-        "score",
-        str(SAMPLE),
-        "--out",
-        str(out),
-        "--metrics",
-        "redundancy,rovist_vg",
-        "--rovist-vg-model",
-        str(vg_files["checkpoint"]),
-        "--glove",
-        str(vg_files["glove"]),
-        "--regions",
-        str(vg_files["regions"]),
-        "--no-progress",
-    )
-    assert done.returncode == 0, done.stderr
+    score_sample(vg_files, out, "redundancy,rovist_vg")
     return out
 
 
