@@ -29,6 +29,8 @@ __all__ = [
     "IMAGE_METRICS",
     "THETA_PRESETS",
     "Settings",
+    "REFERENCE_SYSTEMS",
+    "SET_METRICS",
     "SettingsError",
     "parse_metrics",
 ]
@@ -45,13 +47,22 @@ AVAILABLE_METRICS: dict[str, str] = {
     "noun's best cosine, Eq. 3 in (-1, 1); needs --rovist-vg-model and --glove",
     "rovist_vg_clip": "RoViST-VG's aggregation of CLIP cosines (idf-weighted LogSumExp of each head noun's best CLIP "
     "cosine): not the RoViST-VG model",
+    "vrank": "Vrank: a ranker trained on human story rankings (vst train-vrank); every two stories of a sequence "
+    "compared in both orders, a story's score is its mean margin; needs --vrank-model",
+    "cosmic": "COSMic recipe: sentence i with image i rated against the reference story's sentence i by a model "
+    "trained with vst train-cosmic; needs --cosmic-model and a reference story per sequence",
 }
+#: Metrics computed over the stories of a sequence together (pairs of stories, a reference story).
+SET_METRICS: frozenset[str] = frozenset({"vrank", "cosmic"})
 #: Metrics the grounder computes from a story's images and their regions.
 IMAGE_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip", "rovist_vg"})
 #: The image metrics computed from CLIP embeddings (they load CLIP; its weights are in the signature).
-CLIP_ENCODER_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip"})
+CLIP_ENCODER_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip", "cosmic"})
 #: The name the scoring loop dispatches image metrics by: every image metric, RoViST-VG's model included.
 CLIP_METRICS: frozenset[str] = IMAGE_METRICS
+
+#: Systems taken as the reference story of a sequence when ``reference_system`` is not set, in order.
+REFERENCE_SYSTEMS: tuple[str, ...] = ("reference", "human", "gt", "ground_truth", "gold")
 
 #: Libraries whose versions can change a score; recorded in every signature.
 _VERSIONED_PACKAGES: tuple[str, ...] = ("vst-eval", "numpy", "spacy", "torch", "transformers", "open_clip_torch")
@@ -114,6 +125,10 @@ class Settings:
     rovist_vg_checkpoint: str | None = None  # RoViST-VG: the authors' Region2Phrase checkpoint file
     rovist_vg_vit: str = "google/vit-base-patch16-224-in21k"  # its ViT (config, image processor) by hub name or folder
     glove_file: str | None = None  # RoViST-VG: glove.6B.300d.txt (or its word2vec-format copy)
+    vrank_model: str | None = None  # a folder written by `vst train-vrank`
+    cosmic_model: str | None = None  # a folder written by `vst train-cosmic`
+    # the system whose story of a sequence is the reference (COSMic); None: the first of REFERENCE_SYSTEMS present
+    reference_system: str | None = None
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -172,7 +187,10 @@ class Settings:
                 "coherence_profile",
             ):
                 data.pop(key)
-        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file"):  # the signature names their digests
+        if "cosmic" not in self.metrics:
+            data.pop("reference_system")
+        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "vrank_model", "cosmic_model"):
+            # the signature names their digests
             data.pop(key)
         if not CLIP_ENCODER_METRICS & set(self.metrics):
             image = IMAGE_METRICS & set(self.metrics)  # RoViST-VG's model: regions, no CLIP

@@ -187,7 +187,64 @@ class RovistVGScores:
     tagger: str = ""  # which POS tagger found the nouns
 
 
-MetricScores = RedundancyScores | CoherenceScores | GroundingScores | ClipScoreScores | RovistVGClipScores | RovistVGScores
+@dataclass(frozen=True, slots=True)
+class Preference:
+    """Vrank's verdict on this story against another story of its image sequence: ``margin`` =
+    (f(this, other) − f(other, this)) / 2, the predicted ranking gap in both orders averaged;
+    > 0 means Vrank prefers this story."""
+
+    system: str
+    story_id: str
+    margin: float
+
+
+@dataclass(frozen=True, slots=True)
+class VrankScores:
+    """Vrank (Hsu et al., 2022) on one story: ``score`` the mean margin over the other stories of
+    its image sequence (None when it has none), one :class:`Preference` per other story."""
+
+    score: float | None
+    preferences: tuple[Preference, ...]
+    notes: tuple[str, ...] = ()
+    model: str = ""  # the model folder's name and weights digest
+
+
+@dataclass(frozen=True, slots=True)
+class CosmicSentence:
+    """COSMic's rating of sentence ``index`` (with image ``index``) against the reference
+    sentence ``index``; ``label`` and ``reference_label`` are the coherence labels used
+    (Visible, Subjective, Story, Meta), ``labels_from`` says whether they were given or predicted."""
+
+    index: int
+    rating: float | None
+    label: str
+    reference_label: str
+    reference: str
+    labels_from: str = "predicted"
+
+
+@dataclass(frozen=True, slots=True)
+class CosmicScores:
+    """COSMic's recipe on a story: ``score`` the mean sentence rating, against the reference story
+    ``reference`` (``system:story_id``) of the same sequence."""
+
+    score: float | None
+    sentences: tuple[CosmicSentence, ...]
+    reference: str = ""
+    notes: tuple[str, ...] = ()
+    model: str = ""
+
+
+MetricScores = (
+    RedundancyScores
+    | CoherenceScores
+    | GroundingScores
+    | ClipScoreScores
+    | RovistVGClipScores
+    | RovistVGScores
+    | VrankScores
+    | CosmicScores
+)
 
 #: Metric name (as in settings and on disk) -> its record type.
 METRIC_TYPES: dict[str, type[MetricScores]] = {
@@ -197,6 +254,8 @@ METRIC_TYPES: dict[str, type[MetricScores]] = {
     "clipscore": ClipScoreScores,
     "rovist_vg": RovistVGScores,
     "rovist_vg_clip": RovistVGClipScores,
+    "vrank": VrankScores,
+    "cosmic": CosmicScores,
 }
 #: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
 RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}
@@ -314,6 +373,8 @@ FIELDS: tuple[MetricField, ...] = (
     MetricField(
         "RoViST-VG (CLIP)", "rovist_vg_clip", "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"
     ),
+    MetricField("Vrank", "vrank", "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
+    MetricField("COSMic", "cosmic", "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"),
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
 

@@ -10,6 +10,7 @@ from typing import Any
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
 from vst_core.hashing import json_digest, weights_digest
+from vst_core.learned import folder_signature
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.pairs import pair_weights_id
@@ -34,6 +35,10 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         ids["rovist_vg_weights"] = vg_signature(
             settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or ""
         )
+    if "vrank" in settings.metrics:
+        ids["vrank_weights"] = folder_signature(settings.vrank_model, "vrank")
+    if "cosmic" in settings.metrics:
+        ids["cosmic_weights"] = folder_signature(settings.cosmic_model, "cosmic")
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation

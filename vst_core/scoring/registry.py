@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vst_core.config import CLIP_ENCODER_METRICS, Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
@@ -14,6 +15,10 @@ from vst_core.models.detector import Detector
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
+
+if TYPE_CHECKING:
+    from vst_core.learned.cosmic import CosmicModel
+    from vst_core.learned.vrank import VrankModel
 
 
 class Models:
@@ -29,12 +34,16 @@ class Models:
         cache: EmbeddingStore | None = None,
         cache_dir: Path | None = None,
         rovist_vg: RovistVGModel | None = None,
+        vrank: VrankModel | None = None,
+        cosmic: CosmicModel | None = None,
     ) -> None:
         self.settings = settings
         self._pair_scorer = pair_scorer
         self._clip = clip
         self._cache = cache
         self._rovist_vg = rovist_vg
+        self._vrank = vrank
+        self._cosmic = cosmic
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self.problems: list[Problem] = []
@@ -64,6 +73,26 @@ class Models:
                 s.rovist_vg_checkpoint, vit=s.rovist_vg_vit, glove=s.glove_file, device=s.device, batch_size=s.batch_size
             )
         return self._rovist_vg
+
+    @property
+    def vrank(self) -> VrankModel:
+        """The Vrank ranker of ``settings.vrank_model`` (a ``vst train-vrank`` folder), loaded on first use."""
+        if self._vrank is None:
+            from vst_core.learned.vrank import load_vrank
+
+            s = self.settings
+            self._vrank = load_vrank(s.vrank_model, device=s.device, batch_size=s.batch_size)
+        return self._vrank
+
+    @property
+    def cosmic(self) -> CosmicModel:
+        """The COSMic rater of ``settings.cosmic_model`` (a ``vst train-cosmic`` folder), loaded on first use."""
+        if self._cosmic is None:
+            from vst_core.learned.cosmic import load_cosmic
+
+            s = self.settings
+            self._cosmic = load_cosmic(s.cosmic_model, device=s.device)
+        return self._cosmic
 
     @property
     def cache(self) -> EmbeddingStore:
@@ -115,3 +144,7 @@ class Models:
             _ = self.clip
         if "rovist_vg" in self.settings.metrics:
             _ = self.rovist_vg
+        if "vrank" in self.settings.metrics:
+            _ = self.vrank
+        if "cosmic" in self.settings.metrics:
+            _ = self.cosmic

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from vst_core.config import CLIP_METRICS, Settings
+from vst_core.config import CLIP_METRICS, SET_METRICS, Settings
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
 from vst_core.scoring.registry import Models
+from vst_core.scoring.sets import SetResults, set_results
 from vst_core.scoring.story import score_batch
 from vst_core.signature import inputs_of, weights_missing
 from vst_core.signature import signature as settings_signature
@@ -212,12 +213,13 @@ def _score_story_set(
         models.load()
         if CLIP_METRICS & set(settings.metrics):
             summary.problems.extend(_regions_file_problems(story_set, models))
+    together: SetResults = set_results(story_set, todo, settings, models) if todo and SET_METRICS & set(settings.metrics) else {}
     bar = progress(len(todo)) if progress else None
     try:
         with ScoresWriter(out) as writer:
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
-                for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans):
+                for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together):
                     writer.write(record)
                     summary.scored += 1
                     summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))

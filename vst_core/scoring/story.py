@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from vst_core.config import CLIP_METRICS, Settings
+from vst_core.config import CLIP_METRICS, SET_METRICS, Settings
 from vst_core.data import Story, StorySet
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence
 from vst_core.metrics.grounding import theta_from_scores
@@ -184,9 +184,12 @@ def score_story(
     pair_scores: PairScores | None = None,
     root: Path | None = None,
     redundancy: RedundancyScores | None = None,
+    together: Mapping[str, MetricScores | str] | None = None,
 ) -> StoryScores:
     """Score one story with every metric of ``settings``; a failing metric becomes an error entry.
-    ``pair_scores`` and ``redundancy`` are precomputed batch results (see :func:`score_batch`)."""
+    ``pair_scores`` and ``redundancy`` are precomputed batch results (see :func:`score_batch`);
+    ``together`` the story's set metrics (:mod:`vst_core.scoring.sets`: a record or the reason
+    there is none), computed with the other stories of its sequence."""
     metrics: dict[str, MetricScores] = {}
     errors: dict[str, str] = {}
     warnings = [str(p) for p in story.problems if p.severity == "warning"]
@@ -213,6 +216,14 @@ def score_story(
                 record = coherence_of(story, settings, scores, models.pair_scorer.name)
                 metrics[name] = record
                 warnings.extend(_truncation_warnings(story, scores, record))
+            elif name in SET_METRICS:
+                found = (together or {}).get(name)
+                if found is None:
+                    raise ValueError(f"{name} compares the stories of a sequence: score the story set (score_story_set)")
+                if isinstance(found, str):
+                    errors[name] = found
+                    continue
+                metrics[name] = found
             elif name in CLIP_METRICS:
                 if clip_results is None:
                     models = models or Models(settings)
@@ -247,6 +258,7 @@ def score_batch(
     root: Path,
     *,
     spans: bool = True,
+    together: Mapping[tuple[str, str], Mapping[str, MetricScores | str]] | None = None,
 ) -> list[StoryScores]:
     """Score stories together: sentence pairs in one model call, regions and phrases of every
     story encoded in shared batches, NR in one vectorised pass when ``spans`` is False."""
@@ -273,6 +285,7 @@ def score_batch(
                 pair_scores=pair_scores.get(story.key),
                 root=root,
                 redundancy=nr.get(story.key),
+                together=(together or {}).get(story.key),
             )
             for story in stories
         ]

@@ -1,0 +1,111 @@
+"""Metrics of a story that need the other stories of its image sequence: Vrank (every two stories
+compared) and COSMic (each story against the sequence's reference story).
+
+They are computed once per run for the stories to score, before the chunks, from the whole set
+(so a shard or a resumed run compares a story with the same stories a single run would), and
+handed to :func:`vst_core.scoring.story.score_story` as finished records or error reasons."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+from vst_core.config import REFERENCE_SYSTEMS, SET_METRICS, Settings
+from vst_core.data import Story, StorySet
+from vst_core.metrics.ranking import story_margins
+from vst_core.records import MetricScores, Preference, VrankScores
+from vst_core.scoring.registry import Models
+
+Key = tuple[str, str]
+#: Per story, per set metric: its record, or the reason it has none.
+SetResults = dict[Key, dict[str, MetricScores | str]]
+
+
+def sequences_of(stories: Iterable[Story]) -> dict[str, list[Story]]:
+    """Stories grouped by image sequence (a story without one is its own sequence), input order kept."""
+    groups: dict[str, list[Story]] = defaultdict(list)
+    for story in stories:
+        groups[story.sequence_id or f"\0{story.system}\0{story.story_id}"].append(story)
+    return dict(groups)
+
+
+def reference_of(group: Sequence[Story], system: str | None) -> Story | None:
+    """The reference story of a sequence: the one of ``system``, else of the first of
+    :data:`REFERENCE_SYSTEMS` present (compared without case), else None."""
+    by_system = {s.system.lower(): s for s in group if not s.is_empty}
+    for name in (system,) if system else REFERENCE_SYSTEMS:
+        found = by_system.get(name.lower())
+        if found is not None:
+            return found
+    return None
+
+
+def vrank_results(
+    story_set: StorySet,
+    todo: Sequence[Story],
+    models: Models,
+    progress: Callable[[int], object] | None = None,
+) -> SetResults:
+    """Vrank on every story of ``todo``: each ordered pair of distinct non-empty stories of its
+    sequence (from the whole set) through the ranker once, margins by :func:`story_margins`."""
+    wanted = {s.key for s in todo}
+    groups = [g for g in sequences_of(story_set).values() if any(s.key in wanted for s in g)]
+    ordered: list[tuple[Story, Story]] = []
+    for group in groups:
+        texts = [s for s in group if not s.is_empty]
+        ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
+    model = models.vrank
+    gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else []
+    predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
+    out: SetResults = {}
+    for group in groups:
+        keys = [s.key for s in group if not s.is_empty]
+        scores, margins = story_margins(keys, predicted)
+        for story in group:
+            if story.key not in wanted or story.is_empty:
+                continue
+            prefs = tuple(Preference(other[0], other[1], m) for other, m in margins[story.key].items())
+            notes = () if prefs else ("no other story of this image sequence to compare with",)
+            out.setdefault(story.key, {})["vrank"] = VrankScores(scores[story.key], prefs, notes, model.name)
+    return out
+
+
+def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> SetResults:
+    """COSMic on every story of ``todo`` against its sequence's reference story (see
+    :func:`reference_of`); a story without a reference gets the reason instead."""
+    from vst_core.learned.cosmic import cosmic_records
+
+    wanted = {s.key for s in todo}
+    jobs: list[tuple[Story, Story]] = []
+    out: SetResults = {}
+    for group in sequences_of(story_set).values():
+        reference = reference_of(group, settings.reference_system)
+        for story in group:
+            if story.key not in wanted or story.is_empty:
+                continue
+            if reference is None:
+                named = settings.reference_system or " / ".join(REFERENCE_SYSTEMS)
+                out.setdefault(story.key, {})["cosmic"] = (
+                    f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
+                )
+            else:
+                jobs.append((story, reference))
+    if jobs:
+        records = cosmic_records(jobs, models.cosmic, models.clip, story_set.root)
+        for story, _ in jobs:
+            out.setdefault(story.key, {})["cosmic"] = records[story.key]
+    return out
+
+
+def set_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> SetResults:
+    """Every set metric of ``settings`` on the stories of ``todo``; a metric that fails as a whole
+    gives each story the reason (the other metrics go on)."""
+    out: SetResults = {}
+    for name in sorted(SET_METRICS & set(settings.metrics)):
+        try:
+            part = vrank_results(story_set, todo, models) if name == "vrank" else cosmic_results(story_set, todo, settings, models)
+        except Exception as exc:  # the reason goes into every story's record, the run goes on
+            part = {s.key: {name: f"{type(exc).__name__}: {exc}"} for s in todo if not s.is_empty}
+        for key, metrics in part.items():
+            out.setdefault(key, {}).update(metrics)
+    return out
