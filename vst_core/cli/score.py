@@ -60,6 +60,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _text_arguments(p)
     _clip_arguments(p)
     _rovist_vg_arguments(p)
+    _learned_arguments(p)
     _run_arguments(p)
 
 
@@ -230,6 +231,28 @@ def _rovist_vg_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _learned_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--vrank-model",
+        default=DEFAULTS.vrank_model,
+        metavar="DIR",
+        help="vrank: a model folder written by `vst train-vrank`",
+    )
+    p.add_argument(
+        "--cosmic-model",
+        default=DEFAULTS.cosmic_model,
+        metavar="DIR",
+        help="cosmic: a model folder written by `vst train-cosmic`",
+    )
+    p.add_argument(
+        "--reference-system",
+        default=DEFAULTS.reference_system,
+        metavar="NAME",
+        help="cosmic: the system whose story of a sequence is the reference (default: the first of "
+        "reference, human, gt, ground_truth, gold present)",
+    )
+
+
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
@@ -302,6 +325,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         rovist_vg_checkpoint=args.rovist_vg_model,
         rovist_vg_vit=args.rovist_vg_vit,
         glove_file=args.glove,
+        vrank_model=args.vrank_model,
+        cosmic_model=args.cosmic_model,
+        reference_system=args.reference_system,
     )
 
 

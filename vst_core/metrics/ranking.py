@@ -25,7 +25,9 @@ def margin(forward: float, backward: float) -> float:
     return (forward - backward) / 2.0
 
 
-def story_margins(keys: Sequence[K], predicted: Mapping[tuple[K, K], float]) -> tuple[dict[K, float | None], dict[K, dict[K, float]]]:
+def story_margins(
+    keys: Sequence[K], predicted: Mapping[tuple[K, K], float]
+) -> tuple[dict[K, float | None], dict[K, dict[K, float]]]:
     """Per story its mean margin (None with no other story) and its margin against each other story.
 
     ``predicted[(a, b)]`` is f(a, b); a pair missing in either order, or not finite, is left out.

@@ -103,7 +103,9 @@ def set_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, 
     out: SetResults = {}
     for name in sorted(SET_METRICS & set(settings.metrics)):
         try:
-            part = vrank_results(story_set, todo, models) if name == "vrank" else cosmic_results(story_set, todo, settings, models)
+            part = (
+                vrank_results(story_set, todo, models) if name == "vrank" else cosmic_results(story_set, todo, settings, models)
+            )
         except Exception as exc:  # the reason goes into every story's record, the run goes on
             part = {s.key: {name: f"{type(exc).__name__}: {exc}"} for s in todo if not s.is_empty}
         for key, metrics in part.items():

@@ -294,7 +294,7 @@ def gap_edges(gaps: pd.Series, bins: int = 4) -> list[float]:
     return [float(e) for e in edges]
 
 
-def _gap_bins(gaps: pd.Series, edges: Sequence[float]) -> list[tuple[str, pd.Series, float, float]]:
+def gap_bins(gaps: pd.Series, edges: Sequence[float]) -> list[tuple[str, pd.Series, float, float]]:
     """(label, member mask, lo, hi) per bin: ``[e0, e1]`` then ``(e_k, e_k+1]``, labelled by the true edges."""
     out = []
     for k, (lo, hi) in enumerate(zip(edges, edges[1:], strict=False)):
@@ -320,7 +320,7 @@ def pairwise_table(
     if "raters" in pairs and pairs["raters"].eq(0).any():
         groups.append(("agreement", "no common rater", pairs[pairs["raters"].eq(0)], None, None))
     inside = pd.Series(False, index=pairs.index)
-    for label, mask, lower, upper in _gap_bins(pairs["gap"], edges):
+    for label, mask, lower, upper in gap_bins(pairs["gap"], edges):
         groups.append(("gap", label, pairs[mask], lower, upper))
         inside |= mask
     outside = int((~inside).sum())

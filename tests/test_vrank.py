@@ -1,0 +1,247 @@
+"""Vrank: pairs from judgement files, the grouped split, training on a VHED-layout file with a tiny
+BERT, resuming, the card against its saved predictions, and scoring a story set with the model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.conftest import WORDS
+from vst_core.analysis.meta_eval.judgements import read_judgements
+from vst_core.learned.card import held_out_table, read_card, wilson
+from vst_core.learned.pairs import RankedPair, examples, grouped_split, pairs_of, random_split, stories_of, vhed_texts
+from vst_core.metrics.ranking import story_margins
+
+VHED_COLUMNS = [
+    "sent1", "sent2", "label", "story_id", "model_base", "model_comp", "agreement",
+    "img_seq", "avg_rank_base", "avg_rank_comp", "order", "rank_norm",
+]  # fmt: skip
+SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "sample" / "stories.jsonl"
+
+
+def _story(rng: random.Random, marker: str) -> str:
+    """Five short sentences of the tiny vocabulary; ``marker`` appears in most of them."""
+    filler = [w for w in WORDS if w.isalpha() and w not in ("big", "small")]
+    sentences = []
+    for _ in range(5):
+        words = rng.sample(filler, 4)
+        if rng.random() < 0.8:
+            words.insert(rng.randrange(5), marker)
+        sentences.append(" ".join(words) + " .")
+    return " ".join(sentences)
+
+
+def write_vhed(path: Path, sequences: int = 40, seed: int = 3) -> Path:
+    """A VHED-layout CSV whose better story is decidable from the text: three systems per image
+    sequence, 'big' stories ranked first, then 'mixed', then 'small' ones; every two of them a row."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(sequences):
+        photos = [str(1000 * k + i) for i in range(5)]
+        stories = {
+            "m-big": (_story(rng, "big"), 1.4),
+            "m-mix": (_story(rng, rng.choice(["big", "small"])), 2.0),
+            "m-small": (_story(rng, "small"), 2.6),
+        }
+        names = list(stories)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                (ta, ra), (tb, rb) = stories[a], stories[b]
+                rows.append(
+                    {
+                        "sent1": ta, "sent2": tb, "label": rb - ra, "story_id": f"s{k}", "model_base": a, "model_comp": b,
+                        "agreement": rng.choice([3, 4, 5]), "img_seq": str(photos), "avg_rank_base": ra,
+                        "avg_rank_comp": rb, "order": 5, "rank_norm": rb - ra,
+                    }
+                )  # fmt: skip
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=VHED_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+# --------------------------------------------------------------------------- fast: pairs, split, margins, card
+
+
+def test_vhed_pairs_carry_their_texts(tmp_path: Path) -> None:
+    path = write_vhed(tmp_path / "VHED.csv", sequences=4)
+    pairs, problems = pairs_of(read_judgements(path), vhed_texts(path))
+    assert len(pairs) == 12 and not problems
+    first = pairs[0]
+    assert first.better == "s0:m-big" and first.worse == "s0:m-mix" and "big" in first.better_text
+    assert first.gap == pytest.approx(0.6)
+
+
+def test_grouped_split_keeps_every_sequence_on_one_side() -> None:
+    rng = random.Random(0)
+    pairs = [RankedPair(f"q{rng.randrange(30)}", f"a{i}", f"b{i}", "x", "y", 1.0) for i in range(200)]
+    for seed in range(5):
+        train, held = grouped_split(pairs, 0.2, seed)
+        assert len(train) + len(held) == len(pairs) and held
+        assert not {p.sequence_id for p in train} & {p.sequence_id for p in held}
+    # a pair split can put the same sequence on both sides, which is what the grouped split prevents
+    train, held = random_split(pairs, 0.2, 1)
+    assert {p.sequence_id for p in train} & {p.sequence_id for p in held}
+
+
+def test_swapped_examples_balance_the_signs() -> None:
+    pair = RankedPair("q", "a", "b", "A text", "B text", 0.5)
+    assert examples([pair]) == [("A text", "B text", 0.5), ("B text", "A text", -0.5)]
+    assert examples([pair], swap=False) == [("A text", "B text", 0.5)]
+
+
+def test_story_margins_are_antisymmetric_means() -> None:
+    f = {("a", "b"): 1.0, ("b", "a"): -1.0, ("a", "c"): 0.2, ("c", "a"): 0.4, ("b", "c"): 0.0, ("c", "b"): 0.0}
+    scores, margins = story_margins(["a", "b", "c"], f)
+    assert margins["a"]["c"] == pytest.approx(-0.1) and margins["c"]["a"] == pytest.approx(0.1)
+    assert scores["a"] == pytest.approx((1.0 - 0.1) / 2)
+    assert scores["b"] == pytest.approx((-1.0 + 0.0) / 2)
+    alone, _ = story_margins(["z"], {})
+    assert alone == {"z": None}
+
+
+def test_held_out_table_counts_and_intervals() -> None:
+    frame = pd.DataFrame(
+        {
+            "sequence_id": list("aabbcc"),
+            "better": list("123456"),
+            "worse": list("abcdef"),
+            "gap": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+            "agreement": [3, 3, 4, 4, 5, 5],
+            "forward": [1, -1, 1, 1, 0, 1],
+            "backward": [0, 0, 0, 0, 0, 0],
+            "margin": [0.5, -0.5, 0.5, 0.5, 0.0, 0.5],
+        }
+    )
+    table = held_out_table(frame)
+    overall = table[table["group"] == "all"].iloc[0]
+    assert (overall["n"], overall["correct"], overall["ties"]) == (6, 4, 1)
+    assert (overall["low"], overall["high"]) == pytest.approx(wilson(4, 6))
+    assert table[table["group"] == "agreement"]["n"].tolist() == [2, 2, 2]
+    assert table[table["group"] == "gap"]["n"].sum() == 6
+
+
+# --------------------------------------------------------------------------- slow: training with a tiny BERT
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random BERT encoder folder with a WordPiece tokenizer over the test vocabulary (built
+    with the ``tokenizers`` library: transformers 5 ignores a vocab file given to BertTokenizer)."""
+    import torch
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(WORDS)]
+    tok = Tokenizer(WordPiece({w: i for i, w in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
+    folder = tmp_path_factory.mktemp("encoder")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
+    fast.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=96,
+    )  # fmt: skip
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+def _train(tmp_path: Path, tiny_encoder: Path, out: Path, *extra: str) -> int:
+    from vst_core.cli import main
+
+    data = write_vhed(tmp_path / "VHED.csv")
+    return main(
+        ["train-vrank", str(data), "--out", str(out), "--base", str(tiny_encoder), "--lr", "3e-3", "--batch-size", "16",
+         "--max-length", "96", "--held-out", "0.25", "--no-progress", *extra]
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, tiny_encoder: Path) -> Path:
+    work = tmp_path_factory.mktemp("vrank")
+    out = work / "model"
+    assert _train(work, tiny_encoder, out, "--epochs", "10") == 0
+    return out
+
+
+@pytest.mark.slow  # trains a tiny BERT for 10 epochs (about 10 s)
+def test_vrank_learns_decidable_pairs_on_held_out_sequences(trained: Path) -> None:
+    card = read_card(trained)
+    overall = next(r for r in card["held_out"] if r["group"] == "all")
+    assert overall["n"] >= 20 and overall["accuracy"] >= 0.75, overall  # chance is 0.5
+    # no held-out story was trained on: the split is by image sequence
+    predictions = pd.read_csv(trained / "predictions.csv", dtype={"sequence_id": str})
+    assert set(card["split"]["held_out_sequences"]) == set(predictions["sequence_id"])
+    assert not set(predictions["better"]) & set(card["train_stories"])
+    assert not set(predictions["worse"]) & set(card["train_stories"])
+    # the card's figures are recomputed from the saved predictions
+    recomputed = json.loads(held_out_table(predictions).to_json(orient="records"))
+    assert recomputed == card["held_out"]
+    assert card["data_digest"] and card["recipe"]["seed"] == 7777 and len(card["epochs_run"]) == 10
+    assert not (trained / "checkpoint").exists()
+
+
+@pytest.mark.slow  # trains a tiny BERT twice
+def test_vrank_training_resumes_from_its_checkpoint(tmp_path: Path, tiny_encoder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vst_core.cli import train_vrank as command
+
+    out = tmp_path / "model"
+    seen: list[str] = []
+
+    def stop_after_first_epoch(message: str) -> None:
+        seen.append(message)
+        if message.startswith("epoch 2:"):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "note", stop_after_first_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        _train(tmp_path, tiny_encoder, out, "--epochs", "3")
+    assert (out / "checkpoint" / "state.pt").is_file()
+    seen.clear()
+    monkeypatch.setattr(command, "note", seen.append)
+    assert _train(tmp_path, tiny_encoder, out, "--epochs", "3") == 0
+    assert any(m.startswith("resuming after epoch 1") for m in seen), seen
+    assert [e["epoch"] for e in read_card(out)["epochs_run"]] == [1, 2, 3]
+
+
+@pytest.mark.slow  # loads the trained tiny ranker and scores the sample
+def test_vrank_scores_a_story_set_pair_by_pair(trained: Path, tmp_path: Path) -> None:
+    from vst_core.cli import main
+    from vst_core.data.scores_io import load_records
+
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "vrank,redundancy", "--vrank-model", str(trained), "--out", str(out)]) == 0
+    records, _ = load_records(out)
+    assert records and all("vrank" in r.metrics for r in records)
+    by_key = {(r.system, r.story_id): r.metrics["vrank"] for r in records}
+    for (system, story), scores in by_key.items():
+        assert scores.model.startswith("vrank:model@")
+        for pref in scores.preferences:
+            other = by_key[(pref.system, pref.story_id)]
+            back = next(p for p in other.preferences if (p.system, p.story_id) == (system, story))
+            assert back.margin == pytest.approx(-pref.margin)
+        assert scores.score == pytest.approx(sum(p.margin for p in scores.preferences) / len(scores.preferences))
+    assert records[0].signature["settings"]["vrank_weights"].startswith("vrank:model@")
+
+
+@pytest.mark.slow  # the CLI's refusal without a model folder loads nothing
+def test_vrank_without_a_model_folder_exits_4(tmp_path: Path) -> None:
+    from vst_core.cli import main
+
+    out = tmp_path / "s.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "vrank", "--out", str(out)]) == 4
+    assert stories_of([]) == set()
