@@ -7,7 +7,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, dhm, meta_eval, models, score, train_sop, train_vrank
+from vst_core.cli import bench, dhm, meta_eval, models, score, train_cosmic, train_sop, train_vrank
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -15,6 +15,7 @@ __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "score": score.run,
     "train-sop": train_sop.run,
+    "train-cosmic": train_cosmic.run,
     "train-vrank": train_vrank.run,
     "fetch-models": models.run_fetch,
     "bench": bench.run,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     score.add_parser(sub)
     train_sop.add_parser(sub)
+    train_cosmic.add_parser(sub)
     train_vrank.add_parser(sub)
     models.add_parsers(sub)
     bench.add_parser(sub)

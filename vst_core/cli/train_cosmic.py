@@ -1,0 +1,105 @@
+"""``vst train-cosmic TSV --images DIR --out DIR``: train COSMic's rater (Inan et al., 2021) on a
+RaCCoon-layout TSV with the images downloaded into DIR. Defaults come from
+:class:`~vst_core.learned.cosmic.CosmicConfig`; the CLIP options are those of ``vst score``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
+from vst_core.config import Settings
+from vst_core.learned.cosmic import CosmicConfig, train_cosmic
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
+from vst_core.models.protocols import ImageTextEncoder
+
+DEFAULTS = CosmicConfig()
+SCORE_DEFAULTS = Settings()
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "train-cosmic",
+        help="train the COSMic recipe's caption rater from RaCCoon-layout ratings",
+        description=(
+            "Train COSMic's rater (frozen BERT [CLS] of candidate and reference, their coherence labels and the CLIP "
+            "image vector -> a rating in [0, 1]) and a coherence-label head, from a TSV in the layout of RaCCoon.tsv "
+            "(github Merterm/COSMic) and a folder of its images, downloaded beforehand: a row's image is "
+            "<id_annotation>.<suffix> or the file name of its URL. Rows whose image is missing are counted and skipped. "
+            "Writes --out, a folder that `score --metrics cosmic --cosmic-model DIR` accepts; score with the same CLIP options."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("tsv", type=Path, metavar="TSV", help="training ratings (RaCCoon.tsv layout)")
+    p.add_argument("--images", type=Path, required=True, help="folder of the TSV's images")
+    p.add_argument("--out", type=Path, required=True, help="model folder to write")
+    p.add_argument("--test", type=Path, default=None, help="held-out ratings in the same layout (default: hold out images)")
+    p.add_argument("--base", default=DEFAULTS.base, help="BERT to encode captions (hub id or local directory), kept frozen")
+    p.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help="training epochs")
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="examples per step")
+    p.add_argument("--lr", type=float, default=DEFAULTS.learning_rate, help="Adam learning rate")
+    p.add_argument("--hidden-size", type=int, default=DEFAULTS.hidden_size, help="width of the rating MLP")
+    p.add_argument("--held-out", type=float, default=DEFAULTS.held_out, help="fraction of images held out without --test")
+    p.add_argument("--max-length", type=int, default=DEFAULTS.max_length, help="maximum tokens per caption")
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed (split, shuffling, initialisation)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
+    p.add_argument("--clip-model", default=SCORE_DEFAULTS.clip_arch, help="open_clip architecture")
+    p.add_argument("--clip-pretrained", default=SCORE_DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
+    p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
+    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
+    p.add_argument(
+        "--clip-activation",
+        choices=("auto", "gelu", "quickgelu"),
+        default=SCORE_DEFAULTS.clip_activation,
+        help="as for `vst score`: a --clip-checkpoint that does not say which activation it needs must name it",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    config = CosmicConfig(
+        base=args.base,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        hidden_size=args.hidden_size,
+        held_out=args.held_out,
+        max_length=args.max_length,
+        seed=args.seed,
+        device=args.device,
+    )
+
+    def clip() -> ImageTextEncoder:
+        from vst_core.models.clip import load_clip
+
+        return load_clip(
+            args.clip_model,
+            args.clip_pretrained,
+            checkpoint=args.clip_checkpoint,
+            model_config=args.clip_config,
+            device=args.device,
+            activation=args.clip_activation,
+        )
+
+    try:
+        report = train_cosmic(
+            args.tsv,
+            args.images,
+            args.out,
+            config,
+            clip=clip,
+            test_tsv=args.test,
+            progress=None if args.no_progress else (lambda total, desc: bar(total, "step", desc)),
+            log=note,
+        )
+    except (WeightsUnavailableError, ModelLoadError) as exc:
+        error(str(exc))
+        return EXIT_WEIGHTS
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_INPUT
+    note(
+        f"trained on {report.train_examples} examples ({report.held_out_examples} held out, {report.held_out_from}); "
+        f"saved to {report.out}"
+    )
+    return 0
