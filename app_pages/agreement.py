@@ -14,6 +14,7 @@ from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_
 from vst_core.analysis.meta_eval.report import narrowed
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
+from vst_core.learned.card import held_out_cells, read_card
 from vst_core.viz import (
     MIN_INTERVAL_N,
     bins_figure,
@@ -97,7 +98,10 @@ except ValueError as exc:
 
 key = view.key
 signatures = loading.signature_ids(view, key)
-full = loading.meta_report(view.table, key, signatures, data, settings, (), ())
+vrank_folder = view.settings.vrank_model or st.session_state.get("vrank_model") or ""
+card = read_card(vrank_folder) if "Vrank" in view.table and vrank_folder else {}
+trained = tuple(card.get("train_stories") or ())
+full = loading.meta_report(view.table, key, signatures, data, settings, (), (), view, trained)
 left, right = st.columns(2)
 metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
 aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
@@ -106,7 +110,7 @@ if not metrics or not aspects or (metrics, aspects) == (full.metrics, full.aspec
 elif aspects == full.aspects:  # fewer metrics: the full report's cells, filtered (instant, same numbers)
     report = narrowed(full, metrics, settings)
 else:
-    report = loading.meta_report(view.table, key, signatures, data, settings, tuple(metrics), tuple(aspects))
+    report = loading.meta_report(view.table, key, signatures, data, settings, tuple(metrics), tuple(aspects), view, trained)
 
 match = report.match
 st.markdown(
@@ -128,6 +132,34 @@ caption = f"{report.description} · {view.footer()}"
 
 
 @st.fragment
+def learned_workbench(report: MetaReport, card: dict[str, object], folder: str) -> None:
+    """What the learned metric was trained on (its card), and every metric's accuracy on the pairs
+    none of whose stories it saw in training."""
+    st.subheader("Learned metrics: trained on what, and held out", divider="gray")
+    if not card:
+        st.info(
+            "Vrank's pairs are judged by its own margins. Give its folder in the sidebar (“Vrank model folder”) "
+            "to see what it was trained on and its accuracy on held-out pairs only."
+        )
+        return
+    found = card.get("split")
+    split: dict[str, object] = found if isinstance(found, dict) else {}
+    st.markdown(
+        f"**Vrank** `{md(str(card.get('model', folder)))}` · base `{md(str(card.get('base', '?')))}` · trained on "
+        f"{card.get('train_pairs', '?')} pairs of `{md(str(card.get('data', '?')))}` (sha256 {md(str(card.get('data_digest', '?'))[:12])}) · "
+        f"held out by {md(str(split.get('by', '?')))}: {card.get('held_out_pairs', '?')} pairs"
+    )
+    held = card.get("held_out")
+    if isinstance(held, list) and held:
+        st.caption("Its card: accuracy on its own held-out pairs, with 95% Wilson intervals.")
+        st.dataframe(held_out_cells(held), width="stretch", hide_index=True)
+    if len(report.held_out):
+        st.caption("Every metric on the judged pairs with no story Vrank was trained on (the same pairs for each):")
+        st.dataframe(pairwise_cells(report.held_out), width="stretch")
+    else:
+        st.caption("None of the judged pairs is free of Vrank's training stories.")
+
+
 def disagreements(report: MetaReport) -> None:
     """For one metric and one human aspect: the stories ranked furthest from people, and the pairs
     ordered against them; a click opens the story (or the pair side by side) in Inspect."""
@@ -230,6 +262,8 @@ with tabs[3]:
         st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
     download("pairwise_accuracy", "Pairwise accuracy (CSV)")
     download("pairs", "The pairs, with gap and common raters (CSV)")
+    if "Vrank" in report.metrics:
+        learned_workbench(report, card, vrank_folder)
 with tabs[4]:
     if len(report.bins):
         st.caption(

@@ -14,6 +14,7 @@ from vst_core.data import Story
 from vst_core.records import StoryScores
 from vst_core.scoring.story import with_repeated_spans
 from vst_core.viz import (
+    cosmic_html,
     draw_box,
     export_csv,
     export_json,
@@ -23,6 +24,7 @@ from vst_core.viz import (
     scores_table,
     story_cards,
     story_html,
+    vrank_html,
 )
 from vst_core.viz.safe import code, md
 
@@ -142,6 +144,19 @@ def vg_nouns(story: Story | None, record: StoryScores) -> None:
             outline(story, n.image, n.box, n.noun, n.best_cosine)
 
 
+def learned(record: StoryScores) -> None:
+    """The learned metrics' evidence: Vrank's verdict against each other story of the sequence,
+    COSMic's rating of each sentence against the reference sentence."""
+    vr, cm = record.vrank, record.cosmic
+    if vr is not None and vr.preferences:
+        wins = sum(p.margin > 0 for p in vr.preferences)
+        with st.expander(f"Vrank: preferred to {wins} of {len(vr.preferences)} stories"):
+            st.markdown(vrank_html(vr), unsafe_allow_html=True)
+    if cm is not None and cm.sentences:
+        with st.expander(f"COSMic: {len(cm.sentences)} sentences against the reference"):
+            st.markdown(cosmic_html(cm), unsafe_allow_html=True)
+
+
 def people(story_id: str, system: str) -> None:
     """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
     shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
@@ -163,7 +178,8 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     if story is not None:
         region(story, record)
     vg_nouns(story, record)
-    for metric in (record.redundancy, record.coherence, record.grounding, record.rovist_vg):
+    learned(record)
+    for metric in (record.redundancy, record.coherence, record.grounding, record.rovist_vg, record.vrank, record.cosmic):
         for note in metric.notes if metric else ():
             st.caption(shown(note))
     for message in record.problems:

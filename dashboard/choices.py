@@ -42,6 +42,8 @@ class Choices:
     extra_clip: bool = True
     rovist_vg_checkpoint: str = ""  # the authors' RoViST-VG checkpoint: with glove_file, turns rovist_vg on
     glove_file: str = ""
+    vrank_model: str = ""  # a `vst train-vrank` folder: turns vrank on
+    cosmic_model: str = ""  # a `vst train-cosmic` folder: with grounding on, turns cosmic on
     device: str = DEFAULTS.device
     theta_name: str = DEFAULTS.theta
     theta_value: float = 0.6
@@ -59,7 +61,8 @@ class Choices:
         other one of :data:`~vst_core.config.CLIP_ENCODER_METRICS` (in the order of ``AVAILABLE_METRICS``;
         RoViST-VG's own model is added when the authors' checkpoint and a GloVe file are given)."""
         clip = tuple(m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and (self.extra_clip or m == GROOVIST))
-        return clip + (("rovist_vg",) if self.rovist_vg_checkpoint.strip() and self.glove_file.strip() else ())
+        vg = ("rovist_vg",) if self.rovist_vg_checkpoint.strip() and self.glove_file.strip() else ()
+        return tuple(m for m in clip if m != "cosmic") + vg + (("cosmic",) if self.cosmic_model.strip() else ())
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -72,7 +75,10 @@ def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: 
 def settings_for(choices: Choices) -> Settings:
     """The settings the sidebar describes (SettingsError when they cannot be used)."""
     metrics = (
-        ("redundancy",) + (("coherence",) if choices.coherence else ()) + (choices.clip_metrics if choices.grounding else ())
+        ("redundancy",)
+        + (("coherence",) if choices.coherence else ())
+        + (choices.clip_metrics if choices.grounding else ())
+        + (("vrank",) if choices.vrank_model.strip() else ())
     )
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
@@ -92,6 +98,8 @@ def settings_for(choices: Choices) -> Settings:
         regions_file=regions.file,
         rovist_vg_checkpoint=choices.rovist_vg_checkpoint.strip() or None,
         glove_file=choices.glove_file.strip() or None,
+        vrank_model=choices.vrank_model.strip() or None,
+        cosmic_model=choices.cosmic_model.strip() or None,
     )
 
 
@@ -130,6 +138,8 @@ PATH_FIELDS: dict[str, tuple[str, str]] = {
     "regions": ("Regions", DEFAULTS.regions),
     "rovist_vg_checkpoint": ("RoViST-VG checkpoint", ""),
     "glove_file": ("GloVe file", ""),
+    "vrank_model": ("Vrank model folder", ""),
+    "cosmic_model": ("COSMic model folder", ""),
 }
 #: What each path field must name when it names something that exists (a missing one is left to
 #: its loader, which says so, or takes the value as a model name).
@@ -141,6 +151,8 @@ PATH_KINDS: dict[str, Want] = {
     "regions": "file",
     "rovist_vg_checkpoint": "file",
     "glove_file": "file",
+    "vrank_model": "folder",
+    "cosmic_model": "folder",
 }
 _KEYWORDS = {"grid", "detector", "bert-nsp"}
 
@@ -241,6 +253,10 @@ SIDEBAR_TERMS: dict[str, str] = {
     "--regions": "“Regions”",
     "--rovist-vg-model": "“RoViST-VG checkpoint”",
     "--glove": "“GloVe file”",
+    "--vrank-model DIR": "“Vrank model folder”",
+    "--vrank-model": "“Vrank model folder”",
+    "--cosmic-model DIR": "“COSMic model folder”",
+    "--cosmic-model": "“COSMic model folder”",
     "--clip-activation quickgelu": "a “CLIP architecture” ending in -quickgelu",
     "--device cpu": "“Device” cpu",
     "--device": "“Device”",

@@ -91,6 +91,16 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
         except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
             notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")
             settings = without(settings, ("rovist_vg",))
+    for name, label, folder, loader in (
+        ("vrank", "Vrank", settings.vrank_model, loading.vrank_model),
+        ("cosmic", "COSMic", settings.cosmic_model, loading.cosmic_model),
+    ):
+        if name in settings.metrics:
+            try:
+                loader(folder or "", settings.device)
+            except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
+                notices.append(f"{label} is off: {in_sidebar_terms(str(exc))}")
+                settings = without(settings, (name,))
     if IMAGE_METRICS & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(
@@ -103,7 +113,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
 
 def _device(settings: Settings) -> str:
     """Where the settings' models run (torch asked only when a model is in use)."""
-    uses_models = bool({"coherence", "grounding"} & set(settings.metrics))
+    uses_models = bool({"coherence", "grounding", "vrank", "cosmic"} & set(settings.metrics))
     return resolve_device(settings.device) if uses_models else "none (no model in use)"
 
 

@@ -19,9 +19,9 @@ from dashboard import session
 from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
-from vst_core.analysis.meta_eval.identity import keyed_judgements
-from vst_core.analysis.meta_eval.report import score_frame, texts_of
-from vst_core.config import CLIP_METRICS, IMAGE_METRICS, Settings
+from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
+from vst_core.analysis.meta_eval.report import pair_margins, score_frame, texts_of
+from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, IMAGE_METRICS, SET_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -29,16 +29,19 @@ from vst_core.data.images import thumbnail as images_thumbnail
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
+from vst_core.models.cosmic import CosmicModel, load_cosmic
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
+from vst_core.models.vrank import VrankModel, load_vrank
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
+from vst_core.scoring.sets import set_results
 from vst_core.scoring.story import score_story
 from vst_core.signature import inputs_of, signature
 from vst_core.viz import RunView
@@ -207,6 +210,26 @@ def rovist_vg_model(checkpoint: str, glove: str, vit: str, device: str) -> Rovis
     return load_rovist_vg(checkpoint, vit=vit, glove=glove, device=device)
 
 
+@st.cache_resource(show_spinner="Loading the Vrank model…")
+def vrank_model(folder: str, device: str) -> VrankModel:
+    """One Vrank model per process, keyed by its folder and device (checked again first)."""
+    recheck_folder(folder, "“Vrank model folder”")
+    return load_vrank(folder, device=device)
+
+
+@st.cache_resource(show_spinner="Loading the COSMic model…")
+def cosmic_model(folder: str, device: str) -> CosmicModel:
+    """One COSMic model per process, keyed by its folder and device (checked again first)."""
+    recheck_folder(folder, "“COSMic model folder”")
+    return load_cosmic(folder, device=device)
+
+
+def recheck_folder(value: str, what: str) -> None:
+    """A typed folder is still inside the allowed folders (PathNotAllowed, for the page, otherwise)."""
+    if value and os.path.lexists(value):
+        confine(value, session.roots(), what=what)
+
+
 @st.cache_data(show_spinner="Scoring…")
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed
@@ -217,7 +240,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
         except PathNotAllowed as exc:
             raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
     clip = None
-    if "grounding" in settings.metrics:
+    if CLIP_ENCODER_METRICS & set(settings.metrics):
         clip = clip_encoder(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
         )
@@ -229,12 +252,15 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     vg = None
     if "rovist_vg" in settings.metrics and settings.rovist_vg_checkpoint and settings.glove_file:
         vg = rovist_vg_model(settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_vit, settings.device)
-    models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg)
+    vrank = vrank_model(settings.vrank_model or "", settings.device) if "vrank" in settings.metrics else None
+    cosmic = cosmic_model(settings.cosmic_model or "", settings.device) if "cosmic" in settings.metrics else None
+    models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg, vrank=vrank, cosmic=cosmic)
     sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)
     if IMAGE_METRICS & set(settings.metrics):
         models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])
-    return [score_story(s, settings, sig, models=models, root=_story_set.root) for s in stories]
+    together = set_results(_story_set, stories, settings, models) if SET_METRICS & set(settings.metrics) else {}
+    return [score_story(s, settings, sig, models=models, root=_story_set.root, together=together.get(s.key)) for s in stories]
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -290,13 +316,25 @@ def meta_report(
     settings: MetaSettings,
     metrics: tuple[str, ...],
     aspects: tuple[str, ...],
+    _view: RunView | None = None,
+    trained: tuple[str, ...] = (),
 ) -> MetaReport:
     """The report the CLI would write for the view's table and these judgements, cached by the
-    view's content key and the judgements' bytes."""
+    view's content key and the judgements' bytes. With ``_view``, Vrank's pairs are judged by its
+    own margins, read from the records of the judged stories only."""
     found, error = judgements(data)
     if found is None:
         raise ValueError(error)
-    keyed, _ = keyed_judgements(found, score_frame(_scored))
+    frame = score_frame(_scored)
+    keyed, _ = keyed_judgements(found, frame)
+    margins = None
+    if _view is not None and "Vrank" in frame:
+        judged = keyed.story_ids
+        keys = keys_of(_scored[["story", "system"]].astype(str))  # the table's rows, keyed as score_frame keys them
+        has = _scored["Vrank"].notna().to_numpy()
+        rows = [i for i, k in enumerate(keys) if has[i] and k in judged]
+        shown = [r for r in (_view.record(row) for row in rows) if r is not None]
+        margins = pair_margins(shown, shared=shared_ids(frame))
     return run_meta_eval(
         _scored,
         found,
@@ -305,6 +343,8 @@ def meta_report(
         aspects=aspects or None,
         baselines=baselines(_scored, key, frozenset(keyed.story_ids)) if settings.baselines else None,
         signature_ids=signatures,
+        margins=margins,
+        trained_on={"Vrank": trained} if trained else None,
     )
 
 

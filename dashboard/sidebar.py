@@ -54,6 +54,7 @@ class Input:
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
     "clip_checkpoint", "clip_config", "regions", "rovist_vg_checkpoint", "glove_file",
+    "vrank_model", "cosmic_model",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -271,7 +272,13 @@ def _coherence() -> dict[str, Any]:
         "RoViST-C: the probability that each sentence follows the previous one",
         "the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
     )
-    return {"coherence": on, "coherence_model": model}
+    vrank = st.text_input(
+        "Vrank model folder (optional)",
+        "",
+        key="vrank_model",
+        help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
+    )
+    return {"coherence": on, "coherence_model": model, "vrank_model": vrank}
 
 
 def _grounding() -> dict[str, Any]:
@@ -311,6 +318,14 @@ def _grounding() -> dict[str, Any]:
     )
     values["glove_file"] = st.text_input(
         "GloVe file", "", key="glove_file", disabled=idle, help="glove.6B.300d.txt (or its word2vec-format copy)"
+    )
+    values["cosmic_model"] = st.text_input(
+        "COSMic model folder (optional)",
+        "",
+        key="cosmic_model",
+        disabled=idle,
+        help="a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
+        "sentence i (a story of system reference or human in the same sequence)",
     )
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
     values.update(_theta_controls(idle, reason))

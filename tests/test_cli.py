@@ -154,7 +154,9 @@ def test_console_script_equals_module(tmp_path: Path) -> None:
 def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     from vst_core.cli import COMMANDS
 
-    assert set(COMMANDS) == {"score", "train-sop", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm"}
+    assert set(COMMANDS) == {
+        "score", "train-sop", "train-vrank", "train-cosmic", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm"
+    }  # fmt: skip
     for command in COMMANDS:
         with pytest.raises(SystemExit) as exc:
             main([command, "--help"])

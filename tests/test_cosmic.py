@@ -26,11 +26,11 @@ from vst_core.learned.cosmic import (
     CosmicDataError,
     cosmic_examples,
     find_images,
-    load_cosmic,
     read_cosmic_tsv,
     split_by_image,
     url_file_name,
 )
+from vst_core.models.cosmic import load_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 
 
@@ -294,7 +294,7 @@ def test_training_writes_the_folder_and_its_card(trained: dict[str, Path]) -> No
 # slow: loads the trained folder and the tiny CLIP
 @pytest.mark.slow
 def test_scores_every_sentence_of_the_sample(trained: dict[str, Path], clip: object) -> None:
-    from vst_core.learned.cosmic import cosmic_records
+    from vst_core.models.cosmic import cosmic_records
     from vst_core.records import CosmicScores
 
     model = load_cosmic(str(trained["out"]), device="cpu")
@@ -317,7 +317,7 @@ def test_scores_every_sentence_of_the_sample(trained: dict[str, Path], clip: obj
 # slow: loads the trained folder and the tiny CLIP
 @pytest.mark.slow
 def test_missing_image_or_reference_gives_notes_not_exceptions(trained: dict[str, Path], clip: object) -> None:
-    from vst_core.learned.cosmic import cosmic_records
+    from vst_core.models.cosmic import cosmic_records
     from vst_core.records import CosmicScores
 
     model = load_cosmic(str(trained["out"]), device="cpu")

@@ -22,6 +22,7 @@ LAYER = {
     "scoring": 5,
     "analysis": 6,
     "viz": 7,
+    "learned": 7,
     "bench": 8,
     "api": 8,
     "cli": 9,

@@ -146,7 +146,16 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
     from vst_core.analysis.meta_eval import COVARIATES, METRIC_COLUMNS
 
     assert list(TABLE_COLUMNS) == [f.column for f in FIELDS]
-    assert set(METRIC_COLUMNS) == {"NR", "RoViST-C", "GROOVIST", "CLIPScore", "RoViST-VG", "RoViST-VG (CLIP)"} and COVARIATES == (
+    assert set(METRIC_COLUMNS) == {
+        "NR",
+        "RoViST-C",
+        "GROOVIST",
+        "CLIPScore",
+        "RoViST-VG",
+        "RoViST-VG (CLIP)",
+        "Vrank",
+        "COSMic",
+    } and COVARIATES == (
         "T",
         "P",
     )

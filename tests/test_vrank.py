@@ -245,3 +245,95 @@ def test_vrank_without_a_model_folder_exits_4(tmp_path: Path) -> None:
     out = tmp_path / "s.jsonl"
     assert main(["score", str(SAMPLE), "--metrics", "vrank", "--out", str(out)]) == 4
     assert stories_of([]) == set()
+
+
+# --------------------------------------------------------------------------- meta-evaluation: margins and held-out pairs
+
+
+def test_pair_margins_judge_a_pairwise_metric_instead_of_its_scores() -> None:
+    from vst_core.analysis.meta_eval.stats import pairwise_accuracy, pairwise_table
+
+    pairs = pd.DataFrame(
+        {
+            "sequence_id": ["q", "q", "q"],
+            "better": ["a", "a", "b"],
+            "worse": ["b", "c", "c"],
+            "gap": [1.0, 2.0, 1.0],
+            "agreement": [5, 4, 4],
+        }
+    )
+    scores = pd.Series({"a": 0.0, "b": 1.0, "c": 2.0})  # by the scores every pair is wrong
+    margins = {("a", "b"): 0.3, ("c", "a"): -0.2, ("b", "c"): 0.0}  # a > b, a > c (given reversed), a tie
+    assert pairwise_accuracy(pairs, scores)["correct"] == 0
+    found = pairwise_accuracy(pairs, scores, margins)
+    assert (found["n"], found["correct"], found["ties"]) == (3, 2, 1)
+    table = pairwise_table(pairs, pd.DataFrame({"Vrank": scores}), ["Vrank"], margins={"Vrank": margins})
+    assert table.set_index("subset").loc["all pairs", "correct"] == 2
+
+
+def test_meta_eval_reads_vrank_margins_and_holds_out_its_training_stories() -> None:
+    from vst_core.analysis.meta_eval import read_judgements, run_meta_eval
+    from vst_core.analysis.meta_eval.settings import MetaSettings
+    from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores
+
+    def record(story: str, score: float, prefs: tuple[Preference, ...]) -> StoryScores:
+        nr = RedundancyScores(score=score, inter=0.0, intra=0.0, variant="paper", n=4)
+        return StoryScores(story, "q", "sys-" + story, ("A.",), metrics={"redundancy": nr, "vrank": VrankScores(score, prefs)})
+
+    records = [
+        record("a", 0.1, (Preference("sys-b", "b", 0.4), Preference("sys-c", "c", -0.1))),
+        record("b", 0.9, (Preference("sys-a", "a", -0.4), Preference("sys-c", "c", 0.2))),
+        record("c", 0.5, (Preference("sys-a", "a", 0.1), Preference("sys-b", "b", -0.2))),
+    ]
+    csv_text = "sequence_id,story_a,story_b,rank_a,rank_b\nq,a,b,1,2\nq,a,c,1,3\nq,b,c,2,3\n"
+    judgements = read_judgements(csv_text.encode())
+    report = run_meta_eval(records, judgements, MetaSettings(resamples=0, baselines=False), trained_on={"Vrank": ["a"]})
+    overall = report.pairwise[(report.pairwise["subset"] == "all pairs")].set_index("metric")
+    # by its margins Vrank gets a>b and b>c right and a>c wrong; by its scores it would get only b>c
+    assert overall.loc["Vrank", "correct"] == 2 and overall.loc["NR", "correct"] == 1
+    held = report.held_out[report.held_out["subset"] == "all pairs"].set_index("metric")
+    assert held.loc["Vrank", "n"] == 1 and held.loc["NR", "n"] == 1  # only b>c has no training story
+    assert any("Vrank was trained on stories of 2 of the 3 judged pairs" in p for p in report.problems)
+
+
+# --------------------------------------------------------------------------- the dashboard
+
+
+@pytest.mark.slow  # AppTest of the Inspect and Agreement pages on a Vrank-scored file
+def test_dashboard_shows_vrank_evidence_and_its_held_out_workbench(
+    trained: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    from vst_core.cli import main
+
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
+    out = tmp_path_factory.mktemp("vrank-scores") / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "vrank,redundancy", "--vrank-model", str(trained), "--out", str(out)]) == 0
+    widgets = {"source": "Scores JSONL (no model needed)", "scores_path": str(out), "scores_images": str(SAMPLE.parent)}
+    app = AppTest.from_file(APP, default_timeout=90).switch_page(PAGES["inspect"])
+    for key, value in widgets.items():
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    assert any(e.label.startswith("Vrank: preferred to") for e in app.expander)
+    html = "".join(m.value for m in app.markdown)
+    assert 'class="vst-vrank"' in html and "mean margin" in html
+    pairs = (
+        b"sequence_id,story_a,story_b,rank_a,rank_b\n"
+        b"space-trip,space-grounded,space-generic,1,2\nhome-day,home-ref,home-generic,1,2\n"
+    )
+    meta = AppTest.from_file(APP, default_timeout=90).switch_page(PAGES["meta"])
+    for key, value in {
+        **widgets,
+        "judgements_source": "Upload a judgements CSV",
+        "baselines": False,
+        "last_judgements": pairs,
+    }.items():
+        meta.session_state[key] = value
+    meta.session_state["vrank_model"] = str(trained)
+    meta.run()
+    assert not meta.exception, meta.exception
+    assert any(s.value.startswith("Learned metrics") for s in meta.subheader)
+    assert any("Vrank" in m.value and "trained on" in m.value for m in meta.markdown)

@@ -305,6 +305,14 @@ class StoryScores:
         return _typed(self.metrics.get("rovist_vg_clip"), RovistVGClipScores)
 
     @property
+    def vrank(self) -> VrankScores | None:
+        return _typed(self.metrics.get("vrank"), VrankScores)
+
+    @property
+    def cosmic(self) -> CosmicScores | None:
+        return _typed(self.metrics.get("cosmic"), CosmicScores)
+
+    @property
     def signature_id(self) -> str | None:
         value = self.signature.get("id")
         return None if value is None else str(value)
@@ -374,7 +382,9 @@ FIELDS: tuple[MetricField, ...] = (
         "RoViST-VG (CLIP)", "rovist_vg_clip", "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"
     ),
     MetricField("Vrank", "vrank", "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
-    MetricField("COSMic", "cosmic", "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"),
+    MetricField(
+        "COSMic", "cosmic", "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"
+    ),
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
 

@@ -9,8 +9,7 @@ from typing import Any
 
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
-from vst_core.hashing import json_digest, weights_digest
-from vst_core.learned import folder_signature
+from vst_core.hashing import folder_signature, json_digest, weights_digest
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.pairs import pair_weights_id

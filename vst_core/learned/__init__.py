@@ -9,30 +9,6 @@ a signature is :func:`folder_signature`.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
+from vst_core.hashing import folder_signature
 
-#: Files of a model folder whose bytes identify the model (weights, config, tokenizer).
-_IDENTITY_SUFFIXES = (".safetensors", ".bin", ".pt", ".json", ".txt", ".model")
-
-
-def folder_signature(folder: str | Path | None, kind: str) -> str:
-    """``<kind>:<folder name>@<digest>``: sha256 over the names and bytes of the folder's weights,
-    config and tokenizer files (not its card's figures or saved predictions), or
-    ``<kind>:not-downloaded`` when there is no such folder.
-
-    >>> folder_signature(None, "vrank")
-    'vrank:not-downloaded'
-    """
-    path = Path(folder) if folder else None
-    if path is None or not path.is_dir():
-        return f"{kind}:not-downloaded"
-    digest = hashlib.sha256()
-    for file in sorted(p for p in path.iterdir() if p.is_file() and p.suffix in _IDENTITY_SUFFIXES):
-        if file.name.startswith(("card", "predictions", "trainer_state")):
-            continue
-        digest.update(file.name.encode() + b"\0")
-        with file.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return f"{kind}:{path.name}@{digest.hexdigest()[:16]}"
+__all__ = ["folder_signature"]

@@ -120,3 +120,21 @@ def card_markdown(card: Mapping[str, Any]) -> str:
             ci = "" if row.get("low") is None else f"[{row['low']:.3f}, {row['high']:.3f}]"
             lines.append(f"| {row['subset']} | {row['n']} | {acc} | {ci} |")
     return "\n".join(lines) + "\n"
+
+
+def held_out_cells(rows: list[Any]) -> pd.DataFrame:
+    """A card's held-out rows as a table to show: subset, n, accuracy and its interval as text."""
+    out = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        acc, lo, hi = row.get("accuracy"), row.get("low"), row.get("high")
+        out.append(
+            {
+                "subset": str(row.get("subset", "")),
+                "n": row.get("n"),
+                "accuracy": None if acc is None else round(float(acc), 3),
+                "95% interval": "" if lo is None or hi is None else f"[{float(lo):.3f}, {float(hi):.3f}]",
+            }
+        )
+    return pd.DataFrame(out, columns=["subset", "n", "accuracy", "95% interval"])

@@ -29,25 +29,29 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from vst_core.data import Story
-from vst_core.data.paths import IMAGE_SUFFIXES, ImagePathError, check_image, resolve_image
-from vst_core.learned import folder_signature
-from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
+from vst_core.data.paths import IMAGE_SUFFIXES, check_image
+from vst_core.hashing import folder_signature
+from vst_core.models.cosmic import (
+    FORMAT,
+    LABELS,
+    WEIGHTS_FILE,
+    CosmicModel,
+    _cls_vectors,
+    _one_hot,
+    _rater_module,
+)
 from vst_core.problems import Problem
-from vst_core.records import CosmicScores, CosmicSentence
 
 if TYPE_CHECKING:
     from vst_core.models.protocols import ImageTextEncoder
 
-#: COSMic's coherence labels, in the order of the one-hot vectors.
-LABELS: tuple[str, ...] = ("Visible", "Subjective", "Story", "Meta")
 #: The header of RaCCoon.tsv and COIN.tsv.
 TSV_COLUMNS: tuple[str, ...] = tuple(
     "id_annotation id_annotator caption url cb0 cb1 cb2 cb3 cb4 cb5 cb6 other cbWhen cbHow cbWhere Identification "
@@ -68,9 +72,6 @@ _FLAG_COLUMNS = ("cbBrokenImg", *LABEL_COLUMNS.values(), *(c for cols in RATING_
 REQUIRED_COLUMNS: tuple[str, ...] = ("id_annotation", "caption", "url", "other", *_FLAG_COLUMNS)
 MAX_TSV_BYTES = 256 * 1024 * 1024
 
-FORMAT = "vst-cosmic/1"
-WEIGHTS_FILE = "cosmic.safetensors"
-CONFIG_FILE = "config.json"  # BERT's config, with the trainer's settings under "cosmic"
 CARD_FILE = "card.json"
 PREDICTIONS_FILE = "predictions.csv"
 DEVIATIONS: tuple[str, ...] = (
@@ -345,318 +346,6 @@ def split_by_image(
     n = max(1, round(len(urls) * held_out)) if len(urls) > 1 and held_out > 0 else 0
     held = set(urls[:n])
     return [e for e in examples if e.url not in held], [e for e in examples if e.url in held]
-
-
-# ---------------------------------------------------------------- the model
-
-
-def _rater_module(caption_dim: int, image_dim: int, hidden: int) -> Any:
-    """The rating MLP: each part projected (the two captions share a projection, so do the two
-    labels), the five concatenated, two hidden layers, a sigmoid rating. Inputs are standardised
-    by buffers set from the training features."""
-    import torch
-    from torch import nn
-
-    class Rater(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.caption = nn.Sequential(nn.Linear(caption_dim, hidden), nn.ReLU())
-            self.label = nn.Sequential(nn.Linear(len(LABELS), hidden), nn.ReLU())
-            self.image = nn.Sequential(nn.Linear(image_dim, hidden), nn.ReLU())
-            half = max(1, hidden // 2)
-            self.head = nn.Sequential(
-                nn.Linear(5 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, half), nn.ReLU(), nn.Linear(half, 1)
-            )
-            for name, dim in (("caption", caption_dim), ("image", image_dim)):
-                self.register_buffer(f"{name}_mean", torch.zeros(dim))
-                self.register_buffer(f"{name}_std", torch.ones(dim))
-
-        def forward(self, candidate: Any, label: Any, reference: Any, reference_label: Any, image: Any) -> Any:
-            def text(x: Any) -> Any:
-                return self.caption((x - self.caption_mean) / self.caption_std)
-
-            picture = self.image((image - self.image_mean) / self.image_std)
-            parts = [text(candidate), text(reference), self.label(label), self.label(reference_label), picture]
-            return torch.sigmoid(self.head(torch.cat(parts, dim=-1))).squeeze(-1)
-
-    return Rater()
-
-
-def _cls_vectors(
-    bert: Any,
-    tokenizer: Any,
-    texts: Sequence[str],
-    device: str,
-    *,
-    batch_size: int,
-    max_length: int,
-    bar: Any = None,
-) -> np.ndarray:
-    """(N, H) float32: BERT's last-layer [CLS] vector of each text, batched by length."""
-    import torch
-
-    max_length = min(max_length, int(getattr(bert.config, "max_position_embeddings", max_length) or max_length))
-    out = np.zeros((len(texts), int(bert.config.hidden_size)), np.float32)
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    bert.eval()
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length, return_tensors="pt").to(
-            device
-        )
-        with torch.inference_mode():
-            hidden = bert(**enc).last_hidden_state[:, 0]
-        out[idx] = hidden.float().cpu().numpy()
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    return out
-
-
-def _one_hot(labels: Sequence[str]) -> np.ndarray:
-    out = np.zeros((len(labels), len(LABELS)), np.float32)
-    for i, label in enumerate(labels):
-        out[i, LABELS.index(label)] = 1.0
-    return out
-
-
-class CosmicModel:
-    """A trained COSMic folder loaded for scoring: BERT + tokenizer, the rating MLP (``rater``), the
-    label head (``classifier``) on ``device``. ``name`` is the folder's
-    :func:`~vst_core.learned.folder_signature`; ``clip`` the CLIP signature it was trained with."""
-
-    def __init__(
-        self,
-        name: str,
-        bert: Any,
-        tokenizer: Any,
-        rater: Any,
-        classifier: Any,
-        device: str,
-        *,
-        clip: str,
-        max_length: int = 64,
-        batch_size: int = 32,
-    ) -> None:
-        self.name = name
-        self.bert = bert
-        self.tokenizer = tokenizer
-        self.rater = rater
-        self.classifier = classifier
-        self.device = device
-        self.clip = clip
-        self.max_length = max_length
-        self.batch_size = batch_size
-
-    def cls(self, texts: Sequence[str]) -> np.ndarray:
-        """BERT [CLS] vectors of ``texts``, in batches."""
-        return _cls_vectors(self.bert, self.tokenizer, texts, self.device, batch_size=self.batch_size, max_length=self.max_length)
-
-    def labels(self, cls: np.ndarray) -> list[str]:
-        """The predicted coherence label of each [CLS] vector."""
-        import torch
-
-        if not len(cls):
-            return []
-        with torch.inference_mode():
-            logits = self.classifier(torch.from_numpy(cls).to(self.device))
-        return [LABELS[int(k)] for k in logits.argmax(-1).cpu()]
-
-    def rate(
-        self,
-        candidate: np.ndarray,
-        label: Sequence[str],
-        reference: np.ndarray,
-        reference_label: Sequence[str],
-        image: np.ndarray,
-    ) -> np.ndarray:
-        """(N,) ratings in [0, 1] of N aligned inputs."""
-        import torch
-
-        if not len(candidate):
-            return np.zeros(0, np.float32)
-        ratings: list[np.ndarray] = []
-        for s in range(0, len(candidate), 1024):
-            parts = (candidate[s : s + 1024], _one_hot(label[s : s + 1024]), reference[s : s + 1024])
-            rest = (_one_hot(reference_label[s : s + 1024]), image[s : s + 1024])
-            tensors = [torch.from_numpy(np.ascontiguousarray(x, np.float32)).to(self.device) for x in (*parts, *rest)]
-            with torch.inference_mode():
-                ratings.append(self.rater(*tensors).float().cpu().numpy())
-        return np.concatenate(ratings)
-
-
-def _read_config(path: Path) -> dict[str, Any]:
-    """The trainer's settings in ``config.json`` (key ``cosmic``); ModelLoadError when the folder was
-    not written by ``vst train-cosmic``."""
-    fix = "; train one with `vst train-cosmic TSV --images DIR --out DIR`"
-    config_file, weights = path / CONFIG_FILE, path / WEIGHTS_FILE
-    if not config_file.is_file() or not weights.is_file():
-        raise ModelLoadError(f"{path} is not a COSMic folder (no {CONFIG_FILE} and {WEIGHTS_FILE}){fix}")
-    try:
-        meta = json.loads(config_file.read_text(encoding="utf-8")).get("cosmic")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ModelLoadError(f"{config_file} cannot be read ({type(exc).__name__}){fix}") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ModelLoadError(f"{path} was not written by vst train-cosmic ({CONFIG_FILE} has no {FORMAT!r} entry){fix}")
-    for key, kind in (("caption_dim", int), ("image_dim", int), ("hidden_size", int), ("clip", str)):
-        if not isinstance(meta.get(key), kind):
-            raise ModelLoadError(f"{config_file}: entry cosmic.{key} is missing or not {kind.__name__}{fix}")
-    return meta
-
-
-def load_cosmic(folder: str | None, *, device: str = "auto") -> CosmicModel:
-    """Load a folder written by :func:`train_cosmic` (safetensors only).
-
-    Raises :class:`WeightsUnavailableError` when ``folder`` is None or missing (no weights are
-    released: train them) and :class:`ModelLoadError` for a folder the trainer did not write."""
-    if not folder or not Path(folder).is_dir():
-        where = f" ({folder} does not exist)" if folder else ""
-        raise WeightsUnavailableError(
-            f"COSMic needs --cosmic-model DIR, a folder written by `vst train-cosmic TSV --images DIR --out DIR`{where}; "
-            "its authors released no weights"
-        )
-    path = Path(folder)
-    meta = _read_config(path)
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
-
-    from vst_core.models.device import resolve_device
-
-    device = resolve_device(device)
-    try:
-        state = load_file(str(path / WEIGHTS_FILE))
-        bert = AutoModel.from_pretrained(str(path), local_files_only=True, use_safetensors=True).to(device).eval()
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        rater = _rater_module(meta["caption_dim"], meta["image_dim"], meta["hidden_size"])
-        rater.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("rater.")})
-        classifier = torch.nn.Linear(meta["caption_dim"], len(LABELS))
-        classifier.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("labels.")})
-    except Exception as exc:
-        raise ModelLoadError(f"COSMic folder {path} does not load: {type(exc).__name__}: {str(exc)[:300]}") from None
-    return CosmicModel(
-        folder_signature(path, "cosmic"),
-        bert,
-        tokenizer,
-        rater.to(device).eval(),
-        classifier.to(device).eval(),
-        device,
-        clip=meta["clip"],
-        max_length=int(meta.get("max_length", 64)),
-    )
-
-
-# ---------------------------------------------------------------- scoring stories
-
-
-@dataclass
-class _Job:
-    story: Story
-    reference: Story
-    notes: list[str] = field(default_factory=list)
-    # per sentence: (candidate text, reference text, image path or None), None where the sentence is empty
-    items: list[tuple[str, str, Path | None] | None] = field(default_factory=list)
-
-
-def cosmic_records(
-    jobs: Sequence[tuple[Story, Story]], model: CosmicModel, clip: ImageTextEncoder, root: Path
-) -> Mapping[tuple[str, str], CosmicScores | str]:
-    """COSMic on each (candidate, reference story of the same sequence), keyed by the candidate's
-    ``Story.key``: sentence i with image i (``root / images[i]``, CLIP) rated against the
-    reference's sentence i, labels predicted for both; score = mean of the rated sentences.
-
-    A sentence without its image or its reference sentence gets rating None and a note; a story
-    none of whose sentences could be rated gets the reason as a string. All sentences go through
-    BERT in batches, all images through CLIP in one call."""
-    if model.clip != clip.signature:
-        reason = (
-            f"COSMic model {model.name} was trained on image vectors of CLIP {model.clip}, this run's CLIP is "
-            f"{clip.signature}: score with the CLIP options it was trained with"
-        )
-        return {story.key: reason for story, _ in jobs}
-    prepared: list[_Job] = []
-    images: dict[Path, str | None] = {}
-    for story, reference in jobs:
-        job = _Job(story, reference)
-        for i, sentence in enumerate(story.sentences):
-            ref = reference.sentences[i].strip() if i < len(reference.sentences) else ""
-            if not sentence.strip():
-                job.items.append(None)
-                job.notes.append(f"sentence {i + 1}: empty")
-                continue
-            path: Path | None = None
-            if i >= len(story.images):
-                job.notes.append(f"sentence {i + 1}: no image {i + 1}")
-            else:
-                try:
-                    path = resolve_image(root, story.images[i])
-                except ImagePathError as exc:
-                    job.notes.append(f"sentence {i + 1}: {exc}")
-                if path is not None:
-                    if path not in images:
-                        images[path] = check_image(path)
-                    if images[path] is not None:
-                        job.notes.append(f"sentence {i + 1}: {images[path]}")
-                        path = None
-            if not ref:
-                job.notes.append(
-                    f"sentence {i + 1}: the reference story {reference.system}:{reference.story_id} has no sentence {i + 1}"
-                )
-            job.items.append((sentence, ref, path))
-        prepared.append(job)
-    texts = sorted({t for job in prepared for item in job.items if item for t in item[:2] if t})
-    vectors = model.cls(texts) if texts else np.zeros((0, 1), np.float32)
-    row = {t: k for k, t in enumerate(texts)}
-    predicted = dict(zip(texts, model.labels(vectors), strict=True))
-    usable = sorted((p for p, why in images.items() if why is None), key=str)
-    try:
-        from vst_core.data.images import open_image
-
-        encoded = clip.encode_images(usable, load=open_image) if usable else np.zeros((0, 1), np.float32)
-    except Exception as exc:  # a file that changed since it was checked: every story says so
-        reason = f"COSMic: images could not be encoded ({type(exc).__name__}: {str(exc)[:200]})"
-        return {job.story.key: reason for job in prepared}
-    image_row = {p: k for k, p in enumerate(usable)}
-    wanted = [(j, i) for j, job in enumerate(prepared) for i, item in enumerate(job.items) if item and item[1] and item[2]]
-    ratings: dict[tuple[int, int], float] = {}
-    if wanted:
-        items = [prepared[j].items[i] for j, i in wanted]
-        cand = [it[0] for it in items if it]
-        refs = [it[1] for it in items if it]
-        paths = [it[2] for it in items if it and it[2]]
-        scores = model.rate(
-            vectors[[row[t] for t in cand]],
-            [predicted[t] for t in cand],
-            vectors[[row[t] for t in refs]],
-            [predicted[t] for t in refs],
-            encoded[[image_row[p] for p in paths]],
-        )
-        ratings = {key: float(value) for key, value in zip(wanted, scores, strict=True)}
-    out: dict[tuple[str, str], CosmicScores | str] = {}
-    for j, job in enumerate(prepared):
-        sentences: list[CosmicSentence] = []
-        for i, item in enumerate(job.items):
-            if item is None:
-                sentences.append(CosmicSentence(i, None, "", "", ""))
-                continue
-            text, ref, _ = item
-            sentences.append(
-                CosmicSentence(i, ratings.get((j, i)), predicted[text], predicted.get(ref, ""), ref, labels_from="predicted")
-            )
-        rated = [s.rating for s in sentences if s.rating is not None]
-        if not rated:
-            why = "; ".join(job.notes[:3]) or "the story has no sentences"
-            out[job.story.key] = f"COSMic rated no sentence: {why}"
-            continue
-        out[job.story.key] = CosmicScores(
-            float(np.mean(rated)),
-            tuple(sentences),
-            f"{job.reference.system}:{job.reference.story_id}",
-            tuple(job.notes),
-            model.name,
-        )
-    return out
 
 
 # ---------------------------------------------------------------- training

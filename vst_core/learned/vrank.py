@@ -29,21 +29,17 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from vst_core.hashing import json_digest
-from vst_core.learned import folder_signature
+from vst_core.hashing import folder_signature, json_digest
 from vst_core.learned.card import PREDICTION_COLUMNS, write_card
 from vst_core.learned.pairs import RankedPair, examples, stories_of
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import WeightsUnavailableError, load_hf
+from vst_core.models.hub import load_hf
+from vst_core.models.vrank import ENCODER_DIR, HEAD_FILE, META_FILE, Pooling, _pooling_of, _Ranker, predict
 
-META_FILE = "vrank.json"
-HEAD_FILE = "head.safetensors"
-ENCODER_DIR = "encoder"
 CHECKPOINT_DIR = "checkpoint"
 DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
 
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
-Pooling = Literal["auto", "cls", "mean"]
 
 
 @dataclass(frozen=True)
@@ -73,59 +69,6 @@ class VrankReport:
     resumed_from: int = 0
 
 
-def _pooling_of(base: str, wanted: Pooling) -> Literal["cls", "mean"]:
-    """The base's pooling: ``wanted``, else mean when a sentence-transformers ``1_Pooling`` config says
-    mean tokens, else [CLS] (SimCSE's ``cls``)."""
-    if wanted != "auto":
-        return wanted
-    pooling = Path(base) / "1_Pooling" / "config.json"
-    if pooling.is_file():
-        try:
-            if json.loads(pooling.read_text()).get("pooling_mode_mean_tokens"):
-                return "mean"
-        except (OSError, ValueError):
-            pass
-    return "cls"
-
-
-class _Ranker:
-    """Encoder + regression layer: f(a, b) = w · pool(encoder([CLS] a [SEP] b [SEP])) + c."""
-
-    def __init__(self, encoder: Any, tokenizer: Any, pooling: Literal["cls", "mean"], device: str, head: Any = None) -> None:
-        import torch
-
-        self.torch = torch
-        self.encoder = encoder.to(device)
-        self.tokenizer = tokenizer
-        self.pooling = pooling
-        self.device = device
-        self.head = head if head is not None else torch.nn.Linear(encoder.config.hidden_size, 1)
-        self.head.to(device)
-
-    def parameters(self) -> list[Any]:
-        return [*self.encoder.parameters(), *self.head.parameters()]
-
-    def encode(self, pairs: Sequence[tuple[str, str]], max_length: int) -> Any:
-        enc = self.tokenizer(
-            [a for a, _ in pairs],
-            [b for _, b in pairs],
-            padding=True,
-            truncation="longest_first",
-            max_length=max_length,
-            return_tensors="pt",
-        )
-        return {k: v.to(self.device) for k, v in enc.items()}
-
-    def forward(self, batch: Any) -> Any:
-        hidden = self.encoder(**batch).last_hidden_state
-        if self.pooling == "mean":
-            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        else:
-            pooled = hidden[:, 0]
-        return self.head(pooled).squeeze(-1)
-
-
 def _autocast(device: str, precision: Precision) -> tuple[Any, bool]:
     """(autocast context, whether a gradient scaler is needed) for the precision on the device."""
     import contextlib
@@ -137,72 +80,6 @@ def _autocast(device: str, precision: Precision) -> tuple[Any, bool]:
         return contextlib.nullcontext(), False
     dtype = torch.float16 if chosen == "fp16" else torch.bfloat16
     return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=dtype), chosen == "fp16"
-
-
-class VrankModel:
-    """A trained Vrank folder, ready to predict f(a, b) for story pairs (batched, no gradients)."""
-
-    def __init__(self, ranker: _Ranker, max_length: int, batch_size: int, name: str, folder: Path) -> None:
-        self.ranker, self.max_length, self.batch_size, self.name, self.folder = ranker, max_length, batch_size, name, folder
-
-    @property
-    def device(self) -> str:
-        return self.ranker.device
-
-    def predict(self, pairs: Sequence[tuple[str, str]], progress: Callable[[int], Any] | None = None) -> np.ndarray:
-        """f(a, b) for each (a, b): the predicted ranking gap of a over b (> 0: a better)."""
-        out = predict(self.ranker, pairs, self.max_length, self.batch_size, progress)
-        return out
-
-
-def predict(
-    ranker: _Ranker,
-    pairs: Sequence[tuple[str, str]],
-    max_length: int,
-    batch_size: int,
-    progress: Callable[[int], Any] | None = None,
-) -> np.ndarray:
-    torch = ranker.torch
-    ranker.encoder.eval()
-    values: list[np.ndarray] = []
-    bar = progress(len(pairs)) if progress else None
-    with torch.inference_mode():
-        for start in range(0, len(pairs), batch_size):
-            chunk = pairs[start : start + batch_size]
-            values.append(ranker.forward(ranker.encode(chunk, max_length)).float().cpu().numpy())
-            if bar is not None:
-                bar.update(len(chunk))
-    if bar is not None:
-        bar.close()
-    return np.concatenate(values) if values else np.zeros(0)
-
-
-def load_vrank(folder: str | Path | None, *, device: str = "auto", batch_size: int = 32) -> VrankModel:
-    """A folder written by :func:`train_vrank`. A missing folder is a
-    :class:`WeightsUnavailableError` that says how to make one."""
-    if not folder or not Path(folder).is_dir():
-        where = f" ({folder} is not a folder)" if folder else ""
-        raise WeightsUnavailableError(
-            f"Vrank needs a trained model folder{where}: train one with `vst train-vrank JUDGEMENTS --out DIR` "
-            "(VHED's CSV, a pairwise file or ratings) and pass --vrank-model DIR"
-        )
-    path = Path(folder)
-    meta_path = path / META_FILE
-    if not meta_path.is_file() or not (path / HEAD_FILE).is_file() or not (path / ENCODER_DIR).is_dir():
-        raise WeightsUnavailableError(
-            f"{path} is not a Vrank folder (no {META_FILE}, {HEAD_FILE} or {ENCODER_DIR}/); write one with vst train-vrank"
-        )
-    import torch
-    from safetensors.torch import load_file
-    from transformers import AutoModel, AutoTokenizer
-
-    meta = json.loads(meta_path.read_text())
-    encoder = AutoModel.from_pretrained(path / ENCODER_DIR)
-    tokenizer = AutoTokenizer.from_pretrained(path / ENCODER_DIR)
-    head = torch.nn.Linear(encoder.config.hidden_size, 1)
-    head.load_state_dict(load_file(str(path / HEAD_FILE)))
-    ranker = _Ranker(encoder, tokenizer, meta.get("pooling", "cls"), resolve_device(device), head)
-    return VrankModel(ranker, int(meta.get("max_length", 256)), batch_size, folder_signature(path, "vrank"), path)
 
 
 def _load_base(config: VrankConfig, device: str) -> _Ranker:

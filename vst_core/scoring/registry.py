@@ -17,8 +17,8 @@ from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScor
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 
 if TYPE_CHECKING:
-    from vst_core.learned.cosmic import CosmicModel
-    from vst_core.learned.vrank import VrankModel
+    from vst_core.models.cosmic import CosmicModel
+    from vst_core.models.vrank import VrankModel
 
 
 class Models:
@@ -78,7 +78,7 @@ class Models:
     def vrank(self) -> VrankModel:
         """The Vrank ranker of ``settings.vrank_model`` (a ``vst train-vrank`` folder), loaded on first use."""
         if self._vrank is None:
-            from vst_core.learned.vrank import load_vrank
+            from vst_core.models.vrank import load_vrank
 
             s = self.settings
             self._vrank = load_vrank(s.vrank_model, device=s.device, batch_size=s.batch_size)
@@ -88,7 +88,7 @@ class Models:
     def cosmic(self) -> CosmicModel:
         """The COSMic rater of ``settings.cosmic_model`` (a ``vst train-cosmic`` folder), loaded on first use."""
         if self._cosmic is None:
-            from vst_core.learned.cosmic import load_cosmic
+            from vst_core.models.cosmic import load_cosmic
 
             s = self.settings
             self._cosmic = load_cosmic(s.cosmic_model, device=s.device)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
+
 from vst_core.config import REFERENCE_SYSTEMS, SET_METRICS, Settings
 from vst_core.data import Story, StorySet
 from vst_core.metrics.ranking import story_margins
@@ -55,7 +57,7 @@ def vrank_results(
         texts = [s for s in group if not s.is_empty]
         ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
     model = models.vrank
-    gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else []
+    gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else np.zeros(0)
     predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
     out: SetResults = {}
     for group in groups:
@@ -73,7 +75,7 @@ def vrank_results(
 def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> SetResults:
     """COSMic on every story of ``todo`` against its sequence's reference story (see
     :func:`reference_of`); a story without a reference gets the reason instead."""
-    from vst_core.learned.cosmic import cosmic_records
+    from vst_core.models.cosmic import cosmic_records
 
     wanted = {s.key for s in todo}
     jobs: list[tuple[Story, Story]] = []

@@ -18,6 +18,7 @@ from vst_core.viz.story import (
     INTRA_COLOUR,
     coherence_chip,
     contribution_colour,
+    cosmic_html,
     draw_box,
     format_score,
     legend_html,
@@ -26,6 +27,7 @@ from vst_core.viz.story import (
     score_cards_html,
     story_cards,
     story_html,
+    vrank_html,
 )
 from vst_core.viz.tables import (
     MIN_INTERVAL_N,
@@ -63,7 +65,9 @@ __all__ = [
     "metric_scatter",
     "pairwise_cells",
     "probability_colour",
+    "cosmic_html",
     "rovist_vg_html",
+    "vrank_html",
     "score_cards_html",
     "scores_table",
     "story_cards",

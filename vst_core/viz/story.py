@@ -11,10 +11,12 @@ from vst_core.records import (
     FIELD_BY_COLUMN,
     CoherencePair,
     CoherenceScores,
+    CosmicScores,
     GroundingScores,
     RedundancyScores,
     RovistVGScores,
     StoryScores,
+    VrankScores,
 )
 from vst_core.viz.safe import html_text
 
@@ -221,6 +223,14 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
     if "rovist_vg" in metrics:
         vg = record.rovist_vg
         rows.append(("RoViST-VG", "rovist_vg", vg.score if vg else None, rovist_vg_detail(vg) if vg else ""))
+    if "vrank" in metrics:
+        vr = record.vrank
+        tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
+        rows.append(("Vrank", "vrank", vr.score if vr else None, tip))
+    if "cosmic" in metrics:
+        cm = record.cosmic
+        tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
+        rows.append(("COSMic", "cosmic", cm.score if cm else None, tip))
     return [
         (label, "error", record.errors[metric]) if metric in record.errors else (label, format_score(value), tip)
         for label, metric, value, tip in rows
@@ -235,6 +245,46 @@ def rovist_vg_detail(record: RovistVGScores) -> str:
         for n in record.nouns
     )
     return f"S {format_score(record.lse)} (Eq. 3 → score) · {nouns or 'no noun'}"
+
+
+def vrank_html(record: VrankScores) -> str:
+    """Vrank's verdicts on a story: each other story of its sequence, whether Vrank prefers this
+    story to it and by how much (the margin m = (f(this, other) − f(other, this)) / 2), strongest first."""
+    cell = "padding:1px 4px;text-align:right"
+    rows = "".join(
+        f"<tr><td style='padding:1px 4px'>{html_text(p.system)} · {html_text(p.story_id)}</td>"
+        f"<td style='padding:1px 4px'>{'preferred' if p.margin > 0 else 'not preferred' if p.margin < 0 else 'tie'}</td>"
+        f"<td style='{cell}'>{p.margin:+.3f}</td></tr>"
+        for p in sorted(record.preferences, key=lambda p: -p.margin)
+    )
+    head = f"<tr><th style='padding:1px 4px'>against</th><th style='padding:1px 4px'>this story is</th><th style='{cell}'>margin</th></tr>"
+    caption = f"Vrank {format_score(record.score)}: the mean margin over {len(record.preferences)} stories"
+    return (
+        f'<table class="vst-vrank" style="font-size:0.8em;width:100%;border-collapse:collapse">'
+        f"<caption>{html_text(caption)}</caption>{head}{rows}</table>"
+    )
+
+
+def cosmic_html(record: CosmicScores) -> str:
+    """COSMic's sentence ratings: each sentence's rating, its coherence label and the reference
+    sentence (and label) it was rated against."""
+    cell = "padding:1px 4px;text-align:right"
+    rows = "".join(
+        f"<tr><td style='{cell}'>{s.index + 1}</td><td style='{cell}'>{format_score(s.rating)}</td>"
+        f"<td style='padding:1px 4px'>{html_text(s.label)}</td>"
+        f"<td style='padding:1px 4px'>{html_text(s.reference)} <i>({html_text(s.reference_label)})</i></td></tr>"
+        for s in record.sentences
+    )
+    head = (
+        f"<tr><th style='{cell}'>sent.</th><th style='{cell}'>rating</th><th style='padding:1px 4px'>label</th>"
+        "<th style='padding:1px 4px'>reference sentence (label)</th></tr>"
+    )
+    labels = {s.labels_from for s in record.sentences}
+    caption = f"COSMic {format_score(record.score)} against {record.reference}; labels {', '.join(sorted(labels)) or '-'}"
+    return (
+        f'<table class="vst-cosmic" style="font-size:0.8em;width:100%;border-collapse:collapse">'
+        f"<caption>{html_text(caption)}</caption>{head}{rows}</table>"
+    )
 
 
 def rovist_vg_html(record: RovistVGScores) -> str:

@@ -4,14 +4,14 @@ The CLI and the Agreement page show the same numbers from :func:`run_meta_eval`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
-from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of
+from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids, story_key
 from vst_core.analysis.meta_eval.judgements import (
     Judgements,
     _empty_pairs,
@@ -61,6 +61,8 @@ class MetaReport:
     unavailable: dict[str, str]
     splits: dict[str, float | None]
     problems: list[str]
+    # pairwise accuracy of every metric on the pairs none of whose stories a learned metric was trained on
+    held_out: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The downloadable tables by file stem."""
@@ -189,6 +191,27 @@ def texts_of(records: Scored) -> Sequence[StoryText]:
     return [TextRow(k, r.sequence_id, r.system, tuple(r.sentences)) for k, r in zip(keys, records, strict=True)]
 
 
+def pair_margins(records: Sequence[StoryScores], shared: bool | None = None) -> dict[str, dict[tuple[str, str], float]]:
+    """Vrank's margins between stories, keyed as :func:`score_frame` keys the stories (the id, or
+    ``id (system)`` when systems share ids; ``shared`` says so for records that are part of a larger
+    set): ``{"Vrank": {(a, b): m(a, b)}}``, or {} without Vrank."""
+    ranked = [r for r in records if r.vrank is not None]
+    if not ranked:
+        return {}
+    if shared is None:
+        shared = shared_ids(pd.DataFrame({"story": [r.story_id for r in records], "system": [r.system for r in records]}))
+
+    def key(system: str, story_id: str) -> str:
+        return story_key(story_id, system) if shared else story_id
+
+    out: dict[tuple[str, str], float] = {}
+    for r in ranked:
+        assert r.vrank is not None
+        for p in r.vrank.preferences:
+            out[(key(r.system, r.story_id), key(p.system, p.story_id))] = p.margin
+    return {"Vrank": out}
+
+
 def _with_baselines(
     scores: pd.DataFrame,
     records: Scored,
@@ -269,6 +292,8 @@ def run_meta_eval(
     baselines: tuple[dict[str, dict[str, float]], dict[str, str]] | None = None,
     progress: Callable[[int], Any] | None = None,
     signature_ids: Sequence[str] | None = None,
+    margins: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
+    trained_on: Mapping[str, Iterable[str]] | None = None,
 ) -> MetaReport:
     """Join scores with judgements and compute every table of the report.
 
@@ -276,7 +301,12 @@ def run_meta_eval(
     (they depend on the story texts only); by default they are computed when the settings ask.
     ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
     metric × aspect cell of the two correlation tables. ``records`` may be a scores table (then
-    ``signature_ids`` names the signatures of the files it came from)."""
+    ``signature_ids`` names the signatures of the files it came from). ``margins``: a pairwise
+    metric's verdicts on story pairs, keyed by the stories' keys (by default Vrank's, read from
+    the records, :func:`pair_margins`), which judge its pairs instead of its story scores.
+    ``trained_on``: per learned metric, the story ids its training pairs named (from its card); a
+    judged pair with such a story is left out of ``held_out``, the pairwise table of every metric on
+    the pairs no learned metric has seen, and the overlap is reported."""
     problems = list(judgements.problems)
     scores = score_frame(records)
     judgements, keyed = keyed_judgements(judgements, scores)
@@ -299,11 +329,29 @@ def run_meta_eval(
     sig_ids = signature_ids if signature_ids is not None else sorted({r.signature_id for r in records if r.signature_id})
     correlations, system_correlations = _correlations(data, chosen, chosen_aspects, settings, progress, problems)
     pairs, pairs_source = _story_pairs(judgements, data, chosen_aspects, settings, problems)
-    pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges)
+    if margins is None and not isinstance(records, pd.DataFrame):
+        margins = pair_margins(records)
+    pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges, margins)
     if len(judgements.pairs):
         unknown = (~pairs["better"].isin(scores.index) | ~pairs["worse"].isin(scores.index)).sum()
         if unknown:
             problems.append(f"{int(unknown)} judged pair(s) name a story without scores; left out")
+    held_out = pd.DataFrame()
+    if trained_on:
+        seen: set[str] = set()
+        for metric, ids in trained_on.items():
+            ids = set(ids)
+            overlap = int((_plain_ids(pairs["better"]).isin(ids) | _plain_ids(pairs["worse"]).isin(ids)).sum())
+            if overlap:
+                problems.append(
+                    f"{metric} was trained on stories of {overlap} of the {len(pairs)} judged pairs: its accuracy on "
+                    "them is not a held-out figure (see the held-out table)"
+                )
+            seen |= ids
+        unseen = pairs[~(_plain_ids(pairs["better"]).isin(seen) | _plain_ids(pairs["worse"]).isin(seen))]
+        held_out = pairwise_table(
+            unseen.reset_index(drop=True), scores if len(judgements.pairs) else data, chosen, settings.gap_edges, margins
+        )
     bins, splits = _bins(data, chosen, chosen_aspects, settings)
     errors = [e for e in judgements.error_tags if e in human]
     inputs: dict[str, Any] = {"judgements": judgements.digest, "metrics": chosen, "aspects": chosen_aspects}
@@ -326,7 +374,13 @@ def run_meta_eval(
         unavailable=unavailable,
         splits=splits,
         problems=problems,
+        held_out=held_out,
     )
+
+
+def _plain_ids(keys: pd.Series) -> pd.Series:
+    """Story keys without the `` (system)`` a shared id adds, as training files name stories."""
+    return keys.astype(str).str.replace(r" \([^()]*\)$", "", regex=True)
 
 
 def narrowed(report: MetaReport, metrics: Sequence[str], settings: MetaSettings) -> MetaReport:
@@ -353,6 +407,7 @@ def narrowed(report: MetaReport, metrics: Sequence[str], settings: MetaSettings)
         correlations=only(report.correlations, "metric", keep),
         system_correlations=only(report.system_correlations, "metric", keep),
         pairwise=only(report.pairwise, "metric", keep),
+        held_out=only(report.held_out, "metric", keep),
         bins=only(report.bins, "metric", keep),
         error_correlations=only(report.error_correlations, "column", [*keep, *report.aspects]),
     )

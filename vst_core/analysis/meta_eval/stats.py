@@ -261,13 +261,27 @@ def _common_raters(per_rater: pd.DataFrame | None, better: str, worse: str) -> t
     return float(both.sum()), float((x[both] > y[both]).sum())
 
 
-def pairwise_accuracy(pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Series) -> dict[str, Any]:
+def pairwise_accuracy(
+    pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Series, margins: Mapping[tuple[str, str], float] | None = None
+) -> dict[str, Any]:
     """Vrank Eq. 1-2: a pair is correct only if the metric scores the better story strictly higher;
-    a tie counts as wrong. Pairs with a story the metric did not score are left out and counted."""
-    s = pd.Series(scores, dtype=float)
-    a = pairs["better"].map(s)
-    b = pairs["worse"].map(s)
-    known = a.notna() & b.notna()
+    a tie counts as wrong. Pairs with a story the metric did not score are left out and counted.
+
+    ``margins`` are a pairwise metric's own verdicts, m(a, b) > 0 when it prefers a (Vrank's
+    margins): a pair is then judged by m(better, worse) (or −m(worse, better)), not by the scores."""
+    if margins is not None:
+        found = [
+            margins.get((b, w), -margins[(w, b)] if (w, b) in margins else np.nan)
+            for b, w in zip(pairs["better"], pairs["worse"], strict=True)
+        ]
+        m = pd.Series(found, index=pairs.index, dtype=float)
+        known = m.notna()
+        a, b = m, pd.Series(0.0, index=pairs.index)
+    else:
+        s = pd.Series(scores, dtype=float)
+        a = pairs["better"].map(s)
+        b = pairs["worse"].map(s)
+        known = a.notna() & b.notna()
     n = int(known.sum())
     correct = int((a[known] > b[known]).sum())
     ties = int((a[known] == b[known]).sum())
@@ -305,10 +319,16 @@ def gap_bins(gaps: pd.Series, edges: Sequence[float]) -> list[tuple[str, pd.Seri
 
 
 def pairwise_table(
-    pairs: pd.DataFrame, data: pd.DataFrame, metrics: Sequence[str], edges: Sequence[float] | None = None
+    pairs: pd.DataFrame,
+    data: pd.DataFrame,
+    metrics: Sequence[str],
+    edges: Sequence[float] | None = None,
+    margins: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
 ) -> pd.DataFrame:
     """Accuracy of every metric over all pairs, per agreement subset and per ranking-gap bin
-    (Vrank Fig. 3); bins are right-closed intervals ``(lo, hi]`` over the given or quartile edges."""
+    (Vrank Fig. 3); bins are right-closed intervals ``(lo, hi]`` over the given or quartile edges.
+    A metric with ``margins`` (a pairwise metric's verdict per pair, see :func:`pairwise_accuracy`)
+    is judged by them."""
     columns = ["metric", "group", "subset", "lo", "hi", "n", "correct", "ties", "missing", "accuracy", "undefined"]
     if pairs.empty:
         return pd.DataFrame(columns=columns)
@@ -330,7 +350,14 @@ def pairwise_table(
             continue
         for group, subset, part, lo, hi in groups:
             rows.append(
-                {"metric": metric, "group": group, "subset": subset, "lo": lo, "hi": hi, **pairwise_accuracy(part, data[metric])}
+                {
+                    "metric": metric,
+                    "group": group,
+                    "subset": subset,
+                    "lo": lo,
+                    "hi": hi,
+                    **pairwise_accuracy(part, data[metric], (margins or {}).get(metric)),
+                }
             )
     table = pd.DataFrame(rows, columns=columns)
     table.attrs["outside_bins"] = outside
