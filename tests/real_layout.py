@@ -41,6 +41,7 @@ import torch
 
 CLIP_REPO = "timm/vit_base_patch32_clip_224.openai"
 BERT_REPO = "bert-base-uncased"
+SIMCSE_REPO = "princeton-nlp/sup-simcse-bert-base-uncased"
 ALBERT_REPO = "albert-large-v1"
 DETECTOR_FILE = "fasterrcnn_resnet50_fpn_v2_coco-dd69338a.pth"
 ROVIST_C_FILE = "sop_model_epoch3.pth.tar"
@@ -256,6 +257,29 @@ def build_bert_hub(hf_home: Path) -> None:
         **_bert_tokenizer_files(bert_vocab()),
     }
     put_hub_repo(hf_home, BERT_REPO, files)
+
+
+def build_simcse_hub(hf_home: Path) -> None:
+    """princeton-nlp/sup-simcse-bert-base-uncased: a ``BertModel`` (no heads) saved as
+    ``pytorch_model.bin`` with its pooler, BERT-base's config and uncased WordPiece vocabulary."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(3)
+    config = {**BERT_CONFIG, "architectures": ["BertModel"], "transformers_version": "4.2.1"}
+    model = BertModel(BertConfig(**{k: v for k, v in config.items() if k != "architectures"}))
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    tokenizer = _bert_tokenizer_files(bert_vocab())
+    files = {
+        "config.json": json.dumps(config, indent=2).encode(),
+        "pytorch_model.bin": buffer.getvalue(),
+        "vocab.txt": tokenizer["vocab.txt"],
+        "tokenizer_config.json": tokenizer["tokenizer_config.json"],
+        "special_tokens_map.json": json.dumps(
+            {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]", "mask_token": "[MASK]"}
+        ).encode(),
+    }
+    put_hub_repo(hf_home, SIMCSE_REPO, files)
 
 
 # --------------------------------------------------------------------------- ALBERT tokenizer + RoViST-C
@@ -534,6 +558,7 @@ def build_real_layout(root: Path) -> RealLayout:
     build_openai_torchscript(layout.xdg_cache / "clip" / "ViT-B-32.pt", clip)
     del clip
     build_bert_hub(layout.hf_home)
+    build_simcse_hub(layout.hf_home)
     work = root / "work"
     work.mkdir(parents=True, exist_ok=True)
     build_albert_tokenizer_hub(layout.hf_home, work)

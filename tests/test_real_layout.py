@@ -412,3 +412,35 @@ def test_replica_layout_matches_the_hub_cache_format(layout: RealLayout) -> None
     for repo in repos.values():
         assert {rev.refs for rev in repo.revisions} == {frozenset({"main"})}
     assert not info.warnings
+
+
+# ------------------------------------------------------------------------ Vrank
+
+
+def test_train_vrank_from_the_simcse_checkpoint_by_its_real_name(layout: RealLayout, tmp_path: Path) -> None:
+    """The paper's base encoder found in the hub cache by name (no --base), trained for one epoch
+    on a VHED-layout file, then used to score the sample; fetch-models reports it as cached."""
+    from test_vrank import write_vhed
+
+    data = write_vhed(tmp_path / "VHED.csv", sequences=8)
+    out = tmp_path / "vrank"
+    done = run_vst(layout, "train-vrank", str(data), "--out", str(out), "--epochs", "1", "--max-length", "64", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    card = json.loads((out / "card.json").read_text())
+    assert card["base"] == "princeton-nlp/sup-simcse-bert-base-uncased"
+    assert (
+        card["base_weights"].startswith("princeton-nlp/sup-simcse-bert-base-uncased@")
+        and "not-downloaded" not in card["base_weights"]
+    )
+    assert card["pooling"] == "cls" and card["recipe"]["learning_rate"] == 2e-5 and card["recipe"]["batch_size"] == 32
+    scores = tmp_path / "scores.jsonl"
+    done = run_vst(
+        layout, "score", str(SAMPLE), "--metrics", "vrank", "--vrank-model", str(out), "--out", str(scores), "--no-progress"
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(r["metrics"]["vrank"]["score"] is not None for r in read_records(scores))
+    fetched = run_vst(layout, "fetch-models", "--vrank-base")
+    assert any(
+        line.strip().startswith("cached") and "Vrank base encoder princeton-nlp/sup-simcse-bert-base-uncased" in line
+        for line in fetched.stderr.splitlines()
+    ), fetched.stderr

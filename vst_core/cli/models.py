@@ -10,6 +10,7 @@ from typing import cast
 from vst_core.cli.common import EXIT_WEIGHTS, note
 from vst_core.config import Settings
 from vst_core.models.pairs import DEFAULT_NSP_MODEL
+from vst_core.models.vrank import DEFAULT_BASE as VRANK_BASE
 
 DEFAULTS = Settings()
 
@@ -44,6 +45,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--rovist-vg-model", default=None, metavar="FILE", help="also check the authors' RoViST-VG checkpoint (with --glove)"
     )
     fetch.add_argument("--glove", default=None, metavar="FILE", help="GloVe vectors for --rovist-vg-model (glove.6B.300d.txt)")
+    fetch.add_argument(
+        "--vrank-base",
+        nargs="?",
+        const=VRANK_BASE,
+        default=None,
+        metavar="NAME",
+        help=f"also fetch the encoder `train-vrank` starts from (default {VRANK_BASE})",
+    )
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
@@ -66,6 +75,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         rovist_vg_vit=args.rovist_vg_vit,
         rovist_vg_checkpoint=args.rovist_vg_model,
         glove=args.glove,
+        vrank_base=args.vrank_base,
         log=note,
     )
     note(report.summary())

@@ -34,10 +34,9 @@ from vst_core.learned.card import PREDICTION_COLUMNS, write_card
 from vst_core.learned.pairs import RankedPair, examples, stories_of
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import load_hf
-from vst_core.models.vrank import ENCODER_DIR, HEAD_FILE, META_FILE, Pooling, _pooling_of, _Ranker, predict
+from vst_core.models.vrank import DEFAULT_BASE, ENCODER_DIR, HEAD_FILE, META_FILE, Pooling, _pooling_of, _Ranker, predict
 
 CHECKPOINT_DIR = "checkpoint"
-DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
 
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
 

@@ -78,6 +78,7 @@ def fetch_models(
     rovist_vg_vit: str = VIT_NAME,
     rovist_vg_checkpoint: str | None = None,
     glove: str | None = None,
+    vrank_base: str | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> FetchReport:
     """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
@@ -92,6 +93,8 @@ def fetch_models(
         _check_detector(report, log)
     if rovist_vg or rovist_vg_checkpoint or glove:
         _check_rovist_vg(report, rovist_vg_vit, rovist_vg_checkpoint, glove, log)
+    if vrank_base:
+        _check_vrank_base(report, vrank_base, log)
     report.folders = {
         "HF_HOME (hub cache)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
@@ -113,6 +116,18 @@ def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[
         report.models.append(ModelStatus(f"CLIP {arch}/{pretrained}", "broken", str(exc)))
     else:
         _check(report, f"CLIP {arch}/{pretrained}", cached, clip, log)
+
+
+def _check_vrank_base(report: FetchReport, model: str, log: Callable[[str], None]) -> None:
+
+    def encoder() -> str:
+        from transformers import AutoModel, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model)
+        hidden = AutoModel.from_pretrained(model)(**tokenizer(*_PAIRS[0], return_tensors="pt")).last_hidden_state
+        return f"loads and encodes a story pair ({hidden.shape[-1]}-dimensional [CLS])"
+
+    _check(report, f"Vrank base encoder {model}", hub_file(model, HF_WEIGHT_FILES) is not None, encoder, log)
 
 
 def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> None:

@@ -21,6 +21,8 @@ from vst_core.hashing import folder_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import WeightsUnavailableError
 
+#: The encoder Vrank's recipe starts from: SimCSE (supervised) on BERT-base, as the paper describes.
+DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
 META_FILE = "vrank.json"
 HEAD_FILE = "head.safetensors"
 ENCODER_DIR = "encoder"
