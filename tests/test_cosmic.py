@@ -359,3 +359,45 @@ def test_without_test_tsv_images_are_held_out(trained: dict[str, Path], bert_fol
     assert card["held_out"]["images"] == 3 and card["held_out"]["n"] == 12
     held = {row["url"] for row in csv.DictReader((out / "predictions.csv").open())}
     assert len(held) == 3
+
+
+@pytest.mark.slow  # scores the sample from the CLI and opens Inspect in AppTest
+def test_score_the_sample_from_the_cli_and_see_it_in_inspect(
+    trained: dict[str, Path],
+    tiny_clip: tuple[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    from vst_core.data import load_records
+
+    out = tmp_path_factory.mktemp("cosmic-scores") / "scores.jsonl"
+    args = ["score", str(SAMPLE), "--metrics", "redundancy,cosmic", "--cosmic-model", str(trained["out"]), "--out", str(out)]
+    assert main([*args, *clip_args(tiny_clip), "--clip-activation", "gelu", "--no-progress"]) == 0
+    records, problems = load_records(out)
+    assert len(records) == 8 and not problems
+    for record in records:
+        if record.system == "reference":  # the reference is not rated against itself
+            assert "reference story" in record.errors["cosmic"]
+            continue
+        cosmic = record.cosmic
+        assert cosmic is not None and cosmic.reference.startswith("reference:")
+        assert len(cosmic.sentences) == len(record.sentences) and all(s.rating is not None for s in cosmic.sentences)
+        assert cosmic.score == pytest.approx(
+            sum(s.rating for s in cosmic.sentences if s.rating is not None) / len(cosmic.sentences)
+        )
+    assert records[0].signature["settings"]["cosmic_weights"].startswith("cosmic:model@")
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
+    app = AppTest.from_file(APP, default_timeout=90).switch_page(PAGES["inspect"])
+    for key, value in {
+        "source": "Scores JSONL (no model needed)",
+        "scores_path": str(out),
+        "scores_images": str(SAMPLE.parent),
+    }.items():
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    assert any(e.label.startswith("COSMic: ") for e in app.expander)
+    assert 'class="vst-cosmic"' in "".join(m.value for m in app.markdown)

@@ -90,6 +90,10 @@ def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Setting
                 out.setdefault(story.key, {})["cosmic"] = (
                     f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
                 )
+            elif story.key == reference.key:
+                out.setdefault(story.key, {})["cosmic"] = (
+                    "this is the reference story of its sequence: COSMic rates the others against it"
+                )
             else:
                 jobs.append((story, reference))
     if jobs:
