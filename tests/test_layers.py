@@ -15,6 +15,7 @@ LAYER = {
     "records": 0,
     "text": 1,
     "config": 1,
+    "judge": 1,
     "data": 2,
     "models": 3,
     "grounding": 4,

@@ -155,6 +155,10 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
         "RoViST-VG (CLIP)",
         "Vrank",
         "COSMic",
+        "judge overall",
+        "judge grounding",
+        "judge coherence",
+        "judge non-redundancy",
     } and COVARIATES == (
         "T",
         "P",

@@ -51,7 +51,13 @@ AVAILABLE_METRICS: dict[str, str] = {
     "compared in both orders, a story's score is its mean margin; needs --vrank-model",
     "cosmic": "COSMic recipe: sentence i with image i rated against the reference story's sentence i by a model "
     "trained with vst train-cosmic; needs --cosmic-model and a reference story per sequence",
+    "judge": "rubric judge (G-Eval's rule): a local open-weight chat model asked rubric questions (grounding, coherence, "
+    "non-redundancy, overall; several paraphrases each); score = sum of k * p(k) over the next-token probabilities "
+    "of the ratings 1-5, renormalised; --judge-images lets a vision-language model see the images",
 }
+#: The rubric judge's default models (hub names; see vst_core.models.judge for why these).
+JUDGE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
+JUDGE_VLM = "HuggingFaceTB/SmolVLM-256M-Instruct"
 #: Metrics computed over the stories of a sequence together (pairs of stories, a reference story).
 SET_METRICS: frozenset[str] = frozenset({"vrank", "cosmic"})
 #: Metrics the grounder computes from a story's images and their regions.
@@ -129,6 +135,11 @@ class Settings:
     cosmic_model: str | None = None  # a folder written by `vst train-cosmic`
     # the system whose story of a sequence is the reference (COSMic); None: the first of REFERENCE_SYSTEMS present
     reference_system: str | None = None
+    judge_model: str = JUDGE_MODEL  # the rubric judge's text-only chat model (hub name or folder)
+    judge_vlm: str = JUDGE_VLM  # its vision-language model, used with judge_images
+    judge_template: str | None = None  # a rubric template file; None: the built-in rubric_v1.json
+    judge_images: bool = False  # the vision-language model sees the images (and is asked without them too)
+    judge_rationale: bool = False  # also generate a short rationale (shown, never scored)
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -176,7 +187,10 @@ class Settings:
         """The fields that can change a score, for the signature (weights ids are added by
         :func:`vst_core.signature.signature`, which resolves the files)."""
         data = asdict(self)
-        for key in ("device", "batch_size", "workers"):  # change speed, not scores
+        for key in ("device", "batch_size", "workers", "judge_rationale"):  # change speed or shown text, not scores
+            data.pop(key)
+        # the signature names the judge's weights and template by their digests (judge_weights, judge_template)
+        for key in ("judge_model", "judge_vlm", "judge_template") + (() if "judge" in self.metrics else ("judge_images",)):
             data.pop(key)
         if "coherence" not in self.metrics:
             for key in (

@@ -235,6 +235,49 @@ class CosmicScores:
     model: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class JudgeAspect:
+    """A rubric judge's answer on one aspect (G-Eval's rule, :mod:`vst_core.metrics.judge`):
+    ``score`` = Σ k·p(k) of ``distribution`` p(1..5), both averaged over the rubric's
+    ``paraphrases`` (each paraphrase's score kept; ``spread`` their standard deviation), ``mass``
+    the rating tokens' share of the next-token distribution, ``images`` whether the model saw the
+    story's images."""
+
+    aspect: str
+    score: float | None
+    distribution: tuple[float, ...]
+    paraphrases: tuple[float, ...]
+    spread: float | None = None
+    mass: float | None = None
+    images: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeScores:
+    """A rubric judge on one story: ``score`` the ``overall`` aspect, the four standard aspects'
+    scores as numbers (the registry's columns), ``aspects`` every answer they are read from,
+    ``without_images`` the same model's answers with the images left out (when it was run with
+    them), ``rationale`` text the model generated (greedy decoding), shown, never scored."""
+
+    score: float | None
+    aspects: tuple[JudgeAspect, ...]
+    overall: float | None = None
+    grounding: float | None = None
+    coherence: float | None = None
+    non_redundancy: float | None = None
+    without_images: tuple[JudgeAspect, ...] = ()
+    rationale: str | None = None
+    model: str = ""  # name@weights digest
+    template: str = ""  # name-vN@sha256
+    notes: tuple[str, ...] = ()
+
+    def aspect(self, name: str, images: bool | None = None) -> JudgeAspect | None:
+        """The answer on aspect ``name`` (from ``without_images`` when ``images`` is False and the
+        main answers saw the images)."""
+        pool = self.without_images if images is False and self.without_images else self.aspects
+        return next((a for a in pool if a.aspect == name), None)
+
+
 MetricScores = (
     RedundancyScores
     | CoherenceScores
@@ -244,6 +287,7 @@ MetricScores = (
     | RovistVGScores
     | VrankScores
     | CosmicScores
+    | JudgeScores
 )
 
 #: Metric name (as in settings and on disk) -> its record type.
@@ -256,6 +300,7 @@ METRIC_TYPES: dict[str, type[MetricScores]] = {
     "rovist_vg_clip": RovistVGClipScores,
     "vrank": VrankScores,
     "cosmic": CosmicScores,
+    "judge": JudgeScores,
 }
 #: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
 RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}
@@ -311,6 +356,10 @@ class StoryScores:
     @property
     def cosmic(self) -> CosmicScores | None:
         return _typed(self.metrics.get("cosmic"), CosmicScores)
+
+    @property
+    def judge(self) -> JudgeScores | None:
+        return _typed(self.metrics.get("judge"), JudgeScores)
 
     @property
     def signature_id(self) -> str | None:
@@ -384,6 +433,18 @@ FIELDS: tuple[MetricField, ...] = (
     MetricField("Vrank", "vrank", "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
     MetricField(
         "COSMic", "cosmic", "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"
+    ),
+    MetricField("judge overall", "judge", "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall"),
+    MetricField(
+        "judge grounding", "judge", "grounding", "rubric judge, relevance to the images: Σ k·p(k)", report="judge grounding"
+    ),
+    MetricField("judge coherence", "judge", "coherence", "rubric judge, coherence: Σ k·p(k)", report="judge coherence"),
+    MetricField(
+        "judge non-redundancy",
+        "judge",
+        "non_redundancy",
+        "rubric judge, non-redundancy: Σ k·p(k)",
+        report="judge non-redundancy",
     ),
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}

@@ -10,8 +10,10 @@ from typing import Any
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
 from vst_core.hashing import folder_signature, json_digest, weights_digest
+from vst_core.judge.rubric import rubric_id
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
+from vst_core.models.hub import hf_weights_id
 from vst_core.models.pairs import pair_weights_id
 from vst_core.models.rovist_vg import vg_signature
 from vst_core.records import StoryScores
@@ -38,6 +40,8 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         ids["vrank_weights"] = folder_signature(settings.vrank_model, "vrank")
     if "cosmic" in settings.metrics:
         ids["cosmic_weights"] = folder_signature(settings.cosmic_model, "cosmic")
+    if "judge" in settings.metrics:
+        ids["judge_weights"] = hf_weights_id(settings.judge_vlm if settings.judge_images else settings.judge_model)
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
@@ -67,6 +71,8 @@ def text_ids(settings: Settings) -> dict[str, str]:
     if "rovist_vg" in settings.metrics:
         ids["rovist_vg_tagger"] = rovist_vg_tagger_id(settings.spacy_model)
         ids.setdefault("punkt", splitter_name())
+    if "judge" in settings.metrics:
+        ids["judge_template"] = rubric_id(settings.judge_template)
     return ids
 
 
@@ -142,6 +148,9 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
         parts.append(f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}")
     if "rovist_vg" in settings.metrics:
         parts.append(f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {settings.regions} top{settings.top_b}")
+    if "judge" in settings.metrics:
+        images = " with images" if settings.judge_images else ""
+        parts.append(f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}")
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
@@ -181,6 +190,8 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
         parts.append(f"coherence{profile} {settings.get('coherence_weights') or settings.get('coherence_model')}")
     if "rovist_vg" in metrics:
         parts.append(f"RoViST-VG {settings.get('rovist_vg_weights')}")
+    if "judge" in metrics:
+        parts.append(f"judge {settings.get('judge_weights')} {settings.get('judge_template')}")
     if CLIP_ENCODER_METRICS & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")
