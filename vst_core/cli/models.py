@@ -53,6 +53,22 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="NAME",
         help=f"also fetch the encoder `train-vrank` starts from (default {VRANK_BASE})",
     )
+    fetch.add_argument(
+        "--judge",
+        nargs="?",
+        const=DEFAULTS.judge_model,
+        default=None,
+        metavar="NAME",
+        help=f"also fetch the rubric judge's chat model (default {DEFAULTS.judge_model})",
+    )
+    fetch.add_argument(
+        "--judge-vlm",
+        nargs="?",
+        const=DEFAULTS.judge_vlm,
+        default=None,
+        metavar="NAME",
+        help=f"also fetch the judge's vision-language model for --judge-images (default {DEFAULTS.judge_vlm})",
+    )
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
@@ -76,6 +92,8 @@ def run_fetch(args: argparse.Namespace) -> int:
         rovist_vg_checkpoint=args.rovist_vg_model,
         glove=args.glove,
         vrank_base=args.vrank_base,
+        judge=args.judge,
+        judge_vlm=args.judge_vlm,
         log=note,
     )
     note(report.summary())

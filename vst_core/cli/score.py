@@ -61,6 +61,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     _clip_arguments(p)
     _rovist_vg_arguments(p)
     _learned_arguments(p)
+    _judge_arguments(p)
     _run_arguments(p)
 
 
@@ -253,6 +254,37 @@ def _learned_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _judge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--judge-model",
+        default=DEFAULTS.judge_model,
+        help="judge: the text-only chat model (hub name in the cache, or a local folder)",
+    )
+    p.add_argument(
+        "--judge-vlm",
+        default=DEFAULTS.judge_vlm,
+        help="judge: the vision-language model used with --judge-images (hub name in the cache, or a local folder)",
+    )
+    p.add_argument(
+        "--judge-template",
+        default=DEFAULTS.judge_template,
+        metavar="FILE",
+        help="judge: a rubric template JSON (aspects with two or more paraphrases each; see vst_core/judge/rubric_v1.json, "
+        "the default); its sha256 is in the signature",
+    )
+    p.add_argument(
+        "--judge-images",
+        action="store_true",
+        help="judge: the vision-language model sees the story's images (and is asked without them as well, to measure "
+        "what the images change)",
+    )
+    p.add_argument(
+        "--judge-rationale",
+        action="store_true",
+        help="judge: also generate a short rationale per story (greedy decoding; shown, never scored)",
+    )
+
+
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
@@ -328,6 +360,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         vrank_model=args.vrank_model,
         cosmic_model=args.cosmic_model,
         reference_system=args.reference_system,
+        judge_model=args.judge_model,
+        judge_vlm=args.judge_vlm,
+        judge_template=args.judge_template,
+        judge_images=args.judge_images,
+        judge_rationale=args.judge_rationale,
     )
 
 
@@ -412,4 +449,10 @@ def run(args: argparse.Namespace) -> int:
         error(f"cannot write {args.out}: {exc.strerror or exc}; the records already written stay valid and resumable")
         return EXIT_INPUT
     _report(summary, story_set)
+    if "judge" in settings.metrics:
+        judge, cache = models.judge, models.judge_cache
+        note(
+            f"judge: {judge.calls} model calls, {cache.hits} answers from the cache and {cache.misses} computed "
+            f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
+        )
     return 0

@@ -17,7 +17,10 @@ from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScor
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 
 if TYPE_CHECKING:
+    from vst_core.judge.cache import JudgeCache
+    from vst_core.judge.rubric import Rubric
     from vst_core.models.cosmic import CosmicModel
+    from vst_core.models.judge import JudgeModel
     from vst_core.models.vrank import VrankModel
 
 
@@ -36,6 +39,8 @@ class Models:
         rovist_vg: RovistVGModel | None = None,
         vrank: VrankModel | None = None,
         cosmic: CosmicModel | None = None,
+        judge: JudgeModel | None = None,
+        judge_cache: JudgeCache | None = None,
     ) -> None:
         self.settings = settings
         self._pair_scorer = pair_scorer
@@ -44,6 +49,9 @@ class Models:
         self._rovist_vg = rovist_vg
         self._vrank = vrank
         self._cosmic = cosmic
+        self._judge = judge
+        self._judge_cache = judge_cache
+        self._rubric: Rubric | None = None
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self.problems: list[Problem] = []
@@ -93,6 +101,35 @@ class Models:
             s = self.settings
             self._cosmic = load_cosmic(s.cosmic_model, device=s.device)
         return self._cosmic
+
+    @property
+    def judge(self) -> JudgeModel:
+        """The rubric judge: the vision-language model with ``judge_images``, else the text model."""
+        if self._judge is None:
+            from vst_core.models.judge import load_judge
+
+            s = self.settings
+            name = s.judge_vlm if s.judge_images else s.judge_model
+            self._judge = load_judge(name, vision=s.judge_images, device=s.device, batch_size=min(s.batch_size, 16))
+        return self._judge
+
+    @property
+    def rubric(self) -> Rubric:
+        """The judge's rubric template (the settings' file, else the built-in one)."""
+        if self._rubric is None:
+            from vst_core.judge.rubric import load_rubric
+
+            self._rubric = load_rubric(self.settings.judge_template)
+        return self._rubric
+
+    @property
+    def judge_cache(self) -> JudgeCache:
+        """The judge's answers on disk (``judge.sqlite`` in the cache folder)."""
+        if self._judge_cache is None:
+            from vst_core.judge.cache import FILE_NAME, JudgeCache
+
+            self._judge_cache = JudgeCache((self.cache_dir or default_cache_dir()) / FILE_NAME)
+        return self._judge_cache
 
     @property
     def cache(self) -> EmbeddingStore:
@@ -148,3 +185,6 @@ class Models:
             _ = self.vrank
         if "cosmic" in self.settings.metrics:
             _ = self.cosmic
+        if "judge" in self.settings.metrics:
+            _ = self.rubric
+            _ = self.judge

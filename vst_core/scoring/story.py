@@ -24,6 +24,7 @@ from vst_core.metrics.redundancy import (
     non_redundancy_scores,
 )
 from vst_core.metrics.variants import CoherenceContext, NRVariant
+from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import pairs_of
 from vst_core.models.protocols import PairScorer, PairScores
 from vst_core.records import (
@@ -38,6 +39,7 @@ from vst_core.scoring.builders import (
     redundancy_numbers,
     redundancy_scores,
 )
+from vst_core.scoring.judge import judge_records
 from vst_core.scoring.registry import Models
 from vst_core.signature import signature as settings_signature
 from vst_core.text.phrases import token_texts, tokenize
@@ -185,9 +187,11 @@ def score_story(
     root: Path | None = None,
     redundancy: RedundancyScores | None = None,
     together: Mapping[str, MetricScores | str] | None = None,
+    judge: MetricScores | str | None = None,
 ) -> StoryScores:
     """Score one story with every metric of ``settings``; a failing metric becomes an error entry.
-    ``pair_scores`` and ``redundancy`` are precomputed batch results (see :func:`score_batch`);
+    ``pair_scores``, ``redundancy`` and ``judge`` (a record or the reason there is none) are
+    precomputed batch results (see :func:`score_batch`);
     ``together`` the story's set metrics (:mod:`vst_core.scoring.sets`: a record or the reason
     there is none), computed with the other stories of its sequence."""
     metrics: dict[str, MetricScores] = {}
@@ -224,6 +228,16 @@ def score_story(
                     errors[name] = found
                     continue
                 metrics[name] = found
+            elif name == "judge":
+                if judge is None:
+                    models = models or Models(settings)
+                    judge = judge_records(
+                        [story], settings, models.judge, models.rubric, models.judge_cache, root or Path(".")
+                    ).get(story.key, "empty story")
+                if isinstance(judge, str):
+                    errors[name] = judge
+                    continue
+                metrics[name] = judge
             elif name in CLIP_METRICS:
                 if clip_results is None:
                     models = models or Models(settings)
@@ -275,6 +289,14 @@ def score_batch(
     if CLIP_METRICS & set(settings.metrics):
         grounder = models.grounder(root)
         grounder.prepare(texts)
+    judged: dict[tuple[str, str], MetricScores | str] = {}
+    if "judge" in settings.metrics and texts:
+        try:
+            judged = dict(judge_records(texts, settings, models.judge, models.rubric, models.judge_cache, root))
+        except ModelLoadError:
+            raise
+        except (ValueError, RuntimeError, OSError) as exc:  # a chunk the model cannot take: each story says why
+            judged = {s.key: f"{type(exc).__name__}: {exc}" for s in texts}
     try:
         return [
             score_story(
@@ -286,6 +308,7 @@ def score_batch(
                 root=root,
                 redundancy=nr.get(story.key),
                 together=(together or {}).get(story.key),
+                judge=judged.get(story.key),
             )
             for story in stories
         ]
