@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import loading
 from dashboard.frame import page, shown, story_table
 from dashboard.keys import JUDGEMENTS
+from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.report import narrowed
@@ -28,6 +29,8 @@ from vst_core.viz import (
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
+#: At most this many judged stories' evidence is read for the judge's bias table.
+JUDGE_BIAS_STORIES = 2000
 
 EXAMPLE = "Made-up example ratings (for trying the page)"
 on_sample = bool(loading.SAMPLE_IDS & set(view.table["story"]))  # the example rates the sample's stories
@@ -290,6 +293,16 @@ with tabs[6]:
     st.caption("Krippendorff's α (interval) per aspect")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
     download("inter_rater", "Inter-rater agreement (CSV)")
+
+if "judge overall" in view.table:  # the rubric judge's own biases, from its evidence
+    st.subheader("Rubric judge: paraphrase consistency and images", divider="gray")
+    judged_rows = [i for i, ok in enumerate(view.table["judge overall"].notna()) if ok][:JUDGE_BIAS_STORIES]
+    st.dataframe(judge_bias_table(view.records_at(judged_rows)).round(4), hide_index=True, width="stretch")
+    st.caption(
+        f"From the judge's answers on {len(judged_rows)} stories (at most {JUDGE_BIAS_STORIES}): the spread of the "
+        "rubric paraphrases' scores and their rank agreement (Spearman), and with a vision-language judge what the "
+        "images change. Its pairwise position bias asks the model again: `vst judge-bias STORIES`."
+    )
 
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

@@ -18,6 +18,7 @@ from vst_core.viz import (
     draw_box,
     export_csv,
     export_json,
+    judge_html,
     legend_html,
     rovist_vg_html,
     score_cards_html,
@@ -157,6 +158,16 @@ def learned(record: StoryScores) -> None:
             st.markdown(cosmic_html(cm), unsafe_allow_html=True)
 
 
+def judged(record: StoryScores) -> None:
+    """The rubric judge's answers: each aspect's score, its rating distribution over 1..5 and each
+    paraphrase's score (and, when generated, the model's rationale, labelled as such)."""
+    jd = record.judge
+    if jd is not None and jd.aspects:
+        overall = "undefined" if jd.score is None else f"{jd.score:.2f}"
+        with st.expander(f"Rubric judge: overall {overall} of 5, {len(jd.aspects)} aspects"):
+            st.markdown(judge_html(jd), unsafe_allow_html=True)
+
+
 def people(story_id: str, system: str) -> None:
     """The story's human ratings (mean ± spread over raters, N raters) when judgements are loaded."""
     shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
@@ -179,7 +190,16 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
         region(story, record)
     vg_nouns(story, record)
     learned(record)
-    for metric in (record.redundancy, record.coherence, record.grounding, record.rovist_vg, record.vrank, record.cosmic):
+    judged(record)
+    for metric in (
+        record.redundancy,
+        record.coherence,
+        record.grounding,
+        record.rovist_vg,
+        record.vrank,
+        record.cosmic,
+        record.judge,
+    ):
         for note in metric.notes if metric else ():
             st.caption(shown(note))
     for message in record.problems:

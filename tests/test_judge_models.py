@@ -152,3 +152,33 @@ def test_fetch_models_reports_the_judge(judge_hub: Path, tmp_path: Path) -> None
     done = run_vst(judge_hub, tmp_path / "cache", "fetch-models", "--judge", "--judge-vlm")
     assert "cached  judge model Qwen/Qwen2.5-0.5B-Instruct: Qwen/Qwen2.5-0.5B-Instruct@" in done.stderr, done.stderr
     assert "cached  judge vision-language model HuggingFaceTB/SmolVLM-256M-Instruct" in done.stderr
+
+
+def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    out = tmp_path / "scores.jsonl"
+    done = run_vst(
+        judge_hub, tmp_path / "cache", "score", str(SAMPLE), "--out", str(out), "--metrics", "redundancy,judge", "--no-progress"
+    )
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path))
+
+    def make(page: str, **widgets: object) -> AppTest:
+        app = AppTest.from_file(APP, default_timeout=90).switch_page(PAGES[page])
+        for key, value in {"source": "Scores JSONL (no model needed)", "scores_path": str(out), **widgets}.items():
+            app.session_state[key] = value
+        app.run()
+        assert not app.exception, app.exception
+        return app
+
+    app = make("inspect", scores_images=str(SAMPLE.parent))
+    html = "".join(m.value for m in app.markdown)
+    assert html.count('class="vst-judge"') == 4 and html.count('class="vst-judge-dist"') == 16  # 4 stories x 4 aspects
+    assert "Σ k·p(k)" in html and any(e.label.startswith("Rubric judge: overall ") for e in app.expander)
+    assert any(">judge<" in m.value for m in app.markdown if 'class="vst-card"' in m.value)
+    meta = make("meta", judgements_source="Made-up example ratings (for trying the page)", baselines=False)
+    assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
+    table = next(d.value for d in meta.dataframe if "bias" in d.value.columns)
+    assert set(table["bias"]) == {"paraphrase"} and set(table["scope"]) == {"grounding", "coherence", "non_redundancy", "overall"}

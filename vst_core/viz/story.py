@@ -18,6 +18,7 @@ from vst_core.records import (
     StoryScores,
     VrankScores,
 )
+from vst_core.viz.judge import judge_detail
 from vst_core.viz.safe import html_text
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
@@ -227,6 +228,9 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
         vr = record.vrank
         tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
         rows.append(("Vrank", "vrank", vr.score if vr else None, tip))
+    if "judge" in metrics:
+        jd = record.judge
+        rows.append(("judge", "judge", jd.score if jd else None, judge_detail(jd) if jd else ""))
     if "cosmic" in metrics:
         cm = record.cosmic
         tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
