@@ -101,8 +101,19 @@ except ValueError as exc:
 
 key = view.key
 signatures = loading.signature_ids(view, key)
-vrank_folder = view.settings.vrank_model or st.session_state.get("vrank_model") or ""
-card = read_card(vrank_folder) if "Vrank" in view.table and vrank_folder else {}
+vrank_folder, card = "", {}
+if "Vrank" in view.table:  # the card of the Vrank model: what it was trained on
+    vrank_folder = st.text_input(
+        "Vrank model folder (for its card: what it was trained on)",
+        view.settings.vrank_model or st.session_state.get("vrank_model") or "",
+        key="meta_vrank_folder",
+        help="the folder `vst train-vrank` wrote; its card names the training pairs, so pairs it saw are set apart",
+    ).strip()
+    try:
+        loading.recheck_folder(vrank_folder, "“Vrank model folder”")
+        card = read_card(vrank_folder) if vrank_folder else {}
+    except ValueError as exc:
+        st.warning(shown(str(exc)))
 trained = tuple(card.get("train_stories") or ())
 full = loading.meta_report(view.table, key, signatures, data, settings, (), (), view, trained)
 left, right = st.columns(2)
@@ -141,16 +152,17 @@ def learned_workbench(report: MetaReport, card: dict[str, object], folder: str) 
     st.subheader("Learned metrics: trained on what, and held out", divider="gray")
     if not card:
         st.info(
-            "Vrank's pairs are judged by its own margins. Give its folder in the sidebar (“Vrank model folder”) "
-            "to see what it was trained on and its accuracy on held-out pairs only."
+            "Vrank's pairs are judged by its own margins. Give its folder above (“Vrank model folder”) to see "
+            "what it was trained on and every metric's accuracy on the pairs it never saw."
         )
         return
     found = card.get("split")
     split: dict[str, object] = found if isinstance(found, dict) else {}
     st.markdown(
-        f"**Vrank** `{md(str(card.get('model', folder)))}` · base `{md(str(card.get('base', '?')))}` · trained on "
-        f"{card.get('train_pairs', '?')} pairs of `{md(str(card.get('data', '?')))}` (sha256 {md(str(card.get('data_digest', '?'))[:12])}) · "
-        f"held out by {md(str(split.get('by', '?')))}: {card.get('held_out_pairs', '?')} pairs"
+        f"**Vrank** {shown(card.get('model', '?'))} · base {shown(card.get('base', '?'))} "
+        f"({shown(card.get('base_weights', '?'))}) · trained on {shown(card.get('train_pairs', '?'))} pairs of "
+        f"{shown(card.get('data', '?'))} (sha256 {shown(str(card.get('data_digest', '?'))[:12])}) · held out by "
+        f"{shown(split.get('by', '?'))}: {shown(card.get('held_out_pairs', '?'))} pairs"
     )
     held = card.get("held_out")
     if isinstance(held, list) and held:

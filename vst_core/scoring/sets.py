@@ -15,10 +15,12 @@ import numpy as np
 from vst_core.config import REFERENCE_SYSTEMS, SET_METRICS, Settings
 from vst_core.data import Story, StorySet
 from vst_core.metrics.ranking import story_margins
-from vst_core.records import MetricScores, Preference, VrankScores
+from vst_core.records import CosmicScores, MetricScores, Preference, VrankScores
 from vst_core.scoring.registry import Models
 
 Key = tuple[str, str]
+#: Note of the reference story's COSMic record: it is what the others are rated against.
+REFERENCE_NOTE = "this is the reference story of its sequence: COSMic rates the other stories against it"
 #: Per story, per set metric: its record, or the reason it has none.
 SetResults = dict[Key, dict[str, MetricScores | str]]
 
@@ -91,8 +93,8 @@ def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Setting
                     f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
                 )
             elif story.key == reference.key:
-                out.setdefault(story.key, {})["cosmic"] = (
-                    "this is the reference story of its sequence: COSMic rates the others against it"
+                out.setdefault(story.key, {})["cosmic"] = CosmicScores(
+                    None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), models.cosmic.name
                 )
             else:
                 jobs.append((story, reference))

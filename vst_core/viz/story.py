@@ -270,21 +270,24 @@ def vrank_html(record: VrankScores) -> str:
 
 
 def cosmic_html(record: CosmicScores) -> str:
-    """COSMic's sentence ratings: each sentence's rating, its coherence label and the reference
-    sentence (and label) it was rated against."""
+    """COSMic's sentence ratings as a compact table that fits a card: each sentence's rating, its
+    coherence label and the reference sentence's label; the reference sentence on hover."""
     cell = "padding:1px 4px;text-align:right"
     rows = "".join(
-        f"<tr><td style='{cell}'>{s.index + 1}</td><td style='{cell}'>{format_score(s.rating)}</td>"
-        f"<td style='padding:1px 4px'>{html_text(s.label)}</td>"
-        f"<td style='padding:1px 4px'>{html_text(s.reference)} <i>({html_text(s.reference_label)})</i></td></tr>"
+        f'<tr title="{html_text("against: " + s.reference)}"><td style="{cell}">{s.index + 1}</td>'
+        f"<td style='{cell}'>{format_score(s.rating)}</td>"
+        f"<td style='padding:1px 4px'>{html_text(s.label)}</td><td style='padding:1px 4px'>{html_text(s.reference_label)}</td></tr>"
         for s in record.sentences
     )
     head = (
         f"<tr><th style='{cell}'>sent.</th><th style='{cell}'>rating</th><th style='padding:1px 4px'>label</th>"
-        "<th style='padding:1px 4px'>reference sentence (label)</th></tr>"
+        "<th style='padding:1px 4px'>ref. label</th></tr>"
     )
     labels = {s.labels_from for s in record.sentences}
-    caption = f"COSMic {format_score(record.score)} against {record.reference}; labels {', '.join(sorted(labels)) or '-'}"
+    caption = (
+        f"COSMic {format_score(record.score)} against {record.reference}; labels {', '.join(sorted(labels)) or '-'}; "
+        "hover a row for the reference sentence"
+    )
     return (
         f'<table class="vst-cosmic" style="font-size:0.8em;width:100%;border-collapse:collapse">'
         f"<caption>{html_text(caption)}</caption>{head}{rows}</table>"
