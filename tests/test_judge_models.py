@@ -182,3 +182,12 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
     assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
     table = next(d.value for d in meta.dataframe if "bias" in d.value.columns)
     assert set(table["bias"]) == {"paraphrase"} and set(table["scope"]) == {"grounding", "coherence", "non_redundancy", "overall"}
+
+
+def test_bench_measures_the_judge_with_the_replica_architecture() -> None:
+    from vst_core.bench.judge import judge_throughput
+
+    figures = judge_throughput(2, "replica", device="cpu", batch_size=8)
+    assert figures["judge_prompts_per_story"] == 12 and figures["judge_model_calls"] == 3  # 24 prompts in batches of 8
+    assert figures["judge_stories_per_s"] > 0 and figures["judge_cached_stories_per_s"] > figures["judge_stories_per_s"]
+    assert 150 < figures["judge_prompt_tokens"] < 400

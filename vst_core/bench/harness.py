@@ -20,6 +20,9 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
                             (the public code is in a source checkout only: elsewhere ``nr_reference``
                             says the phase was skipped)
     coherence_pairs_per_s   sentence pairs/s of the pair scorer
+    judge_stories_per_s     stories/s of the rubric judge (4 aspects x 3 paraphrases a story) with a random
+                            Qwen2 of the replica's size (``judge_size="full"``: Qwen2.5-0.5B's), cold; and
+                            from its answer cache (:mod:`vst_core.bench.judge`)
     peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
                             stories with every metric (models loaded once)
 """
@@ -51,7 +54,7 @@ from vst_core.signature import signature_id
 TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.85, "warm_speedup": 20.0, "nr_speedup_vs_reference": 20.0}
 #: Peak memory target for scoring ``rss_stories`` stories on CPU, in MB.
 RSS_TARGET_MB = 4000.0
-PHASES: tuple[str, ...] = ("raw", "pipeline", "warm", "nr", "text", "coherence", "rss")
+PHASES: tuple[str, ...] = ("raw", "pipeline", "warm", "nr", "text", "coherence", "judge", "rss")
 
 Figures = dict[str, Any]
 #: Why the NR phase is left out where the package runs without its source checkout.
@@ -78,6 +81,8 @@ class BenchConfig:
     rss_stories: int = 200
     rss_regions: int = 1
     rss_stories_per_sequence: int = 5
+    judge_stories: int = 8
+    judge_size: str = "replica"  # "replica": the tests' narrowed Qwen2; "full": Qwen2.5-0.5B-Instruct's architecture
     device: str = "auto"
     workers: int = 0
     skip: tuple[str, ...] = ()
@@ -218,6 +223,15 @@ def coherence_phase(run: BenchRun) -> Figures:
     }
 
 
+def judge_phase(run: BenchRun) -> Figures:
+    """judge: stories/s of the rubric judge, cold and from its cache (:mod:`vst_core.bench.judge`)."""
+    from vst_core.bench.judge import judge_throughput
+
+    config = run.config
+    run.say(f"judge: {config.judge_stories} stories, 12 rubric prompts each, Qwen2 {config.judge_size}")
+    return judge_throughput(config.judge_stories, config.judge_size, device=run.device, batch_size=8, seed=config.seed)
+
+
 def rss_phase(run: BenchRun, batch_size: int) -> Figures:
     """rss: peak resident memory of a fresh process scoring ``rss_stories`` stories with every metric."""
     run.say(f"peak memory: scoring {run.config.rss_stories} stories with every metric in a separate process")
@@ -253,6 +267,8 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
         for name, phase in (("text", text_phase), ("nr", nr_phase), ("coherence", coherence_phase)):
             if name not in skip:
                 result.update(phase(run))
+        if "judge" not in skip:
+            result.update(judge_phase(run))
         if "rss" not in skip:
             result.update(rss_phase(run, best))
     return _with_targets(result)

@@ -39,6 +39,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
     p.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
     p.add_argument("--rss-regions", type=int, default=d.rss_regions, help="regions per image in the memory process")
+    p.add_argument("--judge-stories", type=int, default=d.judge_stories, help="stories the rubric judge rates")
+    p.add_argument(
+        "--judge-size",
+        choices=("replica", "full"),
+        default=d.judge_size,
+        help="rubric judge architecture: replica = the tests' narrowed Qwen2 (2 layers of width 64), "
+        "full = Qwen2.5-0.5B-Instruct's (494 M parameters)",
+    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
     p.add_argument("--workers", type=int, default=d.workers, help="image preprocessing threads (0: one per core, at most 8)")
     p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(PHASES)}")
@@ -74,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         nr_stories=args.nr_stories,
         rss_stories=args.rss_stories,
         rss_regions=args.rss_regions,
+        judge_stories=args.judge_stories,
+        judge_size=args.judge_size,
         device=args.device,
         workers=args.workers,
         skip=skip,

@@ -1,0 +1,119 @@
+"""The rubric judge's cost: stories/s of :func:`vst_core.scoring.judge.judge_records` on synthetic
+stories with a random-weight Qwen2 (the default judge's architecture), cold and from the cache.
+
+``size="full"`` is Qwen/Qwen2.5-0.5B-Instruct's configuration (24 layers of width 896, 494 M
+parameters; the cost of a forward pass does not depend on the weight values); ``"replica"`` is the
+narrowed one the tests load (2 layers of width 64: the pipeline's own overhead). The tokenizer is a
+byte-level BPE trained on the rubric and the stories (Qwen2's split rule), so a prompt's token count
+is close to, not equal to, the real tokenizer's (``judge_prompt_tokens`` reports it)."""
+
+from __future__ import annotations
+
+import json
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from vst_core.bench.inputs import synthetic_sentences
+from vst_core.config import Settings
+from vst_core.data import Story, StorySet
+
+#: Qwen/Qwen2.5-0.5B-Instruct's architecture (its config.json); the replica narrows it.
+QWEN_05B: dict[str, Any] = {
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-06,
+    "tie_word_embeddings": True,
+}
+REPLICA: dict[str, Any] = {
+    **QWEN_05B,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+}
+_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_TEMPLATE = (
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}"
+    "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def _tokenizer(lines: list[str]) -> Any:
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=1200,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        show_progress=False,
+    )
+    tok.train_from_iterator(lines, trainer)
+    out = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    out.chat_template = _TEMPLATE
+    return out
+
+
+def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, seed: int = 0) -> dict[str, Any]:
+    """Cold and cached stories/s of the judge over ``stories`` synthetic five-sentence stories."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from vst_core.judge.cache import JudgeCache
+    from vst_core.judge.rubric import load_rubric
+    from vst_core.models.judge import JudgeModel
+    from vst_core.scoring.judge import judge_records
+
+    rubric = load_rubric()
+    texts = synthetic_sentences(stories, seed=seed)
+    rubric_lines = json.loads(resources.files("vst_core.judge").joinpath("rubric_v1.json").read_text())
+    corpus = [s for t in texts for s in t] + [q for v in rubric_lines["aspects"].values() for q in v] + [rubric_lines["story"]]
+    tokenizer = _tokenizer(corpus * 3)
+    torch.manual_seed(seed)
+    shape = QWEN_05B if size == "full" else REPLICA
+    model = Qwen2ForCausalLM(Qwen2Config(**shape)).eval()
+    if device == "cuda":
+        model = model.to(torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
+    judge = JudgeModel(
+        f"random Qwen2 ({size})", tokenizer, model, device=device, batch_size=batch_size, signature=f"bench-{size}"
+    )
+    story_set = StorySet.of([Story.from_sentences(t, story_id=f"s{k}") for k, t in enumerate(texts)], Path("."))
+    settings = Settings(metrics=("judge",))
+    cache = JudgeCache(None)
+    judge.logprobs([rubric.prompt(texts[0], "overall", 0)], ["1"])  # warm-up
+    calls = judge.calls
+    start = time.perf_counter()
+    judge_records(list(story_set), settings, judge, rubric, cache, Path("."))
+    cold = time.perf_counter() - start
+    start = time.perf_counter()
+    judge_records(list(story_set), settings, judge, rubric, cache, Path("."))
+    warm = time.perf_counter() - start
+    prompts = [rubric.prompt(t, a, p) for t in texts for a, ps in rubric.aspects.items() for p in range(len(ps))]
+    tokens = [len(tokenizer(judge.render(p, False))["input_ids"]) for p in prompts]
+    return {
+        "judge_model": f"Qwen2ForCausalLM {size} ({sum(p.numel() for p in model.parameters()) / 1e6:.1f} M parameters), random weights",
+        "judge_stories": stories,
+        "judge_prompts_per_story": len(prompts) // max(1, stories),
+        "judge_prompt_tokens": round(sum(tokens) / len(tokens), 1),
+        "judge_batch_size": batch_size,
+        "judge_model_calls": judge.calls - calls,
+        "judge_stories_per_s": round(stories / cold, 4),
+        "judge_seconds_per_story": round(cold / stories, 3),
+        "judge_cached_stories_per_s": round(stories / warm, 1),
+    }
