@@ -29,9 +29,9 @@ from vst_core.data.images import thumbnail as images_thumbnail
 from vst_core.data.index import IndexError_, ScoresIndex, load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
-from vst_core.models.cosmic import CosmicModel, load_cosmic
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
+from vst_core.models.cosmic import CosmicModel, load_cosmic
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
