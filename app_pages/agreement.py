@@ -16,6 +16,7 @@ from vst_core.analysis.meta_eval.report import narrowed
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
+from vst_core.models.hub import ModelLoadError
 from vst_core.viz import (
     MIN_INTERVAL_N,
     bins_figure,
@@ -31,6 +32,8 @@ from vst_core.viz.safe import md
 view = page("Agreement with humans")
 #: At most this many judged stories' evidence is read for the judge's bias table.
 JUDGE_BIAS_STORIES = 2000
+#: At most this many image sequences are asked about for the judge's position bias (model calls).
+JUDGE_BIAS_SEQUENCES = 50
 
 EXAMPLE = "Made-up example ratings (for trying the page)"
 on_sample = bool(loading.SAMPLE_IDS & set(view.table["story"]))  # the example rates the sample's stories
@@ -313,8 +316,26 @@ if "judge overall" in view.table:  # the rubric judge's own biases, from its evi
     st.caption(
         f"From the judge's answers on {len(judged_rows)} stories (at most {JUDGE_BIAS_STORIES}): the spread of the "
         "rubric paraphrases' scores and their rank agreement (Spearman), and with a vision-language judge what the "
-        "images change. Its pairwise position bias asks the model again: `vst judge-bias STORIES`."
+        "images change."
     )
+    sequences = list(dict.fromkeys(view.table["sequence"].iloc[judged_rows]))[:JUDGE_BIAS_SEQUENCES]
+    bias_rows = tuple(i for i in judged_rows if view.table["sequence"].iat[i] in set(sequences))
+    if st.button(
+        f"Measure its position bias on {len(sequences)} sequences (asks the judge model: every two stories "
+        "of a sequence, in both orders)",
+        key="judge_position_bias",
+    ):
+        try:
+            bias = loading.judge_position_bias(view, key, bias_rows, view.settings)
+        except (ModelLoadError, ValueError, OSError) as exc:
+            st.warning(f"The judge model is not available here: {shown(str(exc))}")
+        else:
+            st.dataframe(bias.round(4), hide_index=True, width="stretch")
+            st.caption(
+                "follows position: share of pairs whose verdict flips with the order (the first shown wins both "
+                "times, or the second both times); mean P(first) shift: how much being shown first adds. "
+                "The same table from the command line: `vst judge-bias STORIES`."
+            )
 
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

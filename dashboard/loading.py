@@ -230,6 +230,30 @@ def recheck_folder(value: str, what: str) -> None:
         confine(value, session.roots(), what=what)
 
 
+@st.cache_data(show_spinner="Asking the judge about every two stories of each sequence, in both orders…", max_entries=4)
+def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings) -> pd.DataFrame:
+    """The rubric judge's position bias on the stories of ``rows`` (cached by the view's key, the rows and
+    the judge settings): the pairwise question in both orders for every two stories of a sequence
+    (answers from the judge's own cache when asked before). ModelLoadError when the judge cannot load."""
+    from vst_core.analysis.judge_bias import position_rows
+    from vst_core.judge.rubric import rubric_id
+    from vst_core.scoring.judge import pair_verdicts
+
+    template = settings.judge_template
+    if template and not Path(template).is_file():  # a scores file's signature names the template by its id
+        if template != rubric_id(None):
+            raise ValueError(
+                f"the scores were made with the rubric template {template}, which is not a file here: "
+                "run `vst judge-bias STORIES --judge-template FILE` with it"
+            )
+        settings = settings.with_(judge_template=None)
+    stories = [s for s in (_view.story(row) for row in rows) if s is not None]
+    story_set = StorySet.of(stories, root=_view.root, source="view")
+    models = Models(settings.with_(metrics=("judge",)))
+    results = pair_verdicts(story_set, settings, models.judge, models.rubric, models.judge_cache)
+    return pd.DataFrame(position_rows(results, models.rubric.pair_questions))
+
+
 @st.cache_data(show_spinner="Scoring…")
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed

@@ -182,6 +182,17 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
     assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
     table = next(d.value for d in meta.dataframe if "bias" in d.value.columns)
     assert set(table["bias"]) == {"paraphrase"} and set(table["scope"]) == {"grounding", "coherence", "non_redundancy", "overall"}
+    # the position bias asks the judge model in the dashboard's process: point it at the replicas
+    point_at(monkeypatch, env_of(judge_hub))
+    monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "page-cache"))
+    meta.button(key="judge_position_bias").click().run()
+    assert not meta.exception, meta.exception
+    assert not any("judge model is not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
+    bias = next(d.value for d in meta.dataframe if "bias" in d.value.columns and "position" in set(d.value["bias"]))
+    follows = bias[(bias["measure"] == "follows position") & (bias["scope"] == "all questions")]
+    assert (
+        len(follows) == 1 and 0.0 <= float(follows["value"].iloc[0]) <= 1.0 and int(follows["n"].iloc[0]) == 24
+    )  # 12 pairs, 2 questions
 
 
 def test_bench_measures_the_judge_with_the_replica_architecture() -> None:
