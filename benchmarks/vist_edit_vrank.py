@@ -44,6 +44,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -78,7 +79,9 @@ def build_data(mirror: Path, work: Path, edit_index: int) -> dict:
 
     raw_dir = work / "raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
-    ratings, stories, info = [], [], {"edit_index": edit_index}
+    ratings: list[pd.DataFrame] = []
+    stories: list[dict[str, str]] = []
+    info: dict[str, Any] = {"edit_index": edit_index}
     for model in MODELS:
         raw = git_show(mirror, f"Human_eval/{model}.csv")
         (raw_dir / f"{model}.csv").write_bytes(raw)
