@@ -14,8 +14,13 @@ from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 
 #: The table column of each dHM aspect (G: GROOVIST before tanh, as released).
-ASPECT_COLUMNS = {"G": "GROOVIST raw", "C": "coherence", "R": "NR"}
-NAMES = {"G": "grounding (GROOVIST, tanh)", "C": "coherence (RoViST-C)", "R": "non-redundancy (RoViST-NR)"}
+ASPECT_COLUMNS = {"G": "GROOVIST raw", "C": "coherence", "R": "NR", "J": "judge overall"}
+NAMES = {
+    "G": "grounding (GROOVIST, tanh)",
+    "C": "coherence (RoViST-C)",
+    "R": "non-redundancy (RoViST-NR)",
+    "J": "rubric judge, overall ((J − 1) / 4)",
+}
 
 view = page(
     "Human-likeness",
@@ -36,7 +41,13 @@ pairing = middle.radio(
     format_func=lambda p: "every human story of its sequence" if p == "sequence" else "the human story of the same id",
 )
 resamples = int(right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100, key="dhm_resamples"))
-aspects = available_aspects(view.table)
+with_judge = "J" in available_aspects(view.table, extra=True) and st.toggle(
+    "Add the rubric judge as a fourth distance",
+    key="dhm_judge",
+    help="d_J = |J_h − J_s| with the judge's overall score mapped to [0, 1] as (J − 1) / 4; dHM is then the mean of "
+    "four distances (not the paper's dHM)",
+)
+aspects = available_aspects(view.table, extra=with_judge)
 if not human:
     st.info("Pick the system whose stories are human (written by people) to compare the others with.")
     st.stop()
@@ -45,7 +56,9 @@ if not aspects:
         "No story has a grounding, coherence or non-redundancy score: run those metrics, or load a scores file that has them."
     )
     st.stop()
-if aspects != ASPECTS:
+if with_judge:
+    st.caption("dHM here includes the rubric judge as a fourth distance: it is not the paper's dHM.")
+if tuple(a for a in aspects if a in ASPECTS) != ASPECTS:
     missing = ", ".join(NAMES[a] for a in ASPECTS if a not in aspects)
     st.warning(
         f"dHM over {', '.join(NAMES[a] for a in aspects)} only: {missing} not in these scores (the paper uses all three).",
@@ -81,7 +94,7 @@ if not report.systems:
 st.subheader("Distributions", divider="gray")
 for a in aspects:
     column = view.table[ASPECT_COLUMNS[a]]
-    shown = np.tanh(column) if a == "G" else column
+    shown = np.tanh(column) if a == "G" else (column - 1.0) / 4.0 if a == "J" else column
     values = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=True)}
     st.plotly_chart(distributions_figure(values, a, caption), key=f"dist-{a}")
 

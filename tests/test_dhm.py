@@ -179,3 +179,30 @@ def test_a_long_csv_imports_several_systems_and_metrics(tmp_path: Path) -> None:
     (system,) = report.systems
     assert system.system == "m" and system.n == 1
     assert system.mean["dHM"] == pytest.approx((abs(math.tanh(0.4) - math.tanh(0.1)) + 0.2 + 0.1) / 3)
+
+
+def test_the_rubric_judge_as_a_fourth_distance() -> None:
+    """d_J = |J_h − J_s| on (J − 1) / 4, added only when asked; the three paper distances are unchanged."""
+    import pandas as pd
+
+    from vst_core.analysis.dhm import available_aspects, dhm_report
+
+    table = pd.DataFrame(
+        {
+            "story": ["1", "1", "2", "2"],
+            "sequence": ["a", "a", "b", "b"],
+            "system": ["reference", "m", "reference", "m"],
+            "GROOVIST raw": [0.5, 0.1, 0.2, 0.2],
+            "coherence": [0.9, 0.5, 0.8, 0.7],
+            "NR": [1.0, 0.8, 0.9, 0.9],
+            "judge overall": [4.0, 2.0, 5.0, 4.0],
+        }
+    )
+    assert available_aspects(table) == ("G", "C", "R") and available_aspects(table, extra=True) == ("G", "C", "R", "J")
+    paper = dhm_report(table, resamples=0)
+    four = dhm_report(table, resamples=0, aspects=("G", "C", "R", "J"))
+    m3, m4 = paper.systems[0].mean, four.systems[0].mean
+    assert m4["J"] == pytest.approx(((4 - 2) / 4 + (5 - 4) / 4) / 2)
+    assert m4["G"] == pytest.approx(m3["G"]) and m4["R"] == pytest.approx(m3["R"])
+    assert m4["dHM"] == pytest.approx((m3["G"] + m3["C"] + m3["R"] + m4["J"]) / 4)
+    assert four.systems[0].signed["J"] == pytest.approx(((2 - 4) / 4 + (4 - 5) / 4) / 2)

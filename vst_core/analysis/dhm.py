@@ -7,6 +7,8 @@ For a system story and the human story (or stories) it is paired with:
     d_C = |C_human − C_system|                 C: RoViST-C (the paper's release: prefix context)
     d_R = |R_human − R_system|                 R: RoViST-NR (the paper's release: public code)
     dHM = (d_G + d_C + d_R) / 3
+    d_J = |J_human − J_system|                 J: the rubric judge's overall score mapped to [0, 1],
+                                               (J − 1) / 4; a fourth distance on request (not the paper's)
 
 A system's figures are the means over its stories that have all six scores, with percentile
 bootstrap intervals over stories; signed differences (system − human) say in which direction a
@@ -44,10 +46,12 @@ from vst_core.records import StoryScores
 
 Pairing = Literal["sequence", "story"]
 ASPECTS: tuple[str, ...] = ("G", "C", "R")
+#: Distances beyond the paper's, used when asked for: J, the rubric judge's overall score.
+EXTRA_ASPECTS: tuple[str, ...] = ("J",)
 #: Systems whose stories are the human ones, unless told otherwise.
 HUMAN_SYSTEMS: tuple[str, ...] = ("reference",)
 #: The story-table column of each aspect (the names of :data:`vst_core.records.FIELDS`).
-COLUMNS: dict[str, str] = {"G": "GROOVIST raw", "C": "coherence", "R": "NR"}
+COLUMNS: dict[str, str] = {"G": "GROOVIST raw", "C": "coherence", "R": "NR", "J": "judge overall"}
 ID_COLUMNS: tuple[str, ...] = ("story", "sequence", "system")
 KEYS: tuple[str, ...] = ("G", "C", "R", "dHM")
 #: Random draws held at once by the bootstrap (resamples × stories per block).
@@ -64,14 +68,15 @@ class Triple:
     G: float | None
     C: float | None
     R: float | None
+    J: float | None = None
 
     def has(self, aspects: Sequence[str]) -> bool:
         return all(getattr(self, a) is not None for a in aspects)
 
     def value(self, aspect: str) -> float:
-        """The value a distance compares: tanh(G), C or R."""
+        """The value a distance compares: tanh(G), C, R, or (J − 1) / 4."""
         v = getattr(self, aspect)
-        return math.tanh(v) if aspect == "G" else float(v)
+        return math.tanh(v) if aspect == "G" else (float(v) - 1.0) / 4.0 if aspect == "J" else float(v)
 
 
 def merged(records: Iterable[StoryScores], source: str = "records") -> tuple[list[StoryScores], list[Conflict]]:
@@ -88,7 +93,9 @@ def triples(records: Iterable[StoryScores]) -> list[Triple]:
         g = r.grounding.unbounded if r.grounding is not None else None
         c = r.coherence.score if r.coherence is not None else None
         nr = r.redundancy.score if r.redundancy is not None else None
-        out.append(Triple(r.story_id, r.sequence_id, r.system, g, c, nr))
+        judge = r.metrics.get("judge")
+        j = getattr(judge, "overall", None)
+        out.append(Triple(r.story_id, r.sequence_id, r.system, g, c, nr, None if j is None else float(j)))
     return out
 
 
@@ -103,7 +110,10 @@ def dhm_table(records: Iterable[StoryScores]) -> pd.DataFrame:
             "story": [t.story_id for t in rows],
             "sequence": [t.sequence_id for t in rows],
             "system": [t.system for t in rows],
-            **{COLUMNS[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float) for a in ASPECTS},
+            **{
+                COLUMNS[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float)
+                for a in (*ASPECTS, *EXTRA_ASPECTS)
+            },
         }
     )
     table.attrs["scores_signatures"] = _signature_ids(records)
@@ -160,7 +170,7 @@ def _values(table: pd.DataFrame, aspects: Sequence[str]) -> np.ndarray:
     for a in aspects:
         column = COLUMNS[a]
         v = pd.to_numeric(table[column], errors="coerce").to_numpy(float) if column in table else np.full(n, np.nan)
-        columns.append(np.tanh(v) if a == "G" else v)
+        columns.append(np.tanh(v) if a == "G" else (v - 1.0) / 4.0 if a == "J" else v)
     return np.column_stack(columns) if columns else np.empty((n, 0))
 
 
@@ -470,9 +480,11 @@ def _unique(table: pd.DataFrame) -> pd.DataFrame:
     return table.groupby(["system", "story"], sort=False, as_index=False).first()
 
 
-def available_aspects(records: Iterable[StoryScores] | pd.DataFrame) -> tuple[str, ...]:
-    """The dHM aspects some record (or some row of a story table) has a score for, in order."""
+def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool = False) -> tuple[str, ...]:
+    """The dHM aspects some record (or some row of a story table) has a score for, in order; with
+    ``extra`` also those of :data:`EXTRA_ASPECTS` (the judge)."""
+    wanted = (*ASPECTS, *EXTRA_ASPECTS) if extra else ASPECTS
     if isinstance(records, pd.DataFrame):
-        return tuple(a for a in ASPECTS if COLUMNS[a] in records and records[COLUMNS[a]].notna().any())
-    found = {a for t in triples(records) for a in ASPECTS if getattr(t, a) is not None}
-    return tuple(a for a in ASPECTS if a in found)
+        return tuple(a for a in wanted if COLUMNS[a] in records and records[COLUMNS[a]].notna().any())
+    found = {a for t in triples(records) for a in wanted if getattr(t, a) is not None}
+    return tuple(a for a in wanted if a in found)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
+from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, DHMReport, available_aspects, dhm_report, reasons
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
@@ -67,6 +67,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     dhm.add_argument("--pairing", choices=("sequence", "story"), default="sequence", help="pair by image sequence or by story id")
     dhm.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     dhm.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    dhm.add_argument(
+        "--with-judge",
+        action="store_true",
+        help="add the rubric judge's overall score as a fourth distance, |J_h - J_s| on (J - 1) / 4 (not the paper's dHM)",
+    )
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -176,7 +181,10 @@ def run_dhm(args: argparse.Namespace) -> int:
         error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
         return EXIT_INPUT
     table.attrs["scores_signatures"] = [index.provenance()["id"]]  # as the dashboard signs the same files
-    report = dhm_report(table, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed)
+    aspects = ASPECTS + (("J",) if args.with_judge and "J" in available_aspects(table, extra=True) else ())
+    report = dhm_report(
+        table, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed, aspects=aspects
+    )
     _print(report)
     _hint(report, table, human)
     args.out.parent.mkdir(parents=True, exist_ok=True)
