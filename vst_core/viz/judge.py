@@ -31,29 +31,29 @@ def distribution_bars(distribution: tuple[float, ...]) -> str:
 
 
 def judge_html(record: JudgeScores) -> str:
-    """A table of the judge's answers on one story (module doc)."""
+    """A table of the judge's answers on one story (module doc), compact enough for a card: each
+    paraphrase's score and the rating tokens' probability mass on hover of the row."""
     cell = "padding:1px 4px;text-align:right"
     without = {a.aspect: a for a in record.without_images}
     rows = []
     for a in record.aspects:
         other: JudgeAspect | None = without.get(a.aspect)
         paraphrases = " · ".join(f"{s:.2f}" for s in a.paraphrases)
+        mass = "" if a.mass is None else f"; ratings 1-5 hold {a.mass:.0%} of the next-token probability"
         rows.append(
-            f"<tr><td style='padding:1px 4px'>{html_text(ASPECT_LABELS.get(a.aspect, a.aspect))}</td>"
+            f'<tr title="{html_text("paraphrases: " + paraphrases + mass)}">'
+            f"<td style='padding:1px 4px'>{html_text(ASPECT_LABELS.get(a.aspect, a.aspect))}</td>"
             f"<td style='{cell}'><b>{_score(a.score)}</b></td><td style='padding:1px 4px'>{distribution_bars(a.distribution)}</td>"
-            f"<td style='{cell}' title='each paraphrase of the rubric question'>{html_text(paraphrases)}</td>"
             + (f"<td style='{cell}'>{_score(other.score if other else None)}</td>" if record.without_images else "")
-            + f"<td style='{cell}' title='share of the next-token probability on the ratings 1-5'>"
-            f"{'' if a.mass is None else f'{a.mass:.0%}'}</td></tr>"
+            + "</tr>"
         )
     head = (
         "<tr><th style='padding:1px 4px'>aspect</th><th style='padding:1px 4px'>score</th><th>p(1..5)</th>"
-        "<th style='padding:1px 4px'>paraphrases</th>"
         + ("<th style='padding:1px 4px'>no images</th>" if record.without_images else "")
-        + "<th style='padding:1px 4px'>mass</th></tr>"
+        + "</tr>"
     )
     seen = " (with the images)" if any(a.images for a in record.aspects) else " (text only)"
-    caption = f"Rubric judge{seen}: score = Σ k·p(k) · {record.model} · {record.template}"
+    caption = f"Rubric judge{seen}: score = Σ k·p(k) · {record.model} · {record.template}; hover a row for its paraphrases"
     table = (
         f'<table class="vst-judge" style="font-size:0.8em;width:100%;border-collapse:collapse">'
         f"<caption>{html_text(caption)}</caption>{head}{''.join(rows)}</table>"
