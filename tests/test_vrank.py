@@ -337,3 +337,35 @@ def test_dashboard_shows_vrank_evidence_and_its_held_out_workbench(
     assert not meta.exception, meta.exception
     assert any(s.value.startswith("Learned metrics") for s in meta.subheader)
     assert any("Vrank" in m.value and "trained on" in m.value for m in meta.markdown)
+
+
+def test_ratings_become_pairs_within_each_sequence_with_the_story_texts(tmp_path: Path) -> None:
+    """A long ratings file plus a story set (the VIST-Edit route): every two stories of a sequence
+    rated differently make a pair, the better one rated higher; ids several systems share are keyed
+    ``id (system)``; a story without text is left out and said."""
+    from vst_core.data import read_story_set
+    from vst_core.learned.pairs import story_texts
+
+    stories = tmp_path / "stories.jsonl"
+    rows = [
+        ("1", "q1", "human", "We went to the park. The dog ran."),
+        ("2", "q1", "model", "The the the. The the the."),
+        ("3", "q1", "other", "A day out. We came home."),
+        ("4", "q2", "human", "The beach was warm. We swam."),
+        ("5", "q2", "model", "Beach beach beach."),
+    ]
+    stories.write_text(
+        "".join(json.dumps({"story_id": i, "sequence_id": q, "system": s, "text": t}) + "\n" for i, q, s, t in rows)
+    )
+    ratings = "story_id,rater,aspect,value,sequence_id\n" + "".join(
+        f"{i},r{k},overall,{v},{q}\n"
+        for i, q, v in (("1", "q1", 5), ("2", "q1", 1), ("3", "q1", 3), ("4", "q2", 4), ("5", "q2", 2), ("6", "q2", 1))
+        for k in (1, 2)
+    )
+    judgements = read_judgements(ratings.encode())
+    story_set = read_story_set(stories, check_images=False)
+    sequences = {s.story_id: s.sequence_id for s in story_set}
+    pairs, problems = pairs_of(judgements, story_texts(story_set), sequences)
+    assert {(p.better, p.worse) for p in pairs} == {("1", "2"), ("1", "3"), ("3", "2"), ("4", "5")}
+    assert all(p.gap > 0 and p.better_text and p.worse_text for p in pairs)
+    assert any("1 rated stor(ies) with no image sequence" in p for p in problems)  # story 6 is rated, not in the set

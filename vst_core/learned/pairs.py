@@ -86,9 +86,15 @@ def pairs_of(
         if not aspects:
             raise PairsError("the judgements have no rating aspect to turn into pairs")
         score = human[aspects].mean(axis=1)
-        seq = pd.Series({k: (sequences or {}).get(k, "") for k in score.index})
-        if not seq.astype(bool).any() and "sequence_id" in judgements.ratings:
-            seq = judgements.ratings.drop_duplicates("story_id").set_index("story_id")["sequence_id"].reindex(score.index)
+        # a story's sequence: the story set's, else the one the ratings name
+        own = pd.Series("", index=score.index, dtype=object)
+        if "sequence_id" in judgements.ratings:
+            named = judgements.ratings.drop_duplicates("story_id").set_index("story_id")["sequence_id"]
+            own = named.reindex(score.index).fillna("").astype(str)
+        seq = pd.Series({k: (sequences or {}).get(k) or own.get(k, "") for k in score.index}, dtype=object)
+        lost = int(seq.eq("").sum())
+        if lost:
+            problems.append(f"{lost} rated stor(ies) with no image sequence (not in the story set); left out of the pairs")
         frame = pairs_from_ratings(score, seq.replace("", pd.NA), judgements.ratings)
     pairs: list[RankedPair] = []
     missing = 0

@@ -213,7 +213,9 @@ def _score_story_set(
         models.load()
         if CLIP_METRICS & set(settings.metrics):
             summary.problems.extend(_regions_file_problems(story_set, models))
-    together: SetResults = set_results(story_set, todo, settings, models) if todo and SET_METRICS & set(settings.metrics) else {}
+    together: SetResults = {}
+    if todo and SET_METRICS & set(settings.metrics):  # pairs and references first: one bar over Vrank's story pairs
+        together = set_results(story_set, todo, settings, models, progress)
     bar = progress(len(todo)) if progress else None
     try:
         with ScoresWriter(out) as writer:

@@ -105,14 +105,23 @@ def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Setting
     return out
 
 
-def set_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> SetResults:
+def set_results(
+    story_set: StorySet,
+    todo: Sequence[Story],
+    settings: Settings,
+    models: Models,
+    progress: Callable[[int], object] | None = None,
+) -> SetResults:
     """Every set metric of ``settings`` on the stories of ``todo``; a metric that fails as a whole
-    gives each story the reason (the other metrics go on)."""
+    gives each story the reason (the other metrics go on). ``progress(total)`` gives a bar advanced
+    over Vrank's ordered story pairs."""
     out: SetResults = {}
     for name in sorted(SET_METRICS & set(settings.metrics)):
         try:
             part = (
-                vrank_results(story_set, todo, models) if name == "vrank" else cosmic_results(story_set, todo, settings, models)
+                vrank_results(story_set, todo, models, progress)
+                if name == "vrank"
+                else cosmic_results(story_set, todo, settings, models)
             )
         except Exception as exc:  # the reason goes into every story's record, the run goes on
             part = {s.key: {name: f"{type(exc).__name__}: {exc}"} for s in todo if not s.is_empty}
