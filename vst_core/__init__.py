@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from vst_core.api import human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
+    from vst_core.learned.pairs import grouped_split, pairs_of
+    from vst_core.learned.vrank import VrankConfig, train_vrank
     from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
 
@@ -43,6 +45,10 @@ _WHERE = {
     "read_judgements": "vst_core.analysis.meta_eval",
     "Models": "vst_core.scoring.registry",
     "StoryScores": "vst_core.records",
+    "VrankConfig": "vst_core.learned.vrank",
+    "train_vrank": "vst_core.learned.vrank",
+    "pairs_of": "vst_core.learned.pairs",
+    "grouped_split": "vst_core.learned.pairs",
 }
 
 __all__ = [
@@ -56,13 +62,17 @@ __all__ = [
     "StoryScores",
     "StorySet",
     "THETA_PRESETS",
+    "VrankConfig",
+    "grouped_split",
     "human_likeness",
     "meta_evaluate",
+    "pairs_of",
     "read_judgements",
     "read_scores",
     "read_story_set",
     "score_stories",
     "scores_frame",
+    "train_vrank",
 ]
 
 
