@@ -369,3 +369,28 @@ def test_ratings_become_pairs_within_each_sequence_with_the_story_texts(tmp_path
     assert {(p.better, p.worse) for p in pairs} == {("1", "2"), ("1", "3"), ("3", "2"), ("4", "5")}
     assert all(p.gap > 0 and p.better_text and p.worse_text for p in pairs)
     assert any("1 rated stor(ies) with no image sequence" in p for p in problems)  # story 6 is rated, not in the set
+
+
+@pytest.mark.slow  # AppTest: the bundled sample scored with Vrank inside the dashboard
+def test_the_dashboard_scores_the_sample_with_a_vrank_folder(
+    trained: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    from vst_core.cli import main
+    from vst_core.data import load_records
+
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
+    app = AppTest.from_file(APP, default_timeout=120).switch_page(PAGES["dataset"])
+    app.session_state["vrank_model"] = str(trained)
+    app.run()
+    assert not app.exception, app.exception
+    table = app.dataframe[0].value
+    assert "Vrank" in table.columns and table["Vrank"].notna().all()
+    # the same numbers as the command line
+    out = tmp_path_factory.mktemp("vrank-cli") / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "redundancy,vrank", "--vrank-model", str(trained), "--out", str(out)]) == 0
+    cli = {r.story_id: r.vrank.score for r in load_records(out)[0] if r.vrank is not None}
+    shown = dict(zip(table["story"], table["Vrank"], strict=True))
+    assert shown.keys() == cli.keys() and all(shown[k] == pytest.approx(cli[k], abs=1e-6) for k in cli)
