@@ -20,7 +20,7 @@ from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
-from vst_core.analysis.meta_eval.report import pair_margins, score_frame, texts_of
+from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, IMAGE_METRICS, SET_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
@@ -38,7 +38,7 @@ from vst_core.models.protocols import PairScorer
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 from vst_core.models.vrank import VrankModel, load_vrank
 from vst_core.problems import Problem
-from vst_core.records import StoryScores
+from vst_core.records import StoryScores, VrankScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
 from vst_core.scoring.sets import set_results
@@ -357,8 +357,13 @@ def meta_report(
         keys = keys_of(_scored[["story", "system"]].astype(str))  # the table's rows, keyed as score_frame keys them
         has = _scored["Vrank"].notna().to_numpy()
         rows = [i for i, k in enumerate(keys) if has[i] and k in judged]
-        shown = [r for r in (_view.record(row) for row in rows) if r is not None]
-        margins = pair_margins(shown, shared=shared_ids(frame))
+        ranked = _view.metric_records(rows, "vrank")  # one pass over the files, only Vrank's records decoded
+        triples = [
+            (str(_scored["system"].iat[row]), str(_scored["story"].iat[row]), value)
+            for row, value in ranked.items()
+            if isinstance(value, VrankScores)
+        ]
+        margins = vrank_margins(triples, shared=shared_ids(frame))
     return run_meta_eval(
         _scored,
         found,

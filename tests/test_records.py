@@ -236,3 +236,11 @@ def test_a_variant_outside_its_type_is_a_reported_error_of_that_metric() -> None
     assert decode(RedundancyScores, good).variant == "reference"
     with pytest.raises(RecordError, match="variant: expected one of 'paper', 'reference', 'imported'"):
         decode(RedundancyScores, {**good, "variant": "bogus"})
+
+
+def test_every_metric_has_the_value_merging_compares() -> None:
+    """A story written twice is merged by its main value: every metric type needs one."""
+    from vst_core.data.merge import MAIN_VALUE
+    from vst_core.records import METRIC_TYPES
+
+    assert set(METRIC_TYPES) <= set(MAIN_VALUE)

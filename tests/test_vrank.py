@@ -394,3 +394,27 @@ def test_the_dashboard_scores_the_sample_with_a_vrank_folder(
     cli = {r.story_id: r.vrank.score for r in load_records(out)[0] if r.vrank is not None}
     shown = dict(zip(table["story"], table["Vrank"], strict=True))
     assert shown.keys() == cli.keys() and all(shown[k] == pytest.approx(cli[k], abs=1e-6) for k in cli)
+
+
+def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Path) -> None:
+    """Vrank's preferences of every row in one pass over the file equal what reading each record
+    gives; a story written twice keeps its first line, as merging does; an edited file gives nothing, never wrong data."""
+    from vst_core.data.index import build_index
+    from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores
+
+    def line(story: str, system: str, margin: float) -> str:
+        nr = RedundancyScores(score=0.9, inter=0.1, intra=0.1, variant="paper", n=4)
+        vr = VrankScores(margin, (Preference("other", story, margin),))
+        record = StoryScores(story, story, system, ("A.",), metrics={"redundancy": nr, "vrank": vr})
+        return json.dumps(record.to_json()) + "\n"
+
+    path = tmp_path / "scores.jsonl"
+    path.write_text(line("1", "a", 0.1) + line("1", "b", -0.1) + line("2", "a", 0.5) + line("2", "a", 0.7))
+    index = build_index([path])
+    rows = list(range(len(index.table)))
+    bulk = index.metric_records(rows, "vrank")
+    assert bulk == {row: index.record(row)[0].vrank for row in rows}
+    assert bulk[index.row_of("a", "2")].score == 0.5
+    assert index.metric_records(rows, "no-such-metric") == {}
+    path.write_text(path.read_text().replace("0.5", "0.6"))
+    assert index.metric_records(rows, "vrank") == {}

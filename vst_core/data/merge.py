@@ -34,6 +34,9 @@ MAIN_VALUE: dict[str, str] = {
     "clipscore": "score",
     "rovist_vg": "score",
     "rovist_vg_clip": "score",
+    "vrank": "score",
+    "cosmic": "score",
+    "judge": "score",
 }
 
 StoryKey = tuple[str, str]

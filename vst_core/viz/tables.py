@@ -152,6 +152,15 @@ class RunView:
             record = record.with_metric("grounding", rescore_grounding(record.grounding, theta, penalize=penalize, weight=weight))
         return record
 
+    def metric_records(self, rows: Sequence[int], metric: str) -> dict[int, Any]:
+        """One metric's record of many rows (row -> record; rows without it left out), read in one
+        pass over the files for scores files (:meth:`ScoresIndex.metric_records`)."""
+        if self._records is not None:
+            found = {row: self._records[row].metrics.get(metric) for row in rows}
+            return {row: value for row, value in found.items() if value is not None}
+        assert self.index is not None
+        return self.index.metric_records(rows, metric)
+
     def records_at(self, rows: Iterable[int]) -> list[StoryScores]:
         return [r for r in (self.record(int(k)) for k in rows) if r is not None]
 

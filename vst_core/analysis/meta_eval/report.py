@@ -29,7 +29,7 @@ from vst_core.analysis.meta_eval.stats import (
 )
 from vst_core.data.csv_out import frame_csv
 from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baseline_tokenizer
-from vst_core.records import FIELDS, StoryScores
+from vst_core.records import FIELDS, StoryScores, VrankScores
 
 #: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
 METRIC_FIELDS: dict[str, tuple[str, str]] = {f.report: (f.metric, f.attr) for f in FIELDS if f.report}
@@ -195,21 +195,23 @@ def pair_margins(records: Sequence[StoryScores], shared: bool | None = None) -> 
     """Vrank's margins between stories, keyed as :func:`score_frame` keys the stories (the id, or
     ``id (system)`` when systems share ids; ``shared`` says so for records that are part of a larger
     set): ``{"Vrank": {(a, b): m(a, b)}}``, or {} without Vrank."""
-    ranked = [r for r in records if r.vrank is not None]
-    if not ranked:
-        return {}
     if shared is None:
         shared = shared_ids(pd.DataFrame({"story": [r.story_id for r in records], "system": [r.system for r in records]}))
+    return vrank_margins(((r.system, r.story_id, r.vrank) for r in records if r.vrank is not None), shared)
+
+
+def vrank_margins(found: Iterable[tuple[str, str, VrankScores]], shared: bool) -> dict[str, dict[tuple[str, str], float]]:
+    """:func:`pair_margins` from ``(system, story_id, Vrank record)`` triples (e.g. read for many
+    rows at once from a scores index)."""
 
     def key(system: str, story_id: str) -> str:
         return story_key(story_id, system) if shared else story_id
 
     out: dict[tuple[str, str], float] = {}
-    for r in ranked:
-        assert r.vrank is not None
-        for p in r.vrank.preferences:
-            out[(key(r.system, r.story_id), key(p.system, p.story_id))] = p.margin
-    return {"Vrank": out}
+    for system, story_id, scores in found:
+        for p in scores.preferences:
+            out[(key(system, story_id), key(p.system, p.story_id))] = p.margin
+    return {"Vrank": out} if out else {}
 
 
 def _with_baselines(
