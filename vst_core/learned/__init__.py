@@ -4,11 +4,7 @@
 reference-based caption rater), ``pairs.py`` (training pairs from judgement files, split by image
 sequence), ``card.py`` (a model folder's card: what it was trained on, held-out accuracy with
 intervals, recomputable from the saved predictions). A trained model is a folder; its identity in
-a signature is :func:`folder_signature`.
+a signature is :func:`vst_core.hashing.folder_signature`.
 """
 
 from __future__ import annotations
-
-from vst_core.hashing import folder_signature
-
-__all__ = ["folder_signature"]

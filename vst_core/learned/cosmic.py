@@ -38,6 +38,7 @@ import numpy as np
 
 from vst_core.data.paths import IMAGE_SUFFIXES, check_image
 from vst_core.hashing import folder_signature
+from vst_core.learned.card import CARD_FILE, PREDICTIONS_FILE
 from vst_core.models.cosmic import (
     FORMAT,
     LABELS,
@@ -72,8 +73,6 @@ _FLAG_COLUMNS = ("cbBrokenImg", *LABEL_COLUMNS.values(), *(c for cols in RATING_
 REQUIRED_COLUMNS: tuple[str, ...] = ("id_annotation", "caption", "url", "other", *_FLAG_COLUMNS)
 MAX_TSV_BYTES = 256 * 1024 * 1024
 
-CARD_FILE = "card.json"
-PREDICTIONS_FILE = "predictions.csv"
 DEVIATIONS: tuple[str, ...] = (
     "image vector: the CLIP image embedding of the run's CLIP model, not the paper's ResNet/ViLBERT features",
     "coherence labels at scoring time are predicted by a logistic head on the candidate's BERT [CLS] (labels_from=predicted)",
