@@ -128,6 +128,10 @@ class Settings:
     # reference: the GROOVIST code's text side and crops (whole-phrase pronoun list, whitespace words with
     # WordNet noun lemmas, Pillow's rounding of boxes, its spaCy pipeline when installed)
     grounding_profile: GroundingProfile = "paper"
+    # how region crops are resized for CLIP: "pil" (Pillow in worker threads, the GROOVIST code's pixels),
+    # "device" (cut, resized and normalised as tensors on the model's device), "auto" (device on CUDA, pil
+    # on a CPU, where Pillow is faster); the pixels differ slightly, so the signature records the choice
+    preprocess: Literal["auto", "pil", "device"] = "auto"
     rovist_vg_checkpoint: str | None = None  # RoViST-VG: the authors' Region2Phrase checkpoint file
     rovist_vg_vit: str = "google/vit-base-patch16-224-in21k"  # its ViT (config, image processor) by hub name or folder
     glove_file: str | None = None  # RoViST-VG: glove.6B.300d.txt (or its word2vec-format copy)
@@ -172,12 +176,40 @@ class Settings:
             raise SettingsError(f"clip_activation must be auto, gelu or quickgelu, got {self.clip_activation!r}")
         if self.coherence_profile not in ("paper", "reference"):
             raise SettingsError(f"coherence_profile must be 'paper' or 'reference', got {self.coherence_profile!r}")
+        if self.preprocess not in ("auto", "pil", "device"):
+            raise SettingsError(f"preprocess must be auto, pil or device, got {self.preprocess!r}")
+        if self.preprocess == "device" and self.grounding_profile == "reference":
+            raise SettingsError(
+                "the reference grounding profile crops and resizes with Pillow, as the GROOVIST code does; "
+                "use preprocess 'pil' (or 'auto') with it"
+            )
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 
     @property
     def theta_value(self) -> float:
         return resolve_theta(self.theta)
+
+    @property
+    def image_preprocess(self) -> Literal["pil", "device"]:
+        """The preprocessing a run uses: ``pil`` for the reference profile, the choice when one was
+        made, else ``device`` where the models run on CUDA and ``pil`` on a CPU.
+
+        >>> Settings(preprocess="device").image_preprocess, Settings(device="cpu").image_preprocess
+        ('device', 'pil')
+        """
+        if self.grounding_profile == "reference":
+            return "pil"
+        if self.preprocess != "auto":
+            return self.preprocess
+        if self.device == "cpu":
+            return "pil"
+        from vst_core.models.device import resolve_device
+
+        try:
+            return "device" if resolve_device(self.device) == "cuda" else "pil"
+        except RuntimeError:  # cuda asked for and absent: loading the model says so
+            return "device"
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
@@ -216,11 +248,13 @@ class Settings:
                 "units",
                 "expressions",
                 "grounding_profile",
+                "preprocess",
                 "clipscore_prompt",
             ]:
                 data.pop(key)
         else:
             data["theta"] = self.theta_value
+            data["preprocess"] = self.image_preprocess
             if "clipscore" not in self.metrics:
                 data.pop("clipscore_prompt")
         data["metrics"] = list(self.metrics)
@@ -251,6 +285,8 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
         values["metrics"] = tuple(m for m in values["metrics"] if m in AVAILABLE_METRICS) or ("redundancy",)
+    if "theta" in values and "preprocess" not in values:  # recorded before the choice existed: Pillow's pixels
+        values["preprocess"] = "pil"
     if isinstance(values.get("theta"), (int, float)):
         values["theta"] = repr(float(values["theta"]))
     if isinstance(values.get("clip_checkpoint"), str) and "/file:" in values["clip_checkpoint"]:

@@ -31,8 +31,9 @@ from vst_core.metrics.grounding import (
     temporal_misalignment,
 )
 from vst_core.metrics.tokens import is_punctuation
+from vst_core.models.clip import PixelBox
 from vst_core.models.detector import Detector
-from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
+from vst_core.models.protocols import CropEncoder, EmbeddingStore, ImageTextEncoder
 from vst_core.models.rovist_vg import RovistVGModel
 from vst_core.records import (
     ClipScoreScores,
@@ -245,45 +246,84 @@ class Grounder:
                 return
             whole = "clipscore" in s.metrics  # the whole image is encoded only for CLIPScore
             keys, found, unique = self._lookup(pending, digests, model, whole)
-            if self.encoder.device != "cpu":
-                for entry, _, _ in unique:
-                    if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
-                        decoded[id(entry)] = pool.submit(open_image, entry.path)
-            lock = threading.Lock()
-
-            def image_of(entry: ImageEntry) -> Image.Image:
-                # on a CPU an image is decoded by the first crop that needs it, between forwards
-                # (see ClipEncoder.encode_images), so decoding never competes with the model's threads
-                with lock:
-                    future = decoded.get(id(entry))
-                    owner = future is None
-                    if future is None:
-                        future = decoded[id(entry)] = Future()
-                if owner:
-                    try:
-                        future.set_result(open_image(entry.path))
-                    except Exception as exc:
-                        future.set_exception(exc)
-                return future.result()
-
-            def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
-                entry, box, _ = item
-                try:
-                    image = image_of(entry)  # a large JPEG is decoded reduced: boxes follow
-                    return _crop(image, box.scaled(*scale_of(image, entry.size)), self.settings.grounding_profile)
-                except Exception as exc:  # truncated data shows only when decoded
-                    if entry.error is None:
-                        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
-                    return Image.new("RGB", (1, 1))
-
-            encoder = self.encoder
-            vectors = encoder.encode_images(unique, load=crop) if unique else np.zeros((0, 0), np.float32)
+            if not unique:
+                vectors = np.zeros((0, 0), np.float32)
+            elif s.image_preprocess == "device":
+                vectors = self._encode_on_device(unique, decoded)
+            else:
+                vectors = self._encode_with_pillow(unique, decoded, pool)
             decoded.clear()
         fresh = {k: vectors[n] for n, (e, _, k) in enumerate(unique) if e.error is None}
         if fresh:
             self.cache.put_many(fresh)
         found.update(fresh)
         self._attach(pending, keys, found, whole)
+
+    def _encode_with_pillow(
+        self, unique: list[tuple[ImageEntry, Box, str]], decoded: dict[int, Future[Image.Image]], pool: ThreadPoolExecutor
+    ) -> np.ndarray:
+        """The ``pil`` preprocessing: each crop cut and resized by Pillow in the encoder's worker threads."""
+        assert self.encoder is not None
+        if self.encoder.device != "cpu":
+            for entry, _, _ in unique:
+                if id(entry) not in decoded:  # submitted in encoding order, decoded ahead of the model
+                    decoded[id(entry)] = pool.submit(open_image, entry.path)
+        lock = threading.Lock()
+
+        def image_of(entry: ImageEntry) -> Image.Image:
+            # on a CPU an image is decoded by the first crop that needs it, between forwards
+            # (see ClipEncoder.encode_images), so decoding never competes with the model's threads
+            with lock:
+                future = decoded.get(id(entry))
+                owner = future is None
+                if future is None:
+                    future = decoded[id(entry)] = Future()
+            if owner:
+                try:
+                    future.set_result(open_image(entry.path))
+                except Exception as exc:
+                    future.set_exception(exc)
+            return future.result()
+
+        def crop(item: tuple[ImageEntry, Box, str]) -> Image.Image:
+            entry, box, _ = item
+            try:
+                image = image_of(entry)  # a large JPEG is decoded reduced: boxes follow
+                return _crop(image, box.scaled(*scale_of(image, entry.size)), self.settings.grounding_profile)
+            except Exception as exc:  # truncated data shows only when decoded
+                _failed(entry, exc)
+                return Image.new("RGB", (1, 1))
+
+        return self.encoder.encode_images(unique, load=crop)
+
+    def _encode_on_device(self, unique: list[tuple[ImageEntry, Box, str]], decoded: dict[int, Future[Image.Image]]) -> np.ndarray:
+        """The ``device`` preprocessing: each image decoded once in the worker threads and sent as
+        uint8; its crops are cut, resized and normalised on the model's device (``encode_crops``).
+        Returns the vectors in the order of ``unique``."""
+        encoder = self.encoder
+        if not isinstance(encoder, CropEncoder):
+            raise ValueError("preprocess 'device' needs an encoder with encode_crops (the CLIP encoder has it)")
+        by_entry: dict[int, tuple[ImageEntry, list[int]]] = {}
+        for n, (entry, _, _) in enumerate(unique):
+            by_entry.setdefault(id(entry), (entry, []))[1].append(n)
+        sources = list(by_entry.values())
+
+        def load(source: tuple[ImageEntry, list[int]]) -> tuple[np.ndarray, list[PixelBox]]:
+            entry, rows = source
+            try:
+                future = decoded.get(id(entry))
+                image = future.result() if future is not None else open_image(entry.path)
+                scale = scale_of(image, entry.size)
+                return np.array(image), [_pixel_box(unique[n][1].scaled(*scale)) for n in rows]
+            except Exception as exc:
+                _failed(entry, exc)
+                return np.zeros((1, 1, 3), np.uint8), [(0, 0, 1, 1)] * len(rows)
+
+        vectors = encoder.encode_crops(sources, load)
+        order = [n for _, rows in sources for n in rows]
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return out
 
     def _encode_vg(self, pending: list[ImageEntry], digests: dict[int, str], decoded: dict[int, Future[Image.Image]]) -> None:
         """The RoViST-VG model's vectors of every chosen region, from the cache or encoded (crops cut
@@ -343,7 +383,10 @@ class Grounder:
         """Cache keys of every region (and the whole image when ``whole``), the vectors found, and
         the (image, box, key) crops still to encode, each distinct content once."""
         boxes = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
-        crop = "" if self.settings.grounding_profile == "paper" else "|pil-round"  # another crop: other vectors
+        # another crop or resize gives other vectors: the reference profile's rounding, the device's resize
+        crop = {"paper": "", "reference": "|pil-round"}[self.settings.grounding_profile]
+        if self.settings.image_preprocess == "device":
+            crop += "|device-resize"
         keys = {id(e): [region_key(model, digests[id(e)], b.key() + crop) for b in boxes[id(e)]] for e in pending}
         found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
         todo: list[tuple[ImageEntry, Box, str]] = []
@@ -547,6 +590,17 @@ class Grounder:
     @property
     def _tagger(self) -> str:
         return tagger_name(self.settings.spacy_model)
+
+
+def _failed(entry: ImageEntry, exc: Exception) -> None:
+    """Record the first decoding failure of an image (truncated data shows only when decoded)."""
+    if entry.error is None:
+        entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+
+
+def _pixel_box(box: Box) -> PixelBox:
+    """The crop :func:`_crop` cuts in the ``paper`` profile, as pixel bounds."""
+    return (int(box.x1), int(box.y1), int(round(box.x2)), int(round(box.y2)))
 
 
 def _crop(image: Image.Image, box: Box, profile: str = "paper") -> Image.Image:

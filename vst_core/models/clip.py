@@ -14,6 +14,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ __all__ = [
     "DEFAULT_ARCH",
     "DEFAULT_PRETRAINED",
     "ClipEncoder",
+    "PixelBox",
+    "TensorTransform",
     "ClipWeights",
     "cached_pretrained_file",
     "checkpoint_signature",
@@ -49,7 +52,9 @@ __all__ = [
     "clip_signature",
     "default_workers",
     "load_clip",
+    "resize_crops",
     "resolve_clip_weights",
+    "tensor_transform",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +97,9 @@ class ClipEncoder:
         self._torch = torch
         self._trim = _trimmable(model)
         self._split = _split_preprocess(preprocess)
+        self._tensor = tensor_transform(preprocess)
+        self._ring: dict[int, Any] = {}
+        self._norm_tensors: list[tuple[Any, Any]] | None = None
         self.images_encoded = 0  # crops through the image tower, for throughput reports
 
     def _text_length(self, text: str) -> int | None:
@@ -129,32 +137,76 @@ class ClipEncoder:
         return out
 
     def _prepare(self, item: Any, load: Callable[[Any], Any] | None) -> Any:
+        """One image through the Pillow part of the preprocessing (a worker thread): uint8 (H, W, 3)
+        with a split preprocess, else the whole preprocess's tensor."""
         image = load(item) if load is not None else item
         if self._split is None:
             return self.preprocess(image.convert("RGB"))
         return np.asarray(self._split[0](image.convert("RGB")), dtype=np.uint8)
 
-    def _to_batch(self, prepared: list[Any]) -> Any:
-        """Stack preprocessed images; with a split preprocess, ToTensor and Normalize run here once
-        for the whole batch (the same float operations, so the same values), which keeps torch's
-        own thread pool out of the worker threads."""
+    def _host(self, slot: int, shape: tuple[int, ...]) -> Any:
+        """Ring buffer ``slot`` of uint8 batches on the host, pinned on CUDA so the copy is asynchronous.
+        A slot is reused two batches later, after the forward that read it has synchronised."""
+        torch = self._torch
+        buf = self._ring.get(slot)
+        if buf is None or tuple(buf.shape[1:]) != shape[1:] or buf.shape[0] < shape[0]:
+            buf = torch.empty(shape, dtype=torch.uint8, pin_memory=self.device == "cuda")
+            self._ring[slot] = buf
+        return buf[: shape[0]]
+
+    def _to_batch(self, prepared: list[Any], slot: int = 0) -> Any:
+        """The model's input on the device. With a split preprocess the uint8 crops are stacked into
+        a (pinned) host buffer, sent as uint8 (a quarter of float32's bytes) and converted and
+        normalised there (:meth:`_normalise`: ToTensor's and Normalize's float operations, so the
+        same values as the Pillow transform)."""
         torch = self._torch
         if self._split is None:
-            return torch.stack(prepared)
-        batch = torch.from_numpy(np.stack(prepared)).permute(0, 3, 1, 2).contiguous().to(torch.float32).div(255)
-        for norm in self._split[1]:
-            mean = torch.as_tensor(norm.mean, dtype=batch.dtype).view(1, -1, 1, 1)
-            std = torch.as_tensor(norm.std, dtype=batch.dtype).view(1, -1, 1, 1)
+            return torch.stack(prepared).to(self.device, non_blocking=True)
+        host = self._host(slot, (len(prepared), *prepared[0].shape))
+        np.stack(prepared, out=host.numpy())
+        return self._on_device(host)
+
+    def _on_device(self, host: Any) -> Any:
+        """A uint8 (N, H, W, 3) host batch sent to the device, converted and normalised there."""
+        batch = self._upload(host).permute(0, 3, 1, 2).contiguous().to(self._torch.float32)
+        return self._normalise(batch)
+
+    def _normalise(self, batch: Any) -> Any:
+        """(N, 3, H, W) float32 pixel values 0-255 -> ToTensor's x / 255, then every Normalize step."""
+        batch = batch.div_(255)
+        for mean, std in self._norms():
             batch = batch.sub_(mean).div_(std)
         return batch
+
+    def _norms(self) -> list[tuple[Any, Any]]:
+        """(mean, std) of each Normalize step as (1, C, 1, 1) tensors on the device, built once."""
+        if self._norm_tensors is None:
+            torch = self._torch
+            steps = self._split[1] if self._split is not None else []
+            self._norm_tensors = [
+                (
+                    torch.as_tensor(n.mean, dtype=torch.float32).view(1, -1, 1, 1).to(self.device),
+                    torch.as_tensor(n.std, dtype=torch.float32).view(1, -1, 1, 1).to(self.device),
+                )
+                for n in steps
+            ]
+        return self._norm_tensors
+
+    def _forward(self, batch: Any) -> np.ndarray:
+        """Unit image embeddings of a device batch (fp16 autocast on CUDA)."""
+        torch = self._torch
+        with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+            emb = self.model.encode_image(batch).float()
+        out: np.ndarray = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+        return out
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
         """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB).
 
         With ``load``, ``images`` are items (e.g. an image and a box) that ``load`` turns into PIL
-        images in the worker threads, so cropping runs in parallel too.
+        images in the worker threads, so cropping runs in parallel too. The resize runs in Pillow
+        (the ``pil`` preprocessing); see :meth:`encode_crops` for the device's.
         """
-        torch = self._torch
         n = len(images)
         if not n:
             return np.zeros((0, self.embed_dim), np.float32)
@@ -177,18 +229,83 @@ class ClipEncoder:
             if overlap:
                 submit(1)
             for k in range(len(starts)):
-                batch = self._to_batch([f.result() for f in queued.popleft()])
+                prepared = [f.result() for f in queued.popleft()]
                 if overlap:
                     submit(k + 2)
-                if self.device == "cuda":
-                    batch = batch.pin_memory()
-                batch = batch.to(self.device, non_blocking=True)
-                with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-                    emb = self.model.encode_image(batch).float()
+                batch = self._to_batch(prepared, k % 3)
+                chunks.append(self._forward(batch))
                 if not overlap:
                     submit(k + 1)
-                chunks.append(torch.nn.functional.normalize(emb, dim=-1).cpu().numpy())
         return np.concatenate(chunks)
+
+    def encode_crops(self, sources: Sequence[Any], load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]]) -> np.ndarray:
+        """(N, D) float32, unit rows: the ``device`` preprocessing. ``load(source)`` runs in the worker
+        threads and gives the decoded image, uint8 (H, W, 3), and its crops' pixel boxes
+        ``(x1, y1, x2, y2)``; each image is decoded once and sent to the device once as uint8, where
+        crops are cut as slices, resized (:func:`resize_crops`) and normalised in batches. Rows follow
+        the sources and, within one, its boxes.
+
+        Raises ValueError when the model's preprocessing is not a resize + centre crop that
+        :func:`tensor_transform` can reproduce.
+        """
+        transform = self._tensor
+        if transform is None:
+            raise ValueError(
+                "this CLIP model's image preprocessing is not a resize and centre crop that can run on the device; "
+                "use --preprocess pil"
+            )
+        chunks: list[np.ndarray] = []
+        pending: list[tuple[Any, PixelBox]] = []
+        overlap = self.device != "cpu"
+        ahead = max(2, 2 * self.workers)
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-decode") as pool:
+            items = iter(sources)
+            queued: deque[Future[tuple[Any, list[PixelBox]]]] = deque()
+
+            def top_up() -> None:
+                while len(queued) < ahead:
+                    item = next(items, _END)
+                    if item is _END:
+                        return
+                    queued.append(pool.submit(self._host_image, load, item))
+
+            def flush() -> None:
+                if not overlap:  # on a CPU nothing decodes beside the forward (see encode_images)
+                    for f in queued:
+                        f.exception()
+                chunks.append(self._forward(self._device_batch(pending, transform)))
+                self.images_encoded += len(pending)
+                pending.clear()
+
+            top_up()
+            while queued:
+                host, boxes = queued.popleft().result()
+                if overlap:
+                    top_up()
+                image = self._upload(host)
+                for box in boxes:
+                    pending.append((image, box))
+                    if len(pending) == self.batch_size:
+                        flush()
+                if not overlap:
+                    top_up()
+            if pending:
+                flush()
+        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+
+    def _host_image(self, load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]], item: Any) -> tuple[Any, list[PixelBox]]:
+        """A worker's part of :meth:`encode_crops`: decode, and pin the pixels on CUDA."""
+        pixels, boxes = load(item)
+        host = self._torch.from_numpy(np.ascontiguousarray(pixels, dtype=np.uint8))
+        return (host.pin_memory() if self.device == "cuda" else host), boxes
+
+    def _upload(self, host: Any) -> Any:
+        """The decoded image on the device, uint8 (H, W, 3); asynchronous from pinned memory."""
+        return host.to(self.device, non_blocking=True)
+
+    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
+        """Cut, resize and normalise a batch of crops on the device."""
+        return self._normalise(resize_crops([_cut(image, box) for image, box in crops], transform))
 
     @property
     def embed_dim(self) -> int:
@@ -196,6 +313,96 @@ class ClipEncoder:
         if proj is None:
             return 512
         return int(proj.out_features if hasattr(proj, "out_features") else proj.shape[-1])
+
+
+#: A crop in the decoded image's pixels: ``(x1, y1, x2, y2)``, right and bottom exclusive.
+PixelBox = tuple[int, int, int, int]
+_END = object()
+
+
+@dataclass(frozen=True)
+class TensorTransform:
+    """CLIP's evaluation preprocessing as tensor operations: the shorter side resized to ``size``
+    (``mode``, antialiased, as torchvision's ``Resize(int)``), a centre crop of ``crop`` (H, W), and
+    the result rounded to 8 bits as Pillow's resize gives it; the Normalize steps follow."""
+
+    size: int
+    crop: tuple[int, int]
+    mode: str
+
+
+def tensor_transform(preprocess: Any) -> TensorTransform | None:
+    """The :class:`TensorTransform` of a torchvision ``Compose`` of ``Resize(int)`` (bicubic or
+    bilinear), ``CenterCrop``, RGB conversion, ``ToTensor`` and ``Normalize`` (open_clip's and
+    OpenAI's evaluation transform); None for any other preprocessing."""
+    try:
+        from torchvision.transforms import CenterCrop, InterpolationMode, Normalize, Resize, ToTensor
+    except ImportError:  # pragma: no cover - open_clip needs torchvision
+        return None
+    steps = list(getattr(preprocess, "transforms", []) or [])
+    if len(steps) < 4 or not isinstance(steps[0], Resize) or not isinstance(steps[1], CenterCrop):
+        return None
+    rest = steps[2:]
+    if not all(
+        isinstance(t, (ToTensor, Normalize)) or "convert" in type(t).__name__.lower() + getattr(t, "__name__", "") for t in rest
+    ):
+        return None
+    resize, crop = steps[0], steps[1]
+    size = resize.size if isinstance(resize.size, int) else (resize.size[0] if len(resize.size) == 1 else None)
+    modes = {InterpolationMode.BICUBIC: "bicubic", InterpolationMode.BILINEAR: "bilinear"}
+    if size is None or resize.max_size is not None or resize.interpolation not in modes:
+        return None
+    height, width = (crop.size, crop.size) if isinstance(crop.size, int) else tuple(crop.size)
+    return TensorTransform(int(size), (int(height), int(width)), modes[resize.interpolation])
+
+
+def resized_size(height: int, width: int, size: int) -> tuple[int, int]:
+    """(H, W) after torchvision's ``Resize(size)``: the shorter side to ``size``, the longer one
+    scaled and truncated.
+
+    >>> resized_size(150, 250, 224)
+    (224, 373)
+    """
+    if width <= height:
+        return int(size * height / width), size
+    return size, int(size * width / height)
+
+
+def resize_crops(crops: Sequence[Any], transform: TensorTransform) -> Any:
+    """(N, 3, H, W) float32 pixel values 0-255 of uint8 (h, w, 3) crops on one device: each resized
+    and centre-cropped as ``transform`` says, crops of one shape in one call. Pillow's antialiased
+    bicubic and torch's use the same kernel (a = -0.5); as Pillow, the width is resized first and
+    each pass is rounded and clamped to 8 bits."""
+    import torch
+
+    ch, cw = transform.crop
+    out = torch.empty((len(crops), 3, ch, cw), dtype=torch.float32, device=crops[0].device)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, crop in enumerate(crops):
+        groups.setdefault((int(crop.shape[0]), int(crop.shape[1])), []).append(k)
+    for (h, w), idx in groups.items():
+        x = torch.stack([crops[k] for k in idx]).permute(0, 3, 1, 2).contiguous().to(torch.float32)
+        nh, nw = resized_size(h, w, transform.size)
+        # two passes as Pillow makes them, widths first, each rounded to 8 bits (a clamped overshoot at
+        # a sharp edge is what Pillow's intermediate image keeps)
+        for size in ((h, nw), (nh, nw)):
+            if tuple(x.shape[-2:]) != size:
+                x = torch.nn.functional.interpolate(x, size=size, mode=transform.mode, align_corners=False, antialias=True)
+                x = x.round_().clamp_(0, 255)
+        top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
+        if top < 0 or left < 0:  # a crop larger than the resized image: torchvision pads with zeros
+            x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
+            top, left = max(top, 0), max(left, 0)
+        out[torch.as_tensor(idx, device=out.device)] = x[:, :, top : top + ch, left : left + cw]
+    return out
+
+
+def _cut(image: Any, box: PixelBox) -> Any:
+    """The box of a (H, W, 3) image tensor as a view, kept inside the image and at least 1x1."""
+    height, width = int(image.shape[0]), int(image.shape[1])
+    x1, y1 = min(max(box[0], 0), width - 1), min(max(box[1], 0), height - 1)
+    x2, y2 = max(min(box[2], width), x1 + 1), max(min(box[3], height), y1 + 1)
+    return image[y1:y2, x1:x2]
 
 
 def _split_preprocess(preprocess: Any) -> tuple[Any, list[Any]] | None:

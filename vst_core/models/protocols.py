@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,6 +25,16 @@ class ImageTextEncoder(Protocol):
     def encode_text(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray: ...
+
+
+@runtime_checkable
+class CropEncoder(Protocol):
+    """An image encoder that also takes decoded images and crop boxes and cuts, resizes and
+    normalises on its own device (the ``device`` preprocessing)."""
+
+    def encode_crops(
+        self, sources: Sequence[Any], load: Callable[[Any], tuple[np.ndarray, list[tuple[int, int, int, int]]]]
+    ) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
