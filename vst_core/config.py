@@ -202,14 +202,11 @@ class Settings:
             return "pil"
         if self.preprocess != "auto":
             return self.preprocess
-        if self.device == "cpu":
-            return "pil"
-        from vst_core.models.device import resolve_device
+        if self.device != "auto":
+            return "device" if self.device == "cuda" else "pil"
+        import torch  # where "auto" runs the models, as vst_core.models.device resolves it
 
-        try:
-            return "device" if resolve_device(self.device) == "cuda" else "pil"
-        except RuntimeError:  # cuda asked for and absent: loading the model says so
-            return "device"
+        return "device" if torch.cuda.is_available() else "pil"
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
