@@ -459,12 +459,24 @@ def fields_of(metrics: typing.Iterable[str]) -> list[MetricField]:
 # --------------------------------------------------------------------------- JSON in and out
 
 
+_PLAIN: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_JSON_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 def encode(value: Any) -> Any:
     """A record (or any value inside one) as JSON data: dataclass -> object, tuple -> list."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.metadata.get("json", f.name): encode(getattr(value, f.name)) for f in fields(value)}
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is tuple or kind is list:
+        return [v if type(v) in _PLAIN else encode(v) for v in value]
+    names = _JSON_NAMES.get(kind)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _JSON_NAMES[kind] = tuple((f.metadata.get("json", f.name), f.name) for f in fields(value))
+    if names is not None:
+        return {key: encode(getattr(value, name)) for key, name in names}
     if isinstance(value, (tuple, list)):
-        return [encode(v) for v in value]
+        return [v if type(v) in _PLAIN else encode(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): encode(v) for k, v in value.items()}
     return value

@@ -87,10 +87,15 @@ def reduction(size: tuple[int, int], fmt: str | None) -> int:
 
 def image_size(path: Path) -> tuple[int, int]:
     """Width and height from the header, after the file and pixel budget checks (no decoding)."""
+    return image_header(path)[0]
+
+
+def image_header(path: Path) -> tuple[tuple[int, int], str | None]:
+    """(width, height) and format from the header, after the file and pixel budget checks."""
     check_file(path)
     with Image.open(path) as im:
         reduction(im.size, im.format)
-        return im.size
+        return im.size, im.format
 
 
 def open_image(path: Path) -> Image.Image:

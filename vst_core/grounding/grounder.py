@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -16,10 +18,11 @@ from PIL import Image
 
 from vst_core.config import CLIP_ENCODER_METRICS, Settings
 from vst_core.data import Story, resolve_image
-from vst_core.data.images import image_size, open_image, scale_of
+from vst_core.data.images import check_bytes, image_header, open_image, reduction, scale_of
 from vst_core.data.regions import Box, RegionsTable, grid_proposals, select_regions, whole_image
 from vst_core.grounding.builders import clipscore_scores, grounding_scores, rovist_vg_clip_scores, rovist_vg_scores
 from vst_core.grounding.embeddings import EmbeddingCache, region_key, text_key
+from vst_core.grounding.memo import InputMemo, file_stamp
 from vst_core.hashing import file_digest
 from vst_core.metrics.grounding import (
     Misalignment,
@@ -44,7 +47,7 @@ from vst_core.records import (
 )
 from vst_core.text.concreteness import phrase_concreteness
 from vst_core.text.nouns import Noun, nouns_many, tagger_name
-from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, reference_spacy_model, tokenize
+from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, pipeline_id, reference_spacy_model, token_texts
 from vst_core.text.wordnet import noun_lemma
 
 log = logging.getLogger(__name__)
@@ -65,14 +68,14 @@ class ImageEntry:
     note: str | None = None
 
 
-def _probe(entry: ImageEntry) -> str:
-    """Content hash of an image file; sets its size from the header (no decode) or its error."""
+def _probe(entry: ImageEntry) -> tuple[str, str | None]:
+    """Content hash and format of an image file; sets its size from the header (no decode) or its error."""
     try:
-        entry.size = image_size(entry.path)  # regular file, format and pixel budget, from the header
-        return file_digest(entry.path)
+        entry.size, fmt = image_header(entry.path)  # regular file, format and pixel budget, from the header
+        return file_digest(entry.path), fmt
     except Exception as exc:  # missing, not an image, over the budget
         entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
-        return ""
+        return "", None
 
 
 def _done(value: Image.Image) -> Future[Image.Image]:
@@ -95,8 +98,10 @@ class Grounder:
         regions_table: RegionsTable | None = None,
         detector: Detector | None = None,
         vg: RovistVGModel | None = None,
+        memo: InputMemo | None = None,
     ) -> None:
         self.settings = settings
+        self.memo = memo  # image digests and noun phrases of earlier runs
         self.encoder = encoder
         self.vg = vg
         self.nouns: dict[tuple[str, str], list[Noun]] = {}  # RoViST-VG's nouns, by (system, story_id)
@@ -163,8 +168,20 @@ class Grounder:
             return
         reference = self.settings.grounding_profile == "reference"
         name = reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
-        found = noun_phrases_many([s.sentences for s in todo], load_spacy(name), whole_pronouns=reference)
+        nlp = load_spacy(name)
+        keys: dict[tuple[str, str], str] = {}
+        if self.memo is not None:
+            pipeline = pipeline_id(nlp)
+            keys = {s.key: self.memo.phrase_key(s.sentences, pipeline, reference) for s in todo}
+            known = self.memo.phrases(keys.values())
+            self.phrases.update((s.key, known[keys[s.key]]) for s in todo if keys[s.key] in known)
+            todo = [s for s in todo if keys[s.key] not in known]
+        if not todo:
+            return
+        found = noun_phrases_many([s.sentences for s in todo], nlp, whole_pronouns=reference)
         self.phrases.update((s.key, p) for s, p in zip(todo, found, strict=True))
+        if self.memo is not None:
+            self.memo.put_phrases({keys[s.key]: p for s, p in zip(todo, found, strict=True)})
 
     def _phrases(self, story: Story) -> list[NounPhrase]:
         if story.key not in self.phrases:
@@ -231,7 +248,7 @@ class Grounder:
         s = self.settings
         workers = (self.encoder.workers if self.encoder is not None else 0) or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-images") as pool:
-            digests = dict(zip(map(id, pending), pool.map(_probe, pending)))
+            digests = self._digests(pending, pool)
             pending = [e for e in pending if e.error is None]
             decoded: dict[int, Future[Image.Image]] = {}
             if s.regions == "detector" and self.detector is not None:
@@ -258,6 +275,48 @@ class Grounder:
             self.cache.put_many(fresh)
         found.update(fresh)
         self._attach(pending, keys, found, whole)
+
+    def _digests(self, pending: list[ImageEntry], pool: ThreadPoolExecutor) -> dict[int, str]:
+        """Content digest of each image (sizes set, failures recorded as the entry's error): from the
+        memo where the file is the one it saw (same size, mtime, ctime and inode), else read and
+        hashed in ``pool``."""
+        digests: dict[int, str] = {}
+        infos: dict[int, os.stat_result] = {}
+        if self.memo is not None:
+            for entry in pending:
+                try:
+                    info = entry.path.stat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    infos[id(entry)] = info
+            known = self.memo.images({str(e.path): file_stamp(infos[id(e)]) for e in pending if id(e) in infos})
+            for entry in pending:
+                facts = known.get(str(entry.path))
+                if facts is None:
+                    continue
+                digest, size, fmt = facts
+                try:  # the budget may have changed since: checked again on the stored header
+                    check_bytes(infos[id(entry)].st_size, entry.path.name)
+                    reduction(size, fmt)
+                except Exception as exc:
+                    entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
+                    digests[id(entry)] = ""
+                    continue
+                entry.size = size
+                digests[id(entry)] = digest
+        todo = [e for e in pending if id(e) not in digests]
+        probed = dict(zip(map(id, todo), pool.map(_probe, todo)))
+        digests.update((k, digest) for k, (digest, _) in probed.items())
+        if self.memo is not None:
+            self.memo.put_images(
+                {
+                    str(e.path): (file_stamp(infos[id(e)]), (probed[id(e)][0], e.size, probed[id(e)][1]))
+                    for e in todo
+                    if e.error is None and id(e) in infos
+                }
+            )
+        return digests
 
     def _encode_with_pillow(
         self, unique: list[tuple[ImageEntry, Box, str]], decoded: dict[int, Future[Image.Image]], pool: ThreadPoolExecutor
@@ -499,7 +558,7 @@ class Grounder:
         else:
             misalignment = Misalignment(None, tuple(None for _ in story.sentences))
             notes.append("more sentences than images: temporal misalignment T is undefined")
-        n_words = sum(1 for sent in story.sentences for t in tokenize(sent) if not is_punctuation(t.text))
+        n_words = sum(1 for sent in story.sentences for t in token_texts(sent) if not is_punctuation(t))
         return grounding_scores(
             g,
             units,

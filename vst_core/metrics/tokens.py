@@ -9,4 +9,4 @@ def is_punctuation(token: str) -> bool:
     >>> [is_punctuation(t) for t in (".", "--", "a.", "3")]
     [True, True, False, False]
     """
-    return not any(ch.isalnum() for ch in token)
+    return not any(map(str.isalnum, token))

@@ -10,6 +10,8 @@ from vst_core.data import Problem, StorySet
 from vst_core.data.regions import read_regions_csv
 from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.grounder import Grounder
+from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
+from vst_core.grounding.memo import InputMemo
 from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.pairs import load_pair_scorer
@@ -54,6 +56,7 @@ class Models:
         self._rubric: Rubric | None = None
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
+        self._memo: InputMemo | None = None
         self.problems: list[Problem] = []
 
     @property
@@ -138,6 +141,20 @@ class Models:
         return self._cache
 
     @property
+    def memo(self) -> InputMemo | None:
+        """Image digests and noun phrases of earlier runs (``inputs.sqlite`` beside the embeddings),
+        kept where the embeddings are on disk; None for an injected in-memory store."""
+        if self._memo is None and self._memo_path() is not None:
+            self._memo = InputMemo(self._memo_path())
+        return self._memo
+
+    def _memo_path(self) -> Path | None:
+        if self._cache is None or self.cache_dir is not None:
+            return (self.cache_dir or default_cache_dir()) / MEMO_FILE
+        path = getattr(self._cache, "path", None)
+        return Path(path).parent / MEMO_FILE if path is not None else None
+
+    @property
     def pair_scorer(self) -> PairScorer:
         if self._pair_scorer is None:
             s = self.settings
@@ -163,7 +180,9 @@ class Models:
             vg = self.rovist_vg if "rovist_vg" in s.metrics else None
             device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
             detector = Detector(device) if s.regions == "detector" else None
-            self._grounders[key] = Grounder(s, clip, root=root, cache=self.cache, regions_table=table, detector=detector, vg=vg)
+            self._grounders[key] = Grounder(
+                s, clip, root=root, cache=self.cache, regions_table=table, detector=detector, vg=vg, memo=self.memo
+            )
         return self._grounders[key]
 
     def grounder_for(self, story_set: StorySet) -> Grounder:

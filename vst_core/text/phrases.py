@@ -197,6 +197,14 @@ def noun_phrases(sentences: Sequence[str], nlp: Language | None = None, *, whole
     return noun_phrases_many([sentences], nlp, whole_pronouns=whole_pronouns)[0]
 
 
+def pipeline_id(nlp: Language) -> str:
+    """The pipeline's name and version with spaCy's version: what a parse depends on."""
+    import spacy
+
+    meta = getattr(nlp, "meta", {}) or {}
+    return f"{meta.get('lang', '')}_{meta.get('name', '')}=={meta.get('version', '')};spacy=={spacy.__version__}"
+
+
 #: spaCy components noun phrases do not need (named entities).
 _NOT_NEEDED = ("ner",)
 

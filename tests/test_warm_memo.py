@@ -1,0 +1,95 @@
+"""The warm path: a rerun takes image digests and noun phrases from ``inputs.sqlite`` instead of hashing
+and parsing again, notices any change to a file (ctime included), and survives a damaged memo."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE
+
+from vst_core.config import Settings
+from vst_core.data import read_scores, read_story_set
+from vst_core.grounding import grounder as grounder_module
+from vst_core.grounding.memo import FILE_NAME, InputMemo, file_stamp
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import score_story_set
+from vst_core.text.phrases import NounPhrase
+
+pytestmark = pytest.mark.slow  # tiny CLIP and spaCy end to end
+
+
+def _settings(tiny_clip: tuple[Path, Path]) -> Settings:
+    config, checkpoint = tiny_clip
+    return Settings(
+        metrics=("grounding", "clipscore"),
+        clip_arch="vst-tiny-clip",
+        clip_checkpoint=str(checkpoint),
+        clip_config=str(config),
+        device="cpu",
+    )
+
+
+def _run(folder: Path, settings: Settings, cache: Path, out: Path) -> dict[tuple[str, str], float | None]:
+    story_set = read_story_set(folder / "stories.jsonl")
+    score_story_set(story_set, settings, out, overwrite=True, models=Models(settings, cache_dir=cache))
+    records, _ = read_scores(out)
+    return {(r["system"], r["story_id"]): r["metrics"]["grounding"]["score"] for r in records}
+
+
+def test_rerun_neither_hashes_nor_parses_and_gives_the_same_scores(
+    tiny_clip: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "set"
+    shutil.copytree(SAMPLE.parent, folder)
+    settings, cache = _settings(tiny_clip), tmp_path / "cache"
+    first = _run(folder, settings, cache, tmp_path / "a.jsonl")
+    assert (cache / FILE_NAME).is_file()
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the warm path read or parsed again")
+
+    monkeypatch.setattr(grounder_module, "file_digest", refuse)
+    monkeypatch.setattr(grounder_module, "noun_phrases_many", refuse)
+    assert _run(folder, settings, cache, tmp_path / "b.jsonl") == first
+
+
+def test_a_rewritten_image_with_its_mtime_restored_is_hashed_again(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "set"
+    shutil.copytree(SAMPLE.parent, folder)
+    settings, cache = _settings(tiny_clip), tmp_path / "cache"
+    _run(folder, settings, cache, tmp_path / "a.jsonl")
+    images = sorted((folder / "images").iterdir())
+    a, b = images[0], images[1]
+    info = a.stat()
+    data_b = b.read_bytes()
+    a.write_bytes(data_b)  # another picture under a's name
+    os.utime(a, ns=(info.st_atime_ns, info.st_mtime_ns))  # as cp -p or rsync -t would leave it
+    memo = InputMemo(cache / FILE_NAME)
+    stored = memo.images({str(a.resolve()): file_stamp(a.stat())})
+    assert stored == {}  # the stamp changed with the ctime: the old digest is not offered
+    fresh = _run(folder, settings, cache, tmp_path / "b.jsonl")
+    cold = _run(folder, settings, tmp_path / "cold-cache", tmp_path / "c.jsonl")
+    assert fresh == cold
+
+
+def test_a_damaged_memo_is_set_aside_and_bad_entries_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / FILE_NAME
+    path.write_bytes(b"not a database" * 100)
+    memo = InputMemo(path)
+    assert (tmp_path / (FILE_NAME + ".damaged")).is_file()
+    phrase = NounPhrase("the dog", 0, 0, 7, "The dog", "dog", ("the", "dog"), ("the", "dog"))
+    memo.put_phrases({"good": [phrase]})
+    memo._db.execute("INSERT INTO phrases VALUES ('bad', ?)", (b'[["x", "not a number", 0, 1, "x", "x", [], []]]',))
+    memo._db.execute("INSERT INTO phrases VALUES ('worse', ?)", (b"\xff\x00",))
+    assert memo.phrases(["good", "bad", "worse", "absent"]) == {"good": [phrase]}
+    memo._db.execute("INSERT INTO images VALUES ('/x.jpg', 'stamp', 'short', 1, 1, 'JPEG')")
+    assert memo.images({"/x.jpg": "stamp"}) == {}  # a digest that is not one is never used
+
+
+def test_a_memo_path_that_is_not_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / FILE_NAME).mkdir()
+    with pytest.raises(OSError, match="not a regular file"):
+        InputMemo(tmp_path / FILE_NAME)

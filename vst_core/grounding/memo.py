@@ -1,0 +1,155 @@
+"""What a rerun already knows about its inputs, kept in the cache folder (``inputs.sqlite``), so a
+run whose vectors are all cached neither re-hashes the images nor re-parses the stories:
+
+* an image's content digest, size and format, by (path, size, mtime_ns, ctime_ns, inode): any
+  change to the file, a rewrite with its mtime restored included, changes the ctime and is missed;
+* a story's noun phrases, by the digest of its sentences, the spaCy pipeline (name and version,
+  spaCy's version) and the pronoun rule.
+
+Read in bulk (one query per chunk); an unreadable file is set aside and a new one started, so the
+memo can only ever cost the work it saves.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import orjson
+
+from vst_core.hashing import text_digest
+from vst_core.text.phrases import NounPhrase
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "inputs.sqlite"
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS images (path TEXT PRIMARY KEY, stamp TEXT, digest TEXT, width INTEGER, "
+    "height INTEGER, format TEXT)",
+    "CREATE TABLE IF NOT EXISTS phrases (key TEXT PRIMARY KEY, value BLOB)",
+)
+ImageFacts = tuple[str, tuple[int, int], str | None]  # digest, (width, height), format
+
+
+def file_stamp(info: os.stat_result) -> str:
+    """What identifies one version of a file: size, mtime, ctime and inode (and its device)."""
+    return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:{info.st_dev}"
+
+
+class InputMemo:
+    """Image facts and parsed noun phrases on disk (in memory when ``path`` is None)."""
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._connect(":memory:")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and not self.path.is_file():
+            raise OSError(f"{self.path} is not a regular file; remove it or choose another cache folder")
+        try:
+            return self._connect(str(self.path))
+        except sqlite3.DatabaseError as exc:
+            aside = self.path.with_name(self.path.name + ".damaged")
+            os.replace(self.path, aside)
+            log.warning("%s could not be read (%s); set aside as %s and started anew", self.path, exc, aside.name)
+            return self._connect(str(self.path))
+
+    @staticmethod
+    def _connect(where: str) -> sqlite3.Connection:
+        db = sqlite3.connect(where, check_same_thread=False, timeout=120)
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.execute("SELECT COUNT(*) FROM images").fetchone()  # a damaged file fails here, not later
+        return db
+
+    # ------------------------------------------------------------------ images
+
+    def images(self, stamps: dict[str, str]) -> dict[str, ImageFacts]:
+        """Facts of the paths whose stored stamp equals ``stamps[path]``."""
+        found: dict[str, ImageFacts] = {}
+        paths = list(stamps)
+        with self._lock:
+            for start in range(0, len(paths), 500):
+                chunk = paths[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT path, stamp, digest, width, height, format FROM images WHERE path IN ({marks})", chunk
+                )
+                for path, stamp, digest, width, height, fmt in rows:
+                    if stamp == stamps[path] and isinstance(digest, str) and len(digest) == 64:
+                        found[path] = (digest, (int(width), int(height)), fmt)
+        return found
+
+    def put_images(self, facts: dict[str, tuple[str, ImageFacts]]) -> None:
+        """Store ``{path: (stamp, facts)}``."""
+        if facts:
+            with self._lock:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO images VALUES (?, ?, ?, ?, ?, ?)",
+                    [(p, s, d, w, h, f) for p, (s, (d, (w, h), f)) in facts.items()],
+                )
+                self._db.commit()
+
+    # ------------------------------------------------------------------ noun phrases
+
+    @staticmethod
+    def phrase_key(sentences: Sequence[str], pipeline: str, whole_pronouns: bool) -> str:
+        return text_digest("\x1f".join([pipeline, str(whole_pronouns), *sentences]))
+
+    def phrases(self, keys: Iterable[str]) -> dict[str, list[NounPhrase]]:
+        """The stored phrases of ``keys`` (an entry that does not decode is left out: parsed again)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, list[NounPhrase]] = {}
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, value in self._db.execute(f"SELECT key, value FROM phrases WHERE key IN ({marks})", chunk):
+                    phrases = _phrases_of(value)
+                    if phrases is not None:
+                        found[key] = phrases
+        return found
+
+    def put_phrases(self, items: dict[str, list[NounPhrase]]) -> None:
+        if items:
+            rows = [(k, orjson.dumps([_phrase_row(p) for p in v])) for k, v in items.items()]
+            with self._lock:
+                self._db.executemany("INSERT OR REPLACE INTO phrases VALUES (?, ?)", rows)
+                self._db.commit()
+
+
+def _phrase_row(p: NounPhrase) -> list[object]:
+    return [p.text, p.sentence, p.start, p.end, p.surface, p.root, list(p.words), list(p.lemmas)]
+
+
+def _phrases_of(value: object) -> list[NounPhrase] | None:
+    """Stored phrases back, or None for anything that is not what :func:`_phrase_row` wrote."""
+    try:
+        rows = orjson.loads(value)  # type: ignore[arg-type]
+        out = []
+        for text, sentence, start, end, surface, root, words, lemmas in rows:
+            strings = (text, surface, root, *words, *lemmas)
+            if not all(isinstance(s, str) for s in strings) or not all(type(n) is int for n in (sentence, start, end)):
+                return None
+            out.append(NounPhrase(text, sentence, start, end, surface, root, tuple(words), tuple(lemmas)))
+        return out
+    except (orjson.JSONDecodeError, TypeError, ValueError):
+        return None
+
+
+def regular_stamp(path: Path) -> str | None:
+    """:func:`file_stamp` of a regular file; None for anything else or a missing file."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return file_stamp(info) if stat.S_ISREG(info.st_mode) else None
