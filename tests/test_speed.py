@@ -300,6 +300,12 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "20",
         "--rss-stories",
         "4",
+        "--prep-images",
+        "4",
+        "--prep-workers",
+        "1,2",
+        "--warm-stories",
+        "10",
         "--out",
         str(out),
     ]
@@ -320,11 +326,26 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "peak_rss_mb",
         "torch_threads",
         "batch_size",
+        "prep_crops_per_s",
+        "prep_crops_per_s_pil",
+        "device_prep_crops_per_s_pil",
+        "device_prep_crops_per_s_device",
+        "warm_stories_per_s",
+        "warm_stories_per_s_no_spans",
     ):
         assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
     assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
     assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
-    assert set(printed["met"]) == {"pipeline_vs_raw", "warm_speedup", "nr_speedup_vs_reference", "peak_rss_mb"}
+    assert set(printed["met"]) == {
+        "pipeline_vs_raw",
+        "warm_speedup",
+        "warm_stories_per_s",
+        "prep_crops_per_s",
+        "nr_speedup_vs_reference",
+        "peak_rss_mb",
+    }
+    assert set(printed["prep_crops_per_s_device_by_workers"]) == {"1", "2"} and printed["preprocess"] == "pil"
+    assert 0 <= printed["preprocess_max_abs_pixel"] <= 2  # the bound tests/test_preprocess.py holds
     assert main(["bench", "--skip", "nothing"]) == 2
 
 

@@ -49,6 +49,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
     p.add_argument("--workers", type=int, default=d.workers, help="image preprocessing threads (0: one per core, at most 8)")
+    p.add_argument(
+        "--preprocess",
+        choices=("auto", "pil", "device"),
+        default=d.preprocess,
+        help="preprocessing of the pipeline and warm runs (auto: device on CUDA, pil on a CPU)",
+    )
+    p.add_argument(
+        "--prep-workers", default="", help="comma-separated worker counts of the prep phase (default 1,2; 1,2,4,8,16 on CUDA)"
+    )
+    p.add_argument("--prep-images", type=int, default=d.prep_images, help="images of the prep phase's set")
+    p.add_argument("--warm-stories", type=int, default=d.warm_stories, help="stories of the warm rerun (five a sequence)")
     p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(PHASES)}")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON summary to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -62,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(PHASES)}")
         width, height = (int(v) for v in args.image_size.lower().split("x"))
         sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
+        prep_workers = tuple(int(v) for v in args.prep_workers.split(",") if v.strip())
         counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
-        if min((*counts, width, height, *sizes)) < 1:
+        if min((*counts, width, height, *sizes, *prep_workers, args.prep_images, args.warm_stories)) < 1:
             raise ValueError("sizes and counts must be >= 1")
     except ValueError as exc:
         error(str(exc))
@@ -86,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
         judge_size=args.judge_size,
         device=args.device,
         workers=args.workers,
+        preprocess=args.preprocess,
+        prep_workers=prep_workers,
+        prep_images=args.prep_images,
+        warm_stories=args.warm_stories,
         skip=skip,
     )
     result = run_bench(config, log=Log(quiet=args.quiet))
