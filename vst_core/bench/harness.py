@@ -198,7 +198,9 @@ def prep_phase(run: BenchRun, settings: Settings) -> Figures:
 
     config = run.config
     cores = os.cpu_count() or 1
-    workers = config.prep_workers or tuple(n for n in ((1, 2, 4, 8, 16) if run.device == "cuda" else (1, 2)) if n <= max(cores, 2))
+    workers = config.prep_workers or tuple(
+        n for n in ((1, 2, 4, 8, 16) if run.device == "cuda" else (1, 2)) if n <= max(cores, 2)
+    )
     stories = max(1, config.prep_images // config.images_per_story)
     story_set = synthetic_story_set(run.folder / "prep", stories, config.images_per_story, config.image_size, seed=config.seed)
     run.say(f"prep: {stories * config.images_per_story} images, {config.regions} regions each, workers {list(workers)}")

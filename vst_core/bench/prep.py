@@ -159,7 +159,7 @@ def pixel_difference(image_paths: Sequence[Path], source: ClipEncoder, boxes_per
         image = open_image(path)
         pixels = torch.from_numpy(np.array(image))
         for box in grid_proposals(*image.size)[:boxes_per_image]:
-            pil = torch.from_numpy(np.asarray(split[0](_crop(image, box)), dtype=np.uint8)).permute(2, 0, 1).float()
+            pil = torch.from_numpy(np.array(split[0](_crop(image, box)), dtype=np.uint8)).permute(2, 0, 1).float()
             dev = resize_crops([_cut(pixels, _pixel_box(box))], transform)[0]
             diff = (pil - dev).abs()
             worst = max(worst, float(diff.max()))

@@ -52,6 +52,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--no-swap", action="store_true", help="do not add the swapped pairs")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=DEFAULTS.precision, help="auto: fp16 on CUDA")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=DEFAULTS.threads,
+        help="CPU threads while training (0: one on a CPU, where small steps stall on a busy machine; torch's default on a GPU)",
+    )
     p.add_argument("--mlm", type=Path, help="story set for masked-LM pre-training first (the paper: SIND reference stories)")
     p.add_argument("--mlm-epochs", type=int, default=1, help="masked-LM epochs when --mlm is given")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -89,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         pooling=args.pooling,
         precision=args.precision,
+        threads=max(args.threads, 0),
         device=args.device,
         swap=not args.no_swap,
         mlm_epochs=args.mlm_epochs if mlm else 0,

@@ -32,7 +32,7 @@ import pandas as pd
 from vst_core.hashing import folder_signature, json_digest
 from vst_core.learned.card import PREDICTION_COLUMNS, write_card
 from vst_core.learned.pairs import RankedPair, examples, stories_of
-from vst_core.models.device import resolve_device
+from vst_core.models.device import resolve_device, torch_threads
 from vst_core.models.hub import load_hf
 from vst_core.models.vrank import DEFAULT_BASE, ENCODER_DIR, HEAD_FILE, META_FILE, Pooling, _pooling_of, _Ranker, predict
 
@@ -57,6 +57,9 @@ class VrankConfig:
     swap: bool = True
     mlm_epochs: int = 0  # masked-LM pre-training epochs on the MLM stories before ranking
     mlm_probability: float = 0.15
+    # CPU threads while training: 0 = one on a CPU (small steps stall on a busy machine, see
+    # models.device.torch_threads), torch's default on a GPU; N = N
+    threads: int = 0
 
 
 @dataclass
@@ -181,7 +184,6 @@ def train_vrank(
     accuracy after each epoch, save the last epoch to ``out`` with its card (``card`` adds what the
     caller knows: data digests, the split). A checkpoint is written after every epoch; a rerun with
     the same recipe and pairs resumes from it."""
-    import torch
 
     if not train:
         raise ValueError("no training pairs")
@@ -189,10 +191,29 @@ def train_vrank(
     if overlap:
         log(f"warning: {len(overlap)} stor(ies) are in both the training and the held-out pairs (e.g. {sorted(overlap)[0]!r})")
     device = resolve_device(config.device)
+    threads = config.threads or (1 if device == "cpu" else 0)
+    with torch_threads(threads) as used:
+        log(f"training on {device} with {used} CPU thread(s)")
+        return _train(train, held_out, Path(out), config, device, card, mlm_stories, progress, log)
+
+
+def _train(
+    train: Sequence[RankedPair],
+    held_out: Sequence[RankedPair],
+    out: Path,
+    config: VrankConfig,
+    device: str,
+    card: dict[str, Any] | None,
+    mlm_stories: Sequence[str],
+    progress: Callable[[int, str], Any] | None,
+    log: Callable[[str], None],
+) -> VrankReport:
+    """:func:`train_vrank` once the device and threads are set."""
+    import torch
+
     torch.manual_seed(config.seed)
     random.seed(config.seed)
     np.random.seed(config.seed)
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ranker = _load_base(config, device)
     run_id = _run_id(config, train, held_out)
