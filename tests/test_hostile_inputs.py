@@ -172,7 +172,7 @@ def test_grounding_never_opens_a_fifo(tmp_path: Path) -> None:
 
     os.mkfifo(tmp_path / "x.jpg")
     entry = ImageEntry(tmp_path / "x.jpg")
-    assert _probe(entry) == "" and "not a regular file" in str(entry.error)
+    assert _probe(entry) == ("", None) and "not a regular file" in str(entry.error)
 
 
 def test_a_vist_file_with_odd_shapes_is_read_or_refused_clearly(tmp_path: Path) -> None:
@@ -529,6 +529,6 @@ def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.Te
         good = kind in ("png", "jpg", "mode_cmyk")
         assert story.images_ok == good, (kind, story.problems)
         entry = ImageEntry(folder / story.images[0])
-        digest = _probe(entry)  # what grounding does first, from the header only (never blocks, never decodes)
+        digest, _fmt = _probe(entry)  # what grounding does first, from the header only (never blocks, never decodes)
         if kind != "truncated":  # a truncated body shows at read time (above) and when decoded, not in the header
             assert (digest != "" and entry.error is None) if good else entry.error is not None
