@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent / "vst_core"
 #: Lower numbers are lower layers; a module may import its own layer or any lower one.
 LAYER = {
     "hashing": 0,
+    "stores": 0,
     "problems": 0,
     "metrics": 0,
     "records": 0,

@@ -82,14 +82,15 @@ def test_a_damaged_memo_is_set_aside_and_bad_entries_parsed_again(tmp_path: Path
     assert (tmp_path / (FILE_NAME + ".damaged")).is_file()
     phrase = NounPhrase("the dog", 0, 0, 7, "The dog", "dog", ("the", "dog"), ("the", "dog"))
     memo.put_phrases({"good": [phrase]})
-    memo._db.execute("INSERT INTO phrases VALUES ('bad', ?)", (b'[["x", "not a number", 0, 1, "x", "x", [], []]]',))
-    memo._db.execute("INSERT INTO phrases VALUES ('worse', ?)", (b"\xff\x00",))
+    memo._store.db.execute("INSERT INTO phrases VALUES ('bad', ?)", (b'[["x", "not a number", 0, 1, "x", "x", [], []]]',))
+    memo._store.db.execute("INSERT INTO phrases VALUES ('worse', ?)", (b"\xff\x00",))
     assert memo.phrases(["good", "bad", "worse", "absent"]) == {"good": [phrase]}
-    memo._db.execute("INSERT INTO images VALUES ('/x.jpg', 'stamp', 'short', 1, 1, 'JPEG')")
+    memo._store.db.execute("INSERT INTO images VALUES ('/x.jpg', 'stamp', 'short', 1, 1, 'JPEG')")
     assert memo.images({"/x.jpg": "stamp"}) == {}  # a digest that is not one is never used
 
 
-def test_a_memo_path_that_is_not_a_file_is_refused(tmp_path: Path) -> None:
+def test_a_memo_path_that_is_not_a_file_is_set_aside(tmp_path: Path) -> None:
     (tmp_path / FILE_NAME).mkdir()
-    with pytest.raises(OSError, match="not a regular file"):
-        InputMemo(tmp_path / FILE_NAME)
+    memo = InputMemo(tmp_path / FILE_NAME)
+    assert memo._store.set_aside == ["not a regular file"] and (tmp_path / (FILE_NAME + ".damaged")).is_dir()
+    assert (tmp_path / FILE_NAME).is_file() and memo.phrases(["x"]) == {}

@@ -8,13 +8,13 @@ stale vectors and the same image under another name is encoded once.
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from vst_core.hashing import text_digest
+from vst_core.stores import SqliteStore, write_many
 
 
 def region_key(model: str, image_hash: str, box_key: str) -> str:
@@ -30,32 +30,36 @@ class EmbeddingCache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        # a generous busy timeout: shards of one run may share the cache file
-        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False, timeout=120)
-        self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)")
-        self._lock = threading.Lock()
+        # a generous busy timeout (in the store): shards of one run may share the cache file
+        self._store = SqliteStore(
+            self.path,
+            ("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",),
+            probe="SELECT COUNT(*) FROM emb",
+        )
         self.hits = 0
         self.misses = 0
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
+        """The stored vectors of ``keys``; an entry whose bytes are not ``dim`` finite float32 values
+        is left out (computed again)."""
+
+        def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
+            found: dict[str, np.ndarray] = {}
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                for key, dim, blob in self._db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
-                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
-        return found
+                for key, dim, blob in db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
+                    if type(dim) is int and 0 < dim and isinstance(blob, bytes) and len(blob) == 4 * dim:
+                        vector = np.frombuffer(blob, dtype=np.float32, count=dim)
+                        if np.isfinite(vector).all():
+                            found[key] = vector
+            return found
+
+        return self._store.run(query, default={})
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        with self._lock:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)",
-                [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
-            )
-            self._db.commit()
+        rows = [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows), default=None)
 
     def fetch(self, keys: Sequence[str], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
         """Vectors for ``keys`` in order; ``compute(indices)`` encodes only the missing ones."""
@@ -76,19 +80,22 @@ class EmbeddingCache:
 
     def size(self) -> tuple[int, int]:
         """(number of vectors, bytes on disk)."""
-        with self._lock:
-            (count,) = self._db.execute("SELECT COUNT(*) FROM emb").fetchone()
-        return int(count), (self.path.stat().st_size if self.path and self.path.exists() else 0)
+        count = self._store.run(lambda db: int(db.execute("SELECT COUNT(*) FROM emb").fetchone()[0]), default=0)
+        return count, (self.path.stat().st_size if self.path and self.path.is_file() else 0)
 
     def report(self) -> dict[str, object]:
         """Path, number of vectors, bytes on disk and vectors per dimension (one per model size)."""
         count, size = self.size()
-        with self._lock:
-            by_dim = {int(d): int(c) for d, c in self._db.execute("SELECT dim, COUNT(*) FROM emb GROUP BY dim ORDER BY dim")}
+        by_dim: dict[int, int] = self._store.run(
+            lambda db: {int(d): int(c) for d, c in db.execute("SELECT dim, COUNT(*) FROM emb GROUP BY dim ORDER BY dim")},
+            default=dict[int, int](),
+        )
         return {"path": str(self.path) if self.path else ":memory:", "entries": count, "bytes": size, "by_dim": by_dim}
 
     def clear(self) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM emb")
-            self._db.commit()
-            self._db.execute("VACUUM")
+        def clear(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM emb")
+            db.commit()
+            db.execute("VACUUM")
+
+        self._store.run(clear, default=None)

@@ -12,20 +12,17 @@ memo can only ever cost the work it saves.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import stat
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import orjson
 
 from vst_core.hashing import text_digest
+from vst_core.stores import SqliteStore, write_many
 from vst_core.text.phrases import NounPhrase
-
-log = logging.getLogger(__name__)
 
 FILE_NAME = "inputs.sqlite"
 _SCHEMA = (
@@ -46,58 +43,34 @@ class InputMemo:
 
     def __init__(self, path: str | Path | None) -> None:
         self.path = Path(path) if path is not None else None
-        self._lock = threading.Lock()
-        self._db = self._open()
-
-    def _open(self) -> sqlite3.Connection:
-        if self.path is None:
-            return self._connect(":memory:")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.path.exists() and not self.path.is_file():
-            raise OSError(f"{self.path} is not a regular file; remove it or choose another cache folder")
-        try:
-            return self._connect(str(self.path))
-        except sqlite3.DatabaseError as exc:
-            aside = self.path.with_name(self.path.name + ".damaged")
-            os.replace(self.path, aside)
-            log.warning("%s could not be read (%s); set aside as %s and started anew", self.path, exc, aside.name)
-            return self._connect(str(self.path))
-
-    @staticmethod
-    def _connect(where: str) -> sqlite3.Connection:
-        db = sqlite3.connect(where, check_same_thread=False, timeout=120)
-        for statement in _SCHEMA:
-            db.execute(statement)
-        db.execute("SELECT COUNT(*) FROM images").fetchone()  # a damaged file fails here, not later
-        return db
+        self._store = SqliteStore(self.path, _SCHEMA, probe="SELECT COUNT(*) FROM images")
 
     # ------------------------------------------------------------------ images
 
     def images(self, stamps: dict[str, str]) -> dict[str, ImageFacts]:
         """Facts of the paths whose stored stamp equals ``stamps[path]``."""
-        found: dict[str, ImageFacts] = {}
         paths = list(stamps)
-        with self._lock:
+
+        def query(db: sqlite3.Connection) -> dict[str, ImageFacts]:
+            found: dict[str, ImageFacts] = {}
             for start in range(0, len(paths), 500):
                 chunk = paths[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT path, stamp, digest, width, height, format FROM images WHERE path IN ({marks})", chunk
-                )
+                rows = db.execute(f"SELECT path, stamp, digest, width, height, format FROM images WHERE path IN ({marks})", chunk)
                 for path, stamp, digest, width, height, fmt in rows:
-                    if stamp == stamps[path] and isinstance(digest, str) and len(digest) == 64:
-                        found[path] = (digest, (int(width), int(height)), fmt)
-        return found
+                    if stamp == stamps[path] and isinstance(digest, str) and len(digest) == 64 and _size_ok(width, height):
+                        found[path] = (digest, (int(width), int(height)), fmt if isinstance(fmt, str) else None)
+            return found
+
+        return self._store.run(query, default={})
 
     def put_images(self, facts: dict[str, tuple[str, ImageFacts]]) -> None:
         """Store ``{path: (stamp, facts)}``."""
         if facts:
-            with self._lock:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO images VALUES (?, ?, ?, ?, ?, ?)",
-                    [(p, s, d, w, h, f) for p, (s, (d, (w, h), f)) in facts.items()],
-                )
-                self._db.commit()
+            rows = [(p, s, d, w, h, f) for p, (s, (d, (w, h), f)) in facts.items()]
+            self._store.run(
+                lambda db: write_many(db, "INSERT OR REPLACE INTO images VALUES (?, ?, ?, ?, ?, ?)", rows), default=None
+            )
 
     # ------------------------------------------------------------------ noun phrases
 
@@ -108,23 +81,28 @@ class InputMemo:
     def phrases(self, keys: Iterable[str]) -> dict[str, list[NounPhrase]]:
         """The stored phrases of ``keys`` (an entry that does not decode is left out: parsed again)."""
         wanted = list(dict.fromkeys(keys))
-        found: dict[str, list[NounPhrase]] = {}
-        with self._lock:
+
+        def query(db: sqlite3.Connection) -> dict[str, list[NounPhrase]]:
+            found: dict[str, list[NounPhrase]] = {}
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, value in self._db.execute(f"SELECT key, value FROM phrases WHERE key IN ({marks})", chunk):
+                for key, value in db.execute(f"SELECT key, value FROM phrases WHERE key IN ({marks})", chunk):
                     phrases = _phrases_of(value)
                     if phrases is not None:
                         found[key] = phrases
-        return found
+            return found
+
+        return self._store.run(query, default={})
 
     def put_phrases(self, items: dict[str, list[NounPhrase]]) -> None:
         if items:
             rows = [(k, orjson.dumps([_phrase_row(p) for p in v])) for k, v in items.items()]
-            with self._lock:
-                self._db.executemany("INSERT OR REPLACE INTO phrases VALUES (?, ?)", rows)
-                self._db.commit()
+            self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO phrases VALUES (?, ?)", rows), default=None)
+
+
+def _size_ok(width: object, height: object) -> bool:
+    return type(width) is int and type(height) is int and 0 < width < 1 << 20 and 0 < height < 1 << 20
 
 
 def _phrase_row(p: NounPhrase) -> list[object]:

@@ -9,14 +9,14 @@ SQLite, as the embedding cache (:mod:`vst_core.grounding.embeddings`), in the pr
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vst_core.hashing import json_digest
+from vst_core.stores import SqliteStore, write_many
 
 #: The cache file's name in the product's cache folder.
 FILE_NAME = "judge.sqlite"
@@ -38,42 +38,88 @@ class JudgeKey:
         return json_digest([self.kind, self.template, self.weights, self.story, self.aspect, self.paraphrase, self.images])
 
 
+#: How far the stored probabilities of the asked tokens may sum above 1 (float32 log-softmax).
+MASS_TOLERANCE = 1e-3
+#: The longest rationale kept from the cache.
+MAX_RATIONALE = 100_000
+
+
+def valid_answer(kind: str, value: Any, labels: int | None = None) -> bool:
+    """Whether a stored answer is one the judge can have given.
+
+    A rating or pairwise answer is the log-probabilities of its ``labels`` tokens (5 ratings, or 2):
+    finite numbers (an impossible token is stored as -1e30), each a log-probability (<= 0), whose
+    probabilities sum to at most 1 (they are a share of one distribution). A rationale is
+    ``{"text": str}``. Anything else is dropped on read and asked again.
+
+    >>> valid_answer("rating", [-0.1, -3.0, -5.0, -7.0, -9.0]), valid_answer("rating", [0, 0, 0, 0, 0])
+    (True, False)
+    """
+    if kind == "rationale":
+        return isinstance(value, dict) and isinstance(value.get("text"), str) and len(value["text"]) <= MAX_RATIONALE
+    want = labels if labels is not None else (5 if kind == "rating" else 2)
+    if not isinstance(value, list) or len(value) != want:
+        return False
+    if not all(type(v) in (int, float) and math.isfinite(v) and v <= 1e-6 for v in value):
+        return False
+    return sum(math.exp(v) for v in value) <= 1.0 + MASS_TOLERANCE
+
+
 class JudgeCache:
-    """A SQLite file of JSON answers by key (in memory when ``path`` is None); counts hits and misses."""
+    """A SQLite file of JSON answers by key (in memory when ``path`` is None); counts hits and misses.
+    Each entry is checked on read (:func:`valid_answer`): a bad one counts as a miss and is asked
+    again; an unreadable file is set aside and a new one started (:mod:`vst_core.stores`)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path) if self.path else ":memory:", check_same_thread=False, timeout=120)
-        self._db.execute("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, value TEXT)")
-        self._lock = threading.Lock()
+        self._store = SqliteStore(
+            self.path,
+            ("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, value TEXT)",),
+            probe="SELECT COUNT(*) FROM judge",
+        )
         self.hits = 0
         self.misses = 0
+        self.dropped = 0  # entries read back that were not valid answers
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        with self._lock:
+    @property
+    def set_aside(self) -> list[str]:
+        """Why the cache file was set aside during this run (empty when it never was)."""
+        return self._store.set_aside
+
+    def get_many(self, keys: Sequence[str], kind: str | None = None, labels: int | None = None) -> dict[str, Any]:
+        """The valid stored answers of ``keys`` (checked as ``kind`` answers when given)."""
+
+        def query(db: Any) -> dict[str, Any]:
+            found: dict[str, Any] = {}
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                for key, value in self._db.execute(f"SELECT key, value FROM judge WHERE key IN ({marks})", chunk):
-                    found[key] = json.loads(value)
+                for key, value in db.execute(f"SELECT key, value FROM judge WHERE key IN ({marks})", chunk):
+                    try:
+                        answer = json.loads(value) if isinstance(value, str | bytes) else None
+                    except (ValueError, RecursionError):
+                        answer = None
+                    if answer is not None and (kind is None or valid_answer(kind, answer, labels)):
+                        found[key] = answer
+                    else:
+                        self.dropped += 1
+            return found
+
+        found: dict[str, Any] = self._store.run(query, default=dict[str, Any]())
         self.hits += len(set(found))
         self.misses += len(set(keys) - set(found))
         return found
 
     def put_many(self, items: dict[str, Any]) -> None:
-        with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO judge VALUES (?, ?)", [(k, json.dumps(v)) for k, v in items.items()])
-            self._db.commit()
+        rows = [(k, json.dumps(v, allow_nan=False)) for k, v in items.items()]
+        self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO judge VALUES (?, ?)", rows), default=None)
 
     def size(self) -> int:
-        with self._lock:
-            (count,) = self._db.execute("SELECT COUNT(*) FROM judge").fetchone()
-        return int(count)
+        return int(self._store.run(lambda db: db.execute("SELECT COUNT(*) FROM judge").fetchone()[0], default=0))
 
     def clear(self) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM judge")
-            self._db.commit()
+        def clear(db: Any) -> None:
+            db.execute("DELETE FROM judge")
+            db.commit()
+
+        self._store.run(clear, default=None)

@@ -9,7 +9,6 @@ coherence label for each (:data:`LABELS`) and the run's CLIP image vector, reduc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 from vst_core.data import Story
 from vst_core.data.paths import ImagePathError, check_image, resolve_image
 from vst_core.hashing import folder_signature
+from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 from vst_core.records import CosmicScores, CosmicSentence
 
@@ -169,22 +169,28 @@ class CosmicModel:
         return np.concatenate(ratings)
 
 
+_FIX = "train one with `vst train-cosmic TSV --images DIR --out DIR`"
+
+
 def _read_config(path: Path) -> dict[str, Any]:
     """The trainer's settings in ``config.json`` (key ``cosmic``); ModelLoadError when the folder was
     not written by ``vst train-cosmic``."""
-    fix = "; train one with `vst train-cosmic TSV --images DIR --out DIR`"
     config_file, weights = path / CONFIG_FILE, path / WEIGHTS_FILE
-    if not config_file.is_file() or not weights.is_file():
-        raise ModelLoadError(f"{path} is not a COSMic folder (no {CONFIG_FILE} and {WEIGHTS_FILE}){fix}")
-    try:
-        meta = json.loads(config_file.read_text(encoding="utf-8")).get("cosmic")
-    except (OSError, ValueError, AttributeError) as exc:
-        raise ModelLoadError(f"{config_file} cannot be read ({type(exc).__name__}){fix}") from None
+    if not config_file.exists() or not weights.exists():
+        raise ModelLoadError(f"{path} is not a COSMic folder (no {CONFIG_FILE} and {WEIGHTS_FILE}); {_FIX}")
+    what = f"COSMic folder {path.name}"
+    config = read_settings(config_file, what, {}, {"cosmic": dict}, _FIX)
+    meta = config.get("cosmic")
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise ModelLoadError(f"{path} was not written by vst train-cosmic ({CONFIG_FILE} has no {FORMAT!r} entry){fix}")
+        raise ModelLoadError(f"{path} was not written by vst train-cosmic ({CONFIG_FILE} has no {FORMAT!r} entry); {_FIX}")
     for key, kind in (("caption_dim", int), ("image_dim", int), ("hidden_size", int), ("clip", str)):
-        if not isinstance(meta.get(key), kind):
-            raise ModelLoadError(f"{config_file}: entry cosmic.{key} is missing or not {kind.__name__}{fix}")
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            raise ModelLoadError(f"{config_file}: entry cosmic.{key} is missing or not {kind.__name__}; {_FIX}")
+    for key in ("caption_dim", "image_dim", "hidden_size"):
+        if not 1 <= meta[key] <= 65_536:
+            raise ModelLoadError(f"{config_file}: entry cosmic.{key} is {meta[key]}, outside 1-65536; {_FIX}")
+    if not isinstance(meta.get("max_length", 64), int) or not 8 <= meta.get("max_length", 64) <= 8192:
+        raise ModelLoadError(f"{config_file}: entry cosmic.max_length is not a whole number in 8-8192; {_FIX}")
     return meta
 
 
@@ -192,32 +198,37 @@ def load_cosmic(folder: str | None, *, device: str = "auto") -> CosmicModel:
     """Load a folder written by :func:`train_cosmic` (safetensors only).
 
     Raises :class:`WeightsUnavailableError` when ``folder`` is None or missing (no weights are
-    released: train them) and :class:`ModelLoadError` for a folder the trainer did not write."""
+    released: train them) and :class:`ModelLoadError` for a folder the trainer did not write, or
+    with a file missing, damaged, of the wrong shape or not safetensors
+    (:mod:`vst_core.models.folders`)."""
     if not folder or not Path(folder).is_dir():
         where = f" ({folder} does not exist)" if folder else ""
         raise WeightsUnavailableError(
             f"COSMic needs --cosmic-model DIR, a folder written by `vst train-cosmic TSV --images DIR --out DIR`{where}; "
             "its authors released no weights"
         )
-    path = Path(folder)
+    path = model_folder(folder, "COSMic")
     meta = _read_config(path)
+    what = f"COSMic folder {path.name}"
+    state = read_safetensors(path / WEIGHTS_FILE, what, _FIX)
+    check_transformers_folder(path, what, _FIX)
     import torch
-    from safetensors.torch import load_file
     from transformers import AutoModel, AutoTokenizer
 
     from vst_core.models.device import resolve_device
 
     device = resolve_device(device)
-    try:
-        state = load_file(str(path / WEIGHTS_FILE))
+    with loading(what, _FIX):
         bert = AutoModel.from_pretrained(str(path), local_files_only=True, use_safetensors=True).to(device).eval()
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        rater = _rater_module(meta["caption_dim"], meta["image_dim"], meta["hidden_size"])
-        rater.load_state_dict({k[6:]: v for k, v in state.items() if k.startswith("rater.")})
-        classifier = torch.nn.Linear(meta["caption_dim"], len(LABELS))
-        classifier.load_state_dict({k[7:]: v for k, v in state.items() if k.startswith("labels.")})
-    except Exception as exc:
-        raise ModelLoadError(f"COSMic folder {path} does not load: {type(exc).__name__}: {str(exc)[:300]}") from None
+    if int(getattr(bert.config, "hidden_size", -1)) != meta["caption_dim"]:
+        raise ModelLoadError(
+            f"{what}: BERT's width {bert.config.hidden_size} is not cosmic.caption_dim {meta['caption_dim']}; {_FIX}"
+        )
+    rater = _rater_module(meta["caption_dim"], meta["image_dim"], meta["hidden_size"])
+    load_state(rater, {k[6:]: v for k, v in state.items() if k.startswith("rater.")}, f"{what}: the rater", _FIX)
+    classifier = torch.nn.Linear(meta["caption_dim"], len(LABELS))
+    load_state(classifier, {k[7:]: v for k, v in state.items() if k.startswith("labels.")}, f"{what}: the label head", _FIX)
     return CosmicModel(
         folder_signature(path, "cosmic"),
         bert,

@@ -188,12 +188,16 @@ def load_judge(name: str = JUDGE_MODEL, *, vision: bool = False, device: str = "
     with quiet_transformers():
         if vision:
             processor = load_hf(name, AutoProcessor.from_pretrained, f"{what} processor", extra)
-            model = load_hf(name, lambda n, **kw: AutoModelForImageTextToText.from_pretrained(n, dtype=dtype, **kw), what, extra)
+            model = load_hf(
+                name, lambda n, **kw: AutoModelForImageTextToText.from_pretrained(n, dtype=dtype, **kw), what, extra, weights=True
+            )
             tokenizer = processor.tokenizer
         else:
             processor = None
             tokenizer = load_hf(name, AutoTokenizer.from_pretrained, f"{what} tokenizer", extra)
-            model = load_hf(name, lambda n, **kw: AutoModelForCausalLM.from_pretrained(n, dtype=dtype, **kw), what, extra)
+            model = load_hf(
+                name, lambda n, **kw: AutoModelForCausalLM.from_pretrained(n, dtype=dtype, **kw), what, extra, weights=True
+            )
     return JudgeModel(name, tokenizer, model, processor=processor, device=resolved, batch_size=batch_size)
 
 

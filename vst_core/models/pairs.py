@@ -32,6 +32,7 @@ import numpy as np
 from vst_core.metrics.coherence import transitions
 from vst_core.metrics.variants import CoherenceContext
 from vst_core.models.device import resolve_device
+from vst_core.models.folders import check_transformers_folder
 from vst_core.models.hub import (
     HF_WEIGHT_FILES,
     ModelLoadError,
@@ -391,7 +392,7 @@ def load_bert_nsp(name: str = DEFAULT_NSP_MODEL, *, device: str = "auto", batch_
         with quiet_transformers():
             return BertForNextSentencePrediction.from_pretrained(source, output_loading_info=True, **kwargs)
 
-    model, info = load_hf(name, load, "next-sentence model", " with --coherence-model PATH")
+    model, info = load_hf(name, load, "next-sentence model", " with --coherence-model PATH", weights=True)
     missing = [k for k in info.get("missing_keys", []) if "seq_relationship" in k]
     if missing:
         raise CheckpointShapeError(
@@ -407,6 +408,7 @@ def load_sequence_classifier(path: str | Path, *, device: str = "auto", batch_si
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = Path(path)
+    check_transformers_folder(path, f"sentence-order classifier {path.name}", "write it with vst train-sop")
     config = AutoConfig.from_pretrained(path)
     architectures = config.architectures or []
     if any("NextSentencePrediction" in a or "ForPreTraining" in a for a in architectures):

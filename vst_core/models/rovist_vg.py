@@ -29,6 +29,7 @@ from PIL import Image
 
 from vst_core.hashing import weights_digest
 from vst_core.models.device import resolve_device
+from vst_core.models.folders import loading, regular_file
 from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, load_hf, numpy_scalar_globals
 
 VIT_NAME = "google/vit-base-patch16-224-in21k"
@@ -66,7 +67,7 @@ class GloveVectors:
         todo = {w for w in [*words, UNKNOWN_WORD] if w not in self._vectors and w not in self._absent}
         if not todo:
             return
-        with self.path.open("r", encoding="utf-8", errors="strict") as fh:
+        with loading(f"GloVe file {self.path.name}", WHERE), self.path.open("r", encoding="utf-8", errors="strict") as fh:
             first = True
             for line in fh:
                 if first:
@@ -82,6 +83,8 @@ class GloveVectors:
                         self.dim = vector.size
                     if vector.size != self.dim:
                         raise ModelLoadError(f"{self.path}: the vector of {word!r} has {vector.size} values, not {self.dim}")
+                    if not np.isfinite(vector).all():
+                        raise ModelLoadError(f"{self.path}: the vector of {word!r} holds non-finite values")
                     self._vectors.setdefault(word, vector)  # the first line of a word, as gensim keeps it
                     todo.discard(word)
                     if not todo:
@@ -109,8 +112,9 @@ def read_vg_checkpoint(path: str | Path) -> dict[str, Any]:
     import torch
 
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise ModelLoadError(f"RoViST-VG checkpoint {path} not found; {WHERE}")
+    regular_file(path, "RoViST-VG checkpoint", WHERE)
     data = load_allowlisted(path, _vg_globals(), "a RoViST-VG checkpoint (a torch.save'd dict with 'model')")
     state = data.get("model") if isinstance(data, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -195,8 +199,14 @@ def load_rovist_vg(
         raise ModelLoadError(f"RoViST-VG needs the authors' checkpoint: {WHERE}")
     if not glove:
         raise ModelLoadError(f"RoViST-VG needs GloVe vectors ({GLOVE_NAME}): {WHERE}")
+    with loading(f"RoViST-VG ({Path(checkpoint).name}, {Path(glove).name}, {vit})", WHERE):
+        return _load_rovist_vg(checkpoint, vit=vit, glove=glove, device=device, batch_size=batch_size)
+
+
+def _load_rovist_vg(checkpoint: str | Path, *, vit: str, glove: str | Path, device: str, batch_size: int) -> RovistVGModel:
     state = read_vg_checkpoint(checkpoint)
     words = GloveVectors(glove)
+    import torch
     from transformers import ViTConfig, ViTImageProcessor, ViTModel
 
     extra = " (or pass a local folder with --rovist-vg-vit)"
@@ -217,6 +227,8 @@ def load_rovist_vg(
     if wrong:
         raise ModelLoadError(f"{checkpoint}: its ViT weights do not fit {vit}'s configuration: {wrong}")
     heads = {k: state[k].float() for k in HEADS}
+    if not all(bool(torch.isfinite(v).all()) for v in heads.values()):
+        raise ModelLoadError(f"{checkpoint}: its linear heads hold non-finite values")
     hidden, joint = int(config.hidden_size), int(heads["image_encoder.linear.weight"].shape[0])
     shapes = {k: tuple(heads[k].shape) for k in HEADS}
     expected = {HEADS[0]: (joint, hidden), HEADS[1]: (joint,), HEADS[2]: (joint, words_dim(words)), HEADS[3]: (joint,)}

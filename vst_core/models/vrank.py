@@ -19,7 +19,8 @@ import numpy as np
 
 from vst_core.hashing import folder_signature
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import WeightsUnavailableError
+from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 
 #: The encoder Vrank's recipe starts from: SimCSE (supervised) on BERT-base, as the paper describes.
 DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
@@ -123,27 +124,36 @@ def predict(
 
 def load_vrank(folder: str | Path | None, *, device: str = "auto", batch_size: int = 32) -> VrankModel:
     """A folder written by :func:`train_vrank`. A missing folder is a
-    :class:`WeightsUnavailableError` that says how to make one."""
+    :class:`WeightsUnavailableError` that says how to make one; a folder with a file that is
+    missing, damaged, of the wrong type or shape, or not safetensors is a :class:`ModelLoadError`
+    naming that file (:mod:`vst_core.models.folders`)."""
     if not folder or not Path(folder).is_dir():
         where = f" ({folder} is not a folder)" if folder else ""
         raise WeightsUnavailableError(
             f"Vrank needs a trained model folder{where}: train one with `vst train-vrank JUDGEMENTS --out DIR` "
             "(VHED's CSV, a pairwise file or ratings) and pass --vrank-model DIR"
         )
-    path = Path(folder)
-    meta_path = path / META_FILE
-    if not meta_path.is_file() or not (path / HEAD_FILE).is_file() or not (path / ENCODER_DIR).is_dir():
+    path = model_folder(folder, "Vrank")
+    what, fix = f"Vrank folder {path.name}", "write the folder again with vst train-vrank"
+    if not (path / META_FILE).exists() or not (path / HEAD_FILE).exists() or not (path / ENCODER_DIR).is_dir():
         raise WeightsUnavailableError(
             f"{path} is not a Vrank folder (no {META_FILE}, {HEAD_FILE} or {ENCODER_DIR}/); write one with vst train-vrank"
         )
+    meta = read_settings(path / META_FILE, what, {}, {"pooling": str, "max_length": int, "base": str}, fix)
+    pooling, max_length = meta.get("pooling", "cls"), int(meta.get("max_length", 256))
+    if pooling not in ("cls", "mean") or not 8 <= max_length <= 8192:
+        raise ModelLoadError(
+            f"{what}: {META_FILE} has pooling {pooling!r} and max_length {max_length}, not cls/mean and 8-8192; {fix}"
+        )
+    head_state = read_safetensors(path / HEAD_FILE, what, fix)
+    check_transformers_folder(path / ENCODER_DIR, what, fix)
     import torch
-    from safetensors.torch import load_file
     from transformers import AutoModel, AutoTokenizer
 
-    meta = json.loads(meta_path.read_text())
-    encoder = AutoModel.from_pretrained(path / ENCODER_DIR)
-    tokenizer = AutoTokenizer.from_pretrained(path / ENCODER_DIR)
+    with loading(f"{what}: {ENCODER_DIR}/", fix):
+        encoder = AutoModel.from_pretrained(path / ENCODER_DIR, local_files_only=True, use_safetensors=True)
+        tokenizer = AutoTokenizer.from_pretrained(path / ENCODER_DIR, local_files_only=True)
     head = torch.nn.Linear(encoder.config.hidden_size, 1)
-    head.load_state_dict(load_file(str(path / HEAD_FILE)))
-    ranker = _Ranker(encoder, tokenizer, meta.get("pooling", "cls"), resolve_device(device), head)
-    return VrankModel(ranker, int(meta.get("max_length", 256)), batch_size, folder_signature(path, "vrank"), path)
+    load_state(head, head_state, f"{what}: {HEAD_FILE}", fix)
+    ranker = _Ranker(encoder, tokenizer, pooling, resolve_device(device), head)
+    return VrankModel(ranker, max_length, batch_size, folder_signature(path, "vrank"), path)

@@ -50,7 +50,7 @@ def _answers(
 ) -> list[list[float]]:
     """Log-probabilities of ``labels`` after each prompt: cached ones read, the rest computed in one
     batched call and stored."""
-    found = cache.get_many(list(keys))
+    found = cache.get_many(list(keys), "rating" if len(labels) == len(RATING_LABELS) else "pair", len(labels))
     missing = [i for i, k in enumerate(keys) if k not in found]
     unique: dict[str, int] = {}
     for i in missing:
@@ -134,7 +134,7 @@ def _rationales(
         JudgeKey("rationale", rubric.digest, model.signature, story_digest(s, root, images), "overall", 0, images).digest()
         for s in stories
     ]
-    found = cache.get_many(keys)
+    found = cache.get_many(keys, "rationale")
     todo = [i for i, k in enumerate(keys) if k not in found]
     if todo:
         prompts = [rubric.rationale_prompt(stories[i].sentences, stories[i].images if images else ()) for i in todo]

@@ -1,0 +1,177 @@
+"""Model folders and files read the same way by every loader (Vrank, COSMic, RoViST-VG, the judge,
+a pair-scorer folder): every check here fails with one :class:`ModelLoadError` naming the file and
+what was expected, never with a library's own exception.
+
+The checks: a folder is a folder; a file the loader needs is a regular, non-empty file (never a FIFO
+or a device, which would block); a JSON settings file is an object whose entries have the expected
+types; a weights file is safetensors where safetensors is expected (a pickle is refused unread), its
+tensors are finite and fit the module they are loaded into; a transformers folder holds safetensors
+weights, not only a pickle ``.bin``.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "m.json").write_text("[1, 2]")
+>>> read_settings(folder / "m.json", "Vrank settings", {"max_length": int})
+Traceback (most recent call last):
+...
+vst_core.models.hub.ModelLoadError: ... is not a JSON object ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vst_core.models.hub import ModelLoadError, sniff_checkpoint
+
+T = TypeVar("T")
+
+#: Settings files are small: anything larger is not one of ours.
+MAX_SETTINGS_BYTES = 1_000_000
+#: Weight files transformers reads from a folder, safetensors first; the pickle ones are refused.
+SAFE_WEIGHTS = ("model.safetensors", "model.safetensors.index.json")
+PICKLE_WEIGHTS = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+
+
+def _fix(fix: str) -> str:
+    return f"; {fix}" if fix else ""
+
+
+def model_folder(folder: str | Path, what: str, fix: str = "") -> Path:
+    """``folder`` as a Path when it is a folder (links resolved); ModelLoadError otherwise."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise ModelLoadError(f"{what} needs a folder, and {path} is not one{_fix(fix)}")
+    return path
+
+
+def regular_file(path: Path, what: str, fix: str = "") -> Path:
+    """``path`` when it is a regular, non-empty file (a FIFO, device or folder is never opened)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        raise ModelLoadError(f"{what}: {path.name} is missing in {path.parent}{_fix(fix)}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelLoadError(f"{what}: {path.name} is not a regular file (a folder, FIFO or device){_fix(fix)}")
+    if info.st_size == 0:
+        raise ModelLoadError(f"{what}: {path.name} is empty{_fix(fix)}")
+    return path
+
+
+def read_settings(
+    path: Path,
+    what: str,
+    required: Mapping[str, type | tuple[type, ...]],
+    optional: Mapping[str, type | tuple[type, ...]] | None = None,
+    fix: str = "",
+) -> dict[str, Any]:
+    """A JSON object from ``path`` whose ``required`` entries exist with those types and whose
+    ``optional`` ones, when present, have theirs (``bool`` never passes for ``int``)."""
+    regular_file(path, what, fix)
+    try:
+        if os.stat(path).st_size > MAX_SETTINGS_BYTES:
+            raise ValueError(f"over {MAX_SETTINGS_BYTES:,} bytes")
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelLoadError(
+            f"{what}: {path.name} cannot be read as JSON ({type(exc).__name__}: {str(exc)[:200]}){_fix(fix)}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelLoadError(f"{what}: {path.name} is not a JSON object (found {type(data).__name__}){_fix(fix)}")
+    for entries, needed in ((required, True), (optional or {}, False)):
+        for key, kind in entries.items():
+            if key not in data:
+                if needed:
+                    raise ModelLoadError(f"{what}: {path.name} has no entry {key!r}{_fix(fix)}")
+                continue
+            value = data[key]
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                names = " or ".join(k.__name__ for k in kinds)
+                raise ModelLoadError(f"{what}: entry {key!r} of {path.name} should be {names}, not {value!r:.80}{_fix(fix)}")
+    return data
+
+
+def read_safetensors(path: Path, what: str, fix: str = "") -> dict[str, Any]:
+    """The tensors of a safetensors file; a pickle, a truncated or damaged file, or a tensor with a
+    non-finite value is a ModelLoadError (a pickle is never unpickled)."""
+    import torch
+
+    regular_file(path, what, fix)
+    try:
+        fmt = sniff_checkpoint(path)
+    except ModelLoadError as exc:
+        raise ModelLoadError(f"{what}: {exc}{_fix(fix)}") from None
+    if fmt != "safetensors":
+        raise ModelLoadError(f"{what}: {path.name} is a {fmt} file, not safetensors; it was not loaded{_fix(fix)}")
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(path))
+    except Exception as exc:  # safetensors' own error for a truncated or damaged file
+        raise ModelLoadError(f"{what}: {path.name} is damaged ({type(exc).__name__}: {str(exc)[:200]}){_fix(fix)}") from None
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ModelLoadError(f"{what}: tensor {name!r} of {path.name} holds non-finite values{_fix(fix)}")
+    return tensors
+
+
+def load_state(module: Any, state: Mapping[str, Any], what: str, fix: str = "") -> None:
+    """``module.load_state_dict(state, strict=True)``; a missing, extra or misshapen tensor is a
+    ModelLoadError naming them."""
+    try:
+        module.load_state_dict(dict(state), strict=True)
+    except (RuntimeError, ValueError, TypeError, KeyError) as exc:
+        first = str(exc).replace("\n", " ")[:300]
+        raise ModelLoadError(f"{what}: the weights do not fit the model ({first}){_fix(fix)}") from None
+
+
+def check_transformers_folder(folder: Path, what: str, fix: str = "") -> None:
+    """A transformers folder must hold ``config.json`` and safetensors weights; a folder with only a
+    pickle ``.bin`` is refused (it could run code when read)."""
+    regular_file(folder / "config.json", what, fix)
+    for name in SAFE_WEIGHTS:
+        if (folder / name).exists():
+            regular_file(folder / name, what, fix)
+            return
+    pickles = [name for name in PICKLE_WEIGHTS if (folder / name).exists()]
+    if pickles:
+        raise ModelLoadError(
+            f"{what}: {folder.name} holds only {', '.join(pickles)}, not safetensors; it was not loaded (a pickle can run "
+            f"code). Save it again with save_pretrained(..., safe_serialization=True){_fix(fix)}"
+        )
+    raise ModelLoadError(f"{what}: {folder.name} holds no weights (no {SAFE_WEIGHTS[0]}){_fix(fix)}")
+
+
+@contextmanager
+def loading(what: str, fix: str = "") -> Iterator[None]:
+    """Turns any failure inside into one ModelLoadError naming ``what`` (a ModelLoadError passes)."""
+    try:
+        yield
+    except ModelLoadError:
+        raise
+    except (Exception, RecursionError) as exc:
+        raise ModelLoadError(f"{what} does not load: {type(exc).__name__}: {str(exc)[:300]}{_fix(fix)}") from None
+
+
+def guarded(what: str, call: Callable[[], T], fix: str = "") -> T:
+    """``call()`` under :func:`loading`."""
+    with loading(what, fix):
+        return call()
+
+
+__all__ = [
+    "check_transformers_folder",
+    "guarded",
+    "load_state",
+    "loading",
+    "model_folder",
+    "read_safetensors",
+    "read_settings",
+    "regular_file",
+]
