@@ -81,7 +81,8 @@ class SqliteStore:
 
     def run(self, query: Callable[[sqlite3.Connection], T], *, default: T) -> T:
         """``query(connection)`` under the lock; when the file turns out damaged, it is set aside, a
-        new one started and ``default`` returned."""
+        new one started and the query run once more there (a write lands in the new file), else
+        ``default`` returned."""
         with self.lock:
             try:
                 return query(self.db)
@@ -93,6 +94,9 @@ class SqliteStore:
                 except sqlite3.Error:
                     pass
                 self.db = self._aside(f"{type(exc).__name__}: {exc}")
+            try:
+                return query(self.db)
+            except sqlite3.DatabaseError:
                 return default
 
 

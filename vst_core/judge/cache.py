@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vst_core.hashing import json_digest
+from vst_core.hashing import json_digest, text_digest
 from vst_core.stores import SqliteStore, write_many
 
 #: The cache file's name in the product's cache folder.
@@ -65,17 +65,23 @@ def valid_answer(kind: str, value: Any, labels: int | None = None) -> bool:
     return sum(math.exp(v) for v in value) <= 1.0 + MASS_TOLERANCE
 
 
+def _checksum(key: str, value: str) -> str:
+    """What ties a stored answer to its key: a bit flipped in either, or an answer copied under
+    another key, no longer matches."""
+    return text_digest(f"{key}\x1f{value}")[:32]
+
+
 class JudgeCache:
     """A SQLite file of JSON answers by key (in memory when ``path`` is None); counts hits and misses.
-    Each entry is checked on read (:func:`valid_answer`): a bad one counts as a miss and is asked
-    again; an unreadable file is set aside and a new one started (:mod:`vst_core.stores`)."""
+    Each entry is checked on read (its checksum, then :func:`valid_answer`): a bad one counts as a
+    miss and is asked again; an unreadable file is set aside and a new one started (:mod:`vst_core.stores`)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._store = SqliteStore(
             self.path,
-            ("CREATE TABLE IF NOT EXISTS judge (key TEXT PRIMARY KEY, value TEXT)",),
-            probe="SELECT COUNT(*) FROM judge",
+            ("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT, checksum TEXT)",),
+            probe="SELECT COUNT(*) FROM answers",
         )
         self.hits = 0
         self.misses = 0
@@ -94,11 +100,13 @@ class JudgeCache:
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                for key, value in db.execute(f"SELECT key, value FROM judge WHERE key IN ({marks})", chunk):
-                    try:
-                        answer = json.loads(value) if isinstance(value, str | bytes) else None
-                    except (ValueError, RecursionError):
-                        answer = None
+                for key, value, checksum in db.execute(f"SELECT key, value, checksum FROM answers WHERE key IN ({marks})", chunk):
+                    answer = None
+                    if isinstance(value, str) and checksum == _checksum(key, value):
+                        try:
+                            answer = json.loads(value)
+                        except (ValueError, RecursionError):
+                            pass
                     if answer is not None and (kind is None or valid_answer(kind, answer, labels)):
                         found[key] = answer
                     else:
@@ -111,15 +119,15 @@ class JudgeCache:
         return found
 
     def put_many(self, items: dict[str, Any]) -> None:
-        rows = [(k, json.dumps(v, allow_nan=False)) for k, v in items.items()]
-        self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO judge VALUES (?, ?)", rows), default=None)
+        rows = [(k, text, _checksum(k, text)) for k, text in ((k, json.dumps(v, allow_nan=False)) for k, v in items.items())]
+        self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", rows), default=None)
 
     def size(self) -> int:
-        return int(self._store.run(lambda db: db.execute("SELECT COUNT(*) FROM judge").fetchone()[0], default=0))
+        return int(self._store.run(lambda db: db.execute("SELECT COUNT(*) FROM answers").fetchone()[0], default=0))
 
     def clear(self) -> None:
         def clear(db: Any) -> None:
-            db.execute("DELETE FROM judge")
+            db.execute("DELETE FROM answers")
             db.commit()
 
         self._store.run(clear, default=None)
