@@ -204,7 +204,6 @@ def test_the_cli_exits_4_and_the_page_turns_vrank_off_with_one_notice(
     case: tuple[str, str, Callable[[Path], None]], good_vrank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from dashboard.frame import _probe
-
     from vst_core.cli import main
     from vst_core.config import Settings
 
