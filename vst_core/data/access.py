@@ -75,17 +75,20 @@ class PathNotAllowed(ValueError):
 
 
 class FileIdentity(NamedTuple):
-    """What tells a file from another without reading it: device, inode, size and modification time
-    of an opened descriptor (a file swapped or rewritten since has another)."""
+    """What tells a file from another without reading it: device, inode, size, modification and
+    status-change time of an opened descriptor (a file swapped or rewritten since has another; the
+    ctime too, which no one can set back: a same-size rewrite with its mtime restored by ``cp -p``
+    or ``rsync -t`` still changes it)."""
 
     device: int
     inode: int
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
 
     @classmethod
     def of(cls, info: os.stat_result) -> FileIdentity:
-        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def data_dirs_from_args(argv: Sequence[str]) -> list[str]:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
 import tempfile
+import time
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -39,7 +41,7 @@ import pandas as pd
 import pyarrow as pa
 
 from vst_core.data.access import FileIdentity, PathNotAllowed, open_regular, probe, reason, shown
-from vst_core.data.merge import MAIN_VALUE, Conflict, differ, is_imported, merge_story, story_key
+from vst_core.data.merge import MAIN_VALUE, Conflict, conflicts_of, is_imported, merge_story, prefer, story_key
 from vst_core.data.readers import MAX_DEPTH, MAX_LINE_BYTES
 from vst_core.data.scores_io import _score_line
 from vst_core.hashing import json_digest
@@ -47,24 +49,33 @@ from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, FIELDS, METRIC_TYPES, SCORES_FORMAT, RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout changes (old indexes are then rebuilt, not misread).
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 _BY_METRIC: dict[str, list[tuple[str, str]]] = {}
 for _f in FIELDS:
     _BY_METRIC.setdefault(_f.metric, []).append((_f.column, _f.attr))
 
+#: The column of each metric's main value (what conflicts compare: :data:`~vst_core.data.merge.MAIN_VALUE`).
+#: (The judge's ``score`` has no column of its own: its ``overall`` aspect, which it is, stands in.)
+_MAIN_COLUMN = {m: next((c for c, a in cs if a == MAIN_VALUE.get(m)), cs[0][0]) for m, cs in _BY_METRIC.items()}
+
 Progress = Callable[[int, int], None]
+logger = logging.getLogger(__name__)
 
 
 class IndexError_(ValueError):
-    """A scores file that cannot be indexed at all (missing, unreadable, not a file)."""
+    """A scores file that cannot be indexed at all (missing, unreadable, not a file, changing)."""
+
+
+class _Changed(IndexError_):
+    """A scores file that is not (or no longer) the file it was when checked or when its build began."""
 
 
 @dataclass(frozen=True)
 class IndexedFile:
-    """A file the index was built from: its path, content digest and the stat it had then (device
-    and inode 0: not known)."""
+    """A file the index was built from: its path, content digest and the stat it had then (device,
+    inode and ctime 0: not known)."""
 
     path: str
     sha256: str
@@ -72,16 +83,24 @@ class IndexedFile:
     mtime_ns: int
     device: int = 0
     inode: int = 0
+    ctime_ns: int = 0
 
     def same(self, info: os.stat_result) -> bool:
-        """Whether an opened file is this one as indexed: size and mtime, device and inode when known."""
+        """Whether an opened file is this one as indexed: size and mtime; device, inode and ctime
+        when known (a same-size rewrite with its mtime restored still has another ctime)."""
         if (info.st_size, info.st_mtime_ns) != (self.size, self.mtime_ns):
+            return False
+        if self.ctime_ns and info.st_ctime_ns != self.ctime_ns:
             return False
         return not self.inode or (info.st_dev, info.st_ino) == (self.device, self.inode)
 
     @property
     def identity(self) -> FileIdentity:
-        return FileIdentity(self.device, self.inode, self.size, self.mtime_ns)
+        return FileIdentity(self.device, self.inode, self.size, self.mtime_ns, self.ctime_ns)
+
+    @classmethod
+    def of(cls, path: str | Path, sha256: str, info: os.stat_result) -> IndexedFile:
+        return cls(str(Path(path).resolve()), sha256, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, info.st_ctime_ns)
 
 
 def open_same(path: str | Path, want: FileIdentity | None) -> io.BufferedReader:
@@ -96,7 +115,7 @@ def open_same(path: str | Path, want: FileIdentity | None) -> io.BufferedReader:
         raise IndexError_(f"cannot read scores file {name} ({exc.why})") from None
     if want is not None and FileIdentity.of(os.fstat(fh.fileno())) != want:
         fh.close()
-        raise IndexError_(f"scores file {name} changed since it was checked; load it again")
+        raise _Changed(f"scores file {name} changed since it was checked; load it again")
     return fh
 
 
@@ -272,14 +291,10 @@ def _number(value: Any) -> float:
     return math.nan
 
 
-def _lines(path: Path) -> Iterable[tuple[int, int, bytes]]:
-    """(line number, byte offset, line bytes) of a file, read in large blocks."""
-    offset, number = 0, 0
-    with path.open("rb") as fh:
-        for raw in fh:
-            number += 1
-            yield number, offset, raw
-            offset += len(raw)
+#: A file read by several processes is read only once this long has passed since its status last
+#: changed: a rewrite within the file system's timestamp granule (1 s on the coarsest Linux ones)
+#: could leave its ctime as it was, which the several-process read's end check relies on.
+RACY_NS = 1_000_000_000
 
 
 def _stat_files(
@@ -294,7 +309,9 @@ def _stat_files(
             with open_same(path, expected[k] if expected is not None else None) as fh:
                 info = os.fstat(fh.fileno())
                 digest = digests[k] if digests is not None else hashlib.file_digest(fh, "sha256").hexdigest()
-            files.append(IndexedFile(str(path.resolve()), digest, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino))
+                if digests is None and FileIdentity.of(os.fstat(fh.fileno())) != FileIdentity.of(info):
+                    raise _Changed(f"scores file {shown(path.name)} changed while it was being hashed")
+            files.append(IndexedFile.of(path, digest, info))
         except OSError as exc:
             raise IndexError_(f"cannot read scores file {shown(path.name)} ({reason(exc)})") from None
     return files
@@ -305,6 +322,10 @@ class _Row:
     """What the lines of one story add up to while indexing (see :func:`merge_story`)."""
 
     origin: dict[str, tuple[str, bool]] = field(default_factory=dict)  # metric -> (file name, imported)
+    sources: dict[str, list[tuple[float | None, str]]] = field(
+        default_factory=dict
+    )  # metric -> (value, file) of each, when several
+    used: dict[str, int] = field(default_factory=dict)  # metric -> which of its sources is used
     errors: dict[str, str] = field(default_factory=dict)
     input_problems: bool = False
     phrases: list[tuple[float, float]] = field(default_factory=list)
@@ -406,20 +427,23 @@ def _read_range(
 ) -> tuple[_Packed, dict[str, dict[str, Any]]]:
     """The lines of ``path`` (the file ``want``, see :func:`open_same`) between two byte offsets
     that begin lines (a worker's share), packed in columns (:func:`_pack`) so that sending them
-    back costs little."""
+    back costs little. The file must still be ``want`` once the share is read (else the share may
+    mix two versions): :class:`IndexError_` otherwise."""
     signatures: dict[str, dict[str, Any]] = {}
     out: list[_Line | Problem] = []
     with open_same(path, want) as fh:
         fh.seek(start)
         offset, number = start, first_number
         while offset < end:
-            raw = fh.readline()
+            raw = fh.readline(end - offset)
             if not raw:
                 break
             if raw.strip():
                 out.append(_read_line(raw, number, offset, name, signatures))
             offset += len(raw)
             number += 1
+        if want is not None and (offset != end or FileIdentity.of(os.fstat(fh.fileno())) != want):
+            raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
     return _pack(out), signatures
 
 
@@ -500,22 +524,27 @@ def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) 
 
 
 def _parsed(
-    files: Sequence[IndexedFile], progress: Progress | None
+    files: Sequence[IndexedFile], progress: Progress | None, proof: dict[int, str]
 ) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
     """(file number, parsed line, signatures seen) in file and line order; large files are read by
-    up to ``os.cpu_count()`` processes at once, each a contiguous share."""
+    up to ``os.cpu_count()`` processes at once, each a contiguous share. ``proof[file number]``:
+    the sha256 of the bytes parsed (hashed as they are read by one process; hashed again after the
+    shares of several, each share checked to be of the very file, size, mtime and ctime as at the start)."""
     total, done = sum(f.size for f in files) or 1, 0
     workers = min(os.cpu_count() or 1, 8)
     for file_no, source in enumerate(files):
         name = Path(source.path).name
-        want = source.identity if source.inode else None  # every share read is the file indexed
+        want = source.identity  # every read, here or in a worker, is of the file as it was when the build began
         if source.size < PARALLEL_BYTES or workers < 2:
-            yield from _serial(source.path, name, file_no, want)
+            yield from _serial(source.path, name, file_no, want, proof)
         else:
             from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures.process import BrokenProcessPool
             from multiprocessing import get_context
 
+            wait = source.ctime_ns + RACY_NS - time.time_ns()
+            if wait > 0:  # just written: the granule of its ctime closes first
+                time.sleep(wait / 1e9)
             ranges = _ranges(source.path, source.size, workers * 2, want)
             given = 0  # shares already yielded: merged here while the workers read the next ones
             try:
@@ -534,24 +563,52 @@ def _parsed(
                     packed, signatures = _read_range(source.path, name, a, b, n, want)
                     for line in _unpack(packed):
                         yield file_no, line, signatures
+            with open_same(source.path, want) as fh:
+                proof[file_no] = hashlib.file_digest(fh, "sha256").hexdigest()
+                if FileIdentity.of(os.fstat(fh.fileno())) != want:
+                    raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
         if source.size < PARALLEL_BYTES:
             done += source.size
             if progress is not None:
                 progress(done, total)
 
 
+#: Bytes the serial reader reads (and hashes) at a time.
+BLOCK_BYTES = 8 << 20
+
+
 def _serial(
-    path: str, name: str, file_no: int, want: FileIdentity | None = None
+    path: str, name: str, file_no: int, want: FileIdentity | None = None, proof: dict[int, str] | None = None
 ) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
-    """The lines of a file (the file ``want``, see :func:`open_same`) read here, one by one (no
-    packing: nothing crosses a process)."""
+    """The lines of a file (the file ``want``, see :func:`open_same`: no more than its size, so a
+    line appended meanwhile is never read) read here, one by one, the bytes hashed as they are read
+    into ``proof[file_no]`` (no packing: nothing crosses a process). :class:`IndexError_` when the
+    file is not ``want`` at the end (rewritten, appended to, truncated while it was read)."""
     signatures: dict[str, dict[str, Any]] = {}
     with open_same(path, want) as fh:
-        offset = 0
-        for number, raw in enumerate(fh, start=1):
-            if raw.strip():
-                yield file_no, _read_line(raw, number, offset, name, signatures), signatures
-            offset += len(raw)
+        left = want.size if want is not None else os.fstat(fh.fileno()).st_size
+        hasher = hashlib.sha256()
+        offset, number, carry = 0, 1, b""
+        while left > 0:
+            block = fh.read(min(BLOCK_BYTES, left))
+            if not block:
+                break
+            left -= len(block)
+            hasher.update(block)
+            pieces = (carry + block).split(b"\n")
+            carry = pieces.pop()
+            for piece in pieces:
+                raw = piece + b"\n"
+                if piece.strip():
+                    yield file_no, _read_line(raw, number, offset, name, signatures), signatures
+                offset += len(raw)
+                number += 1
+        if carry.strip():
+            yield file_no, _read_line(carry, number, offset, name, signatures), signatures
+        if left or (want is not None and FileIdentity.of(os.fstat(fh.fileno())) != want):
+            raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
+        if proof is not None:
+            proof[file_no] = hasher.hexdigest()
 
 
 def build_index(
@@ -569,7 +626,30 @@ def build_index(
     A line is indexed when :func:`vst_core.records.read_record` would read it, and a metric's
     numbers when its record's own fields fit their types (the evidence inside, e.g. each phrase's
     fields, is checked when :meth:`ScoresIndex.record` reads the story). Files above
-    :data:`PARALLEL_BYTES` are parsed by several processes; the merge runs here, in order."""
+    :data:`PARALLEL_BYTES` are parsed by several processes; the merge runs here, in order.
+
+    The index is of the bytes parsed: each file's digest is of those very bytes (see
+    :func:`_parsed`), never more lines than the file had when the build began. A file that changes
+    meanwhile (its size, mtime, ctime or inode, or its digest, differ at the end) is indexed again
+    once from the start; a second change is IndexError_ (and a file checked by the caller,
+    ``expected``, is never read in another state: IndexError_ at once)."""
+    try:
+        return _build(paths, progress, digests, expected)
+    except _Changed:
+        if expected is not None:
+            raise
+    try:
+        return _build(paths, progress, None, None)
+    except _Changed as exc:
+        raise IndexError_(f"{exc}, twice; index it again once it is written") from None
+
+
+def _build(
+    paths: Sequence[str | Path],
+    progress: Progress | None,
+    digests: Sequence[str] | None,
+    expected: Sequence[FileIdentity] | None,
+) -> ScoresIndex:
     files = _stat_files(paths, digests, expected)
     total = sum(f.size for f in files)
     rows: dict[tuple[str, str], int] = {}
@@ -583,7 +663,8 @@ def build_index(
     signatures: dict[str, dict[str, Any]] = {}
     present: set[str] = set()
     names = [Path(f.path).name for f in files]
-    for file_no, line, seen in _parsed(files, progress):
+    proof: dict[int, str] = {}
+    for file_no, line, seen in _parsed(files, progress, proof):
         if isinstance(line, Problem):
             problems.append(line)
             continue
@@ -615,17 +696,17 @@ def build_index(
             values.append(value)
         for metric, new in line.values:
             present.add(metric)
-            columns = _BY_METRIC[metric]
             seen_at = here.origin.get(metric)
-            if seen_at is not None:
-                main = next(c for c, a in columns if a == MAIN_VALUE[metric])
-                old_v, new_v = _opt(numbers[main][row]), _opt(new[main])
-                if not (seen_at[1] and not line.imported):  # the earlier source stays
-                    if differ(old_v, new_v):
-                        conflicts.append(Conflict(system, sid, metric, old_v, seen_at[0], new_v, name))
+            if seen_at is not None:  # every source's value kept: conflicts are named once the last is read
+                main = _MAIN_COLUMN[metric]
+                given = here.sources.get(metric)
+                if given is None:
+                    given = here.sources[metric] = [(_opt(numbers[main][row]), seen_at[0])]
+                    here.used[metric] = 0
+                given.append((_opt(new[main]), name))
+                if not prefer(line.imported, seen_at[1]):  # the earlier source stays
                     continue
-                if differ(old_v, new_v):
-                    conflicts.append(Conflict(system, sid, metric, new_v, name, old_v, seen_at[0]))
+                here.used[metric] = len(given) - 1
             here.origin[metric] = (name, line.imported)
             if metric == "grounding":
                 here.phrases = line.phrases
@@ -636,6 +717,13 @@ def build_index(
         here.input_problems = here.input_problems or line.input_problems
     if progress is not None:
         progress(total, total)
+    for k, f in enumerate(files):
+        if proof.get(k) != f.sha256:  # the digest known beforehand is not of the bytes parsed
+            raise _Changed(f"scores file {shown(names[k])} changed while it was being indexed")
+    for row, here in enumerate(state):
+        if here.sources:
+            used = {m: (here.used[m], here.sources[m]) for m in here.origin if m in here.sources}
+            conflicts.extend(conflicts_of(ids[2][row], ids[0][row], used))
     for here in state:
         left = {k: v for k, v in here.errors.items() if k not in here.origin}
         tail["error"].append("; ".join(f"{k}: {v}" for k, v in left.items()))
@@ -686,6 +774,9 @@ def _check_of(hint: Any, nested: bool) -> _Check:
             return lambda v: isinstance(v, list) and all(item(x) for x in v)
         items = [_check_of(a, True) for a in args]
         return lambda v: isinstance(v, list) and len(v) == len(items) and all(c(x) for c, x in zip(items, v, strict=True))
+    if origin is typing.Literal:
+        allowed = [(type(a), a) for a in typing.get_args(hint)]
+        return lambda v: (type(v), v) in allowed
     if hint is float:
         return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     if hint is int:
@@ -801,15 +892,35 @@ def _digest_memo(folder: Path) -> Path:
     return folder / "digests.json"
 
 
+#: The most a stored file of the index folder may hold before it is read (a larger one is not ours).
+MEMO_BYTES = 16 << 20
+STORED_BYTES = 4 << 30
+
+
+def _read_cached(path: Path, limit: int) -> bytes | None:
+    """The bytes of a file of the index folder, or None when it is missing, not a regular file (a
+    FIFO, a device, a folder: refused without blocking), a symbolic link, larger than ``limit`` or
+    unreadable."""
+    try:
+        with open_regular(path, follow=False, what="index file") as fh:
+            if os.fstat(fh.fileno()).st_size > limit:
+                return None
+            data = fh.read(limit + 1)
+    except (PathNotAllowed, OSError):
+        return None
+    return data if len(data) <= limit else None
+
+
 def _memo_key(path: str | Path, stat: os.stat_result) -> str:
-    # ctime too: a file rewritten with its size and mtime restored (cp -p, rsync -t) is not the same
-    return f"{Path(path).resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+    # ctime and inode too: a file rewritten with its size and mtime restored (cp -p, rsync -t) is not the same
+    return f"{Path(path).resolve()}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
 
 
 def _read_memo(folder: Path) -> dict[str, Any]:
+    data = _read_cached(_digest_memo(folder), MEMO_BYTES)
     try:
-        memo = json.loads(_digest_memo(folder).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        memo = json.loads(data) if data is not None else {}
+    except ValueError:
         return {}
     return memo if isinstance(memo, dict) else {}
 
@@ -827,7 +938,7 @@ def _known_digests(folder: Path, paths: Sequence[Path], expected: Sequence[FileI
             found = memo.get(_memo_key(path, stat))
         except OSError:
             return None
-        if not isinstance(found, str):
+        if not isinstance(found, str) or not re.fullmatch(r"[0-9a-f]{64}", found):
             return None
         out.append(found)
     return out
@@ -841,7 +952,7 @@ def _remember_digests(folder: Path, files: Sequence[IndexedFile]) -> None:
             stat = os.stat(f.path)
         except OSError:
             continue
-        if (stat.st_size, stat.st_mtime_ns) != (f.size, f.mtime_ns):
+        if FileIdentity.of(stat) != f.identity:
             continue
         key = _memo_key(f.path, stat)
         memo.pop(key, None)  # the last used at the end: the oldest are forgotten first
@@ -866,52 +977,117 @@ def _atomic_write(path: Path, data: bytes | Callable[[str], None]) -> None:
 
 #: What storing or reading a stored index may raise besides OSError (a bad or foreign file, text
 #: Parquet cannot hold): the index is then built or kept in memory, never lost.
-_STORE_ERRORS = (OSError, ValueError, TypeError, KeyError, pa.ArrowException)
+_STORE_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, pa.ArrowException)
+_FRAMES = ("table", "sources", "phrases")
 
 
-def _parquet_writer(frame: pd.DataFrame) -> Callable[[str], None]:
-    def write(path: str) -> None:
-        frame.to_parquet(path, index=False)
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    out = io.BytesIO()
+    frame.to_parquet(out, index=False)
+    return out.getvalue()
 
-    return write
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def save_index(index: ScoresIndex, folder: Path) -> None:
-    """Store ``index`` under ``folder`` by its key (each file written beside, then renamed into place)."""
+    """Store ``index`` under ``folder`` by its key (each file written beside, then renamed into
+    place; the description last). The description names the source files' digests and the sha256
+    of each stored Parquet file, and carries the sha256 of its own body: :func:`load_index` reads
+    back only what they prove (a damaged or foreign file is rebuilt from the source)."""
     folder.mkdir(parents=True, exist_ok=True)
     key = index.digest
+    stored: dict[str, str] = {}
     for name, frame in (("table", index.table), ("sources", index.sources), ("phrases", index.phrases)):
-        _atomic_write(folder / f"{key}.{name}.parquet", _parquet_writer(frame))
+        data = _parquet_bytes(frame)
+        stored[name] = _sha256(data)
+        _atomic_write(folder / f"{key}.{name}.parquet", data)
     meta = {
         "format": INDEX_FORMAT,
+        "key": key,
+        "digests": [f.sha256 for f in index.files],
+        "stored": stored,
+        "rows": len(index.table),
         "files": [asdict(f) for f in index.files],
         "conflicts": [asdict(c) for c in index.conflicts],
         "problems": [asdict(p) for p in index.problems],
         "signatures": index.signatures,
         "metrics": list(index.metrics),
     }
-    _atomic_write(folder / f"{key}.json", json.dumps(meta).encode())
+    body = json.dumps(meta)
+    _atomic_write(folder / f"{key}.json", json.dumps({"sha256": _sha256(body.encode()), "body": body}).encode())
     _remember_digests(folder, index.files)
 
 
+def _checked_meta(folder: Path, key: str, digests: Sequence[str]) -> dict[str, Any] | None:
+    """The stored description of the index ``key`` when its checksum holds and it is this index's:
+    this format, this key, these source digests in this order (another index copied under the key
+    is not), else None."""
+    data = _read_cached(folder / f"{key}.json", STORED_BYTES)
+    if data is None:
+        return None
+    outer = json.loads(data)
+    if not isinstance(outer, dict) or not isinstance(outer.get("body"), str):
+        return None
+    body = outer["body"]
+    if outer.get("sha256") != _sha256(body.encode()):
+        return None
+    meta = json.loads(body)
+    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT or meta.get("key") != key:
+        return None
+    if meta.get("digests") != list(digests) or [f.get("sha256") for f in meta["files"]] != list(digests):
+        return None
+    return meta
+
+
+def _checked_frame(folder: Path, key: str, name: str, sha256: Any) -> pd.DataFrame | None:
+    """A stored Parquet file read from the very bytes whose sha256 the description names, else None."""
+    data = _read_cached(folder / f"{key}.{name}.parquet", STORED_BYTES)
+    if data is None or not isinstance(sha256, str) or _sha256(data) != sha256:
+        return None
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def _whole(table: pd.DataFrame, sources: pd.DataFrame, phrases: pd.DataFrame, rows: Any, files: int) -> bool:
+    """Whether stored frames have the shape of an index of ``rows`` rows over ``files`` files."""
+    if rows != len(table) or not set(ID_COLUMNS + TAIL_COLUMNS) <= set(table.columns):
+        return False
+    if not {"row", "file", "offset", "length", "line"} <= set(sources.columns) or not {"row", "cosine", "weight"} <= set(
+        phrases.columns
+    ):
+        return False
+    for frame in (sources, phrases):
+        if len(frame) and not (0 <= frame["row"].min() and frame["row"].max() < rows):
+            return False
+    return not len(sources) or (0 <= sources["file"].min() and sources["file"].max() < files)
+
+
 def _read_stored(
-    folder: Path, key: str, paths: Sequence[Path], expected: Sequence[FileIdentity] | None = None
+    folder: Path,
+    key: str,
+    paths: Sequence[Path],
+    expected: Sequence[FileIdentity] | None = None,
+    digests: Sequence[str] | None = None,
 ) -> ScoresIndex | None:
     """The index stored under ``key`` for ``paths`` as they are now (``expected``, when given: the
-    files as checked; another file at a path is no match), else None."""
+    files as checked; another file at a path is no match) with the contents ``digests``, else None:
+    also when a stored file is damaged, truncated, not a regular file, or another index's (each
+    checked against the checksums of :func:`save_index`)."""
     try:
-        meta = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
-        if meta.get("format") != INDEX_FORMAT:
+        meta = _checked_meta(folder, key, digests if digests is not None else [])
+        if meta is None or len(meta["files"]) != len(paths):
             return None
-        table = pd.read_parquet(folder / f"{key}.table.parquet")
-        sources = pd.read_parquet(folder / f"{key}.sources.parquet")
-        phrases = pd.read_parquet(folder / f"{key}.phrases.parquet")
+        frames = [_checked_frame(folder, key, name, meta["stored"].get(name)) for name in _FRAMES]
+        table, sources, phrases = frames
+        if table is None or sources is None or phrases is None or not _whole(table, sources, phrases, meta["rows"], len(paths)):
+            return None
         files = []
         for k, (path, stored) in enumerate(zip(paths, meta["files"], strict=True)):  # the same content, perhaps moved
-            now = FileIdentity.of(path.stat())
-            if expected is not None and now != expected[k]:
+            info = path.stat()
+            if expected is not None and FileIdentity.of(info) != expected[k]:
                 return None
-            files.append(IndexedFile(str(path.resolve()), str(stored["sha256"]), now.size, now.mtime_ns, now.device, now.inode))
+            files.append(IndexedFile.of(path, str(stored["sha256"]), info))
         return ScoresIndex(
             tuple(files),
             table,
@@ -960,9 +1136,13 @@ def load_index(
             _remember_digests(folder, hashed)
         except _STORE_ERRORS:
             pass
-    stored = _read_stored(folder, index_key(digests), files, expected)
+    stored = _read_stored(folder, index_key(digests), files, expected, digests)
     if stored is not None:
         return stored
+    if (folder / f"{index_key(digests)}.json").exists():
+        logger.info(
+            "the stored index %s does not prove its contents; it is built again from the scores files", index_key(digests)
+        )
     index = build_index(files, progress, digests=digests, expected=expected)
     try:
         save_index(index, folder)

@@ -4,7 +4,8 @@
 Which value is used when two sources give one metric: a computed record (one with evidence) wins
 over an imported one (the score only); between two of the same kind the first source wins. Two
 values that differ by more than :data:`TOLERANCE` are a :class:`Conflict`, reported with both
-sources and the one used, never resolved silently.
+sources and the one used, never resolved silently; the value named as used is the one kept after
+every source is read (three files: a later computed value replaces an imported one named earlier).
 
 >>> from vst_core.records import RedundancyScores, StoryScores
 >>> a = StoryScores("1", "1", "human", ("A cat.",), metrics={"redundancy": RedundancyScores(0.9, 0.1, 0.1, "paper", 4)})
@@ -108,6 +109,19 @@ def merged_signature(signatures: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"id": json_digest({"merged": ids}, 12), "merged": [dict(unique[i]) for i in ids]}
 
 
+def conflicts_of(system: str, story_id: str, sources: Mapping[str, tuple[int, list[tuple[float | None, str]]]]) -> list[Conflict]:
+    """The conflicts of one story once every source is read: per metric (``(k, values)``: the k-th
+    of ``(main value, source)`` is the one finally used), each other source whose value differs from
+    the one used, named beside it (so a message never names as used a value a later source replaced)."""
+    out: list[Conflict] = []
+    for metric, (used_at, values) in sources.items():
+        used, used_source = values[used_at]
+        for k, (other, other_source) in enumerate(values):
+            if k != used_at and differ(used, other):
+                out.append(Conflict(system, story_id, metric, used, used_source, other, other_source))
+    return out
+
+
 def merge_records(sources: Iterable[tuple[StoryScores, str]]) -> tuple[list[StoryScores], list[Conflict]]:
     """One record per ``(system, story_id)`` from ``(record, source name)`` pairs, in first-seen
     order. Per metric, see the module's rule; sentences, images and a sequence id that is not the
@@ -136,22 +150,16 @@ def merge_story(parts: list[tuple[StoryScores, str]]) -> tuple[StoryScores, list
     if len(parts) == 1 and not any(metric in first.metrics for metric in first.errors):
         return first, []
     metrics: dict[str, MetricScores] = {}
-    origin: dict[str, tuple[str, bool]] = {}
-    conflicts: list[Conflict] = []
+    origin: dict[str, tuple[int, bool]] = {}  # metric -> (which of seen[metric] is used, imported)
+    seen: dict[str, list[tuple[float | None, str]]] = {}  # metric -> (main value, source) of every source
     for record, name in parts:
         imported = is_imported(record.signature)
         for metric, value in record.metrics.items():
-            if metric not in metrics:
-                metrics[metric], origin[metric] = value, (name, imported)
-                continue
-            old_name, old_imported = origin[metric]
-            new_value, old_value = main_value(metric, value), main_value(metric, metrics[metric])
-            if prefer(imported, old_imported):
-                if differ(new_value, old_value):
-                    conflicts.append(Conflict(first.system, first.story_id, metric, new_value, name, old_value, old_name))
-                metrics[metric], origin[metric] = value, (name, imported)
-            elif differ(new_value, old_value):
-                conflicts.append(Conflict(first.system, first.story_id, metric, old_value, old_name, new_value, name))
+            given = seen.setdefault(metric, [])
+            given.append((main_value(metric, value), name))
+            if metric not in metrics or prefer(imported, origin[metric][1]):
+                metrics[metric], origin[metric] = value, (len(given) - 1, imported)
+    conflicts = conflicts_of(first.system, first.story_id, {m: (origin[m][0], seen[m]) for m in metrics})
     records = [r for r, _ in parts]
     errors: dict[str, str] = {}
     for r in records:
