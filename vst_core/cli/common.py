@@ -8,6 +8,7 @@ from typing import Any
 EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_WEIGHTS = 4
+EXIT_DIVERGED = 5  # training met a non-finite loss; nothing written
 
 
 def error(message: str) -> None:

@@ -7,12 +7,12 @@ import argparse
 from pathlib import Path
 
 from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
 from vst_core.data import StorySetError, read_story_set
 from vst_core.hashing import text_digest
 from vst_core.learned.pairs import PairsError, grouped_split, pairs_of, random_split, story_texts, vhed_texts
-from vst_core.learned.vrank import VrankConfig, train_vrank
-from vst_core.models.hub import WeightsUnavailableError, hf_weights_id
+from vst_core.learned.vrank import NonFiniteLossError, VrankConfig, train_vrank
+from vst_core.models.hub import ModelLoadError, hf_weights_id
 
 DEFAULTS = VrankConfig()
 
@@ -127,9 +127,12 @@ def run(args: argparse.Namespace) -> int:
             progress=None if args.no_progress else (lambda total, desc: bar(total, "batch", desc)),
             log=note,
         )
-    except WeightsUnavailableError as exc:
+    except ModelLoadError as exc:
         error(str(exc))
         return EXIT_WEIGHTS
+    except NonFiniteLossError as exc:
+        error(str(exc))
+        return EXIT_DIVERGED
     except ValueError as exc:
         error(str(exc))
         return EXIT_INPUT

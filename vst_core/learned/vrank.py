@@ -19,6 +19,7 @@ A trained folder holds ``encoder/`` (the fine-tuned encoder and its tokenizer, `
 from __future__ import annotations
 
 import json
+import math
 import random
 import shutil
 from collections.abc import Callable, Sequence
@@ -89,7 +90,7 @@ def _load_base(config: VrankConfig, device: str) -> _Ranker:
 
     hint = " with --base NAME|PATH"
     tokenizer = load_hf(config.base, AutoTokenizer.from_pretrained, "Vrank base tokenizer", hint)
-    encoder = load_hf(config.base, AutoModel.from_pretrained, "Vrank base encoder", hint)
+    encoder = load_hf(config.base, AutoModel.from_pretrained, "Vrank base encoder", hint, weights=True)
     return _Ranker(encoder, tokenizer, _pooling_of(config.base, config.pooling), device)
 
 
@@ -169,6 +170,10 @@ def _run_id(config: VrankConfig, train: Sequence[RankedPair], held: Sequence[Ran
     return json_digest({"recipe": recipe, "data": data}, 16)
 
 
+class NonFiniteLossError(ArithmeticError):
+    """Training met a loss that is not a finite number; nothing was written."""
+
+
 def train_vrank(
     train: Sequence[RankedPair],
     held_out: Sequence[RankedPair],
@@ -187,6 +192,12 @@ def train_vrank(
 
     if not train:
         raise ValueError("no training pairs")
+    bad = [p for p in (*train, *held_out) if not math.isfinite(p.gap) or p.gap <= 0]
+    if bad:
+        raise ValueError(
+            f"{len(bad)} pair(s) have a ranking gap that is not a positive finite number (e.g. {bad[0].better!r} over "
+            f"{bad[0].worse!r}: {bad[0].gap!r}); the readers leave such pairs out, so these came from elsewhere"
+        )
     overlap = stories_of(train) & stories_of(held_out)
     if overlap:
         log(f"warning: {len(overlap)} stor(ies) are in both the training and the held-out pairs (e.g. {sorted(overlap)[0]!r})")
@@ -224,8 +235,8 @@ def _train(
     autocast, scaled = _autocast(device, config.precision)
     scaler = torch.amp.GradScaler("cuda") if scaled else None
     start = 1
-    if state_file.is_file():
-        state = torch.load(state_file, map_location=device, weights_only=True)
+    state = _read_checkpoint(state_file, device, log)
+    if state is not None:
         if state.get("run_id") == run_id:
             ranker.encoder.load_state_dict(state["encoder"])
             ranker.head.load_state_dict(state["head"])
@@ -254,6 +265,11 @@ def _train(
             target = torch.tensor([y for _, _, y in chunk], dtype=torch.float32, device=device)
             with autocast:
                 loss = loss_fn(ranker.forward(batch).float(), target)
+            if not bool(torch.isfinite(loss)):
+                raise NonFiniteLossError(
+                    f"epoch {epoch}, batch {begin // config.batch_size + 1}: the training loss is {loss.item()}; "
+                    f"stopped, and no model was written to {out} (try a lower --lr, or --precision fp32)"
+                )
             if scaler is not None:
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
@@ -310,6 +326,22 @@ def _train(
     )
     shutil.rmtree(checkpoint, ignore_errors=True)
     return report
+
+
+def _read_checkpoint(state_file: Path, device: str, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """The last epoch's checkpoint, or None (absent, or unreadable: then said, and training starts afresh)."""
+    import torch
+
+    if not state_file.is_file():
+        return None
+    try:
+        state = torch.load(state_file, map_location=device, weights_only=True)
+        if not isinstance(state, dict):
+            raise ValueError(f"a {type(state).__name__}, not a dict")
+        return state
+    except Exception as exc:
+        log(f"{state_file} cannot be read ({type(exc).__name__}); starting afresh")
+        return None
 
 
 def _save(ranker: _Ranker, out: Path, config: VrankConfig) -> None:

@@ -261,7 +261,25 @@ def read_judgements(
         judgements = _vhed(frame, problems)
     else:
         judgements = _judgements(frame, aspects, problems, chosen)
+    judgements = _finite_only(judgements)
     judgements.digest = text_digest(raw)
+    return judgements
+
+
+def _finite_only(judgements: Judgements) -> Judgements:
+    """The last guard of every reader: no rating, error label or pair gap that is not a finite
+    number is ever kept (each reader reports its own reasons first; anything left is counted here)."""
+    for name, column in (("ratings", "value"), ("errors", "value"), ("pairs", "gap")):
+        table = getattr(judgements, name)
+        if table.empty:
+            continue
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = ~np.isfinite(values.to_numpy(dtype=float))
+        if bad.any():
+            judgements.problems.append(f"{int(bad.sum())} {name} with a {column} that is not a finite number; left out")
+            setattr(judgements, name, table[~bad].reset_index(drop=True))
+    if judgements.ratings.empty and judgements.errors.empty and judgements.pairs.empty:
+        raise JudgementsError("no usable judgements" + (f" ({'; '.join(judgements.problems)})" if judgements.problems else ""))
     return judgements
 
 
@@ -648,6 +666,14 @@ def _vhed(frame: pd.DataFrame, problems: list[str]) -> Judgements:
         problems.append("no rank_norm column: gaps are the differences of the average ranks")
         gap = (rank_base - rank_comp).abs()
     ok = rank_base.notna() & rank_comp.notna()
+    gap = gap.round(GAP_DECIMALS)
+    no_gap = ok & gap.isna()
+    if no_gap.any():
+        problems.append(f"{int(no_gap.sum())} pair(s) whose rank_norm is not a finite number; left out (no ranking gap)")
+    zero = ok & gap.eq(0) & (rank_base != rank_comp)
+    if zero.any():
+        problems.append(f"{int(zero.sum())} pair(s) with rank_norm 0 but different average ranks; left out (zero ranking gap)")
+    ok &= ~no_gap & ~zero
     same = ok & pd.Series([b == c for b, c in zip(base, comp, strict=True)], index=frame.index)
     if same.any():
         problems.append(f"{int(same.sum())} pair(s) of a model with itself under one story_id; removed (one id)")
@@ -662,7 +688,7 @@ def _vhed(frame: pd.DataFrame, problems: list[str]) -> Judgements:
             "sequence_id": sequence.where(sequence.ne(""), frame["story_id"]).to_numpy(),
             "better": np.where(base_better, base, comp),
             "worse": np.where(base_better, comp, base),
-            "gap": gap.round(GAP_DECIMALS).to_numpy(),
+            "gap": gap.to_numpy(),
             "agreement": agreement.to_numpy(),
         }
     )[ok.to_numpy()].reset_index(drop=True)
