@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 LABELS: tuple[str, ...] = ("Visible", "Subjective", "Story", "Meta")
 FORMAT = "vst-cosmic/1"
 WEIGHTS_FILE = "cosmic.safetensors"
+PROBE_SENTENCE = "A dog ran to the sea, zyx ✓ 42 … «unknown» words!"
 CONFIG_FILE = "config.json"  # BERT's config, with the trainer's settings under "cosmic"
 
 
@@ -229,7 +230,7 @@ def load_cosmic(folder: str | None, *, device: str = "auto") -> CosmicModel:
     load_state(rater, {k[6:]: v for k, v in state.items() if k.startswith("rater.")}, f"{what}: the rater", _FIX)
     classifier = torch.nn.Linear(meta["caption_dim"], len(LABELS))
     load_state(classifier, {k[7:]: v for k, v in state.items() if k.startswith("labels.")}, f"{what}: the label head", _FIX)
-    return CosmicModel(
+    model = CosmicModel(
         folder_signature(path, "cosmic"),
         bert,
         tokenizer,
@@ -239,6 +240,12 @@ def load_cosmic(folder: str | None, *, device: str = "auto") -> CosmicModel:
         clip=meta["clip"],
         max_length=int(meta.get("max_length", 64)),
     )
+    with loading(f"{what}: a first sentence", _FIX):  # what loads but cannot read text (e.g. a damaged vocabulary)
+        probe = model.cls([PROBE_SENTENCE])
+        model.labels(probe)
+    if not np.isfinite(probe).all():
+        raise ModelLoadError(f"{what}: BERT gives non-finite vectors for a probe sentence; {_FIX}")
+    return model
 
 
 # ---------------------------------------------------------------- scoring stories

@@ -29,6 +29,8 @@ HEAD_FILE = "head.safetensors"
 ENCODER_DIR = "encoder"
 
 Pooling = Literal["auto", "cls", "mean"]
+#: Two stories every loaded folder must predict a finite gap for (odd characters included).
+PROBE_PAIR = ("A dog ran to the sea, and it was fun!", "Zyx qwv ✓ 42 … «unknown» words.")
 
 
 def _pooling_of(base: str, wanted: Pooling) -> Literal["cls", "mean"]:
@@ -156,4 +158,8 @@ def load_vrank(folder: str | Path | None, *, device: str = "auto", batch_size: i
     head = torch.nn.Linear(encoder.config.hidden_size, 1)
     load_state(head, head_state, f"{what}: {HEAD_FILE}", fix)
     ranker = _Ranker(encoder, tokenizer, pooling, resolve_device(device), head)
+    with loading(f"{what}: a first prediction", fix):  # what loads but cannot predict (e.g. a damaged vocabulary)
+        probe = predict(ranker, [PROBE_PAIR], max_length, 1)
+    if not np.isfinite(probe).all():
+        raise ModelLoadError(f"{what}: predicts {probe[0]} for a probe pair, not a finite number; {fix}")
     return VrankModel(ranker, max_length, batch_size, folder_signature(path, "vrank"), path)
