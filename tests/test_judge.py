@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import scipy.stats
+from conftest import SAMPLE
 
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
@@ -126,6 +127,22 @@ def test_a_users_template_is_checked_and_named_by_its_digest(tmp_path: Path) -> 
         parse_rubric(json.dumps(data).encode(), "y.json")
     with pytest.raises(TemplateError, match="No such file"):
         load_rubric(tmp_path / "absent.json")
+
+
+def test_a_deeply_nested_template_is_refused_before_parsing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vst_core.cli import main
+    from vst_core.judge.rubric import json_depth
+
+    assert json_depth(b'{"a": [1, {"b": "[[[\\"]]"}]}') == 3
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(TemplateError, match="nested 100000 levels deep"):
+        load_rubric(nested)
+    out = tmp_path / "out.jsonl"
+    code = main(["score", str(SAMPLE), "--out", str(out), "--metrics", "judge", "--judge-template", str(nested), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "levels deep" in err and "Traceback" not in err
+    assert not out.exists() and not (tmp_path / "out.jsonl.lock").exists()  # nothing written, nothing left behind
 
 
 @pytest.mark.slow  # the weights id looks in the hub cache through huggingface_hub (about 1 s to import)

@@ -12,6 +12,7 @@ from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_me
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.options import parse_regions
 from vst_core.data.regions import read_regions_csv
+from vst_core.judge.rubric import TemplateError
 from vst_core.models.hub import ModelLoadError
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import (
@@ -449,7 +450,7 @@ def run(args: argparse.Namespace) -> int:
             progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
             spans=not args.no_spans,
         )
-    except (ResumeMismatchError, RunLockedError) as exc:
+    except (ResumeMismatchError, RunLockedError, TemplateError) as exc:
         error(str(exc))
         return EXIT_USAGE
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:

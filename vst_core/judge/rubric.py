@@ -29,6 +29,8 @@ BUILTIN = "rubric_v1.json"
 REQUIRED_ASPECTS: tuple[str, ...] = ("grounding", "coherence", "non_redundancy", "overall")
 #: Longest template file read (a rubric is a few kB).
 MAX_BYTES = 1 << 20
+#: The deepest JSON nesting a template may have (the built-in one has 3).
+MAX_DEPTH = 16
 
 
 class TemplateError(ValueError):
@@ -146,10 +148,39 @@ def _texts(value: Any, where: str, least: int) -> tuple[str, ...]:
     return tuple(value)
 
 
+def json_depth(raw: bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, strings skipped (no parse, no recursion).
+
+    >>> json_depth(b'{"a": [1, {"b": "[[["}]}')
+    3
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
 def parse_rubric(raw: bytes, source: str) -> Rubric:
     """A :class:`Rubric` from a template file's bytes (JSON; the digest is of these bytes)."""
     if len(raw) > MAX_BYTES:
         raise TemplateError(f"{source}: larger than {MAX_BYTES} bytes; not a rubric template")
+    depth = json_depth(raw)
+    if depth > MAX_DEPTH:
+        raise TemplateError(f"{source}: JSON nested {depth} levels deep; a rubric template needs at most {MAX_DEPTH}")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

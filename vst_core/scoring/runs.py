@@ -48,7 +48,8 @@ class RunLockedError(RuntimeError):
 @contextmanager
 def locked(out: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``out`` (a ``.lock`` file beside it) for the whole run: a second
-    run on the same file is refused at once instead of writing its stories twice."""
+    run on the same file is refused at once instead of writing its stories twice. The lock file is
+    removed when the run wrote nothing."""
     if out.exists() and not out.is_file():  # a folder, a device (/dev/full reads for ever), a FIFO
         raise OSError(errno.EINVAL, "not a regular file", str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -61,6 +62,8 @@ def locked(out: Path) -> Iterator[None]:
         try:
             yield
         finally:
+            if not out.exists():  # nothing was written: leave nothing behind
+                lock.unlink(missing_ok=True)
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
