@@ -11,6 +11,7 @@ from dashboard import loading
 from dashboard.frame import page, shown
 from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
+from vst_core.hashing import json_digest
 from vst_core.records import StoryScores
 from vst_core.scoring.story import with_repeated_spans
 from vst_core.viz import (
@@ -44,7 +45,7 @@ partner, partner_system = st.query_params.get("with"), st.query_params.get("with
 focus_rows = [
     r for r in ([view.find(wanted, wanted_system)] if wanted_system else view.rows_of_story(wanted or "")) if r is not None
 ]
-link = f"{wanted_system}/{wanted}"
+link = json_digest([wanted_system, wanted])  # never joined: ids may hold any separator
 if focus_rows and st.session_state.get("_focused") != link:  # a link to a story opens its sequence once
     st.session_state["_focused"] = link
     st.session_state["sequence"] = str(view.table["sequence"].iat[focus_rows[0]])
@@ -121,7 +122,7 @@ def region(story: Story, record: StoryScores) -> None:
     if grounding is None or not grounding.phrases or not story.images_ok:
         return
     labels = [f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})" for p in grounding.phrases]
-    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{story.system}-{story.story_id}")
+    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{json_digest(list(story.key))[:16]}")
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
         outline(story, p.image, p.box, p.text, p.best_cosine)
@@ -139,7 +140,7 @@ def vg_nouns(story: Story | None, record: StoryScores) -> None:
         if story is None or not story.images_ok:
             return
         labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
-        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=f"vg-{story.system}-{story.story_id}")
+        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=f"vg-{json_digest(list(story.key))[:16]}")
         if pick is not None:
             n = vg.nouns[labels.index(pick)]
             outline(story, n.image, n.box, n.noun, n.best_cosine)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from vst_core.analysis.meta_eval.identity import story_key
 from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError, read_judgements
 from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
 from vst_core.data import StorySetError, read_story_set
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             story_set = read_story_set(args.stories, check_images=False)
             texts = story_texts(story_set)
-            sequences = {k: s.sequence_id for s in story_set for k in (s.story_id, f"{s.story_id} ({s.system})")}
+            sequences = {k: s.sequence_id for s in story_set for k in (story_key(s.story_id, s.system), s.story_id)}
         pairs, problems = pairs_of(judgements, texts, sequences)
         mlm = [s.text for s in read_story_set(args.mlm, check_images=False) if not s.is_empty] if args.mlm else []
     except (OSError, JudgementsError, StorySetError, PairsError) as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from vst_core.analysis.meta_eval.identity import story_key
 from vst_core.analysis.meta_eval.judgements import Judgements, aggregate, vhed_story_id
 from vst_core.analysis.meta_eval.stats import pairs_from_ratings
 from vst_core.data import StorySet
@@ -58,13 +59,15 @@ def vhed_texts(source: str | Path) -> dict[str, str]:
 
 def story_texts(story_set: StorySet) -> dict[str, str]:
     """Story id -> text of a story set; an id several systems share is also keyed ``id (system)``
-    (the meta-evaluation key), and its bare id is dropped as ambiguous."""
+    (the meta-evaluation key, :func:`~vst_core.analysis.meta_eval.identity.story_key`), and its bare
+    id is dropped as ambiguous."""
     counts: dict[str, int] = {}
     for story in story_set:
         counts[story.story_id] = counts.get(story.story_id, 0) + 1
     out: dict[str, str] = {}
     for story in story_set:
-        out[f"{story.story_id} ({story.system})"] = story.text
+        out[story_key(story.story_id, story.system)] = story.text
+    for story in story_set:  # a story's own id wins over a key that happens to read like it
         if counts[story.story_id] == 1:
             out[story.story_id] = story.text
     return out

@@ -20,9 +20,24 @@ import pandas as pd
 from vst_core.analysis.meta_eval.judgements import Judgements, StoryRating, aspect_ratings
 
 
+def _escape(part: str) -> str:
+    return part.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
 def story_key(story_id: str, system: str) -> str:
-    """The meta-evaluation key of a story whose id another system shares."""
-    return f"{story_id} ({system})"
+    """The meta-evaluation key of a story whose id another system shares: ``"<story_id> (<system>)"``
+    with ``\\``, ``(`` and ``)`` escaped inside each part, so two different stories never share a key.
+
+    >>> story_key("1", "human"), story_key("1", "a) (b") != story_key("1 (a)", "b")
+    ('1 (human)', True)
+    """
+    return f"{_escape(story_id)} ({_escape(system)})"
+
+
+def _join(ids: pd.Series, systems: pd.Series) -> pd.Series:
+    """:func:`story_key` of each row (``ids``' index kept)."""
+    joined = [f"{_escape(str(i))} ({_escape(str(y))})" for i, y in zip(ids.tolist(), systems.tolist(), strict=True)]
+    return pd.Series(joined, index=ids.index, dtype=object)
 
 
 def shared_ids(scores: pd.DataFrame) -> bool:
@@ -35,7 +50,7 @@ def keys_of(scores: pd.DataFrame) -> pd.Series:
     ids = scores["story"].astype(str)
     if not shared_ids(scores):
         return ids
-    return ids + " (" + scores["system"].astype(str) + ")"
+    return _join(ids, scores["system"])
 
 
 def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judgements, list[str]]:
@@ -53,6 +68,7 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
     only_system = pd.Series(single["system"].astype(str).to_numpy(), index=single["story"].astype(str).to_numpy())
     shared = pd.Index(counts.index[counts > 1])
     known = set(keys_of(scores))
+    scored_ids = set(ids_all)
 
     def rekey(frame: pd.DataFrame, what: str) -> pd.DataFrame:
         if frame.empty:
@@ -62,8 +78,8 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
         named = (system.notna() & (system.astype(str) != "")).to_numpy()
         alone = ids.map(only_system)  # the one system of an id no other system has
         keys = ids.where(~ids.isin(shared) | named, None)
-        keys = keys.where(~named, ids + " (" + system.astype(str) + ")")
-        keys = keys.where(named | alone.isna(), ids + " (" + alone.astype(object).fillna("").astype(str) + ")")
+        keys = keys.where(~named, _join(ids, system.astype(str)))
+        keys = keys.where(named | alone.isna(), _join(ids, alone.astype(object).fillna("").astype(str)))
         ambiguous = (~named) & ids.isin(shared).to_numpy()
         if ambiguous.any():
             problems.append(
@@ -79,7 +95,8 @@ def keyed_judgements(judgements: Judgements, scores: pd.DataFrame) -> tuple[Judg
         mapped = {}
         for column in ("better", "worse"):
             values = pairs[column].astype(str)
-            mapped[column] = values.map(lambda v: v if v in known else _unique_key(v, only_system, shared))
+            # a scored story id is read as that id, never as a key that happens to look like it
+            mapped[column] = values.map(lambda v: _unique_key(v, only_system, shared) if v in scored_ids or v not in known else v)
         lost = mapped["better"].isna() | mapped["worse"].isna()
         if lost.any():
             problems.append(

@@ -522,7 +522,21 @@ def vist_edit_story_id(sequence_id: str, model: str, team: str) -> tuple[str, st
     ``auto-gen`` and ``<model>-<team>`` otherwise; the id is ``<sequence_id>:<system>``."""
     team = team.strip().lower()
     system = model if team == "auto-gen" else f"{model}-{team}"
-    return f"{sequence_id}:{system}", system
+    return joined_id(sequence_id, system), system
+
+
+def joined_id(story_id: str, system: str) -> str:
+    """``<story_id>:<system>`` with ``\\`` and ``:`` escaped inside each part (``\\\\``, ``\\:``), so
+    two different (story, system) never give one id; the released files' ids have neither.
+
+    >>> joined_id("45530", "AREL"), joined_id("1:a", "b") != joined_id("1", "a:b")
+    ('45530:AREL', True)
+    """
+
+    def escape(part: str) -> str:
+        return part.replace("\\", "\\\\").replace(":", "\\:")
+
+    return f"{escape(story_id)}:{escape(system)}"
 
 
 def read_vist_edit(
@@ -618,7 +632,7 @@ def _vist_edit(
 def vhed_story_id(story_id: str, model: str) -> str:
     """The id of one story of a VHED pair: ``<story_id>:<model>`` (VHED's ``story_id`` column and
     the ``model_base`` or ``model_comp`` that wrote it)."""
-    return f"{story_id.strip()}:{model.strip()}"
+    return joined_id(story_id.strip(), model.strip())
 
 
 def read_vhed(source: str | Path | bytes | IO[Any]) -> Judgements:
