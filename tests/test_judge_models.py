@@ -204,3 +204,42 @@ def test_bench_measures_the_judge_with_the_replica_architecture() -> None:
     assert figures["judge_prompts_per_story"] == 12 and figures["judge_model_calls"] == 3  # 24 prompts in batches of 8
     assert figures["judge_stories_per_s"] > 0 and figures["judge_cached_stories_per_s"] > figures["judge_stories_per_s"]
     assert 150 < figures["judge_prompt_tokens"] < 400
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random", "null", "overflow", "short", "zeros", "fifo"])
+def test_a_damaged_judge_cache_never_fails_a_run_and_gives_the_same_scores(judge_env: Path, tmp_path: Path, damage: str) -> None:
+    import sqlite3
+
+    from vst_core.config import Settings
+    from vst_core.data import read_story_set
+    from vst_core.judge.cache import _checksum
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
+
+    settings = Settings(metrics=("judge",), device="cpu", batch_size=32)
+    stories = read_story_set(SAMPLE)
+    score_story_set(stories, settings, tmp_path / "a.jsonl", models=Models(settings, cache_dir=tmp_path / "c"))
+    path = tmp_path / "c" / "judge.sqlite"
+    values = {"null": "null", "overflow": "[1e308, 1e308, 1e308, 1e308, 1e308]", "short": "[1, 2]", "zeros": "[0, 0, 0, 0, 0]"}
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:2000])
+    elif damage == "random":
+        path.write_bytes(os.urandom(20_000))
+    elif damage == "fifo":
+        path.unlink()
+        os.mkfifo(path)
+    else:
+        with sqlite3.connect(path) as db:
+            keys = [k for (k,) in db.execute("SELECT key FROM answers")]
+            db.executemany(
+                "UPDATE answers SET value = ?, checksum = ? WHERE key = ?",
+                [(values[damage], _checksum(k, values[damage]), k) for k in keys],
+            )
+    models = Models(settings, cache_dir=tmp_path / "c")
+    summary = score_story_set(stories, settings, tmp_path / "b.jsonl", models=models)
+    assert summary.scored == 8 and not summary.failed
+    first, second = (
+        [json.loads(line)["metrics"]["judge"] for line in (tmp_path / n).read_text().splitlines()] for n in ("a.jsonl", "b.jsonl")
+    )
+    assert all(a["aspects"] == b["aspects"] for a, b in zip(first, second, strict=True))
+    assert models.judge.calls > 0 and models.judge_cache.damage_note()

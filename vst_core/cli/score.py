@@ -466,4 +466,6 @@ def run(args: argparse.Namespace) -> int:
             f"judge: {judge.calls} model calls, {cache.hits} answers from the cache and {cache.misses} computed "
             f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
         )
+        if cache.damage_note():
+            note(cache.damage_note())
     return 0

@@ -92,6 +92,15 @@ class JudgeCache:
         """Why the cache file was set aside during this run (empty when it never was)."""
         return self._store.set_aside
 
+    def damage_note(self) -> str:
+        """What this run found wrong with the cache, for the user ('' when nothing)."""
+        parts = []
+        if self.dropped:
+            parts.append(f"{self.dropped} stored answer(s) were not valid and were asked again")
+        if self.set_aside:
+            parts.append(f"the cache file could not be read ({self.set_aside[0]}) and was set aside as {self.path}.damaged")
+        return f"judge cache: {'; '.join(parts)}" if parts else ""
+
     def get_many(self, keys: Sequence[str], kind: str | None = None, labels: int | None = None) -> dict[str, Any]:
         """The valid stored answers of ``keys`` (checked as ``kind`` answers when given)."""
 
