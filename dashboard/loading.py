@@ -72,9 +72,10 @@ def readable_roots() -> tuple[Path, ...]:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _index(paths: tuple[str, ...], stamps: tuple[FileIdentity, ...]) -> ScoresIndex:
-    """One index per process for these files as they were checked (``stamps``: device, inode, size
-    and mtime of each, every read verified against them); the cache_resource keeps one object,
-    never a pickled copy of 100,000 rows."""
+    """One index per process for these files as they were checked (``stamps``: device, inode, size,
+    mtime and ctime of each, every read verified against them: a same-size rewrite with its mtime
+    restored has another ctime, so another entry, never the old table beside new evidence); the
+    cache_resource keeps one object, never a pickled copy of 100,000 rows."""
     return load_index(list(paths), expected=list(stamps))
 
 

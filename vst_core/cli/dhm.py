@@ -140,9 +140,11 @@ def _conflicts(conflicts: list[Conflict]) -> None:
     for c in conflicts:
         by_metric.setdefault(c.metric, []).append(c)
     for metric, found in by_metric.items():
+        stories = len({(c.system, c.story_id) for c in found})
         note(
-            f"warning: {len(found)} stories have two values of {metric} "
-            "(a computed value is used over an imported one, else the file named first), e.g.:"
+            f"warning: {stories} stories have two values of {metric} or more "
+            "(a computed value is used over an imported one, else the file named first; each example names "
+            "the value used once every file is read), e.g.:"
         )
         for c in found[:EXAMPLES]:
             note(f"  {c}")
