@@ -28,7 +28,11 @@ st.markdown(f"**{len(paired)}** image sequences have a story by both {code(a)} a
 if not len(paired):
     st.stop()
 summary = win_tie_loss(paired, metrics)
-st.caption(f"Wins, ties and losses of {md(a)} against {md(b)} (a tie: equal within 1e-9); differences are {md(a)} − {md(b)}.")
+st.caption(
+    f"Wins, ties and losses of {md(a)} against {md(b)}: a win is a better score by the metric's direction (column "
+    "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
+    f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured."
+)
 st.dataframe(summary.round(4), hide_index=True, width="stretch")
 
 metric = st.selectbox("Metric", metrics, key="system_metric")

@@ -653,6 +653,9 @@ def test_compare_two_systems() -> None:
     app = make("systems")
     summary = app.dataframe[0].value.set_index("metric")
     assert summary.loc["NR", "N"] == 2 and summary.loc["NR", "wins"] == 2  # model-a beats model-b's repetitive stories
+    # inter is a repetition (lower is better): model-a, which repeats less, wins it too
+    assert summary.loc["inter", "better"] == "lower" and summary.loc["inter", "wins"] == 2 and summary.loc["inter", "losses"] == 0
+    assert summary.loc["inter", "mean difference"] < 0
     ranked = app.dataframe[1].value
     assert set(ranked["story_b"]) == {"space-generic", "home-generic"}
     assert len(app.get("plotly_chart")) == 1 and app.main.caption[-1].value.startswith("Settings: sig ")

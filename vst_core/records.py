@@ -22,7 +22,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
-from typing import Any, TypeVar, Union
+from typing import Any, Literal, TypeVar, Union
 
 from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
 from vst_core.problems import Problem
@@ -395,12 +395,18 @@ def _typed(value: object, kind: type[T]) -> T | None:
 # --------------------------------------------------------------------------- registry
 
 
+#: Which way is better for a number: up, down, or neither (a descriptor).
+Direction = Literal["higher", "lower", "none"]
+
+
 @dataclass(frozen=True, slots=True)
 class MetricField:
     """One number of a record: table/CSV ``column``, where it lives, and how it is used.
 
-    ``report`` is its name in meta-evaluation when it is a quality metric (higher = better story);
-    ``covariate`` marks story descriptors (T, P) used to bin stories, not to rank them."""
+    ``report`` is its name in meta-evaluation when it is a quality metric; ``covariate`` marks
+    story descriptors (T, P) used to bin stories; ``direction`` says which way is better:
+    ``higher``, ``lower`` (a repetition or misalignment) or ``none`` (a descriptor), and every
+    comparison, ranking and highlight reads it (:func:`direction_of`)."""
 
     column: str
     metric: str
@@ -408,6 +414,7 @@ class MetricField:
     help: str
     report: str | None = None
     covariate: bool = False
+    direction: Direction = "higher"
 
     def value(self, record: StoryScores) -> float | None:
         scores = record.metrics.get(self.metric)
@@ -417,13 +424,19 @@ class MetricField:
 
 FIELDS: tuple[MetricField, ...] = (
     MetricField("NR", "redundancy", "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR"),
-    MetricField("inter", "redundancy", "inter", "mean Jaccard with earlier sentences"),
-    MetricField("intra", "redundancy", "intra", "mean Jaccard of consecutive n-gram windows"),
+    MetricField(
+        "inter", "redundancy", "inter", "repetition across sentences: mean Jaccard with earlier sentences", direction="lower"
+    ),
+    MetricField(
+        "intra", "redundancy", "intra", "repetition within a sentence: mean Jaccard of consecutive n-gram windows", direction="lower"
+    ),
     MetricField("coherence", "coherence", "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),
     MetricField("GROOVIST", "grounding", "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
     MetricField("GROOVIST raw", "grounding", "unbounded", "GROOVIST before tanh"),
-    MetricField("T", "grounding", "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True),
-    MetricField("P", "grounding", "np_proportion", "noun-phrase proportion (GROOVIST Eq. 4)", covariate=True),
+    MetricField(
+        "T", "grounding", "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True, direction="lower"
+    ),
+    MetricField("P", "grounding", "np_proportion", "noun-phrase proportion (GROOVIST Eq. 4)", covariate=True, direction="none"),
     MetricField("CLIPScore", "clipscore", "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),
     MetricField("RoViST-VG", "rovist_vg", "score", "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S", report="RoViST-VG"),
     MetricField("RoViST-VG S", "rovist_vg", "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
@@ -448,6 +461,27 @@ FIELDS: tuple[MetricField, ...] = (
     ),
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
+#: Numbers outside the registry whose direction is known: the text-overlap baselines (higher is better).
+OTHER_DIRECTIONS: dict[str, Direction] = {"BLEU": "higher", "ROUGE-L": "higher", "CIDEr": "higher", "METEOR": "higher", "dHM": "lower"}
+
+
+def direction_of(column: str) -> Direction:
+    """Which way is better for a table column or report name: the registry's ``direction``, the
+    baselines' ``higher``, else ``none`` (not a quality number).
+
+    >>> direction_of("NR"), direction_of("inter"), direction_of("P"), direction_of("BLEU-4"), direction_of("sentences")
+    ('higher', 'lower', 'none', 'higher', 'none')
+    """
+    field = FIELD_BY_COLUMN.get(column) or _BY_REPORT.get(column)
+    if field is not None:
+        return field.direction
+    for name, direction in OTHER_DIRECTIONS.items():
+        if column == name or column.startswith(name + "-") or column.startswith(name + " "):
+            return direction
+    return "none"
+
+
+_BY_REPORT: dict[str, MetricField] = {f.report: f for f in FIELDS if f.report}
 
 
 def fields_of(metrics: typing.Iterable[str]) -> list[MetricField]:

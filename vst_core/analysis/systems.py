@@ -1,5 +1,6 @@
 """Two systems head to head on the image sequences both wrote for: per metric, how often the first
-scores higher (win), equal within :data:`TIE` (tie) or lower (loss), and the differences."""
+scores better (win: higher, or lower for a lower-is-better number such as ``inter``), equal within
+:data:`TIE` (tie) or worse (loss), and the differences."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+
+from vst_core.records import direction_of
 
 #: Differences this small are ties (scores are floats written at full precision).
 TIE = 1e-9
@@ -36,20 +39,32 @@ def paired_sequences(table: pd.DataFrame, a: str, b: str, metrics: Sequence[str]
 
 
 def win_tie_loss(paired: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """Per metric: N sequences with both scores, wins / ties / losses of the first system, the mean
-    and median difference."""
+    """Per metric: N sequences with both scores, which way is better (the registry's direction,
+    :func:`~vst_core.records.direction_of`), wins / ties / losses of the first system by that
+    direction (a win on ``inter`` is a lower repetition; none for a descriptor, such as P), and
+    the mean and median difference a − b as measured.
+
+    >>> p = pd.DataFrame({"NR": [0.2, -0.1], "inter": [-0.3, -0.2]})
+    >>> win_tie_loss(p, ["NR", "inter"])[["metric", "better", "wins", "losses"]].to_dict("records")
+    [{'metric': 'NR', 'better': 'higher', 'wins': 1, 'losses': 1}, {'metric': 'inter', 'better': 'lower', 'wins': 2, 'losses': 0}]
+    """
     rows = []
     for metric in metrics:
         diff = paired[metric].dropna().to_numpy(dtype=float) if metric in paired else np.zeros(0)
+        direction = direction_of(metric)
+        sign = {"higher": 1.0, "lower": -1.0}.get(direction)
+        better = diff * sign if sign is not None else None
         rows.append(
             {
                 "metric": metric,
+                "better": direction if sign is not None else "— (descriptor)",
                 "N": len(diff),
-                "wins": int((diff > TIE).sum()),
-                "ties": int((np.abs(diff) <= TIE).sum()),
-                "losses": int((diff < -TIE).sum()),
+                "wins": int((better > TIE).sum()) if better is not None else None,
+                "ties": int((np.abs(diff) <= TIE).sum()) if better is not None else None,
+                "losses": int((better < -TIE).sum()) if better is not None else None,
                 "mean difference": float(diff.mean()) if len(diff) else float("nan"),
                 "median difference": float(np.median(diff)) if len(diff) else float("nan"),
             }
         )
-    return pd.DataFrame(rows, columns=["metric", "N", "wins", "ties", "losses", "mean difference", "median difference"])
+    columns = ["metric", "better", "N", "wins", "ties", "losses", "mean difference", "median difference"]
+    return pd.DataFrame(rows, columns=columns).astype({"wins": "Int64", "ties": "Int64", "losses": "Int64"})
