@@ -16,6 +16,7 @@ import pandas as pd
 from scipy import stats
 
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS, METHODS, MetaSettings
+from vst_core.records import direction_of
 
 # --------------------------------------------------------------------------------------------
 # Correlations
@@ -204,15 +205,17 @@ def correlation_table(
 
 
 def best_per_aspect(table: pd.DataFrame, method: str, tolerance: float = 1e-9) -> dict[str, set[str]]:
-    """The metrics with the highest coefficient per aspect (all of them when tied; undefined never
-    win); an aspect with fewer than two defined coefficients has no best (nothing to compare)."""
+    """The metrics with the highest coefficient per aspect, oriented by each metric's direction (a
+    lower-is-better metric agrees with people by a negative coefficient; all of them when tied;
+    undefined never win); an aspect with fewer than two defined coefficients has no best (nothing to compare)."""
     part = table[(table["method"] == method) & table["value"].notna()]
     best: dict[str, set[str]] = {}
     for aspect, rows in part.groupby("aspect", sort=False):
         if len(rows) < 2:
             continue
-        top = rows["value"].max()
-        best[str(aspect)] = set(rows.loc[rows["value"] >= top - tolerance, "metric"])
+        oriented = rows["value"] * rows["metric"].map(lambda m: -1.0 if direction_of(str(m)) == "lower" else 1.0)
+        top = oriented.max()
+        best[str(aspect)] = set(rows.loc[oriented >= top - tolerance, "metric"])
     return best
 
 
@@ -356,7 +359,7 @@ def pairwise_table(
                     "subset": subset,
                     "lo": lo,
                     "hi": hi,
-                    **pairwise_accuracy(part, data[metric], (margins or {}).get(metric)),
+                    **pairwise_accuracy(part, _oriented(data[metric], metric), (margins or {}).get(metric)),
                 }
             )
     table = pd.DataFrame(rows, columns=columns)
@@ -446,3 +449,8 @@ def error_table(data: pd.DataFrame, columns: Sequence[str], errors: Sequence[str
                 value, p = float(res.statistic), float(res.pvalue)
             rows.append({"column": column, "error": error, "r_pb": value, "p": p, "n": n, "undefined": reason})
     return pd.DataFrame(rows, columns=["column", "error", "r_pb", "p", "n", "undefined"])
+
+
+def _oriented(scores: pd.Series, metric: str) -> pd.Series:
+    """``scores`` with higher = better: negated for a lower-is-better metric (its direction)."""
+    return -scores if direction_of(metric) == "lower" else scores
