@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import loading
 from dashboard.frame import page, shown, story_table
 from dashboard.keys import JUDGEMENTS
+from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
@@ -240,7 +241,7 @@ with tabs[0]:
     cells = correlation_cells(report.correlations, method)
     st.caption(
         f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). "
-        f"† N < {MIN_INTERVAL_N}: no interval is shown, as it would look certain without meaning anything. "
+        f"{SMALL_N_NOTE} "
         "Where two or more metrics are defined for an aspect, the best is highlighted."
     )
     st.dataframe(

@@ -9,7 +9,8 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_link
-from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, available_aspects
+from vst_core.analysis.dhm import HUMAN_SYSTEMS, available_aspects, dhm_aspects, partial_note
+from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 
@@ -47,31 +48,27 @@ with_judge = "J" in available_aspects(view.table, extra=True) and st.toggle(
     help="d_J = |J_h − J_s| with the judge's overall score mapped to [0, 1] as (J − 1) / 4; dHM is then the mean of "
     "four distances (not the paper's dHM)",
 )
-aspects = available_aspects(view.table, extra=with_judge)
+aspects = dhm_aspects(view.table, judge=with_judge)  # the rule vst dhm and vst.human_likeness follow
 if not human:
     st.info("Pick the system whose stories are human (written by people) to compare the others with.")
     st.stop()
-if not aspects:
+if not available_aspects(view.table):
     st.info(
         "No story has a grounding, coherence or non-redundancy score: run those metrics, or load a scores file that has them."
     )
     st.stop()
-if with_judge:
-    st.caption("dHM here includes the rubric judge as a fourth distance: it is not the paper's dHM.")
-if tuple(a for a in aspects if a in ASPECTS) != ASPECTS:
-    missing = ", ".join(NAMES[a] for a in ASPECTS if a not in aspects)
-    st.warning(
-        f"dHM over {', '.join(NAMES[a] for a in aspects)} only: {missing} not in these scores (the paper uses all three).",
-        icon="⚠️",
-    )
+if partial_note(aspects):
+    st.warning(md(partial_note(aspects)) + ".", icon="⚠️")
 
 report = loading.dhm(view.table, view.key, loading.signature_ids(view, view.key), human, pairing, resamples, aspects)
 caption = f"dHM sig {report.signature['id']} · {view.footer()}"
 
 
-def cell(mean: float | None, interval: tuple[float, float] | None) -> str:
+def cell(mean: float | None, interval: tuple[float, float] | None, n: int) -> str:
     if mean is None:
         return "undefined"
+    if not has_interval(n):
+        return f"{mean:.4f} {SMALL_N_MARK}"
     return f"{mean:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
 
 
@@ -79,13 +76,13 @@ rows = []
 for s in report.systems:
     row: dict[str, object] = {"system": s.system, "N": s.n}
     for key in (*aspects, "dHM"):
-        row[f"d_{key}" if key != "dHM" else "dHM"] = cell(s.mean[key], s.interval[key])
+        row[f"d_{key}" if key != "dHM" else "dHM"] = cell(s.mean[key], s.interval[key], s.n)
     for a in aspects:
         row[f"signed {a}"] = "undefined" if s.signed[a] is None else f"{s.signed[a]:+.4f}"
     row["left out"] = "; ".join(f"{v} {k}" for k, v in s.missing.items() if v) or "none"
     rows.append(row)
 st.subheader("Per system", divider="gray")
-st.caption(f"Mean over stories [bootstrap 95% interval over {resamples} resamples]; N stories compared.")
+st.caption(f"Mean over stories [bootstrap 95% interval over {resamples} resamples]; N stories compared. {SMALL_N_NOTE}")
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 if not report.systems:
     st.info("Every loaded story belongs to the human system(s): nothing to compare.")

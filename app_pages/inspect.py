@@ -67,6 +67,7 @@ else:  # 100,000 options would be sent to the browser on every run: type or step
         sequence_id = names[0]
 content_only = options.toggle(
     "Content-word repeats only",
+    value=True,  # the demo view: the reference story does not look as busy as a repetitive one
     key="content_only",
     bind="query-params",
     help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import APP, PAGES, ROOT, clip_args
+from conftest import APP, PAGES, ROOT, SAMPLE, clip_args
 from streamlit.testing.v1 import AppTest
 
 pytestmark = pytest.mark.slow  # AppTest runs of every page
@@ -570,7 +570,9 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
     (row,) = app.dataframe[0].value.to_dict(orient="records")
     records, _ = load_records(scores)
     want = dhm_report(records, pairing="story", resamples=0).systems[0]
-    assert row["system"] == "model" and row["N"] == 6 and row["dHM"] == f"{want.mean['dHM']:.4f}"
+    assert (
+        row["system"] == "model" and row["N"] == 6 and row["dHM"] == f"{want.mean['dHM']:.4f} †"
+    )  # N 6 < 10: marked, no interval
     assert len(app.get("plotly_chart")) == 3 and len(app.get("page_link")) >= 3 * 5  # five stories per metric
     out = tmp_path / "dhm.json"  # the command line signs the same files' dHM as the page does
     assert main(["dhm", str(scores), "--out", str(out), "--pairing", "story", "--resamples", "0"]) == 0
@@ -641,12 +643,13 @@ def test_a_pair_opens_side_by_side_with_the_peoples_ratings() -> None:
     assert "".join(m.value for m in app.markdown).count('class="vst-card"') == 4
 
 
-def test_content_word_repeats_only_changes_the_display_not_the_score() -> None:
+def test_content_word_repeats_only_is_the_default_and_changes_the_display_not_the_score() -> None:
     app = make(sequence="home-day")
-    before = "".join(m.value for m in app.markdown)
-    app.toggle(key="content_only").set_value(True).run()
-    after = "".join(m.value for m in app.markdown)
-    assert after.count("vst-repeat") < before.count("vst-repeat") and ">0.678<" in before and ">0.678<" in after
+    assert app.toggle(key="content_only").value  # the demo view by default
+    content = "".join(m.value for m in app.markdown)
+    app.toggle(key="content_only").set_value(False).run()
+    every = "".join(m.value for m in app.markdown)
+    assert content.count("vst-repeat") < every.count("vst-repeat") and ">0.678<" in content and ">0.678<" in every
 
 
 def test_compare_two_systems() -> None:
@@ -670,3 +673,32 @@ def test_dataset_slices() -> None:
     short = make("dataset", slice_sentences=(0, 4))
     assert len(table(short)) == 0 or table(short)["sentences"].max() <= 4
     assert make("dataset").radio(key="slice_t").disabled  # no grounding here: T and P cannot slice
+
+
+def test_human_likeness_page_command_and_python_api_give_one_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On NR-only scores of the sample the page, ``vst dhm`` and ``vst.human_likeness`` compute the
+    same partial dHM, each says so, and none gives an interval for N = 2 (the one interval rule)."""
+    import vst_core as vst
+    from vst_core.analysis.intervals import SMALL_N_MARK
+    from vst_core.cli import main
+
+    scores = tmp_path / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    out = tmp_path / "dhm.json"
+    assert main(["dhm", str(scores), "--out", str(out), "--resamples", "200"]) == 0
+    err = capsys.readouterr().err
+    document = json.loads(out.read_text())
+    assert "dHM over non-redundancy (RoViST-NR) only" in document["note"] and "only" in err
+    cli = {s["system"]: (s["N"], s["dHM"], s["dHM interval"]) for s in document["systems"]}
+    assert all(v[2] is None for v in cli.values())
+    records, _problems = vst.read_scores(scores)
+    api = vst.human_likeness(records, resamples=200)
+    assert api.note == document["note"] and {s.system: s.n for s in api.systems} == {k: v[0] for k, v in cli.items()}
+    assert all(s.n == 2 and s.mean["dHM"] is not None and s.interval["dHM"] is None for s in api.systems)
+    for s in api.systems:
+        assert cli[s.system][1] == pytest.approx(s.mean["dHM"])
+    app = make("human", dhm_resamples=200)
+    page = app.dataframe[0].value.set_index("system")
+    for s in api.systems:
+        shown = page.loc[s.system, "dHM"]
+        assert shown == f"{s.mean['dHM']:.4f} {SMALL_N_MARK}"  # the same number, marked small, no interval

@@ -207,3 +207,20 @@ def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path)
         filled = with_repeated_spans(typed).to_json()["metrics"]["redundancy"]
         assert filled["inter_repeats"] == nx["inter_repeats"] and filled["intra_repeats"] == nx["intra_repeats"]
         assert filled["notes"] == nx["notes"]
+
+
+def test_a_metric_whose_model_cannot_load_leaves_the_others_scored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Partial runs: NR needs no model, so it is scored when the coherence model is missing; each
+    record names the metric not run and the exit code says so (6); --strict stops (4), writing nothing."""
+    from vst_core.cli import main
+
+    out = tmp_path / "scores.jsonl"
+    args = ["score", str(SAMPLE), "--metrics", "redundancy,coherence", "--coherence-model", f"rovist-c:{tmp_path / 'absent.pt'}"]
+    assert main([*args, "--out", str(out), "--no-progress"]) == 6
+    assert "coherence is not run" in capsys.readouterr().err
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 8 and all(r["metrics"]["redundancy"]["score"] is not None for r in records)
+    assert all(r["errors"]["coherence"].startswith("not run: RoViST-C checkpoint not found") for r in records)
+    strict = tmp_path / "strict.jsonl"
+    assert main([*args, "--out", str(strict), "--no-progress", "--strict"]) == 4
+    assert not strict.exists() and not (tmp_path / "strict.jsonl.lock").exists()

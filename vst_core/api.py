@@ -134,6 +134,9 @@ def human_likeness(
     pairing: Pairing = "sequence",
     resamples: int = 1000,
     seed: int = 0,
+    judge: bool = False,
 ) -> DHMReport:
-    """dHM of every system against the human stories (``human`` systems), as ``vst dhm``."""
-    return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed)
+    """dHM of every system against the human stories (``human`` systems), as ``vst dhm`` and the
+    Human-likeness page compute it: over the distances the scores have (``report.note`` says when
+    that is not the paper's three), with ``judge`` also the judge's."""
+    return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed, judge=judge)

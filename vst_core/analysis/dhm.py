@@ -40,6 +40,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.intervals import has_interval
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.merge import Conflict, merge_records
 from vst_core.records import StoryScores
@@ -270,11 +271,12 @@ def bootstrap(
     values: np.ndarray, resamples: int = 1000, seed: int = 0, confidence: float = 0.95
 ) -> list[tuple[float, float] | None]:
     """Percentile bootstrap interval of the mean of each column of ``values`` (stories resampled
-    with replacement, the same draws for every column); None for fewer than two stories or no
+    with replacement, the same draws for every column); None below
+    :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` stories (the one interval rule) or with no
     resamples. The draws come in blocks of resamples (at most :data:`BOOTSTRAP_BLOCK` at once);
     numpy's stream does not depend on the blocks, so the intervals equal one ``(resamples, n)`` draw."""
     n, width = values.shape
-    if resamples <= 0 or n < 2:
+    if resamples <= 0 or not has_interval(n):
         return [None] * width
     rng = np.random.default_rng(seed)
     boot = np.empty((resamples, width))
@@ -339,6 +341,11 @@ class DHMReport:
     conflicts: tuple[Conflict, ...] = ()
     partners: tuple[np.ndarray, np.ndarray] = (np.zeros(1, int), np.empty(0, object))
 
+    @property
+    def note(self) -> str:
+        """What every output of this report must say when it is not the paper's dHM ('' when it is)."""
+        return partial_note(self.aspects)
+
     def humans_of(self, i: int) -> tuple[str, ...]:
         """The human stories the ``i``-th row of :attr:`frame` was compared with."""
         offsets, humans = self.partners
@@ -398,10 +405,14 @@ def dhm_report(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-    aspects: Sequence[str] = ASPECTS,
+    aspects: Sequence[str] | None = None,
+    judge: bool = False,
 ) -> DHMReport:
-    """dHM of every system that is not human, against the stories of ``human_systems``
-    (``aspects``: the paper's three by default; fewer when only some metrics were run, then said).
+    """dHM of every system that is not human, against the stories of ``human_systems``.
+
+    ``aspects``: by default those the scores have (:func:`dhm_aspects`: the paper's three when all
+    were run, fewer when only some were, said in :attr:`DHMReport.note`; with ``judge`` also the
+    judge's J when present). The CLI, the Python API and the page all take this default.
 
     ``records``: score records (several of one story are merged, the conflicts kept in the
     report), or a story table (see :func:`dhm_table`; rows of one (system, story) are merged
@@ -416,6 +427,8 @@ def dhm_report(
         found, conflicts = merged(records)
         table = dhm_table(found)
         signatures = _signature_ids(records)
+    if aspects is None:
+        aspects = dhm_aspects(table, judge=judge)
     key_column = "story" if pairing == "story" else "sequence"
     names = table["system"].to_numpy(object)
     keys = table[key_column].to_numpy(object)
@@ -488,3 +501,39 @@ def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool
         return tuple(a for a in wanted if COLUMNS[a] in records and records[COLUMNS[a]].notna().any())
     found = {a for t in triples(records) for a in wanted if getattr(t, a) is not None}
     return tuple(a for a in wanted if a in found)
+
+
+#: How each aspect is named in notes.
+ASPECT_NAMES: dict[str, str] = {
+    "G": "grounding (GROOVIST)",
+    "C": "coherence (RoViST-C)",
+    "R": "non-redundancy (RoViST-NR)",
+    "J": "the rubric judge",
+}
+
+
+def dhm_aspects(records: Iterable[StoryScores] | pd.DataFrame, judge: bool = False) -> tuple[str, ...]:
+    """The one rule for which distances dHM averages: the paper's three when the scores have them,
+    else the ones they have (a partial dHM, said by :func:`partial_note`), else all three (the
+    report then says each story lacks them); with ``judge`` also J when present.
+
+    >>> t = pd.DataFrame({"story": ["1"], "sequence": ["s"], "system": ["m"], "NR": [0.9]})
+    >>> dhm_aspects(t), partial_note(dhm_aspects(t))
+    (('R',), 'dHM over non-redundancy (RoViST-NR) only: grounding (GROOVIST), coherence (RoViST-C) not in these scores (the paper averages all three)')
+    """
+    found = available_aspects(records, extra=judge)
+    return found if any(a in ASPECTS for a in found) else ASPECTS
+
+
+def partial_note(aspects: Sequence[str]) -> str:
+    """The sentence every output of a dHM that is not the paper's carries ('' for the paper's)."""
+    parts = []
+    missing = [a for a in ASPECTS if a not in aspects]
+    if missing:
+        shown = ", ".join(ASPECT_NAMES[a] for a in aspects if a in ASPECTS)
+        parts.append(
+            f"dHM over {shown} only: {', '.join(ASPECT_NAMES[a] for a in missing)} not in these scores (the paper averages all three)"
+        )
+    if "J" in aspects:
+        parts.append("the rubric judge is added as a fourth distance (not the paper's dHM)")
+    return "; ".join(parts)

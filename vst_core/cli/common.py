@@ -9,6 +9,7 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_WEIGHTS = 4
 EXIT_DIVERGED = 5  # training met a non-finite loss; nothing written
+EXIT_PARTIAL = 6  # some metrics' models could not load; the others were scored
 
 
 def error(message: str) -> None:

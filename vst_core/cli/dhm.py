@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, DHMReport, available_aspects, dhm_report, reasons
+from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
@@ -183,16 +183,18 @@ def run_dhm(args: argparse.Namespace) -> int:
         error(f"no story of the human system(s) {', '.join(human)}; name them with --human")
         return EXIT_INPUT
     table.attrs["scores_signatures"] = [index.provenance()["id"]]  # as the dashboard signs the same files
-    aspects = ASPECTS + (("J",) if args.with_judge and "J" in available_aspects(table, extra=True) else ())
     report = dhm_report(
-        table, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed, aspects=aspects
+        table, human_systems=human, pairing=args.pairing, resamples=args.resamples, seed=args.seed, judge=args.with_judge
     )
+    if report.note:
+        note(f"note: {report.note}")
     _print(report)
     _hint(report, table, human)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     conflicts = index.conflicts
     document = {
         "signature": report.signature,
+        "note": report.note,
         "systems": report.table(),
         "distances": len(report.frame),
         "conflicts": {m: sum(c.metric == m for c in conflicts) for m in dict.fromkeys(c.metric for c in conflicts)},

@@ -7,7 +7,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.options import parse_regions
@@ -328,6 +328,12 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-check-images", action="store_true", help="do not open every image when reading (faster on huge sets)")
     p.add_argument("--overwrite", action="store_true", help="start --out afresh instead of resuming")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop (exit 4) when any metric's model cannot load; by default the others are scored, each record names "
+        f"the metrics not run, and the exit code is {EXIT_PARTIAL}",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
@@ -434,6 +440,21 @@ def run(args: argparse.Namespace) -> int:
             error(f"regions file: {exc}")
             return EXIT_INPUT
     models = Models(settings, cache_dir=args.cache_dir)
+    unavailable: dict[str, str] = {}
+    if not args.strict and len(settings.metrics) > 1:
+        try:
+            unavailable = models.unloadable()
+        except (TemplateError, ValueError) as exc:
+            error(str(exc))
+            return EXIT_USAGE
+        if unavailable and len(unavailable) < len(settings.metrics):
+            for metric, why in unavailable.items():
+                error(f"{metric} is not run: {why}")
+            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m not in unavailable))
+            models = Models(settings, cache_dir=args.cache_dir, **models.loaded())
+            note(f"scoring {', '.join(settings.metrics)} only; each record names the metrics not run (exit {EXIT_PARTIAL})")
+        else:
+            unavailable = {}  # every metric's model is missing: the first one's error below, exit 4
     try:
         if args.theta == "dataset":
             theta, count = dataset_theta(story_set, models, chunk_size_for(settings))
@@ -449,6 +470,7 @@ def run(args: argparse.Namespace) -> int:
             shard=shard,
             progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
             spans=not args.no_spans,
+            unavailable=unavailable,
         )
     except (ResumeMismatchError, RunLockedError, TemplateError) as exc:
         error(str(exc))
@@ -468,4 +490,4 @@ def run(args: argparse.Namespace) -> int:
         )
         if cache.damage_note():
             note(cache.damage_note())
-    return 0
+    return EXIT_PARTIAL if unavailable else 0

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vst_core.config import CLIP_ENCODER_METRICS, Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
@@ -14,6 +15,7 @@ from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo
 from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
+from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
@@ -191,6 +193,46 @@ class Models:
         if grounder.needs_idf and not grounder.idf:
             grounder.fit_idf(list(story_set))
         return grounder
+
+    def loaded(self) -> dict[str, Any]:
+        """The models and stores loaded so far, as keyword arguments for another :class:`Models`
+        (e.g. with fewer metrics), so nothing loads twice."""
+        found = {
+            "pair_scorer": self._pair_scorer,
+            "clip": self._clip,
+            "cache": self._cache,
+            "rovist_vg": self._rovist_vg,
+            "vrank": self._vrank,
+            "cosmic": self._cosmic,
+            "judge": self._judge,
+            "judge_cache": self._judge_cache,
+        }
+        return {k: v for k, v in found.items() if v is not None}
+
+    def unloadable(self) -> dict[str, str]:
+        """Each metric of the settings whose model cannot load, with the reason (the others' models
+        are loaded now); the redundancy metric needs none and is never here."""
+        needs: dict[str, Callable[[], object]] = {
+            "coherence": lambda: self.pair_scorer,
+            "rovist_vg": lambda: self.rovist_vg,
+            "vrank": lambda: self.vrank,
+            "cosmic": lambda: self.cosmic,
+            "judge": lambda: (self.rubric, self.judge),
+        }
+        found: dict[str, str] = {}
+        for metric in self.settings.metrics:
+            clip = metric in CLIP_ENCODER_METRICS
+            if clip and any(m in CLIP_ENCODER_METRICS for m in found):  # CLIP failed once: the same reason
+                found[metric] = next(found[m] for m in found if m in CLIP_ENCODER_METRICS)
+                continue
+            try:
+                if clip:
+                    _ = self.clip
+                elif metric in needs:
+                    needs[metric]()
+            except ModelLoadError as exc:
+                found[metric] = str(exc)
+        return found
 
     def load(self) -> None:
         """Load every model the settings need now, so a missing one fails before any work."""

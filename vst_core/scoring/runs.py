@@ -10,9 +10,9 @@ from __future__ import annotations
 import errno
 import fcntl
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -169,6 +169,7 @@ def score_story_set(
     chunk_size: int | None = None,
     shard: tuple[int, int] | None = None,
     spans: bool = True,
+    unavailable: Mapping[str, str] | None = None,
 ) -> RunSummary:
     """Score every story not yet in ``out`` and append its record, one line per story.
 
@@ -179,12 +180,15 @@ def score_story_set(
     still fitted over the whole set, so every shard gives the numbers a single run would.
     With ``spans=False`` the NR numbers of a chunk come from one vectorised pass and the records
     hold no repeated spans (the dashboard recomputes them for the stories it shows).
+    ``unavailable`` (metric -> reason) names metrics left out of ``settings`` because their model
+    cannot load (:meth:`Models.unloadable`): each record carries them as per-metric errors.
     """
     out = Path(out)
     with locked(out):
         return _score_story_set(
-            story_set, settings, out, overwrite, progress, models or Models(settings), chunk_size, shard, spans
-        )
+            story_set, settings, out, overwrite, progress, models or Models(settings), chunk_size, shard, spans,
+            dict(unavailable or {}),
+        )  # fmt: skip
 
 
 def _score_story_set(
@@ -197,6 +201,7 @@ def _score_story_set(
     chunk_size: int | None,
     shard: tuple[int, int] | None,
     spans: bool,
+    unavailable: dict[str, str],
 ) -> RunSummary:
     if weights_missing(settings):
         # a model still to download: fetch it first, so this run's signature names the weights it
@@ -225,10 +230,15 @@ def _score_story_set(
             for start in range(0, len(todo), chunk_size):
                 chunk = todo[start : start + chunk_size]
                 for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together):
+                    failed = bool(record.errors)
+                    if unavailable:
+                        record = replace(
+                            record, errors={**record.errors, **{m: f"not run: {why}" for m, why in unavailable.items()}}
+                        )
                     writer.write(record)
                     summary.scored += 1
                     summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
-                    if record.errors:
+                    if failed:
                         summary.failed.append(record.story_id)
                 if bar is not None:
                     bar.update(len(chunk))

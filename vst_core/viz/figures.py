@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.intervals import MIN_INTERVAL_N
 from vst_core.analysis.meta_eval import METHODS
 from vst_core.config import Settings
 from vst_core.signature import Inputs, describe
@@ -87,7 +88,7 @@ def system_figure(
 # ---------------------------------------------------------------- meta-evaluation figures
 
 
-def correlation_bars(table: pd.DataFrame, method: str, caption: str, min_n: int = 10) -> Any:
+def correlation_bars(table: pd.DataFrame, method: str, caption: str, min_n: int = MIN_INTERVAL_N) -> Any:
     """Grouped bars of one coefficient per metric and aspect, bootstrap intervals as error bars
     where N ≥ ``min_n`` (the tables' rule: below it an interval would look certain and mean nothing)."""
     import plotly.graph_objects as go

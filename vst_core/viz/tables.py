@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.intervals import MIN_INTERVAL_N, SMALL_N_MARK
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet, story_of_record
 from vst_core.data.csv_out import frame_csv
@@ -258,11 +259,6 @@ def export_csv(table: pd.DataFrame, settings: Settings, inputs: Inputs | None = 
     return frame_csv(table, [line, f"signature {json.dumps(sig, sort_keys=True)}"])
 
 
-#: Below this many stories (or systems) a bootstrap interval is not shown: it would look certain
-#: (three systems give intervals of zero width) without meaning anything.
-MIN_INTERVAL_N = 10
-
-
 def correlation_cells(table: pd.DataFrame, method: str, min_n: int = MIN_INTERVAL_N) -> pd.DataFrame:
     """Metric × aspect grid for one method: 'value [low, high] * (N n)'; with N < ``min_n`` the
     interval is left out and the cell flagged '†'; an undefined coefficient gives its reason."""
@@ -275,7 +271,7 @@ def correlation_cells(table: pd.DataFrame, method: str, min_n: int = MIN_INTERVA
         else:
             text = f"{row.value:+.3f}"
             if n < min_n:
-                text += f" (N {n})†"
+                text += f" (N {n}){SMALL_N_MARK}"
             else:
                 if not pd.isna(row.ci_low):
                     text += f" [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"

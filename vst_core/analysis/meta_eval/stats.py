@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from vst_core.analysis.intervals import has_interval
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS, METHODS, MetaSettings
 from vst_core.records import direction_of
 
@@ -124,7 +125,8 @@ def correlate(
     confidence: float = 0.95,
 ) -> dict[str, Correlation]:
     """Spearman ρ, Pearson r, Kendall τ-b and τ-c of paired values (pairs with a NaN are left out),
-    each with scipy's p-value, N and a percentile bootstrap interval. Fewer than 3 pairs or a
+    each with scipy's p-value, N and a percentile bootstrap interval (none below
+    :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` pairs: the one interval rule). Fewer than 3 pairs or a
     constant side make a coefficient undefined, with the reason; nothing is filled with 0."""
     x = np.asarray(metric, dtype=float)
     y = np.asarray(human, dtype=float)
@@ -147,7 +149,7 @@ def correlate(
             continue
         value, p = _coefficient(method, x, y)
         low = high = None
-        if resamples > 0:
+        if resamples > 0 and has_interval(n):
             boot = bootstrap_samples(method, x, y, resamples, seed)
             boot = boot[~np.isnan(boot)]
             if boot.size >= resamples / 2:
@@ -160,7 +162,9 @@ def correlate(
             n,
             low,
             high,
-            None if low is not None or resamples == 0 else "bootstrap interval undefined: most resamples were constant",
+            None
+            if low is not None or resamples == 0 or not has_interval(n)
+            else "bootstrap interval undefined: most resamples were constant",
         )
     return out
 
