@@ -321,14 +321,13 @@ def _stat_files(
 class _Row:
     """What the lines of one story add up to while indexing (see :func:`merge_story`)."""
 
-    origin: dict[str, tuple[str, bool]] = field(default_factory=dict)  # metric -> (file name, imported)
+    origin: dict[str, tuple[str, bool, int, int]] = field(default_factory=dict)  # metric -> (file, imported, chunk, line in it)
     sources: dict[str, list[tuple[float | None, str]]] = field(
         default_factory=dict
     )  # metric -> (value, file) of each, when several
     used: dict[str, int] = field(default_factory=dict)  # metric -> which of its sources is used
     errors: dict[str, str] = field(default_factory=dict)
     input_problems: bool = False
-    phrases: list[tuple[float, float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -477,29 +476,6 @@ def _pack(entries: list[_Line | Problem]) -> _Packed:
     )  # fmt: skip
 
 
-def _unpack(packed: _Packed) -> Iterable[_Line | Problem]:
-    """The entries :func:`_pack` was given, in order."""
-    (order, sids, systems, sequences, sentences, texts, sig_ids, imported, errors, metrics, numbers, counts, cosines,
-     weights, inputs, places, problems) = packed  # fmt: skip
-    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    cos, wts = cosines.tolist(), weights.tolist()
-    columns = {column: numbers[column].tolist() for column in numbers}
-    k = 0
-    for entry in order:
-        if entry is not None:
-            yield entry
-            continue
-        values = [(m, {c: columns[c][k] for c, _ in _BY_METRIC[m]}) for m in metrics[k]]
-        a, b = starts[k], starts[k + 1]
-        offset, length, number = (int(x) for x in places[k])
-        yield _Line(
-            sids[k], systems[k], sequences[k], int(sentences[k]), texts[k], sig_ids[k], bool(imported[k]),
-            errors.get(k, {}), values, list(zip(cos[a:b], wts[a:b], strict=True)), bool(inputs[k]), offset, length, number,
-            problems.get(k, []),
-        )  # fmt: skip
-        k += 1
-
-
 #: Files above this size are read by several processes (below, starting them costs more than it saves).
 PARALLEL_BYTES = 48 << 20
 
@@ -525,8 +501,8 @@ def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) 
 
 def _parsed(
     files: Sequence[IndexedFile], progress: Progress | None, proof: dict[int, str]
-) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
-    """(file number, parsed line, signatures seen) in file and line order; large files are read by
+) -> Iterable[tuple[int, _Packed, dict[str, dict[str, Any]]]]:
+    """(file number, parsed lines packed by :func:`_pack`, signatures seen) in file and line order; large files are read by
     up to ``os.cpu_count()`` processes at once, each a contiguous share. ``proof[file number]``:
     the sha256 of the bytes parsed (hashed as they are read by one process; hashed again after the
     shares of several, each share checked to be of the very file, size, mtime and ctime as at the start)."""
@@ -556,13 +532,11 @@ def _parsed(
                         done += b - a
                         if progress is not None:
                             progress(done, total)
-                        for line in _unpack(packed):
-                            yield file_no, line, signatures
+                        yield file_no, packed, signatures
             except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
                 for a, b, n in ranges[given:]:
                     packed, signatures = _read_range(source.path, name, a, b, n, want)
-                    for line in _unpack(packed):
-                        yield file_no, line, signatures
+                    yield file_no, packed, signatures
             with open_same(source.path, want) as fh:
                 proof[file_no] = hashlib.file_digest(fh, "sha256").hexdigest()
                 if FileIdentity.of(os.fstat(fh.fileno())) != want:
@@ -579,10 +553,10 @@ BLOCK_BYTES = 8 << 20
 
 def _serial(
     path: str, name: str, file_no: int, want: FileIdentity | None = None, proof: dict[int, str] | None = None
-) -> Iterable[tuple[int, _Line | Problem, dict[str, dict[str, Any]]]]:
+) -> Iterable[tuple[int, _Packed, dict[str, dict[str, Any]]]]:
     """The lines of a file (the file ``want``, see :func:`open_same`: no more than its size, so a
     line appended meanwhile is never read) read here, one by one, the bytes hashed as they are read
-    into ``proof[file_no]`` (no packing: nothing crosses a process). :class:`IndexError_` when the
+    into ``proof[file_no]``, packed a block at a time. :class:`IndexError_` when the
     file is not ``want`` at the end (rewritten, appended to, truncated while it was read)."""
     signatures: dict[str, dict[str, Any]] = {}
     with open_same(path, want) as fh:
@@ -597,14 +571,16 @@ def _serial(
             hasher.update(block)
             pieces = (carry + block).split(b"\n")
             carry = pieces.pop()
+            out: list[_Line | Problem] = []
             for piece in pieces:
                 raw = piece + b"\n"
                 if piece.strip():
-                    yield file_no, _read_line(raw, number, offset, name, signatures), signatures
+                    out.append(_read_line(raw, number, offset, name, signatures))
                 offset += len(raw)
                 number += 1
+            yield file_no, _pack(out), signatures
         if carry.strip():
-            yield file_no, _read_line(carry, number, offset, name, signatures), signatures
+            yield file_no, _pack([_read_line(carry, number, offset, name, signatures)]), signatures
         if left or (want is not None and FileIdentity.of(os.fstat(fh.fileno())) != want):
             raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
         if proof is not None:
@@ -654,76 +630,92 @@ def _build(
     total = sum(f.size for f in files)
     rows: dict[tuple[str, str], int] = {}
     ids: list[list[str]] = [[], [], []]
-    numbers: dict[str, list[float]] = {f.column: [] for f in FIELDS}
     tail: dict[str, list[Any]] = {c: [] for c in TAIL_COLUMNS}
     state: list[_Row] = []
-    src: list[list[int]] = [[], [], [], [], []]  # row, file, offset, length, line
-    conflicts: list[Conflict] = []
+    src_rows: list[int] = []  # the row of each line kept, in order
+    src_files: list[np.ndarray] = []
+    src_places: list[np.ndarray] = []  # (offset, length, line) of each line kept, a chunk at a time
+    chunks: list[
+        tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]
+    ] = []  # numbers, phrase starts, cosines, weights
     problems: list[Problem] = []
     signatures: dict[str, dict[str, Any]] = {}
     present: set[str] = set()
     names = [Path(f.path).name for f in files]
     proof: dict[int, str] = {}
-    for file_no, line, seen in _parsed(files, progress, proof):
-        if isinstance(line, Problem):
-            problems.append(line)
-            continue
+    for file_no, packed, seen in _parsed(files, progress, proof):
+        (order, sids, systems, sequences, sentences, texts, sig_ids, imported, errors, metrics, values, counts, cosines,
+         weights, inputs, places, line_problems) = packed  # fmt: skip
+        chunk = len(chunks)
+        chunks.append((values, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), cosines, weights))
+        src_files.append(np.full(len(sids), file_no, dtype=np.int32))
+        src_places.append(places)
         name = names[file_no]
-        problems.extend(line.problems)
-        if line.sig_id not in signatures:
-            signatures[line.sig_id] = seen[line.sig_id]
-        sid, system = line.story_id, line.system
-        key = (system, sid)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = len(ids[0])
-            ids[0].append(sid)
-            ids[1].append(line.sequence)
-            ids[2].append(system)
-            for column in numbers:
-                numbers[column].append(math.nan)
-            tail["sentences"].append(line.sentences)
-            tail["text"].append(line.text)
-            state.append(_Row())
-        else:
-            if line.sentences and not tail["sentences"][row]:
-                tail["sentences"][row] = line.sentences
-                tail["text"][row] = line.text
-            if line.sequence != sid and ids[1][row] == sid:
-                ids[1][row] = line.sequence
-        here = state[row]
-        for values, value in zip(src, (row, file_no, line.offset, line.length, line.number), strict=True):
-            values.append(value)
-        for metric, new in line.values:
-            present.add(metric)
-            seen_at = here.origin.get(metric)
-            if seen_at is not None:  # every source's value kept: conflicts are named once the last is read
-                main = _MAIN_COLUMN[metric]
-                given = here.sources.get(metric)
-                if given is None:
-                    given = here.sources[metric] = [(_opt(numbers[main][row]), seen_at[0])]
-                    here.used[metric] = 0
-                given.append((_opt(new[main]), name))
-                if not prefer(line.imported, seen_at[1]):  # the earlier source stays
-                    continue
-                here.used[metric] = len(given) - 1
-            here.origin[metric] = (name, line.imported)
-            if metric == "grounding":
-                here.phrases = line.phrases
-            for column, v in new.items():
-                numbers[column][row] = v
-        for metric, message in line.errors.items():
-            here.errors.setdefault(metric, message)
-        here.input_problems = here.input_problems or line.input_problems
+        n_sentences, is_imported_, has_input = sentences.tolist(), imported.tolist(), inputs.tolist()
+        k = 0
+        for entry in order:
+            if entry is not None:
+                problems.append(entry)
+                continue
+            found = line_problems.get(k)
+            if found:
+                problems.extend(found)
+            sig_id = sig_ids[k]
+            if sig_id not in signatures:
+                signatures[sig_id] = seen[sig_id]
+            sid, system = sids[k], systems[k]
+            key = (system, sid)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = len(ids[0])
+                ids[0].append(sid)
+                ids[1].append(sequences[k])
+                ids[2].append(system)
+                tail["sentences"].append(n_sentences[k])
+                tail["text"].append(texts[k])
+                state.append(_Row())
+            else:
+                if n_sentences[k] and not tail["sentences"][row]:
+                    tail["sentences"][row] = n_sentences[k]
+                    tail["text"][row] = texts[k]
+                if sequences[k] != sid and ids[1][row] == sid:
+                    ids[1][row] = sequences[k]
+            here = state[row]
+            src_rows.append(row)
+            line_imported = is_imported_[k]
+            for metric in metrics[k]:
+                present.add(metric)
+                seen_at = here.origin.get(metric)
+                if seen_at is not None:  # every source's value kept: conflicts are named once the last is read
+                    main = _MAIN_COLUMN[metric]
+                    given = here.sources.get(metric)
+                    if given is None:
+                        first = chunks[seen_at[2]][0][main][seen_at[3]]
+                        given = here.sources[metric] = [(_opt(float(first)), seen_at[0])]
+                        here.used[metric] = 0
+                    given.append((_opt(float(values[main][k])), name))
+                    if not prefer(line_imported, seen_at[1]):  # the earlier source stays
+                        continue
+                    here.used[metric] = len(given) - 1
+                here.origin[metric] = (name, line_imported, chunk, k)
+            line_errors = errors.get(k)
+            if line_errors:
+                for metric, message in line_errors.items():
+                    here.errors.setdefault(metric, message)
+            if has_input[k]:
+                here.input_problems = True
+            k += 1
     if progress is not None:
         progress(total, total)
-    for k, f in enumerate(files):
-        if proof.get(k) != f.sha256:  # the digest known beforehand is not of the bytes parsed
-            raise _Changed(f"scores file {shown(names[k])} changed while it was being indexed")
+    for f_no, f in enumerate(files):
+        if proof.get(f_no) != f.sha256:  # the digest known beforehand is not of the bytes parsed
+            raise _Changed(f"scores file {shown(names[f_no])} changed while it was being indexed")
+    conflicts: list[Conflict] = []
     for row, here in enumerate(state):
         if here.sources:
             used = {m: (here.used[m], here.sources[m]) for m in here.origin if m in here.sources}
             conflicts.extend(conflicts_of(ids[2][row], ids[0][row], used))
+    numbers = _numbers_of(state, chunks, present)
     for here in state:
         left = {k: v for k, v in here.errors.items() if k not in here.origin}
         tail["error"].append("; ".join(f"{k}: {v}" for k, v in left.items()))
@@ -736,25 +728,62 @@ def _build(
     table["sentences"] = np.asarray(tail["sentences"], dtype=np.int32)
     for column in ("text", "error", "problems"):
         table[column] = tail[column]
+    places = np.concatenate(src_places) if src_places else np.zeros((0, 3), dtype=np.int64)
     sources = pd.DataFrame(
         {
-            "row": np.asarray(src[0], dtype=np.int64),
-            "file": np.asarray(src[1], dtype=np.int32),
-            "offset": np.asarray(src[2], dtype=np.int64),
-            "length": np.asarray(src[3], dtype=np.int64),
-            "line": np.asarray(src[4], dtype=np.int64),
+            "row": np.asarray(src_rows, dtype=np.int64),
+            "file": np.concatenate(src_files) if src_files else np.zeros(0, dtype=np.int32),
+            "offset": places[:, 0].astype(np.int64),
+            "length": places[:, 1].astype(np.int64),
+            "line": places[:, 2].astype(np.int64),
         }
     ).sort_values("row", kind="stable", ignore_index=True)
     metrics_present = tuple(m for m in dict.fromkeys(f.metric for f in FIELDS) if m in present)
-    counts = [len(here.phrases) for here in state]
-    phrases = pd.DataFrame(
-        {
-            "row": np.repeat(np.arange(len(state), dtype=np.int64), counts),
-            "cosine": np.asarray([c for here in state for c, _ in here.phrases], dtype=float),
-            "weight": np.asarray([w for here in state for _, w in here.phrases], dtype=float),
-        }
-    )
+    phrases = _phrases_of(state, chunks)
     return ScoresIndex(tuple(files), table, sources, conflicts, problems, signatures, metrics_present, phrases)
+
+
+_Chunk = tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]  # numbers, phrase starts, cosines, weights
+
+
+def _used_lines(state: Sequence[_Row], chunks: Sequence[_Chunk], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, line) of the rows that have ``metric``: the line used, numbered across all chunks."""
+    offsets = np.concatenate([[0], np.cumsum([len(c[1]) - 1 for c in chunks])]).astype(np.int64)
+    rows, lines = [], []
+    for row, here in enumerate(state):
+        used = here.origin.get(metric)
+        if used is not None:
+            rows.append(row)
+            lines.append(offsets[used[2]] + used[3])
+    return np.asarray(rows, dtype=np.int64), np.asarray(lines, dtype=np.int64)
+
+
+def _numbers_of(state: Sequence[_Row], chunks: Sequence[_Chunk], present: set[str]) -> dict[str, np.ndarray]:
+    """Each column of the metrics present: the value of the line each row uses (NaN: none)."""
+    out: dict[str, np.ndarray] = {}
+    for metric in present:
+        rows, lines = _used_lines(state, chunks, metric)
+        for column, _ in _BY_METRIC[metric]:
+            values = np.concatenate([c[0][column] for c in chunks])
+            out[column] = np.full(len(state), np.nan)
+            out[column][rows] = values[lines]
+    return out
+
+
+def _phrases_of(state: Sequence[_Row], chunks: Sequence[_Chunk]) -> pd.DataFrame:
+    """row, cosine, weight of the phrases of the GROOVIST record each row uses."""
+    rows, lines = _used_lines(state, chunks, "grounding")
+    shift = np.concatenate([[0], np.cumsum([len(c[2]) for c in chunks])]).astype(np.int64)
+    starts = np.concatenate([c[1][:-1] + shift[k] for k, c in enumerate(chunks)] or [np.zeros(0, dtype=np.int64)])
+    ends = np.concatenate([c[1][1:] + shift[k] for k, c in enumerate(chunks)] or [np.zeros(0, dtype=np.int64)])
+    first, lengths = starts[lines], ends[lines] - starts[lines]
+    before = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    at = np.repeat(first - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    cosines = np.concatenate([c[2] for c in chunks] or [np.zeros(0)])
+    weights = np.concatenate([c[3] for c in chunks] or [np.zeros(0)])
+    return pd.DataFrame(
+        {"row": np.repeat(rows, lengths), "cosine": cosines[at].astype(float), "weight": weights[at].astype(float)}
+    )
 
 
 # The shallow check of a metric record: each field of its type present (unless it has a default)
