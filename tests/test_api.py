@@ -47,3 +47,10 @@ def test_read_scores_merges_a_storys_lines(tmp_path: Path) -> None:
     again.write_text(out.read_text())
     records, problems = vst.read_scores(out, again)
     assert len(records) == 8 and problems == []
+
+
+def test_dir_lists_the_documented_names_only() -> None:
+    import vst_core as vst
+
+    public = [n for n in dir(vst) if not n.startswith("_")]
+    assert public == sorted(vst.__all__) and "import_module" not in public and "TYPE_CHECKING" not in public
