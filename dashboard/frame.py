@@ -31,7 +31,7 @@ from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
 from vst_core.viz import RunView
-from vst_core.viz.safe import md, redact, say
+from vst_core.viz.safe import CACHE, code, md, redact, say
 
 
 def shown(message: object) -> str:
@@ -224,17 +224,28 @@ def _problems(problems: list[Problem]) -> None:
         st.code(listed + ("\n…" if len(problems) > 2000 else ""), language=None)
 
 
+def with_code(message: str) -> str:
+    """A notice for the page: the server's folders left out (as :func:`shown`), the model cache
+    named by what it is, its `quoted` commands as code spans (the one fix to type, shown exactly)
+    and the rest markdown-escaped."""
+    text = redact(message, session.roots()).replace(f"({CACHE})", "on the server").replace(CACHE, "the server's model cache")
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: nothing is code
+        return md(text)
+    return "".join(md(p) if k % 2 == 0 else code(p) for k, p in enumerate(parts))
+
+
 def _notices(notices: list[str]) -> None:
     """Each notice by its first sentence; the full texts (with the fix) in one expander, so a few
     notices never fill the first screen."""
     if not notices:
         return
     firsts = [n.split(". ")[0].rstrip(".") + "." for n in notices]
-    st.warning("\n".join(f"- {shown(f)}" for f in firsts), icon="⚠️")
+    st.warning("\n".join(f"- {with_code(f)}" for f in firsts), icon="⚠️")
     if any(f != n for f, n in zip(firsts, notices, strict=True)):
         with st.expander("Details and how to fix them"):
             for notice in notices:
-                st.markdown(f"- {shown(notice)}")
+                st.markdown(f"- {with_code(notice)}")
 
 
 Clicks = Literal["single-row", "single-cell"]

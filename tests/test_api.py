@@ -54,3 +54,14 @@ def test_dir_lists_the_documented_names_only() -> None:
 
     public = [n for n in dir(vst) if not n.startswith("_")]
     assert public == sorted(vst.__all__) and "import_module" not in public and "TYPE_CHECKING" not in public
+
+
+def test_a_notebook_user_is_told_the_setting_to_pass_not_a_flag(tmp_path: Path) -> None:
+    import vst_core as vst
+    from vst_core.models.hub import ModelLoadError
+
+    settings = vst.Settings(metrics=("vrank",), vrank_model=str(tmp_path / "absent"))
+    stories = vst.read_story_set(SAMPLE)
+    with pytest.raises(ModelLoadError) as caught:
+        vst.score_stories(stories, settings=settings)
+    assert "Settings(vrank_model=DIR)" in str(caught.value) and "--vrank-model" not in str(caught.value)

@@ -453,7 +453,7 @@ def test_notices_problems_and_refusals_show_no_server_folder(
     app.run()
     assert not app.exception
     said = " ".join(displayed(body) for body, _ in markdown_texts(app))
-    assert "Coherence is off" in said and "<model cache>" in said  # the notice names the cache, not its folder
+    assert "Coherence is off" in said and "the server's model cache" in said  # the notice names the cache, not its folder
     assert not _absolute_paths(app, private), _absolute_paths(app, private)
 
     # a story file uploaded without its images: each image problem names the upload, not its folder
@@ -483,3 +483,14 @@ def test_notices_problems_and_refusals_show_no_server_folder(
         assert not page.exception
         assert not _absolute_paths(page, private), (widgets, _absolute_paths(page, private))
         assert "/etc/" not in " ".join(body for body, _ in markdown_texts(page))
+
+
+def test_a_missing_weights_notice_names_the_cache_and_shows_the_command_as_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard import frame
+    from vst_core.models.hub import hf_cache_dir, missing_weights_message
+
+    monkeypatch.setattr(frame.session, "roots", lambda: ())
+    text = missing_weights_message("next-sentence model", "bert-base-uncased", " with --coherence-model PATH")
+    assert str(hf_cache_dir()) in text and text.count("`vst fetch-models`") == 1 and "python -m" not in text
+    page = frame.with_code(text)
+    assert "`vst fetch-models`" in page and "Hugging Face hub cache on the server" in page and str(hf_cache_dir()) not in page

@@ -14,9 +14,10 @@ signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vs
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, re
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import Story, StorySet, load_records
 from vst_core.data.merge import merge_records
+from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
@@ -73,12 +75,33 @@ def score_stories(
     chosen = _settings(settings, metrics)
     with tempfile.TemporaryDirectory(prefix="vst-score-") as folder:
         out = Path(folder) / "scores.jsonl"
-        score_story_set(story_set, chosen, out, models=models or Models(chosen))
+        try:
+            score_story_set(story_set, chosen, out, models=models or Models(chosen))
+        except ModelLoadError as exc:  # the loaders speak the CLI's flags: say the setting to pass instead
+            raise type(exc)(in_python_terms(str(exc))) from None
         records, problems = load_records(out)
     if problems:  # pragma: no cover - the file was just written by the same code
         raise RuntimeError("; ".join(map(str, problems)))
     order = {s.key: k for k, s in enumerate(story_set)}
     return sorted(records, key=lambda r: order.get((r.system, r.story_id), len(order)))
+
+
+def in_python_terms(message: str) -> str:
+    """A loader's message with each CLI flag that is a setting written as the ``Settings`` field
+    to pass (``--vrank-model DIR`` becomes ``Settings(vrank_model=DIR)``).
+
+    >>> in_python_terms("pass --clip-checkpoint PATH, or run `vst fetch-models`")
+    'pass Settings(clip_checkpoint=PATH), or run `vst fetch-models`'
+    """
+    names = {f.name for f in fields(Settings)}
+
+    def setting(match: re.Match[str]) -> str:
+        name = match.group(1).replace("-", "_")
+        if name not in names:
+            return match.group(0)
+        return f"Settings({name}={match.group(2)})" if match.group(2) else f"Settings({name}=...)"
+
+    return re.sub(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z_|]*))?", setting, message)
 
 
 def read_scores(*paths: str | Path) -> tuple[list[StoryScores], list[Problem]]:

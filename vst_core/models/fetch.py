@@ -102,7 +102,7 @@ def fetch_models(
     if judge_vlm:
         _check_judge(report, judge_vlm, True, log)
     report.folders = {
-        "HF_HOME (hub cache)": hf_cache_dir(),
+        "Hugging Face hub cache (HF_HUB_CACHE, by default HF_HOME/hub)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
         "XDG_CACHE_HOME (OpenAI CLIP files, optional)": clip_cache_dirs()[0],
     }

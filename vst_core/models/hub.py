@@ -146,10 +146,11 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def missing_weights_message(what: str, name: str, extra: str = "") -> str:
+    """Why weights are missing and the one command that fetches them (``vst fetch-models``)."""
     return (
-        f"{what} weights {name!r} are not in the local cache ({hf_cache_dir()}) and cannot be downloaded "
-        f"from here. Either run `python -m vst_core fetch-models` on a connected machine (same cache), "
-        f"or pass a local checkpoint directory{extra}."
+        f"{what} weights {name!r} are not in the Hugging Face hub cache ({hf_cache_dir()}), and this machine "
+        f"cannot download them. Run `vst fetch-models` where the hub can be reached and copy that cache here, "
+        f"or give a local checkpoint folder{extra}."
     )
 
 
