@@ -96,6 +96,26 @@ def test_a_file_rewritten_during_the_build_is_indexed_again_from_the_bytes_it_ho
     assert numbers(again) == numbers(build_index([path])) and again.digest != index.digest
 
 
+@pytest.mark.slow  # starts worker processes (twice), and waits out the granule of a file just written
+def test_a_file_rewritten_while_processes_read_it_is_indexed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = nr_file(tmp_path / "s.jsonl", 300)
+    other = nr_file(tmp_path / "other.jsonl", 300, offset=0.5).read_bytes()
+    monkeypatch.setattr(index_module, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(index_module.os, "cpu_count", lambda: 2)
+    real, calls = index_module._digest, []
+
+    def rewrite_first(*args: Any, **kwargs: Any) -> str:
+        if not calls:  # the workers are reading their shares: the file is rewritten under them
+            path.write_bytes(other)
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_module, "_digest", rewrite_first)
+    index = load_index([path])
+    assert numbers(index) == numbers(build_index([tmp_path / "other.jsonl"]))
+    assert index.files[0].sha256 == index_module.hashlib.sha256(other).hexdigest()
+
+
 def test_a_file_that_keeps_changing_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = nr_file(tmp_path / "s.jsonl", 50)
     versions = iter([0.25, 0.5, 0.75])

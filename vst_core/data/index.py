@@ -504,8 +504,9 @@ def _parsed(
 ) -> Iterable[tuple[int, _Packed, dict[str, dict[str, Any]]]]:
     """(file number, parsed lines packed by :func:`_pack`, signatures seen) in file and line order; large files are read by
     up to ``os.cpu_count()`` processes at once, each a contiguous share. ``proof[file number]``:
-    the sha256 of the bytes parsed (hashed as they are read by one process; hashed again after the
-    shares of several, each share checked to be of the very file, size, mtime and ctime as at the start)."""
+    the sha256 of the bytes parsed (hashed as they are read by one process; with several, hashed
+    here while they read, each share, the hash and the end checked to be of the very file, inode,
+    size, mtime and ctime, as at the start: the bytes did not change in between)."""
     total, done = sum(f.size for f in files) or 1, 0
     workers = min(os.cpu_count() or 1, 8)
     for file_no, source in enumerate(files):
@@ -521,11 +522,16 @@ def _parsed(
             wait = source.ctime_ns + RACY_NS - time.time_ns()
             if wait > 0:  # just written: the granule of its ctime closes first
                 time.sleep(wait / 1e9)
-            ranges = _ranges(source.path, source.size, workers * 2, want)
+            ranges: list[tuple[int, int, int]] = []
             given = 0  # shares already yielded: merged here while the workers read the next ones
+            digest = None
             try:
                 with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                    for _ in range(workers):  # they start (and import) while the shares are cut
+                        pool.submit(_ready)
+                    ranges = _ranges(source.path, source.size, workers * 2, want)
                     futures = [pool.submit(_read_range, source.path, name, a, b, n, want) for a, b, n in ranges]
+                    digest = _digest(source.path, want)  # while they read: the file is want's from start to end
                     for (a, b, _), future in zip(ranges, futures, strict=True):
                         packed, signatures = future.result()
                         given += 1
@@ -534,17 +540,29 @@ def _parsed(
                             progress(done, total)
                         yield file_no, packed, signatures
             except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
-                for a, b, n in ranges[given:]:
+                for a, b, n in (ranges or _ranges(source.path, source.size, workers * 2, want))[given:]:
                     packed, signatures = _read_range(source.path, name, a, b, n, want)
                     yield file_no, packed, signatures
-            with open_same(source.path, want) as fh:
-                proof[file_no] = hashlib.file_digest(fh, "sha256").hexdigest()
-                if FileIdentity.of(os.fstat(fh.fileno())) != want:
-                    raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
+            proof[file_no] = digest or _digest(source.path, want)
+            _digest(source.path, want, hash_it=False)  # and still is, once every share is read
         if source.size < PARALLEL_BYTES:
             done += source.size
             if progress is not None:
                 progress(done, total)
+
+
+def _ready() -> None:
+    """Nothing: a worker process's first task, so that it starts and imports this module early."""
+
+
+def _digest(path: str, want: FileIdentity, hash_it: bool = True) -> str:
+    """The sha256 of the file ``want`` at ``path`` (or only the check that it is ``want``, before
+    and after): :class:`_Changed` when it is not, or stops being ``want`` while hashed."""
+    with open_same(path, want) as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest() if hash_it else ""
+        if FileIdentity.of(os.fstat(fh.fileno())) != want:
+            raise _Changed(f"scores file {shown(Path(path).name)} changed while it was being indexed")
+    return digest
 
 
 #: Bytes the serial reader reads (and hashes) at a time.
