@@ -77,7 +77,10 @@ with st.expander("Statistics settings"):
     )
     resamples = b.number_input("Bootstrap resamples", 0, 10000, 1000, step=100, key="resamples")
     seed = c.number_input("Seed", 0, 2**31 - 1, 0, key="seed")
-    use_baselines = d.toggle("BLEU / ROUGE-L / CIDEr / METEOR", value=True, key="baselines")
+    use_baselines = d.toggle("BLEU / ROUGE-L / CIDEr", value=True, key="baselines")
+    use_meteor = use_baselines and d.toggle(
+        "and METEOR", value=False, key="meteor", help="METEOR's Java scorer takes about 13 s to load on the first run"
+    )
     e, f, g, h = st.columns(4)
     gaps = e.text_input("Ranking-gap bin edges (empty: quartiles)", "", key="gap_bins", placeholder="0, 0.1, 0.2, 0.3, 1")
     t_split = f.number_input("High misalignment: T ≥", 0.0, 10.0, 1.0, 0.05, key="t_split")
@@ -94,6 +97,7 @@ try:
         resamples=int(resamples),
         seed=int(seed),
         baselines=use_baselines,
+        meteor=use_meteor,
         t_split=float(t_split),
         gap_edges=tuple(float(v) for v in gaps.split(",") if v.strip()) or None,
         p_split=float(p_text) if p_text.strip() else None,
@@ -139,6 +143,8 @@ st.markdown(
 if match["judged_not_scored_count"] or match["scored_not_judged_count"]:
     with st.expander("Unmatched story ids"):
         st.write({"judged but not scored": match["judged_not_scored"], "scored but not judged": match["scored_not_judged"]})
+for note in report.notes:
+    st.caption(shown(note))
 for problem in report.problems:
     st.warning(shown(problem))
 for name, reason in report.unavailable.items():

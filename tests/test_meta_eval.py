@@ -665,3 +665,19 @@ def test_bootstrap_intervals_equal_scipy_stats_bootstrap(method: str) -> None:
     ).confidence_interval
     assert ours.ci_low == pytest.approx(theirs.low, abs=1e-12)
     assert ours.ci_high == pytest.approx(theirs.high, abs=1e-12)
+
+
+@pytest.mark.slow  # starts Java for the PTB tokenizer
+def test_the_baselines_say_what_they_did_as_information_and_leave_meteor_to_a_request(tmp_path: Path) -> None:
+    from conftest import SAMPLE
+
+    from vst_core.cli import main
+
+    scores, out = tmp_path / "scores.jsonl", tmp_path / "report.json"
+    assert main(["score", str(SAMPLE), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    human = SAMPLE.parent / "human_example.csv"
+    assert main(["meta-eval", str(scores), str(human), "--out", str(out), "--no-progress", "--resamples", "50"]) == 0
+    report = json.loads(out.read_text())
+    assert any(n.startswith("baselines: BLEU-1..4, ROUGE-L, CIDEr") and "METEOR on request" in n for n in report["notes"])
+    assert "BLEU-4" in report["metrics"] and "METEOR" not in report["metrics"]
+    assert not any("tokenised" in p for p in report.get("problems", []))

@@ -70,7 +70,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(default: overall, else the last)",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    p.add_argument("--no-baselines", action="store_true", help="skip BLEU/ROUGE-L/CIDEr/METEOR")
+    p.add_argument("--no-baselines", action="store_true", help="skip the BLEU/ROUGE-L/CIDEr baselines")
+    p.add_argument("--meteor", action="store_true", help="add METEOR to the baselines (its Java scorer takes about 13 s to load)")
 
 
 def settings_from_args(args: argparse.Namespace) -> MetaSettings:
@@ -84,6 +85,7 @@ def settings_from_args(args: argparse.Namespace) -> MetaSettings:
         t_split=args.t_split,
         p_split=args.p_split,
         baselines=not args.no_baselines,
+        meteor=args.meteor,
         pair_aspect=args.pair_aspect,
     )
 
@@ -123,8 +125,6 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, JudgementsError) as exc:
         error(f"{args.human}: {exc}")
         return EXIT_INPUT
-    if settings.baselines:
-        note("computing BLEU, ROUGE-L, CIDEr and METEOR against the references ...")
     report = run_meta_eval(
         records,
         judgements,
@@ -133,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         aspects=csv_list(args.aspects),
         progress=lambda total: bar(total, "cell", "correlations", disable=args.no_progress),
     )
+    for message in report.notes:
+        note(message)
     for message in report.problems:
         note(f"warning: {message}")
     for name, reason in report.unavailable.items():

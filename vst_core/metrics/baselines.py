@@ -70,8 +70,15 @@ def baseline_tokenizer() -> str:
     """The tokenizer the baselines use: the COCO caption package's PTB tokenizer when Java runs (as
     the standard pipeline), else :func:`normalize`."""
     if shutil.which("java") is not None:
-        return "PTB tokenizer of the COCO caption evaluation (Java)"
-    return "regular expression (no Java runtime: not the COCO pipeline's PTB tokenizer)"
+        return "the PTB tokenizer of the COCO caption evaluation (Java), as the standard pipeline"
+    return "a regular expression (no Java runtime here: not the COCO pipeline's PTB tokenizer)"
+
+
+def baselines_said(meteor: bool) -> str:
+    """What the baselines did, as information for every output."""
+    which = "BLEU-1..4, ROUGE-L, CIDEr" + (" and METEOR" if meteor else "")
+    later = "" if meteor else "; METEOR on request (its Java scorer takes about 13 s to load)"
+    return f"baselines: {which} against the other stories of each sequence, text tokenised with {baseline_tokenizer()}{later}"
 
 
 def tokenize_stories(texts: Mapping[str, str]) -> dict[str, str]:
@@ -88,13 +95,14 @@ def tokenize_stories(texts: Mapping[str, str]) -> dict[str, str]:
 
 
 def baseline_scores(
-    records: Sequence[StoryText], only: Collection[str] | None = None
+    records: Sequence[StoryText], only: Collection[str] | None = None, *, meteor: bool = True
 ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     """Per-story baseline scores and, for each baseline that could not run, the reason.
 
     Returns ``({story_id: {name: score}}, {name: reason})``; stories without another reference in
     their sequence have no baseline score. With ``only`` (e.g. the judged stories), only those
-    stories and the references of their sequences are tokenised and scored."""
+    stories and the references of their sequences are tokenised and scored. Without ``meteor``
+    METEOR is not run (its Java scorer takes about 13 s to load) and not reported as unavailable."""
     if importlib.util.find_spec("pycocoevalcap") is None:  # pragma: no cover - the package is a requirement
         return {}, {name: "pycocoevalcap is not installed" for name in BASELINES}
     wanted = {r.sequence_id for r in records if only is None or r.story_id in only}
@@ -106,11 +114,11 @@ def baseline_scores(
     ids = list(refs)
     gts = {sid: refs[sid] for sid in ids}
     res = {sid: [tokens[sid]] for sid in ids}
-    return _score_all(ids, gts, res)
+    return _score_all(ids, gts, res, meteor)
 
 
 def _score_all(
-    ids: list[str], gts: dict[str, list[str]], res: dict[str, list[str]]
+    ids: list[str], gts: dict[str, list[str]], res: dict[str, list[str]], meteor: bool = True
 ) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
@@ -127,11 +135,13 @@ def _score_all(
     for sid, r_value, c_value in zip(ids, np.asarray(rouge), np.asarray(cider), strict=True):
         scores[sid]["ROUGE-L"] = float(r_value)
         scores[sid]["CIDEr"] = float(c_value)
-    meteor, reason = _meteor(gts, res, ids)
-    if meteor is None:
+    if not meteor:
+        return scores, unavailable
+    values, reason = _meteor(gts, res, ids)
+    if values is None:
         unavailable["METEOR"] = reason
     else:
-        for sid, value in zip(ids, meteor, strict=True):
+        for sid, value in zip(ids, values, strict=True):
             scores[sid]["METEOR"] = float(value)
     return scores, unavailable
 

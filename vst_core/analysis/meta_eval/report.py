@@ -28,7 +28,7 @@ from vst_core.analysis.meta_eval.stats import (
     pairwise_table,
 )
 from vst_core.data.csv_out import frame_csv
-from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baseline_tokenizer
+from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baselines_said
 from vst_core.records import FIELDS, StoryScores, VrankScores
 
 #: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
@@ -63,6 +63,7 @@ class MetaReport:
     problems: list[str]
     # pairwise accuracy of every metric on the pairs none of whose stories a learned metric was trained on
     held_out: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)  # what was done, as information (not problems)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The downloadable tables by file stem."""
@@ -90,6 +91,7 @@ class MetaReport:
         return {
             "signature": self.signature,
             "description": self.description,
+            "notes": self.notes,
             "match": self.match,
             "metrics": self.metrics,
             "aspects": self.aspects,
@@ -219,11 +221,13 @@ def _with_baselines(
     records: Scored,
     precomputed: tuple[dict[str, dict[str, float]], dict[str, str]] | None,
     judged: set[str],
+    meteor: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """The score frame joined with the reference-based baselines that could run, and why others could not."""
-    base, unavailable = precomputed if precomputed is not None else baseline_scores(texts_of(records), only=judged)
+    base, unavailable = precomputed if precomputed is not None else baseline_scores(texts_of(records), only=judged, meteor=meteor)
     if base:
-        scores = scores.join(pd.DataFrame.from_dict(base, orient="index")[[b for b in BASELINES if b not in unavailable]])
+        frame = pd.DataFrame.from_dict(base, orient="index")
+        scores = scores.join(frame[[b for b in BASELINES if b not in unavailable and b in frame]])
     return scores, unavailable
 
 
@@ -315,8 +319,7 @@ def run_meta_eval(
     problems.extend(keyed)
     unavailable: dict[str, str] = {}
     if settings.baselines:
-        scores, unavailable = _with_baselines(scores, records, baselines, judgements.story_ids)
-        problems.append(f"baselines: text tokenised with the {baseline_tokenizer()}")
+        scores, unavailable = _with_baselines(scores, records, baselines, judgements.story_ids, settings.meteor)
     available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
     chosen = [m for m in (metrics or available) if m in available]
     missing_metrics = [m for m in (metrics or []) if m not in available]
@@ -377,6 +380,7 @@ def run_meta_eval(
         splits=splits,
         problems=problems,
         held_out=held_out,
+        notes=[baselines_said(settings.meteor)] if settings.baselines else [],
     )
 
 

@@ -39,6 +39,7 @@ class MetaSettings:
     p_split: float | None = None  # None: the mode of P
     bin_method: str = "kendall_c"
     baselines: bool = True
+    meteor: bool = False  # METEOR's Java scorer loads its paraphrase tables for about 13 s: asked for, not by default
     pair_aspect: str | None = None  # pairs from ratings: None = "overall" if judged, else the last; "mean" = mean of aspects
 
     def __post_init__(self) -> None:
