@@ -98,7 +98,7 @@ def images(stories: list[Story]) -> None:
 
 def shown_image(path: Path) -> tuple[Image.Image | None, tuple[int, int], str | None]:
     try:
-        mtime = path.stat().st_mtime
+        mtime = loading.stamp(path)  # ctime too: a rewrite with its mtime restored is another image
     except OSError:
         return None, (0, 0), f"{path.name}: not found"
     return loading.thumbnail(str(path), mtime)

@@ -13,7 +13,13 @@ print one JSON line per set with
 
 Each set runs in its own process, so memory and caches do not carry over.
 
-    python benchmarks/bench_scale.py [--sizes 1000 10000 100000] [--files A.jsonl B.jsonl] [--data DIR]
+``--release`` adds a release-like numbers-only set (:func:`write_release_like`: 101,100 stories of
+five systems sharing ids, one imported line per metric as ``vst import-scores`` writes the dHM
+release's G/C/R files, 300,140 lines, about 170 MB); ``--cold-only`` prints only the cold and warm
+loads of each set (``cold_load_s``: the best of ``--repeat`` cold loads, each with an empty index
+folder, and every one of them in ``cold_loads_s``), without the pages.
+
+    python benchmarks/bench_scale.py [--sizes 1000 10000 100000] [--release] [--cold-only] [--files A.jsonl B.jsonl] [--data DIR]
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's vst_core, installed or not (the index's worker processes inherit it)
 PAGES = {
     "inspect": "app_pages/inspect.py",
     "dataset": "app_pages/dataset.py",
@@ -67,6 +74,73 @@ def _judgements(table: Any, folder: Path, n: int = 2000) -> bytes:
         f"{s},{y},{v:.2f}" for s, y, v in zip(part["story"], part["system"], rng.uniform(1, 5, len(part)), strict=True)
     ]
     return ("\n".join(lines) + "\n").encode()
+
+
+def write_release_like(path: Path, stories: int = 101_100, lines: int = 300_140) -> int:
+    """A numbers-only scores file shaped like the dHM release once imported: ``stories`` stories
+    (five systems sharing each id), one imported record per metric and story (NR, then GROOVIST,
+    then RoViST-C; the first stories' coherence lines left out to make ``lines`` lines); the values
+    are a function of the story's place. Returns the number of lines written."""
+    import hashlib
+
+    import orjson
+
+    from vst_core.data.importing import metric_record
+    from vst_core.hashing import json_digest
+    from vst_core.records import StoryScores
+
+    systems = ("human", "llava", "arel", "glac", "gpt")
+    left_out = 3 * stories - lines
+    written = 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        for m_no, metric in enumerate(("redundancy", "grounding", "coherence")):
+            source = f"dhm_release_{metric[0].upper()}.csv"
+            digest = hashlib.sha256(source.encode()).hexdigest()
+            payload = {
+                "imported": {"file": source, "sha256": digest, "variants": {metric: "dHM release"}, "sequence_id": "story_id"}
+            }
+            signature = {"id": json_digest(payload, 12), **payload}
+            note = f"imported from {source} (sha256 {digest[:12]}): the score only, no evidence"
+            for k in range(stories):
+                if m_no == 2 and k < left_out:
+                    continue
+                sid = str(40000 + k // len(systems))
+                value = ((k * 7919 + m_no * 104729) % 100_000) / 100_000
+                record = StoryScores(sid, sid, systems[k % len(systems)], (), metrics={metric: metric_record(metric, value, note)},
+                                     signature=signature)  # fmt: skip
+                fh.write(orjson.dumps(record.to_json()) + b"\n")
+                written += 1
+    return written
+
+
+def cold_loads(files: list[str], repeat: int) -> dict[str, Any]:
+    """The cold load (an empty index folder each time) ``repeat`` times and the warm load after."""
+    from vst_core.data.index import load_index
+
+    times = []
+    for _ in range(repeat):
+        folder = Path(tempfile.mkdtemp(prefix="vst-bench-index-"))
+        start = time.perf_counter()
+        index = load_index(files, folder=folder)
+        times.append(round(time.perf_counter() - start, 3))
+    start = time.perf_counter()
+    load_index(files, folder=folder)
+    return {
+        "cold_load_s": min(times),
+        "cold_loads_s": times,
+        "warm_load_s": round(time.perf_counter() - start, 3),
+        "stories": len(index),
+        "lines": len(index.sources),
+        "bytes": sum(Path(f).stat().st_size for f in files),
+        "cpu_s": round(
+            sum(
+                resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            ),
+            1,
+        ),  # fmt: skip
+    }
 
 
 def measure(files: list[str], label: str) -> dict[str, Any]:
@@ -145,10 +219,17 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[1000, 10000, 100000])
     parser.add_argument("--files", nargs="*", default=[], help="real scores files measured together as one set")
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "vst-scale", help="where generated files go")
+    parser.add_argument("--release", action="store_true", help="add the release-like numbers-only set (see the module)")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold and warm loads, no pages")
+    parser.add_argument("--repeat", type=int, default=3, help="cold loads per set with --cold-only (the best is cold_load_s)")
     parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:  # one set, in this fresh process
-        print(json.dumps(measure(args.worker[1:], args.worker[0])), flush=True)
+        if args.cold_only:
+            figures = {"set": args.worker[0], **cold_loads(args.worker[1:], args.repeat)}
+        else:
+            figures = measure(args.worker[1:], args.worker[0])
+        print(json.dumps(figures), flush=True)
         return 0
     from vst_core.scoring.synthetic import write_scores_file
 
@@ -159,6 +240,12 @@ def main() -> int:
             print(f"writing {n:,} stories to {path}…", file=sys.stderr)
             write_scores_file(path, n, systems=("reference", "llava"))
         sets.append((f"generated {n}", [str(path)]))
+    if args.release:
+        path = args.data / "release_like.jsonl"
+        if not path.is_file():
+            print(f"writing the release-like set to {path}…", file=sys.stderr)
+            write_release_like(path)
+        sets.append(("release-like (numbers only)", [str(path)]))
     if args.files:
         sets.append(("files", [str(Path(f).resolve()) for f in args.files]))
     for label, files in sets:
@@ -169,8 +256,9 @@ def main() -> int:
             "HF_HUB_OFFLINE": "1",
         }
         print(f"{label}…", file=sys.stderr)
+        extra = ["--cold-only", "--repeat", str(args.repeat)] if args.cold_only else []
         done = subprocess.run(
-            [sys.executable, __file__, "--worker", label, *files], env=env, capture_output=True, text=True, cwd=ROOT
+            [sys.executable, __file__, *extra, "--worker", label, *files], env=env, capture_output=True, text=True, cwd=ROOT
         )
         line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
         if done.returncode != 0 or not line:
@@ -178,6 +266,7 @@ def main() -> int:
             continue
         figures = json.loads(line)
         figures["machine"] = f"{platform.machine()}, {os.cpu_count()} cores"
+        figures["load_average"] = round(os.getloadavg()[0], 2)  # other work on the machine slows every figure
         print(json.dumps(figures), flush=True)
     return 0
 

@@ -165,10 +165,17 @@ def image_probe(_view: RunView, key: str, stories: int) -> list[Problem]:
 SHOWN_PIXELS = 768
 
 
+def stamp(path: Path) -> tuple[int, ...]:
+    """What tells a file's versions apart for a cache key: device, inode, size, mtime and ctime
+    (an image rewritten with its mtime restored has another ctime). OSError as ``stat``."""
+    return tuple(FileIdentity.of(path.stat()))
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
-def thumbnail(path: str, mtime: float) -> tuple[Image.Image | None, tuple[int, int], str | None]:
-    """(image for display, the original's size, why none): never decodes more than the budget of
-    :mod:`vst_core.data.images`, and keeps only :data:`SHOWN_PIXELS` on the longer side."""
+def thumbnail(path: str, version: tuple[int, ...]) -> tuple[Image.Image | None, tuple[int, int], str | None]:
+    """(image for display, the original's size, why none), cached by path and :func:`stamp`: never
+    decodes more than the budget of :mod:`vst_core.data.images`, and keeps only
+    :data:`SHOWN_PIXELS` on the longer side."""
     try:
         size = image_size(Path(path))
         return images_thumbnail(Path(path), SHOWN_PIXELS), size, None
