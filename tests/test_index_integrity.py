@@ -102,15 +102,15 @@ def test_a_file_rewritten_while_processes_read_it_is_indexed_again(tmp_path: Pat
     other = nr_file(tmp_path / "other.jsonl", 300, offset=0.5).read_bytes()
     monkeypatch.setattr(index_module, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(index_module.os, "cpu_count", lambda: 2)
-    real, calls = index_module._digest, []
+    real, calls = index_module._hash_count, []
 
-    def rewrite_first(*args: Any, **kwargs: Any) -> str:
-        if not calls:  # the workers are reading their shares: the file is rewritten under them
+    def rewrite_first(*args: Any, **kwargs: Any) -> int:
+        if not calls:  # the first share is given to the workers: the file is rewritten under them
             path.write_bytes(other)
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(index_module, "_digest", rewrite_first)
+    monkeypatch.setattr(index_module, "_hash_count", rewrite_first)
     index = load_index([path])
     assert numbers(index) == numbers(build_index([tmp_path / "other.jsonl"]))
     assert index.files[0].sha256 == index_module.hashlib.sha256(other).hexdigest()

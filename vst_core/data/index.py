@@ -480,8 +480,8 @@ def _pack(entries: list[_Line | Problem]) -> _Packed:
 PARALLEL_BYTES = 48 << 20
 
 
-def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) -> list[tuple[int, int, int]]:
-    """(start, end, number of the first line) of ``parts`` shares of a file, cut after newlines."""
+def _cuts(path: str, size: int, parts: int, want: FileIdentity | None = None) -> list[int]:
+    """The offsets that cut a file into ``parts`` shares after newlines (its start and size included)."""
     cuts = [0]
     with open_same(path, want) as fh:
         for k in range(1, parts):
@@ -489,7 +489,12 @@ def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) 
             fh.readline()  # to the start of the next line
             cuts.append(min(fh.tell(), size))
     cuts.append(size)
-    cuts = sorted(set(cuts))
+    return sorted(set(cuts))
+
+
+def _ranges(path: str, size: int, parts: int, want: FileIdentity | None = None) -> list[tuple[int, int, int]]:
+    """(start, end, number of the first line) of ``parts`` shares of a file, cut after newlines."""
+    cuts = _cuts(path, size, parts, want)
     out, number = [], 1
     with open_same(path, want) as fh:
         for a, b in zip(cuts, cuts[1:], strict=False):
@@ -527,11 +532,17 @@ def _parsed(
             digest = None
             try:
                 with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                    for _ in range(workers):  # they start (and import) while the shares are cut
-                        pool.submit(_ready)
-                    ranges = _ranges(source.path, source.size, workers * 2, want)
-                    futures = [pool.submit(_read_range, source.path, name, a, b, n, want) for a, b, n in ranges]
-                    digest = _digest(source.path, want)  # while they read: the file is want's from start to end
+                    futures = []
+                    hasher, number = hashlib.sha256(), 1
+                    with open_same(source.path, want) as fh:  # each share given as soon as its first line's number is known
+                        cuts = _cuts(source.path, source.size, workers * 2, want)
+                        for a, b in zip(cuts, cuts[1:], strict=False):
+                            ranges.append((a, b, number))
+                            futures.append(pool.submit(_read_range, source.path, name, a, b, number, want))
+                            number += _hash_count(fh, b - a, hasher, name)
+                        if fh.read(1) or FileIdentity.of(os.fstat(fh.fileno())) != want:
+                            raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
+                    digest = hasher.hexdigest()  # hashed while they read: the file is want's from start to end
                     for (a, b, _), future in zip(ranges, futures, strict=True):
                         packed, signatures = future.result()
                         given += 1
@@ -540,7 +551,7 @@ def _parsed(
                             progress(done, total)
                         yield file_no, packed, signatures
             except (BrokenProcessPool, OSError):  # no worker could start (e.g. a main module that cannot be re-imported)
-                for a, b, n in (ranges or _ranges(source.path, source.size, workers * 2, want))[given:]:
+                for a, b, n in _ranges(source.path, source.size, workers * 2, want)[given:]:
                     packed, signatures = _read_range(source.path, name, a, b, n, want)
                     yield file_no, packed, signatures
             proof[file_no] = digest or _digest(source.path, want)
@@ -551,8 +562,18 @@ def _parsed(
                 progress(done, total)
 
 
-def _ready() -> None:
-    """Nothing: a worker process's first task, so that it starts and imports this module early."""
+def _hash_count(fh: io.BufferedReader, length: int, hasher: Any, name: str) -> int:
+    """The newlines of the next ``length`` bytes of ``fh``, hashed into ``hasher`` as they are read;
+    :class:`_Changed` when the file ends sooner."""
+    count = 0
+    while length > 0:
+        block = fh.read(min(BLOCK_BYTES, length))
+        if not block:
+            raise _Changed(f"scores file {shown(name)} changed while it was being indexed")
+        hasher.update(block)
+        count += block.count(b"\n")
+        length -= len(block)
+    return count
 
 
 def _digest(path: str, want: FileIdentity, hash_it: bool = True) -> str:
