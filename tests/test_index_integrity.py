@@ -161,6 +161,26 @@ def test_a_digest_remembered_for_other_bytes_is_never_stored_under(tmp_path: Pat
 # --------------------------------------------------------------------------- the stored index
 
 
+def test_a_file_changed_after_its_digest_was_found_is_not_given_the_stored_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = nr_file(tmp_path / "s.jsonl", 30)
+    first = load_index([path])
+    then = first.files[0].identity
+    other = nr_file(tmp_path / "other.jsonl", 30, offset=0.5).read_bytes()
+
+    def remembered(folder: Path, paths: Sequence[Path], expected: Any = None, seen: Any = None) -> list[str]:
+        path.write_bytes(other)  # rewritten right after its digest was looked up
+        if seen is not None:
+            seen.append(then)
+        return [first.files[0].sha256]
+
+    monkeypatch.setattr(index_module, "_known_digests", remembered)
+    index = load_index([path])
+    monkeypatch.undo()
+    assert numbers(index) == numbers(build_index([path])) != numbers(first)
+
+
 def stored(key: str, suffix: str) -> Path:
     return index_folder() / f"{key}.{suffix}"
 

@@ -993,9 +993,11 @@ def _read_memo(folder: Path) -> dict[str, Any]:
     return memo if isinstance(memo, dict) else {}
 
 
-def _known_digests(folder: Path, paths: Sequence[Path], expected: Sequence[FileIdentity] | None = None) -> list[str] | None:
+def _known_digests(
+    folder: Path, paths: Sequence[Path], expected: Sequence[FileIdentity] | None = None, seen: list[FileIdentity] | None = None
+) -> list[str] | None:
     """The content digests of ``paths`` remembered for their current stat (which must be
-    ``expected``'s when given), else None."""
+    ``expected``'s when given; added to ``seen``), else None."""
     memo = _read_memo(folder)
     out = []
     for k, path in enumerate(paths):
@@ -1003,6 +1005,8 @@ def _known_digests(folder: Path, paths: Sequence[Path], expected: Sequence[FileI
             stat = path.stat()
             if expected is not None and FileIdentity.of(stat) != expected[k]:
                 return None
+            if seen is not None:
+                seen.append(FileIdentity.of(stat))
             found = memo.get(_memo_key(path, stat))
         except OSError:
             return None
@@ -1139,7 +1143,8 @@ def _read_stored(
     digests: Sequence[str] | None = None,
 ) -> ScoresIndex | None:
     """The index stored under ``key`` for ``paths`` as they are now (``expected``, when given: the
-    files as checked; another file at a path is no match) with the contents ``digests``, else None:
+    files as they were when checked or hashed; another file, or this one changed since, is no
+    match) with the contents ``digests``, else None:
     also when a stored file is damaged, truncated, not a regular file, or another index's (each
     checked against the checksums of :func:`save_index`)."""
     try:
@@ -1195,16 +1200,17 @@ def load_index(
         why = probe(path)
         if why is not None:
             raise IndexError_(f"scores file {why}: {shown(path.name)}")
-    digests = _known_digests(folder, files, expected)
+    seen: list[FileIdentity] = []  # each file as it was when its digest was found
+    digests = _known_digests(folder, files, expected, seen)
     if digests is None:
         hashed = _stat_files(files, None, expected)
-        digests = [f.sha256 for f in hashed]
+        digests, seen = [f.sha256 for f in hashed], [f.identity for f in hashed]
         try:
             folder.mkdir(parents=True, exist_ok=True)
             _remember_digests(folder, hashed)
         except _STORE_ERRORS:
             pass
-    stored = _read_stored(folder, index_key(digests), files, expected, digests)
+    stored = _read_stored(folder, index_key(digests), files, seen, digests)
     if stored is not None:
         return stored
     if (folder / f"{index_key(digests)}.json").exists():
