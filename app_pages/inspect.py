@@ -8,6 +8,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard import loading
+from dashboard.choices import story_widget_key
 from dashboard.frame import page, shown
 from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
@@ -123,7 +124,7 @@ def region(story: Story, record: StoryScores) -> None:
     if grounding is None or not grounding.phrases or not story.images_ok:
         return
     labels = [f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})" for p in grounding.phrases]
-    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=f"np-{json_digest(list(story.key))[:16]}")
+    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=story_widget_key("np", *story.key))
     if pick is not None:
         p = grounding.phrases[labels.index(pick)]
         outline(story, p.image, p.box, p.text, p.best_cosine)
@@ -141,7 +142,7 @@ def vg_nouns(story: Story | None, record: StoryScores) -> None:
         if story is None or not story.images_ok:
             return
         labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
-        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=f"vg-{json_digest(list(story.key))[:16]}")
+        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=story_widget_key("vg", *story.key))
         if pick is not None:
             n = vg.nouns[labels.index(pick)]
             outline(story, n.image, n.box, n.noun, n.best_cosine)

@@ -304,3 +304,11 @@ def scores_paths(text: str, images: str, roots: Sequence[Path]) -> tuple[list[Pa
     if why is not None:
         return [], None, f"“Folder of the story file” {why}"
     return paths, folder, None
+
+
+def story_widget_key(prefix: str, system: str, story_id: str) -> str:
+    """A widget key for one story: ``prefix`` and a digest of ``(system, story_id)``, never the two
+    joined (ids may hold any separator, so two stories could share a joined key)."""
+    from vst_core.hashing import json_digest
+
+    return f"{prefix}-{json_digest([system, story_id])[:16]}"

@@ -165,7 +165,9 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
     assert 'class="vst-np"' in html and "matched image" in html
     assert html.count('class="vst-card"') == 4 * 5  # NR, GROOVIST, T, CLIPScore, RoViST-VG (coherence off)
     images_before = len(app.get("image"))
-    box = app.selectbox(key="np-model-a-space-grounded")
+    from dashboard.choices import story_widget_key
+
+    box = app.selectbox(key=story_widget_key("np", "model-a", "space-grounded"))
     box.set_value(box.options[0]).run()
     assert not app.exception
     assert len(app.get("image")) == images_before + 1
