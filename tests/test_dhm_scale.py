@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.bench_dhm import generated_table, records_of
-from vst_core.analysis.dhm import COLUMNS, available_aspects, dhm_report, dhm_table
+from vst_core.analysis.dhm import ASPECTS, COLUMNS, available_aspects, dhm_report, dhm_table
 
 
 @pytest.mark.parametrize("pairing", ["story", "sequence"])
@@ -58,7 +58,10 @@ def test_a_missing_column_means_the_metric_was_not_run() -> None:
     assert available_aspects(table) == ("G", "R")
     (row,) = dhm_report(table, resamples=0, aspects=("G", "R")).table()
     assert row["d_C"] is None and row["d_G"] is not None and row["N"] > 90
-    (row,) = dhm_report(table, resamples=0).table()
+    default = dhm_report(table, resamples=0)  # the one rule: the distances the scores have, said in the note
+    assert default.aspects == ("G", "R") and "coherence (RoViST-C) not in these scores" in default.note
+    assert default.table()[0]["N"] == row["N"]
+    (row,) = dhm_report(table, resamples=0, aspects=ASPECTS).table()  # the paper's three, asked for
     assert row["N"] == 0 and row["left out"] == {"system story without all three scores": 100}
     with pytest.raises(ValueError, match="sequence"):
         dhm_report(table.drop(columns=["sequence"]))
