@@ -33,7 +33,10 @@ st.caption(
     "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
     f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured."
 )
-st.dataframe(summary.round(4), hide_index=True, width="stretch")
+counts = ["wins", "ties", "losses"]  # none for a descriptor: shown as a dash, not "None"
+st.dataframe(
+    summary.round(4).astype(dict.fromkeys(counts, object)).fillna(dict.fromkeys(counts, "—")), hide_index=True, width="stretch"
+)
 
 metric = st.selectbox("Metric", metrics, key="system_metric")
 if metric:
