@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from vst_core.data import ScoresWriter
+from vst_core.data import ScoresWriter, index_lines
 from vst_core.data import index as index_module
 from vst_core.data.access import FileIdentity
 from vst_core.data.importing import imported_records
@@ -65,7 +65,7 @@ def nr_file(path: Path, n: int, offset: float = 0.0) -> Path:
 def on_line(monkeypatch: pytest.MonkeyPatch, at: int, action: Callable[[], None], times: int = 1) -> list[int]:
     """Run ``action`` when the build parses line ``at`` (the first ``times`` builds that reach it)."""
     done: list[int] = []
-    real = index_module._read_line
+    real = index_lines._read_line
 
     def hooked(raw: bytes, number: int, *args: Any) -> Any:
         if number == at and len(done) < times:
@@ -73,7 +73,7 @@ def on_line(monkeypatch: pytest.MonkeyPatch, at: int, action: Callable[[], None]
             action()
         return real(raw, number, *args)
 
-    monkeypatch.setattr(index_module, "_read_line", hooked)
+    monkeypatch.setattr(index_lines, "_read_line", hooked)
     return done
 
 
