@@ -428,7 +428,11 @@ FIELDS: tuple[MetricField, ...] = (
         "inter", "redundancy", "inter", "repetition across sentences: mean Jaccard with earlier sentences", direction="lower"
     ),
     MetricField(
-        "intra", "redundancy", "intra", "repetition within a sentence: mean Jaccard of consecutive n-gram windows", direction="lower"
+        "intra",
+        "redundancy",
+        "intra",
+        "repetition within a sentence: mean Jaccard of consecutive n-gram windows",
+        direction="lower",
     ),
     MetricField("coherence", "coherence", "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),
     MetricField("GROOVIST", "grounding", "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
@@ -462,7 +466,13 @@ FIELDS: tuple[MetricField, ...] = (
 )
 FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
 #: Numbers outside the registry whose direction is known: the text-overlap baselines (higher is better).
-OTHER_DIRECTIONS: dict[str, Direction] = {"BLEU": "higher", "ROUGE-L": "higher", "CIDEr": "higher", "METEOR": "higher", "dHM": "lower"}
+OTHER_DIRECTIONS: dict[str, Direction] = {
+    "BLEU": "higher",
+    "ROUGE-L": "higher",
+    "CIDEr": "higher",
+    "METEOR": "higher",
+    "dHM": "lower",
+}
 
 
 def direction_of(column: str) -> Direction:
