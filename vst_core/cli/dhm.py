@@ -207,18 +207,27 @@ def run_dhm(args: argparse.Namespace) -> int:
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
-    head = comment_lines([f"dHM sig {report.signature['id']}"])
+    head = comment_lines([f"dHM sig {report.signature['id']}", *([f"note: {report.note}"] if report.note else [])])
     rows = report.table()
     with (folder / "systems.csv").open("w", newline="", encoding="utf-8") as fh:
         fh.write(head)
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["system"])
         writer.writeheader()
         writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
+    aspects = report.aspects  # the distances this report averages (all three, or those the scores have)
     with (folder / "distances.csv").open("w", newline="", encoding="utf-8") as fh:
         fh.write(head)
         writer2 = csv.writer(fh)
         writer2.writerow(
-            ["system", "story_id", "sequence_id", "humans", "d_G", "d_C", "d_R", "dHM", "signed_G", "signed_C", "signed_R"]
+            [
+                "system",
+                "story_id",
+                "sequence_id",
+                "humans",
+                *(f"d_{a}" for a in aspects),
+                "dHM",
+                *(f"signed_{a}" for a in aspects),
+            ]
         )
         for d in report.distances:
             writer2.writerow(
@@ -228,8 +237,8 @@ def _write_csv(report: DHMReport, folder: Path) -> None:
                         d.story_id,
                         d.sequence_id,
                         " ".join(d.humans),
-                        *(d.d[k] for k in ("G", "C", "R", "dHM")),
-                        *(d.signed[a] for a in ("G", "C", "R")),
+                        *(d.d.get(a) for a in (*aspects, "dHM")),
+                        *(d.signed.get(a) for a in aspects),
                     ]
                 )
             )
