@@ -183,7 +183,7 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
     table = next(d.value for d in meta.dataframe if "bias" in d.value.columns)
     assert set(table["bias"]) == {"paraphrase"} and set(table["scope"]) == {"grounding", "coherence", "non_redundancy", "overall"}
     human = make("human", dhm_judge=True, dhm_resamples=0)
-    assert "d_J" in human.dataframe[0].value.columns and any("fourth distance" in c.value for c in human.caption)
+    assert "d_J" in human.dataframe[0].value.columns and any("fourth distance" in w.value for w in human.warning)
     # the position bias asks the judge model in the dashboard's process: point it at the replicas
     point_at(monkeypatch, env_of(judge_hub))
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "page-cache"))
