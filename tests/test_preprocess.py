@@ -103,19 +103,11 @@ def test_tensor_transform_refuses_what_it_cannot_reproduce() -> None:
 def _grounded(
     tiny_clip: tuple[Path, Path], preprocess: str, cache: EmbeddingCache
 ) -> tuple[dict[str, np.ndarray], list[dict[str, float]]]:
+    from test_grounding_pipeline import settings_for
+
     from vst_core.data import read_story_set
 
-    config, checkpoint = tiny_clip
-    settings = Settings(
-        metrics=("grounding", "clipscore", "rovist_vg_clip"),
-        clip_arch="vst-tiny-clip",
-        clip_checkpoint=str(checkpoint),
-        clip_config=str(config),
-        device="cpu",
-        preprocess=preprocess,  # type: ignore[arg-type]
-        batch_size=7,  # batches that cut through images
-        whole_image=True,
-    )
+    settings = settings_for(tiny_clip, preprocess=preprocess, batch_size=7, whole_image=True)  # batches that cut through images
     story_set = read_story_set(SAMPLE)
     grounder = Models(settings, cache=cache).grounder(story_set.root)
     grounder.prepare(list(story_set))

@@ -22,14 +22,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from vst_core.models.hub import ModelLoadError, sniff_checkpoint
-
-T = TypeVar("T")
 
 #: Settings files are small: anything larger is not one of ours.
 MAX_SETTINGS_BYTES = 1_000_000
@@ -159,15 +157,8 @@ def loading(what: str, fix: str = "") -> Iterator[None]:
         raise ModelLoadError(f"{what} does not load: {type(exc).__name__}: {str(exc)[:300]}{_fix(fix)}") from None
 
 
-def guarded(what: str, call: Callable[[], T], fix: str = "") -> T:
-    """``call()`` under :func:`loading`."""
-    with loading(what, fix):
-        return call()
-
-
 __all__ = [
     "check_transformers_folder",
-    "guarded",
     "load_state",
     "loading",
     "model_folder",

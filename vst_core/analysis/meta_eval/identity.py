@@ -36,7 +36,7 @@ def story_key(story_id: str, system: str) -> str:
 
 def _join(ids: pd.Series, systems: pd.Series) -> pd.Series:
     """:func:`story_key` of each row (``ids``' index kept)."""
-    joined = [f"{_escape(str(i))} ({_escape(str(y))})" for i, y in zip(ids.tolist(), systems.tolist(), strict=True)]
+    joined = [story_key(str(i), str(y)) for i, y in zip(ids.tolist(), systems.tolist(), strict=True)]
     return pd.Series(joined, index=ids.index, dtype=object)
 
 
