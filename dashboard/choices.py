@@ -42,6 +42,7 @@ class Choices:
     extra_clip: bool = True
     rovist_vg_checkpoint: str = ""  # the authors' RoViST-VG checkpoint: with glove_file, turns rovist_vg on
     glove_file: str = ""
+    rovist_vg_idf: str = ""  # the authors' idf_dict.pkl (or JSON/CSV); empty: idf fitted over the set
     vrank_model: str = ""  # a `vst train-vrank` folder: turns vrank on
     cosmic_model: str = ""  # a `vst train-cosmic` folder: with grounding on, turns cosmic on
     device: str = DEFAULTS.device
@@ -98,6 +99,7 @@ def settings_for(choices: Choices) -> Settings:
         regions_file=regions.file,
         rovist_vg_checkpoint=choices.rovist_vg_checkpoint.strip() or None,
         glove_file=choices.glove_file.strip() or None,
+        rovist_vg_idf=choices.rovist_vg_idf.strip() or None,
         vrank_model=choices.vrank_model.strip() or None,
         cosmic_model=choices.cosmic_model.strip() or None,
     )
@@ -138,6 +140,7 @@ PATH_FIELDS: dict[str, tuple[str, str]] = {
     "regions": ("Regions", DEFAULTS.regions),
     "rovist_vg_checkpoint": ("RoViST-VG checkpoint", ""),
     "glove_file": ("GloVe file", ""),
+    "rovist_vg_idf": ("RoViST-VG idf table", ""),
     "vrank_model": ("Vrank model folder", ""),
     "cosmic_model": ("COSMic model folder", ""),
 }
@@ -151,6 +154,7 @@ PATH_KINDS: dict[str, Want] = {
     "regions": "file",
     "rovist_vg_checkpoint": "file",
     "glove_file": "file",
+    "rovist_vg_idf": "file",
     "vrank_model": "folder",
     "cosmic_model": "folder",
 }

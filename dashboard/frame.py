@@ -86,7 +86,11 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     if "rovist_vg" in settings.metrics:
         try:
             loading.rovist_vg_model(
-                settings.rovist_vg_checkpoint or "", settings.glove_file or "", settings.rovist_vg_vit, settings.device
+                settings.rovist_vg_checkpoint or "",
+                settings.glove_file or "",
+                settings.rovist_vg_vit,
+                settings.device,
+                settings.rovist_vg_idf or "",
             )
         except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
             notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")

@@ -210,12 +210,14 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
 
 
 @st.cache_resource(show_spinner="Loading the RoViST-VG model…")
-def rovist_vg_model(checkpoint: str, glove: str, vit: str, device: str) -> RovistVGModel:
-    """One RoViST-VG model per process, keyed by its files, ViT name and device (the typed files are
-    checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
+def rovist_vg_model(checkpoint: str, glove: str, vit: str, device: str, idf: str = "") -> RovistVGModel:
+    """One RoViST-VG model per process, keyed by its files, ViT name, device and idf table (the typed
+    files are checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
     recheck(checkpoint, "“RoViST-VG checkpoint”")
     recheck(glove, "“GloVe file”")
-    return load_rovist_vg(checkpoint, vit=vit, glove=glove, device=device)
+    if idf:
+        recheck(idf, "“RoViST-VG idf table”")
+    return load_rovist_vg(checkpoint, vit=vit, glove=glove, idf=idf or None, device=device)
 
 
 @st.cache_resource(show_spinner="Loading the Vrank model…")
@@ -283,7 +285,13 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     )
     vg = None
     if "rovist_vg" in settings.metrics and settings.rovist_vg_checkpoint and settings.glove_file:
-        vg = rovist_vg_model(settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_vit, settings.device)
+        vg = rovist_vg_model(
+            settings.rovist_vg_checkpoint,
+            settings.glove_file,
+            settings.rovist_vg_vit,
+            settings.device,
+            settings.rovist_vg_idf or "",
+        )
     vrank = vrank_model(settings.vrank_model or "", settings.device) if "vrank" in settings.metrics else None
     cosmic = cosmic_model(settings.cosmic_model or "", settings.device) if "cosmic" in settings.metrics else None
     models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg, vrank=vrank, cosmic=cosmic)

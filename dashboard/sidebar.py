@@ -54,7 +54,7 @@ class Input:
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
     "clip_checkpoint", "clip_config", "regions", "rovist_vg_checkpoint", "glove_file",
-    "vrank_model", "cosmic_model",
+    "rovist_vg_idf", "vrank_model", "cosmic_model",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -318,6 +318,14 @@ def _grounding() -> dict[str, Any]:
     )
     values["glove_file"] = st.text_input(
         "GloVe file", "", key="glove_file", disabled=idle, help="glove.6B.300d.txt (or its word2vec-format copy)"
+    )
+    values["rovist_vg_idf"] = st.text_input(
+        "RoViST-VG idf table (optional)",
+        "",
+        key="rovist_vg_idf",
+        disabled=idle,
+        help="the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table noun -> idf; "
+        "empty: idf fitted over the loaded stories",
     )
     values["cosmic_model"] = st.text_input(
         "COSMic model folder (optional)",

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE, ParityLog
 
+from vst_core.hashing import weights_digest
 from vst_core.records import RovistVGClipScores, RovistVGScores, StoryScores, read_record
 
 REGIONS_PER_IMAGE = 12  # more than top_b (10): the first ten of each image are used, as their [:num_bbox]
@@ -128,9 +129,33 @@ def score_sample(files: dict[str, Path], out: Path, metrics: str) -> None:
 # --------------------------------------------------------------------------- the transcription
 
 
-def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
+def vit_feature_extractor(config: dict[str, Any]) -> Any:
+    """``ViTFeatureExtractor.__call__`` of transformers 4.x as the authors ran it, transcribed: each
+    image resized by Pillow to ``size`` with the configured filter, ``to_numpy_array`` (uint8 -> float32
+    / 255, channels first), then ``(x - mean) / std`` per channel."""
+    import torch
+    from PIL import Image
+
+    size = config["size"]
+    mean = np.array(config["image_mean"], dtype=np.float32)[:, None, None]
+    std = np.array(config["image_std"], dtype=np.float32)[:, None, None]
+
+    def extract(images: list[Image.Image]) -> torch.Tensor:
+        arrays = []
+        for image in images:
+            resized = image.resize((size, size), resample=config["resample"])
+            array = np.array(resized).astype(np.float32) / 255.0
+            arrays.append((array.transpose(2, 0, 1) - mean) / std)
+        return torch.from_numpy(np.stack(arrays))
+
+    return extract
+
+
+def transcribed(files: dict[str, Path], idf_file: Path | None = None) -> dict[str, dict[str, Any]]:
     """``visual_grounding_scorer.py`` (with ``extract_nouns.py`` and ``rovist_vg.py``'s encoders)
-    transcribed: per story id, S as ``vg_score`` returns it, Eq. 3 of S, and each noun's recall.
+    transcribed: per story id, S as ``vg_score`` returns it, Eq. 3 of S, and each noun's recall;
+    with ``idf_file`` (a pickled dict, their ``idf_dict.pkl``) its weights, else idf fitted over the
+    sample as their table would be over their stories.
 
     Where it cannot run their code as is: GloVe is read as ``KeyedVectors`` holds it (a dict of
     float32 vectors) without gensim; the crops are cut in memory by Pillow from the regions CSV
@@ -141,7 +166,7 @@ def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
     import torch.nn.functional as F
     from PIL import Image
     from real_layout import _VIT_OLD_NAMES
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
+    from transformers import ViTConfig, ViTModel
 
     from vst_core.text.nouns import _tag
     from vst_core.text.public import punkt_sentences, word_tokens
@@ -157,7 +182,7 @@ def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
     # Region2PhraseModel(1024, "vision transformer", static, Tanh) + load_state_dict(checkpoint["model"])
     checkpoint = torch.load(files["checkpoint"], map_location="cpu", weights_only=True)
     state = checkpoint["model"]
-    feature_extractor = ViTImageProcessor.from_pretrained(snapshot)
+    feature_extractor = vit_feature_extractor(json.loads((snapshot / "preprocessor_config.json").read_text()))
     image_model = ViTModel(ViTConfig.from_pretrained(snapshot))
     vit_state = {}
     for key, value in state.items():
@@ -174,7 +199,7 @@ def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
     text_linear.load_state_dict({"weight": state["text_encoder.linear.weight"], "bias": state["text_encoder.linear.bias"]})
 
     def image_encoder(images: list[Image.Image]) -> torch.Tensor:
-        img_inputs = feature_extractor(images=images, return_tensors="pt")["pixel_values"]
+        img_inputs = feature_extractor(images)
         vit_feats = image_model(img_inputs)[1]
         return torch.tanh(image_linear(vit_feats))
 
@@ -206,6 +231,10 @@ def transcribed(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
         for noun in set(nouns):
             df[noun] = df.get(noun, 0) + 1
     idf_dict = {noun: math.log(n / (1 + d)) for noun, d in df.items()}
+    if idf_file is not None:  # pickle.load(open(opt.path_to_idf_dict + '/idf_dict.pkl', 'rb'))
+        import pickle
+
+        idf_dict = pickle.loads(idf_file.read_bytes())
 
     # vist_entities_df: the boxes of each image, file order
     import csv
@@ -284,6 +313,112 @@ def test_cli_scores_every_sample_story_as_the_authors_code(vg_files: dict[str, P
         ),
         figure=f"S and Eq. 3 of every story, every noun's best cosine, within 1e-6 (largest difference {worst:.1e})",
     )
+
+
+def write_idf_dict(path: Path, *, leave_out: str | None = None) -> dict[str, float]:
+    """An ``idf_dict.pkl`` as the authors' release ships it: a pickled dict of every sample noun ->
+    idf (numpy float64 and Python floats mixed, as numpy's log and ``math.log`` give them)."""
+    import pickle
+
+    from vst_core.text.nouns import nouns_many
+
+    stories = [json.loads(line)["sentences"] for line in SAMPLE.read_text().splitlines()]
+    nouns = sorted({n.text for found in nouns_many(stories) for n in found} - {leave_out})
+    rng = np.random.default_rng(5)
+    table: dict[str, float] = {
+        noun: (np.float64(v) if k % 2 else float(v)) for k, (noun, v) in enumerate(zip(nouns, rng.uniform(0.5, 9.0, len(nouns))))
+    }
+    path.write_bytes(pickle.dumps(table))
+    return table
+
+
+@pytest.mark.slow  # loads torch and transformers, and runs the CLI
+@pytest.mark.parity
+def test_with_the_released_idf_dict_every_story_equals_the_authors_scorer(
+    vg_files: dict[str, Path], tmp_path: Path, parity: ParityLog
+) -> None:
+    idf_file = tmp_path / "idf_dict.pkl"
+    table = write_idf_dict(idf_file)
+    out = tmp_path / "scores.jsonl"
+    done = run_vst(
+        vg_files, "score", str(SAMPLE), "--out", str(out), "--metrics", "rovist_vg", "--rovist-vg-model",
+        str(vg_files["checkpoint"]), "--glove", str(vg_files["glove"]), "--regions", str(vg_files["regions"]),
+        "--rovist-vg-idf", str(idf_file), "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    reference = transcribed(vg_files, idf_file)
+    fitted = transcribed(vg_files)
+    worst, moved = 0.0, 0
+    for record in records:
+        vg = record["metrics"]["rovist_vg"]
+        want = reference[record["story_id"]]
+        assert [n["idf"] for n in vg["nouns"]] == [pytest.approx(float(table[n]), abs=1e-12) for n in want["nouns"]]
+        assert vg["lse"] == pytest.approx(want["S"], abs=1e-6) and vg["score"] == pytest.approx(want["eq3"], abs=1e-6)
+        worst = max(worst, abs(vg["lse"] - want["S"]))
+        moved += abs(fitted[record["story_id"]]["S"] - want["S"]) > 1e-3
+        assert not any("not in idf_dict.pkl" in note for note in vg["notes"])
+    assert moved >= 6  # the released table gives other numbers than a fitted one: the test can tell them apart
+    weights = records[0]["signature"]["settings"]["rovist_vg_weights"]
+    assert weights.endswith(f"|idf:idf_dict.pkl@{weights_digest(idf_file)}")
+    from vst_core.records import read_record
+    from vst_core.viz.story import rovist_vg_html
+
+    card = rovist_vg_html(read_record(records[0])[0].rovist_vg)  # type: ignore[union-attr,arg-type]
+    assert "idf from idf_dict.pkl@" in card
+    parity.record(
+        metric="RoViST-VG with the authors' idf table (`--rovist-vg-idf idf_dict.pkl`)",
+        reference="usydnlp/rovist visual_grounding_scorer.py with --use_idf 1 and ViTFeatureExtractor's Pillow preprocessing, transcribed",
+        compared="the 8 sample stories, a pickled noun -> idf dict in the released format, the replica model",
+        figure=f"S and Eq. 3 of every story within 1e-6 (largest difference {worst:.1e}); {moved}/8 stories differ from fitted idf",
+    )
+
+
+@pytest.mark.slow  # runs the CLI
+def test_an_idf_pickle_that_would_run_code_is_refused_unread(vg_files: dict[str, Path], tmp_path: Path) -> None:
+    import pickle
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+            return (open, (str(marker), "w"))
+
+    bad = tmp_path / "idf_dict.pkl"
+    bad.write_bytes(pickle.dumps({"dog": 1.0, "cat": Payload()}))
+    done = run_vst(
+        vg_files, "score", str(SAMPLE), "--out", str(tmp_path / "o.jsonl"), "--metrics", "rovist_vg", "--rovist-vg-model",
+        str(vg_files["checkpoint"]), "--glove", str(vg_files["glove"]), "--rovist-vg-idf", str(bad), "--no-progress",
+    )  # fmt: skip
+    assert done.returncode == 4 and "idf_dict.pkl was not loaded" in done.stderr and "Traceback" not in done.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.slow  # loads torch and transformers
+def test_a_noun_the_table_lacks_takes_its_largest_idf_and_says_so(
+    vg_files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import point_at
+
+    from vst_core.api import score_stories
+    from vst_core.config import Settings
+    from vst_core.data import read_story_set
+
+    idf_file = tmp_path / "idf_dict.pkl"
+    table = write_idf_dict(idf_file, leave_out="dog")
+    settings = Settings(
+        metrics=("rovist_vg",), rovist_vg_checkpoint=str(vg_files["checkpoint"]), glove_file=str(vg_files["glove"]),
+        rovist_vg_idf=str(idf_file), regions="csv", regions_file=str(vg_files["regions"]), device="cpu",
+    )  # fmt: skip
+    point_at(monkeypatch, hub_env(vg_files))
+    records = score_stories(read_story_set(SAMPLE), settings=settings)
+    with_dog = [r for r in records if r.rovist_vg is not None and any(n.noun == "dog" for n in r.rovist_vg.nouns)]
+    assert with_dog
+    for record in with_dog:
+        vg = record.rovist_vg
+        assert vg is not None
+        assert next(n.idf for n in vg.nouns if n.noun == "dog") == pytest.approx(max(table.values()))
+        assert any("not in idf_dict.pkl (dog" in note for note in vg.notes)
 
 
 @pytest.mark.slow  # loads torch

@@ -135,6 +135,7 @@ class Settings:
     rovist_vg_checkpoint: str | None = None  # RoViST-VG: the authors' Region2Phrase checkpoint file
     rovist_vg_vit: str = "google/vit-base-patch16-224-in21k"  # its ViT (config, image processor) by hub name or folder
     glove_file: str | None = None  # RoViST-VG: glove.6B.300d.txt (or its word2vec-format copy)
+    rovist_vg_idf: str | None = None  # RoViST-VG: the authors' idf_dict.pkl (or JSON/CSV); None: idf fitted over the set
     vrank_model: str | None = None  # a folder written by `vst train-vrank`
     cosmic_model: str | None = None  # a folder written by `vst train-cosmic`
     # the system whose story of a sequence is the reference (COSMic); None: the first of REFERENCE_SYSTEMS present
@@ -232,7 +233,7 @@ class Settings:
                 data.pop(key)
         if "cosmic" not in self.metrics:
             data.pop("reference_system")
-        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "vrank_model", "cosmic_model"):
+        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "vrank_model", "cosmic_model"):
             # the signature names their digests
             data.pop(key)
         if not CLIP_ENCODER_METRICS & set(self.metrics):

@@ -34,7 +34,7 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         )
     if "rovist_vg" in settings.metrics:
         ids["rovist_vg_weights"] = vg_signature(
-            settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or ""
+            settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or "", settings.rovist_vg_idf
         )
     if "vrank" in settings.metrics:
         ids["vrank_weights"] = folder_signature(settings.vrank_model, "vrank")

@@ -226,6 +226,13 @@ def _rovist_vg_arguments(p: argparse.ArgumentParser) -> None:
         help="rovist_vg: GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
     )
     p.add_argument(
+        "--rovist-vg-idf",
+        default=DEFAULTS.rovist_vg_idf,
+        metavar="FILE",
+        help="rovist_vg: the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of "
+        "noun,idf; without it idf is fitted over INPUT (log(N / (1 + df)))",
+    )
+    p.add_argument(
         "--rovist-vg-vit",
         default=DEFAULTS.rovist_vg_vit,
         help="rovist_vg: the ViT whose configuration and image processor the checkpoint's image encoder uses "
@@ -374,6 +381,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         rovist_vg_checkpoint=args.rovist_vg_model,
         rovist_vg_vit=args.rovist_vg_vit,
         glove_file=args.glove,
+        rovist_vg_idf=args.rovist_vg_idf,
         vrank_model=args.vrank_model,
         cosmic_model=args.cosmic_model,
         reference_system=args.reference_system,

@@ -151,7 +151,8 @@ class Grounder:
             self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
         if self.vg is not None and "rovist_vg" in self.settings.metrics:
             found = nouns_many([s.sentences for s in stories], self.settings.spacy_model)
-            self.idf.update({f"vg:{k}": v for k, v in idf_table([[n.text for n in f] for f in found]).items()})
+            if self.vg.idf is None:  # no table of the authors': fitted over the set
+                self.idf.update({f"vg:{k}": v for k, v in idf_table([[n.text for n in f] for f in found]).items()})
             self.vg.glove.load({n.text for f in found for n in f})
 
     def story_nouns(self, stories: Sequence[Story]) -> None:
@@ -608,8 +609,9 @@ class Grounder:
         self.story_nouns([story])
         nouns = self.nouns[story.key]
         notes = [e.note for e in entries if e.note]
+        table = self.vg.idf
         fitted = any(k.startswith("vg:") for k in self.idf)
-        if not fitted:
+        if table is None and not fitted:
             notes.append("no idf fitted over a story set: every noun weighs 1 (the authors' --use_idf 0)")
         if not nouns:
             return rovist_vg_scores(
@@ -633,7 +635,17 @@ class Grounder:
         image = best_per_image.argmax(axis=0)
         best = best_per_image[image, np.arange(len(texts))]
         boxes = [entries[int(i)].boxes[int(per_image[int(i)][k].argmax())] for k, i in enumerate(image)]
-        idf = [self.idf.get(f"vg:{t}", 0.0) if fitted else 1.0 for t in texts]
+        if table is not None:
+            looked = [table.weight(t) for t in texts]
+            idf = [w for w, _ in looked]
+            absent = list(dict.fromkeys(t for t, (_, found) in zip(texts, looked, strict=True) if not found))
+            if absent:
+                notes.append(
+                    f"{len(absent)} noun(s) not in {table.path.name} ({', '.join(absent[:5])}): weighed by its largest "
+                    f"idf {table.fallback:.3f} (the authors' scorer stops on a noun its table lacks)"
+                )
+        else:
+            idf = [self.idf.get(f"vg:{t}", 0.0) if fitted else 1.0 for t in texts]
         return rovist_vg_scores(
             rovist_vg(best, idf),
             [(n.text, n.sentence, k) for n, k in zip(nouns, known, strict=True)],

@@ -198,6 +198,25 @@ def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:
     _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)
 
 
+def _check_nltk_tagger(report: FetchReport) -> None:
+    """Whether NLTK's perceptron tagger data (the tagger of the authors' noun extraction) is
+    installed: a status line when it is, a note naming the command when it is not (spaCy's tagger
+    then stands in, and a noun's tag can differ)."""
+    from vst_core.text.nouns import NLTK_TAGGER_DATA, nltk_tagger_path
+
+    found = nltk_tagger_path()
+    if found is not None:
+        report.models.append(
+            ModelStatus(f"NLTK tagger {NLTK_TAGGER_DATA}", "cached", f"{found}: RoViST-VG's nouns as the authors tag them", 0.0)
+        )
+        report.folders.setdefault("NLTK_DATA", found.parents[1])
+        return
+    report.notes.append(
+        f"NLTK's tagger data ({NLTK_TAGGER_DATA}) is not installed: RoViST-VG's nouns are tagged by spaCy instead, and a "
+        f"noun's tag can differ from the authors'; install it with `python -m nltk.downloader {NLTK_TAGGER_DATA}`"
+    )
+
+
 def _check_rovist_vg(
     report: FetchReport, vit: str, checkpoint: str | None, glove: str | None, log: Callable[[str], None]
 ) -> None:
@@ -214,6 +233,7 @@ def _check_rovist_vg(
         return f"loads (hidden size {config.hidden_size}, {config.image_size}px); RoViST-VG's image encoder"
 
     _check(report, f"ViT {vit}", hub_file(vit, HF_WEIGHT_FILES) is not None, vit_loads, log)
+    _check_nltk_tagger(report)
     if not (checkpoint and glove):
         report.notes.append(f"RoViST-VG's checkpoint and GloVe vectors are files you download yourself: {WHERE}")
         return

@@ -15,12 +15,19 @@ Three user files and one hub model:
   layer names of the transformers version the authors trained with);
 * GloVe as Stanford ships it (``glove.6B.300d.txt``) or in the word2vec text format their script
   writes beside it (the same lines under a ``count dim`` header), read line by line for the words
-  a run needs only.
+  a run needs only;
+* optionally their ``idf_dict.pkl`` (:mod:`vst_core.models.idf_table`, read without running pickle
+  code): the idf weights their scorer uses; without it idf is fitted over the scored set.
+
+The crops are preprocessed as their ``ViTFeatureExtractor`` did (:func:`feature_extractor_pixels`:
+a Pillow resize, then rescale and normalise), not by transformers 5's ``ViTImageProcessor``, which
+resizes with torchvision and moves the cosines by up to about 2e-4.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,7 @@ from vst_core.hashing import weights_digest
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import loading, regular_file
 from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, load_hf, numpy_scalar_globals
+from vst_core.models.idf_table import FITTED_IDF, IdfTable, read_idf_table
 
 VIT_NAME = "google/vit-base-patch16-224-in21k"
 GLOVE_NAME = "glove.6B.300d.txt"
@@ -128,16 +136,72 @@ def read_vg_checkpoint(path: str | Path) -> dict[str, Any]:
     return state
 
 
+@dataclass(frozen=True)
+class CropPreprocess:
+    """The steps of the authors' ``ViTFeatureExtractor``, with the values of the ViT's
+    ``preprocessor_config.json``: resize to (width, height) with Pillow's ``resample`` filter, then
+    x · rescale, then (x − mean) / std per channel, channels first."""
+
+    width: int = 224
+    height: int = 224
+    resample: int = 2  # Pillow's BILINEAR, the ViT's configured filter
+    rescale: float = 1 / 255
+    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+
+    @classmethod
+    def of(cls, processor: Any) -> CropPreprocess:
+        """The steps a (transformers 5) ``ViTImageProcessor`` was configured with."""
+        size = processor.size
+        height, width = (size, size) if isinstance(size, int) else (int(size["height"]), int(size["width"]))
+        return cls(
+            width=width,
+            height=height,
+            resample=int(processor.resample),
+            rescale=float(processor.rescale_factor) if processor.do_rescale else 1.0,
+            mean=tuple(float(v) for v in processor.image_mean) if processor.do_normalize else (0.0, 0.0, 0.0),  # type: ignore[arg-type]
+            std=tuple(float(v) for v in processor.image_std) if processor.do_normalize else (1.0, 1.0, 1.0),  # type: ignore[arg-type]
+        )
+
+
+def feature_extractor_pixels(crops: Sequence[Image.Image], steps: CropPreprocess) -> np.ndarray:
+    """The ViT's input for ``crops``, (n, 3, height, width) float32, as ``ViTFeatureExtractor``
+    made it: ``Image.resize((w, h), resample)``, then · rescale, then (x − mean) / std.
+
+    >>> feature_extractor_pixels([Image.new("RGB", (40, 30), (255, 0, 128))], CropPreprocess(width=4, height=4))[0, :, 0, 0].astype(float).round(4).tolist()
+    [1.0, -1.0, 0.0039]
+    """
+    out = np.empty((len(crops), 3, steps.height, steps.width), dtype=np.float32)
+    mean = np.asarray(steps.mean, dtype=np.float32)[:, None, None]
+    std = np.asarray(steps.std, dtype=np.float32)[:, None, None]
+    for k, crop in enumerate(crops):
+        resized = crop.convert("RGB").resize((steps.width, steps.height), resample=steps.resample)
+        pixels = np.asarray(resized, dtype=np.float32).transpose(2, 0, 1) * np.float32(steps.rescale)
+        out[k] = (pixels - mean) / std
+    return out
+
+
 class RovistVGModel:
-    """The loaded model: words -> unit vectors, region crops -> unit vectors (one object per process)."""
+    """The loaded model: words -> unit vectors, region crops -> unit vectors (one object per process);
+    ``idf`` the authors' idf table when one was given."""
 
     def __init__(
-        self, vit: Any, processor: Any, heads: dict[str, Any], glove: GloveVectors, device: str, batch_size: int, signature: str
+        self,
+        vit: Any,
+        processor: Any,
+        heads: dict[str, Any],
+        glove: GloveVectors,
+        device: str,
+        batch_size: int,
+        signature: str,
+        idf: IdfTable | None = None,
     ) -> None:
         import torch
 
         self.vit = vit.to(device).eval()
         self.processor = processor
+        self.steps = CropPreprocess.of(processor)
+        self.idf = idf
         self.device = device
         self.batch_size = batch_size
         self.glove = glove
@@ -163,27 +227,30 @@ class RovistVGModel:
         return out.cpu().numpy(), [known for _, known in found]
 
     def encode_crops(self, crops: Sequence[Image.Image]) -> np.ndarray:
-        """tanh(linear(ViT pooled output)) of each crop, L2-normalised, in batches."""
+        """tanh(linear(ViT pooled output)) of each crop (:func:`feature_extractor_pixels`), L2-normalised, in batches."""
         torch = self._torch
         parts = []
         for start in range(0, len(crops), self.batch_size):
-            batch = [c.convert("RGB") for c in crops[start : start + self.batch_size]]
+            batch = feature_extractor_pixels(crops[start : start + self.batch_size], self.steps)
             with torch.no_grad():
-                pixels = self.processor(images=batch, return_tensors="pt")["pixel_values"].to(self.device)
+                pixels = torch.from_numpy(batch).to(self.device)
                 pooled = self.vit(pixels)[1]
                 out = torch.tanh(pooled @ self.image_w.T + self.image_b)
                 parts.append(torch.nn.functional.normalize(out, p=2, dim=-1).cpu().numpy())
         return np.concatenate(parts) if parts else np.zeros((0, self.image_w.shape[0]), np.float32)
 
 
-def vg_signature(checkpoint: str | Path, vit: str, glove: str | Path) -> str:
-    """Identity of the weights: checkpoint digest, the ViT's name and digest, the GloVe file's digest."""
+def vg_signature(checkpoint: str | Path, vit: str, glove: str | Path, idf: str | Path | None = None) -> str:
+    """Identity of the weights: checkpoint digest, the ViT's name and digest, the GloVe file's digest,
+    and the idf table's digest (``idf:fitted`` without one)."""
 
     def digest(path: str | Path) -> str:
         p = Path(path)
         return f"{p.name}@{weights_digest(p)}" if p.is_file() else f"{p.name}@not-found"
 
-    return f"rovist-vg:{digest(checkpoint)}|vit:{hf_weights_id(vit)}|glove:{digest(glove)}"
+    return (
+        f"rovist-vg:{digest(checkpoint)}|vit:{hf_weights_id(vit)}|glove:{digest(glove)}|idf:{digest(idf) if idf else FITTED_IDF}"
+    )
 
 
 def load_rovist_vg(
@@ -191,19 +258,24 @@ def load_rovist_vg(
     *,
     vit: str = VIT_NAME,
     glove: str | Path | None,
+    idf: str | Path | None = None,
     device: str = "auto",
     batch_size: int = 32,
 ) -> RovistVGModel:
-    """The authors' model from their checkpoint, the ViT's hub config and processor, and GloVe."""
+    """The authors' model from their checkpoint, the ViT's hub config and processor, GloVe and,
+    when given, their idf table."""
     if not checkpoint:
         raise ModelLoadError(f"RoViST-VG needs the authors' checkpoint: {WHERE}")
     if not glove:
         raise ModelLoadError(f"RoViST-VG needs GloVe vectors ({GLOVE_NAME}): {WHERE}")
     with loading(f"RoViST-VG ({Path(checkpoint).name}, {Path(glove).name}, {vit})", WHERE):
-        return _load_rovist_vg(checkpoint, vit=vit, glove=glove, device=device, batch_size=batch_size)
+        return _load_rovist_vg(checkpoint, vit=vit, glove=glove, idf=idf, device=device, batch_size=batch_size)
 
 
-def _load_rovist_vg(checkpoint: str | Path, *, vit: str, glove: str | Path, device: str, batch_size: int) -> RovistVGModel:
+def _load_rovist_vg(
+    checkpoint: str | Path, *, vit: str, glove: str | Path, idf: str | Path | None, device: str, batch_size: int
+) -> RovistVGModel:
+    table = read_idf_table(idf) if idf else None
     state = read_vg_checkpoint(checkpoint)
     words = GloveVectors(glove)
     import torch
@@ -241,7 +313,8 @@ def _load_rovist_vg(checkpoint: str | Path, *, vit: str, glove: str | Path, devi
         words,
         resolve_device(device),
         batch_size,
-        vg_signature(checkpoint, vit, glove),
+        vg_signature(checkpoint, vit, glove, idf),
+        table,
     )
 
 

@@ -83,7 +83,12 @@ class Models:
         if self._rovist_vg is None:
             s = self.settings
             self._rovist_vg = load_rovist_vg(
-                s.rovist_vg_checkpoint, vit=s.rovist_vg_vit, glove=s.glove_file, device=s.device, batch_size=s.batch_size
+                s.rovist_vg_checkpoint,
+                vit=s.rovist_vg_vit,
+                glove=s.glove_file,
+                idf=s.rovist_vg_idf,
+                device=s.device,
+                batch_size=s.batch_size,
             )
         return self._rovist_vg
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from vst_core.text.public import punkt_sentences, word_tokens
@@ -47,6 +48,20 @@ class Noun:
 
     text: str
     sentence: int
+
+
+#: NLTK's data package holding the perceptron tagger the authors' ``pos_tag`` used.
+NLTK_TAGGER_DATA = "averaged_perceptron_tagger_eng"
+
+
+def nltk_tagger_path() -> Path | None:
+    """Where NLTK's tagger data is installed, or None."""
+    try:
+        import nltk
+
+        return Path(str(nltk.data.find(f"taggers/{NLTK_TAGGER_DATA}")))
+    except (LookupError, ImportError, OSError):
+        return None
 
 
 @lru_cache(maxsize=1)

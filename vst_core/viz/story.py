@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vst_core.models.idf_table import idf_source
 from vst_core.records import (
     FIELD_BY_COLUMN,
     CoherencePair,
@@ -310,7 +311,10 @@ def rovist_vg_html(record: RovistVGScores) -> str:
         f"<tr><th style='padding:1px 4px'>noun</th><th style='{cell}'>sent.</th><th style='{cell}'>img</th>"
         f"<th style='{cell}'>cos</th><th style='{cell}'>idf</th></tr>"
     )
-    caption = f"RoViST-VG {format_score(record.score)} (S {format_score(record.lse)}); hover a row for its box"
+    caption = (
+        f"RoViST-VG {format_score(record.score)} (S {format_score(record.lse)}; {idf_source(record.model)}); "
+        "hover a row for its box"
+    )
     return (
         f'<table class="vst-rovist-vg" style="font-size:0.8em;width:100%;border-collapse:collapse">'
         f"<caption>{html_text(caption)}</caption>{head}{rows}</table>"
