@@ -21,7 +21,7 @@ Three user files and one hub model:
 
 The crops are preprocessed as their ``ViTFeatureExtractor`` did (:func:`feature_extractor_pixels`:
 a Pillow resize, then rescale and normalise), not by transformers 5's ``ViTImageProcessor``, which
-resizes with torchvision and moves the cosines by up to about 2e-4.
+resizes with torchvision and moves a pixel by up to one grey level.
 """
 
 from __future__ import annotations
