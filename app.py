@@ -19,6 +19,8 @@ st.html(
       section[data-testid="stSidebar"] { width: 250px !important; min-width: 250px !important; }
     }
     [data-testid="stMain"] .stMarkdown p { word-break: normal; overflow-wrap: break-word; hyphens: none; }
+    /* tabs wrap onto a second row rather than scroll out of sight; the selected one is underlined */
+    [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }
     </style>"""
 )
 

@@ -283,6 +283,25 @@ def test_a_link_to_a_story_opens_it_at_900_px(server: str) -> None:
         browser.close()
 
 
+def test_every_agreement_tab_is_in_sight_at_900_px(server: str) -> None:
+    """The tab row wraps instead of scrolling its last tabs out of sight."""
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p, 900, 1400)
+        page.goto(server + "/agreement")
+        sync_api.expect(page.get_by_role("tab", name="Correlations")).to_be_visible(timeout=90_000)
+        _settled(page)
+        row = page.locator('[data-testid="stTabs"] [role="tablist"]').first.bounding_box()
+        tabs = page.locator('[data-testid="stTabs"] [role="tab"]').evaluate_all(
+            "tabs => tabs.map(t => { const b = t.getBoundingClientRect(); return [t.textContent, b.left, b.right]; })"
+        )
+        assert row is not None and len(tabs) >= 7
+        hidden = [name for name, left, right in tabs if left < row["x"] - 1 or right > row["x"] + row["width"] + 1]
+        assert hidden == []
+        page.get_by_role("tab", name=tabs[-1][0]).click()  # the last tab opens
+        page.screenshot(path=str(ARTIFACTS / "agreement_tabs_900.png"))
+        browser.close()
+
+
 def test_a_click_anywhere_in_a_row_opens_the_story(server: str) -> None:
     with sync_api.sync_playwright() as p:
         browser, page = _browser(p)
