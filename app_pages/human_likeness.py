@@ -89,10 +89,12 @@ if not report.systems:
     st.stop()
 
 st.subheader("Distributions", divider="gray")
+order = [*human, *(s.system for s in report.systems)]  # the human stories first, then the table's order
 for a in aspects:
     column = view.table[ASPECT_COLUMNS[a]]
     shown = np.tanh(column) if a == "G" else (column - 1.0) / 4.0 if a == "J" else column
-    values = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=True)}
+    groups = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=False)}
+    values = {name: groups[name] for name in order if name in groups}
     st.plotly_chart(distributions_figure(values, a, caption), key=f"dist-{a}")
 
 st.subheader("The stories that differ most", divider="gray")

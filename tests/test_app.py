@@ -551,6 +551,9 @@ def test_human_likeness_on_the_sample_says_which_metrics_it_uses() -> None:
     assert list(table["system"]) == ["model-a", "model-b", "model-c"] and list(table["N"]) == [2, 2, 2]
     assert table.set_index("system").loc["model-b", "signed R"].startswith("-")  # the repetitive stories
     assert len(app.get("plotly_chart")) == 1 and app.main.caption[-1].value.startswith("Settings: sig ")
+    traces = json.loads(app.get("plotly_chart")[0].proto.spec)["data"]
+    legend = [t["name"].split(" (N=")[0] for t in traces]
+    assert legend == ["reference", *table["system"]]  # the plot orders systems as the table, the human ones first
 
 
 def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
