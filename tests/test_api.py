@@ -90,3 +90,18 @@ def test_the_readmes_vrank_notebook_example_runs(tmp_path: Path, tokenizer_dir: 
     exec(compile(code, "README.md (Vrank)", "exec"), namespace)
     records = namespace["records"]
     assert isinstance(records, list) and len(records) == 8 and (tmp_path / "vrank-model" / "head.safetensors").is_file()
+
+
+def test_a_story_shows_its_evidence_in_a_notebook_escaped() -> None:
+    import vst_core as vst
+
+    story = vst.Story.from_sentences(
+        ["The <b>dog</b> ran to the park.", "The <b>dog</b> ran to the park again."], story_id="<i>x</i>", system="s<1>"
+    )
+    (record,) = vst.score_stories([story], "redundancy")
+    shown = vst.show(record)._repr_html_()
+    assert "<b>" not in shown and "&lt;b&gt;dog&lt;/b&gt;" in shown and "&lt;i&gt;x&lt;/i&gt;" in shown
+    assert "repeats sentence 1" in shown and "NR" in shown  # the repeated span, and the score card
+    assert f"{record.metrics['redundancy'].score:.3f}"[:4] in shown
+    plain = vst.show(record, content_only=False)._repr_html_()
+    assert plain.count("repeats sentence 1") > shown.count("repeats sentence 1")  # "the", "to" marked too

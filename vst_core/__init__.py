@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from vst_core.analysis.dhm import DHMReport
     from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
-    from vst_core.api import human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
+    from vst_core.api import StoryView, human_likeness, meta_evaluate, read_scores, score_stories, scores_frame, show
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
@@ -33,6 +33,8 @@ _WHERE = {
     "read_scores": "vst_core.api",
     "score_stories": "vst_core.api",
     "scores_frame": "vst_core.api",
+    "show": "vst_core.api",
+    "StoryView": "vst_core.api",
     "THETA_PRESETS": "vst_core.config",
     "Settings": "vst_core.config",
     "Story": "vst_core.data",
@@ -61,6 +63,7 @@ __all__ = [
     "Story",
     "StoryScores",
     "StorySet",
+    "StoryView",
     "THETA_PRESETS",
     "VrankConfig",
     "grouped_split",
@@ -72,6 +75,7 @@ __all__ = [
     "read_story_set",
     "score_stories",
     "scores_frame",
+    "show",
     "train_vrank",
 ]
 

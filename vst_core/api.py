@@ -163,3 +163,39 @@ def human_likeness(
     Human-likeness page compute it: over the distances the scores have (``report.note`` says when
     that is not the paper's three), with ``judge`` also the judge's."""
     return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed, judge=judge)
+
+
+class StoryView:
+    """A scored story as a notebook shows it (``_repr_html_``): its score cards, then its sentences
+    with repeated spans, grounded noun phrases and coherence chips marked, as the Inspect page draws
+    them. Everything from the record is escaped."""
+
+    def __init__(self, record: StoryScores, *, content_only: bool = True) -> None:
+        self.record = record
+        self.content_only = content_only
+
+    def _repr_html_(self) -> str:
+        from vst_core.viz.safe import html_text
+        from vst_core.viz.story import score_cards_html, story_cards, story_html
+
+        r = self.record
+        head = f"<div style='font-weight:600'>{html_text(r.system)} · {html_text(r.story_id)}</div>"
+        cards = score_cards_html(story_cards(r, list(r.metrics)))
+        body = story_html(r.sentences, r.redundancy, r.coherence, r.grounding, content_only=self.content_only)
+        return f"<div class='vst-story'>{head}{cards}{body}</div>"
+
+    def __repr__(self) -> str:
+        numbers = ", ".join(f"{k} {getattr(v, 'score', None)}" for k, v in self.record.metrics.items())
+        return f"StoryView({self.record.system!r}, {self.record.story_id!r}: {numbers})"
+
+
+def show(record: StoryScores, *, content_only: bool = True) -> StoryView:
+    """A story's evidence drawn in a notebook cell, as the Inspect page draws it (``content_only``:
+    repeats of function words such as "the" left unmarked, as the page's default).
+
+    >>> s = Story.from_sentences(["A dog ran to the park.", "The dog ran to the park."], story_id="d")
+    >>> view = show(score_stories([s], "redundancy")[0])
+    >>> "repeats sentence 1" in view._repr_html_()
+    True
+    """
+    return StoryView(record, content_only=content_only)
