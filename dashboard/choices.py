@@ -257,6 +257,7 @@ SIDEBAR_TERMS: dict[str, str] = {
     "--regions": "“Regions”",
     "--rovist-vg-model": "“RoViST-VG checkpoint”",
     "--glove": "“GloVe file”",
+    "--rovist-vg-idf": "“RoViST-VG idf table”",
     "--vrank-model DIR": "“Vrank model folder”",
     "--vrank-model": "“Vrank model folder”",
     "--cosmic-model DIR": "“COSMic model folder”",

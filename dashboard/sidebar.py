@@ -1,6 +1,6 @@
 """The sidebar, drawn once by the app's frame: where the stories come from and how to score them.
 Widgets live in the entry point, so they keep their values across pages; the choices that make a
-view (not server paths) are bound to the URL, so a view can be shared by link."""
+view (and the scores files named, never a model path) are bound to the URL, so a view can be shared by link."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ class Input:
     link_notices: list[str] = field(default_factory=list)
 
 
-#: Sidebar text fields not bound to the URL (paths are never read from a link), kept across page switches.
+#: Sidebar text fields kept across page switches; of the paths only the scores files are bound to the URL
+#: (confined to the allowed folders like a typed one), the model files are never read from a link.
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
     "clip_checkpoint", "clip_config", "regions", "rovist_vg_checkpoint", "glove_file",
@@ -146,13 +147,16 @@ def _scores() -> Input:
         "…or scores files on this server",
         "",
         key="scores_path",
+        bind=URL,
         help="inside the working directory or a folder allowed at start-up (`-- --data FOLDER`); several "
-        "files separated by ';' are merged per story (system, story_id) and metric",
+        "files separated by ';' are merged per story (system, story_id) and metric. Kept in the page's link, so "
+        "a shared link reopens the same files (read only inside the allowed folders, as when typed)",
     ).strip()
     images_dir = st.text_input(
         "Folder of the story file (for images)",
         "",
         key="scores_images",
+        bind=URL,
         help="images are looked up relative to the story file the scores were made from",
     ).strip()
     if files:

@@ -319,16 +319,37 @@ def test_sequence_in_the_url_is_restored() -> None:
     assert not app.exception and app.selectbox(key="sequence").value == "home-day"
 
 
-def test_server_paths_never_come_from_a_link(tmp_path: Path) -> None:
-    secret = tmp_path / "secret.jsonl"
-    secret.write_text(json.dumps({"story_id": "leak", "sentences": ["Secret."]}) + "\n")
+def test_a_link_reopens_the_scores_files_inside_the_allowed_folders_and_no_model_path(tmp_path: Path) -> None:
+    """The scores path is part of a shared view (read only inside the allowed folders, as if typed);
+    a model or regions path in a link is never read."""
+    from vst_core.cli import main
+
+    scores = tmp_path / "shared.jsonl"
+    assert (
+        main(
+            ["score", str(ROOT / "assets/sample/stories.jsonl"), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]
+        )
+        == 0
+    )
     app = open_page("dataset")
-    for key, value in {"source": "Scores JSONL (no model needed)", "scores_path": str(secret), "regions": str(secret)}.items():
+    for key, value in {"source": "Scores JSONL (no model needed)", "scores_path": str(scores), "regions": str(scores)}.items():
         app.query_params[key] = value
     app.run()
     assert not app.exception and app.radio(key="source").value == "Scores JSONL (no model needed)"
-    assert app.text_input(key="scores_path").value == "" and app.text_input(key="regions").value == "grid"
-    assert "leak" not in "".join(m.value for m in app.markdown) and not app.dataframe
+    assert app.text_input(key="scores_path").value == str(scores)
+    assert len(app.dataframe[0].value) == 8  # the linked file's stories
+    models = open_page("dataset")
+    models.query_params["regions"] = str(scores)
+    models.query_params["rovist_vg_checkpoint"] = str(scores)
+    models.run()
+    assert models.text_input(key="regions").value == "grid" and models.text_input(key="rovist_vg_checkpoint").value == ""
+    outside = open_page("dataset")
+    outside.query_params["source"] = "Scores JSONL (no model needed)"
+    outside.query_params["scores_path"] = "/etc/passwd"
+    outside.run()
+    assert not outside.exception and not outside.dataframe
+    errors = " ".join(e.value for e in outside.error)
+    assert "outside the folders this dashboard may read" in errors and "root:" not in errors
 
 
 def test_typed_server_paths_stay_inside_the_allowed_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
