@@ -3,6 +3,8 @@ profile is checked on one's own data: import the other scores with `vst import-s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -15,6 +17,9 @@ from vst_core.records import FIELDS
 from vst_core.viz import comparison_scatter
 from vst_core.viz.safe import md
 
+#: A second scores file of the bundled sample (its NR under the authors' reference profile).
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "assets/sample/scores_nr_reference.jsonl"
 #: Most points the scatter sends to the browser.
 MAX_POINTS = 5000
 
@@ -24,12 +29,19 @@ view = page(
     "from released scores), matched by story: (system, story id).",
 )
 upload = st.file_uploader("Other scores (JSONL)", type=["jsonl"], key="compare_upload")
-if upload is None:
+example = upload is None and st.toggle(
+    "Try it with the bundled example: the sample's RoViST-NR as the authors' code computes it",
+    key="compare_example",
+    help=f"`{EXAMPLE.relative_to(ROOT)}`, written by `vst score assets/sample/stories.jsonl --metrics redundancy "
+    "--nr-variant reference`: compared with the sample's paper-definition NR, it shows where the two definitions part",
+)
+if upload is None and not example:
     st.info(
-        "Upload a scores JSONL to compare with, e.g. `vst import-scores gt_test_R.csv --system reference --out theirs.jsonl`."
+        "Upload a scores JSONL to compare with, e.g. `vst import-scores gt_test_R.csv --system reference --out theirs.jsonl`, "
+        "or try the bundled example above."
     )
     st.stop()
-payload = upload.getvalue()
+payload = upload.getvalue() if upload is not None else EXAMPLE.read_bytes()
 path = session.folder().path / "compare" / f"{text_digest(payload, 16)}.jsonl"  # removed with the session
 path.parent.mkdir(parents=True, exist_ok=True)
 if not path.exists():  # named by its content: written once, so its index is found again on every rerun

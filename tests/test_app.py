@@ -629,6 +629,25 @@ def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
     assert app.get("page_link")[0].proto.label.startswith("home-generic")  # the largest difference first
 
 
+def test_the_bundled_second_scores_file_is_current_and_opens_on_compare() -> None:
+    """The bundled reference-profile NR equals what ``vst score --nr-variant reference`` gives now,
+    and the Compare page opens it with one toggle: every story matched, none equal to the paper's NR."""
+    from vst_core.data import load_records, read_story_set
+    from vst_core.scoring.story import redundancy_of
+
+    bundled, problems = load_records(ROOT / "assets/sample/scores_nr_reference.jsonl")
+    assert not problems and len(bundled) == 8
+    stories = {s.story_id: s for s in read_story_set(ROOT / "assets/sample/stories.jsonl")}
+    for record in bundled:
+        assert record.metrics["redundancy"].score == redundancy_of(stories[record.story_id], 4, "reference").score
+    app = make("compare")
+    app.toggle(key="compare_example").set_value(True).run()
+    assert not app.exception
+    text = "".join(m.value for m in app.markdown)
+    assert "**8** stories in both" in text and "equal to 1e-9: **0.00%**" in text
+    assert len(app.get("plotly_chart")) == 1
+
+
 def test_many_problems_are_summarised_not_one_box_each(tmp_path: Path) -> None:
     from vst_core.cli import main
 
