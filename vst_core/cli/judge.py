@@ -93,6 +93,6 @@ def run(args: argparse.Namespace) -> int:
         f"{len(records)} stories rated; {model.calls} model calls, {cache.hits} answers from the cache "
         f"({model.signature}, {rubric.id})"
     )
-    if cache.damage_note():
-        note(cache.damage_note())
+    if damaged := cache.damage_note():
+        note(damaged)
     return 0

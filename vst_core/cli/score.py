@@ -496,6 +496,6 @@ def run(args: argparse.Namespace) -> int:
             f"judge: {judge.calls} model calls, {cache.hits} answers from the cache and {cache.misses} computed "
             f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
         )
-        if cache.damage_note():
-            note(cache.damage_note())
+        if damaged := cache.damage_note():
+            note(damaged)
     return EXIT_PARTIAL if unavailable else 0

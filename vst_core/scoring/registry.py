@@ -214,43 +214,34 @@ class Models:
         }
         return {k: v for k, v in found.items() if v is not None}
 
-    def unloadable(self) -> dict[str, str]:
-        """Each metric of the settings whose model cannot load, with the reason (the others' models
-        are loaded now); the redundancy metric needs none and is never here."""
+    def _loaders(self) -> dict[str, Callable[[], object]]:
+        """Each metric of the settings that needs a model, and what loads it (the CLIP metrics share one)."""
         needs: dict[str, Callable[[], object]] = {
             "coherence": lambda: self.pair_scorer,
             "rovist_vg": lambda: self.rovist_vg,
             "vrank": lambda: self.vrank,
             "cosmic": lambda: self.cosmic,
             "judge": lambda: (self.rubric, self.judge),
+            **{metric: lambda: self.clip for metric in CLIP_ENCODER_METRICS},
         }
+        return {m: needs[m] for m in self.settings.metrics if m in needs}
+
+    def unloadable(self) -> dict[str, str]:
+        """Each metric of the settings whose model cannot load, with the reason (the others' models
+        are loaded now); the redundancy metric needs none and is never here."""
         found: dict[str, str] = {}
-        for metric in self.settings.metrics:
+        for metric, loader in self._loaders().items():
             clip = metric in CLIP_ENCODER_METRICS
             if clip and any(m in CLIP_ENCODER_METRICS for m in found):  # CLIP failed once: the same reason
                 found[metric] = next(found[m] for m in found if m in CLIP_ENCODER_METRICS)
                 continue
             try:
-                if clip:
-                    _ = self.clip
-                elif metric in needs:
-                    needs[metric]()
+                loader()
             except ModelLoadError as exc:
                 found[metric] = str(exc)
         return found
 
     def load(self) -> None:
         """Load every model the settings need now, so a missing one fails before any work."""
-        if "coherence" in self.settings.metrics:
-            _ = self.pair_scorer
-        if CLIP_ENCODER_METRICS & set(self.settings.metrics):
-            _ = self.clip
-        if "rovist_vg" in self.settings.metrics:
-            _ = self.rovist_vg
-        if "vrank" in self.settings.metrics:
-            _ = self.vrank
-        if "cosmic" in self.settings.metrics:
-            _ = self.cosmic
-        if "judge" in self.settings.metrics:
-            _ = self.rubric
-            _ = self.judge
+        for loader in self._loaders().values():
+            loader()
