@@ -11,6 +11,7 @@ import streamlit as st
 from dashboard.frame import page, story_table
 from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.hashing import json_digest
+from vst_core.records import column_help
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
 
 #: Rows sent to the browser at once; the rest are a page away (100,000 rows would be ~50 MB).
@@ -96,7 +97,7 @@ story_table(
     "table",
     "story",
     modes=["single-row", "single-cell"],
-    column_config={col: st.column_config.NumberColumn(format="%.3f") for col in numeric},
+    column_config={col: st.column_config.NumberColumn(format="%.3f", help=column_help(col)) for col in numeric},
 )
 
 

@@ -95,6 +95,9 @@ def test_dataset_page_table_and_plot() -> None:
     nr = dict(zip(df["story"], df["NR"]))
     assert len(nr) == 8 and nr["space-generic"] < nr["space-grounded"] - 0.15
     assert len(app.get("plotly_chart")) == 1
+    headers = json.loads(app.dataframe[0].proto.columns)  # each metric column says what it is and which way is better
+    assert "repetition across sentences" in headers["inter"]["help"] and "lower is better" in headers["inter"]["help"]
+    assert "higher is better" in headers["NR"]["help"]
     next(m for m in app.multiselect if m.label == "Systems").set_value(["model-b"]).run()
     assert list(table(app)["system"].unique()) == ["model-b"]
     app.text_input(key="search").set_value("nice day").run()

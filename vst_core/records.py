@@ -494,6 +494,19 @@ def direction_of(column: str) -> Direction:
 _BY_REPORT: dict[str, MetricField] = {f.report: f for f in FIELDS if f.report}
 
 
+def column_help(column: str) -> str | None:
+    """What a table column means and which way is better, for a header's tooltip (None: not a metric).
+
+    >>> column_help("inter")
+    'repetition across sentences: mean Jaccard with earlier sentences (lower is better)'
+    """
+    field = FIELD_BY_COLUMN.get(column)
+    if field is None:
+        return None
+    way = {"higher": " (higher is better)", "lower": " (lower is better)", "none": " (a descriptor)"}[field.direction]
+    return field.help + way
+
+
 def fields_of(metrics: typing.Iterable[str]) -> list[MetricField]:
     """The registry rows of the metrics run, in registry order."""
     wanted = set(metrics)
