@@ -20,7 +20,7 @@ from PIL import Image
 from vst_core.cli import EXIT_INPUT, EXIT_WEIGHTS, main
 from vst_core.data import Story, read_story_set
 from vst_core.hashing import file_digest
-from vst_core.learned.cosmic import (
+from vst_core.learned.cosmic_data import (
     LABELS,
     TSV_COLUMNS,
     CosmicDataError,
