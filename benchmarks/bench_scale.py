@@ -116,7 +116,7 @@ def write_release_like(path: Path, stories: int = 101_100, lines: int = 300_140)
 
 def cold_loads(files: list[str], repeat: int) -> dict[str, Any]:
     """The cold load (an empty index folder each time) ``repeat`` times and the warm load after."""
-    from vst_core.data.index import load_index
+    from vst_core.data.index_store import load_index
 
     times = []
     for _ in range(repeat):
@@ -145,7 +145,7 @@ def cold_loads(files: list[str], repeat: int) -> dict[str, Any]:
 
 def measure(files: list[str], label: str) -> dict[str, Any]:
     """Every figure of the module's list for one set of scores files (run in a fresh process)."""
-    from vst_core.data.index import load_index
+    from vst_core.data.index_store import load_index
 
     out: dict[str, Any] = {"set": label, "files": [Path(f).name for f in files]}
     from streamlit.testing.v1 import AppTest

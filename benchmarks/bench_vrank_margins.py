@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vst_core.analysis.meta_eval.report import pair_margins, vrank_margins
 from vst_core.config import Settings
-from vst_core.data.index import build_index
+from vst_core.data.index_build import build_index
 from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores
 from vst_core.signature import signature
 

@@ -26,7 +26,8 @@ from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
 from vst_core.data.images import thumbnail as images_thumbnail
-from vst_core.data.index import IndexError_, ScoresIndex, load_index
+from vst_core.data.index import IndexError_, ScoresIndex
+from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
 from vst_core.metrics.baselines import baseline_scores

@@ -23,8 +23,8 @@ from vst_core.config import Settings
 from vst_core.data import Story
 from vst_core.hashing import weights_digest
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence, transitions
-from vst_core.models.hub import ModelLoadError
 from vst_core.models.albert_tokenizer import SentencePieceAlbertTokenizer, load_slow_albert_tokenizer
+from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import pair_weights_id, pairs_of
 
 if TYPE_CHECKING:  # torch loads in the tests that build a tiny model (all slow)

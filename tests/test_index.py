@@ -22,10 +22,11 @@ from hypothesis import strategies as st
 
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, ratings_of, shared_ids
 from vst_core.analysis.meta_eval.judgements import Judgements
-from vst_core.data import ScoresWriter
-from vst_core.data import index as index_module
+from vst_core.data import ScoresWriter, index_build, index_store
 from vst_core.data.importing import imported_records
-from vst_core.data.index import IndexError_, ScoresIndex, build_index, index_folder, load_index
+from vst_core.data.index import IndexError_, ScoresIndex
+from vst_core.data.index_build import build_index
+from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, is_imported, merge_records
 from vst_core.data.scores_io import load_records
 from vst_core.records import FIELDS, CoherenceScores, GroundingScores, RedundancyScores, StoryScores
@@ -214,8 +215,8 @@ def test_a_file_read_by_several_processes_indexes_as_one_read_in_order(tmp_path:
     with big.open("a") as fh:  # a bad line, a blank one and a conflicting second line near the end
         fh.write("{broken\n\n" + big.read_text().splitlines()[3].replace('"score": ', '"score": 0.5, "x": ', 1) + "\n")
     serial = build_index([big])
-    monkeypatch.setattr(index_module, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(index_module.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(index_build, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(index_build.os, "cpu_count", lambda: 3)
     parallel = build_index([big])
     pd.testing.assert_frame_equal(parallel.table, serial.table)
     pd.testing.assert_frame_equal(parallel.sources, serial.sources)
@@ -356,7 +357,7 @@ def test_the_stored_index_is_reused_and_a_changed_file_is_indexed_again(tmp_path
         raise AssertionError("built again")
 
     with monkeypatch.context() as patch:
-        patch.setattr(index_module, "build_index", fail)
+        patch.setattr(index_store, "build_index", fail)
         again = load_index([path])
     pd.testing.assert_frame_equal(again.table, first.table)
     pd.testing.assert_frame_equal(again.sources, first.sources)
@@ -405,7 +406,7 @@ def test_a_moved_file_with_the_same_content_reuses_the_index(tmp_path: Path, mon
     moved = tmp_path / "elsewhere" / "renamed.jsonl"
     moved.parent.mkdir()
     path.rename(moved)
-    monkeypatch.setattr(index_module, "build_index", lambda *a, **k: pytest.fail("built again"))
+    monkeypatch.setattr(index_store, "build_index", lambda *a, **k: pytest.fail("built again"))
     again = load_index([moved])
     assert again.digest == first.digest and again.files[0].path == str(moved.resolve())
     assert again.record(1)[0] == story("2", "x", 0.4)  # read from where it now lies
@@ -473,7 +474,7 @@ def test_two_writers_of_one_index_at_once_leave_a_whole_index(tmp_path: Path) ->
     def save() -> None:
         try:
             for _ in range(5):
-                index_module.save_index(built, index_folder())
+                index_store.save_index(built, index_folder())
                 read = load_index([path])
                 pd.testing.assert_frame_equal(read.table, built.table)
         except BaseException as exc:
@@ -496,7 +497,7 @@ def test_the_digest_memo_keeps_recent_files_and_forgets_the_oldest(tmp_path: Pat
     memo = json.loads((index_folder() / "digests.json").read_text())
     assert len(memo) == 3
     load_index([paths[0]])  # a hit moves nothing, a rebuild moves its file last
-    index_module._remember_digests(index_folder(), load_index([paths[0]]).files)
+    index_store._remember_digests(index_folder(), load_index([paths[0]]).files)
     assert list(json.loads((index_folder() / "digests.json").read_text()))[-1].startswith(str(paths[0].resolve()))
 
 

@@ -20,11 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import examples
-from vst_core.data import ScoresWriter, index_lines
+from vst_core.data import ScoresWriter, index_build, index_lines, index_store
 from vst_core.data import index as index_module
 from vst_core.data.access import FileIdentity
 from vst_core.data.importing import imported_records
-from vst_core.data.index import IndexError_, ScoresIndex, build_index, index_folder, load_index
+from vst_core.data.index import IndexError_, ScoresIndex
+from vst_core.data.index_build import build_index
+from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, merge_records
 from vst_core.data.scores_io import load_records
 from vst_core.records import RedundancyScores, StoryScores
@@ -89,7 +91,7 @@ def test_a_file_rewritten_during_the_build_is_indexed_again_from_the_bytes_it_ho
     on_line(monkeypatch, 100, lambda: path.write_bytes(other))
     index = load_index([path])
     assert numbers(index) == numbers(build_index([tmp_path / "other.jsonl"]))  # the bytes the file holds now
-    assert index.files[0].sha256 == index_module.hashlib.sha256(other).hexdigest()
+    assert index.files[0].sha256 == index_build.hashlib.sha256(other).hexdigest()
     path.write_bytes(original)  # restored: the stored index of the other bytes is never read for it
     monkeypatch.undo()
     again = load_index([path])
@@ -100,9 +102,9 @@ def test_a_file_rewritten_during_the_build_is_indexed_again_from_the_bytes_it_ho
 def test_a_file_rewritten_while_processes_read_it_is_indexed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = nr_file(tmp_path / "s.jsonl", 300)
     other = nr_file(tmp_path / "other.jsonl", 300, offset=0.5).read_bytes()
-    monkeypatch.setattr(index_module, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(index_module.os, "cpu_count", lambda: 2)
-    real, calls = index_module._hash_count, []
+    monkeypatch.setattr(index_build, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(index_build.os, "cpu_count", lambda: 2)
+    real, calls = index_build._hash_count, []
 
     def rewrite_first(*args: Any, **kwargs: Any) -> int:
         if not calls:  # the first share is given to the workers: the file is rewritten under them
@@ -110,10 +112,10 @@ def test_a_file_rewritten_while_processes_read_it_is_indexed_again(tmp_path: Pat
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(index_module, "_hash_count", rewrite_first)
+    monkeypatch.setattr(index_build, "_hash_count", rewrite_first)
     index = load_index([path])
     assert numbers(index) == numbers(build_index([tmp_path / "other.jsonl"]))
-    assert index.files[0].sha256 == index_module.hashlib.sha256(other).hexdigest()
+    assert index.files[0].sha256 == index_build.hashlib.sha256(other).hexdigest()
 
 
 def test_a_file_that_keeps_changing_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,7 +139,7 @@ def test_lines_appended_during_the_build_are_not_read(tmp_path: Path, monkeypatc
     index = load_index([path])
     lines = path.read_bytes().count(b"\n")
     assert lines == 51 and len(index) == 51  # indexed again, as the file now is: never more rows than lines
-    assert index.files[0].sha256 == index_module.hashlib.sha256(path.read_bytes()).hexdigest()
+    assert index.files[0].sha256 == index_build.hashlib.sha256(path.read_bytes()).hexdigest()
     assert len(index.sources) == lines
 
 
@@ -155,7 +157,7 @@ def test_a_digest_remembered_for_other_bytes_is_never_stored_under(tmp_path: Pat
     path = nr_file(tmp_path / "s.jsonl", 20)
     wrong = "0" * 64
     index = build_index([path], digests=[wrong])  # told a digest the bytes do not have: hashed and indexed again
-    assert index.files[0].sha256 == index_module.hashlib.sha256(path.read_bytes()).hexdigest()
+    assert index.files[0].sha256 == index_build.hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 # --------------------------------------------------------------------------- the stored index
@@ -175,7 +177,7 @@ def test_a_file_changed_after_its_digest_was_found_is_not_given_the_stored_index
             seen.append(then)
         return [first.files[0].sha256]
 
-    monkeypatch.setattr(index_module, "_known_digests", remembered)
+    monkeypatch.setattr(index_store, "_known_digests", remembered)
     index = load_index([path])
     monkeypatch.undo()
     assert numbers(index) == numbers(build_index([path])) != numbers(first)
@@ -257,7 +259,7 @@ def test_special_files_in_the_index_folder_never_block_or_are_read(tmp_path: Pat
     truth = numbers(build_index([path]))
     folder = index_folder()
     folder.mkdir(parents=True)
-    digest = index_module.hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = index_build.hashlib.sha256(path.read_bytes()).hexdigest()
     key = index_module.index_key([digest])
     outside = tmp_path / "outside.json"
     outside.write_text("{}")

@@ -17,7 +17,8 @@ from vst_core.analysis.slices import Slice, apply_slice
 from vst_core.analysis.systems import paired_sequences
 from vst_core.config import Settings
 from vst_core.data.importing import imported_records
-from vst_core.data.index import ScoresIndex, load_index
+from vst_core.data.index import ScoresIndex
+from vst_core.data.index_store import load_index
 from vst_core.scoring.synthetic import SYSTEMS, synthetic_record
 from vst_core.viz.tables import RunView
 

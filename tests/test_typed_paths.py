@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 
 from dashboard import loading
 from dashboard.choices import Choices, confined, scores_paths, typed_paths
-from vst_core.data import ScoresWriter
+from vst_core.data import ScoresWriter, index_lines
 from vst_core.data import access as access_module
-from vst_core.data import index as index_module
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, probe
-from vst_core.data.index import IndexError_, load_index
+from vst_core.data.index import IndexError_
+from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import LIMIT_ENV, MAX_SCORES_BYTES, checked_scores, max_scores_bytes, read_scores
 from vst_core.records import RedundancyScores, StoryScores
 
@@ -263,9 +263,9 @@ def test_the_index_reads_only_the_files_that_were_checked(data: Path, tmp_path: 
     with pytest.raises(IndexError_, match="changed since it was checked"):
         load_index([path], expected=checked)
     with pytest.raises(IndexError_, match="changed since it was checked"):  # a worker's share, as it reads it
-        index_module._read_range(str(path), "s.jsonl", 0, 10, 1, checked[0])
+        index_lines._read_range(str(path), "s.jsonl", 0, 10, 1, checked[0])
     with pytest.raises(IndexError_, match="changed since it was checked"):
-        index_module._ranges(str(path), 10, 2, checked[0])
+        index_lines._ranges(str(path), 10, 2, checked[0])
     found, problems = index.record(0)  # evidence read later: never the secret's
     assert found is None and "changed since it was indexed" in problems[0].message
 

@@ -399,7 +399,7 @@ def test_the_dashboard_scores_the_sample_with_a_vrank_folder(
 def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Path) -> None:
     """Vrank's preferences of every row in one pass over the file equal what reading each record
     gives; a story written twice keeps its first line, as merging does; an edited file gives nothing, never wrong data."""
-    from vst_core.data.index import build_index
+    from vst_core.data.index_build import build_index
     from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores
 
     def line(story: str, system: str, margin: float) -> str:

@@ -14,7 +14,8 @@ from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
-from vst_core.data.index import IndexError_, load_index
+from vst_core.data.index import IndexError_
+from vst_core.data.index_store import load_index
 from vst_core.data.merge import Conflict
 from vst_core.records import StoryScores
 
