@@ -83,7 +83,8 @@ def fixed_latency_answer(latency: float) -> Answer:
 
 class ChatServer:
     """``with ChatServer(answer, models=("judge",)) as server:`` serves on ``server.url``
-    (``http://127.0.0.1:PORT/v1``); ``server.requests`` lists the chat request bodies received."""
+    (``http://127.0.0.1:PORT/v1``); ``server.requests`` lists the chat request bodies received, ``server.authorizations`` the
+    ``Authorization`` header of every request."""
 
     def __init__(self, answer: Answer, models: Sequence[str] = ("judge",), *, revision: str | None = None) -> None:
         self.answer = answer
@@ -91,6 +92,7 @@ class ChatServer:
         self.revision = revision
         self.requests: list[dict[str, Any]] = []
         self.model_requests = 0
+        self.authorizations: list[str | None] = []  # the Authorization header of each request
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -115,7 +117,7 @@ class ChatServer:
             disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart
             wbufsize = -1  # buffered: one write per answer, flushed after each request
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def _send(self, reply: Reply) -> None:
@@ -131,7 +133,9 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout)
                     self.close_connection = True
 
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
+                with owner._lock:
+                    owner.authorizations.append(self.headers.get("authorization"))
                 if self.path.rstrip("/").endswith("/v1/models"):
                     with owner._lock:
                         owner.model_requests += 1
@@ -139,7 +143,9 @@ class ChatServer:
                 else:
                     self._send(Reply(404, b'{"error": "not found"}'))
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
+                with owner._lock:
+                    owner.authorizations.append(self.headers.get("authorization"))
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 if not self.path.rstrip("/").endswith("/v1/chat/completions"):

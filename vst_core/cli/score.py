@@ -546,7 +546,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     if "judge" in settings.metrics:
         judge, cache = models.judge, models.judge_cache
-        calls = "requests to the server" if settings.judge_endpoint else "model calls"
+        calls = "chat requests to the server (after one /models look-up)" if settings.judge_endpoint else "model calls"
         note(
             f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
             f"({judge.signature}, {models.rubric.id}; cache {cache.path})"

@@ -19,7 +19,7 @@ builds (its template with the generation prompt, then the prefix). The rating la
 an error). Images go as ``data:`` URLs before the text, as the local vision path shows them.
 
 Requests run in a bounded thread pool (``concurrency``) with a timeout each, and are retried with
-exponential backoff on 429 and 5xx (``Retry-After`` honoured up to :data:`MAX_RETRY_AFTER`) and on
+exponential backoff on 429 and 5xx (a ``Retry-After`` in seconds instead, up to :data:`MAX_RETRY_AFTER`) and on
 connection errors and timeouts. Redirects are never followed (the key would go to another host).
 Every failure of one prompt is a reason string (:class:`~vst_core.models.protocols.JudgeAnswers`),
 never a number, so nothing wrong is cached.
@@ -234,7 +234,8 @@ def api_key(variable: str | None) -> str | None:
 class JudgeServer:
     """A judge served behind an OpenAI-compatible endpoint, with :class:`JudgeModel`'s interface.
 
-    ``calls`` counts requests that got an HTTP answer (retries included); ``signature`` is
+    ``calls`` counts chat requests that got an HTTP answer (retries included; not the one
+    ``/models`` look-up of :meth:`connect`); ``signature`` is
     :func:`server_signature` of the served model and the revision ``/models`` reports, set by
     :meth:`connect`. ``transport`` is httpx's (tests pass none: they serve on 127.0.0.1)."""
 
@@ -291,7 +292,7 @@ class JudgeServer:
         """Ask ``/models`` for the served model (and its revision, when reported); a server that
         cannot be reached or does not serve it raises :class:`ModelLoadError`."""
         try:
-            payload = self._request("GET", "/models", None)
+            payload = self._request("GET", "/models", None, retries=0)
         except JudgeServerError as exc:
             raise ModelLoadError(f"judge server {self.host}: {exc}") from None
         data = payload.get("data") if isinstance(payload, dict) else None
@@ -300,7 +301,9 @@ class JudgeServer:
         entry = next((d for d in entries if d.get("id") == self.name), None)
         if entry is None:
             listed = ", ".join(repr(s) for s in served[:10]) or "none"
-            raise ModelLoadError(f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see --judge-served-model")
+            raise ModelLoadError(
+                f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see --judge-served-model"
+            )
         revision = entry.get("revision")
         root = entry.get("root")
         parts = [str(revision)] if isinstance(revision, str) and revision else []
@@ -310,18 +313,20 @@ class JudgeServer:
         self.signature = server_signature(self.name, self.revision)
         return self
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    def _request(self, method: str, path: str, body: dict[str, Any] | None, retries: int | None = None) -> Any:
         """One request with retries; the parsed JSON answer, or :class:`JudgeServerError`."""
         import httpx
 
         url = self.endpoint + path
         why = ""
-        for attempt in range(self.retries + 1):
+        retries = self.retries if retries is None else retries
+        for attempt in range(retries + 1):
             wait = self.backoff * (2**attempt)
             try:
                 with self._client.stream(method, url, json=body) as response:
-                    with self._lock:
-                        self.calls += 1
+                    if method == "POST":
+                        with self._lock:
+                            self.calls += 1
                     status = response.status_code
                     if 300 <= status < 400:
                         target = endpoint_host(response.headers.get("location", "")) or "elsewhere"
@@ -333,7 +338,8 @@ class JudgeServer:
                             raise JudgeServerError(f"the server's answer is larger than {MAX_RESPONSE_BYTES} bytes")
                     if status in RETRIED:
                         why = f"HTTP {status}{_detail(bytes(raw))}"
-                        wait = max(wait, _retry_after(response.headers.get("retry-after")))
+                        after = response.headers.get("retry-after")
+                        wait = wait if after is None else _retry_after(after)
                     elif status >= 400:
                         raise JudgeServerError(f"HTTP {status}{_detail(bytes(raw))}")
                     else:
@@ -347,9 +353,9 @@ class JudgeServer:
                 why = f"no answer within {self._client.timeout.read}s (timeout)"
             except httpx.TransportError as exc:
                 why = f"cannot reach the server ({type(exc).__name__}: {exc})"
-            if attempt < self.retries:
+            if attempt < retries:
                 time.sleep(wait)
-        tries = f" after {self.retries + 1} tries" if self.retries else ""
+        tries = f" after {retries + 1} tries" if retries else ""
         raise JudgeServerError(f"{why}{tries}")
 
     def _images(self, prompt: JudgePrompt, root: Path | None, images: bool) -> list[str]:
