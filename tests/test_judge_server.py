@@ -399,3 +399,15 @@ def test_vst_score_against_the_served_model_matches_the_local_backend_and_a_reru
             assert isinstance(judged, JudgeScores) and isinstance(mine, JudgeScores)
             for aspect, values in aspects_of(mine).items():
                 assert aspects_of(judged)[aspect] == pytest.approx(values, abs=1e-6)
+
+
+def test_the_sidebars_judge_server_fields_become_settings_or_a_notice() -> None:
+    from dashboard.choices import with_judge_server
+
+    base = Settings(metrics=("judge",))
+    asked, notice = with_judge_server(base, " http://127.0.0.1:8000/v1 ", "qwen-72b", "JUDGE_KEY")
+    assert notice is None and asked.judge_endpoint == "http://127.0.0.1:8000/v1"
+    assert (asked.judge_served_model, asked.judge_api_key_env) == ("qwen-72b", "JUDGE_KEY")
+    assert with_judge_server(base, "", "qwen-72b", "") == (base, None)
+    kept, why = with_judge_server(base, "ftp://127.0.0.1/v1", "qwen-72b", "")
+    assert kept == base and why is not None and "http(s)" in why
