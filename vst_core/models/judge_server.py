@@ -353,6 +353,8 @@ class JudgeServer:
                 why = f"no answer within {self._client.timeout.read}s (timeout)"
             except httpx.TransportError as exc:
                 why = f"cannot reach the server ({type(exc).__name__}: {exc})"
+            except httpx.HTTPError as exc:  # an answer httpx cannot decode: not retried
+                raise JudgeServerError(f"unreadable answer ({type(exc).__name__}: {exc})") from None
             if attempt < retries:
                 time.sleep(wait)
         tries = f" after {retries + 1} tries" if retries else ""
