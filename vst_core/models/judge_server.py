@@ -11,9 +11,10 @@ One prompt is one request::
      "max_tokens": 1, "temperature": 1.0, "logprobs": true, "top_logprobs": K,
      "add_generation_prompt": false, "continue_final_message": true}
 
-The final assistant message is the rubric's answer prefix, continued (vLLM's and SGLang's
-``continue_final_message``), so the server's chat template renders the same text the local path
-builds (its template with the generation prompt, then the prefix). The rating labels' entries of
+The final assistant message is the rubric's answer prefix, continued (``continue_final_message``,
+which vLLM, SGLang and TGI take; llama.cpp's server and OpenAI do not: use a template with an empty
+answer prefix there), so the server's chat template renders the same text the local path builds
+(its template with the generation prompt, then the prefix). The rating labels' entries of
 ``choices[0].logprobs.content[0].top_logprobs`` are the full-vocabulary log-probabilities
 ℓ_1..ℓ_5 (a label outside the server's top K is stored as -1e30, i.e. p = 0; none of them there is
 an error). Images go as ``data:`` URLs before the text, as the local vision path shows them.
