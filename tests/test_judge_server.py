@@ -411,3 +411,46 @@ def test_the_sidebars_judge_server_fields_become_settings_or_a_notice() -> None:
     assert with_judge_server(base, "", "qwen-72b", "") == (base, None)
     kept, why = with_judge_server(base, "ftp://127.0.0.1/v1", "qwen-72b", "")
     assert kept == base and why is not None and "http(s)" in why
+
+
+@pytest.mark.slow
+def test_the_dashboard_shows_a_served_judge_and_asks_the_sidebars_server_for_its_position_bias(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    out = tmp_path / "scores.jsonl"
+    with ChatServer(lambda body: completion(synthetic_logprobs(body))) as server:
+        args = ["score", str(SAMPLE), "--out", str(out), "--metrics", "redundancy,judge", "--judge-endpoint", server.url]
+        assert main([*args, "--judge-served-model", "judge", "--cache-dir", str(tmp_path / "c"), "--no-progress"]) == 0
+        monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path))
+        monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "page-cache"))
+
+        def make(page: str, **widgets: object) -> AppTest:
+            app = AppTest.from_file(APP, default_timeout=90).switch_page(PAGES[page])
+            for key, value in {"source": "Scores JSONL (no model needed)", "scores_path": str(out), **widgets}.items():
+                app.session_state[key] = value
+            app.run()
+            assert not app.exception, app.exception
+            return app
+
+        inspect = make("inspect", scores_images=str(SAMPLE.parent))
+        assert "".join(m.value for m in inspect.markdown).count('class="vst-judge"') == 4  # 4 stories of the first sequence
+        meta = make(
+            "meta",
+            judgements_source="Made-up example ratings (for trying the page)",
+            baselines=False,
+            judge_endpoint=server.url,
+            judge_served_model="judge",
+        )
+        assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
+        assert any(t.label == "Endpoint URL" for t in meta.sidebar.text_input)
+        rated = len(server.requests)
+        meta.button(key="judge_position_bias").click().run()
+        assert not meta.exception, meta.exception
+        assert not any("not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
+        pairwise = [b for b in server.requests[rated:] if "Story 1:" in json.dumps(b["messages"])]
+        assert len(pairwise) == 48  # 12 pairs of the sample's two sequences, 2 questions, both orders
+    bias = next(d.value for d in meta.dataframe if "bias" in d.value.columns and "position" in set(d.value["bias"]))
+    assert int(bias[(bias["measure"] == "follows position") & (bias["scope"] == "all questions")]["n"].iloc[0]) == 24
