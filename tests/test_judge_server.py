@@ -454,3 +454,13 @@ def test_the_dashboard_shows_a_served_judge_and_asks_the_sidebars_server_for_its
         assert len(pairwise) == 48  # 12 pairs of the sample's two sequences, 2 questions, both orders
     bias = next(d.value for d in meta.dataframe if "bias" in d.value.columns and "position" in set(d.value["bias"]))
     assert int(bias[(bias["measure"] == "follows position") & (bias["scope"] == "all questions")]["n"].iloc[0]) == 24
+
+
+@pytest.mark.slow
+def test_judge_bias_asks_the_served_judge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with ChatServer(lambda body: completion(synthetic_logprobs(body))) as server:
+        args = ["judge-bias", str(SAMPLE), "--judge-endpoint", server.url, "--judge-served-model", "judge", "--no-ratings"]
+        assert main([*args, "--cache-dir", str(tmp_path)]) == 0
+        assert len(server.requests) == 48  # 12 pairs, 2 questions, both orders
+    captured = capsys.readouterr()
+    assert "follows position" in captured.out and "served:judge@unreported" in captured.err
