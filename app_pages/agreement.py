@@ -7,8 +7,9 @@ from typing import Literal
 import streamlit as st
 
 from dashboard import loading
+from dashboard.choices import with_judge_server
 from dashboard.frame import page, shown, story_table
-from dashboard.keys import JUDGEMENTS
+from dashboard.keys import JUDGE_SERVER, JUDGEMENTS
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
@@ -332,8 +333,11 @@ if "judge overall" in view.table:  # the rubric judge's own biases, from its evi
         "of a sequence, in both orders)",
         key="judge_position_bias",
     ):
+        asked, notice = with_judge_server(view.settings, *(str(st.session_state.get(k) or "") for k in JUDGE_SERVER))
+        if notice:
+            st.warning(shown(notice))
         try:
-            bias = loading.judge_position_bias(view, key, bias_rows, view.settings)
+            bias = loading.judge_position_bias(view, key, bias_rows, asked)
         except (ModelLoadError, ValueError, OSError) as exc:
             st.warning(f"The judge model is not available here: {shown(str(exc))}")
         else:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, THETA_PRESETS, NRVariant, Settings
+from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, THETA_PRESETS, NRVariant, Settings, SettingsError
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 
@@ -119,6 +119,24 @@ def settings_for_file(choices: Choices, recorded: Settings) -> Settings:
         penalize=choices.penalize,
         weighting=recorded.weighting if choices.concreteness else "none",
     )
+
+
+def with_judge_server(settings: Settings, endpoint: str, served_model: str, key_env: str) -> tuple[Settings, str | None]:
+    """``settings`` asking the judge served at ``endpoint`` (the sidebar's fields), or unchanged with
+    the reason when the fields cannot be used (a notice, never an exception); all empty: unchanged.
+
+    >>> with_judge_server(Settings(), "http://127.0.0.1:8000/v1", "", "")[1]
+    'judge server: give the served model as well (its name in the server's /v1/models)'
+    """
+    endpoint, served_model, key_env = endpoint.strip(), served_model.strip(), key_env.strip()
+    if not endpoint:
+        return settings, None
+    if not served_model:
+        return settings, "judge server: give the served model as well (its name in the server's /v1/models)"
+    try:
+        return settings.with_(judge_endpoint=endpoint, judge_served_model=served_model, judge_api_key_env=key_env or None), None
+    except (SettingsError, ValueError) as exc:
+        return settings, f"judge server: {exc}"
 
 
 def without(settings: Settings, metrics: tuple[str, ...] | frozenset[str]) -> Settings:

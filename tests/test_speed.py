@@ -306,6 +306,12 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "1,2",
         "--warm-stories",
         "10",
+        "--judge-server-stories",
+        "2",
+        "--judge-server-latency-ms",
+        "2",
+        "--judge-server-concurrency",
+        "1,4",
         "--out",
         str(out),
     ]
@@ -346,6 +352,8 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     }
     assert set(printed["prep_crops_per_s_device_by_workers"]) == {"1", "2"} and printed["preprocess"] == "pil"
     assert 0 <= printed["preprocess_max_abs_pixel"] <= 2  # the bound tests/test_preprocess.py holds
+    assert set(printed["judge_server_stories_per_s"]) == {"1", "4"} and printed["judge_server_requests_per_story"] == 12
+    assert all(v > 0 for v in printed["judge_server_stories_per_s"].values()) and "not measured" in printed["judge_server_vllm"]
     assert main(["bench", "--skip", "nothing"]) == 2
 
 
@@ -363,11 +371,11 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
             batch_sizes=(2,),
             raw_seconds=0.05,
             nr_stories=8,
-            skip=("raw", "coherence", "judge", "rss"),
+            skip=("raw", "coherence", "judge", "judge_server", "rss"),
         ),
         log=lambda line: None,
     )
-    assert "judge_stories_per_s" not in result
+    assert "judge_stories_per_s" not in result and "judge_server_stories_per_s" not in result
     assert "raw_crops_per_s" not in result and "peak_rss_mb" not in result and "pipeline_vs_raw" not in result
     assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0
 

@@ -145,6 +145,16 @@ class Settings:
     judge_template: str | None = None  # a rubric template file; None: the built-in rubric_v1.json
     judge_images: bool = False  # the vision-language model sees the images (and is asked without them too)
     judge_rationale: bool = False  # also generate a short rationale (shown, never scored)
+    # the judge served behind an OpenAI-compatible endpoint (vLLM, SGLang, ...) instead of the local model:
+    # its base URL (http://HOST:PORT/v1), the name it serves the model under, the environment variable
+    # holding its key (the name only: the key is never kept), requests in flight, seconds per request,
+    # and how many top log-probabilities an answer carries (a rating token outside them counts as p = 0)
+    judge_endpoint: str | None = None
+    judge_served_model: str | None = None
+    judge_api_key_env: str | None = None
+    judge_concurrency: int = 8
+    judge_timeout: float = 60.0
+    judge_top_logprobs: int = 20
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -184,6 +194,21 @@ class Settings:
                 "the reference grounding profile crops and resizes with Pillow, as the GROOVIST code does; "
                 "use preprocess 'pil' (or 'auto') with it"
             )
+        if self.judge_endpoint is not None:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(self.judge_endpoint)
+            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+                raise SettingsError(
+                    f"judge_endpoint must be an http(s) base URL without credentials, e.g. http://127.0.0.1:8000/v1; "
+                    f"got {self.judge_endpoint!r}"
+                )
+            if not self.judge_served_model:
+                raise SettingsError("judge_endpoint needs judge_served_model (the model name the server serves)")
+        if self.judge_concurrency < 1 or self.judge_top_logprobs < 1:
+            raise SettingsError("judge_concurrency and judge_top_logprobs must be >= 1")
+        if not self.judge_timeout > 0:
+            raise SettingsError(f"judge_timeout must be > 0 seconds, got {self.judge_timeout}")
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 
@@ -217,11 +242,16 @@ class Settings:
         """The fields that can change a score, for the signature (weights ids are added by
         :func:`vst_core.signature.signature`, which resolves the files)."""
         data = asdict(self)
-        for key in ("device", "batch_size", "workers", "judge_rationale"):  # change speed or shown text, not scores
+        for key in ("device", "batch_size", "workers", "judge_rationale", "judge_concurrency", "judge_timeout"):
+            data.pop(key)  # change speed or shown text, not scores
+        # the signature names the judge's weights (a served judge: its model and host) and template by their
+        # digests (judge_weights, judge_template); the key's variable is no part of a number
+        for key in ("judge_model", "judge_vlm", "judge_template", "judge_endpoint", "judge_served_model", "judge_api_key_env"):
             data.pop(key)
-        # the signature names the judge's weights and template by their digests (judge_weights, judge_template)
-        for key in ("judge_model", "judge_vlm", "judge_template") + (() if "judge" in self.metrics else ("judge_images",)):
-            data.pop(key)
+        if "judge" not in self.metrics or self.judge_endpoint is None:
+            data.pop("judge_top_logprobs")
+        if "judge" not in self.metrics:
+            data.pop("judge_images")
         if "coherence" not in self.metrics:
             for key in (
                 "coherence_model",

@@ -14,6 +14,7 @@ from vst_core.judge.rubric import rubric_id
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.hub import hf_weights_id
+from vst_core.models.judge_server import endpoint_host
 from vst_core.models.pairs import pair_weights_id
 from vst_core.models.rovist_vg import vg_signature
 from vst_core.records import StoryScores
@@ -41,7 +42,7 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     if "cosmic" in settings.metrics:
         ids["cosmic_weights"] = folder_signature(settings.cosmic_model, "cosmic")
     if "judge" in settings.metrics:
-        ids["judge_weights"] = hf_weights_id(settings.judge_vlm if settings.judge_images else settings.judge_model)
+        ids["judge_weights"] = judge_weights_id(settings)
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
@@ -52,6 +53,20 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         found = detector_weights_path()
         ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
     return ids
+
+
+def judge_weights_id(settings: Settings) -> str:
+    """The judge's weights: ``name@digest`` of the local model's file, or for a served judge its
+    served name, the endpoint's host and that its weights cannot be digested from here (the answers'
+    cache keys and records carry the revision the server reports). Never the key, nor its variable.
+
+    >>> judge_weights_id(Settings(metrics=("judge",), judge_endpoint="http://10.0.0.5:8000/v1", judge_served_model="qwen72"))
+    'served:qwen72 at 10.0.0.5:8000 (weights not digestible from here)'
+    """
+    if settings.judge_endpoint and settings.judge_served_model:
+        host = endpoint_host(settings.judge_endpoint)
+        return f"served:{settings.judge_served_model} at {host} (weights not digestible from here)"
+    return hf_weights_id(settings.judge_vlm if settings.judge_images else settings.judge_model)
 
 
 def text_ids(settings: Settings) -> dict[str, str]:

@@ -31,6 +31,9 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
     judge_stories_per_s     stories/s of the rubric judge (4 aspects x 3 paraphrases a story) with a random
                             Qwen2 of the replica's size (``judge_size="full"``: Qwen2.5-0.5B's), cold; and
                             from its answer cache (:mod:`vst_core.bench.judge`)
+    judge_server_stories_per_s  stories/s of the served-judge client at concurrency 1, 8 and 32 against a
+                            local server answering each request in ``judge_server_latency`` seconds, its
+                            bound and the seconds per 1,000 stories (a real server's time is its own)
     peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
                             stories with every metric (models loaded once)
 """
@@ -70,7 +73,7 @@ TARGETS: dict[str, float] = {
 CUDA_TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.8, "warm_speedup": 50.0}
 #: Peak memory target for scoring ``rss_stories`` stories on CPU, in MB.
 RSS_TARGET_MB = 4000.0
-PHASES: tuple[str, ...] = ("raw", "prep", "pipeline", "warm", "nr", "text", "coherence", "judge", "rss")
+PHASES: tuple[str, ...] = ("raw", "prep", "pipeline", "warm", "nr", "text", "coherence", "judge", "judge_server", "rss")
 
 Figures = dict[str, Any]
 #: Why the NR phase is left out where the package runs without its source checkout.
@@ -99,6 +102,9 @@ class BenchConfig:
     rss_stories_per_sequence: int = 5
     judge_stories: int = 8
     judge_size: str = "replica"  # "replica": the tests' narrowed Qwen2; "full": Qwen2.5-0.5B-Instruct's architecture
+    judge_server_stories: int = 16  # stories the served-judge client rates at each concurrency
+    judge_server_latency: float = 0.05  # seconds the local server takes per request
+    judge_server_concurrency: tuple[int, ...] = (1, 8, 32)
     device: str = "auto"
     workers: int = 0
     preprocess: str = "auto"  # of the pipeline and warm runs (Settings.preprocess)
@@ -300,6 +306,24 @@ def judge_phase(run: BenchRun) -> Figures:
     return judge_throughput(config.judge_stories, config.judge_size, device=run.device, batch_size=8, seed=config.seed)
 
 
+def judge_server_phase(run: BenchRun) -> Figures:
+    """judge_server: stories/s of the served-judge client against a fixed-latency local server
+    (:func:`vst_core.bench.judge.judge_server_throughput`)."""
+    from vst_core.bench.judge import judge_server_throughput
+
+    config = run.config
+    run.say(
+        f"judge_server: {config.judge_server_stories} stories, 12 requests each, a local server answering in "
+        f"{config.judge_server_latency * 1000:.0f} ms, concurrency {', '.join(map(str, config.judge_server_concurrency))}"
+    )
+    return judge_server_throughput(
+        config.judge_server_stories,
+        latency=config.judge_server_latency,
+        concurrencies=config.judge_server_concurrency,
+        seed=config.seed,
+    )
+
+
 def rss_phase(run: BenchRun, batch_size: int) -> Figures:
     """rss: peak resident memory of a fresh process scoring ``rss_stories`` stories with every metric."""
     run.say(f"peak memory: scoring {run.config.rss_stories} stories with every metric in a separate process")
@@ -346,6 +370,8 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
                 result.update(phase(run))
         if "judge" not in skip:
             result.update(judge_phase(run))
+        if "judge_server" not in skip:
+            result.update(judge_server_phase(run))
         if "rss" not in skip:
             result.update(rss_phase(run, best))
     return _with_targets(result)

@@ -117,3 +117,60 @@ def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, s
         "judge_seconds_per_story": round(cold / stories, 3),
         "judge_cached_stories_per_s": round(stories / warm, 1),
     }
+
+
+#: What the served judge's benchmark cannot measure on a machine without a GPU and a running server.
+VLLM_NOT_MEASURED = (
+    "not measured by vst bench: a vLLM (or SGLang) server needs a GPU and model weights; start one and "
+    "time `vst score --metrics judge --judge-endpoint URL` on your stories (README: A large judge on your GPUs)"
+)
+
+
+def judge_server_throughput(
+    stories: int, *, latency: float = 0.05, concurrencies: tuple[int, ...] = (1, 8, 32), seed: int = 0
+) -> dict[str, Any]:
+    """Stories/s of the served-judge client (:class:`vst_core.models.judge_server.JudgeServer`)
+    against a local server that answers every request after ``latency`` seconds
+    (:func:`vst_core.bench.chat_server.fixed_latency_answer`), at each concurrency, cold (every
+    answer a request) and from the answer cache. With 12 prompts a story the bound is
+    ``concurrency / (12 · latency)`` stories/s; the gap to it is the client's own cost."""
+    from vst_core.bench.chat_server import ChatServer, fixed_latency_answer
+    from vst_core.judge.cache import JudgeCache
+    from vst_core.judge.rubric import load_rubric
+    from vst_core.models.judge_server import JudgeServer
+    from vst_core.scoring.judge import judge_records
+
+    rubric = load_rubric()
+    texts = synthetic_sentences(stories, seed=seed)
+    story_set = StorySet.of([Story.from_sentences(t, story_id=f"s{k}") for k, t in enumerate(texts)], Path("."))
+    settings = Settings(metrics=("judge",))
+    prompts = stories * sum(len(v) for v in rubric.aspects.values())
+    rates: dict[str, float] = {}
+    bounds: dict[str, float] = {}
+    cached = 0.0
+    with ChatServer(fixed_latency_answer(latency)) as server:
+        for concurrency in concurrencies:
+            judge = JudgeServer(server.url, "judge", concurrency=concurrency, timeout=60.0).connect()
+            cache = JudgeCache(None)
+            start = time.perf_counter()
+            found = judge_records(list(story_set), settings, judge, rubric, cache, Path("."))
+            cold = time.perf_counter() - start
+            failed = [v for v in found.values() if isinstance(v, str)]
+            if failed:
+                raise RuntimeError(f"the benchmark's server failed: {failed[0]}")
+            rates[str(concurrency)] = round(stories / cold, 3)
+            bounds[str(concurrency)] = round(min(concurrency, prompts) / (prompts / stories * latency), 3)
+            start = time.perf_counter()
+            judge_records(list(story_set), settings, judge, rubric, cache, Path("."))
+            cached = max(cached, stories / (time.perf_counter() - start))
+            judge.close()
+    return {
+        "judge_server_latency_ms": round(latency * 1000, 3),
+        "judge_server_stories": stories,
+        "judge_server_requests_per_story": prompts // max(1, stories),
+        "judge_server_stories_per_s": rates,
+        "judge_server_bound_stories_per_s": bounds,
+        "judge_server_seconds_per_1000_stories": {c: round(1000 / r, 1) for c, r in rates.items()},
+        "judge_server_cached_stories_per_s": round(cached, 1),
+        "judge_server_vllm": VLLM_NOT_MEASURED,
+    }

@@ -47,6 +47,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="rubric judge architecture: replica = the tests' narrowed Qwen2 (2 layers of width 64), "
         "full = Qwen2.5-0.5B-Instruct's (494 M parameters)",
     )
+    p.add_argument(
+        "--judge-server-stories", type=int, default=d.judge_server_stories, help="stories the served-judge client rates"
+    )
+    p.add_argument(
+        "--judge-server-latency-ms",
+        type=float,
+        default=d.judge_server_latency * 1000,
+        help="milliseconds the local judge server takes per request",
+    )
+    p.add_argument(
+        "--judge-server-concurrency",
+        default=",".join(map(str, d.judge_server_concurrency)),
+        help="comma-separated requests in flight to try",
+    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
     p.add_argument("--workers", type=int, default=d.workers, help="image preprocessing threads (0: one per core, at most 8)")
     p.add_argument(
@@ -74,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         width, height = (int(v) for v in args.image_size.lower().split("x"))
         sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
         prep_workers = tuple(int(v) for v in args.prep_workers.split(",") if v.strip())
+        served = tuple(int(v) for v in args.judge_server_concurrency.split(",") if v.strip())
+        if not served or min(served) < 1 or args.judge_server_stories < 1 or not args.judge_server_latency_ms >= 0:
+            raise ValueError("--judge-server-stories and --judge-server-concurrency must be >= 1, the latency >= 0")
         counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
         if min((*counts, width, height, *sizes, *prep_workers, args.prep_images, args.warm_stories)) < 1:
             raise ValueError("sizes and counts must be >= 1")
@@ -96,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
         rss_regions=args.rss_regions,
         judge_stories=args.judge_stories,
         judge_size=args.judge_size,
+        judge_server_stories=args.judge_server_stories,
+        judge_server_latency=args.judge_server_latency_ms / 1000,
+        judge_server_concurrency=served,
         device=args.device,
         workers=args.workers,
         preprocess=args.preprocess,

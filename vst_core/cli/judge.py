@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, error, note
+from vst_core.cli.score import judge_server_arguments, judge_server_settings
 from vst_core.config import Settings, SettingsError
 
 DEFAULTS = Settings()
@@ -29,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--judge-vlm", default=DEFAULTS.judge_vlm, help="vision-language model for --judge-images")
     p.add_argument("--judge-template", default=None, metavar="FILE", help="rubric template JSON (default: the built-in one)")
     p.add_argument("--judge-images", action="store_true", help="the vision-language model sees the images (and not)")
+    judge_server_arguments(p)
     p.add_argument("--no-ratings", action="store_true", help="pairwise position bias only (no per-story ratings)")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where the model runs")
@@ -52,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
             judge_vlm=args.judge_vlm,
             judge_template=args.judge_template,
             judge_images=args.judge_images,
+            **judge_server_settings(args),
             device=args.device,
             batch_size=args.batch_size,
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
@@ -291,6 +292,64 @@ def _judge_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="judge: also generate a short rationale per story (greedy decoding; shown, never scored)",
     )
+    judge_server_arguments(p)
+
+
+def judge_server_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of a judge served behind an OpenAI-compatible endpoint (vLLM, SGLang, ...)."""
+    p.add_argument(
+        "--judge-endpoint",
+        default=None,
+        metavar="URL",
+        help="judge: ask the judge served at this OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, from "
+        "`vllm serve`) instead of loading --judge-model here; its answers need log-probabilities",
+    )
+    p.add_argument(
+        "--judge-served-model",
+        default=None,
+        metavar="NAME",
+        help="judge: the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
+    )
+    p.add_argument(
+        "--judge-api-key-env",
+        default=None,
+        metavar="VAR",
+        help="judge: the environment variable holding the server's API key (the key itself is never written anywhere)",
+    )
+    p.add_argument(
+        "--judge-concurrency",
+        type=int,
+        default=DEFAULTS.judge_concurrency,
+        metavar="N",
+        help="judge: requests in flight to the server",
+    )
+    p.add_argument(
+        "--judge-timeout",
+        type=float,
+        default=DEFAULTS.judge_timeout,
+        metavar="SECONDS",
+        help="judge: seconds a request may take (retried with backoff on timeouts, 429 and 5xx)",
+    )
+    p.add_argument(
+        "--judge-top-logprobs",
+        type=int,
+        default=DEFAULTS.judge_top_logprobs,
+        metavar="K",
+        help="judge: log-probabilities asked per answer (vLLM allows up to its --max-logprobs, default 20); a rating "
+        "token outside the top K counts as probability 0",
+    )
+
+
+def judge_server_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`Settings` fields of :func:`judge_server_arguments`."""
+    return {
+        "judge_endpoint": args.judge_endpoint or None,
+        "judge_served_model": args.judge_served_model or None,
+        "judge_api_key_env": args.judge_api_key_env or None,
+        "judge_concurrency": args.judge_concurrency,
+        "judge_timeout": args.judge_timeout,
+        "judge_top_logprobs": args.judge_top_logprobs,
+    }
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -339,7 +398,8 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
         "--strict",
         action="store_true",
         help="stop (exit 4) when any metric's model cannot load; by default the others are scored, each record names "
-        f"the metrics not run, and the exit code is {EXIT_PARTIAL}",
+        f"the metrics not run, and the exit code is {EXIT_PARTIAL}. Stories a judge server could not answer are "
+        f"errors in their records either way; the exit code is then {EXIT_PARTIAL}, or 4 with --strict",
     )
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -390,6 +450,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         judge_template=args.judge_template,
         judge_images=args.judge_images,
         judge_rationale=args.judge_rationale,
+        **judge_server_settings(args),
     )
 
 
@@ -490,12 +551,19 @@ def run(args: argparse.Namespace) -> int:
         error(f"cannot write {args.out}: {exc.strerror or exc}; the records already written stay valid and resumable")
         return EXIT_INPUT
     _report(summary, story_set)
+    failed = 0
     if "judge" in settings.metrics:
         judge, cache = models.judge, models.judge_cache
+        calls = "chat requests to the server (after one /models look-up)" if settings.judge_endpoint else "model calls"
         note(
-            f"judge: {judge.calls} model calls, {cache.hits} answers from the cache and {cache.misses} computed "
+            f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
             f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
         )
         if damaged := cache.damage_note():
             note(damaged)
-    return EXIT_PARTIAL if unavailable else 0
+        failed = judge.failures
+        if failed:
+            error(f"judge: the server gave no usable answer to {failed} prompt(s); their stories' records say why")
+    if failed and args.strict:
+        return EXIT_WEIGHTS
+    return EXIT_PARTIAL if unavailable or failed else 0

@@ -31,6 +31,7 @@ from vst_core.config import JUDGE_MODEL, JUDGE_VLM
 from vst_core.judge.rubric import JudgePrompt
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError, hf_weights_id, load_hf
+from vst_core.models.protocols import JudgeAnswers
 
 #: Where to get the weights, for the messages of a missing model.
 WHERE = "run `vst fetch-models --judge` on a connected machine (same cache), or pass a local folder with --judge-model"
@@ -63,6 +64,7 @@ class JudgeModel:
         self.batch_size = max(1, batch_size)
         self.signature = signature or hf_weights_id(name)
         self.calls = 0
+        self.failures = 0  # a local model answers every prompt or raises
         self._torch = torch
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
@@ -145,6 +147,13 @@ class JudgeModel:
             for row, i in enumerate(chunk):
                 out[i] = picked[row]
         return out
+
+    def answers(
+        self, prompts: Sequence[JudgePrompt], labels: Sequence[str], *, root: Path | None = None, images: bool = False
+    ) -> JudgeAnswers:
+        """:meth:`logprobs` as :class:`~vst_core.models.protocols.JudgeAnswers` (a local model answers
+        every prompt or raises)."""
+        return JudgeAnswers(self.logprobs(prompts, labels, root=root, images=images), (None,) * len(prompts))
 
     def generate(
         self, prompts: Sequence[JudgePrompt], *, root: Path | None = None, images: bool = False, max_new_tokens: int = 80

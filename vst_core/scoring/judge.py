@@ -4,7 +4,9 @@ batches, G-Eval's rule (:mod:`vst_core.metrics.judge`) into :class:`~vst_core.re
 Every answer is cached (:mod:`vst_core.judge.cache`) by the template's digest, the model's weights
 id, the story's content digest (its sentences, and its image files' sha256 when the model sees
 them), the aspect, the paraphrase and whether images were shown; only the missing answers go to
-the model, all of a chunk's in one batched call per kind. Pairwise verdicts (which of two stories
+the model, all of a chunk's in one batched call per kind. A served judge
+(:mod:`vst_core.models.judge_server`) is keyed by its served name and reported revision; a prompt
+it could not answer makes its story an error with the reason, and nothing of it is cached. Pairwise verdicts (which of two stories
 of a sequence is better, asked in both orders) feed the position-bias analysis
 (:mod:`vst_core.analysis.judge_bias`)."""
 
@@ -21,7 +23,7 @@ from vst_core.hashing import file_digest, json_digest
 from vst_core.judge.cache import JudgeCache, JudgeKey
 from vst_core.judge.rubric import JudgePrompt, Rubric
 from vst_core.metrics.judge import RATINGS, AspectRating, PairVerdict, combine, first_probability, rating
-from vst_core.models.judge import JudgeModel
+from vst_core.models.protocols import Judge
 from vst_core.records import JudgeAspect, JudgeScores
 
 Key = tuple[str, str]
@@ -43,25 +45,32 @@ def _answers(
     keys: Sequence[str],
     prompts: Sequence[JudgePrompt],
     labels: Sequence[str],
-    model: JudgeModel,
+    model: Judge,
     cache: JudgeCache,
     root: Path,
     images: bool,
-) -> list[list[float]]:
-    """Log-probabilities of ``labels`` after each prompt: cached ones read, the rest computed in one
-    batched call and stored."""
+) -> list[list[float] | str]:
+    """Log-probabilities of ``labels`` after each prompt, or the reason the judge gave none (a
+    served judge's failed request): cached ones read, the rest asked in one batched call; only
+    answers are stored, never a failure."""
     found = cache.get_many(list(keys), "rating" if len(labels) == len(RATING_LABELS) else "pair", len(labels))
     missing = [i for i, k in enumerate(keys) if k not in found]
     unique: dict[str, int] = {}
     for i in missing:
         unique.setdefault(keys[i], i)
+    failed: dict[str, str] = {}
     if unique:
         todo = list(unique.values())
-        values = model.logprobs([prompts[i] for i in todo], labels, root=root, images=images)
-        new = {keys[i]: [float(v) if math.isfinite(v) else -1e30 for v in row] for i, row in zip(todo, values, strict=True)}
+        asked = model.answers([prompts[i] for i in todo], labels, root=root, images=images)
+        new: dict[str, list[float]] = {}
+        for i, row, why in zip(todo, asked.logprobs, asked.errors, strict=True):
+            if why is not None:
+                failed[keys[i]] = why
+            else:
+                new[keys[i]] = [float(v) if math.isfinite(v) else -1e30 for v in row]
         cache.put_many(new)
         found.update(new)
-    return [list(found[k]) for k in keys]
+    return [failed[k] if k in failed else list(found[k]) for k in keys]
 
 
 def _aspect(name: str, combined: AspectRating, images: bool) -> JudgeAspect:
@@ -71,7 +80,7 @@ def _aspect(name: str, combined: AspectRating, images: bool) -> JudgeAspect:
 def judge_records(
     stories: Sequence[Story],
     settings: Settings,
-    model: JudgeModel,
+    model: Judge,
     rubric: Rubric,
     cache: JudgeCache,
     root: Path,
@@ -87,6 +96,7 @@ def judge_records(
         texts = [s for s in texts if s.key not in out]
     by_run: dict[bool, dict[Key, list[JudgeAspect]]] = {}
     for images in runs:
+        texts = [s for s in texts if s.key not in out]  # a story the judge failed on is not asked again
         keys: list[str] = []
         prompts: list[JudgePrompt] = []
         owners: list[tuple[Key, str]] = []
@@ -101,11 +111,16 @@ def judge_records(
         answers = _answers(keys, prompts, RATING_LABELS, model, cache, root, images)
         grouped: dict[Key, dict[str, list[list[float]]]] = {}
         for (key, aspect), answer in zip(owners, answers, strict=True):
-            grouped.setdefault(key, {}).setdefault(aspect, []).append(answer)
+            if isinstance(answer, str):
+                out.setdefault(key, f"{aspect}{' (with images)' if images else ''}: {answer}")
+            else:
+                grouped.setdefault(key, {}).setdefault(aspect, []).append(answer)
         by_run[images] = {
             key: [_aspect(a, combine([rating(x) for x in values]), images) for a, values in aspects.items()]
             for key, aspects in grouped.items()
+            if key not in out
         }
+    texts = [s for s in texts if s.key not in out]
     rationales = _rationales(texts, settings, model, rubric, cache, root) if settings.judge_rationale else {}
     for story in texts:
         main = by_run[runs[0]][story.key]
@@ -127,7 +142,7 @@ def judge_records(
 
 
 def _rationales(
-    stories: Sequence[Story], settings: Settings, model: JudgeModel, rubric: Rubric, cache: JudgeCache, root: Path
+    stories: Sequence[Story], settings: Settings, model: Judge, rubric: Rubric, cache: JudgeCache, root: Path
 ) -> dict[Key, str]:
     images = settings.judge_images
     keys = [
@@ -168,7 +183,7 @@ def pairs_of(story_set: StorySet | Iterable[Story]) -> list[tuple[str, Story, St
 def pair_verdicts(
     story_set: StorySet,
     settings: Settings,
-    model: JudgeModel,
+    model: Judge,
     rubric: Rubric,
     cache: JudgeCache,
 ) -> list[PairResult]:
@@ -191,7 +206,10 @@ def pair_verdicts(
     k = 0
     for seq, a, b in found_pairs:
         for q in range(len(rubric.pair_questions)):
-            forward, backward = first_probability(answers[k]), first_probability(answers[k + 1])
-            out.append(PairResult(seq, a.key, b.key, q, PairVerdict(forward, backward)))
+            forward, backward = answers[k], answers[k + 1]
             k += 2
+            if isinstance(forward, str) or isinstance(backward, str):
+                continue  # a served judge gave no answer in one order: the pair is left out
+            verdict = PairVerdict(first_probability(forward), first_probability(backward))
+            out.append(PairResult(seq, a.key, b.key, q, verdict))
     return out

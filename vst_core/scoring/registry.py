@@ -17,14 +17,13 @@ from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
-from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
+from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, Judge, PairScorer
 from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
 
 if TYPE_CHECKING:
     from vst_core.judge.cache import JudgeCache
     from vst_core.judge.rubric import Rubric
     from vst_core.models.cosmic import CosmicModel
-    from vst_core.models.judge import JudgeModel
     from vst_core.models.vrank import VrankModel
 
 
@@ -43,7 +42,7 @@ class Models:
         rovist_vg: RovistVGModel | None = None,
         vrank: VrankModel | None = None,
         cosmic: CosmicModel | None = None,
-        judge: JudgeModel | None = None,
+        judge: Judge | None = None,
         judge_cache: JudgeCache | None = None,
     ) -> None:
         self.settings = settings
@@ -113,12 +112,26 @@ class Models:
         return self._cosmic
 
     @property
-    def judge(self) -> JudgeModel:
-        """The rubric judge: the vision-language model with ``judge_images``, else the text model."""
+    def judge(self) -> Judge:
+        """The rubric judge: the served model when the settings name an endpoint, else the local
+        vision-language model with ``judge_images``, else the local text model."""
         if self._judge is None:
             from vst_core.models.judge import load_judge
 
             s = self.settings
+            if s.judge_endpoint and s.judge_served_model:
+                from vst_core.models.judge_server import load_judge_server
+
+                self._judge = load_judge_server(
+                    s.judge_endpoint,
+                    s.judge_served_model,
+                    api_key_env=s.judge_api_key_env,
+                    vision=s.judge_images,
+                    concurrency=s.judge_concurrency,
+                    timeout=s.judge_timeout,
+                    top_logprobs=s.judge_top_logprobs,
+                )
+                return self._judge
             name = s.judge_vlm if s.judge_images else s.judge_model
             self._judge = load_judge(name, vision=s.judge_images, device=s.device, batch_size=min(s.batch_size, 16))
         return self._judge

@@ -1,0 +1,487 @@
+"""The rubric judge through an OpenAI-compatible server (vLLM, SGLang, llama.cpp's server, ...).
+
+A 7B-72B judge runs where it is served (tensor parallel, continuous batching, prefix caching); this
+adapter sends each rubric prompt as one chat completion and reads the rating token's
+log-probabilities from the answer, so the numbers follow G-Eval's rule exactly as the local
+``transformers`` path (:class:`vst_core.models.judge.JudgeModel`) computes them.
+
+One prompt is one request::
+
+    {"model": NAME, "messages": [system, user, {"role": "assistant", "content": "Rating: "}],
+     "max_tokens": 1, "temperature": 1.0, "logprobs": true, "top_logprobs": K,
+     "add_generation_prompt": false, "continue_final_message": true}
+
+The final assistant message is the rubric's answer prefix, continued (``continue_final_message``,
+which vLLM, SGLang and TGI take; llama.cpp's server and OpenAI do not: use a template with an empty
+answer prefix there), so the server's chat template renders the same text the local path builds
+(its template with the generation prompt, then the prefix). The rating labels' entries of
+``choices[0].logprobs.content[0].top_logprobs`` are the full-vocabulary log-probabilities
+ℓ_1..ℓ_5 (a label outside the server's top K is stored as -1e30, i.e. p = 0; none of them there is
+an error). Images go as ``data:`` URLs before the text, as the local vision path shows them.
+
+Requests run in a bounded thread pool (``concurrency``) with a timeout each, and are retried with
+exponential backoff on 429 and 5xx (a ``Retry-After`` in seconds instead, up to :data:`MAX_RETRY_AFTER`) and on
+connection errors and timeouts. Redirects are never followed (the key would go to another host).
+Every failure of one prompt is a reason string (:class:`~vst_core.models.protocols.JudgeAnswers`),
+never a number, so nothing wrong is cached.
+
+The API key is read from an environment variable named by the settings and only ever sent in the
+``Authorization`` header; it is not kept anywhere else (settings, signature, records, messages).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from vst_core.judge.rubric import JudgePrompt
+from vst_core.models.hub import ModelLoadError
+from vst_core.models.protocols import JudgeAnswers
+
+#: Servers whose OpenAI-compatible chat endpoint returns ``logprobs`` / ``top_logprobs``.
+LOGPROB_SERVERS = "vLLM, SGLang, llama.cpp's server and OpenAI's own chat models"
+#: Log-probabilities asked per answer (vLLM's default --max-logprobs is 20, OpenAI's maximum 20).
+TOP_LOGPROBS = 20
+#: Status codes retried with backoff.
+RETRIED = frozenset({408, 429, 500, 502, 503, 504})
+#: The longest ``Retry-After`` honoured, in seconds.
+MAX_RETRY_AFTER = 30.0
+#: The largest answer read (a one-token answer with 20 log-probabilities is a few kB).
+MAX_RESPONSE_BYTES = 4 << 20
+#: What a label outside the server's top K is stored as (p = 0, as the local path's impossible token).
+ABSENT = -1e30
+#: How far above 0 a returned log-probability may be (float rounding on the server).
+LOGPROB_TOLERANCE = 1e-4
+#: How far the answer tokens' probabilities may sum above 1.
+MASS_TOLERANCE = 1e-3
+
+
+class JudgeServerError(RuntimeError):
+    """A judge server request that gave no usable answer; the message is the reason."""
+
+
+def endpoint_host(url: str) -> str:
+    """``host[:port]`` of an endpoint URL, the part the signature may name (no path, no credentials).
+
+    >>> endpoint_host("http://user:secret@127.0.0.1:8000/v1")
+    '127.0.0.1:8000'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def check_endpoint(url: str) -> str:
+    """The endpoint's base URL (``http(s)://host[:port]/path``, no trailing slash), or ValueError.
+
+    Credentials in the URL are refused (the key comes from an environment variable), as are query
+    strings and fragments.
+
+    >>> check_endpoint("http://127.0.0.1:8000/v1/")
+    'http://127.0.0.1:8000/v1'
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"judge endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1, got {url!r}")
+    if parts.username or parts.password:
+        raise ValueError("judge endpoint: put no credentials in the URL; name the key's environment variable instead")
+    if parts.query or parts.fragment:
+        raise ValueError("judge endpoint: no query string or fragment (the base URL, e.g. http://HOST:PORT/v1)")
+    return url.strip().rstrip("/")
+
+
+def server_signature(served_model: str, revision: str | None = None) -> str:
+    """The judge's identity for cache keys and records: ``served:NAME@REVISION`` (``unreported``
+    when the server names no revision); the weights themselves cannot be digested from here.
+
+    >>> server_signature("Qwen/Qwen2.5-VL-72B-Instruct")
+    'served:Qwen/Qwen2.5-VL-72B-Instruct@unreported'
+    """
+    return f"served:{served_model}@{revision or 'unreported'}"
+
+
+def image_data_url(path: Path) -> str:
+    """A ``data:`` URL of an image file's bytes (PNG, JPEG, GIF or WebP as they are; anything else
+    Pillow reads is sent as PNG)."""
+    raw = path.read_bytes()
+    kinds = ((b"\x89PNG", "png"), (b"\xff\xd8", "jpeg"), (b"GIF8", "gif"))
+    kind = next((k for magic, k in kinds if raw.startswith(magic)), None)
+    if kind is None and raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        kind = "webp"
+    if kind is None:
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(raw)) as im:
+            buffer = io.BytesIO()
+            im.convert("RGB").save(buffer, format="PNG")
+        raw, kind = buffer.getvalue(), "png"
+    return f"data:image/{kind};base64,{base64.b64encode(raw).decode('ascii')}"
+
+
+def chat_messages(prompt: JudgePrompt, images: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """System and user turns (the images' data URLs before the text), then the answer prefix as an
+    assistant turn to continue when there is one."""
+    user: Any = prompt.user
+    if images:
+        user = [{"type": "image_url", "image_url": {"url": url}} for url in images] + [{"type": "text", "text": prompt.user}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": user}]
+    if prompt.system:
+        messages.insert(0, {"role": "system", "content": prompt.system})
+    if prompt.prefix:
+        messages.append({"role": "assistant", "content": prompt.prefix})
+    return messages
+
+
+def rating_body(model: str, prompt: JudgePrompt, images: Sequence[str] = (), top_logprobs: int = TOP_LOGPROBS) -> dict[str, Any]:
+    """The chat-completion request of one rubric prompt: one token, its top log-probabilities."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": chat_messages(prompt, images),
+        "max_tokens": 1,
+        "temperature": 1.0,
+        "logprobs": True,
+        "top_logprobs": top_logprobs,
+    }
+    if prompt.prefix:
+        body.update(add_generation_prompt=False, continue_final_message=True)
+    return body
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+
+
+def label_logprobs(payload: Any, labels: Sequence[str]) -> list[float]:
+    """The log-probabilities of ``labels`` in a chat completion's first generated position.
+
+    Reads ``choices[0].logprobs.content[0]``: its token and its ``top_logprobs``; a label matches a
+    token string exactly (as the local path takes exactly the label's token id). Raises
+    :class:`JudgeServerError` with the reason for anything that is not such an answer.
+
+    >>> answer = {"choices": [{"logprobs": {"content": [{"token": "4", "logprob": -0.2,
+    ...     "top_logprobs": [{"token": "4", "logprob": -0.2}, {"token": "3", "logprob": -2.0}]}]}}]}
+    >>> label_logprobs(answer, ["1", "2", "3", "4", "5"])
+    [-1e+30, -1e+30, -2.0, -0.2, -1e+30]
+    """
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise JudgeServerError("the server's answer has no choices (not a chat completion)")
+    logprobs = choices[0].get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        raise JudgeServerError(
+            "the server's answer has no log-probabilities (choices[0].logprobs.content is missing); the judge reads "
+            f"the rating token's probabilities, which {LOGPROB_SERVERS} return for `logprobs: true, top_logprobs: K` "
+            "(vLLM caps K at its --max-logprobs, default 20)"
+        )
+    first = content[0]
+    entries = [first, *(first.get("top_logprobs") or [])] if isinstance(first.get("top_logprobs"), list | None) else None
+    if entries is None:
+        raise JudgeServerError("the server's top_logprobs is not a list")
+    found: dict[str, float] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            raise JudgeServerError("a top_logprobs entry of the server's answer has no token string")
+        value = _number(entry.get("logprob"))
+        if value is None or value > LOGPROB_TOLERANCE:
+            raise JudgeServerError(f"the server gave token {entry['token']!r} the log-probability {entry.get('logprob')!r}")
+        found.setdefault(entry["token"], min(value, 0.0))
+    if not any(label in found for label in labels):
+        shown = ", ".join(repr(t) for t in list(found)[:8])
+        raise JudgeServerError(
+            f"none of the answer tokens {', '.join(repr(label) for label in labels)} is among the server's "
+            f"{len(found)} most likely tokens ({shown}); the served model does not answer the rubric with a digit"
+        )
+    values = [found.get(label, ABSENT) for label in labels]
+    if sum(math.exp(v) for v in values) > 1.0 + MASS_TOLERANCE:
+        raise JudgeServerError("the server's log-probabilities of the answer tokens sum above probability 1")
+    return values
+
+
+def answer_text(payload: Any) -> str:
+    """``choices[0].message.content`` of a chat completion (a generated rationale)."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    text = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(text, str):
+        raise JudgeServerError("the server's answer has no message text")
+    return text.strip()
+
+
+def api_key(variable: str | None) -> str | None:
+    """The key in environment variable ``variable`` (None when no variable is named); a named
+    variable that is unset or empty raises :class:`ModelLoadError` naming the variable, never a value."""
+    if not variable:
+        return None
+    value = os.environ.get(variable, "")
+    if not value.strip():
+        raise ModelLoadError(f"judge server: the environment variable {variable} (--judge-api-key-env) is not set")
+    return value.strip()
+
+
+class JudgeServer:
+    """A judge served behind an OpenAI-compatible endpoint, with :class:`JudgeModel`'s interface.
+
+    ``calls`` counts chat requests that got an HTTP answer (retries included; not the one
+    ``/models`` look-up of :meth:`connect`); ``signature`` is
+    :func:`server_signature` of the served model and the revision ``/models`` reports, set by
+    :meth:`connect`. ``transport`` is httpx's (tests pass none: they serve on 127.0.0.1)."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        served_model: str,
+        *,
+        key: str | None = None,
+        vision: bool = False,
+        concurrency: int = 8,
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        top_logprobs: int = TOP_LOGPROBS,
+        transport: Any = None,
+    ) -> None:
+        import httpx
+
+        self.endpoint = check_endpoint(endpoint)
+        self.name = served_model
+        self.host = endpoint_host(self.endpoint)
+        self.concurrency = max(1, concurrency)
+        self.retries = max(0, retries)
+        self.backoff = max(0.0, backoff)
+        self.top_logprobs = max(1, top_logprobs)
+        self.revision: str | None = None
+        self.signature = server_signature(served_model)
+        self.calls = 0
+        self.failures = 0  # prompts that got no usable answer
+        self._vision = vision
+        self._lock = threading.Lock()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(timeout),
+            follow_redirects=False,
+            transport=transport,
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            trust_env=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"JudgeServer({self.name!r} at {self.host})"
+
+    @property
+    def vision(self) -> bool:
+        return self._vision
+
+    def close(self) -> None:
+        self._client.close()
+
+    def connect(self) -> JudgeServer:
+        """Ask ``/models`` for the served model (and its revision, when reported); a server that
+        cannot be reached or does not serve it raises :class:`ModelLoadError`."""
+        try:
+            payload = self._request("GET", "/models", None, retries=0)
+        except JudgeServerError as exc:
+            raise ModelLoadError(f"judge server {self.host}: {exc}") from None
+        data = payload.get("data") if isinstance(payload, dict) else None
+        entries = [d for d in data if isinstance(d, dict)] if isinstance(data, list) else []
+        served = [str(d.get("id")) for d in entries]
+        entry = next((d for d in entries if d.get("id") == self.name), None)
+        if entry is None:
+            listed = ", ".join(repr(s) for s in served[:10]) or "none"
+            raise ModelLoadError(
+                f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see --judge-served-model"
+            )
+        revision = entry.get("revision")
+        root = entry.get("root")
+        parts = [str(revision)] if isinstance(revision, str) and revision else []
+        if isinstance(root, str) and root and root != self.name:
+            parts.append(f"root={root}")
+        self.revision = ",".join(parts) or None
+        self.signature = server_signature(self.name, self.revision)
+        return self
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None, retries: int | None = None) -> Any:
+        """One request with retries; the parsed JSON answer, or :class:`JudgeServerError`."""
+        import httpx
+
+        url = self.endpoint + path
+        why = ""
+        retries = self.retries if retries is None else retries
+        for attempt in range(retries + 1):
+            wait = self.backoff * (2**attempt)
+            try:
+                with self._client.stream(method, url, json=body) as response:
+                    if method == "POST":
+                        with self._lock:
+                            self.calls += 1
+                    status = response.status_code
+                    if 300 <= status < 400:
+                        target = endpoint_host(response.headers.get("location", "")) or "elsewhere"
+                        raise JudgeServerError(f"the server redirected (HTTP {status}) to {target}; redirects are not followed")
+                    raw = bytearray()
+                    for chunk in response.iter_bytes():
+                        raw += chunk
+                        if len(raw) > MAX_RESPONSE_BYTES:
+                            raise JudgeServerError(f"the server's answer is larger than {MAX_RESPONSE_BYTES} bytes")
+                    if status in RETRIED:
+                        why = f"HTTP {status}{_detail(bytes(raw))}"
+                        after = response.headers.get("retry-after")
+                        wait = wait if after is None else _retry_after(after)
+                    elif status >= 400:
+                        raise JudgeServerError(f"HTTP {status}{_detail(bytes(raw))}")
+                    else:
+                        try:
+                            return json.loads(bytes(raw))
+                        except (ValueError, RecursionError):
+                            raise JudgeServerError(
+                                f"the server's answer is not JSON ({len(raw)} bytes: {bytes(raw[:60])!r})"
+                            ) from None
+            except httpx.TimeoutException:
+                why = f"no answer within {self._client.timeout.read}s (timeout)"
+            except httpx.TransportError as exc:
+                why = f"cannot reach the server ({type(exc).__name__}: {exc})"
+            except httpx.HTTPError as exc:  # an answer httpx cannot decode: not retried
+                raise JudgeServerError(f"unreadable answer ({type(exc).__name__}: {exc})") from None
+            if attempt < retries:
+                time.sleep(wait)
+        tries = f" after {retries + 1} tries" if retries else ""
+        raise JudgeServerError(f"{why}{tries}")
+
+    def _images(self, prompt: JudgePrompt, root: Path | None, images: bool) -> list[str]:
+        if not (images and self.vision and prompt.images):
+            return []
+        return [image_data_url((root or Path(".")) / ref) for ref in prompt.images]
+
+    def _one(self, prompt: JudgePrompt, labels: Sequence[str], root: Path | None, images: bool) -> list[float] | str:
+        try:
+            body = rating_body(self.name, prompt, self._images(prompt, root, images), self.top_logprobs)
+            return label_logprobs(self._request("POST", "/chat/completions", body), labels)
+        except JudgeServerError as exc:
+            return str(exc)
+        except OSError as exc:  # an image that cannot be read
+            return f"cannot send the story's image: {exc.strerror or exc}"
+
+    def answers(
+        self, prompts: Sequence[JudgePrompt], labels: Sequence[str], *, root: Path | None = None, images: bool = False
+    ) -> JudgeAnswers:
+        """Each prompt's label log-probabilities, or the reason it has none (requests in parallel)."""
+        if not prompts:
+            return JudgeAnswers(np.zeros((0, len(labels))), ())
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
+            found = list(pool.map(lambda p: self._one(p, labels, root, images), prompts))
+        values = np.full((len(prompts), len(labels)), np.nan, dtype=np.float64)
+        errors: list[str | None] = []
+        for i, answer in enumerate(found):
+            if isinstance(answer, str):
+                errors.append(f"judge server {self.host}: {answer}")
+            else:
+                values[i] = answer
+                errors.append(None)
+        with self._lock:
+            self.failures += sum(e is not None for e in errors)
+        return JudgeAnswers(values, tuple(errors))
+
+    def logprobs(
+        self, prompts: Sequence[JudgePrompt], labels: Sequence[str], *, root: Path | None = None, images: bool = False
+    ) -> np.ndarray:
+        """As :meth:`JudgeModel.logprobs`; the first failed prompt raises :class:`JudgeServerError`."""
+        found = self.answers(prompts, labels, root=root, images=images)
+        failed = next((e for e in found.errors if e is not None), None)
+        if failed is not None:
+            raise JudgeServerError(failed)
+        return found.logprobs
+
+    def generate(
+        self, prompts: Sequence[JudgePrompt], *, root: Path | None = None, images: bool = False, max_new_tokens: int = 80
+    ) -> list[str]:
+        """Greedy continuations (temperature 0): the rationale shown beside the scores; a failed
+        request raises :class:`JudgeServerError` (a rationale is never cached from one)."""
+
+        def one(prompt: JudgePrompt) -> str:
+            body = {
+                "model": self.name,
+                "messages": chat_messages(prompt, self._images(prompt, root, images)),
+                "max_tokens": max_new_tokens,
+                "temperature": 0.0,
+            }
+            return answer_text(self._request("POST", "/chat/completions", body))
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prompts)))) as pool:
+            return list(pool.map(one, prompts))
+
+
+def _detail(raw: bytes) -> str:
+    """A short, printable excerpt of an error body (``: ...``), or ''."""
+    text = raw[:200].decode("utf-8", "replace").strip()
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return f": {text}" if text else ""
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        seconds = float(value) if value is not None else 0.0
+    except ValueError:
+        return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER) if math.isfinite(seconds) else 0.0
+
+
+def load_judge_server(
+    endpoint: str,
+    served_model: str,
+    *,
+    api_key_env: str | None = None,
+    vision: bool = False,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    top_logprobs: int = TOP_LOGPROBS,
+) -> JudgeServer:
+    """A connected :class:`JudgeServer` (its key from ``api_key_env``); an unreachable server, a
+    model it does not serve or an unset key variable raise :class:`ModelLoadError`."""
+    try:
+        server = JudgeServer(
+            endpoint,
+            served_model,
+            key=api_key(api_key_env),
+            vision=vision,
+            concurrency=concurrency,
+            timeout=timeout,
+            top_logprobs=top_logprobs,
+        )
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
+    try:
+        return server.connect()
+    except ModelLoadError:
+        server.close()
+        raise
+
+
+__all__ = [
+    "LOGPROB_SERVERS",
+    "TOP_LOGPROBS",
+    "JudgeServer",
+    "JudgeServerError",
+    "api_key",
+    "chat_messages",
+    "check_endpoint",
+    "endpoint_host",
+    "image_data_url",
+    "label_logprobs",
+    "load_judge_server",
+    "rating_body",
+    "server_signature",
+]
