@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vst_core.analysis.dhm import DHMReport
+    from vst_core.analysis.leaderboard import Leaderboard
     from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
-    from vst_core.api import human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
+    from vst_core.api import compare, human_likeness, meta_evaluate, read_scores, score_stories, scores_frame
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from vst_core.scoring.registry import Models
 
 _WHERE = {
+    "compare": "vst_core.api",
+    "Leaderboard": "vst_core.analysis.leaderboard",
     "human_likeness": "vst_core.api",
     "meta_evaluate": "vst_core.api",
     "read_scores": "vst_core.api",
@@ -54,6 +57,7 @@ _WHERE = {
 __all__ = [
     "DHMReport",
     "Judgements",
+    "Leaderboard",
     "MetaReport",
     "MetaSettings",
     "Models",
@@ -63,6 +67,7 @@ __all__ = [
     "StorySet",
     "THETA_PRESETS",
     "VrankConfig",
+    "compare",
     "grouped_split",
     "human_likeness",
     "meta_evaluate",
