@@ -140,11 +140,22 @@ class Leaderboard:
 
     def glance(self) -> pd.DataFrame:
         """One row per system, one column per metric: ``mean [low, high] #rank·cluster`` (4 decimals;
-        :data:`~vst_core.analysis.intervals.SMALL_N_MARK` instead of the interval below the minimum N)."""
+        :data:`~vst_core.analysis.intervals.SMALL_N_MARK` instead of the interval below the minimum N);
+        then ``dHM`` and ``people: <aspect>`` (mean human rating) where known."""
         rows: dict[str, dict[str, str]] = {s: {"system": s} for s in self.systems}
         for s in self.standings:
             rows[s.system][s.metric] = cell(s)
-        return pd.DataFrame(list(rows.values()), columns=["system", *self.metrics])
+        extra: list[str] = []
+        for d in self.dhm:
+            if d.dhm is not None:
+                rows[d.system]["dHM"] = _value_cell(d.dhm, d.ci_low, d.ci_high, d.n)
+                extra = ["dHM"]
+        for r in self.ratings:
+            name = f"people: {r.aspect}"
+            rows[r.system][name] = _value_cell(r.mean, r.ci_low, r.ci_high, r.n)
+            if name not in extra:
+                extra.append(name)
+        return pd.DataFrame(list(rows.values()), columns=["system", *self.metrics, *extra]).fillna("—")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -157,12 +168,20 @@ class Leaderboard:
         }
 
 
+def _value_cell(mean: float, low: float | None, high: float | None, n: int) -> str:
+    interval = f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else ""
+    return f"{mean:.4f}{interval}" + (f" {SMALL_N_MARK}" if not has_interval(n) else "")
+
+
 def cell(s: Standing) -> str:
-    """How a standing reads in a table: ``0.9123 [0.9001, 0.9244] #1·A`` (cluster as a letter)."""
-    interval = f" [{s.ci_low:.4f}, {s.ci_high:.4f}]" if s.ci_low is not None and s.ci_high is not None else ""
-    mark = f" {SMALL_N_MARK}" if not has_interval(s.n) else ""
+    """How a standing reads in a table: ``0.9123 [0.9001, 0.9244] #1·A`` (cluster as a letter;
+    :data:`~vst_core.analysis.intervals.SMALL_N_MARK` in place of the interval below the minimum N).
+
+    >>> cell(Standing("NR", "m", "higher", 5, 0.5, None, None, 2, 1))
+    '0.5000 † #2·A'
+    """
     place = f" #{s.rank}·{cluster_name(s.cluster)}" if s.rank is not None else ""
-    return f"{s.mean:.4f}{interval}{mark}{place}"
+    return _value_cell(s.mean, s.ci_low, s.ci_high, s.n) + place
 
 
 def cluster_name(cluster: int | None) -> str:
@@ -207,12 +226,16 @@ def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator)
     n = len(diff)
     observed = abs(float(diff.sum()))
     tolerance = 1e-12 * max(1.0, float(np.abs(diff).sum()))  # a flip equal to the data counts as a hit
+    total = float(diff.sum())
     hits = 0
     step = max(1, PERMUTATION_BLOCK // max(n, 1))
+    words = (n + 63) // 64
     for start in range(0, permutations, step):
         rows = min(step, permutations - start)
-        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0
-        hits += int((np.abs(signs @ diff) >= observed - tolerance).sum())
+        # s = 2·b − 1 for fair random bits b (64 per draw), so Σ s·d = 2·(b @ d) − Σ d
+        bits = np.unpackbits(rng.integers(0, 2**64, size=(rows, words), dtype=np.uint64, endpoint=False).view(np.uint8), axis=1)
+        flipped = 2.0 * (bits[:, :n].astype(np.float64) @ diff) - total
+        hits += int((np.abs(flipped) >= observed - tolerance).sum())
     return (1 + hits) / (1 + permutations)
 
 
@@ -288,6 +311,29 @@ def paired_tests(
         if m in paired and direction_of(m) != "none"
     ]
     return adjusted(tests)
+
+
+def with_tests(summary: pd.DataFrame, tests: Sequence[PairTest]) -> pd.DataFrame:
+    """:func:`vst_core.analysis.systems.win_tie_loss`'s table with each metric's test beside it:
+    ``95% interval`` of the mean difference (``†`` below the minimum N), ``p``, ``p_holm``, ``d_z``."""
+    by_metric = {t.metric: t for t in tests}
+
+    def interval(t: PairTest | None) -> str:
+        if t is None:
+            return "—"
+        if t.ci_low is None or t.ci_high is None:
+            return SMALL_N_MARK if not has_interval(t.n) else "—"
+        return f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+
+    found = [by_metric.get(m) for m in summary["metric"]]
+    return summary.assign(
+        **{
+            "95% interval": [interval(t) for t in found],
+            "p": [t.p if t is not None else None for t in found],
+            "p_holm": [t.p_holm if t is not None else None for t in found],
+            "d_z": [t.effect_size if t is not None else None for t in found],
+        }
+    ).astype({"p": "Float64", "p_holm": "Float64", "d_z": "Float64"})
 
 
 # --------------------------------------------------------------------------- the leaderboard
@@ -510,4 +556,5 @@ __all__ = [
     "permutation_p",
     "sequence_matrix",
     "story_ratings",
+    "with_tests",
 ]
