@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from vst_core.analysis.leaderboard import holm, leaderboard, paired_test, paired_tests, story_ratings
@@ -140,6 +143,19 @@ def test_holm_by_hand() -> None:
     # p = 0.01, 0.04, 0.03, 0.005 (m = 4): sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 -> 0.06
     assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0]) and holm([None, 0.02]) == [None, pytest.approx(0.02)]
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.lists(st.one_of(st.none(), st.floats(0, 1)), max_size=12))
+def test_holm_never_lowers_a_p_value_and_keeps_their_order(p: list[float | None]) -> None:
+    adjusted = holm(p)
+    assert [a is None for a in adjusted] == [v is None for v in p]
+    known = [(v, a) for v, a in zip(p, adjusted, strict=True) if v is not None and a is not None]
+    assert all(v <= a <= 1.0 for v, a in known)
+    assert all(a1 <= a2 for v1, a1 in known for v2, a2 in known if v1 < v2)
+    if known:  # the smallest is multiplied by the number of tests (capped at 1)
+        v, a = min(known)
+        assert a == pytest.approx(min(1.0, v * len(known)))
 
 
 def test_the_boards_holm_is_over_every_test_it_shows() -> None:
@@ -292,6 +308,19 @@ def test_the_command_says_what_it_cannot_compare(tmp_path: Path, capsys: pytest.
     assert main(["compare", str(scores), "--systems", "model-x,model-y", "--permutations", "200"]) == 0
     out = capsys.readouterr().out
     assert "†" in out and "model-y" in out and "reference" not in out.split("dHM")[0]
+
+
+def test_the_command_prints_names_from_files_as_plain_characters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = ["story_id,metric,value,system,sequence_id"]
+    for k in range(3):
+        lines += [f's{k},R,0.{k + 5},"evil\x1b[31m",q{k}', f"s{k},R,0.{k + 3},plain,q{k}"]
+    source = tmp_path / "long.csv"
+    source.write_text("\n".join(lines) + "\n")
+    scores = tmp_path / "scores.jsonl"
+    assert main(["import-scores", str(source), "--long", "--out", str(scores)]) == 0
+    assert main(["compare", str(scores), "--permutations", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "evil\\x1b[31m" in out
 
 
 # --------------------------------------------------------------------------- the page (AppTest)
