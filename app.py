@@ -30,6 +30,7 @@ navigation = st.navigation(
         st.Page("app_pages/dataset.py", title="Dataset", icon=":material/table_chart:"),
         st.Page("app_pages/agreement.py", title="Agreement with humans", icon=":material/insights:"),
         st.Page("app_pages/systems.py", title="Compare two systems", icon=":material/balance:"),
+        st.Page("app_pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
         st.Page("app_pages/human_likeness.py", title="Human-likeness", icon=":material/diversity_3:"),
         st.Page("app_pages/compare.py", title="Compare with other scores", icon=":material/compare_arrows:"),
     ]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import loading
 from dashboard.frame import page, story_table
+from vst_core.analysis.intervals import SMALL_N_NOTE
+from vst_core.analysis.leaderboard import PERMUTATIONS, RESAMPLES, with_tests
 from vst_core.analysis.systems import paired_sequences, win_tie_loss
 from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv
 from vst_core.viz.safe import code, md
@@ -27,11 +30,14 @@ paired = paired_sequences(table, str(a), str(b), metrics)
 st.markdown(f"**{len(paired)}** image sequences have a story by both {code(a)} and {code(b)}.")
 if not len(paired):
     st.stop()
-summary = win_tie_loss(paired, metrics)
+summary = with_tests(win_tie_loss(paired, metrics), loading.pair_tests(paired, view.key, str(a), str(b), tuple(metrics)))
 st.caption(
     f"Wins, ties and losses of {md(a)} against {md(b)}: a win is a better score by the metric's direction (column "
     "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
-    f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured."
+    f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured, with their "
+    f"paired-bootstrap 95% interval ({RESAMPLES:,} resamples of the sequences), the paired approximate-randomization "
+    f"p ({PERMUTATIONS:,} random sign flips, two-sided, seed 0), p Holm-adjusted over the metrics shown and the effect "
+    f"size d_z = mean / sd of the differences; the Leaderboard page ranks every system. {SMALL_N_NOTE}"
 )
 counts = ["wins", "ties", "losses"]  # none for a descriptor: shown as a dash, not "None"
 st.dataframe(

@@ -31,6 +31,7 @@ PAGES = {
     "disagreements": "/agreement#disagreements",
     "systems": "/systems",
     "human_likeness": "/human_likeness",
+    "leaderboard": "/leaderboard",
 }
 
 

@@ -18,6 +18,7 @@ from PIL import Image
 from dashboard import session
 from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.dhm import DHMReport, dhm_report
+from vst_core.analysis.leaderboard import Leaderboard, PairTest, leaderboard, paired_tests, story_ratings
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
 from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
@@ -411,3 +412,39 @@ def dhm(
     return dhm_report(
         table, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
     )
+
+
+@st.cache_data(show_spinner="Ranking the systems and testing every two of them…")
+def board(
+    _scored: pd.DataFrame,
+    key: str,
+    signatures: tuple[str, ...],
+    systems: tuple[str, ...],
+    human: tuple[str, ...],
+    resamples: int,
+    permutations: int,
+    seed: int,
+    _judgements: Judgements | None,
+    judgements_digest: str,
+) -> Leaderboard:
+    """``vst compare``'s leaderboard of the view's table (cached by the view's content key, the
+    options and the judgements' digest), signed with the view's ``signatures``."""
+    ratings = story_ratings(_scored, _judgements) if _judgements is not None else None
+    return leaderboard(
+        _scored,
+        systems=systems,
+        human=human,
+        resamples=resamples,
+        permutations=permutations,
+        seed=seed,
+        ratings=ratings,
+        scores_signatures=signatures,
+        judgements_digest=judgements_digest if _judgements is not None else "",
+    )
+
+
+@st.cache_data(show_spinner="Testing the differences…", max_entries=32)
+def pair_tests(_paired: pd.DataFrame, key: str, a: str, b: str, metrics: tuple[str, ...]) -> list[PairTest]:
+    """:func:`~vst_core.analysis.leaderboard.paired_tests` of two systems' paired differences,
+    cached by the view's content key and the two systems."""
+    return paired_tests(_paired, metrics, a, b)

@@ -39,6 +39,7 @@ PAGES = {
     "human": "app_pages/human_likeness.py",
     "compare": "app_pages/compare.py",
     "systems": "app_pages/systems.py",
+    "leaderboard": "app_pages/leaderboard.py",
 }
 SAMPLE = ROOT / "assets" / "sample" / "stories.jsonl"
 ARTIFACTS = ROOT / "tests" / "_artifacts"

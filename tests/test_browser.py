@@ -662,6 +662,7 @@ def test_hostile_names_fetch_nothing_from_outside_on_any_page(
             visit("Dataset")
             visit("Compare two systems")
             assert all(system in _shown_text(page) for system in HOSTILE_SYSTEMS)
+            visit("Leaderboard")
             visit("Human-likeness", settle=False)
             page.get_by_role("combobox", name="Human stories are those of").click()
             page.get_by_role("option", name=HOSTILE_SYSTEMS[0], exact=True).click()
@@ -684,3 +685,31 @@ def test_hostile_names_fetch_nothing_from_outside_on_any_page(
     assert not outside, outside
     assert not [r for r in referenced if _outside(r)], referenced  # no image or link of the page leaves the server
     assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_leaderboard_page_in_chromium(server: str) -> None:
+    """The sample's four systems ranked on NR in the real browser, as ``vst compare`` ranks them."""
+    from vst_core.analysis.leaderboard import cell, leaderboard
+    from vst_core.cli import main
+    from vst_core.data.index_store import load_index
+
+    result = _page(
+        server,
+        "/leaderboard",
+        "leaderboard.png",
+        ["h1:has-text('Leaderboard')", '[data-testid="stDataFrame"]', "text=Pairwise tests"],
+        read=_first_table,
+    )
+    rows = result["rows"]
+    systems = sorted({r["system"] for r in _sample_stories()})
+    assert _column(rows, "system") == systems
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vst-board-") as folder:
+        scores = Path(folder) / "scores.jsonl"
+        assert (
+            main(["score", str(SAMPLE / "stories.jsonl"), "--metrics", "redundancy", "--out", str(scores), "--no-progress"]) == 0
+        )
+        board = leaderboard(load_index([scores]).table)
+    cells = {s.system: cell(s) for s in board.standings if s.metric == "NR"}
+    assert _column(rows, "NR") == [cells[s] for s in systems]

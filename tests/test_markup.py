@@ -342,7 +342,7 @@ NAMES = st.lists(HOSTILE.filter(bool), min_size=5, max_size=5, unique_by=lambda 
 )
 
 
-@pytest.mark.slow  # six pages through AppTest for each example (about 1 s each)
+@pytest.mark.slow  # seven pages through AppTest for each example (about 1 s each)
 @settings(
     max_examples=PAGE_EXAMPLES,
     deadline=None,
@@ -382,6 +382,7 @@ def test_hostile_names_render_as_text_on_every_page(tmp_path_factory: pytest.Tem
     assert_inert(_visit(app, "dataset"))
     systems = assert_inert(_visit(app, "systems"))
     assert system_a in systems and system_b in systems
+    assert_inert(_visit(app, "leaderboard"))  # names only in its tables, the people's aspect a column name
     human = assert_inert(_visit(app, "human"))
     assert system_b in human and f"{story}0" in human  # the links to the stories that differ most
     _visit(app, "compare").file_uploader(key="compare_upload").set_value(
@@ -389,7 +390,7 @@ def test_hostile_names_render_as_text_on_every_page(tmp_path_factory: pytest.Tem
     ).run()
     compare = assert_inert(app)
     assert f"{story}0" in compare
-    print(f"  [markup] six pages in {time.perf_counter() - started:.1f} s")
+    print(f"  [markup] seven pages in {time.perf_counter() - started:.1f} s")
 
 
 @pytest.mark.slow  # AppTest of the inspect page, uploaded and pasted

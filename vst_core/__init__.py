@@ -18,8 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vst_core.analysis.dhm import DHMReport
+    from vst_core.analysis.leaderboard import Leaderboard
     from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements
-    from vst_core.api import StoryView, human_likeness, meta_evaluate, read_scores, score_stories, scores_frame, show
+    from vst_core.api import (
+        StoryView,
+        compare,
+        human_likeness,
+        meta_evaluate,
+        read_scores,
+        score_stories,
+        scores_frame,
+        show,
+    )
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
@@ -28,6 +38,8 @@ if TYPE_CHECKING:
     from vst_core.scoring.registry import Models
 
 _WHERE = {
+    "compare": "vst_core.api",
+    "Leaderboard": "vst_core.analysis.leaderboard",
     "human_likeness": "vst_core.api",
     "meta_evaluate": "vst_core.api",
     "read_scores": "vst_core.api",
@@ -56,6 +68,7 @@ _WHERE = {
 __all__ = [
     "DHMReport",
     "Judgements",
+    "Leaderboard",
     "MetaReport",
     "MetaSettings",
     "Models",
@@ -66,6 +79,7 @@ __all__ = [
     "StoryView",
     "THETA_PRESETS",
     "VrankConfig",
+    "compare",
     "grouped_split",
     "human_likeness",
     "meta_evaluate",

@@ -2,7 +2,7 @@
 
 Each function does what the command of the same job does, with the same numbers and the same
 signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vst meta-eval``,
-:func:`human_likeness` is ``vst dhm``. Models are loaded once per call, or passed in
+:func:`human_likeness` is ``vst dhm``, :func:`compare` is ``vst compare``. Models are loaded once per call, or passed in
 (``models=Models(settings, clip=..., pair_scorer=...)``) to share them or to inject small ones.
 
 >>> import vst_core as vst
@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, Pairing, dhm_report
+from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, leaderboard, story_ratings
 from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import Story, StorySet, load_records
@@ -34,7 +35,7 @@ from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
 
-__all__ = ["human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
+__all__ = ["compare", "human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
 
 
 def _settings(settings: Settings | None, metrics: Iterable[str] | str | None) -> Settings:
@@ -163,6 +164,61 @@ def human_likeness(
     Human-likeness page compute it: over the distances the scores have (``report.note`` says when
     that is not the paper's three), with ``judge`` also the judge's."""
     return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed, judge=judge)
+
+
+def compare(
+    scores: Sequence[StoryScores] | pd.DataFrame,
+    *,
+    judgements: Judgements | str | Path | bytes | None = None,
+    systems: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    human: Sequence[str] = HUMAN_SYSTEMS,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+) -> Leaderboard:
+    """Which system is better, as ``vst compare`` and the Leaderboard page compute it: per metric,
+    over the image sequences every system wrote for, each system's mean with its bootstrap interval,
+    rank and significance cluster; every two systems' paired tests (mean difference with its
+    interval, approximate-randomization p, Holm-adjusted p, d_z); dHM per system when ``human``
+    stories are there; the mean human rating per system and aspect with ``judgements``.
+
+    ``scores``: records (several of one story merged, as :func:`read_scores` does) or
+    :func:`scores_frame`'s table.
+
+    >>> import vst_core as vst
+    >>> t = pd.DataFrame({"story": list("abcd"), "sequence": list("xxyy"), "system": ["h", "m"] * 2, "NR": [0.9, 0.7, 0.8, 0.6]})
+    >>> board = vst.compare(t, resamples=0, permutations=999)
+    >>> board.pairs[0].system_a, board.pairs[0].system_b, round(board.pairs[0].mean_difference, 3), board.pairs[0].better
+    ('h', 'm', 0.2, 'h')
+    """
+    if isinstance(scores, pd.DataFrame):
+        table = scores
+        signatures: list[str] = list(scores.attrs.get("scores_signatures", []))
+    else:
+        records, _conflicts = merge_records((r, "records") for r in scores)
+        table = scores_frame(records)
+        signatures = sorted({str(r.signature.get("id")) for r in records if r.signature.get("id")})
+    ratings, digest = None, ""
+    if judgements is not None:
+        found = judgements if isinstance(judgements, Judgements) else read_judgements(judgements)
+        ratings, digest = story_ratings(table, found), found.digest
+    return leaderboard(
+        table,
+        systems=systems,
+        metrics=metrics,
+        resamples=resamples,
+        permutations=permutations,
+        seed=seed,
+        confidence=confidence,
+        alpha=alpha,
+        human=human,
+        ratings=ratings,
+        scores_signatures=signatures,
+        judgements_digest=digest,
+    )
 
 
 class StoryView:

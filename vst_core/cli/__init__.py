@@ -1,5 +1,6 @@
 """The ``vst`` command line, one module per command: :mod:`.score`, :mod:`.meta_eval`,
-:mod:`.train_sop`, :mod:`.models` (fetch-models, cache), :mod:`.bench` and :mod:`.dhm` (import-scores, dhm)."""
+:mod:`.train_sop`, :mod:`.models` (fetch-models, cache), :mod:`.bench`, :mod:`.dhm` (import-scores, dhm)
+and :mod:`.compare` (the leaderboard and paired tests)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, dhm, judge, meta_eval, models, score, train_cosmic, train_sop, train_vrank
+from vst_core.cli import bench, compare, dhm, judge, meta_eval, models, score, train_cosmic, train_sop, train_vrank
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -24,6 +25,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "import-scores": dhm.run_import,
     "dhm": dhm.run_dhm,
     "judge-bias": judge.run,
+    "compare": compare.run,
 }
 
 
@@ -41,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     meta_eval.add_parser(sub)
     dhm.add_parsers(sub)
     judge.add_parser(sub)
+    compare.add_parser(sub)
     return parser
 
 

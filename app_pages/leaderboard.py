@@ -1,0 +1,90 @@
+"""Leaderboard: every system on every metric over the image sequences all of them wrote for, with
+bootstrap intervals, ranks and significance clusters, and the paired tests between every two
+systems; the numbers ``vst compare`` prints."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from dashboard import loading
+from dashboard.frame import page
+from vst_core.analysis.dhm import HUMAN_SYSTEMS
+from vst_core.analysis.intervals import SMALL_N_NOTE
+from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES
+from vst_core.data.csv_out import frame_csv
+from vst_core.viz.safe import md
+
+view = page(
+    "Leaderboard",
+    "Which system is better: per metric, over the image sequences every compared system wrote for, each system's "
+    "mean with a bootstrap interval, its rank by the metric's direction and its significance cluster; below, "
+    "the paired tests between every two systems.",
+)
+systems = sorted(str(s) for s in view.table["system"].unique())
+if len(systems) < 2:
+    st.info("The loaded stories come from one system: load a set with two or more to rank them.")
+    st.stop()
+chosen = st.multiselect("Systems", systems, default=systems, key="board_systems")
+with st.expander("Statistics settings"):
+    a, b, c, d = st.columns(4)
+    resamples = int(a.number_input("Bootstrap resamples", 0, 10000, RESAMPLES, step=100, key="board_resamples"))
+    permutations = int(b.number_input("Permutations", 0, 100000, PERMUTATIONS, step=1000, key="board_permutations"))
+    seed = int(c.number_input("Seed", 0, 2**31 - 1, 0, key="board_seed"))
+    human = tuple(
+        d.multiselect("Human stories (dHM)", systems, default=[s for s in systems if s in HUMAN_SYSTEMS], key="board_human")
+    )
+if len(chosen) < 2:
+    st.info("Pick two systems or more.")
+    st.stop()
+judgements, label = loading.session_judgements(set(view.table["story"].astype(str)))
+board = loading.board(
+    view.table,
+    view.key,
+    loading.signature_ids(view, view.key),
+    tuple(chosen),
+    human,
+    resamples,
+    permutations,
+    seed,
+    judgements,
+    judgements.digest if judgements is not None else "",
+)
+signed = f"compare sig {board.signature['id']} · {view.footer()}"
+
+st.subheader("Every system on every metric", divider="gray")
+st.caption(
+    f"Mean over the image sequences every compared system wrote for (N per metric) [percentile bootstrap 95% interval, "
+    f"{resamples:,} resamples of the sequences] · #rank by the metric's direction (lower is better for inter, intra "
+    f"and T; a descriptor such as P is not ranked) · cluster: best first, a system opens a new cluster (A, B, …) when "
+    f"the paired test against the one ranked just above it gives Holm-adjusted p < {ALPHA}. dHM: distance from the "
+    f"human stories over each system's own stories (lower is more human-like)."
+    + (f" People: mean rating over each system's rated stories ({md(label)})." if board.ratings else "")
+    + f" {SMALL_N_NOTE}"
+)
+st.dataframe(board.glance(), hide_index=True, width="stretch", key="board_glance")
+for message in board.notes:
+    st.info(md(message))
+with st.expander("Every number of the leaderboard"):
+    st.dataframe(board.standings_frame(), hide_index=True, width="stretch", key="board_standings")
+
+st.subheader("Pairwise tests", divider="gray")
+st.caption(
+    f"d = A − B per sequence: mean difference with its paired-bootstrap 95% interval; p: paired approximate "
+    f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}); p_holm: Holm over "
+    f"the {len(board.pairs)} tests shown; effect size d_z = mean(d) / sd(d); better: by the metric's direction."
+)
+st.dataframe(board.pairs_frame(), hide_index=True, width="stretch", key="board_pairs")
+head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
+left, middle, right = st.columns(3)
+left.download_button("Leaderboard (CSV)", frame_csv(board.standings_frame(), head), "leaderboard.csv", "text/csv", key="dl-board")
+middle.download_button("Pairwise tests (CSV)", frame_csv(board.pairs_frame(), head), "pairwise.csv", "text/csv", key="dl-pairs")
+right.download_button(
+    "Everything (JSON)",
+    json.dumps(board.to_json(), ensure_ascii=False, indent=1),
+    "compare.json",
+    "application/json",
+    key="dl-compare",
+)
+st.caption(signed)

@@ -1,0 +1,560 @@
+"""Which system is better: a leaderboard of every system on every metric, and paired tests between
+systems (as SacreBLEU's ``--paired-bs`` / ``--paired-ar`` and the WMT metrics tasks do, over the
+image sequences every compared system wrote for).
+
+Per metric, the stories are paired by image sequence: a system's value on a sequence is the mean of
+its stories there, and only the sequences where *every* compared system has a value of that metric
+enter (so each metric has its own N, the same for every system). Then
+
+    mean             the mean over those sequences, with a percentile bootstrap interval
+                     (sequences resampled, the same draws for every system)
+    rank             1 = best by the metric's direction (:func:`~vst_core.records.direction_of`:
+                     lower is better for ``inter``, ``intra``, ``T``); none for a descriptor (``P``)
+    cluster          systems sorted best first; a system opens a new cluster when its paired test
+                     against the one ranked just above it gives ``p_holm < alpha``
+    d = a − b        per sequence; mean difference, its paired-bootstrap interval, a paired
+                     approximate-randomization p-value (two-sided: ``|mean(s·d)| ≥ |mean(d)|`` for
+                     random signs ``s``; p = (1 + hits) / (1 + permutations)), Holm-adjusted p over
+                     every test of the result, and the effect size d_z = mean(d) / sd(d) (ddof 1)
+
+Intervals follow :mod:`vst_core.analysis.intervals` (none below its minimum N). Each test's random
+stream is seeded by ``seed``, the metric and the two systems' names (in either order), so a pair's
+p-value and interval do not depend on which other systems are compared.
+
+>>> t = pd.DataFrame({"story": list("abcdef"), "sequence": list("xxyyzz"), "system": ["h", "m"] * 3, "NR": [0.9, 0.7, 0.8, 0.8, 0.9, 0.6]})
+>>> board = leaderboard(t, metrics=["NR"], resamples=0, permutations=999)
+>>> [(s.system, s.rank, round(s.mean, 3)) for s in board.standings]
+[('h', 1, 0.867), ('m', 2, 0.7)]
+>>> round(board.pairs[0].mean_difference, 3), board.pairs[0].n
+(0.167, 3)
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vst_core.analysis.dhm import COLUMNS, HUMAN_SYSTEMS, bootstrap, dhm_aspects, dhm_report
+from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
+from vst_core.records import FIELDS, Direction, direction_of
+
+#: Sign-flip permutations of the paired approximate-randomization test, unless told otherwise.
+PERMUTATIONS = 10_000
+#: Bootstrap resamples of every interval, unless told otherwise.
+RESAMPLES = 1000
+#: Significance level of the clusters.
+ALPHA = 0.05
+#: Random signs held at once by the permutation test (permutations × sequences per block).
+PERMUTATION_BLOCK = 1 << 22
+#: The columns of the story table that are metrics, in the registry's order.
+METRIC_COLUMNS: tuple[str, ...] = tuple(f.column for f in FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """One system on one metric: mean over the ``n`` paired sequences, its interval (None below the
+    minimum N or with no resamples), rank and cluster (None for a descriptor)."""
+
+    metric: str
+    system: str
+    direction: Direction
+    n: int
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+    rank: int | None
+    cluster: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class PairTest:
+    """System a against b on one metric over the ``n`` sequences both (and every compared system)
+    have: d = a − b. ``better``: the system the mean difference favours by the metric's direction
+    (None: no difference). ``p_holm``: Holm-adjusted over the tests it was computed with."""
+
+    metric: str
+    system_a: str
+    system_b: str
+    n: int
+    mean_difference: float
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    p_holm: float | None
+    effect_size: float | None
+    better: str | None
+    permutations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rating:
+    """A system's mean human rating of one aspect over its ``n`` rated stories, with its interval."""
+
+    system: str
+    aspect: str
+    n: int
+    mean: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SystemDistance:
+    """A system's dHM (as ``vst dhm`` computes it, over its own ``n`` stories) with its interval."""
+
+    system: str
+    n: int
+    dhm: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Every system on every metric, the paired tests between them, dHM and human ratings."""
+
+    systems: tuple[str, ...]
+    metrics: tuple[str, ...]
+    standings: tuple[Standing, ...]
+    pairs: tuple[PairTest, ...]
+    dhm: tuple[SystemDistance, ...] = ()
+    ratings: tuple[Rating, ...] = ()
+    signature: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def standings_frame(self) -> pd.DataFrame:
+        """One row per (metric, system), best first within a metric; ``small_n`` marks N below the minimum."""
+        columns = ["metric", "direction", "rank", "cluster", "system", "n", "mean", "ci_low", "ci_high"]
+        frame = pd.DataFrame([asdict(s) for s in self.standings], columns=columns)
+        frame = frame.astype({"rank": "Int64", "cluster": "Int64"})
+        return frame.assign(small_n=[not has_interval(int(n)) for n in frame["n"]])
+
+    def pairs_frame(self) -> pd.DataFrame:
+        """One row per test: the JSON fields of ``vst compare``."""
+        return pd.DataFrame([asdict(p) for p in self.pairs], columns=list(PairTest.__slots__))
+
+    def glance(self) -> pd.DataFrame:
+        """One row per system, one column per metric: ``mean [low, high] #rank·cluster`` (4 decimals;
+        :data:`~vst_core.analysis.intervals.SMALL_N_MARK` instead of the interval below the minimum N);
+        then ``dHM`` and ``people: <aspect>`` (mean human rating) where known."""
+        rows: dict[str, dict[str, str]] = {s: {"system": s} for s in self.systems}
+        for s in self.standings:
+            rows[s.system][s.metric] = cell(s)
+        extra: list[str] = []
+        for d in self.dhm:
+            if d.dhm is not None:
+                rows[d.system]["dHM"] = _value_cell(d.dhm, d.ci_low, d.ci_high, d.n)
+                extra = ["dHM"]
+        for r in self.ratings:
+            name = f"people: {r.aspect}"
+            rows[r.system][name] = _value_cell(r.mean, r.ci_low, r.ci_high, r.n)
+            if name not in extra:
+                extra.append(name)
+        return pd.DataFrame(list(rows.values()), columns=["system", *self.metrics, *extra]).fillna("—")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "signature": self.signature,
+            "notes": list(self.notes),
+            "leaderboard": [asdict(s) for s in self.standings],
+            "pairwise": [asdict(p) for p in self.pairs],
+            "dhm": [asdict(d) for d in self.dhm],
+            "human_ratings": [asdict(r) for r in self.ratings],
+        }
+
+
+def _value_cell(mean: float, low: float | None, high: float | None, n: int) -> str:
+    interval = f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else ""
+    return f"{mean:.4f}{interval}" + (f" {SMALL_N_MARK}" if not has_interval(n) else "")
+
+
+def cell(s: Standing) -> str:
+    """How a standing reads in a table: ``0.9123 [0.9001, 0.9244] #1·A`` (cluster as a letter;
+    :data:`~vst_core.analysis.intervals.SMALL_N_MARK` in place of the interval below the minimum N).
+
+    >>> cell(Standing("NR", "m", "higher", 5, 0.5, None, None, 2, 1))
+    '0.5000 † #2·A'
+    """
+    place = f" #{s.rank}·{cluster_name(s.cluster)}" if s.rank is not None else ""
+    return _value_cell(s.mean, s.ci_low, s.ci_high, s.n) + place
+
+
+def cluster_name(cluster: int | None) -> str:
+    """Clusters as letters, A the best: 1 -> A, 27 -> AA.
+
+    >>> cluster_name(1), cluster_name(3), cluster_name(27)
+    ('A', 'C', 'AA')
+    """
+    if cluster is None:
+        return "—"
+    name, k = "", cluster
+    while k > 0:
+        k, r = divmod(k - 1, 26)
+        name = chr(65 + r) + name
+    return name
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def holm(p: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of the p-values given (None stays None and is not counted):
+    the i-th smallest of m becomes max over j ≤ i of min(1, (m − j + 1) · p_(j)).
+
+    >>> holm([0.01, 0.04, 0.03, None])
+    [0.03, 0.06, 0.06, None]
+    """
+    known = [(v, i) for i, v in enumerate(p) if v is not None]
+    out: list[float | None] = [None] * len(p)
+    m = len(known)
+    running = 0.0
+    for j, (v, i) in enumerate(sorted(known)):
+        running = max(running, min(1.0, (m - j) * v))
+        out[i] = running
+    return out
+
+
+def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> float:
+    """Two-sided paired approximate randomization: the share of random sign flips ``s`` with
+    ``|Σ s·d| ≥ |Σ d|``, counted as (1 + hits) / (1 + permutations). Every flip of a block is one
+    row of a ±1 matrix, and the statistics of the block one matrix product with ``d``."""
+    n = len(diff)
+    observed = abs(float(diff.sum()))
+    tolerance = 1e-12 * max(1.0, float(np.abs(diff).sum()))  # a flip equal to the data counts as a hit
+    total = float(diff.sum())
+    hits = 0
+    step = max(1, PERMUTATION_BLOCK // max(n, 1))
+    words = (n + 63) // 64
+    for start in range(0, permutations, step):
+        rows = min(step, permutations - start)
+        # s = 2·b − 1 for fair random bits b (64 per draw), so Σ s·d = 2·(b @ d) − Σ d
+        bits = np.unpackbits(rng.integers(0, 2**64, size=(rows, words), dtype=np.uint64, endpoint=False).view(np.uint8), axis=1)
+        flipped = 2.0 * (bits[:, :n].astype(np.float64) @ diff) - total
+        hits += int((np.abs(flipped) >= observed - tolerance).sum())
+    return (1 + hits) / (1 + permutations)
+
+
+def _rng(seed: int, metric: str, a: str, b: str) -> np.random.Generator:
+    """The random stream of one test: by the seed, the metric and the two names in sorted order."""
+    first, second = sorted((a, b))
+    key = zlib.crc32(f"{metric}\x00{first}\x00{second}".encode())
+    return np.random.default_rng([seed, key])
+
+
+def paired_test(
+    diff: np.ndarray,
+    metric: str,
+    a: str,
+    b: str,
+    *,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairTest:
+    """The test of a against b on the per-sequence differences ``diff`` (a − b, no NaN); ``p_holm``
+    is left as ``p`` (:func:`adjusted` sets it over a family). No p below two sequences."""
+    diff = np.asarray(diff, dtype=float)
+    n = len(diff)
+    mean = float(diff.mean()) if n else float("nan")
+    rng = _rng(seed, metric, a, b)
+    (interval,) = bootstrap(diff.reshape(n, 1), resamples, int(rng.integers(2**63)), confidence) if n else [None]
+    p = permutation_p(diff, permutations, rng) if n >= 2 and permutations > 0 else None
+    sd = float(diff.std(ddof=1)) if n >= 2 else 0.0
+    effect = mean / sd if sd > 0 else None
+    direction = direction_of(metric)
+    sign = {"higher": 1.0, "lower": -1.0}.get(direction, 0.0)
+    better = None if not n or mean * sign == 0 else a if mean * sign > 0 else b
+    low, high = interval if interval else (None, None)
+    return PairTest(metric, a, b, n, mean, low, high, p, p, effect, better, permutations)
+
+
+def adjusted(tests: Sequence[PairTest]) -> list[PairTest]:
+    """``tests`` with ``p_holm`` adjusted over all of them (:func:`holm`)."""
+    from dataclasses import replace
+
+    return [replace(t, p_holm=h) for t, h in zip(tests, holm([t.p for t in tests]), strict=True)]
+
+
+def paired_tests(
+    paired: pd.DataFrame,
+    metrics: Sequence[str],
+    a: str,
+    b: str,
+    *,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[PairTest]:
+    """The tests of a against b on :func:`vst_core.analysis.systems.paired_sequences`' differences,
+    one per metric with a direction, Holm-adjusted over those metrics (the comparisons shown)."""
+    if "sequence" in paired:  # the leaderboard's order of sequences, so both draw the same resamples
+        paired = paired.sort_values("sequence", kind="stable")
+    tests = [
+        paired_test(
+            paired[m].dropna().to_numpy(float),
+            m,
+            a,
+            b,
+            resamples=resamples,
+            permutations=permutations,
+            seed=seed,
+            confidence=confidence,
+        )
+        for m in metrics
+        if m in paired and direction_of(m) != "none"
+    ]
+    return adjusted(tests)
+
+
+def with_tests(summary: pd.DataFrame, tests: Sequence[PairTest]) -> pd.DataFrame:
+    """:func:`vst_core.analysis.systems.win_tie_loss`'s table with each metric's test beside it:
+    ``95% interval`` of the mean difference (``†`` below the minimum N), ``p``, ``p_holm``, ``d_z``."""
+    by_metric = {t.metric: t for t in tests}
+
+    def interval(t: PairTest | None) -> str:
+        if t is None:
+            return "—"
+        if t.ci_low is None or t.ci_high is None:
+            return SMALL_N_MARK if not has_interval(t.n) else "—"
+        return f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]"
+
+    found = [by_metric.get(m) for m in summary["metric"]]
+    return summary.assign(
+        **{
+            "95% interval": [interval(t) for t in found],
+            "p": [t.p if t is not None else None for t in found],
+            "p_holm": [t.p_holm if t is not None else None for t in found],
+            "d_z": [t.effect_size if t is not None else None for t in found],
+        }
+    ).astype({"p": "Float64", "p_holm": "Float64", "d_z": "Float64"})
+
+
+# --------------------------------------------------------------------------- the leaderboard
+
+
+def sequence_matrix(table: pd.DataFrame, metric: str, systems: Sequence[str]) -> pd.DataFrame:
+    """Sequences × systems: a system's mean ``metric`` over its stories of the sequence, kept only
+    where every one of ``systems`` has a value (the paired sequences), sorted by sequence id."""
+    part = table[table["system"].isin(systems)]
+    wide = part.pivot_table(index="sequence", columns="system", values=metric, aggfunc="mean", dropna=False)
+    wide = wide.reindex(columns=list(systems)).dropna()
+    return wide.sort_index()
+
+
+def _ranks(means: np.ndarray, direction: Direction) -> np.ndarray:
+    """1 = best; equal means share the better rank."""
+    key = -means if direction == "higher" else means
+    return np.array(pd.Series(key).rank(method="min").astype(int))
+
+
+def leaderboard(
+    table: pd.DataFrame,
+    *,
+    systems: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+    human: Sequence[str] = HUMAN_SYSTEMS,
+    ratings: pd.DataFrame | None = None,
+    scores_signatures: Sequence[str] = (),
+    judgements_digest: str = "",
+) -> Leaderboard:
+    """The leaderboard of ``table`` (one row per story: ``story``, ``sequence``, ``system`` and the
+    metric columns, as :func:`vst_core.viz.scores_table` and the scores index give it).
+
+    ``systems``/``metrics`` default to all (metrics: the registry's columns with a value).
+    Every pair of systems is tested on every metric with a direction, and ``p_holm`` is adjusted
+    over all those tests. dHM per system is added when some of ``human`` is among the systems
+    and the scores have a dHM metric; ``ratings`` (one row per story, ``system`` and one column per
+    aspect: :func:`story_ratings`) adds the mean human rating per system and aspect."""
+    if systems is None:
+        systems = sorted(str(s) for s in pd.unique(table["system"]))
+    systems = [str(s) for s in systems]
+    if metrics is None:
+        metrics = [c for c in METRIC_COLUMNS if c in table and table[c].notna().any()]
+    metrics = [m for m in metrics if m in table]
+    notes: list[str] = []
+    standings: list[Standing] = []
+    tests: list[PairTest] = []
+    order: dict[str, list[str]] = {}
+    for metric in metrics:
+        matrix = sequence_matrix(table, metric, systems)
+        values = matrix.to_numpy(float)
+        n = len(values)
+        direction = direction_of(metric)
+        if not n:
+            notes.append(f"{metric}: no image sequence has a value from every compared system")
+            continue
+        means = values.mean(axis=0)
+        intervals = bootstrap(values, resamples, seed, confidence)
+        for i, a in enumerate(systems):
+            for j in range(i + 1, len(systems)):
+                if direction == "none":
+                    continue
+                b = systems[j]
+                tests.append(
+                    paired_test(
+                        values[:, i] - values[:, j],
+                        metric,
+                        a,
+                        b,
+                        resamples=resamples,
+                        permutations=permutations,
+                        seed=seed,
+                        confidence=confidence,
+                    )
+                )
+        ranks = _ranks(means, direction) if direction != "none" else None
+        ranked = sorted(range(len(systems)), key=lambda k: (ranks[k] if ranks is not None else 0, systems[k]))
+        order[metric] = [systems[k] for k in ranked]
+        for k in ranked:
+            interval = intervals[k]
+            low, high = interval if interval is not None else (None, None)
+            rank = int(ranks[k]) if ranks is not None else None
+            standings.append(Standing(metric, systems[k], direction, n, float(means[k]), low, high, rank, None))
+    tests = adjusted(tests)
+    standings = _clustered(standings, tests, order, alpha)
+    payload = {
+        "method": "paired by image sequence; percentile bootstrap over sequences; paired approximate randomization "
+        "(sign flips of the differences, two-sided); Holm over every pairwise test; d_z effect size",
+        "systems": systems,
+        "metrics": list(metrics),
+        "resamples": resamples,
+        "permutations": permutations,
+        "seed": seed,
+        "confidence": confidence,
+        "alpha": alpha,
+        "human_systems": list(human),
+        "scores_signatures": list(scores_signatures),
+        "judgements": judgements_digest,
+    }
+    from vst_core.hashing import json_digest
+
+    signature = {"id": json_digest(payload, 12), **payload}
+    distances = _dhm(table, systems, human, resamples, seed, confidence, notes)
+    rated = _ratings(ratings, systems, resamples, seed, confidence) if ratings is not None else ()
+    return Leaderboard(
+        tuple(systems),
+        tuple(m for m in metrics if m in order),
+        tuple(standings),
+        tuple(tests),
+        distances,
+        rated,
+        signature,
+        tuple(notes),
+    )
+
+
+def _clustered(standings: list[Standing], tests: list[PairTest], order: dict[str, list[str]], alpha: float) -> list[Standing]:
+    """Standings with their cluster: walking each metric's systems best first, a system opens a new
+    cluster when the test against the one just above it has ``p_holm < alpha``."""
+    from dataclasses import replace
+
+    p = {(t.metric, frozenset((t.system_a, t.system_b))): t.p_holm for t in tests}
+    clusters: dict[tuple[str, str], int] = {}
+    for metric, ranked in order.items():
+        if direction_of(metric) == "none":
+            continue
+        current = 1
+        for k, system in enumerate(ranked):
+            if k:
+                found = p.get((metric, frozenset((ranked[k - 1], system))))
+                if found is not None and found < alpha:
+                    current += 1
+            clusters[(metric, system)] = current
+    return [replace(s, cluster=clusters.get((s.metric, s.system))) for s in standings]
+
+
+def _dhm(
+    table: pd.DataFrame,
+    systems: Sequence[str],
+    human: Sequence[str],
+    resamples: int,
+    seed: int,
+    confidence: float,
+    notes: list[str],
+) -> tuple[SystemDistance, ...]:
+    """dHM of each compared system against the ``human`` ones (none when they are absent, or the
+    scores have no dHM metric); the report's partial-dHM note joins ``notes``."""
+    present = [h for h in human if h in set(table["system"].astype(str))]
+    if not present or not any(COLUMNS[a] in table and table[COLUMNS[a]].notna().any() for a in ("G", "C", "R")):
+        return ()
+    report = dhm_report(
+        table, human_systems=present, resamples=resamples, seed=seed, confidence=confidence, aspects=dhm_aspects(table)
+    )
+    if report.note:
+        notes.append(report.note)
+    found = {s.system: s for s in report.systems}
+    out = []
+    for system in systems:
+        s = found.get(system)
+        if s is None:
+            continue
+        interval = s.interval["dHM"]
+        out.append(SystemDistance(system, s.n, s.mean["dHM"], *(interval if interval else (None, None))))
+    return tuple(out)
+
+
+def _ratings(ratings: pd.DataFrame, systems: Sequence[str], resamples: int, seed: int, confidence: float) -> tuple[Rating, ...]:
+    """Mean human rating per system and aspect over its rated stories, with bootstrap intervals."""
+    out = []
+    aspects = [c for c in ratings.columns if c != "system"]
+    for system in systems:
+        part = ratings[ratings["system"].astype(str) == system]
+        for aspect in aspects:
+            values = pd.to_numeric(part[aspect], errors="coerce").dropna().to_numpy(float)
+            if not len(values):
+                continue
+            (interval,) = bootstrap(values.reshape(-1, 1), resamples, seed, confidence)
+            low, high = interval if interval else (None, None)
+            out.append(Rating(system, str(aspect), len(values), float(values.mean()), low, high))
+    return tuple(out)
+
+
+def story_ratings(table: pd.DataFrame, judgements: Any, how: str = "mean") -> pd.DataFrame:
+    """One row per rated story of ``table``: its ``system`` and the raters' ``how`` per aspect,
+    joined by the meta-evaluation's keys (a story is (system, story_id)); error labels left out."""
+    from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of
+    from vst_core.analysis.meta_eval.judgements import aggregate
+
+    ids = table[["story", "system"]].astype(str).reset_index(drop=True)
+    keyed, _ = keyed_judgements(judgements, ids)
+    human = aggregate(keyed, how)
+    aspects = [a for a in keyed.aspects if a in human.columns]
+    keys = keys_of(ids)
+    joined = human[aspects].reindex(keys.to_numpy())
+    joined.insert(0, "system", ids["system"].to_numpy())
+    return joined[joined[aspects].notna().any(axis=1)].reset_index(drop=True) if aspects else joined.iloc[0:0]
+
+
+__all__ = [
+    "ALPHA",
+    "PERMUTATIONS",
+    "RESAMPLES",
+    "Leaderboard",
+    "PairTest",
+    "Rating",
+    "Standing",
+    "SystemDistance",
+    "adjusted",
+    "cell",
+    "cluster_name",
+    "holm",
+    "leaderboard",
+    "paired_test",
+    "paired_tests",
+    "permutation_p",
+    "sequence_matrix",
+    "story_ratings",
+    "with_tests",
+]

@@ -1,0 +1,179 @@
+"""``vst compare SCORES... [--judgements FILE] [--json OUT] [--csv DIR]``: the leaderboard of every
+system on every metric and the paired tests between them; the numbers the Leaderboard page shows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vst_core.analysis.dhm import HUMAN_SYSTEMS
+from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
+from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, cluster_name, leaderboard, story_ratings
+from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, csv_list, error, note
+from vst_core.data.csv_out import frame_csv
+from vst_core.data.index import IndexError_
+from vst_core.data.index_store import load_index
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="which system is better: a leaderboard of every system on every metric, with paired tests",
+        description=(
+            "Per metric, over the image sequences every compared system wrote for (a system's stories of one "
+            "sequence averaged): each system's mean with a percentile bootstrap interval over sequences, its rank "
+            "by the metric's direction (lower is better for inter, intra and T; descriptors such as P are shown, "
+            "not ranked) and significance clusters; for every two systems the mean difference a - b with its paired "
+            "bootstrap interval, a paired approximate-randomization p-value (random sign flips of the differences), "
+            "Holm-adjusted p-values over every test shown and the effect size d_z = mean / sd of the differences. "
+            "dHM per system when the human system is loaded, and the mean human rating per system and aspect "
+            "with --judgements. The numbers are the ones the dashboard's Leaderboard page shows."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files (merged per story)")
+    p.add_argument("--judgements", type=Path, default=None, metavar="FILE", help="human judgements (any layout meta-eval reads)")
+    p.add_argument("--judgements-format", choices=LAYOUTS, default="auto", help="layout of --judgements")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the leaderboard and the tests as JSON")
+    p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="write leaderboard.csv and pairwise.csv into DIR")
+    p.add_argument("--systems", default=None, help="comma-separated systems to compare (default: all)")
+    p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
+    p.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human (dHM)")
+    p.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples (0: no intervals)")
+    p.add_argument("--permutations", type=int, default=PERMUTATIONS, help="sign-flip permutations of the paired test")
+    p.add_argument("--seed", type=int, default=0, help="seed of the resamples and permutations")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level")
+    p.add_argument("--alpha", type=float, default=ALPHA, help="significance level of the clusters (on Holm-adjusted p)")
+
+
+def one_line(text: object) -> str:
+    """A name from a file as printable characters: a control character (a line break, a terminal
+    escape) is written as its escape, so the table cannot be broken or recoloured."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _num(value: float | None, width: int = 8, digits: int = 4) -> str:
+    return f"{'—':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+
+
+def _interval(low: float | None, high: float | None, n: int) -> str:
+    if low is not None and high is not None:
+        return f"[{low:.4f}, {high:.4f}]"
+    return SMALL_N_MARK if not has_interval(n) else "—"
+
+
+def _p(value: float | None) -> str:
+    return f"{'—':>8}" if value is None else f"{value:>8.4f}"
+
+
+def print_board(board: Leaderboard) -> None:
+    """The leaderboard, dHM, human ratings and the pairwise table, as plain text on stdout."""
+    width = max([6, *(len(one_line(s)) for s in board.systems)])
+    for metric in board.metrics:
+        rows = [s for s in board.standings if s.metric == metric]
+        direction = rows[0].direction
+        better = {"higher": "higher is better", "lower": "lower is better"}.get(direction, "a descriptor: not ranked")
+        print(f"\n{metric} ({better}) · {rows[0].n} sequences every compared system wrote for")
+        print(f"  {'rank':>4} {'cluster':>7}  {'system':<{width}} {'mean':>8}  95% interval")
+        for s in rows:
+            rank = str(s.rank) if s.rank is not None else "—"
+            interval = _interval(s.ci_low, s.ci_high, s.n)
+            print(f"  {rank:>4} {cluster_name(s.cluster):>7}  {one_line(s.system):<{width}} {s.mean:>8.4f}  {interval}")
+    if board.dhm:
+        print("\ndHM (distance from the human stories, lower is more human-like; over each system's own stories)")
+        for d in board.dhm:
+            print(f"  {one_line(d.system):<{width}} N {d.n:>6}  {_num(d.dhm)}  {_interval(d.ci_low, d.ci_high, d.n)}")
+    if board.ratings:
+        print("\nhuman ratings (mean over each system's rated stories)")
+        for r in board.ratings:
+            print(
+                f"  {one_line(r.system):<{width}} {one_line(r.aspect):<16} N {r.n:>6}  {r.mean:>8.4f}"
+                f"  {_interval(r.ci_low, r.ci_high, r.n)}"
+            )
+    if board.pairs:
+        print("\npairwise: d = A - B per sequence")
+        print(
+            f"  {'metric':<14} {'A':<{width}} {'B':<{width}} {'N':>6} {'mean d':>9}  {'95% interval':<22}"
+            f" {'p':>8} {'p Holm':>8} {'d_z':>7}  better"
+        )
+        for t in board.pairs:
+            interval = f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]" if t.ci_low is not None and t.ci_high is not None else SMALL_N_MARK
+            print(
+                f"  {t.metric:<14} {one_line(t.system_a):<{width}} {one_line(t.system_b):<{width}} {t.n:>6}"
+                f" {t.mean_difference:>+9.4f}  {interval:<22} {_p(t.p)} {_p(t.p_holm)} {_num(t.effect_size, 7, 2)}"
+                f"  {one_line(t.better) if t.better else '—'}"
+            )
+    settings = board.signature
+    print(
+        f"\npaired approximate randomization with {settings['permutations']:,} sign-flip permutations, "
+        f"paired bootstrap with {settings['resamples']:,} resamples (seed {settings['seed']}), "
+        f"Holm over {len(board.pairs)} tests; clusters at p_holm < {settings['alpha']}. {SMALL_N_NOTE}"
+    )
+    for message in board.notes:
+        print(f"note: {message}")
+    print(f"compare sig {settings['id']}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.permutations < 0 or args.resamples < 0 or not 0 < args.confidence < 1 or not 0 < args.alpha < 1:
+        error("--permutations and --resamples must be 0 or more, --confidence and --alpha between 0 and 1")
+        return EXIT_USAGE
+    for path in args.scores:
+        if not path.is_file():
+            error(f"no scores file at {path}")
+            return EXIT_INPUT
+    try:  # read once per content, stories merged per (system, story_id) and metric
+        index = load_index(args.scores)
+    except IndexError_ as exc:
+        error(str(exc))
+        return EXIT_INPUT
+    for problem in index.problems:
+        note(f"warning: {problem}")
+    table = index.table
+    systems = csv_list(args.systems)
+    known = set(table["system"].astype(str))
+    if systems and not set(systems) <= known:
+        error(f"no stories of {', '.join(sorted(set(systems) - known))} in the scores")
+        return EXIT_INPUT
+    if len(systems or known) < 2:
+        error("the scores hold fewer than two systems: nothing to compare")
+        return EXIT_INPUT
+    ratings, digest = None, ""
+    if args.judgements is not None:
+        try:
+            judgements = read_judgements(args.judgements, layout=args.judgements_format)
+        except (OSError, JudgementsError) as exc:
+            error(f"{args.judgements}: {exc}")
+            return EXIT_INPUT
+        ratings, digest = story_ratings(table, judgements), judgements.digest
+        if not len(ratings):
+            note(f"warning: no rated story of {args.judgements} is in the scores")
+    human = tuple(h.strip() for h in args.human.split(",") if h.strip())
+    board = leaderboard(
+        table,
+        systems=systems,
+        metrics=csv_list(args.metrics),
+        resamples=args.resamples,
+        permutations=args.permutations,
+        seed=args.seed,
+        confidence=args.confidence,
+        alpha=args.alpha,
+        human=human,
+        ratings=ratings,
+        scores_signatures=[index.provenance()["id"]],  # as the dashboard signs the same files
+        judgements_digest=digest,
+    )
+    print_board(board)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(board.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+        note(f"wrote {args.json}")
+    if args.csv:
+        args.csv.mkdir(parents=True, exist_ok=True)
+        head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
+        (args.csv / "leaderboard.csv").write_text(frame_csv(board.standings_frame(), head), encoding="utf-8")
+        (args.csv / "pairwise.csv").write_text(frame_csv(board.pairs_frame(), head), encoding="utf-8")
+        note(f"wrote leaderboard.csv and pairwise.csv in {args.csv}")
+    return 0
