@@ -74,7 +74,8 @@ def edit_text(story: dict, index: int) -> str:
 
 def build_data(mirror: Path, work: Path, edit_index: int) -> dict:
     """Write ``stories.jsonl`` and ``judgements.csv`` (long layout) into ``work``; check the ids."""
-    from vst_core.analysis.meta_eval.judgements import read_judgements, read_vist_edit
+    from vst_core.analysis.meta_eval.judgements import read_judgements
+    from vst_core.analysis.meta_eval.released_layouts import read_vist_edit
     from vst_core.data import read_story_set
 
     raw_dir = work / "raw"

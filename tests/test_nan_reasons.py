@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
-from vst_core.analysis.meta_eval.judgements import inter_rater
+from vst_core.analysis.meta_eval.ratings import inter_rater
 
 #: (table, the column of the number, the column of its reason)
 NUMBERS = [

@@ -525,7 +525,7 @@ def story_ratings(table: pd.DataFrame, judgements: Any, how: str = "mean") -> pd
     """One row per rated story of ``table``: its ``system`` and the raters' ``how`` per aspect,
     joined by the meta-evaluation's keys (a story is (system, story_id)); error labels left out."""
     from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of
-    from vst_core.analysis.meta_eval.judgements import aggregate
+    from vst_core.analysis.meta_eval.ratings import aggregate
 
     ids = table[["story", "system"]].astype(str).reset_index(drop=True)
     keyed, _ = keyed_judgements(judgements, ids)

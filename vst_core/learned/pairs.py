@@ -19,7 +19,9 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.analysis.meta_eval.identity import story_key
-from vst_core.analysis.meta_eval.judgements import Judgements, aggregate, vhed_story_id
+from vst_core.analysis.meta_eval.judgements import Judgements
+from vst_core.analysis.meta_eval.ratings import aggregate
+from vst_core.analysis.meta_eval.released_layouts import vhed_story_id
 from vst_core.analysis.meta_eval.stats import pairs_from_ratings
 from vst_core.data import StorySet
 

@@ -5,15 +5,10 @@
 :mod:`.settings` the settings and their signature. The names are re-exported here.
 """
 
-from vst_core.analysis.meta_eval.judgements import (
-    ERROR_TAGS,
-    LAYOUTS,
-    Judgements,
-    JudgementsError,
-    aggregate,
+from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError, read_judgements
+from vst_core.analysis.meta_eval.ratings import aggregate, inter_rater
+from vst_core.analysis.meta_eval.released_layouts import (
     detect_layout,
-    inter_rater,
-    read_judgements,
     read_vhed,
     read_vist_edit,
     vhed_story_id,

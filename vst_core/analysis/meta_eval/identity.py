@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from vst_core.analysis.meta_eval.judgements import Judgements, StoryRating, aspect_ratings
+from vst_core.analysis.meta_eval.judgements import Judgements
+from vst_core.analysis.meta_eval.ratings import StoryRating, aspect_ratings
 
 
 def _escape(part: str) -> str:

@@ -1,5 +1,6 @@
-"""Human judgements: reading a CSV (long, wide or pairwise, or the public VIST-Edit and VHED files) into
-tidy frames, reporting every row that could not be used; combining raters; inter-rater agreement (Krippendorff's α)."""
+"""Human judgements: reading a CSV (long, wide or pairwise, or the public VIST-Edit and VHED files,
+read by :mod:`.released_layouts`) into tidy frames, reporting every row that could not be used.
+Combining raters and their agreement are in :mod:`.ratings`."""
 
 from __future__ import annotations
 
@@ -29,6 +30,11 @@ ERROR_TAGS: dict[str, tuple[str, ...]] = {
 }
 _ERROR_ALIASES = {alias: tag for tag, aliases in ERROR_TAGS.items() for alias in aliases}
 _ID_COLUMNS = {"story_id", "rater", "system", "sequence_id"}
+
+
+#: Judgements layouts: ``auto`` tells the others apart by the header
+#: (:func:`~vst_core.analysis.meta_eval.released_layouts.detect_layout`).
+LAYOUTS = ("auto", "long", "wide", "pairwise", "vist-edit", "vhed")
 
 
 class JudgementsError(ValueError):
@@ -224,6 +230,15 @@ def _aspect_columns(frame: pd.DataFrame, aspects: Sequence[str] | None, problems
     return [c for c in others if c not in idlike]
 
 
+def _require(frame: pd.DataFrame, needed: Iterable[str], layout: str) -> None:
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise JudgementsError(
+            f"not a {layout} judgements file: no {', '.join(map(repr, sorted(missing)))} column "
+            f"(columns: {', '.join(map(str, frame.columns)) or 'none'})"
+        )
+
+
 def read_judgements(
     source: str | Path | bytes | IO[Any],
     *,
@@ -250,6 +265,9 @@ def read_judgements(
     ``worker``) are left out and reported, and a file with several groups' ratings under one id
     (a ``team`` or ``condition`` column) is refused naming the column.
     """
+    # the released layouts read their rows with this module's helpers: imported here, not at the top
+    from vst_core.analysis.meta_eval.released_layouts import _source_name, _vhed, _vist_edit, detect_layout
+
     if layout not in LAYOUTS:
         raise JudgementsError(f"unknown judgements layout {layout!r}; choose from {', '.join(LAYOUTS)}")
     raw = _read_bytes(source)
@@ -420,385 +438,3 @@ def _read_pairwise(frame: pd.DataFrame, problems: list[str]) -> Judgements:
         layout="pairwise",
         problems=problems,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# The field's public layouts: VIST-Edit Human_eval files and VHED
-
-
-#: Judgements layouts: ``auto`` tells the others apart by the header (:func:`detect_layout`).
-LAYOUTS = ("auto", "long", "wide", "pairwise", "vist-edit", "vhed")
-
-#: VIST-Edit's six aspects (Huang et al. 2016's questions), as the Human_eval header names them.
-VIST_EDIT_ASPECTS = ("focused", "coherent", "share", "human", "grounded", "detailed")
-#: The two systems whose stories VIST-Edit edited; a Human_eval file is named after one of them.
-VIST_EDIT_MODELS = ("AREL", "GLAC")
-#: The ``team`` values of the released Human_eval files (the story each team's raters judged).
-VIST_EDIT_TEAMS = (
-    "auto-gen",
-    "human-edit",
-    "lstm-text",
-    "lstm-text-img",
-    "lstm-sort-text",
-    "lstm-sort-text-img",
-    "trans-text",
-    "trans-text-img",
-)
-_VIST_EDIT_WORKER = ("workerid", "worker_id")
-#: The columns of VHED.csv (its README); the reader needs the ids, models and average ranks.
-VHED_COLUMNS = (
-    "sent1",
-    "sent2",
-    "label",
-    "story_id",
-    "model_base",
-    "model_comp",
-    "agreement",
-    "img_seq",
-    "avg_rank_base",
-    "avg_rank_comp",
-    "order",
-    "rank_norm",
-)
-_VHED_REQUIRED = ("story_id", "model_base", "model_comp", "avg_rank_base", "avg_rank_comp")
-
-
-def detect_layout(columns: Iterable[str]) -> str:
-    """The layout a header names (case-insensitive): ``vhed`` (its ids, models and average ranks),
-    ``vist-edit`` (``team, story_id, workerId`` and a VIST-Edit aspect), ``pairwise``
-    (``story_a, story_b, rank_a, rank_b``), ``long`` (``aspect, value``), else ``wide``."""
-    names = {str(c).strip().lower() for c in columns}
-    if set(_VHED_REQUIRED) <= names:
-        return "vhed"
-    if {"team", "story_id"} <= names and names & set(_VIST_EDIT_WORKER) and names & set(VIST_EDIT_ASPECTS):
-        return "vist-edit"
-    if {"story_a", "story_b", "rank_a", "rank_b"} <= names:
-        return "pairwise"
-    return "long" if {"aspect", "value"} <= names else "wide"
-
-
-def _require(frame: pd.DataFrame, needed: Iterable[str], layout: str) -> None:
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise JudgementsError(
-            f"not a {layout} judgements file: no {', '.join(map(repr, sorted(missing)))} column "
-            f"(columns: {', '.join(map(str, frame.columns)) or 'none'})"
-        )
-
-
-def _by_lower_name(frame: pd.DataFrame, layout: str) -> pd.DataFrame:
-    """The frame with lower-cased column names; two columns meaning one name are refused."""
-    lower = [str(c).lower() for c in frame.columns]
-    for name in set(lower):
-        if lower.count(name) > 1:
-            same = [str(c) for c in frame.columns if str(c).lower() == name]
-            raise JudgementsError(f"not a {layout} judgements file: columns {', '.join(map(repr, same))} both mean {name!r}")
-    return frame.set_axis(lower, axis=1)
-
-
-def _source_name(source: str | Path | bytes | IO[Any]) -> str | None:
-    if isinstance(source, (str, Path)):
-        return Path(source).name
-    name = getattr(source, "name", None)  # an open file, or an upload that keeps its name
-    return Path(name).name if isinstance(name, str) else None
-
-
-def _vist_edit_model(model: str | None, name: str | None) -> str:
-    """The generating system: ``model`` when given, else AREL or GLAC from the file name."""
-    if model is not None and model.strip():
-        return model.strip()
-    found = [m for m in VIST_EDIT_MODELS if name and m.lower() in name.lower()]
-    if len(found) == 1:
-        return found[0]
-    raise JudgementsError(
-        "a VIST-Edit Human_eval file does not say which system generated its stories; only its file name does "
-        f"(AREL.csv or GLAC.csv){f', and {name!r} names ' + ('both' if found else 'neither') if name else ''}. "
-        "Keep the released file name, or pass model='AREL' or model='GLAC'"
-    )
-
-
-def vist_edit_story_id(sequence_id: str, model: str, team: str) -> tuple[str, str]:
-    """(story_id, system) of the story a VIST-Edit team's raters judged: the system is ``model`` for
-    ``auto-gen`` and ``<model>-<team>`` otherwise; the id is ``<sequence_id>:<system>``."""
-    team = team.strip().lower()
-    system = model if team == "auto-gen" else f"{model}-{team}"
-    return joined_id(sequence_id, system), system
-
-
-def joined_id(story_id: str, system: str) -> str:
-    """``<story_id>:<system>`` with ``\\`` and ``:`` escaped inside each part (``\\\\``, ``\\:``), so
-    two different (story, system) never give one id; the released files' ids have neither.
-
-    >>> joined_id("45530", "AREL"), joined_id("1:a", "b") != joined_id("1", "a:b")
-    ('45530:AREL', True)
-    """
-
-    def escape(part: str) -> str:
-        return part.replace("\\", "\\\\").replace(":", "\\:")
-
-    return f"{escape(story_id)}:{escape(system)}"
-
-
-def read_vist_edit(
-    source: str | Path | bytes | IO[Any], *, aspects: Sequence[str] | None = None, model: str | None = None
-) -> Judgements:
-    """Read a VIST-Edit ``Human_eval`` file (Hsu et al. 2019, github.com/tingyaohsu/VIST-Edit).
-
-    Layout: a comma-separated header ``team,story_id,album_id,workerId,focused,coherent,share,
-    human,grounded,detailed`` (``AREL.csv`` ends it and every row in six empty fields; CRLF line
-    ends; no newline after the last row), one row per (team, story, rater) with the six aspects
-    rated 1-5. ``story_id`` is the photo sequence (five Flickr photo ids joined by ``-``, the name
-    of the story's JSON file in the repository's ``AREL/test`` or ``GLAC/test`` folder);
-    ``album_id`` is left unread (a spreadsheet rounded it to ``7.22E+16``); ``workerId`` is the
-    rater (a de-identified UUID). ``team`` says which story of the sequence was rated: ``auto-gen``
-    the model's story (``auto_story_text_normalized``), ``human-edit`` a crowd worker's edit of it
-    (one of the five ``edited_stories``; the release does not say which), the others the edits of
-    automatic post-editing models (LSTM or Transformer, text or text and image), whose texts are not
-    released.
-
-    Ids: the file holds no system name, so the system is ``model`` (``AREL`` or ``GLAC``, by default
-    read from the file name) for ``auto-gen`` and ``<model>-<team>`` for the others
-    (``AREL-human-edit``, ``GLAC-trans-text-img``); the story id is ``<sequence>:<system>``
-    (:func:`vist_edit_story_id`). A scores file matches when each story carries that ``story_id``,
-    the sequence as ``sequence_id`` and the system as ``system``. The two files rate the same 97
-    sequences, so the system is part of the id.
-    """
-    return read_judgements(source, aspects=aspects, layout="vist-edit", model=model)
-
-
-def _vist_edit(
-    frame: pd.DataFrame, aspects: Sequence[str] | None, model: str | None, name: str | None, problems: list[str]
-) -> Judgements:
-    frame = _by_lower_name(frame, "vist-edit")
-    _require(frame, ("team", "story_id"), "vist-edit")
-    present = [a for a in VIST_EDIT_ASPECTS if a in frame.columns]
-    if aspects:
-        wanted = [a.strip().lower() for a in aspects]
-        missing = [a for a in wanted if a not in present]
-        if missing:
-            raise JudgementsError(
-                f"aspect(s) {', '.join(map(repr, missing))} not in the VIST-Edit file (aspects: {', '.join(present) or 'none'})"
-            )
-        present = list(dict.fromkeys(wanted))
-    if not present:
-        raise JudgementsError(f"not a vist-edit judgements file: none of the aspect columns {', '.join(VIST_EDIT_ASPECTS)}")
-    system_model = _vist_edit_model(model, name)
-    worker = next((c for c in _VIST_EDIT_WORKER if c in frame.columns), None)
-    if worker is None:
-        problems.append("no workerId column: raters cannot be told apart")
-    unused = [c for c in frame.columns if c not in {"team", "story_id", "album_id", worker, *VIST_EDIT_ASPECTS}]
-    if unused:
-        problems.append(f"column(s) {', '.join(map(repr, unused))} are not part of the VIST-Edit layout; ignored")
-    frame = _without_duplicates(frame, problems)
-    keep = frame["team"].ne("") & frame["story_id"].ne("")
-    if not keep.all():
-        problems.append(f"{int((~keep).sum())} row(s) without a team or story_id; ignored")
-        frame = frame[keep]
-    unknown = sorted(set(frame["team"].str.lower()) - set(VIST_EDIT_TEAMS))
-    if unknown:
-        problems.append(f"team(s) {', '.join(map(repr, unknown[:5]))} are not in VIST-Edit's release; named <model>-<team>")
-    ids = [vist_edit_story_id(seq, system_model, team) for seq, team in zip(frame["story_id"], frame["team"], strict=True)]
-    story_ids = [i for i, _ in ids]
-    systems = [s for _, s in ids]
-    raters = frame[worker].replace("", None).to_numpy() if worker else [None] * len(frame)
-    parts = []
-    for aspect in present:
-        values = _numeric(frame, aspect, f"column {aspect!r}", problems)
-        off = values.notna() & ~values.isin([1, 2, 3, 4, 5])
-        if off.any():
-            problems.append(
-                f"column {aspect!r}: {int(off.sum())} rating(s) outside 1-5 (lines {[int(i) for i in frame.index[off][:5]]}); ignored"
-            )
-            values = values.mask(off)
-        parts.append(
-            pd.DataFrame(
-                {"story_id": story_ids, "rater": raters, "aspect": aspect, "value": values.to_numpy(), "system": systems}
-            )
-        )
-    ratings = pd.concat(parts, ignore_index=True)
-    ratings = ratings[ratings["value"].notna()].reset_index(drop=True)
-    if ratings.empty:
-        raise JudgementsError("no usable ratings in the VIST-Edit file" + (f" ({'; '.join(problems)})" if problems else ""))
-    problems.extend(_rating_notes(ratings))
-    return Judgements(
-        ratings=ratings,
-        errors=pd.DataFrame({"story_id": [], "rater": [], "error": [], "value": []}),
-        pairs=_empty_pairs(),
-        layout="vist-edit",
-        problems=problems,
-    )
-
-
-def vhed_story_id(story_id: str, model: str) -> str:
-    """The id of one story of a VHED pair: ``<story_id>:<model>`` (VHED's ``story_id`` column and
-    the ``model_base`` or ``model_comp`` that wrote it)."""
-    return joined_id(story_id.strip(), model.strip())
-
-
-def read_vhed(source: str | Path | bytes | IO[Any]) -> Judgements:
-    """Read VHED's ``VHED.csv`` (Hsu et al. 2022, Vrank; github.com/AcademiaSinicaNLPLab/VHED) as pairs.
-
-    Layout: ``sent1, sent2, label, story_id, model_base, model_comp, agreement, img_seq,
-    avg_rank_base, avg_rank_comp, order, rank_norm``; one row per story pair of one ranking task:
-    the texts of story 1 and 2, the systems that wrote them (``model_base``, ``model_comp``), their
-    average human ranks (lower = better), how many of the rankers agree on the order (3-5), the
-    image sequence and the ranking gap (``rank_norm``, the paper's normalised gap; ``label`` is the
-    gap before normalisation and ``order`` the number of rankers, neither read).
-
-    Pairs: the better story is the one with the lower average rank; equal ranks give no pair (VHED
-    removed them). Story ids are ``<story_id>:<model>`` (:func:`vhed_story_id`), so a scores file
-    matches when it holds each story text (``sent1`` under the ``model_base`` id, ``sent2`` under
-    the ``model_comp`` id) with that ``story_id``; give it ``system`` = the model to compare
-    systems. ``gap`` is ``|rank_norm|`` (without that column, the difference of the average ranks);
-    ``sequence_id`` the photo ids of ``img_seq`` joined by ``-``. Ids whose texts differ between rows
-    are reported (scores can match one text only).
-    """
-    return read_judgements(source, layout="vhed")
-
-
-def _photo_sequence(value: str) -> str:
-    return "-".join(re.findall(r"\w+", value))
-
-
-def _vhed(frame: pd.DataFrame, problems: list[str]) -> Judgements:
-    frame = _by_lower_name(frame, "vhed")
-    _require(frame, _VHED_REQUIRED, "vhed")
-    frame = _without_duplicates(frame, problems)
-    named = frame["story_id"].ne("") & frame["model_base"].ne("") & frame["model_comp"].ne("")
-    if not named.all():
-        problems.append(f"{int((~named).sum())} row(s) without a story_id, model_base or model_comp; ignored")
-        frame = frame[named]
-    base = [vhed_story_id(s, m) for s, m in zip(frame["story_id"], frame["model_base"], strict=True)]
-    comp = [vhed_story_id(s, m) for s, m in zip(frame["story_id"], frame["model_comp"], strict=True)]
-    rank_base = _numeric(frame, "avg_rank_base", "column 'avg_rank_base'", problems)
-    rank_comp = _numeric(frame, "avg_rank_comp", "column 'avg_rank_comp'", problems)
-    nan = pd.Series(np.nan, index=frame.index)
-    agreement = _numeric(frame, "agreement", "column 'agreement'", problems) if "agreement" in frame else nan
-    if "rank_norm" in frame:
-        gap = _numeric(frame, "rank_norm", "column 'rank_norm'", problems).abs()
-    else:
-        problems.append("no rank_norm column: gaps are the differences of the average ranks")
-        gap = (rank_base - rank_comp).abs()
-    ok = rank_base.notna() & rank_comp.notna()
-    gap = gap.round(GAP_DECIMALS)
-    no_gap = ok & gap.isna()
-    if no_gap.any():
-        problems.append(f"{int(no_gap.sum())} pair(s) whose rank_norm is not a finite number; left out (no ranking gap)")
-    zero = ok & gap.eq(0) & (rank_base != rank_comp)
-    if zero.any():
-        problems.append(f"{int(zero.sum())} pair(s) with rank_norm 0 but different average ranks; left out (zero ranking gap)")
-    ok &= ~no_gap & ~zero
-    same = ok & pd.Series([b == c for b, c in zip(base, comp, strict=True)], index=frame.index)
-    if same.any():
-        problems.append(f"{int(same.sum())} pair(s) of a model with itself under one story_id; removed (one id)")
-    tie = ok & ~same & (rank_base == rank_comp)
-    if tie.any():
-        problems.append(f"{int(tie.sum())} pair(s) with equal average ranks; removed (zero ranking gap, as in VHED)")
-    ok &= ~same & ~tie
-    base_better = (rank_base < rank_comp).to_numpy()
-    sequence = frame["img_seq"].map(_photo_sequence) if "img_seq" in frame else frame["story_id"]
-    pairs = pd.DataFrame(
-        {
-            "sequence_id": sequence.where(sequence.ne(""), frame["story_id"]).to_numpy(),
-            "better": np.where(base_better, base, comp),
-            "worse": np.where(base_better, comp, base),
-            "gap": gap.to_numpy(),
-            "agreement": agreement.to_numpy(),
-        }
-    )[ok.to_numpy()].reset_index(drop=True)
-    if pairs.empty:
-        raise JudgementsError("no usable story pairs in the VHED file" + (f" ({'; '.join(problems)})" if problems else ""))
-    if {"sent1", "sent2"} <= set(frame.columns):
-        texts = pd.DataFrame({"id": base + comp, "text": [*frame["sent1"], *frame["sent2"]]})
-        several = texts.groupby("id")["text"].nunique()
-        several = several[several > 1]
-        if len(several):
-            problems.append(
-                f"{len(several)} story id(s) carry different texts in different rows (e.g. {several.index[0]!r}); "
-                "a scores file can hold one text per id"
-            )
-    return Judgements(
-        ratings=pd.DataFrame({"story_id": [], "rater": [], "aspect": [], "value": [], "system": []}),
-        errors=pd.DataFrame({"story_id": [], "rater": [], "error": [], "value": []}),
-        pairs=pairs,
-        layout="vhed",
-        problems=problems,
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# Aggregation and inter-rater agreement
-
-
-def aggregate(judgements: Judgements, how: str = "mean") -> pd.DataFrame:
-    """One row per story: the ``how`` (mean or median) of its raters for every aspect, plus each
-    error label by majority (flagged by at least half of the raters)."""
-    ratings = judgements.ratings
-    if ratings.empty:
-        human = pd.DataFrame(index=pd.Index([], name="story_id"))
-    else:
-        human = ratings.pivot_table(index="story_id", columns="aspect", values="value", aggfunc=how, sort=False)
-        human = human[judgements.aspects]
-    if not judgements.errors.empty:
-        votes = judgements.errors.pivot_table(index="story_id", columns="error", values="value", aggfunc="mean", sort=False)
-        human = human.join((votes >= 0.5).astype(float).where(votes.notna()), how="outer")
-    human.columns.name = None
-    return human
-
-
-def inter_rater(judgements: Judgements) -> pd.DataFrame:
-    """Krippendorff's α (interval level) per aspect, with raters, stories and why it is undefined."""
-    import krippendorff
-
-    rows = []
-    for aspect in judgements.aspects:
-        part = judgements.ratings[judgements.ratings["aspect"] == aspect]
-        row: dict[str, Any] = {"aspect": aspect, "alpha": None, "raters": 0, "stories": part["story_id"].nunique(), "note": ""}
-        if part["rater"].isna().all():
-            row["note"] = "undefined: no rater column, so raters cannot be told apart"
-            rows.append(row)
-            continue
-        table = part.pivot_table(index="rater", columns="story_id", values="value", aggfunc="mean")
-        row["raters"] = len(table)
-        pairable = table.loc[:, table.notna().sum(axis=0) >= 2].to_numpy()  # only these enter α
-        shared = pairable.shape[1]
-        if len(table) < 2:
-            row["note"] = "undefined: only one rater"
-        elif shared == 0:
-            row["note"] = "undefined: no story was rated by two raters"
-        elif np.unique(pairable[~np.isnan(pairable)]).size < 2:
-            row["note"] = "undefined: every rating of the stories rated by two or more raters is the same value"
-        else:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                alpha = float(krippendorff.alpha(reliability_data=table.to_numpy(), level_of_measurement="interval"))
-            finite = bool(np.isfinite(alpha))
-            row["alpha"] = alpha if finite else None
-            row["note"] = f"{shared} stories rated by two or more raters" if finite else "undefined: no expected disagreement"
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["aspect", "alpha", "raters", "stories", "note"])
-
-
-@dataclass(frozen=True)
-class StoryRating:
-    """One aspect's human ratings of one story: mean, spread (population SD) over raters, count."""
-
-    aspect: str
-    mean: float
-    spread: float
-    n: int
-
-
-def story_ratings(judgements: Judgements, story_id: str) -> list[StoryRating]:
-    """The human ratings of ``story_id`` per aspect, in the file's aspect order (none: empty)."""
-    return aspect_ratings(judgements, judgements.ratings[judgements.ratings["story_id"] == story_id])
-
-
-def aspect_ratings(judgements: Judgements, rows: pd.DataFrame) -> list[StoryRating]:
-    """Per aspect of ``judgements``, in the file's order, the mean, spread (population SD) and
-    count of the ratings in ``rows`` (rows of ``judgements.ratings``); aspects without one left out."""
-    out = []
-    for aspect in judgements.aspects:
-        values = rows.loc[rows["aspect"] == aspect, "value"].astype(float).dropna()
-        if len(values):
-            out.append(StoryRating(aspect, float(values.mean()), float(values.std(ddof=0)), len(values)))
-    return out

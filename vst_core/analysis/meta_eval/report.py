@@ -12,12 +12,8 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids, story_key
-from vst_core.analysis.meta_eval.judgements import (
-    Judgements,
-    _empty_pairs,
-    aggregate,
-    inter_rater,
-)
+from vst_core.analysis.meta_eval.judgements import Judgements, _empty_pairs
+from vst_core.analysis.meta_eval.ratings import aggregate, inter_rater
 from vst_core.analysis.meta_eval.settings import MetaSettings
 from vst_core.analysis.meta_eval.stats import (
     binned_correlations,
