@@ -91,6 +91,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
                 settings.rovist_vg_vit,
                 settings.device,
                 settings.rovist_vg_idf or "",
+                loading.vg_versions(settings),
             )
         except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
             notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")

@@ -167,6 +167,18 @@ def image_probe(_view: RunView, key: str, stories: int) -> list[Problem]:
 SHOWN_PIXELS = 768
 
 
+def vg_versions(settings: Settings) -> tuple[tuple[int, ...], ...]:
+    """The :func:`stamp` of RoViST-VG's checkpoint, GloVe and idf files (empty for one that cannot
+    be read: its loader says why)."""
+    out = []
+    for name in (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf):
+        try:
+            out.append(stamp(Path(name)) if name else ())
+        except OSError:
+            out.append(())
+    return tuple(out)
+
+
 def stamp(path: Path) -> tuple[int, ...]:
     """What tells a file's versions apart for a cache key: device, inode, size, mtime and ctime
     (an image rewritten with its mtime restored has another ctime). OSError as ``stat``."""
@@ -212,9 +224,12 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
 
 
 @st.cache_resource(show_spinner="Loading the RoViST-VG model…")
-def rovist_vg_model(checkpoint: str, glove: str, vit: str, device: str, idf: str = "") -> RovistVGModel:
-    """One RoViST-VG model per process, keyed by its files, ViT name, device and idf table (the typed
-    files are checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
+def rovist_vg_model(
+    checkpoint: str, glove: str, vit: str, device: str, idf: str = "", versions: tuple[tuple[int, ...], ...] = ()
+) -> RovistVGModel:
+    """One RoViST-VG model per process, keyed by its files (and ``versions``, their :func:`stamp`, so
+    a file edited in place loads again), ViT name, device and idf table (the typed files are checked
+    again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
     recheck(checkpoint, "“RoViST-VG checkpoint”")
     recheck(glove, "“GloVe file”")
     if idf:
@@ -293,6 +308,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
             settings.rovist_vg_vit,
             settings.device,
             settings.rovist_vg_idf or "",
+            vg_versions(settings),
         )
     vrank = vrank_model(settings.vrank_model or "", settings.device) if "vrank" in settings.metrics else None
     cosmic = cosmic_model(settings.cosmic_model or "", settings.device) if "cosmic" in settings.metrics else None

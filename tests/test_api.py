@@ -105,3 +105,21 @@ def test_a_story_shows_its_evidence_in_a_notebook_escaped() -> None:
     assert f"{record.metrics['redundancy'].score:.3f}"[:4] in shown
     plain = vst.show(record, content_only=False)._repr_html_()
     assert plain.count("repeats sentence 1") > shown.count("repeats sentence 1")  # "the", "to" marked too
+
+
+def test_a_record_naming_sentences_the_story_lacks_still_shows() -> None:
+    """Evidence read from a file may point past the story (an edited or damaged record): it is left
+    out of the drawing, never an error."""
+    import dataclasses
+
+    import vst_core as vst
+
+    story = vst.Story.from_sentences(["The dog ran to the park.", "The dog ran to the park."], story_id="x")
+    (record,) = vst.score_stories([story], "redundancy")
+    nr = record.metrics["redundancy"]
+    bad = [dataclasses.replace(r, sentence=9) for r in nr.inter_repeats] + [
+        dataclasses.replace(r, spans=tuple((-5, e) for _, e in r.spans)) for r in nr.inter_repeats
+    ]
+    damaged = dataclasses.replace(record, metrics={"redundancy": dataclasses.replace(nr, inter_repeats=tuple(bad))})
+    shown = vst.show(damaged)._repr_html_()
+    assert "The dog ran" in shown and "repeats sentence 1" in shown

@@ -410,3 +410,20 @@ def test_random_damage_to_the_judge_cache_never_raises_nor_returns_a_bad_answer(
     good = [-1.2, -2.0, -3.0, -4.0, -5.0]
     cache.put_many({"after": good})
     assert cache.get_many(["after"], "rating") == {"after": good}
+
+
+def test_loading_every_model_up_front_includes_cosmics_folder_whatever_the_metric_order() -> None:
+    """``Models.load`` (what ``vst score`` runs before any story) reaches COSMic's own folder, not only
+    the CLIP model it shares with GROOVIST, and loads in one fixed order."""
+    from vst_core.config import Settings
+    from vst_core.scoring.registry import Models
+
+    class Encoder:  # stands in for the CLIP model COSMic shares with GROOVIST
+        pass
+
+    for metrics in (("cosmic",), ("judge", "cosmic", "coherence")):
+        models = Models(Settings(metrics=metrics, cosmic_model=None), clip=Encoder())  # type: ignore[arg-type]
+        assert [m for m in models._loaders()] == [m for m in ("coherence", "cosmic", "judge") if m in metrics]
+    with pytest.raises(ModelLoadError, match="COSMic"):
+        Models(Settings(metrics=("cosmic",), cosmic_model=None), clip=Encoder()).load()  # type: ignore[arg-type]
+    assert "cosmic" in Models(Settings(metrics=("cosmic",), cosmic_model=None), clip=Encoder()).unloadable()  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ class Runs:
     "payload, reason",
     [
         ("code", "was not loaded"),
-        (["dog", 1.0], "holds a list"),
+        (["dog", 1.0], "was not loaded"),
         ({"dog": float("nan")}, "not noun -> finite number"),
         ({"dog": float("inf")}, "not noun -> finite number"),
         ({"dog": "2.5"}, "not noun -> finite number"),
@@ -86,13 +86,93 @@ def test_a_pickle_other_than_noun_to_number_is_refused(tmp_path: Path, payload: 
         ('{"dog": NaN}', "not valid JSON"),
         ('{"dog": {"a": 1}}', "not noun -> finite number"),
         ("noun,idf\ndog,2.5,7\n", "expected two columns"),
-        ("dog,2.5\ncat,many\n", "'many' is not a number"),
+        ("dog,2.5\ncat,many\n", "'many' is not a finite number"),
+        ("dog,2.5\ndog,3\n", "given twice"),
+        ('{"dog": 2.5, "dog": 3}', "given twice"),
+        ("dog,2.5\n,1.0\n", "not noun -> finite number"),
+        ("dog,2.5\ncat\x00,1.0\n", "not noun -> finite number"),
+        ("dog," + "9" * 200_000 + "\n", "cannot be read as CSV"),
         ("[" * 100_000, "not valid JSON|expected two columns"),
     ],
 )
 def test_a_damaged_text_table_is_refused_with_its_reason(tmp_path: Path, text: str, reason: str) -> None:
     with pytest.raises(ModelLoadError, match=reason):
         read_idf_table(write(tmp_path / "t.json", text))
+
+
+def _text(s: str) -> bytes:
+    raw = s.encode()
+    return b"X" + len(raw).to_bytes(4, "little") + raw
+
+
+def _global(module: str, name: str) -> bytes:
+    return b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def _one_entry(value: bytes) -> bytes:
+    """A protocol-2 pickle of {"dog": <value>}, the value given as opcodes."""
+    return b"\x80\x02}" + _text("dog") + value + b"s."
+
+
+def _numpy_scalar(kind: str, payload: bytes, state: bytes = b"") -> bytes:
+    dtype = _global("numpy", "dtype") + _text(kind) + b"\x89\x88\x87R" + state
+    return _global("numpy._core.multiarray", "scalar") + dtype + b"C" + bytes([len(payload)]) + payload + b"\x86R"
+
+
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        # a void dtype given an object field by its state: numpy would read the bytes as a pointer
+        (_one_entry(_numpy_scalar("V8", b"A" * 8, b"(K\x03" + _text("|") + b"N" + _text("a") + b"\x85}K\x08K\x01K=tb")), "V8"),
+        (
+            _one_entry(
+                _global("numpy._core.multiarray", "scalar")
+                + _global("numpy", "dtype")
+                + _text("V100000000")
+                + b"\x89\x88\x87R\x85R"
+            ),
+            "V100000000",
+        ),
+        (_one_entry(_numpy_scalar("m8", b"\x01" * 8)), "m8"),
+        (_one_entry(_numpy_scalar("f8", b"\x01" * 4)), "do not fit"),
+        (_one_entry(_global("_codecs", "encode") + _text("x") + _text("rot13") + b"\x86R"), "call of encode"),
+        (_one_entry(_global("builtins", "eval") + _text("1") + b"\x85R"), "builtins.eval"),
+        # a key that is a deeply nested tuple, or one whose hash doubles per level: refused before it is hashed
+        (b"\x80\x02}" + b"N" + b"\x85" * 50_000 + b"K\x01s.", "nested containers"),
+        (b"\x80\x02}" + b"N" + b"q\x00h\x00\x86" * 60 + b"K\x01s.", "nested containers"),
+        (b"\x80\x02]" + _text("dog") + b"a.", "EMPTY_LIST"),
+        (b"\x80\x02}" + _text("dog") + b"K\x01" + _text("cat") + b"s.", "outside a dict"),
+    ],
+    ids=[
+        "void-object-field",
+        "void-100MB",
+        "timedelta",
+        "short-bytes",
+        "rot13",
+        "eval",
+        "deep-key",
+        "doubling-key",
+        "list",
+        "odd-entries",
+    ],
+)
+def test_a_crafted_pickle_is_refused_without_numpy_or_pickle_running_it(tmp_path: Path, data: bytes, reason: str) -> None:
+    with pytest.raises(ModelLoadError, match=reason):
+        read_idf_table(write(tmp_path / "idf_dict.pkl", data))
+
+
+def test_a_numpy_scalar_of_a_plain_kind_reads_in_either_byte_order(tmp_path: Path) -> None:
+    big = _numpy_scalar(
+        "f8", np.array([2.5], dtype=">f8").tobytes(), b"(K\x03" + _text(">") + b"NNNJ\xff\xff\xff\xffJ\xff\xff\xff\xffK\x00tb"
+    )
+    assert dict(read_idf_table(write(tmp_path / "a.pkl", _one_entry(big))).weights) == {"dog": 2.5}
+    small = _numpy_scalar("i4", (7).to_bytes(4, "little"))
+    assert dict(read_idf_table(write(tmp_path / "b.pkl", _one_entry(small))).weights) == {"dog": 7.0}
+
+
+def test_text_tables_with_carriage_returns_a_bom_or_a_blank_first_line_read(tmp_path: Path) -> None:
+    for text in ("dog,2.5\rpark,1.25\r", "\ufeffnoun,idf\ndog,2.5\npark,1.25\n", "\nnoun,idf\ndog,2.5\npark,1.25\n"):
+        assert dict(read_idf_table(write(tmp_path / "t.csv", text)).weights) == {"dog": 2.5, "park": 1.25}
 
 
 def test_a_folder_fifo_or_empty_file_is_never_opened(tmp_path: Path) -> None:

@@ -389,7 +389,7 @@ class Grounder:
         """The RoViST-VG model's vectors of every chosen region, from the cache or encoded (crops cut
         by Pillow from the decoded image, boxes rounded as Pillow rounds them)."""
         assert self.vg is not None
-        model = self.vg.signature
+        model = self.vg.region_signature
         keys = {id(e): [region_key(model, digests[id(e)], b.key() + "|vg") for b in e.boxes] for e in pending}
         found = self.cache.get_many([k for e in pending for k in keys[id(e)]])
         todo = [e for e in pending if any(k not in found for k in keys[id(e)])]

@@ -194,7 +194,7 @@ def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] |
     """RoViST-VG's aggregation (RoViST Eq. 2-3) of each noun's best cosine over the story's regions,
     from the authors' model (``rovist_vg``) or from CLIP (``rovist_vg_clip``):
 
-    S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  score = 2 / (1 + exp(−0.5 S)) − 1.
+    S = log Σ_i exp(idf_i · max_j cos(noun_i, region_j));  score = 2 / (1 + exp(−0.5 S)) − 1 = tanh(S / 4).
 
     S is what the authors' ``vg_score`` returns; it is computed here in float64 with the maximum
     taken out first (their code: float32, ``log(exp(x).sum())``).
@@ -210,7 +210,7 @@ def rovist_vg(best_cosines: Sequence[float] | np.ndarray, idf: Sequence[float] |
     x = weights * cos
     m = float(x.max())
     s = m + math.log(float(np.exp(x - m).sum()))
-    return RovistVG(2.0 / (1.0 + math.exp(-0.5 * s)) - 1.0, s)
+    return RovistVG(math.tanh(s / 4.0), s)  # Eq. 3 in the form that cannot overflow for any S
 
 
 def idf_table(documents: Sequence[Sequence[str]]) -> dict[str, float]:

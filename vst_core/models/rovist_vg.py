@@ -176,7 +176,8 @@ def feature_extractor_pixels(crops: Sequence[Image.Image], steps: CropPreprocess
     std = np.asarray(steps.std, dtype=np.float32)[:, None, None]
     for k, crop in enumerate(crops):
         resized = crop.convert("RGB").resize((steps.width, steps.height), resample=steps.resample)
-        pixels = np.asarray(resized, dtype=np.float32).transpose(2, 0, 1) * np.float32(steps.rescale)
+        pixels = np.asarray(resized, dtype=np.float32).transpose(2, 0, 1)
+        pixels = pixels / np.float32(round(1 / steps.rescale, 6)) if steps.rescale != 1 else pixels  # x / 255.0, as theirs
         out[k] = (pixels - mean) / std
     return out
 
@@ -212,6 +213,12 @@ class RovistVGModel:
         )
         self.text_w, self.text_b = heads["text_encoder.linear.weight"].to(device), heads["text_encoder.linear.bias"].to(device)
         self._torch = torch
+
+    @property
+    def region_signature(self) -> str:
+        """What a region's vector depends on: the weights (not the idf table) and how crops are
+        preprocessed; the key of the cached region vectors."""
+        return self.signature.split("|idf:")[0] + f"|crops:pil{self.steps.resample}-{self.steps.width}x{self.steps.height}"
 
     def encode_words(self, words: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
         """tanh(linear(GloVe(word))), L2-normalised, per word; and whether GloVe knew each word."""

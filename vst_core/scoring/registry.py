@@ -229,15 +229,15 @@ class Models:
 
     def _loaders(self) -> dict[str, Callable[[], object]]:
         """Each metric of the settings that needs a model, and what loads it (the CLIP metrics share one)."""
-        needs: dict[str, Callable[[], object]] = {
+        needs: dict[str, Callable[[], object]] = {  # in this order, whatever the order of the settings
             "coherence": lambda: self.pair_scorer,
+            **{metric: lambda: self.clip for metric in sorted(CLIP_ENCODER_METRICS)},
             "rovist_vg": lambda: self.rovist_vg,
             "vrank": lambda: self.vrank,
-            "cosmic": lambda: self.cosmic,
+            "cosmic": lambda: (self.clip, self.cosmic),  # COSMic reads CLIP's image vectors and its own folder
             "judge": lambda: (self.rubric, self.judge),
-            **{metric: lambda: self.clip for metric in CLIP_ENCODER_METRICS},
         }
-        return {m: needs[m] for m in self.settings.metrics if m in needs}
+        return {m: load for m, load in needs.items() if m in self.settings.metrics}
 
     def unloadable(self) -> dict[str, str]:
         """Each metric of the settings whose model cannot load, with the reason (the others' models

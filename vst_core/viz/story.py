@@ -114,8 +114,11 @@ def story_html(
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
+        if not 0 <= rep.sentence < len(sentences):  # a record from a file may name a sentence the story lacks
+            continue
         label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
         for start, end in rep.spans:
+            start, end = max(0, start), max(0, end)
             if not _shown(sentences[rep.sentence], start, end, content_only):
                 continue
             for c in range(start, min(end, len(sentences[rep.sentence]))):
@@ -123,8 +126,11 @@ def story_html(
                     labels[rep.sentence][c].append(label)
                 kinds[rep.sentence][c].add("inter")
     for intra in (record.intra_repeats if record else None) or ():
+        if not 0 <= intra.sentence < len(sentences):
+            continue
         label = f"repeats the previous window of this sentence (Jaccard {intra.jaccard:.2f})"
         for start, end in intra.spans:
+            start, end = max(0, start), max(0, end)
             if not _shown(sentences[intra.sentence], start, end, content_only):
                 continue
             for c in range(start, min(end, len(sentences[intra.sentence]))):
@@ -142,7 +148,9 @@ def story_html(
                 f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
             )
         )
-        for c in range(start, min(end, len(sentences[p.sentence]))):
+        if not 0 <= p.sentence < len(sentences):
+            continue
+        for c in range(max(0, start), min(end, len(sentences[p.sentence]))):
             phrase[p.sentence][c] = k
     pairs = {p.from_: p for p in (coherence.pairs if coherence else ())}
     weakest = coherence.weakest if coherence else None
