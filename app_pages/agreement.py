@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import loading
@@ -14,6 +15,7 @@ from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.report import narrowed
+from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSettings, versus_matrix
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
@@ -234,11 +236,63 @@ def disagreements(report: MetaReport) -> None:
     )
 
 
+def _significance_colours(frame: pd.DataFrame) -> Any:
+    """The matrix, green where the row's metric is significantly better than the column's, red where worse."""
+    return frame.style.map(
+        lambda v: "" if not v.endswith("*") else ("background-color:#c6f6d5" if v.startswith("+") else "background-color:#fed7d7")
+    )
+
+
+def metric_vs_metric(report: MetaReport) -> None:
+    """Is one metric's agreement with people significantly higher than another's on the same stories?"""
+    if len(report.metrics) < 2:
+        st.info("Two or more metrics are needed to compare metrics with each other.")
+        return
+    x, y, z = st.columns(3)
+    method = str(x.selectbox("Coefficient", list(VERSUS_METHODS), format_func=lambda m: METHODS[m], key="vs_method"))
+    permutations = int(y.number_input("Permutations", 1000, 100000, 1000, step=1000, key="vs_permutations"))
+    aspect = z.selectbox("Aspect", report.aspects, key="vs_aspect") if report.aspects else None
+    versus = VersusSettings(method, permutations, int(seed), settings.confidence)
+    table, accuracy = loading.metric_versus(report, key, str(report.signature["id"]), versus)
+    st.caption(
+        f"Cell = row metric − column metric; * permutation p < {ALPHA:g} (PERM-BOTH, two-sided). Every metric is "
+        f"oriented so that higher = better. {shown(versus.describe())}."
+    )
+    if aspect is not None and len(table):
+        part = table[table["aspect"] == aspect]
+        st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")
+        st.dataframe(_significance_colours(versus_matrix(part, report.metrics)), width="stretch")
+        st.dataframe(part.drop(columns=["aspect"]).round(4), hide_index=True, width="stretch")
+    if len(accuracy):
+        st.markdown(f"**Pairwise accuracy** on {len(report.pairs)} judged pairs (ties wrong; judged by story scores)")
+        st.dataframe(_significance_colours(versus_matrix(accuracy, report.metrics)), width="stretch")
+        st.dataframe(accuracy.round(4), hide_index=True, width="stretch")
+    both = pd.concat([table.assign(kind="correlation"), accuracy.assign(kind="pairwise accuracy")], ignore_index=True)
+    st.download_button(
+        "Metric vs metric (CSV)",
+        frame_csv(both, [report.description, versus.describe()]),
+        "metric_vs_metric.csv",
+        "text/csv",
+        key="dl-versus",
+    )
+
+
 def download(name: str, label: str) -> None:
     st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}")
 
 
-tabs = st.tabs(["Correlations", "Disagreements", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
+tabs = st.tabs(
+    [
+        "Correlations",
+        "Disagreements",
+        "Metric vs human",
+        "Pairwise ranking",
+        "T / P bins",
+        "Error labels",
+        "Raters",
+        "Metric vs metric",
+    ]
+)
 with tabs[0]:
     if not len(report.correlations):
         st.info("No ratings to correlate with (a pairwise file gives pairwise accuracy only; see that tab).")
@@ -315,6 +369,9 @@ with tabs[6]:
     st.caption("Krippendorff's α (interval) per aspect")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
     download("inter_rater", "Inter-rater agreement (CSV)")
+
+with tabs[7]:
+    metric_vs_metric(report)
 
 if "judge overall" in view.table:  # the rubric judge's own biases, from its evidence
     st.subheader("Rubric judge: paraphrase consistency and images", divider="gray")

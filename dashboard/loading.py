@@ -21,6 +21,7 @@ from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
 from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
+from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, IMAGE_METRICS, SET_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
@@ -401,4 +402,15 @@ def dhm(
     table.attrs["scores_signatures"] = list(signatures)
     return dhm_report(
         table, human_systems=human, pairing="story" if pairing == "story" else "sequence", resamples=resamples, aspects=aspects
+    )
+
+
+@st.cache_data(show_spinner="Testing every two metrics against each other…", max_entries=8)
+def metric_versus(_report: MetaReport, key: str, report_id: str, settings: VersusSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every two metrics of the report against each other (correlation with each aspect, and
+    pairwise accuracy), cached by the view's content key, the report's signature id and the settings."""
+    scores = _report.data
+    return (
+        versus_correlations(scores, _report.metrics, _report.aspects, settings),
+        versus_accuracy(_report.pairs, scores, _report.metrics, settings),
     )
