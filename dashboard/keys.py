@@ -15,3 +15,7 @@ LINK_NOTICES = "_vst_link_notices"
 
 #: The judgements chosen on the Agreement page (bytes), shown beside the scores in Inspect.
 JUDGEMENTS = "_vst_judgements"
+
+#: A slice the slice finder proposed (``{"view": view key, "label": str, "conditions": [...], "systems": [...]}``),
+#: applied by the Dataset page on top of its own slice until cleared.
+FOUND_SLICE = "_vst_found_slice"
