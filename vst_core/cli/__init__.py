@@ -7,7 +7,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, dhm, judge, meta_eval, models, score, train_cosmic, train_sop, train_vrank
+from vst_core.cli import bench, dhm, judge, meta_eval, models, report, score, train_cosmic, train_sop, train_vrank
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -24,6 +24,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "import-scores": dhm.run_import,
     "dhm": dhm.run_dhm,
     "judge-bias": judge.run,
+    "report": report.run,
 }
 
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     meta_eval.add_parser(sub)
     dhm.add_parsers(sub)
     judge.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 
