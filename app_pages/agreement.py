@@ -14,6 +14,7 @@ from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
+from vst_core.analysis.meta_eval.identity import keys_of
 from vst_core.analysis.meta_eval.report import narrowed
 from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSettings, versus_matrix
 from vst_core.data.csv_out import frame_csv
@@ -30,6 +31,7 @@ from vst_core.viz import (
     metric_scatter,
     pairwise_cells,
 )
+from vst_core.viz.report import view_report
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
@@ -401,5 +403,22 @@ if "judge overall" in view.table:  # the rubric judge's own biases, from its evi
                 "The same table from the command line: `vst judge-bias STORIES`."
             )
 
+
+def agreement_report() -> str:
+    """The page's HTML report: the judged stories' means, the agreement, the matrices, the first judged stories' cards."""
+    judged = [i for i, k in enumerate(keys_of(view.table)) if k in set(report.data.index)]
+    versus = loading.metric_versus(report, key, str(report.signature["id"]), VersusSettings(seed=int(seed)))[0]
+    return view_report(view, "Agreement with humans", view.table.iloc[judged], judged[:8], meta=report, versus=versus)
+
+
+st.download_button(
+    "Report (HTML, opens offline)",
+    agreement_report,
+    "agreement_report.html",
+    "text/html",
+    key="dl-agreement-report",
+    help="one self-contained file: the agreement table and figure, the metric-vs-metric matrices, "
+    "the cards of the first judged stories with their evidence, the signature",
+)
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

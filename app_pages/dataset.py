@@ -16,12 +16,15 @@ from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, probl
 from vst_core.hashing import json_digest
 from vst_core.records import direction_of
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
+from vst_core.viz.report import view_report
 from vst_core.viz.safe import md
 
 #: Rows sent to the browser at once; the rest are a page away (100,000 rows would be ~50 MB).
 PAGE_ROWS = 100
 #: Most records the JSON download reads (each one's evidence is read from its file on demand).
 MAX_JSON_RECORDS = 20_000
+#: Story cards in the page's HTML report (the first stories of the page shown).
+REPORT_CARDS = 8
 #: Characters of the story text shown in the table (search looks at all of it).
 SHOWN_TEXT = 160
 
@@ -199,7 +202,7 @@ systems_all = systems
 find_slices()
 
 rows = shown.index.to_numpy()
-a, b = st.columns(2)
+a, b, c = st.columns(3)
 a.download_button(
     "Download table (CSV)",
     lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs, recorded=view.recorded()),
@@ -217,4 +220,13 @@ b.download_button(
     help=f"every record with its evidence; narrow the slice to at most {MAX_JSON_RECORDS:,} stories"
     if len(rows) > MAX_JSON_RECORDS
     else "every record of the slice with its evidence, read from the scores files",
+)
+c.download_button(
+    "Report (HTML, opens offline)",
+    lambda: view_report(view, "Dataset", shown, part.index.to_numpy()[:REPORT_CARDS]),
+    "report.html",
+    "text/html",
+    key="dl-report",
+    help=f"one self-contained file: the slice's per-system means with intervals, figures, the cards of the first "
+    f"{REPORT_CARDS} stories on this page with their evidence and images, the signature",
 )

@@ -138,3 +138,26 @@ def test_the_report_opens_offline_in_chromium_with_no_outside_request(tmp_path: 
     assert outside == [] and requests[0] == out.as_uri()
     assert not [m for m in console if "Content Security Policy" in m or "Refused" in m]
     assert cards == 8 and plots >= 4 and loaded == 40 and has_plotly
+
+
+@pytest.mark.slow  # AppTest runs of two pages
+def test_pages_offer_the_report_and_it_is_the_views(tmp_path: Path) -> None:
+    from test_app import make
+
+    from dashboard.choices import Choices, settings_for
+    from vst_core.data import read_story_set
+    from vst_core.scoring.story import score_story
+    from vst_core.viz import RunView
+    from vst_core.viz.report import view_report
+
+    for page, key in (("dataset", "dl-report"), ("meta", "dl-agreement-report")):
+        app = make(page, resamples=0)
+        assert any(b.key == key for b in app.get("download_button")), page
+    stories = read_story_set(SAMPLE / "stories.jsonl")
+    settings = settings_for(Choices(coherence=False, grounding=False))
+    view = RunView.of_records(stories, [score_story(s, settings) for s in stories], settings, "cpu")
+    html = view_report(view, "Dataset", view.table, [0, 1, 2], resamples=100)
+    assert html.count('class="vst-story-card"') == 3 and html.count("data:image/jpeg;base64,") == 15
+    from vst_core.signature import signature
+
+    assert f"&quot;id&quot;: &quot;{signature(view.settings, view.inputs)['id']}&quot;" in html  # the view's signature

@@ -32,10 +32,11 @@ from vst_core.analysis.meta_eval.versus import versus_matrix
 from vst_core.data.images import thumbnail
 from vst_core.data.paths import resolve_image
 from vst_core.records import StoryScores, direction_of
+from vst_core.signature import signature
 from vst_core.viz.figures import caption_figure, correlation_bars
 from vst_core.viz.safe import html_text, plot_text
 from vst_core.viz.story import legend_html, score_cards_html, story_cards, story_html
-from vst_core.viz.tables import TABLE_COLUMNS, correlation_cells
+from vst_core.viz.tables import TABLE_COLUMNS, RunView, correlation_cells
 
 #: Nothing outside the file may load: scripts and styles inline, images and fonts as data URLs.
 CSP = (
@@ -251,6 +252,40 @@ def build_report(
     return report_html(title, sections, signature, description), figures, tables
 
 
+def view_report(
+    view: RunView,
+    title: str,
+    table: pd.DataFrame,
+    rows: Sequence[int],
+    *,
+    meta: MetaReport | None = None,
+    versus: pd.DataFrame | None = None,
+    resamples: int = 1000,
+) -> str:
+    """A page's report as one HTML file: ``table`` (the page's rows of ``view.table``), the story
+    cards of ``rows`` (positions in ``view.table``, their evidence read from the view) with
+    thumbnails from the view's image folder, and the view's signature (the scores files' for files)."""
+    recorded = view.recorded()
+    sig: dict[str, Any] = {"scores": recorded[1] if recorded is not None else signature(view.settings, view.inputs)}
+    description = view.footer()
+    if meta is not None:
+        sig["meta_eval"] = meta.signature
+        description += f" · {meta.description}"
+    html, _, _ = build_report(
+        title,
+        table,
+        view.records_at(rows),
+        sig,
+        description,
+        metrics=view.settings.metrics,
+        meta=meta,
+        versus=versus,
+        images_root=view.root,
+        resamples=resamples,
+    )
+    return html
+
+
 def _box(table: pd.DataFrame, column: str) -> Any:
     """A box plot of ``column`` per system from the quartiles (what the Dataset page draws above
     its point limit; small enough for a file at any size)."""
@@ -361,5 +396,6 @@ __all__ = [
     "report_html",
     "story_card_html",
     "table_html",
+    "view_report",
     "write_figure",
 ]
