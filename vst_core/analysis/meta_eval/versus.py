@@ -118,14 +118,17 @@ def correlation_difference(
     diff = ra - rb
     t, p = williams_test(ra, rb, rab, n)
     za, zb = _standardised(a), _standardised(b)
+    h_ranked = stats.rankdata(h) if method == "spearman" else h
     rng = np.random.default_rng(settings.seed)
     hits = 0
     for start in range(0, settings.permutations, _BLOCK):
         rows = min(_BLOCK, settings.permutations - start)
         swap = rng.random((rows, n)) < 0.5
         pa, pb = np.where(swap, zb, za), np.where(swap, za, zb)
-        hh = np.broadcast_to(h, (rows, n))
-        d = _rows_corr(method, pa, hh) - _rows_corr(method, pb, hh)
+        if method == "spearman":  # the human side is the same in every permutation: ranked once
+            pa, pb = stats.rankdata(pa, axis=1), stats.rankdata(pb, axis=1)
+        hh = np.broadcast_to(h_ranked, (rows, n))
+        d = _rowwise_pearson(pa, hh) - _rowwise_pearson(pb, hh)
         hits += int(np.sum(np.abs(d) >= abs(diff) - 1e-12))
     boot = np.empty(settings.permutations)
     for start in range(0, settings.permutations, _BLOCK):
