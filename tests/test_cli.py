@@ -155,7 +155,8 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     from vst_core.cli import COMMANDS
 
     assert set(COMMANDS) == {
-        "score", "train-sop", "train-vrank", "train-cosmic", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm", "judge-bias"
+        "score", "train-sop", "train-vrank", "train-cosmic", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm", "judge-bias",
+        "report",
     }  # fmt: skip
     for command in COMMANDS:
         with pytest.raises(SystemExit) as exc:
