@@ -150,7 +150,7 @@ def test_pages_offer_the_report_and_it_is_the_views(tmp_path: Path) -> None:
     from vst_core.viz import RunView
     from vst_core.viz.report import view_report
 
-    for page, key in (("dataset", "dl-report"), ("meta", "dl-agreement-report")):
+    for page, key in (("dataset", "dl-report"), ("meta", "dl-agreement-report"), ("inspect", "dl-report")):
         app = make(page, resamples=0)
         assert any(b.key == key for b in app.get("download_button")), page
     stories = read_story_set(SAMPLE / "stories.jsonl")
