@@ -31,7 +31,7 @@ from vst_core.viz import (
     metric_scatter,
     pairwise_cells,
 )
-from vst_core.viz.report import view_report
+from vst_core.viz.report import latex_table, markdown_table, view_report
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
@@ -264,6 +264,22 @@ def metric_vs_metric(report: MetaReport) -> None:
         part = table[table["aspect"] == aspect]
         st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")
         st.dataframe(_significance_colours(versus_matrix(part, report.metrics)), width="stretch")
+        matrix_caption = f"{METHODS[method]} with the human '{aspect}' rating: row − column; * permutation p < {ALPHA:g}. {versus.describe()}. {report.description}"
+        x, y = st.columns(2)
+        x.download_button(
+            "Matrix (LaTeX, booktabs)",
+            latex_table(versus_matrix(part, report.metrics), matrix_caption, "tab:metric-vs-metric"),
+            "metric_vs_metric.tex",
+            "text/x-tex",
+            key="dl-versus-latex",
+        )
+        y.download_button(
+            "Matrix (Markdown)",
+            markdown_table(versus_matrix(part, report.metrics), matrix_caption),
+            "metric_vs_metric.md",
+            "text/markdown",
+            key="dl-versus-markdown",
+        )
         st.dataframe(part.drop(columns=["aspect"]).round(4), hide_index=True, width="stretch")
     if len(accuracy):
         st.markdown(f"**Pairwise accuracy** on {len(report.pairs)} judged pairs (ties wrong; judged by story scores)")
@@ -323,6 +339,14 @@ with tabs[0]:
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
     download("agreement_with_humans", "Story-level table (CSV)")
     download("system_level", "System-level table (CSV)")
+    paper_caption = f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
+    x, y = st.columns(2)
+    x.download_button(
+        "Story-level table (LaTeX, booktabs)", latex_table(cells, paper_caption), "agreement.tex", "text/x-tex", key="dl-latex"
+    )
+    y.download_button(
+        "Story-level table (Markdown)", markdown_table(cells, paper_caption), "agreement.md", "text/markdown", key="dl-markdown"
+    )
 with tabs[1]:
     disagreements(report)
 with tabs[2]:

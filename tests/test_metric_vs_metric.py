@@ -232,7 +232,8 @@ def test_the_agreement_page_shows_the_matrix_the_library_computes() -> None:
     ]
     assert matrices, "no metric-vs-metric matrix on the page"
     shown = matrices[0]
-    assert any(b.key == "dl-versus" for b in app.get("download_button"))
+    keys = {b.key for b in app.get("download_button")}
+    assert {"dl-versus", "dl-versus-latex", "dl-versus-markdown", "dl-latex", "dl-markdown"} <= keys
     # the same numbers from the library on the sample's NR scores and the made-up ratings
     from dashboard.choices import Choices, settings_for
     from vst_core.data import read_story_set
@@ -247,3 +248,21 @@ def test_the_agreement_page_shows_the_matrix_the_library_computes() -> None:
     expected = versus_matrix(table, report.metrics)
     assert score_frame(records).shape[0] == 8
     assert shown.loc[expected.index, expected.columns].equals(expected)
+
+
+def test_the_paired_bootstrap_agrees_with_scipys() -> None:
+    a, b, h = _data(80, 7)
+    found = correlation_difference(a, b, h, VersusSettings("pearson", 4000, seed=0))
+    ref = stats.bootstrap(
+        (a, b, h),
+        lambda x, y, z: _pearson(x, z) - _pearson(y, z),
+        paired=True,
+        vectorized=False,
+        n_resamples=4000,
+        method="percentile",
+        random_state=2,
+    )
+    # two Monte-Carlo estimates of the same percentiles: within a few hundredths of a correlation
+    width = ref.confidence_interval.high - ref.confidence_interval.low
+    assert found["ci_low"] == pytest.approx(ref.confidence_interval.low, abs=0.08 * width)
+    assert found["ci_high"] == pytest.approx(ref.confidence_interval.high, abs=0.08 * width)
