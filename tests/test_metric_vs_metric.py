@@ -266,3 +266,35 @@ def test_the_paired_bootstrap_agrees_with_scipys() -> None:
     width = ref.confidence_interval.high - ref.confidence_interval.low
     assert found["ci_low"] == pytest.approx(ref.confidence_interval.low, abs=0.08 * width)
     assert found["ci_high"] == pytest.approx(ref.confidence_interval.high, abs=0.08 * width)
+
+
+def test_vhed_pairs_compare_two_metrics_by_accuracy(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from test_public_judgements import nr_record, vhed_bytes
+
+    seq1, seq2 = "11-12-13-14-15", "21-22-23-24-25"
+    base = [
+        nr_record("s1:reference", seq1, "reference", 0.9),
+        nr_record("s1:kg-story", seq1, "kg-story", 0.7),
+        nr_record("s1:pr-vist", seq1, "pr-vist", 0.8),
+        nr_record("s2:reference", seq2, "reference", 0.6),
+        nr_record("s2:kg-story", seq2, "kg-story", 0.65),
+    ]
+    clip = [0.1, 0.5, 0.2, 0.9, 0.3]
+    records = [
+        replace(r, metrics={**r.metrics, "clipscore": ClipScoreScores(score=v, pairs=(v,))})
+        for r, v in zip(base, clip, strict=True)
+    ]
+    scores = write_scores(tmp_path / "s.jsonl", records)
+    (tmp_path / "VHED.csv").write_bytes(vhed_bytes())
+    out = tmp_path / "r.json"
+    args = ["meta-eval", str(scores), str(tmp_path / "VHED.csv"), "--out", str(out), "--resamples", "0"]
+    assert main([*args, "--no-progress", "--no-baselines", "--permutations", "1000"]) == 0
+    (row,) = json.loads(out.read_text())["metric_vs_metric"]["pairwise_accuracy"]
+    # the three pairs with a gap (by hand, from VHED_ROWS): reference > kg-story (s1), pr-vist > reference (s1),
+    # reference > kg-story (s2). NR gets the first right only; CLIPScore the second and the third.
+    assert (row["metric_a"], row["metric_b"], row["n"]) == ("NR", "CLIPScore", 3)
+    assert (row["accuracy_a"], row["accuracy_b"]) == pytest.approx((1 / 3, 2 / 3))
+    # per pair d = (1, -1, -1): of the 8 sign patterns, |mean| >= 1/3 holds for all of them, so p = 1
+    assert row["p_permutation"] == 1.0
