@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import loading
@@ -14,7 +15,9 @@ from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
+from vst_core.analysis.meta_eval.identity import keys_of
 from vst_core.analysis.meta_eval.report import narrowed
+from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSettings, versus_matrix
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
@@ -29,6 +32,7 @@ from vst_core.viz import (
     metric_scatter,
     pairwise_cells,
 )
+from vst_core.viz.report import latex_table, markdown_table, view_report
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
@@ -235,11 +239,79 @@ def disagreements(report: MetaReport) -> None:
     )
 
 
+def _significance_colours(frame: pd.DataFrame) -> Any:
+    """The matrix, green where the row's metric is significantly better than the column's, red where worse."""
+    return frame.style.map(
+        lambda v: "" if not v.endswith("*") else ("background-color:#c6f6d5" if v.startswith("+") else "background-color:#fed7d7")
+    )
+
+
+def metric_vs_metric(report: MetaReport) -> None:
+    """Is one metric's agreement with people significantly higher than another's on the same stories?"""
+    if len(report.metrics) < 2:
+        st.info("Two or more metrics are needed to compare metrics with each other.")
+        return
+    x, y, z = st.columns(3)
+    method = str(x.selectbox("Coefficient", list(VERSUS_METHODS), format_func=lambda m: METHODS[m], key="vs_method"))
+    permutations = int(y.number_input("Permutations", 1000, 100000, 1000, step=1000, key="vs_permutations"))
+    aspect = z.selectbox("Aspect", report.aspects, key="vs_aspect") if report.aspects else None
+    versus = VersusSettings(method, permutations, int(seed), settings.confidence)
+    table, accuracy = loading.metric_versus(report, key, str(report.signature["id"]), versus)
+    st.caption(
+        f"Cell = row metric − column metric; * permutation p < {ALPHA:g} (PERM-BOTH, two-sided). Every metric is "
+        f"oriented so that higher = better. {shown(versus.describe())}."
+    )
+    if aspect is not None and len(table):
+        part = table[table["aspect"] == aspect]
+        st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")
+        st.dataframe(_significance_colours(versus_matrix(part, report.metrics)), width="stretch")
+        matrix_caption = f"{METHODS[method]} with the human '{aspect}' rating: row − column; * permutation p < {ALPHA:g}. {versus.describe()}. {report.description}"
+        x, y = st.columns(2)
+        x.download_button(
+            "Matrix (LaTeX, booktabs)",
+            latex_table(versus_matrix(part, report.metrics), matrix_caption, "tab:metric-vs-metric"),
+            "metric_vs_metric.tex",
+            "text/x-tex",
+            key="dl-versus-latex",
+        )
+        y.download_button(
+            "Matrix (Markdown)",
+            markdown_table(versus_matrix(part, report.metrics), matrix_caption),
+            "metric_vs_metric.md",
+            "text/markdown",
+            key="dl-versus-markdown",
+        )
+        st.dataframe(part.drop(columns=["aspect"]).round(4), hide_index=True, width="stretch")
+    if len(accuracy):
+        st.markdown(f"**Pairwise accuracy** on {len(report.pairs)} judged pairs (ties wrong; judged by story scores)")
+        st.dataframe(_significance_colours(versus_matrix(accuracy, report.metrics)), width="stretch")
+        st.dataframe(accuracy.round(4), hide_index=True, width="stretch")
+    both = pd.concat([table.assign(kind="correlation"), accuracy.assign(kind="pairwise accuracy")], ignore_index=True)
+    st.download_button(
+        "Metric vs metric (CSV)",
+        frame_csv(both, [report.description, versus.describe()]),
+        "metric_vs_metric.csv",
+        "text/csv",
+        key="dl-versus",
+    )
+
+
 def download(name: str, label: str) -> None:
     st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}")
 
 
-tabs = st.tabs(["Correlations", "Disagreements", "Metric vs human", "Pairwise ranking", "T / P bins", "Error labels", "Raters"])
+tabs = st.tabs(
+    [
+        "Correlations",
+        "Disagreements",
+        "Metric vs human",
+        "Pairwise ranking",
+        "T / P bins",
+        "Error labels",
+        "Raters",
+        "Metric vs metric",
+    ]
+)
 with tabs[0]:
     if not len(report.correlations):
         st.info("No ratings to correlate with (a pairwise file gives pairwise accuracy only; see that tab).")
@@ -268,6 +340,14 @@ with tabs[0]:
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
     download("agreement_with_humans", "Story-level table (CSV)")
     download("system_level", "System-level table (CSV)")
+    paper_caption = f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
+    x, y = st.columns(2)
+    x.download_button(
+        "Story-level table (LaTeX, booktabs)", latex_table(cells, paper_caption), "agreement.tex", "text/x-tex", key="dl-latex"
+    )
+    y.download_button(
+        "Story-level table (Markdown)", markdown_table(cells, paper_caption), "agreement.md", "text/markdown", key="dl-markdown"
+    )
 with tabs[1]:
     disagreements(report)
 with tabs[2]:
@@ -317,6 +397,9 @@ with tabs[6]:
     st.dataframe(report.agreement, hide_index=True, width="stretch")
     download("inter_rater", "Inter-rater agreement (CSV)")
 
+with tabs[7]:
+    metric_vs_metric(report)
+
 if "judge overall" in view.table:  # the rubric judge's own biases, from its evidence
     st.subheader("Rubric judge: paraphrase consistency and images", divider="gray")
     judged_rows = [i for i, ok in enumerate(view.table["judge overall"].notna()) if ok][:JUDGE_BIAS_STORIES]
@@ -348,5 +431,22 @@ if "judge overall" in view.table:  # the rubric judge's own biases, from its evi
                 "The same table from the command line: `vst judge-bias STORIES`."
             )
 
+
+def agreement_report() -> str:
+    """The page's HTML report: the judged stories' means, the agreement, the matrices, the first judged stories' cards."""
+    judged = [i for i, k in enumerate(keys_of(view.table)) if k in set(report.data.index)]
+    versus = loading.metric_versus(report, key, str(report.signature["id"]), VersusSettings(seed=int(seed)))[0]
+    return view_report(view, "Agreement with humans", view.table.iloc[judged], judged[:8], meta=report, versus=versus)
+
+
+st.download_button(
+    "Report (HTML, opens offline)",
+    agreement_report,
+    "agreement_report.html",
+    "text/html",
+    key="dl-agreement-report",
+    help="one self-contained file: the agreement table and figure, the metric-vs-metric matrices, "
+    "the cards of the first judged stories with their evidence, the signature",
+)
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

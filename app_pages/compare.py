@@ -42,7 +42,7 @@ if upload is None and not example:
     )
     st.stop()
 payload = upload.getvalue() if upload is not None else EXAMPLE.read_bytes()
-other = "the upload" if upload is not None else "the bundled example"
+theirs_name = "the upload" if upload is not None else "the bundled example"
 path = session.folder().path / "compare" / f"{text_digest(payload, 16)}.jsonl"  # removed with the session
 path.parent.mkdir(parents=True, exist_ok=True)
 if not path.exists():  # named by its content: written once, so its index is found again on every rerun
@@ -53,7 +53,7 @@ if index is None:
     st.stop()
 theirs = index.table
 if index.problems:
-    with st.expander(f"{len(index.problems)} problem(s) in {other}"):
+    with st.expander(f"{len(index.problems)} problem(s) in {theirs_name}"):
         for problem in index.problems[:200]:
             st.warning(shown(problem))
 columns = [
@@ -71,7 +71,7 @@ if example and not result.n:
 figures = result.figures()
 equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(
-    f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in {other} · "
+    f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in {theirs_name} · "
     f"equal to 1e-9: **{equal}**"
     + (
         " · matched by story id alone (every id names one story in each file; the systems are named differently)"

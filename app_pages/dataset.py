@@ -8,16 +8,23 @@ import math
 import pandas as pd
 import streamlit as st
 
+from dashboard import loading
 from dashboard.frame import page, story_table
+from dashboard.keys import FOUND_SLICE
+from vst_core.analysis.slice_finder import MIN_SLICE, apply_conditions
 from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.hashing import json_digest
-from vst_core.records import column_help
+from vst_core.records import column_help, direction_of
 from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
+from vst_core.viz.report import view_report
+from vst_core.viz.safe import md
 
 #: Rows sent to the browser at once; the rest are a page away (100,000 rows would be ~50 MB).
 PAGE_ROWS = 100
 #: Most records the JSON download reads (each one's evidence is read from its file on demand).
 MAX_JSON_RECORDS = 20_000
+#: Story cards in the page's HTML report (the first stories of the page shown).
+REPORT_CARDS = 8
 #: Characters of the story text shown in the table (search looks at all of it).
 SHOWN_TEXT = 160
 
@@ -74,6 +81,16 @@ cut = slice_controls()
 shown = apply_slice(table[table["system"].isin(chosen)] if len(chosen) < len(systems) else table, cut)
 if search:
     shown = shown[shown["text"].str.lower().str.contains(search, regex=False)]
+found_slice = st.session_state.get(FOUND_SLICE)
+if found_slice and found_slice.get("view") == view.key[:12]:  # a slice the slice finder below proposed
+    if found_slice["systems"]:
+        shown = shown[shown["system"].isin(found_slice["systems"])]
+    shown = apply_conditions(shown, found_slice["conditions"])
+    x, y = st.columns([4, 1])
+    x.info(f"Found slice: {md(found_slice['label'])} · {len(shown):,} stories")
+    if y.button("Clear the found slice", key="clear_found_slice"):
+        del st.session_state[FOUND_SLICE]
+        st.rerun()
 
 a, b, c = st.columns([2, 1, 1])
 order = a.selectbox("Sort by", ["(file order)", *numeric, "sentences", "system", "story"], key="sort")
@@ -112,8 +129,80 @@ def per_system(shown: pd.DataFrame, numeric: list[str]) -> None:
 if numeric and len(shown):
     per_system(shown, numeric)
 
+
+@st.fragment
+def find_slices() -> None:
+    """The slices where a metric disagrees with people most, or where one system loses to another
+    most; a click opens the slice in the table above."""
+    st.subheader("Find slices", divider="gray")
+    question = st.radio(
+        "Where", ["a metric disagrees with people", "system A loses to system B"], horizontal=True, key="find_question"
+    )
+    metrics = [m for m in numeric if table[m].notna().any() and direction_of(m) != "none"]
+    if not metrics:
+        st.info("No quality metric in the table.")
+        return
+    a, b, c, d = st.columns(4)
+    metric = str(a.selectbox("Metric", metrics, key="find_metric"))
+    min_size = int(c.number_input("Smallest slice", 5, 1_000_000, MIN_SLICE, key="find_min"))
+    pairs = d.toggle("Pairs of descriptors", True, key="find_pairs")
+    if question.startswith("a metric"):
+        judgements, label = loading.session_judgements(set(table["story"].astype(str)))
+        if judgements is None or not judgements.aspects:
+            st.info("Load human ratings on the Agreement page to find where a metric disagrees with people.")
+            return
+        aspect = str(b.selectbox("Human aspect", judgements.aspects, key="find_aspect"))
+        found = loading.found_slices(
+            table, view.key, metric, (f"human {aspect}",), pairs, min_size, judgements, judgements.digest
+        )
+        systems: list[str] = []
+        st.caption(
+            f"Ratings: {label}. Effect = Pearson r of {md(metric)} with the human '{md(aspect)}' rating in the slice − over "
+            "all stories; p: Fisher's z, slice against the rest."
+        )
+    else:
+        if len(systems_all) < 2:
+            st.info("Two systems are needed.")
+            return
+        x, y = b.columns(2)
+        first = str(x.selectbox("A", systems_all, key="find_a"))
+        second = str(y.selectbox("B", [s for s in systems_all if s != first], key="find_b"))
+        found = loading.found_slices(table, view.key, metric, (first, second), pairs, min_size)
+        systems = [first]
+        st.caption(
+            f"Per image sequence both wrote for: d = {md(first)} − {md(second)} on {md(metric)} (higher = better); "
+            f"descriptors of {md(first)}'s story. Effect = mean d in the slice; p: Welch's t, slice against the rest."
+        )
+    st.caption(
+        f"Candidates: every descriptor (quantile bins of 4) and every two together with at least {min_size} items "
+        f"({found.attrs.get('candidates', 0)} tested); p_bh: Benjamini–Hochberg over all of them; 95% bootstrap interval "
+        "(1000 resamples). Most negative effect first; click a row to open the slice in the table above."
+    )
+    event = st.dataframe(
+        found.drop(columns=["conditions"]).round(4),
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="found_slices",
+    )
+    chosen_rows = event.selection.rows if event is not None else []
+    if chosen_rows:
+        row = found.iloc[chosen_rows[0]]
+        st.session_state[FOUND_SLICE] = {
+            "view": view.key[:12],
+            "label": row["slice"],
+            "conditions": list(row["conditions"]),
+            "systems": systems,
+        }
+        st.rerun(scope="app")
+
+
+systems_all = systems
+find_slices()
+
 rows = shown.index.to_numpy()
-a, b = st.columns(2)
+a, b, c = st.columns(3)
 a.download_button(
     "Download table (CSV)",
     lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs, recorded=view.recorded()),
@@ -131,4 +220,13 @@ b.download_button(
     help=f"every record with its evidence; narrow the slice to at most {MAX_JSON_RECORDS:,} stories"
     if len(rows) > MAX_JSON_RECORDS
     else "every record of the slice with its evidence, read from the scores files",
+)
+c.download_button(
+    "Report (HTML, opens offline)",
+    lambda: view_report(view, "Dataset", shown, part.index.to_numpy()[:REPORT_CARDS]),
+    "report.html",
+    "text/html",
+    key="dl-report",
+    help=f"one self-contained file: the slice's per-system means with intervals, figures, the cards of the first "
+    f"{REPORT_CARDS} stories on this page with their evidence and images, the signature",
 )

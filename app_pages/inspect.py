@@ -29,6 +29,7 @@ from vst_core.viz import (
     story_html,
     vrank_html,
 )
+from vst_core.viz.report import view_report
 from vst_core.viz.safe import code, md
 
 #: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
@@ -235,4 +236,12 @@ right.download_button(
     f"{sequence_id}.csv",
     "text/csv",
     key="dl-csv",
+)
+st.download_button(
+    "Download this view (HTML report, opens offline)",
+    lambda: view_report(view, f"Sequence {sequence_id}", view.table.iloc[rows], rows, resamples=0),
+    f"{sequence_id}.html",
+    "text/html",
+    key="dl-report",
+    help="one self-contained file: this sequence's stories as cards with their evidence and images, their scores, the signature",
 )

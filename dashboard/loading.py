@@ -22,6 +22,8 @@ from vst_core.analysis.leaderboard import Leaderboard, PairTest, leaderboard, pa
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
 from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
+from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
+from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, IMAGE_METRICS, SET_METRICS, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
@@ -464,3 +466,35 @@ def pair_tests(_paired: pd.DataFrame, key: str, a: str, b: str, metrics: tuple[s
     """:func:`~vst_core.analysis.leaderboard.paired_tests` of two systems' paired differences,
     cached by the view's content key and the two systems."""
     return paired_tests(_paired, metrics, a, b)
+
+
+@st.cache_data(show_spinner="Testing every two metrics against each other…", max_entries=8)
+def metric_versus(_report: MetaReport, key: str, report_id: str, settings: VersusSettings) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every two metrics of the report against each other (correlation with each aspect, and
+    pairwise accuracy), cached by the view's content key, the report's signature id and the settings."""
+    scores = _report.data
+    return (
+        versus_correlations(scores, _report.metrics, _report.aspects, settings),
+        versus_accuracy(_report.pairs, scores, _report.metrics, settings),
+    )
+
+
+@st.cache_data(show_spinner="Looking for the slices…", max_entries=8)
+def found_slices(
+    _table: pd.DataFrame,
+    key: str,
+    metric: str,
+    against: tuple[str, ...],
+    pairs: bool,
+    min_size: int,
+    _judgements: Judgements | None = None,
+    judgements_digest: str = "",
+) -> pd.DataFrame:
+    """The slice finder's proposals on the view's table (cached by its content key and the options):
+    where ``metric`` disagrees with the human aspect ``against[0]`` (with ``_judgements``), or where
+    system ``against[0]`` loses to ``against[1]``."""
+    if _judgements is not None:
+        data, _ = with_human(_table, _judgements)
+        return metric_slices(data, metric, against[0], story_descriptors(data), pairs=pairs, min_size=min_size)
+    paired = paired_differences(_table, metric, against[0], against[1])
+    return system_slices(paired, pairs=pairs, min_size=min_size)

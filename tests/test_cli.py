@@ -156,7 +156,8 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert set(COMMANDS) == {
         "score", "train-sop", "train-vrank", "train-cosmic", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm", "judge-bias",
-        "compare"
+        "compare",
+        "report",
     }  # fmt: skip
     for command in COMMANDS:
         with pytest.raises(SystemExit) as exc:

@@ -8,7 +8,7 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, compare, dhm, judge, meta_eval, models, score, train_cosmic, train_sop, train_vrank
+from vst_core.cli import bench, compare, dhm, judge, meta_eval, models, report, score, train_cosmic, train_sop, train_vrank
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -26,6 +26,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "dhm": dhm.run_dhm,
     "judge-bias": judge.run,
     "compare": compare.run,
+    "report": report.run,
 }
 
 
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     dhm.add_parsers(sub)
     judge.add_parser(sub)
     compare.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from vst_core.analysis.meta_eval import (
     LAYOUTS,
@@ -15,9 +16,12 @@ from vst_core.analysis.meta_eval import (
     read_judgements,
     run_meta_eval,
 )
+from vst_core.analysis.meta_eval.report import _plain, pair_margins, score_frame
+from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
 from vst_core.data import load_records
 from vst_core.data.merge import merge_records
+from vst_core.records import StoryScores
 
 DEFAULTS = MetaSettings()
 
@@ -72,6 +76,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.add_argument("--no-baselines", action="store_true", help="skip the BLEU/ROUGE-L/CIDEr baselines")
     p.add_argument("--meteor", action="store_true", help="add METEOR to the baselines (its Java scorer takes about 13 s to load)")
+    p.add_argument(
+        "--versus-method",
+        choices=VERSUS_METHODS,
+        default=VersusSettings.method,
+        help="coefficient of the metric-vs-metric tests (Williams' test, PERM-BOTH permutation, paired bootstrap)",
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=VersusSettings.permutations,
+        help="permutations (and bootstrap resamples) of the metric-vs-metric tests; 0 skips them",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> MetaSettings:
@@ -90,9 +106,9 @@ def settings_from_args(args: argparse.Namespace) -> MetaSettings:
     )
 
 
-def _write(report: MetaReport, out: Path, csv_dir: Path | None) -> None:
+def _write(report: MetaReport, out: Path, csv_dir: Path | None, extra: dict[str, Any] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
+    out.write_text(json.dumps({**report.to_json(), **(extra or {})}, ensure_ascii=False, indent=1), encoding="utf-8")
     if csv_dir:
         csv_dir.mkdir(parents=True, exist_ok=True)
         for name in report.tables():
@@ -147,5 +163,27 @@ def run(args: argparse.Namespace) -> int:
     if match["matched"] == 0:
         error("no judged story has scores; nothing to correlate")
         return EXIT_INPUT
-    _write(report, args.out, args.csv)
+    extra = None
+    if args.permutations > 0:
+        versus = VersusSettings(args.versus_method, args.permutations, args.seed, args.confidence)
+        extra = {"metric_vs_metric": metric_versus(report, records, versus)}
+    _write(report, args.out, args.csv, extra)
     return 0
+
+
+def metric_versus(report: MetaReport, records: list[StoryScores], settings: VersusSettings) -> dict[str, Any]:
+    """The metric-vs-metric section of the JSON: every two metrics per aspect (correlations) and on
+    the judged pairs (accuracy), with a one-line summary on stderr."""
+    correlations = versus_correlations(report.data, report.metrics, report.aspects, settings)
+    scores = score_frame(records) if report.data.empty else report.data
+    accuracy = versus_accuracy(report.pairs, scores, report.metrics, settings, pair_margins(records))
+    significant = int((correlations["p_permutation"] < 0.05).sum()) if len(correlations) else 0
+    note(
+        f"metric vs metric ({settings.describe()}): {len(correlations)} metric pairs x aspects, {significant} with "
+        f"permutation p < 0.05; {len(accuracy)} metric pairs on {len(report.pairs)} judged story pairs"
+    )
+    return {
+        "settings": settings.describe(),
+        "correlations": [{k: _plain(v) for k, v in row.items()} for row in correlations.to_dict(orient="records")],
+        "pairwise_accuracy": [{k: _plain(v) for k, v in row.items()} for row in accuracy.to_dict(orient="records")],
+    }

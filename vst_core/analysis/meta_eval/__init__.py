@@ -2,7 +2,8 @@
 
 :mod:`.judgements` reads the human side, :mod:`.stats` holds the statistics of the papers,
 :mod:`.report` joins scores with judgements into the report the CLI writes and the page shows,
-:mod:`.settings` the settings and their signature. The names are re-exported here.
+:mod:`.settings` the settings and their signature, :mod:`.versus` metric against metric (Williams' test,
+PERM-BOTH). The names are re-exported here.
 """
 
 from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError, read_judgements
@@ -40,6 +41,13 @@ from vst_core.analysis.meta_eval.stats import (
     pairwise_table,
     system_means,
 )
+from vst_core.analysis.meta_eval.versus import (
+    VersusSettings,
+    versus_accuracy,
+    versus_correlations,
+    versus_matrix,
+    williams_test,
+)
 
 __all__ = [
     "COVARIATES",
@@ -54,6 +62,7 @@ __all__ = [
     "JudgementsError",
     "MetaReport",
     "MetaSettings",
+    "VersusSettings",
     "Method",
     "aggregate",
     "best_per_aspect",
@@ -77,5 +86,9 @@ __all__ = [
     "score_frame",
     "system_means",
     "vhed_story_id",
+    "versus_accuracy",
+    "versus_correlations",
+    "versus_matrix",
     "vist_edit_story_id",
+    "williams_test",
 ]

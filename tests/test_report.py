@@ -1,0 +1,163 @@
+"""Reports that travel: the HTML report holds everything it shows (checked in headless Chromium:
+no request leaves the file, the story cards and figures render), text from files is escaped, the
+LaTeX and Markdown tables, the per-system intervals against a bootstrap loop, figure files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from vst_core.cli import main
+from vst_core.records import RedundancyScores, StoryScores
+from vst_core.viz.report import (
+    CSP,
+    Section,
+    latex_escape,
+    latex_table,
+    markdown_table,
+    report_html,
+    story_card_html,
+    system_summary,
+    table_html,
+)
+
+SAMPLE = ROOT / "assets" / "sample"
+
+
+def test_text_from_files_is_escaped_everywhere() -> None:
+    hostile = "<script>alert(1)</script>"
+    frame = pd.DataFrame({hostile: [hostile]}, index=pd.Index([hostile], name="metric"))
+    html = report_html(hostile, [Section(hostile, table_html(frame))], {"id": hostile})
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+    record = StoryScores(
+        story_id=hostile,
+        sequence_id="q",
+        system="<b>x</b>",
+        sentences=(hostile, "Two."),
+        images=("../../etc/passwd", "http://example.invalid/a.jpg"),
+        metrics={"redundancy": RedundancyScores(score=0.5, inter=0.5, intra=0.5, variant="paper", n=4)},
+    )
+    card = story_card_html(record, ["redundancy"], SAMPLE)
+    assert "<script>" not in card and "<b>x</b>" not in card and card.count("not readable") == 2
+
+
+def test_the_report_forbids_every_outside_load() -> None:
+    html = report_html("t", [], {})
+    assert f'content="{CSP}"' in html and "default-src 'none'" in CSP and "connect-src 'none'" in CSP
+
+
+def test_latex_is_booktabs_and_escaped_and_markdown_is_a_pipe_table() -> None:
+    cells = pd.DataFrame(
+        {"non_redundancy": ["+0.41 [+0.30, +0.52] * (N 120)"], "a|b": ["x"]}, index=pd.Index(["BLEU_4 & co"], name="metric")
+    )
+    tex = latex_table(cells, "50% of it", "tab:x")
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    assert "BLEU\\_4 \\& co & +0.41 [+0.30, +0.52] * (N 120) & a|b" not in tex  # the header is its own row
+    assert "non\\_redundancy" in tex and "BLEU\\_4 \\& co" in tex and "50\\% of it" in tex
+    assert latex_escape("†·×") == "$^\\dagger$$\\cdot$$\\times$"
+    md = markdown_table(cells, "caption")
+    assert md.splitlines()[0] == "| metric | non_redundancy | a\\|b |" and md.splitlines()[1] == "|---|---|---|"
+
+
+def test_system_means_and_intervals_against_a_bootstrap_loop() -> None:
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"system": ["a"] * 40 + ["b"] * 5, "NR": np.r_[rng.random(40), rng.random(5)]})
+    cells = system_summary(table, ["NR"], resamples=500, seed=3)
+    v = table.loc[table["system"] == "a", "NR"].to_numpy()
+    loop = np.random.default_rng(3)
+    means = [v[loop.integers(0, 40, 40)].mean() for _ in range(500)]
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert cells.at["a", "NR"] == f"{v.mean():.3f} [{low:.3f}, {high:.3f}] (N 40)"
+    assert cells.at["b", "NR"].endswith("(N 5)†")  # too few for an interval
+
+
+def _report(tmp_path: Path, *extra: str) -> Path:
+    scores = tmp_path / "scores.jsonl"
+    assert main(["score", str(SAMPLE / "stories.jsonl"), "--out", str(scores), "--no-progress"]) == 0
+    out = tmp_path / "report.html"
+    args = ["report", str(scores), "--out", str(out), "--images", str(SAMPLE), "--resamples", "200"]
+    assert main([*args, "--judgements", str(SAMPLE / "human_example.csv"), "--permutations", "200", *extra]) == 0
+    return out
+
+
+@pytest.mark.slow  # scores the sample, writes a 5 MB file
+def test_the_report_command_writes_tables_cards_and_paper_tables(tmp_path: Path) -> None:
+    out = _report(tmp_path, "--latex", str(tmp_path / "t.tex"), "--markdown", str(tmp_path / "t.md"))
+    html = out.read_text(encoding="utf-8")
+    assert html.count('class="vst-story-card"') == 8 and html.count("data:image/jpeg;base64,") == 8 * 5
+    assert "Metric vs metric" in html and "Signature" in html and "meta-eval sig" in html
+    assert "cdn" not in html.lower().split("<script")[0]  # nothing in the head points outside
+    tex = (tmp_path / "t.tex").read_text()
+    assert tex.count("\\begin{tabular}") >= 2 and "\\toprule" in tex
+    assert "| metric |" in (tmp_path / "t.md").read_text()
+
+
+@pytest.mark.slow
+def test_figure_files_as_svg_and_png(tmp_path: Path) -> None:
+    pytest.importorskip("kaleido", reason="figure files need kaleido")
+    if not (shutil.which("chromium") or shutil.which("google-chrome")):
+        pytest.skip("figure files need Chrome or Chromium")
+    out = _report(tmp_path, "--figures", str(tmp_path / "fig"))
+    assert out.is_file()
+    svg = tmp_path / "fig" / "per_system_NR.svg"
+    png = tmp_path / "fig" / "per_system_NR.png"
+    assert svg.read_text().startswith("<svg") and "NR per system" in svg.read_text()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_report_opens_offline_in_chromium_with_no_outside_request(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) not installed")
+    if CHROMIUM is None:
+        pytest.skip("chromium not installed")
+    out = _report(tmp_path)
+    requests: list[str] = []
+    console: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: console.append(m.text))
+        page.goto(out.as_uri())
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
+        cards = page.locator(".vst-story-card").count()
+        plots = page.locator(".js-plotly-plot").count()
+        loaded = page.evaluate("Array.from(document.images).filter(i => i.complete && i.naturalWidth > 0).length")
+        has_plotly = page.evaluate("typeof window.Plotly === 'object'")
+        browser.close()
+    outside = [u for u in requests if not u.startswith(("file://", "data:", "blob:"))]
+    assert outside == [] and requests[0] == out.as_uri()
+    assert not [m for m in console if "Content Security Policy" in m or "Refused" in m]
+    assert cards == 8 and plots >= 4 and loaded == 40 and has_plotly
+
+
+@pytest.mark.slow  # AppTest runs of two pages
+def test_pages_offer_the_report_and_it_is_the_views(tmp_path: Path) -> None:
+    from test_app import make
+
+    from dashboard.choices import Choices, settings_for
+    from vst_core.data import read_story_set
+    from vst_core.scoring.story import score_story
+    from vst_core.viz import RunView
+    from vst_core.viz.report import view_report
+
+    for page, key in (("dataset", "dl-report"), ("meta", "dl-agreement-report"), ("inspect", "dl-report")):
+        app = make(page, resamples=0)
+        assert any(b.key == key for b in app.get("download_button")), page
+    stories = read_story_set(SAMPLE / "stories.jsonl")
+    settings = settings_for(Choices(coherence=False, grounding=False))
+    view = RunView.of_records(stories, [score_story(s, settings) for s in stories], settings, "cpu")
+    html = view_report(view, "Dataset", view.table, [0, 1, 2], resamples=100)
+    assert html.count('class="vst-story-card"') == 3 and html.count("data:image/jpeg;base64,") == 15
+    from vst_core.signature import signature
+
+    assert f"&quot;id&quot;: &quot;{signature(view.settings, view.inputs)['id']}&quot;" in html  # the view's signature

@@ -1,0 +1,415 @@
+"""Slice discovery: the slices of stories (one descriptor's value, or two descriptors' values
+together) where a metric disagrees with people most, or where system A loses to system B most.
+
+Descriptors come from the scores table (:func:`story_descriptors`): the number of sentences and
+words, T and P (GROOVIST), the rubric judge's aspects and any other numeric column asked for, each
+cut into quantile bins; the system; each input problem kind (has it or not). A slice is a list of
+:class:`Condition` (a column in an interval, equal to a value, or holding a problem kind), so the
+Dataset page re-applies it with :func:`apply_conditions`.
+
+Two questions, each answered for every candidate slice of at least ``min_size`` items by grouped
+sums (``numpy.bincount``: one pass per descriptor or pair, so 100,000 stories take seconds):
+
+* ``metric`` vs people: effect = r_slice − r_all, Pearson r of the metric (oriented higher =
+  better) with the human rating; the p-value compares the slice with the rest by Fisher's z,
+  z = (atanh r_slice − atanh r_rest) / √(1/(n_slice−3) + 1/(n_rest−3)).
+* system A vs B: per image sequence d = A − B (the metric oriented higher = better), descriptors
+  of A's story; effect = mean(d | slice); the p-value compares the slice with the rest by Welch's t.
+
+p-values are two-sided and adjusted over every candidate tested by Benjamini–Hochberg (the false
+discovery rate, ``p_bh``); the slices shown carry a percentile bootstrap interval of the effect
+(items of the slice resampled; for a correlation, r_all held fixed).
+
+>>> frame = pd.DataFrame({"words": [3, 5, 8, 13]})
+>>> [c.label() for c in numeric_conditions(frame["words"], "words", 2)]
+['words in [3, 6.5]', 'words in (6.5, 13]']
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of
+from vst_core.analysis.meta_eval.judgements import Judgements
+from vst_core.analysis.meta_eval.ratings import aggregate
+from vst_core.records import direction_of
+
+#: Fewest items a proposed slice may have (and its rest, for the test).
+MIN_SLICE = 30
+#: Quantile bins a numeric descriptor is cut into.
+BINS = 4
+#: Descriptors read from the scores table when present (numbers, binned by quantiles).
+NUMERIC_DESCRIPTORS = (
+    "sentences",
+    "words",
+    "T",
+    "P",
+    "judge overall",
+    "judge grounding",
+    "judge coherence",
+    "judge non-redundancy",
+)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One part of a slice: ``column`` in [lo, hi] (``lo`` excluded unless ``closed``), equal to ``value``,
+    or (``kind == "problem"``) holding the problem kind ``value``."""
+
+    column: str
+    kind: str  # "range" | "equals" | "problem"
+    value: str = ""
+    lo: float = -math.inf
+    hi: float = math.inf
+    closed: bool = False
+
+    def label(self) -> str:
+        if self.kind == "range":
+            return f"{self.column} in {'[' if self.closed else '('}{self.lo:g}, {self.hi:g}]"
+        if self.kind == "problem":
+            return f"problem {self.value}"
+        return f"{self.column} = {self.value}"
+
+    def mask(self, table: pd.DataFrame) -> np.ndarray:
+        """Which rows of ``table`` meet the condition (a row without the column's value does not)."""
+        if self.kind == "problem":
+            if "problems" not in table:
+                return np.zeros(len(table), dtype=bool)
+            text = "," + table["problems"].fillna("").astype(str) + ","
+            return text.str.contains("," + self.value + ",", regex=False).to_numpy()
+        if self.column not in table:
+            return np.zeros(len(table), dtype=bool)
+        if self.kind == "equals":
+            return (table[self.column].astype(str) == self.value).to_numpy()
+        values = descriptor_values(table, self.column)
+        return ((values >= self.lo) if self.closed else (values > self.lo)) & (values <= self.hi)
+
+
+def descriptor_values(table: pd.DataFrame, column: str) -> np.ndarray:
+    """A numeric descriptor's values (``words``: whitespace-separated tokens of ``text``), NaN where absent."""
+    if column == "words" and "words" not in table and "text" in table:
+        return table["text"].fillna("").astype(str).str.split().str.len().to_numpy(dtype=float)
+    return pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+
+
+def apply_conditions(table: pd.DataFrame, conditions: Sequence[Condition]) -> pd.DataFrame:
+    """The rows of ``table`` that meet every condition (a slice found by :func:`find_slices`)."""
+    keep = np.ones(len(table), dtype=bool)
+    for condition in conditions:
+        keep &= condition.mask(table)
+    return table[keep]
+
+
+def numeric_conditions(values: pd.Series | np.ndarray, column: str, bins: int = BINS) -> list[Condition]:
+    """Quantile bins of a numeric descriptor: the first closed on the left, the rest ``(lo, hi]``;
+    equal quantiles merge (a descriptor with one value gives one bin)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return []
+    edges = np.unique(np.quantile(v, np.linspace(0, 1, bins + 1)))
+    if edges.size == 1:
+        return [Condition(column, "range", lo=float(edges[0]), hi=float(edges[0]), closed=True)]
+    return [
+        Condition(column, "range", lo=float(lo), hi=float(hi), closed=k == 0)
+        for k, (lo, hi) in enumerate(itertools.pairwise(edges))
+    ]
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A descriptor's levels and each row's level (−1: none)."""
+
+    name: str
+    levels: tuple[Condition, ...]
+    codes: np.ndarray
+
+
+def story_descriptors(
+    table: pd.DataFrame, numeric: Sequence[str] | None = None, *, bins: int = BINS, categorical: Sequence[str] = ("system",)
+) -> list[Descriptor]:
+    """Every descriptor the table has: numeric ones cut into ``bins`` quantile bins, ``categorical``
+    columns by value (more than one value), and one has/has-not descriptor per input problem kind."""
+    out = []
+    for column in numeric if numeric is not None else NUMERIC_DESCRIPTORS:
+        if column not in table and not (column == "words" and "text" in table):
+            continue
+        values = descriptor_values(table, column)
+        levels = numeric_conditions(values, column, bins)
+        if len(levels) < 2:
+            continue
+        edges = np.array([c.hi for c in levels[:-1]])
+        codes = np.where(np.isfinite(values), np.searchsorted(edges, values, side="left"), -1)
+        out.append(Descriptor(column, tuple(levels), codes.astype(np.int64)))
+    for column in categorical:
+        if column not in table:
+            continue
+        found = table[column].astype(str)
+        uniques = sorted(found.unique())
+        if len(uniques) < 2:
+            continue
+        codes = pd.Categorical(found, categories=uniques).codes.astype(np.int64)
+        out.append(Descriptor(column, tuple(Condition(column, "equals", u) for u in uniques), codes))
+    if "problems" in table:
+        text = "," + table["problems"].fillna("").astype(str) + ","
+        kinds = sorted({k for value in table["problems"].dropna().unique() for k in str(value).split(",") if k})
+        for kind in kinds:
+            has = text.str.contains("," + kind + ",", regex=False).to_numpy()
+            out.append(Descriptor(f"problem {kind}", (Condition("problems", "problem", kind),), np.where(has, 0, -1)))
+    return out
+
+
+def _candidates(
+    descriptors: Sequence[Descriptor], pairs: bool
+) -> list[tuple[tuple[tuple[Condition, ...], ...], np.ndarray, int]]:
+    """(the levels of each group, each row's group code (−1: none), the number of groups) for every
+    descriptor alone and, with ``pairs``, every two descriptors together."""
+    out: list[tuple[tuple[tuple[Condition, ...], ...], np.ndarray, int]] = [
+        (tuple((c,) for c in d.levels), d.codes, len(d.levels)) for d in descriptors
+    ]
+    if pairs:
+        for a, b in itertools.combinations(descriptors, 2):
+            codes = np.where((a.codes >= 0) & (b.codes >= 0), a.codes * len(b.levels) + b.codes, -1)
+            levels = tuple((x, y) for x in a.levels for y in b.levels)
+            out.append((levels, codes, len(levels)))
+    return out
+
+
+def _grouped(codes: np.ndarray, size: int, *columns: np.ndarray) -> list[np.ndarray]:
+    """Per group: the count, then the sum of each column (rows with code −1 left out)."""
+    keep = codes >= 0
+    c = codes[keep]
+    return [np.bincount(c, minlength=size).astype(float), *(np.bincount(c, weights=x[keep], minlength=size) for x in columns)]
+
+
+def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (the false discovery rate): p_(i)·m/i, made monotone
+    from the largest down, capped at 1; NaN stays NaN and is not counted."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if ok.size == 0:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    scaled = p[order] * m / np.arange(1, m + 1)
+    out[order] = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    return out
+
+
+COLUMNS = ["slice", "size", "effect", "ci_low", "ci_high", "value", "overall", "p", "p_bh", "conditions"]
+
+
+def _pearson_from_sums(
+    n: np.ndarray, sx: np.ndarray, sy: np.ndarray, sxx: np.ndarray, syy: np.ndarray, sxy: np.ndarray
+) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = sxy - sx * sy / n
+        vx = sxx - sx * sx / n
+        vy = syy - sy * sy / n
+        r = cov / np.sqrt(vx * vy)
+    return np.where((vx > 1e-12 * np.maximum(sxx, 1)) & (vy > 1e-12 * np.maximum(syy, 1)), np.clip(r, -1, 1), np.nan)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def metric_slices(
+    table: pd.DataFrame,
+    metric: str,
+    human: str,
+    descriptors: Sequence[Descriptor] | None = None,
+    *,
+    pairs: bool = True,
+    min_size: int = MIN_SLICE,
+    top: int = 20,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The slices where ``metric`` agrees with the ``human`` rating least: effect = r_slice − r_all
+    (Pearson, the metric oriented higher = better), most negative first, with Fisher's z p (slice vs
+    rest), Benjamini–Hochberg over every candidate, and a bootstrap interval for the ``top`` shown."""
+    x = table[metric].to_numpy(dtype=float) * (-1.0 if direction_of(metric) == "lower" else 1.0)
+    y = table[human].to_numpy(dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    descriptors = list(descriptors) if descriptors is not None else story_descriptors(table)
+    xs, ys = np.where(ok, x, 0.0), np.where(ok, y, 0.0)
+    total_n = int(ok.sum())
+    overall = _pearson(x[ok], y[ok])
+    sums_all = np.array([total_n, xs.sum(), ys.sum(), (xs * xs).sum(), (ys * ys).sum(), (xs * ys).sum()])
+    found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
+    for levels, codes, size in _candidates(descriptors, pairs):
+        codes = np.where(ok, codes, -1)
+        n, sx, sy, sxx, syy, sxy = _grouped(codes, size, xs, ys, xs * xs, ys * ys, xs * ys)
+        rest = sums_all[:, None] - np.vstack([n, sx, sy, sxx, syy, sxy])
+        r = _pearson_from_sums(n, sx, sy, sxx, syy, sxy)
+        r_rest = _pearson_from_sums(*rest)
+        nr = rest[0]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = (np.arctanh(np.clip(r, -0.999999, 0.999999)) - np.arctanh(np.clip(r_rest, -0.999999, 0.999999))) / np.sqrt(
+                1 / (n - 3) + 1 / (nr - 3)
+            )
+        p = 2 * stats.norm.sf(np.abs(z))
+        for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(r) & np.isfinite(p)):
+            found.append((levels[g], float(n[g]), float(r[g] - overall), float(r[g]), float(p[g])))
+    return _ranked(found, overall, top, lambda members, rng: _boot_corr(x, y, ok, members, overall, resamples, rng), table, seed)
+
+
+def _blocks(resamples: int, size: int) -> list[int]:
+    """Rows of resamples per block, so that a block holds at most about 4 million draws."""
+    step = max(1, 4_000_000 // max(size, 1))
+    return [min(step, resamples - start) for start in range(0, resamples, step)]
+
+
+def _boot_corr(
+    x: np.ndarray, y: np.ndarray, ok: np.ndarray, members: np.ndarray, overall: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    idx = np.flatnonzero(members & ok)
+    if resamples < 1 or idx.size < 3:
+        return math.nan, math.nan
+    found = []
+    for rows in _blocks(resamples, idx.size):
+        draws = idx[rng.integers(0, idx.size, size=(rows, idx.size))]
+        a, b = x[draws], y[draws]
+        a = a - a.mean(axis=1, keepdims=True)
+        b = b - b.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            found.append((a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1)))
+    r = np.concatenate(found)
+    r = r[np.isfinite(r)] - overall
+    return (float(np.percentile(r, 2.5)), float(np.percentile(r, 97.5))) if r.size else (math.nan, math.nan)
+
+
+def with_human(table: pd.DataFrame, judgements: Judgements, how: str = "mean") -> tuple[pd.DataFrame, list[str]]:
+    """``table`` (rows with ``story`` and ``system``) with each judged aspect's aggregated rating as
+    column ``human <aspect>`` (NaN for a story nobody rated), matched as meta-evaluation matches
+    them; and the names of those columns."""
+    keyed, _ = keyed_judgements(judgements, table)
+    human = aggregate(keyed, how)
+    keys = keys_of(table)
+    out = table.copy(deep=False)
+    names = []
+    for aspect in judgements.aspects:
+        if aspect in human:
+            out[f"human {aspect}"] = keys.map(human[aspect]).to_numpy(dtype=float)
+            names.append(f"human {aspect}")
+    return out, names
+
+
+def paired_differences(table: pd.DataFrame, metric: str, system_a: str, system_b: str) -> pd.DataFrame:
+    """A's rows of ``table`` for the image sequences both systems wrote for (one story per system
+    and sequence: the first), with ``difference`` = A − B of the metric oriented higher = better."""
+    sign = -1.0 if direction_of(metric) == "lower" else 1.0
+    a = table[table["system"] == system_a].drop_duplicates("sequence")
+    b = table[table["system"] == system_b].drop_duplicates("sequence").set_index("sequence")[metric]
+    out = a[a["sequence"].isin(b.index)].copy()
+    out["difference"] = sign * (out[metric].to_numpy(dtype=float) - b.reindex(out["sequence"]).to_numpy(dtype=float))
+    return out[np.isfinite(out["difference"].to_numpy(dtype=float))].reset_index(drop=True)
+
+
+def system_slices(
+    paired: pd.DataFrame,
+    descriptors: Sequence[Descriptor] | None = None,
+    *,
+    pairs: bool = True,
+    min_size: int = MIN_SLICE,
+    top: int = 20,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """The slices (of A's stories, :func:`paired_differences`) where A loses to B most: effect =
+    mean(A − B) in the slice, most negative first, with Welch's t p (slice vs rest),
+    Benjamini–Hochberg over every candidate, and a bootstrap interval for the ``top`` shown."""
+    d = paired["difference"].to_numpy(dtype=float)
+    descriptors = list(descriptors) if descriptors is not None else story_descriptors(paired, categorical=())
+    total = np.array([d.size, d.sum(), (d * d).sum()])
+    overall = float(d.mean()) if d.size else math.nan
+    found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
+    for levels, codes, size in _candidates(descriptors, pairs):
+        n, s, ss = _grouped(codes, size, d, d * d)
+        nr, sr, ssr = total[:, None] - np.vstack([n, s, ss])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean, mean_r = s / n, sr / nr
+            var = (ss - n * mean**2) / (n - 1)
+            var_r = (ssr - nr * mean_r**2) / (nr - 1)
+            se2 = var / n + var_r / nr
+            t = (mean - mean_r) / np.sqrt(se2)
+            df = se2**2 / ((var / n) ** 2 / (n - 1) + (var_r / nr) ** 2 / (nr - 1))
+        p = 2 * stats.t.sf(np.abs(t), df)
+        for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(p)):
+            found.append((levels[g], float(n[g]), float(mean[g]), float(mean[g]), float(p[g])))
+    return _ranked(found, overall, top, lambda members, rng: _boot_mean(d, members, resamples, rng), paired, seed)
+
+
+def _boot_mean(d: np.ndarray, members: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[float, float]:
+    v = d[members]
+    if resamples < 1 or v.size == 0:
+        return math.nan, math.nan
+    means = np.concatenate([v[rng.integers(0, v.size, size=(rows, v.size))].mean(axis=1) for rows in _blocks(resamples, v.size)])
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def _ranked(
+    found: list[tuple[tuple[Condition, ...], float, float, float, float]],
+    overall: float,
+    top: int,
+    interval: Callable[[np.ndarray, np.random.Generator], tuple[float, float]],
+    table: pd.DataFrame,
+    seed: int,
+) -> pd.DataFrame:
+    """The candidates by effect (most negative first), BH-adjusted over all of them, the ``top`` with intervals."""
+    if not found:
+        return pd.DataFrame(columns=COLUMNS)
+    p_bh = benjamini_hochberg(np.array([f[4] for f in found]))
+    order = sorted(range(len(found)), key=lambda i: (found[i][2], found[i][4]))[:top]
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in order:
+        conditions, n, effect, value, p = found[i]
+        members = np.ones(len(table), dtype=bool)
+        for c in conditions:
+            members &= c.mask(table)
+        low, high = interval(members, rng)
+        rows.append(
+            {
+                "slice": " & ".join(c.label() for c in conditions),
+                "size": int(n),
+                "effect": effect,
+                "ci_low": low,
+                "ci_high": high,
+                "value": value,
+                "overall": overall,
+                "p": p,
+                "p_bh": float(p_bh[i]),
+                "conditions": conditions,
+            }
+        )
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out.attrs["candidates"] = len(found)
+    return out
+
+
+__all__ = [
+    "BINS",
+    "MIN_SLICE",
+    "Condition",
+    "Descriptor",
+    "apply_conditions",
+    "benjamini_hochberg",
+    "metric_slices",
+    "numeric_conditions",
+    "paired_differences",
+    "story_descriptors",
+    "system_slices",
+    "with_human",
+]

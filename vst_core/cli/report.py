@@ -1,0 +1,131 @@
+"""``vst report SCORES... --out report.html``: one self-contained HTML report (tables, figures with
+plotly's JavaScript inline, story cards with their evidence and thumbnails, the signature) that
+opens offline; with ``--latex`` / ``--markdown`` the tables for a paper, with ``--figures`` the
+figures as SVG and PNG."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from vst_core.analysis.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
+from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
+from vst_core.cli.common import EXIT_INPUT, error, note
+from vst_core.data import load_records
+from vst_core.data.merge import merge_records
+from vst_core.records import StoryScores
+from vst_core.viz.report import build_report, latex_table, markdown_table, write_figure
+from vst_core.viz.tables import scores_table
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="one self-contained HTML report (tables, figures, story cards, signature); LaTeX/Markdown tables; SVG/PNG figures",
+        description=(
+            "Write one HTML file that opens offline and loads nothing from outside it: per-system means with "
+            "bootstrap intervals, a box plot per metric (plotly's JavaScript inline), with --judgements the "
+            "agreement with people and the metric-vs-metric matrices, story cards with their evidence and "
+            "thumbnails embedded, and the signature."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files (merged per story)")
+    p.add_argument("--out", type=Path, required=True, help="the HTML report to write")
+    p.add_argument("--title", default="Visual story evaluation report", help="the report's title")
+    p.add_argument("--judgements", type=Path, default=None, help="human judgements (any layout meta-eval reads)")
+    p.add_argument("--judgements-format", default="auto", help="layout of --judgements (see meta-eval)")
+    p.add_argument("--images", type=Path, default=None, help="folder the stories' image paths are relative to (thumbnails)")
+    p.add_argument("--stories", type=int, default=8, help="story cards to include (the first stories of the files)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the intervals")
+    p.add_argument("--permutations", type=int, default=1000, help="permutations of the metric-vs-metric tests")
+    p.add_argument("--method", default="spearman", help="correlation of the agreement table")
+    p.add_argument("--no-baselines", action="store_true", help="leave the BLEU/ROUGE-L/CIDEr baselines out of the agreement")
+    p.add_argument("--latex", type=Path, default=None, help="also write the tables as LaTeX (booktabs) to this file")
+    p.add_argument("--markdown", type=Path, default=None, help="also write the tables as Markdown to this file")
+    p.add_argument("--figures", type=Path, default=None, metavar="DIR", help="also write every figure as SVG and PNG into DIR")
+
+
+def _records(paths: list[Path]) -> tuple[list[StoryScores], list[str]]:
+    found: list[tuple[StoryScores, str]] = []
+    warnings = []
+    for path in paths:
+        records, problems = load_records(path)
+        warnings += [str(p) for p in problems]
+        found += [(r, path.name) for r in records]
+    merged, conflicts = merge_records(found)
+    return merged, warnings + [str(c) for c in conflicts]
+
+
+def run(args: argparse.Namespace) -> int:
+    missing = [str(p) for p in args.scores if not p.is_file()]
+    if missing:
+        error(f"no scores file at {', '.join(missing)}")
+        return EXIT_INPUT
+    records, warnings = _records(args.scores)
+    for warning in warnings[:5]:
+        note(f"warning: {warning}")
+    if not records:
+        error("the scores files hold no score records")
+        return EXIT_INPUT
+    metrics = list(dict.fromkeys(m for r in records for m in r.metrics))
+    table = scores_table(records, metrics)
+    signatures = {str(r.signature.get("id", "")): dict(r.signature) for r in records if r.signature}
+    signature: dict[str, Any] = {"scores": signatures}
+    description = f"scores sig {'+'.join(sorted(signatures)) or 'none'} · {len(records):,} stories from {', '.join(p.name for p in args.scores)}"
+    meta = versus = None
+    if args.judgements is not None:
+        try:
+            judgements = read_judgements(args.judgements, layout=args.judgements_format)
+        except (OSError, JudgementsError) as exc:
+            error(f"{args.judgements}: {exc}")
+            return EXIT_INPUT
+        settings = MetaSettings(resamples=args.resamples, baselines=not args.no_baselines)
+        meta = run_meta_eval(records, judgements, settings)
+        versus_settings = VersusSettings(permutations=max(args.permutations, 1))
+        versus = versus_correlations(meta.data, meta.metrics, meta.aspects, versus_settings) if args.permutations > 0 else None
+        signature["meta_eval"] = meta.signature
+        signature["metric_vs_metric"] = versus_settings.describe()
+        description += f" · {meta.description}"
+    html, figures, tables = build_report(
+        args.title,
+        table,
+        records[: max(args.stories, 0)],
+        signature,
+        description,
+        metrics=metrics,
+        meta=meta,
+        versus=versus,
+        images_root=args.images,
+        resamples=args.resamples,
+        method=args.method,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(html, encoding="utf-8")
+    note(
+        f"wrote {args.out} ({len(html.encode()) / 1e6:.1f} MB, {len(figures)} figures, {min(args.stories, len(records))} story cards)"
+    )
+    caption = f"{description}. Signature: {json.dumps(signature.get('meta_eval', {}).get('id', ''))}"
+    if args.latex:
+        args.latex.write_text(
+            "% needs \\usepackage{booktabs}\n"
+            + "\n".join(latex_table(t, f"{n}: {caption}", f"tab:{n}") for n, t in tables.items()),
+            encoding="utf-8",
+        )
+        note(f"wrote {args.latex}")
+    if args.markdown:
+        args.markdown.write_text(
+            "\n".join(f"### {n}\n\n" + markdown_table(t, caption) for n, t in tables.items()), encoding="utf-8"
+        )
+        note(f"wrote {args.markdown}")
+    if args.figures:
+        args.figures.mkdir(parents=True, exist_ok=True)
+        try:
+            written = [p for name, fig in figures.items() for p in write_figure(fig, args.figures / name)]
+        except RuntimeError as exc:
+            error(str(exc))
+            return EXIT_INPUT
+        note(f"wrote {len(written)} figure files in {args.figures}")
+    return 0

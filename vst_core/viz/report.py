@@ -1,0 +1,401 @@
+"""Reports that travel: one self-contained HTML file (tables, plotly figures with plotly's
+JavaScript inline, story cards with their evidence and thumbnails as data URLs, the settings
+signature) that opens offline and asks the network for nothing (a Content-Security-Policy allows
+only what the file holds); LaTeX (booktabs) and Markdown tables with intervals and significance
+marks; figures as SVG and PNG files.
+
+>>> cells = pd.DataFrame({"overall": ["0.412 [0.301, 0.520]* (n=120)"]}, index=pd.Index(["NR"], name="metric"))
+>>> print(markdown_table(cells, "Spearman"))
+| metric | overall |
+|---|---|
+| NR | 0.412 [0.301, 0.520]* (n=120) |
+<BLANKLINE>
+Spearman
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
+from vst_core.analysis.meta_eval import METHODS, MetaReport
+from vst_core.analysis.meta_eval.versus import versus_matrix
+from vst_core.data.images import thumbnail
+from vst_core.data.paths import resolve_image
+from vst_core.records import StoryScores, direction_of
+from vst_core.signature import signature
+from vst_core.viz.figures import caption_figure, correlation_bars
+from vst_core.viz.safe import html_text, plot_text
+from vst_core.viz.story import legend_html, score_cards_html, story_cards, story_html
+from vst_core.viz.tables import TABLE_COLUMNS, RunView, correlation_cells
+
+#: Nothing outside the file may load: scripts and styles inline, images and fonts as data URLs.
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
+)
+#: Longest side of an embedded thumbnail, in pixels.
+THUMBNAIL = 160
+
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#1a202c}
+h1{font-size:1.6em}h2{font-size:1.25em;border-bottom:1px solid #e2e8f0;padding-bottom:4px;margin-top:32px}
+table.vst-table{border-collapse:collapse;font-size:0.85em;margin:8px 0}
+table.vst-table th,table.vst-table td{border:1px solid #e2e8f0;padding:3px 8px;text-align:left}
+table.vst-table th{background:#f7fafc}
+.vst-caption{color:#718096;font-size:0.8em}
+.vst-story-card{border:1px solid #e2e8f0;border-radius:8px;padding:10px;margin:10px 0}
+.vst-thumbs img{height:80px;margin-right:4px;border-radius:4px}
+pre.vst-signature{background:#f7fafc;padding:8px;font-size:0.75em;white-space:pre-wrap;word-break:break-all}
+"""
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of a report: a title and its HTML (built by this module's functions, already escaped)."""
+
+    title: str
+    html: str
+
+
+def table_html(frame: pd.DataFrame, caption: str = "", *, index: bool = True, digits: int = 4) -> str:
+    """A table as escaped HTML (every cell and header through :func:`~vst_core.viz.safe.html_text`)."""
+    shown = frame.round(digits) if len(frame) else frame
+    head = ([html_text(shown.index.name or "")] if index else []) + [html_text(c) for c in shown.columns]
+    rows = []
+    for label, row in zip(shown.index, shown.itertuples(index=False), strict=True):
+        cells = ([f"<th>{html_text(label)}</th>"] if index else []) + [
+            f"<td>{'' if pd.isna(v) else html_text(v)}</td>" if not isinstance(v, (tuple, list)) else f"<td>{html_text(v)}</td>"
+            for v in row
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    note = f'<div class="vst-caption">{html_text(caption)}</div>' if caption else ""
+    return (
+        '<table class="vst-table"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + note
+    )
+
+
+def figures_html(figures: Sequence[Any]) -> list[str]:
+    """Each plotly figure as a ``<div>``; the first carries plotly's JavaScript inline, once."""
+    out = []
+    for k, fig in enumerate(figures):
+        out.append(
+            fig.to_html(
+                full_html=False,
+                include_plotlyjs=k == 0,
+                include_mathjax=False,
+                config={"displaylogo": False, "responsive": True},
+                div_id=f"vst-figure-{k}",
+            )
+        )
+    return out
+
+
+def data_url(path: Path, longest: int = THUMBNAIL) -> str | None:
+    """A JPEG thumbnail of an image file as a ``data:`` URL, or None when it cannot be read."""
+    try:
+        image = thumbnail(path, longest)
+    except (OSError, ValueError):
+        return None
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=80)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Path | None = None) -> str:
+    """A story as the Inspect page shows it: its ids, score cards, the sentences with their evidence
+    (repeats, noun-phrase grounding, coherence chips) and its images as embedded thumbnails."""
+    thumbs = []
+    if images_root is not None:
+        for ref in record.images:
+            try:
+                url = data_url(resolve_image(images_root, ref))
+            except (OSError, ValueError):
+                url = None
+            thumbs.append(
+                f'<img alt="{html_text(ref)}" src="{url}">'
+                if url
+                else f'<span class="vst-caption">[{html_text(ref)}: not readable]</span>'
+            )
+    return (
+        '<div class="vst-story-card">'
+        f"<div><b>{html_text(record.story_id)}</b> · system {html_text(record.system)} · sequence {html_text(record.sequence_id)}</div>"
+        + (f'<div class="vst-thumbs">{"".join(thumbs)}</div>' if thumbs else "")
+        + score_cards_html(story_cards(record, metrics))
+        + story_html(record.sentences, record.redundancy, record.coherence, record.grounding)
+        + "</div>"
+    )
+
+
+def report_html(title: str, sections: Sequence[Section], signature: Mapping[str, Any], description: str = "") -> str:
+    """The whole report: one HTML document with a Content-Security-Policy that lets nothing load
+    from outside it, the sections in order, then the signature as JSON."""
+    body = "".join(f"<section><h2>{html_text(s.title)}</h2>{s.html}</section>" for s in sections)
+    sig = json.dumps(signature, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html_text(title)}</title>"
+        f"<style>{STYLE}</style></head><body>"
+        f"<h1>{html_text(title)}</h1>"
+        + (f'<div class="vst-caption">{html_text(description)}</div>' if description else "")
+        + body
+        + f'<section><h2>Signature</h2><pre class="vst-signature">{html_text(sig)}</pre></section>'
+        + "</body></html>\n"
+    )
+
+
+def legend_section() -> str:
+    """The key to the story cards' highlights."""
+    return f'<div class="vst-caption">{legend_html()}</div>'
+
+
+def system_summary(table: pd.DataFrame, columns: Sequence[str], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """System × metric cells 'mean [low, high] (N n)': the mean over the system's stories with a 95%
+    percentile bootstrap interval (stories resampled, ``numpy.random.default_rng(seed)``); fewer
+    than :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` stories: no interval, marked."""
+    rng = np.random.default_rng(seed)
+    cells: dict[str, dict[str, str]] = {}
+    for system, part in table.groupby("system", sort=True):
+        for column in columns:
+            if column not in part:
+                continue
+            v = part[column].to_numpy(dtype=float)
+            v = v[np.isfinite(v)]
+            if not v.size:
+                text = "–"
+            elif not has_interval(v.size) or resamples < 1:
+                text = f"{v.mean():.3f} (N {v.size})" + (SMALL_N_MARK if not has_interval(v.size) else "")
+            else:
+                step = max(1, 4_000_000 // v.size)
+                means = np.concatenate(
+                    [
+                        v[rng.integers(0, v.size, (min(step, resamples - k), v.size))].mean(axis=1)
+                        for k in range(0, resamples, step)
+                    ]
+                )
+                low, high = np.percentile(means, [2.5, 97.5])
+                text = f"{v.mean():.3f} [{low:.3f}, {high:.3f}] (N {v.size})"
+            cells.setdefault(str(system), {})[column] = text
+    return pd.DataFrame.from_dict(cells, orient="index").reindex(columns=list(columns)).rename_axis("system")
+
+
+def build_report(
+    title: str,
+    table: pd.DataFrame,
+    cards: Sequence[StoryScores],
+    signature: Mapping[str, Any],
+    description: str,
+    *,
+    metrics: Sequence[str] = (),
+    meta: MetaReport | None = None,
+    versus: pd.DataFrame | None = None,
+    images_root: Path | None = None,
+    resamples: int = 1000,
+    method: str = "spearman",
+) -> tuple[str, dict[str, Any], dict[str, pd.DataFrame]]:
+    """The report of a scores table: per-system means with intervals, a box plot per metric, with
+    judgements (``meta``) the agreement table, its figure and the metric-vs-metric matrices
+    (``versus``), then the story ``cards``. Returns (the HTML, the figures by name, the paper
+    tables by name), every figure captioned with ``description`` (the signature's line)."""
+    columns = [c for c in TABLE_COLUMNS if c in table and table[c].notna().any()]
+    sections = []
+    summary = system_summary(table, columns, resamples)
+    sections.append(
+        Section(
+            "Systems",
+            table_html(summary, f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories); {SMALL_N_NOTE}"),
+        )
+    )
+    figures: dict[str, Any] = {}
+    for column in [c for c in columns if direction_of(c) != "none"][:6]:
+        figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
+    tables: dict[str, pd.DataFrame] = {"systems": summary}
+    if meta is not None and len(meta.correlations):
+        cells = correlation_cells(meta.correlations, method)
+        tables["agreement"] = cells
+        figures["agreement"] = correlation_bars(meta.correlations, method, description)
+        html = table_html(
+            cells, f"{METHODS.get(method, method)} [bootstrap 95% interval], * p < 0.05, (N stories). {SMALL_N_NOTE}"
+        )
+        if versus is not None and len(versus):
+            for aspect in list(dict.fromkeys(versus["aspect"])):
+                matrix = versus_matrix(versus[versus["aspect"] == aspect], meta.metrics)
+                tables[f"metric_vs_metric_{aspect}"] = matrix
+                html += f"<h3>Metric vs metric: {html_text(aspect)}</h3>" + table_html(
+                    matrix, "row − column of the correlation with people; * PERM-BOTH permutation p < 0.05 (two-sided)"
+                )
+        sections.append(Section("Agreement with people", html))
+    plots = figures_html(list(figures.values()))
+    sections.append(Section("Figures", "".join(plots)))
+    if cards:
+        sections.append(
+            Section(
+                f"Stories ({len(cards)})",
+                legend_section() + "".join(story_card_html(r, metrics or list(r.metrics), images_root) for r in cards),
+            )
+        )
+    return report_html(title, sections, signature, description), figures, tables
+
+
+def view_report(
+    view: RunView,
+    title: str,
+    table: pd.DataFrame,
+    rows: Sequence[int],
+    *,
+    meta: MetaReport | None = None,
+    versus: pd.DataFrame | None = None,
+    resamples: int = 1000,
+) -> str:
+    """A page's report as one HTML file: ``table`` (the page's rows of ``view.table``), the story
+    cards of ``rows`` (positions in ``view.table``, their evidence read from the view) with
+    thumbnails from the view's image folder, and the view's signature (the scores files' for files)."""
+    recorded = view.recorded()
+    sig: dict[str, Any] = {"scores": recorded[1] if recorded is not None else signature(view.settings, view.inputs)}
+    description = view.footer()
+    if meta is not None:
+        sig["meta_eval"] = meta.signature
+        description += f" · {meta.description}"
+    html, _, _ = build_report(
+        title,
+        table,
+        view.records_at(rows),
+        sig,
+        description,
+        metrics=view.settings.metrics,
+        meta=meta,
+        versus=versus,
+        images_root=view.root,
+        resamples=resamples,
+    )
+    return html
+
+
+def _box(table: pd.DataFrame, column: str) -> Any:
+    """A box plot of ``column`` per system from the quartiles (what the Dataset page draws above
+    its point limit; small enough for a file at any size)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for system, values in table.groupby("system", sort=True)[column]:
+        v = values.dropna().to_numpy(dtype=float)
+        if not v.size:
+            continue
+        q1, median, q3 = np.quantile(v, [0.25, 0.5, 0.75])
+        low, high = q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1)
+        fig.add_trace(
+            go.Box(
+                name=plot_text(system), x=[plot_text(system)], q1=[q1], median=[median], q3=[q3], mean=[float(v.mean())],
+                lowerfence=[float(v[v >= low].min())], upperfence=[float(v[v <= high].max())], boxpoints=False,
+            )
+        )  # fmt: skip
+    fig.update_layout(
+        showlegend=False, title=f"{plot_text(column)} per system", xaxis_title="system", yaxis_title=plot_text(column)
+    )
+    return fig
+
+
+# ------------------------------------------------------------------------------ paper tables
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "†": r"$^\dagger$",
+    "·": r"$\cdot$",
+    "×": r"$\times$",
+    "−": "-",
+}
+
+
+def latex_escape(text: object) -> str:
+    """Text safe inside a LaTeX table cell (the ten special characters escaped)."""
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+
+
+def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement") -> str:
+    """A booktabs table (``\\toprule``, ``\\midrule``, ``\\bottomrule``) of text cells, the row
+    labels first; every cell escaped."""
+    columns = [cells.index.name or "", *cells.columns]
+    lines = [
+        "\\begin{table}[t]",
+        "\\centering",
+        "\\small",
+        "\\begin{tabular}{l" + "l" * len(cells.columns) + "}",
+        "\\toprule",
+        " & ".join(latex_escape(c) for c in columns) + " \\\\",
+        "\\midrule",
+    ]
+    for label_, row in cells.iterrows():
+        lines.append(" & ".join([latex_escape(label_), *(latex_escape("" if pd.isna(v) else v) for v in row)]) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(cells: pd.DataFrame, caption: str) -> str:
+    """A Markdown (pipe) table of text cells, the row labels first, then the caption; ``|`` escaped."""
+
+    def cell(v: object) -> str:
+        return "" if isinstance(v, float) and pd.isna(v) else str(v).replace("|", "\\|").replace("\n", " ")
+
+    header = [cells.index.name or "", *cells.columns]
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    for label_, row in cells.iterrows():
+        lines.append("| " + " | ".join([cell(label_), *(cell(v) for v in row)]) + " |")
+    return "\n".join(lines) + "\n\n" + caption + "\n"
+
+
+def write_figure(fig: Any, stem: Path) -> list[Path]:
+    """``stem``.svg and ``stem``.png through plotly's image export (kaleido with a Chrome or
+    Chromium); raises RuntimeError saying why when it is not available."""
+    written = []
+    for suffix in ("svg", "png"):
+        path = stem.with_suffix(f".{suffix}")
+        try:
+            fig.write_image(str(path), format=suffix)
+        except (ImportError, ValueError, RuntimeError, OSError) as exc:
+            raise RuntimeError(
+                f"figure files need plotly's image export (the kaleido package and Chrome/Chromium): {exc}"
+            ) from exc
+        written.append(path)
+    return written
+
+
+__all__ = [
+    "CSP",
+    "Section",
+    "build_report",
+    "system_summary",
+    "data_url",
+    "figures_html",
+    "latex_escape",
+    "latex_table",
+    "markdown_table",
+    "report_html",
+    "story_card_html",
+    "table_html",
+    "view_report",
+    "write_figure",
+]
