@@ -361,10 +361,13 @@ def judgements(data: bytes) -> tuple[Judgements | None, str | None]:
         return None, str(exc)
 
 
-@st.cache_data(show_spinner="Computing BLEU, ROUGE-L, CIDEr and METEOR against the references…")
-def baselines(_scored: pd.DataFrame, key: str, judged: frozenset[str]) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
-    """Reference-based baselines of the judged stories, cached by the view's content key ``key``."""
-    return baseline_scores(texts_of(_scored), only=judged)
+@st.cache_data(show_spinner="Computing the reference-based baselines…")
+def baselines(
+    _scored: pd.DataFrame, key: str, judged: frozenset[str], meteor: bool = False
+) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """Reference-based baselines of the judged stories (METEOR only when asked: its Java scorer
+    takes about 13 s to load), cached by the view's content key ``key``."""
+    return baseline_scores(texts_of(_scored), only=judged, meteor=meteor)
 
 
 @st.cache_data(show_spinner="Comparing every metric with the human judgements…")
@@ -406,7 +409,7 @@ def meta_report(
         settings,
         metrics=metrics or None,
         aspects=aspects or None,
-        baselines=baselines(_scored, key, frozenset(keyed.story_ids)) if settings.baselines else None,
+        baselines=baselines(_scored, key, frozenset(keyed.story_ids), settings.meteor) if settings.baselines else None,
         signature_ids=signatures,
         margins=margins,
         trained_on={"Vrank": trained} if trained else None,

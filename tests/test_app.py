@@ -464,6 +464,7 @@ def test_meta_page_on_the_sample_with_the_made_up_example(tmp_path: Path) -> Non
     assert "8** of 8 judged stories matched" in "".join(m.value for m in app.markdown)
     shown = app.dataframe[0].value
     assert "NR" in shown.index and "BLEU-4" in shown.index and list(shown.columns)[:2] == ["grounding", "coherence"]
+    assert "METEOR" not in shown.index  # asked for with its toggle only (its Java scorer loads for about 13 s)
     assert len(app.get("plotly_chart")) >= 4  # bars, scatter, gap curve, error heatmap
     keys = {b.key for b in app.get("download_button")}
     assert {"dl-agreement_with_humans", "dl-system_level", "dl-pairwise_accuracy", "dl-error_correlations"} <= keys
