@@ -349,7 +349,7 @@ def _grounding() -> dict[str, Any]:
         "",
         key="rovist_vg_idf",
         disabled=idle,
-        help="the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table noun -> idf; "
+        help="the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table of noun and idf; "
         "empty: idf fitted over the loaded stories",
     )
     values["cosmic_model"] = st.text_input(
