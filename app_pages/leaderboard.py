@@ -14,6 +14,7 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES
 from vst_core.data.csv_out import frame_csv
+from vst_core.viz.report import leaderboard_exports
 from vst_core.viz.safe import md
 
 view = page(
@@ -87,4 +88,9 @@ right.download_button(
     "application/json",
     key="dl-compare",
 )
+exports = leaderboard_exports(board)
+left.download_button(
+    "Both tables (LaTeX, booktabs)", exports["leaderboard.tex"], "leaderboard.tex", "text/plain", key="dl-board-tex"
+)
+middle.download_button("Both tables (Markdown)", exports["leaderboard.md"], "leaderboard.md", "text/markdown", key="dl-board-md")
 st.caption(signed)

@@ -299,6 +299,29 @@ def test_the_command_writes_the_pairwise_fields_and_the_signature(tmp_path: Path
     assert [t.mean_difference for t in board.pairs] == pytest.approx([row["mean_difference"] for row in rows])
 
 
+def test_the_paper_tables_carry_the_numbers_the_marks_and_the_signature(tmp_path: Path) -> None:
+    lines = ["story_id,metric,value,system,sequence_id"]
+    for k in range(12):  # "a&b_#1" beats "x%y" on every sequence: its own cluster, Holm's p < 0.05
+        lines += [f"s{k},R,0.{80 + k},a&b_#1,q{k}", f"s{k},R,0.{40 + k},x%y,q{k}"]
+    source, scores = tmp_path / "long.csv", tmp_path / "scores.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    assert main(["import-scores", str(source), "--long", "--out", str(scores)]) == 0
+    tex, md, out = tmp_path / "t.tex", tmp_path / "t.md", tmp_path / "c.json"
+    assert (
+        main(["compare", str(scores), "--latex", str(tex), "--markdown", str(md), "--json", str(out), "--permutations", "999"])
+        == 0
+    )
+    document = json.loads(out.read_text())
+    latex, markdown = tex.read_text(), md.read_text()
+    assert latex.count("\\toprule") == 2 and latex.count("\\bottomrule") == 2 and "\\label{tab:pairwise}" in latex
+    assert "a\\&b\\_\\#1" in latex and "x\\%y" in latex  # names from files escaped for LaTeX
+    (nr,) = [s for s in document["leaderboard"] if s["metric"] == "NR" and s["rank"] == 1]
+    assert nr["system"] == "a&b_#1" and f"{nr['mean']:.4f} [{nr['ci_low']:.4f}, {nr['ci_high']:.4f}] #1·A" in markdown
+    (test,) = document["pairwise"]
+    assert test["p_holm"] < 0.05 and f"{test['p_holm']:.4f}*" in markdown and f"{test['mean_difference']:+.4f}" in latex
+    assert f"compare sig {document['signature']['id']}" in latex and f"compare sig {document['signature']['id']}" in markdown
+
+
 def test_the_command_says_what_it_cannot_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     scores = imported_scores(tmp_path, sequences=3)
     assert main(["compare", str(scores), "--systems", "model-x"]) != 0
@@ -356,6 +379,7 @@ def test_the_page_shows_the_commands_numbers(tmp_path: Path, monkeypatch: pytest
     assert list(pairs["mean_difference"]) == pytest.approx([row["mean_difference"] for row in document["pairwise"]])
     assert list(pairs["ci_low"]) == [row["ci_low"] for row in document["pairwise"]]
     assert any(f"compare sig {document['signature']['id']} · " in c.value for c in app.caption)
+    assert {"dl-board", "dl-pairs", "dl-compare", "dl-board-tex", "dl-board-md"} <= {b.key for b in app.get("download_button")}
 
 
 @pytest.mark.slow  # AppTest of Compare two systems

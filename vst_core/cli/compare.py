@@ -38,6 +38,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--judgements-format", choices=LAYOUTS, default="auto", help="layout of --judgements")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the leaderboard and the tests as JSON")
     p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="write leaderboard.csv and pairwise.csv into DIR")
+    p.add_argument("--latex", type=Path, default=None, metavar="FILE", help="write both tables as booktabs LaTeX")
+    p.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write both tables as Markdown")
     p.add_argument("--systems", default=None, help="comma-separated systems to compare (default: all)")
     p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
     p.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human (dHM)")
@@ -176,4 +178,13 @@ def run(args: argparse.Namespace) -> int:
         (args.csv / "leaderboard.csv").write_text(frame_csv(board.standings_frame(), head), encoding="utf-8")
         (args.csv / "pairwise.csv").write_text(frame_csv(board.pairs_frame(), head), encoding="utf-8")
         note(f"wrote leaderboard.csv and pairwise.csv in {args.csv}")
+    if args.latex or args.markdown:
+        from vst_core.viz.report import leaderboard_exports
+
+        exports = leaderboard_exports(board)
+        for path, name in ((args.latex, "leaderboard.tex"), (args.markdown, "leaderboard.md")):
+            if path:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(exports[name], encoding="utf-8")
+                note(f"wrote {path}")
     return 0

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
+from vst_core.analysis.leaderboard import Leaderboard
 from vst_core.analysis.meta_eval import METHODS, MetaReport
 from vst_core.analysis.meta_eval.versus import versus_matrix
 from vst_core.data.images import thumbnail
@@ -365,6 +366,59 @@ def markdown_table(cells: pd.DataFrame, caption: str) -> str:
     for label_, row in cells.iterrows():
         lines.append("| " + " | ".join([cell(label_), *(cell(v) for v in row)]) + " |")
     return "\n".join(lines) + "\n\n" + caption + "\n"
+
+
+def leaderboard_cells(board: Leaderboard) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The leaderboard as two tables of text cells for a paper: systems x metrics (``mean [low,
+    high] #rank·cluster``, then dHM and human ratings), and the paired tests (``d [low, high]``,
+    p and Holm's p, ``*`` where Holm's p < 0.05)."""
+    glance = board.glance().set_index("system")
+
+    def p_cell(p: float | None) -> str:
+        return "—" if p is None else f"{p:.4f}"
+
+    rows = []
+    for t in board.pairs:
+        interval = (
+            f" [{t.ci_low:+.4f}, {t.ci_high:+.4f}]" if t.ci_low is not None and t.ci_high is not None else f" {SMALL_N_MARK}"
+        )
+        mark = "*" if t.p_holm is not None and t.p_holm < 0.05 else ""
+        rows.append(
+            {
+                "metric": t.metric,
+                "A − B": f"{t.system_a} − {t.system_b}",
+                "N": f"{t.n:,}",
+                "mean d": f"{t.mean_difference:+.4f}{interval}",
+                "p": p_cell(t.p),
+                "p (Holm)": p_cell(t.p_holm) + mark,
+                "better": t.better or "—",
+            }
+        )
+    pairs = pd.DataFrame(rows, columns=["metric", "A − B", "N", "mean d", "p", "p (Holm)", "better"]).set_index("metric")
+    return glance, pairs
+
+
+def leaderboard_exports(board: Leaderboard) -> dict[str, str]:
+    """``leaderboard.tex`` (booktabs) and ``leaderboard.md``: the two tables of
+    :func:`leaderboard_cells`, each with a caption that states the method and the signature."""
+    glance, pairs = leaderboard_cells(board)
+    permutations = board.pairs[0].permutations if board.pairs else 0
+    sig = f"compare sig {board.signature.get('id', '?')}"
+    board_caption = (
+        "Mean over the image sequences every system wrote for [95% bootstrap interval over sequences]; #rank by the "
+        "metric's direction and significance cluster (a new letter where Holm's p against the system above is < 0.05). "
+        f"{SMALL_N_NOTE} {sig}"
+    )
+    pairs_caption = (
+        f"Paired tests per sequence: mean difference d = A − B [95% paired bootstrap interval]; p: paired approximate "
+        f"randomization, {permutations:,} sign flips, two-sided; * Holm's p < 0.05 over the {len(board.pairs)} tests. {sig}"
+    )
+    return {
+        "leaderboard.tex": latex_table(glance, board_caption, "tab:leaderboard")
+        + "\n"
+        + latex_table(pairs, pairs_caption, "tab:pairwise"),
+        "leaderboard.md": markdown_table(glance, board_caption) + "\n" + markdown_table(pairs, pairs_caption),
+    }
 
 
 def write_figure(fig: Any, stem: Path) -> list[Path]:
