@@ -36,7 +36,7 @@ from vst_core.models.folders import regular_file
 from vst_core.models.hub import ModelLoadError
 
 #: The largest idf file read (the authors' table over VIST's nouns is well under 1 MB).
-MAX_BYTES = 32 << 20
+MAX_BYTES = 16 << 20  # the digest (weights_digest) covers a file of this size whole
 #: A RoViST-VG signature's idf entry when no table is given: idf fitted over the scored set.
 FITTED_IDF = "fitted"
 #: What to pass, for the messages.
