@@ -11,9 +11,10 @@ class ImagePathError(ValueError):
     """An image path that is absolute or leaves the story set's folder."""
 
 
-def resolve_image(root: Path, ref: str) -> Path:
+def resolve_image(root: Path, ref: str, *, base: Path | None = None) -> Path:
     """Resolve ``ref`` against ``root``; refuse absolute paths, URLs, NUL bytes, over-long names,
-    symlink loops and paths leaving ``root`` (ImagePathError with the reason)."""
+    symlink loops and paths leaving ``root`` (ImagePathError with the reason). ``base``: ``root``
+    already resolved by the caller (one resolve per story set rather than one per image)."""
     if not ref or not ref.strip():
         raise ImagePathError("empty image path")
     if "\x00" in ref:
@@ -26,7 +27,7 @@ def resolve_image(root: Path, ref: str) -> Path:
     if any(len(part.encode("utf-8", "surrogatepass")) > 255 for part in candidate.parts):
         raise ImagePathError(f"image {ref[:80]!r}...: a path component is longer than 255 bytes")
     try:
-        base = root.resolve()
+        base = base if base is not None else root.resolve()
         resolved = (base / candidate).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop, a name the file system refuses
         raise ImagePathError(f"image {ref!r} cannot be resolved ({type(exc).__name__}: {exc})") from None

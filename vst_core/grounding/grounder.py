@@ -111,6 +111,7 @@ class Grounder:
         self.regions_table = regions_table
         self.detector = detector
         self.images: dict[str, ImageEntry] = {}
+        self._base: Path | None = None  # the set's folder resolved, once
         self.phrases: dict[tuple[str, str], list[NounPhrase]] = {}  # by (system, story_id)
         self.idf: dict[str, float] = {}
         self._text: dict[str, np.ndarray] = {}
@@ -192,7 +193,9 @@ class Grounder:
     def _image(self, ref: str) -> ImageEntry:
         if ref not in self.images:
             try:
-                self.images[ref] = ImageEntry(resolve_image(self.root, ref), ref)
+                if self._base is None:
+                    self._base = self.root.resolve()
+                self.images[ref] = ImageEntry(resolve_image(self.root, ref, base=self._base), ref)
             except ValueError as exc:
                 self.images[ref] = ImageEntry(Path(ref), ref, error=str(exc))
         return self.images[ref]
