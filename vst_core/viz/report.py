@@ -328,6 +328,8 @@ _LATEX_SPECIAL = {
     "·": r"$\cdot$",
     "×": r"$\times$",
     "−": "-",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
 }
 
 
@@ -355,11 +357,19 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement")
     return "\n".join(lines) + "\n"
 
 
+#: Characters a Markdown renderer reads as markup in a table cell (emphasis, code, raw HTML, the cell bar).
+_MARKDOWN_SPECIAL = frozenset("\\`*<>|")
+
+
 def markdown_table(cells: pd.DataFrame, caption: str) -> str:
-    """A Markdown (pipe) table of text cells, the row labels first, then the caption; ``|`` escaped."""
+    """A Markdown (pipe) table of text cells, the row labels first, then the caption; every
+    character Markdown reads as markup escaped with a backslash."""
 
     def cell(v: object) -> str:
-        return "" if isinstance(v, float) and pd.isna(v) else str(v).replace("|", "\\|").replace("\n", " ")
+        if isinstance(v, float) and pd.isna(v):
+            return ""
+        text = str(v).replace("\n", " ")
+        return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in text)
 
     header = [cells.index.name or "", *cells.columns]
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
