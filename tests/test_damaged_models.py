@@ -427,3 +427,24 @@ def test_loading_every_model_up_front_includes_cosmics_folder_whatever_the_metri
     with pytest.raises(ModelLoadError, match="COSMic"):
         Models(Settings(metrics=("cosmic",), cosmic_model=None), clip=Encoder()).load()  # type: ignore[arg-type]
     assert "cosmic" in Models(Settings(metrics=("cosmic",), cosmic_model=None), clip=Encoder()).unloadable()  # type: ignore[arg-type]
+
+
+def test_the_embedding_cache_leaves_out_vectors_that_are_not_dim_finite_floats(tmp_path: Path) -> None:
+    """A stored vector with a NaN, too few bytes or a nonsense width is a miss (computed again); the
+    good ones of every width come back equal to what was stored."""
+    import numpy as np
+
+    from vst_core.grounding.embeddings import EmbeddingCache
+
+    cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
+    good4, good8 = np.arange(4, dtype=np.float32), np.full(8, 2.0, np.float32)
+    cache.put_many(
+        {"a": good4, "nan": np.array([1, np.nan, 0, 0], np.float32), "c": good8, "inf": np.full(8, np.inf, np.float32)}
+    )
+    db = sqlite3.connect(tmp_path / "embeddings.sqlite")
+    db.executemany("INSERT INTO emb VALUES (?, ?, ?)", [("short", 4, b"\0" * 12), ("zero", 0, b""), ("text", "4", b"\0" * 16)])
+    db.commit()
+    db.close()
+    found = cache.get_many(["a", "nan", "c", "inf", "short", "zero", "text", "absent"])
+    assert sorted(found) == ["a", "c"]
+    assert np.array_equal(found["a"], good4) and np.array_equal(found["c"], good8)

@@ -44,15 +44,18 @@ class EmbeddingCache:
         is left out (computed again)."""
 
         def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
-            found: dict[str, np.ndarray] = {}
+            by_dim: dict[int, list[tuple[str, bytes]]] = {}
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
                 for key, dim, blob in db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
                     if type(dim) is int and 0 < dim and isinstance(blob, bytes) and len(blob) == 4 * dim:
-                        vector = np.frombuffer(blob, dtype=np.float32, count=dim)
-                        if np.isfinite(vector).all():
-                            found[key] = vector
+                        by_dim.setdefault(dim, []).append((key, blob))
+            found: dict[str, np.ndarray] = {}
+            for dim, rows in by_dim.items():  # one buffer per width, checked in one pass
+                vectors = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), dim)
+                finite = np.asarray(np.isfinite(vectors).all(axis=1))
+                found.update((key, vectors[k]) for k, (key, _) in enumerate(rows) if finite[k])
             return found
 
         return self._store.run(query, default={})
