@@ -442,7 +442,7 @@ def test_the_embedding_cache_leaves_out_vectors_that_are_not_dim_finite_floats(t
         {"a": good4, "nan": np.array([1, np.nan, 0, 0], np.float32), "c": good8, "inf": np.full(8, np.inf, np.float32)}
     )
     db = sqlite3.connect(tmp_path / "embeddings.sqlite")
-    db.executemany("INSERT INTO emb VALUES (?, ?, ?)", [("short", 4, b"\0" * 12), ("zero", 0, b""), ("text", "4", b"\0" * 16)])
+    db.executemany("INSERT INTO emb VALUES (?, ?, ?)", [("short", 4, b"\0" * 12), ("zero", 0, b""), ("text", 4, "0" * 16)])
     db.commit()
     db.close()
     found = cache.get_many(["a", "nan", "c", "inf", "short", "zero", "text", "absent"])
