@@ -298,3 +298,24 @@ def test_vhed_pairs_compare_two_metrics_by_accuracy(tmp_path: Path) -> None:
     assert (row["accuracy_a"], row["accuracy_b"]) == pytest.approx((1 / 3, 2 / 3))
     # per pair d = (1, -1, -1): of the 8 sign patterns, |mean| >= 1/3 holds for all of them, so p = 1
     assert row["p_permutation"] == 1.0
+
+
+@pytest.mark.slow  # starts Java for the baselines' PTB tokenizer
+def test_the_csv_folder_holds_the_metric_vs_metric_tables_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import SAMPLE
+
+    scores, out, folder = tmp_path / "scores.jsonl", tmp_path / "report.json", tmp_path / "csv"
+    assert main(["score", str(SAMPLE), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    human = SAMPLE.parent / "human_example.csv"
+    args = ["meta-eval", str(scores), str(human), "--out", str(out), "--csv", str(folder), "--no-progress", "--resamples", "0"]
+    assert main([*args, "--permutations", "200"]) == 0
+    document = json.loads(out.read_text())
+    table = pd.read_csv(folder / "metric_vs_metric_correlations.csv", comment="#")
+    assert len(table) == len(document["metric_vs_metric"]["correlations"]) > 0
+    assert list(table["p_permutation"]) == pytest.approx(
+        [r["p_permutation"] for r in document["metric_vs_metric"]["correlations"]]
+    )
+    head = (folder / "metric_vs_metric_correlations.csv").read_text().splitlines()[:3]
+    assert head[1].startswith("# signature ") and "PERM-BOTH 200 permutations" in head[2]
+    assert (folder / "metric_vs_metric_pairwise_accuracy.csv").exists()
+    assert "CSV tables in" in capsys.readouterr().err

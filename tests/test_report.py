@@ -161,3 +161,12 @@ def test_pages_offer_the_report_and_it_is_the_views(tmp_path: Path) -> None:
     from vst_core.signature import signature
 
     assert f"&quot;id&quot;: &quot;{signature(view.settings, view.inputs)['id']}&quot;" in html  # the view's signature
+
+
+@pytest.mark.slow  # scores the sample
+def test_a_report_without_images_says_its_cards_have_no_thumbnails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scores, out = tmp_path / "scores.jsonl", tmp_path / "report.html"
+    assert main(["score", str(SAMPLE / "stories.jsonl"), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    assert main(["report", str(scores), "--out", str(out), "--resamples", "0"]) == 0
+    assert "data:image/jpeg;base64," not in out.read_text(encoding="utf-8")
+    assert "no --images: the story cards have no thumbnails" in capsys.readouterr().err

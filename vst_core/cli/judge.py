@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--judge-images", action="store_true", help="the vision-language model sees the images (and not)")
     judge_server_arguments(p)
     p.add_argument("--no-ratings", action="store_true", help="pairwise position bias only (no per-story ratings)")
-    p.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
+    p.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where the model runs")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per model call")
     p.add_argument("--out", type=Path, default=None, help="also write the table as CSV")

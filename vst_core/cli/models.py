@@ -71,7 +71,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
-    cache.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default ~/.cache/vst-eval)")
+    cache.add_argument(
+        "--cache-dir", type=Path, default=None, help="cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)"
+    )
     cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
 
 

@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         resamples=args.resamples,
         method=args.method,
     )
+    if args.images is None:
+        note("no --images: the story cards have no thumbnails (give the folder the stories' image paths are relative to)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(html, encoding="utf-8")
     note(

@@ -353,7 +353,9 @@ def judge_server_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache-dir", type=Path, default=None, help="embedding cache folder (default ~/.cache/vst-eval)")
+    p.add_argument(
+        "--cache-dir", type=Path, default=None, help="embedding cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)"
+    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
     p.add_argument(
         "--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)"
