@@ -226,3 +226,18 @@ def test_a_metric_whose_model_cannot_load_leaves_the_others_scored(tmp_path: Pat
     strict = tmp_path / "strict.jsonl"
     assert main([*args, "--out", str(strict), "--no-progress", "--strict"]) == 4
     assert not strict.exists() and not (tmp_path / "strict.jsonl.lock").exists()
+
+
+def test_no_option_states_its_default_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    import re
+
+    from vst_core.cli import COMMANDS
+
+    for command in COMMANDS:
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert not re.search(r"\(default[^)]*\) \(default: ", text), (
+            command,
+            re.findall(r"\(default[^)]*\) \(default: [^)]*\)", text),
+        )

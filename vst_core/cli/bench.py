@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from vst_core.bench.harness import PHASES, BenchConfig, Log, run_bench
-from vst_core.cli.common import EXIT_USAGE, error
+from vst_core.cli.common import EXIT_USAGE, DefaultsHelp, error
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "bench",
         help="measure scoring throughput against the bare model forward (random-weight full-size models)",
         description="Benchmark on a synthetic story set with random-weight models: prints a JSON summary.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     d = BenchConfig()
     p.add_argument("--stories", type=int, default=d.stories, help="stories in the throughput set")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
@@ -29,3 +30,14 @@ def bar(total: int, unit: str, desc: str, disable: bool = False) -> Any:
 
 def csv_list(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with each option's default, unless its help already says it or there is none
+    (a ``None`` or empty default means "decided at run time", which the help text explains)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "(default" in text or action.default in (None, "", argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)

@@ -11,7 +11,7 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, cluster_name, leaderboard, story_ratings
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, csv_list, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "dHM per system when the human system is loaded, and the mean human rating per system and aspect "
             "with --judgements. The numbers are the ones the dashboard's Leaderboard page shows."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files (merged per story)")
     p.add_argument("--judgements", type=Path, default=None, metavar="FILE", help="human judgements (any layout meta-eval reads)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
@@ -31,7 +31,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "A story's sequence_id is the long CSV's sequence_id cell; else its story_id, declared with "
             "--sequence-id-from story_id (the dHM release: the ids are sequence ids) or standing in for an unknown one."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     imp.add_argument("files", type=Path, nargs="+", metavar="FILE", help="score files to import")
     imp.add_argument("--out", type=Path, required=True, help="scores JSONL to append to")
@@ -59,7 +59,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "score beats an imported one, else the file named first wins; values that differ are counted and shown "
             "as conflicts. Stories left out are counted by reason."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     dhm.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files")
     dhm.add_argument("--out", type=Path, required=True, help="report JSON to write")

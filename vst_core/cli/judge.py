@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, error, note
 from vst_core.cli.score import judge_server_arguments, judge_server_settings
 from vst_core.config import Settings, SettingsError
 
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "the mean shift towards the first position, the spread and rank agreement of the paraphrases and, with "
             "--judge-images, what the images change. Answers are cached: a rerun makes no model call."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("input", type=Path, metavar="STORIES", help="story set (as for vst score)")
     p.add_argument("--judge-model", default=DEFAULTS.judge_model, help="text-only chat model (hub name or folder)")

@@ -20,7 +20,7 @@ from vst_core.analysis.meta_eval import (
 )
 from vst_core.analysis.meta_eval.report import _plain, pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, bar, csv_list, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note
 from vst_core.data import load_records
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.merge import merge_records
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "ranking gap, T/P bins, error-label correlations and reference-based baselines. The numbers "
             "are the ones the dashboard's Agreement page shows."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("scores", type=Path, metavar="SCORES", help="scores JSONL written by `score`")
     p.add_argument("human", type=Path, metavar="HUMAN", help="human judgements CSV")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import cast
 
-from vst_core.cli.common import EXIT_WEIGHTS, note
+from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
 from vst_core.models.pairs import DEFAULT_NSP_MODEL
 from vst_core.models.vrank import DEFAULT_BASE as VRANK_BASE
@@ -24,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             "is missing and the model hub is reachable, check it by scoring one input, and print the cache "
             "folders to copy to an offline machine. Exit 4 when a model is missing or does not load."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model (hub id or folder)")
     fetch.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")

@@ -12,7 +12,7 @@ from typing import Any
 
 from vst_core.analysis.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
-from vst_core.cli.common import EXIT_INPUT, error, note
+from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note
 from vst_core.data import load_records
 from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "agreement with people and the metric-vs-metric matrices, story cards with their evidence and "
             "thumbnails embedded, and the signature."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files (merged per story)")
     p.add_argument("--out", type=Path, required=True, help="the HTML report to write")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError, parse_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.options import parse_regions
@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "scored with the same settings appends to the same --out. Each record keeps the signature of the run "
             "that wrote it (settings and its input file's digest); the check before appending compares settings."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument(
         "input",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.config import Settings
 from vst_core.learned.cosmic import CosmicConfig, train_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
@@ -28,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "<id_annotation>.<suffix> or the file name of its URL. Rows whose image is missing are counted and skipped. "
             "Writes --out, a folder that `score --metrics cosmic --cosmic-model DIR` accepts; score with the same CLIP options."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("tsv", type=Path, metavar="TSV", help="training ratings (RaCCoon.tsv layout)")
     p.add_argument("--images", type=Path, required=True, help="folder of the TSV's images")

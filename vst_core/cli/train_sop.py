@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.data import StorySetError, read_story_set
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.sop_train import SOPConfig, train_sop
@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "held-out accuracy per epoch, stops early, and writes the best epoch to --out, a directory "
             "that `score --coherence-model DIR` accepts."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("stories", type=Path, metavar="STORIES", help="story set (JSON, JSONL or VIST annotation JSON)")
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")

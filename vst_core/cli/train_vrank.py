@@ -8,7 +8,7 @@ from pathlib import Path
 
 from vst_core.analysis.meta_eval.identity import story_key
 from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, bar, error, note
+from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.data import StorySetError, read_story_set
 from vst_core.hashing import text_digest
 from vst_core.learned.pairs import PairsError, grouped_split, pairs_of, random_split, story_texts, vhed_texts
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "overall, by agreement and by gap bin, with intervals) and the held-out predictions to --out; "
             "`score --metrics vrank --vrank-model DIR` uses it. Rerun the same command to resume."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelp,
     )
     p.add_argument("judgements", type=Path, metavar="JUDGEMENTS", help="VHED.csv, a pairwise CSV or a ratings file")
     p.add_argument("--out", type=Path, required=True, help="model folder to write")
