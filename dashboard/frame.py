@@ -85,14 +85,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             settings = without_clip(settings)
     if "rovist_vg" in settings.metrics:
         try:
-            loading.rovist_vg_model(
-                settings.rovist_vg_checkpoint or "",
-                settings.glove_file or "",
-                settings.rovist_vg_vit,
-                settings.device,
-                settings.rovist_vg_idf or "",
-                loading.vg_versions(settings),
-            )
+            loading.rovist_vg_of(settings)
         except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
             notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")
             settings = without(settings, ("rovist_vg",))

@@ -169,6 +169,19 @@ def image_probe(_view: RunView, key: str, stories: int) -> list[Problem]:
 SHOWN_PIXELS = 768
 
 
+def rovist_vg_of(settings: Settings) -> RovistVGModel:
+    """:func:`rovist_vg_model` of the settings' files, ViT, device and idf table, at their current
+    versions (what the frame's probe and the scoring both load)."""
+    return rovist_vg_model(
+        settings.rovist_vg_checkpoint or "",
+        settings.glove_file or "",
+        settings.rovist_vg_vit,
+        settings.device,
+        settings.rovist_vg_idf or "",
+        vg_versions(settings),
+    )
+
+
 def vg_versions(settings: Settings) -> tuple[tuple[int, ...], ...]:
     """The :func:`stamp` of RoViST-VG's checkpoint, GloVe and idf files (empty for one that cannot
     be read: its loader says why)."""
@@ -304,14 +317,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     )
     vg = None
     if "rovist_vg" in settings.metrics and settings.rovist_vg_checkpoint and settings.glove_file:
-        vg = rovist_vg_model(
-            settings.rovist_vg_checkpoint,
-            settings.glove_file,
-            settings.rovist_vg_vit,
-            settings.device,
-            settings.rovist_vg_idf or "",
-            vg_versions(settings),
-        )
+        vg = rovist_vg_of(settings)
     vrank = vrank_model(settings.vrank_model or "", settings.device) if "vrank" in settings.metrics else None
     cosmic = cosmic_model(settings.cosmic_model or "", settings.device) if "cosmic" in settings.metrics else None
     models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg, vrank=vrank, cosmic=cosmic)
