@@ -10,6 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
+from vst_core.metric_spec import registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
 from vst_core.metrics.variants import CoherenceContext, CoherenceProfile, GroundingProfile, NRVariant
 
@@ -36,36 +37,42 @@ __all__ = [
 ]
 
 
-#: Metrics this version can compute, with a one-line description for --help and the app.
-AVAILABLE_METRICS: dict[str, str] = {
-    "redundancy": "RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
-    "coherence": "RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
-    "grounding": "GROOVIST: noun phrases matched to image regions with CLIP, θ penalty, concreteness weights; "
-    "also temporal misalignment T and noun-phrase proportion P",
-    "clipscore": "CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
-    "rovist_vg": "RoViST-VG: the authors' Region2Phrase model (ViT regions, GloVe nouns); idf-weighted LogSumExp of each "
-    "noun's best cosine, Eq. 3 in (-1, 1); needs --rovist-vg-model and --glove",
-    "rovist_vg_clip": "RoViST-VG's aggregation of CLIP cosines (idf-weighted LogSumExp of each head noun's best CLIP "
-    "cosine): not the RoViST-VG model",
-    "vrank": "Vrank: a ranker trained on human story rankings (vst train-vrank); every two stories of a sequence "
-    "compared in both orders, a story's score is its mean margin; needs --vrank-model",
-    "cosmic": "COSMic recipe: sentence i with image i rated against the reference story's sentence i by a model "
-    "trained with vst train-cosmic; needs --cosmic-model and a reference story per sequence",
-    "judge": "rubric judge (G-Eval's rule): a local open-weight chat model asked rubric questions (grounding, coherence, "
-    "non-redundancy, overall; several paraphrases each); score = sum of k * p(k) over the next-token probabilities "
-    "of the ratings 1-5, renormalised; --judge-images lets a vision-language model see the images",
-}
+#: Metrics this installation knows (built-in and installed), with a one-line description for
+#: --help and the app: the registry's (:mod:`vst_core.metric_spec`).
+AVAILABLE_METRICS: dict[str, str]
 #: The rubric judge's default models (hub names; see vst_core.models.judge for why these).
 JUDGE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 JUDGE_VLM = "HuggingFaceTB/SmolVLM-256M-Instruct"
 #: Metrics computed over the stories of a sequence together (pairs of stories, a reference story).
-SET_METRICS: frozenset[str] = frozenset({"vrank", "cosmic"})
-#: Metrics the grounder computes from a story's images and their regions.
-IMAGE_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip", "rovist_vg"})
-#: The image metrics computed from CLIP embeddings (they load CLIP; its weights are in the signature).
-CLIP_ENCODER_METRICS: frozenset[str] = frozenset({"grounding", "clipscore", "rovist_vg_clip", "cosmic"})
-#: The name the scoring loop dispatches image metrics by: every image metric, RoViST-VG's model included.
-CLIP_METRICS: frozenset[str] = IMAGE_METRICS
+SET_METRICS: frozenset[str]
+#: Metrics computed from a story's images and their regions.
+IMAGE_METRICS: frozenset[str]
+#: The metrics that load CLIP (its weights are in the signature).
+CLIP_ENCODER_METRICS: frozenset[str]
+#: Every image metric (the grounder computes them), RoViST-VG's model included.
+CLIP_METRICS: frozenset[str]
+
+
+def __getattr__(name: str) -> Any:
+    """The registry's views by what the metrics need, read when asked."""
+    if name not in ("AVAILABLE_METRICS", "SET_METRICS", "IMAGE_METRICS", "CLIP_METRICS", "CLIP_ENCODER_METRICS"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    reg = registry()
+    if name == "AVAILABLE_METRICS":
+        return {n: s.description for n, s in reg.specs.items() if s.score is not None}
+    if name == "SET_METRICS":
+        return reg.with_need("sequence")
+    if name in ("IMAGE_METRICS", "CLIP_METRICS"):
+        return reg.with_need("images")
+    if name == "CLIP_ENCODER_METRICS":
+        return reg.with_need("clip")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _available() -> dict[str, str]:
+    result: dict[str, str] = __getattr__("AVAILABLE_METRICS")
+    return result
+
 
 #: Systems taken as the reference story of a sequence when ``reference_system`` is not set, in order.
 REFERENCE_SYSTEMS: tuple[str, ...] = ("reference", "human", "gt", "ground_truth", "gold")
@@ -83,12 +90,12 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     names = value.split(",") if isinstance(value, str) else list(value)
     cleaned = tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
     if not cleaned:
-        raise SettingsError("no metric given; available: " + ", ".join(AVAILABLE_METRICS))
-    unknown = [n for n in cleaned if n not in AVAILABLE_METRICS]
+        raise SettingsError("no metric given; available: " + ", ".join(_available()))
+    unknown = [n for n in cleaned if n not in _available()]
     if unknown:
         raise SettingsError(
             f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"available: {', '.join(AVAILABLE_METRICS)}"
+            f"available: {', '.join(_available())}"
         )
     return cleaned
 
@@ -266,8 +273,8 @@ class Settings:
         for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "vrank_model", "cosmic_model"):
             # the signature names their digests
             data.pop(key)
-        if not CLIP_ENCODER_METRICS & set(self.metrics):
-            image = IMAGE_METRICS & set(self.metrics)  # RoViST-VG's model: regions, no CLIP
+        if not registry().with_need("clip") & set(self.metrics):
+            image = registry().with_need("images") & set(self.metrics)  # RoViST-VG's model: regions, no CLIP
             for key in [k for k in data if k.startswith("clip_")] + [
                 "theta",
                 *(() if image else ("regions", "regions_file", "top_b", "whole_image")),
@@ -312,7 +319,7 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
     known = set(Settings.__dataclass_fields__)
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
-        values["metrics"] = tuple(m for m in values["metrics"] if m in AVAILABLE_METRICS) or ("redundancy",)
+        values["metrics"] = tuple(m for m in values["metrics"] if m in _available()) or ("redundancy",)
     if "theta" in values and "preprocess" not in values:  # recorded before the choice existed: Pillow's pixels
         values["preprocess"] = "pil"
     if isinstance(values.get("theta"), (int, float)):

@@ -22,8 +22,9 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, TypeVar, Union
 
+from vst_core.metric_spec import Direction, MetricField, registry
 from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
 from vst_core.problems import Problem
 
@@ -290,18 +291,9 @@ MetricScores = (
     | JudgeScores
 )
 
-#: Metric name (as in settings and on disk) -> its record type.
-METRIC_TYPES: dict[str, type[MetricScores]] = {
-    "redundancy": RedundancyScores,
-    "coherence": CoherenceScores,
-    "grounding": GroundingScores,
-    "clipscore": ClipScoreScores,
-    "rovist_vg": RovistVGScores,
-    "rovist_vg_clip": RovistVGClipScores,
-    "vrank": VrankScores,
-    "cosmic": CosmicScores,
-    "judge": JudgeScores,
-}
+#: Metric name (as in settings and on disk) -> its record type: from the registry
+#: (:func:`vst_core.metric_spec.registry`), built-in and installed metrics alike.
+METRIC_TYPES: dict[str, type]
 #: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
 RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}
 
@@ -395,76 +387,34 @@ def _typed(value: object, kind: type[T]) -> T | None:
 # --------------------------------------------------------------------------- registry
 
 
-#: Which way is better for a number: up, down, or neither (a descriptor).
-Direction = Literal["higher", "lower", "none"]
+#: Every number of every metric's record, in registry order (each metric module declares its own).
+FIELDS: tuple[MetricField, ...]
+#: Table column -> its field.
+FIELD_BY_COLUMN: dict[str, MetricField]
 
 
-@dataclass(frozen=True, slots=True)
-class MetricField:
-    """One number of a record: table/CSV ``column``, where it lives, and how it is used.
-
-    ``report`` is its name in meta-evaluation when it is a quality metric; ``covariate`` marks
-    story descriptors (T, P) used to bin stories; ``direction`` says which way is better:
-    ``higher``, ``lower`` (a repetition or misalignment) or ``none`` (a descriptor), and every
-    comparison, ranking and highlight reads it (:func:`direction_of`)."""
-
-    column: str
-    metric: str
-    attr: str
-    help: str
-    report: str | None = None
-    covariate: bool = False
-    direction: Direction = "higher"
-
-    def value(self, record: StoryScores) -> float | None:
-        scores = record.metrics.get(self.metric)
-        value = getattr(scores, self.attr, None) if scores is not None else None
-        return None if value is None else float(value)
+def __getattr__(name: str) -> Any:
+    """The registry's views, read when asked (a metric installed later is seen after a reload)."""
+    if name not in ("METRIC_TYPES", "FIELDS", "FIELD_BY_COLUMN"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    reg = registry()
+    if name == "METRIC_TYPES":
+        return reg.types
+    if name == "FIELDS":
+        return reg.fields
+    if name == "FIELD_BY_COLUMN":
+        return {f.column: f for f in reg.fields}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-FIELDS: tuple[MetricField, ...] = (
-    MetricField("NR", "redundancy", "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR"),
-    MetricField(
-        "inter", "redundancy", "inter", "repetition across sentences: mean Jaccard with earlier sentences", direction="lower"
-    ),
-    MetricField(
-        "intra",
-        "redundancy",
-        "intra",
-        "repetition within a sentence: mean Jaccard of consecutive n-gram windows",
-        direction="lower",
-    ),
-    MetricField("coherence", "coherence", "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),
-    MetricField("GROOVIST", "grounding", "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
-    MetricField("GROOVIST raw", "grounding", "unbounded", "GROOVIST before tanh"),
-    MetricField(
-        "T", "grounding", "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True, direction="lower"
-    ),
-    MetricField("P", "grounding", "np_proportion", "noun-phrase proportion (GROOVIST Eq. 4)", covariate=True, direction="none"),
-    MetricField("CLIPScore", "clipscore", "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),
-    MetricField("RoViST-VG", "rovist_vg", "score", "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S", report="RoViST-VG"),
-    MetricField("RoViST-VG S", "rovist_vg", "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
-    MetricField(
-        "RoViST-VG (CLIP)", "rovist_vg_clip", "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"
-    ),
-    MetricField("Vrank", "vrank", "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
-    MetricField(
-        "COSMic", "cosmic", "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"
-    ),
-    MetricField("judge overall", "judge", "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall"),
-    MetricField(
-        "judge grounding", "judge", "grounding", "rubric judge, relevance to the images: Σ k·p(k)", report="judge grounding"
-    ),
-    MetricField("judge coherence", "judge", "coherence", "rubric judge, coherence: Σ k·p(k)", report="judge coherence"),
-    MetricField(
-        "judge non-redundancy",
-        "judge",
-        "non_redundancy",
-        "rubric judge, non-redundancy: Σ k·p(k)",
-        report="judge non-redundancy",
-    ),
-)
-FIELD_BY_COLUMN: dict[str, MetricField] = {f.column: f for f in FIELDS}
+def _by_column() -> dict[str, MetricField]:
+    return {f.column: f for f in registry().fields}
+
+
+def _by_report() -> dict[str, MetricField]:
+    return {f.report: f for f in registry().fields if f.report}
+
+
 #: Numbers outside the registry whose direction is known: the text-overlap baselines (higher is better).
 OTHER_DIRECTIONS: dict[str, Direction] = {
     "BLEU": "higher",
@@ -482,7 +432,7 @@ def direction_of(column: str) -> Direction:
     >>> direction_of("NR"), direction_of("inter"), direction_of("P"), direction_of("BLEU-4"), direction_of("sentences")
     ('higher', 'lower', 'none', 'higher', 'none')
     """
-    field = FIELD_BY_COLUMN.get(column) or _BY_REPORT.get(column)
+    field = _by_column().get(column) or _by_report().get(column)
     if field is not None:
         return field.direction
     for name, direction in OTHER_DIRECTIONS.items():
@@ -491,8 +441,6 @@ def direction_of(column: str) -> Direction:
     return "none"
 
 
-_BY_REPORT: dict[str, MetricField] = {f.report: f for f in FIELDS if f.report}
-
 
 def column_help(column: str) -> str | None:
     """What a table column means and which way is better, for a header's tooltip (None: not a metric).
@@ -500,7 +448,7 @@ def column_help(column: str) -> str | None:
     >>> column_help("inter")
     'repetition across sentences: mean Jaccard with earlier sentences (lower is better)'
     """
-    field = FIELD_BY_COLUMN.get(column)
+    field = _by_column().get(column)
     if field is None:
         return None
     way = {"higher": " (higher is better)", "lower": " (lower is better)", "none": " (a descriptor)"}[field.direction]
@@ -510,7 +458,7 @@ def column_help(column: str) -> str | None:
 def fields_of(metrics: typing.Iterable[str]) -> list[MetricField]:
     """The registry rows of the metrics run, in registry order."""
     wanted = set(metrics)
-    return [f for f in FIELDS if f.metric in wanted]
+    return [f for f in registry().fields if f.metric in wanted]
 
 
 # --------------------------------------------------------------------------- JSON in and out
@@ -635,7 +583,7 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     for name, value in _mapping(data.get("metrics")).items():
         if str(name) in RENAMED_METRICS and isinstance(value, Mapping) and "tagger" not in value:
             name = RENAMED_METRICS[str(name)]  # an earlier version's record, of the metric now named so
-        kind = METRIC_TYPES.get(str(name))
+        kind = registry().types.get(str(name))
         if kind is None:
             problems.append(problem(f"unknown metric {str(name)!r} ignored", "warning"))
             continue

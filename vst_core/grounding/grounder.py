@@ -514,24 +514,27 @@ class Grounder:
 
     # ------------------------------------------------------------------ scoring
 
-    def score(self, story: Story) -> dict[str, MetricScores]:
-        """Records of the CLIP metrics asked for; raises ValueError with the reason on a failed story."""
+    def entries(self, story: Story) -> list[ImageEntry]:
+        """The story's prepared images; raises ValueError with the reason on a failed story."""
         if not story.images:
             raise ValueError("story has no images")
         entries = [self._image(ref) for ref in story.images]
         failed = [f"image {k + 1}: {e.error}" for k, e in enumerate(entries) if e.error]
         if failed:
             raise ValueError("; ".join(failed))
-        out: dict[str, MetricScores] = {}
-        if "grounding" in self.settings.metrics:
-            out["grounding"] = self._grounding(story, entries)
-        if "clipscore" in self.settings.metrics:
-            out["clipscore"] = self._clipscore(story, entries)
-        if "rovist_vg_clip" in self.settings.metrics:
-            out["rovist_vg_clip"] = self._rovist_vg_clip(story, entries)
-        if "rovist_vg" in self.settings.metrics:
-            out["rovist_vg"] = self._rovist_vg(story, entries)
-        return out
+        return entries
+
+    def score(self, story: Story) -> dict[str, MetricScores]:
+        """Records of the image metrics asked for (each metric module's builder); raises ValueError
+        with the reason on a failed story."""
+        entries = self.entries(story)
+        builders = {
+            "grounding": self.groovist_record,
+            "clipscore": self.clipscore_record,
+            "rovist_vg_clip": self.rovist_vg_clip_record,
+            "rovist_vg": self.rovist_vg_record,
+        }
+        return {name: build(story, entries) for name, build in builders.items() if name in self.settings.metrics}
 
     def _weights(self, units: list[tuple[str, NounPhrase]]) -> list[float]:
         s = self.settings
@@ -545,7 +548,7 @@ class Grounder:
             return [phrase_concreteness(words, [noun_lemma(w) for w in words]) for words in (u.split(" ") for u, _ in units)]
         return [phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions) for _, p in units]
 
-    def _grounding(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
+    def groovist_record(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
         """GROOVIST over every region of every image, with T and P (GROOVIST Eq. 3, 4)."""
         s = self.settings
         regions = np.concatenate([e.region_emb for e in entries])
@@ -575,7 +578,7 @@ class Grounder:
             penalize=s.penalize,
         )
 
-    def _clipscore(self, story: Story, entries: list[ImageEntry]) -> ClipScoreScores:
+    def clipscore_record(self, story: Story, entries: list[ImageEntry]) -> ClipScoreScores:
         """CLIPScore of sentence i, after the prompt ("A photo depicts " by default), with the whole image i."""
         n = min(len(story.sentences), len(entries))
         prompt = self.settings.clipscore_prompt
@@ -587,7 +590,7 @@ class Grounder:
             clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
         )
 
-    def _rovist_vg_clip(self, story: Story, entries: list[ImageEntry]) -> RovistVGClipScores:
+    def rovist_vg_clip_record(self, story: Story, entries: list[ImageEntry]) -> RovistVGClipScores:
         """RoViST-VG's aggregation of each head noun's best CLIP cosine, idf-weighted."""
         regions = np.concatenate([e.region_emb for e in entries])
         nouns = list(dict.fromkeys(p.root for p in self._phrases(story)))
@@ -604,7 +607,7 @@ class Grounder:
             self._vg_words.update(zip(new, zip(vectors, known, strict=True), strict=True))
         return np.stack([self._vg_words[w][0] for w in words]), [self._vg_words[w][1] for w in words]
 
-    def _rovist_vg(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
+    def rovist_vg_record(self, story: Story, entries: list[ImageEntry]) -> RovistVGScores:
         """RoViST-VG with the authors' model, as their ``compute_sim`` and ``vg_score``: each noun's best
         cosine over the regions of each image, the best over the images, idf-weighted log-sum-exp."""
         if self.vg is None:

@@ -7,14 +7,14 @@ whose text is empty carries that error for every metric. Models come from a
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vst_core.config import CLIP_METRICS, SET_METRICS, Settings
+from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence
 from vst_core.metrics.grounding import theta_from_scores
@@ -39,7 +39,8 @@ from vst_core.scoring.builders import (
     redundancy_numbers,
     redundancy_scores,
 )
-from vst_core.scoring.judge import judge_records
+from vst_core.grounding.grounder import Grounder, ImageEntry
+from vst_core.metric_spec import registry
 from vst_core.scoring.registry import Models
 from vst_core.signature import signature as settings_signature
 from vst_core.text.phrases import token_texts, tokenize
@@ -146,7 +147,7 @@ def coherence_of(story: Story, settings: Settings, scores: PairScores, model: st
     return coherence_scores(result, () if reference else scores.truncated, model, context)
 
 
-def _profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
+def profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
     """Why ``scorer`` cannot give the reference profile's numbers (a RoViST-C scorer loaded with the
     fast tokenizer, e.g. one injected or cached under other settings), or None."""
     tokenizer = getattr(scorer, "tokenizer", None)
@@ -158,7 +159,7 @@ def _profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
     return None
 
 
-def _truncation_warnings(story: Story, scores: PairScores, record: CoherenceScores | None = None) -> list[str]:
+def truncation_warnings(story: Story, scores: PairScores, record: CoherenceScores | None = None) -> list[str]:
     """One warning per truncated pair (paper profile), or one for a story the reference profile left
     unscored because of an over-long pair (``record``: the story's coherence record)."""
     if record is not None and record.score is None and any(OVER_LONG_NOTE in note for note in record.notes):
@@ -177,91 +178,96 @@ def _truncation_warnings(story: Story, scores: PairScores, record: CoherenceScor
     ]
 
 
+Key = tuple[str, str]
+
+
+@dataclass
+class ScoringRun:
+    """What a metric's ``score`` hook is given with a batch of stories: the settings, the models
+    (loaded once), the story set's folder, whether NR keeps its spans, the set metrics computed
+    before the chunks (``together``), and the image work shared by the image metrics (each story's
+    images prepared once a batch). Warnings a metric raises on a story go into its record."""
+
+    settings: Settings
+    models: Models
+    root: Path
+    spans: bool = True
+    together: Mapping[Key, Mapping[str, MetricScores | str]] = field(default_factory=dict)
+    warnings: dict[Key, list[str]] = field(default_factory=dict)
+    _grounder: Grounder | None = None
+    _entries: dict[Key, list[ImageEntry] | str] = field(default_factory=dict)
+
+    def warn(self, key: Key, message: str) -> None:
+        self.warnings.setdefault(key, []).append(message)
+
+    def image_records(
+        self, stories: Sequence[Story], build: Callable[[Grounder, Story, list[ImageEntry]], MetricScores]
+    ) -> dict[Key, MetricScores | str]:
+        """``build(grounder, story, entries)`` on each story whose images were read (every story's
+        images prepared once for the batch); a story whose images failed gets the reason."""
+        if self._grounder is None:
+            self._grounder = self.models.grounder(self.root)
+            self._grounder.prepare(stories)
+        grounder = self._grounder
+        out: dict[Key, MetricScores | str] = {}
+        for story in stories:
+            entries = self._entries.get(story.key)
+            if entries is None:
+                try:
+                    if not grounder.ready(story):
+                        grounder.prepare([story])
+                    entries = grounder.entries(story)
+                except ValueError as exc:
+                    entries = f"ValueError: {exc}"
+                self._entries[story.key] = entries
+            if isinstance(entries, str):
+                out[story.key] = entries
+                continue
+            try:
+                out[story.key] = build(grounder, story, entries)
+            except Exception as exc:  # one story's failure is its error
+                out[story.key] = f"{type(exc).__name__}: {exc}"
+        return out
+
+    def set_records(self, stories: Sequence[Story], name: str) -> dict[Key, MetricScores | str]:
+        """The set metric ``name``'s records, computed over the whole set before the chunks."""
+        out: dict[Key, MetricScores | str] = {}
+        for story in stories:
+            found = self.together.get(story.key, {}).get(name)
+            out[story.key] = (
+                found if found is not None else f"ValueError: {name} compares the stories of a sequence: score the story set (score_story_set)"
+            )
+        return out
+
+    def close(self) -> None:
+        """Drop the batch's decoded images and phrases (vectors stay in the cache)."""
+        if self._grounder is not None:
+            self._grounder.forget()
+            self._grounder = None
+        self._entries.clear()
+
+
 def score_story(
     story: Story,
     settings: Settings,
     signature: Mapping[str, Any] | None = None,
     *,
     models: Models | None = None,
-    pair_scores: PairScores | None = None,
     root: Path | None = None,
-    redundancy: RedundancyScores | None = None,
     together: Mapping[str, MetricScores | str] | None = None,
-    judge: MetricScores | str | None = None,
 ) -> StoryScores:
-    """Score one story with every metric of ``settings``; a failing metric becomes an error entry.
-    ``pair_scores``, ``redundancy`` and ``judge`` (a record or the reason there is none) are
-    precomputed batch results (see :func:`score_batch`);
-    ``together`` the story's set metrics (:mod:`vst_core.scoring.sets`: a record or the reason
-    there is none), computed with the other stories of its sequence."""
-    metrics: dict[str, MetricScores] = {}
-    errors: dict[str, str] = {}
-    warnings = [str(p) for p in story.problems if p.severity == "warning"]
-    blocking = [p.message for p in story.problems if p.kind == "empty" and p.severity == "error"]
-    clip_results: dict[str, MetricScores] | None = None
-    for name in settings.metrics:
-        if blocking:
-            errors[name] = "; ".join(blocking)
-            continue
-        try:
-            if name == "redundancy":
-                metrics[name] = redundancy or redundancy_of(story, settings.nr_ngram, settings.nr_variant)
-            elif name == "coherence":
-                models = models or Models(settings)
-                problem = _profile_problem(models.pair_scorer, settings)
-                if problem:
-                    raise ValueError(problem)
-                scores = (
-                    pair_scores
-                    or pair_scores_for(
-                        [story], models.pair_scorer, settings.coherence_context, repeat_is_zero=settings.coherence_repeat_zero
-                    )[story.key]
-                )
-                record = coherence_of(story, settings, scores, models.pair_scorer.name)
-                metrics[name] = record
-                warnings.extend(_truncation_warnings(story, scores, record))
-            elif name in SET_METRICS:
-                found = (together or {}).get(name)
-                if found is None:
-                    raise ValueError(f"{name} compares the stories of a sequence: score the story set (score_story_set)")
-                if isinstance(found, str):
-                    errors[name] = found
-                    continue
-                metrics[name] = found
-            elif name == "judge":
-                if judge is None:
-                    models = models or Models(settings)
-                    judge = judge_records(
-                        [story], settings, models.judge, models.rubric, models.judge_cache, root or Path(".")
-                    ).get(story.key, "empty story")
-                if isinstance(judge, str):
-                    errors[name] = judge
-                    continue
-                metrics[name] = judge
-            elif name in CLIP_METRICS:
-                if clip_results is None:
-                    models = models or Models(settings)
-                    grounder = models.grounder(root or Path("."))
-                    if not grounder.ready(story):
-                        grounder.prepare([story])
-                    clip_results = grounder.score(story)
-                metrics[name] = clip_results[name]
-            else:  # pragma: no cover - parse_metrics rejects unknown names
-                raise KeyError(name)
-        except Exception as exc:  # a story that fails shows why; the run goes on
-            errors[name] = f"{type(exc).__name__}: {exc}"
-    return StoryScores(
-        story_id=story.story_id,
-        sequence_id=story.sequence_id,
-        system=story.system,
-        sentences=story.sentences,
-        images=story.images,
-        metrics=metrics,
-        errors=errors,
-        warnings=tuple(warnings),
-        signature=signature or settings_signature(settings),
-        problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
-    )
+    """Score one story with every metric of ``settings`` (:func:`score_batch` of one story); a
+    failing metric becomes an error entry. ``together`` is the story's set metrics
+    (:mod:`vst_core.scoring.sets`: a record or the reason there is none), computed with the other
+    stories of its sequence."""
+    return score_batch(
+        [story],
+        settings,
+        signature or settings_signature(settings),
+        models or Models(settings),
+        root or Path("."),
+        together={story.key: together} if together is not None else None,
+    )[0]
 
 
 def score_batch(
@@ -272,49 +278,59 @@ def score_batch(
     root: Path,
     *,
     spans: bool = True,
-    together: Mapping[tuple[str, str], Mapping[str, MetricScores | str]] | None = None,
+    together: Mapping[Key, Mapping[str, MetricScores | str]] | None = None,
 ) -> list[StoryScores]:
-    """Score stories together: sentence pairs in one model call, regions and phrases of every
-    story encoded in shared batches, NR in one vectorised pass when ``spans`` is False."""
-    texts = [s for s in stories if not s.is_empty]
-    nr: dict[tuple[str, str], RedundancyScores] = {}
-    if not spans and "redundancy" in settings.metrics:
-        nr = redundancy_without_spans(texts, settings)
-    pair_scores: dict[tuple[str, str], PairScores] = {}
-    if "coherence" in settings.metrics and not _profile_problem(models.pair_scorer, settings):
-        pair_scores = pair_scores_for(
-            texts, models.pair_scorer, settings.coherence_context, repeat_is_zero=settings.coherence_repeat_zero
-        )
-    grounder = None
-    if CLIP_METRICS & set(settings.metrics):
-        grounder = models.grounder(root)
-        grounder.prepare(texts)
-    judged: dict[tuple[str, str], MetricScores | str] = {}
-    if "judge" in settings.metrics and texts:
-        try:
-            judged = dict(judge_records(texts, settings, models.judge, models.rubric, models.judge_cache, root))
-        except ModelLoadError:
-            raise
-        except (ValueError, RuntimeError, OSError) as exc:  # a chunk the model cannot take: each story says why
-            judged = {s.key: f"{type(exc).__name__}: {exc}" for s in texts}
+    """Score stories together: each metric of ``settings`` is its module's ``score`` hook on the
+    whole batch (:mod:`vst_core.metric_modules`): sentence pairs in one model call, regions and
+    phrases of every story encoded in shared batches, NR in one vectorised pass when ``spans`` is
+    False. A metric that fails on the batch gives each story the reason; a story whose text is
+    empty carries that error for every metric. A model that cannot load stops the run."""
+    run = ScoringRun(settings, models, root, spans, together or {})
+    blocked = {
+        s.key: "; ".join(p.message for p in s.problems if p.kind == "empty" and p.severity == "error") for s in stories
+    }
+    todo = [s for s in stories if not blocked[s.key]]
+    results: dict[str, Mapping[Key, MetricScores | str]] = {}
+    specs = registry().specs
     try:
-        return [
-            score_story(
-                story,
-                settings,
-                signature,
-                models=models,
-                pair_scores=pair_scores.get(story.key),
-                root=root,
-                redundancy=nr.get(story.key),
-                together=(together or {}).get(story.key),
-                judge=judged.get(story.key),
-            )
-            for story in stories
-        ]
+        for name in settings.metrics:
+            hook = specs[name].score if name in specs else None
+            try:
+                if hook is None:
+                    raise ValueError(f"{name} is read from scores files only: it has no way to be computed here")
+                results[name] = hook(todo, run) if todo else {}
+            except ModelLoadError:
+                raise
+            except Exception as exc:  # the reason goes into every story's record, the run goes on
+                reason = f"{type(exc).__name__}: {exc}"
+                results[name] = {s.key: reason for s in todo}
     finally:
-        if grounder is not None:
-            grounder.forget()
+        run.close()
+    out = []
+    for story in stories:
+        metrics: dict[str, MetricScores] = {}
+        errors: dict[str, str] = {}
+        for name in settings.metrics:
+            found = blocked[story.key] or results.get(name, {}).get(story.key, f"{name}: not computed")
+            if isinstance(found, str):
+                errors[name] = found
+            else:
+                metrics[name] = found
+        out.append(
+            StoryScores(
+                story_id=story.story_id,
+                sequence_id=story.sequence_id,
+                system=story.system,
+                sentences=story.sentences,
+                images=story.images,
+                metrics=metrics,
+                errors=errors,
+                warnings=tuple([str(p) for p in story.problems if p.severity == "warning"] + run.warnings.get(story.key, [])),
+                signature=signature,
+                problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
+            )
+        )
+    return out
 
 
 def dataset_theta(story_set: StorySet, models: Models, chunk_size: int) -> tuple[float, int]:

@@ -1,0 +1,59 @@
+"""COSMic's recipe (Inan et al., 2021): sentence i with image i rated against the reference story's
+sentence i by a model trained on people's ratings; the story's score is the mean rating.
+
+The model: :mod:`vst_core.models.cosmic`; training: :mod:`vst_core.learned.cosmic`; over the set:
+:func:`vst_core.scoring.sets.cosmic_results` (before the chunks). Card: ``docs/metrics/cosmic.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.records import CosmicScores
+
+if TYPE_CHECKING:
+    from vst_core.data import Story
+    from vst_core.scoring.story import ScoringRun
+
+NAME = "cosmic"
+
+
+def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+    return run.set_records(stories, NAME)
+
+
+def cards(story: Any) -> list[Card]:
+    cm = story.metrics.get(NAME)
+    tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
+    return [("COSMic", cm.score if cm else None, tip)]
+
+
+def evidence(story: Any) -> tuple[str, str] | None:
+    from vst_core.viz.story import cosmic_html
+
+    cm = story.metrics.get(NAME)
+    if cm is None or not cm.sentences:
+        return None
+    return f"COSMic: {len(cm.sentences)} sentences against the reference", cosmic_html(cm)
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="COSMic",
+    description="COSMic recipe: sentence i with image i rated against the reference story's sentence i by a model "
+    "trained with vst train-cosmic; needs --cosmic-model and a reference story per sequence",
+    record=CosmicScores,
+    fields=(
+        MetricField(
+            "COSMic", NAME, "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"
+        ),
+    ),
+    needs=frozenset({"sequence", "clip", "model"}),
+    settings=("cosmic_model", "reference_system", "clip_arch", "clip_pretrained", "clip_checkpoint"),
+    card="docs/metrics/cosmic.md",
+    score=score,
+    cards=cards,
+    evidence=evidence,
+)

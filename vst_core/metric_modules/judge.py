@@ -1,0 +1,95 @@
+"""The rubric judge (G-Eval's rule, Liu et al., 2023): a chat model asked rubric questions; an
+aspect's score = Σ k·p(k) over the next-token probabilities of the ratings 1..5.
+
+Rule and biases: :mod:`vst_core.metrics.judge`; the model: :mod:`vst_core.models.judge` (local) or
+:mod:`vst_core.models.judge_server` (served); rubric and answer cache: :mod:`vst_core.judge`; a
+batch: :func:`vst_core.scoring.judge.judge_records`. Card: ``docs/metrics/judge.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.records import JudgeScores
+
+if TYPE_CHECKING:
+    from vst_core.data import Story
+    from vst_core.scoring.story import ScoringRun
+
+NAME = "judge"
+
+
+def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+    """The batch's prompts in shared model calls; a chunk the model cannot take gives each story the
+    reason; a model that cannot load stops the run (:class:`~vst_core.models.hub.ModelLoadError`)."""
+    from vst_core.models.hub import ModelLoadError
+    from vst_core.scoring.judge import judge_records
+
+    texts = [s for s in stories if not s.is_empty]
+    m = run.models
+    try:
+        judged: dict[tuple[str, str], Any] = (
+            dict(judge_records(texts, run.settings, m.judge, m.rubric, m.judge_cache, run.root)) if texts else {}
+        )
+    except ModelLoadError:
+        raise
+    except (ValueError, RuntimeError, OSError) as exc:
+        judged = {s.key: f"{type(exc).__name__}: {exc}" for s in texts}
+    return {s.key: judged.get(s.key, "empty story") for s in stories}
+
+
+def cards(story: Any) -> list[Card]:
+    from vst_core.viz.judge import judge_detail
+
+    jd = story.metrics.get(NAME)
+    return [("judge", jd.score if jd else None, judge_detail(jd) if jd else "")]
+
+
+def evidence(story: Any) -> tuple[str, str] | None:
+    from vst_core.viz.judge import judge_html
+
+    jd = story.metrics.get(NAME)
+    if jd is None or not jd.aspects:
+        return None
+    overall = "undefined" if jd.score is None else f"{jd.score:.2f}"
+    return f"Rubric judge: overall {overall} of 5, {len(jd.aspects)} aspects", judge_html(jd)
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="rubric judge",
+    description="rubric judge (G-Eval's rule): a local open-weight chat model asked rubric questions (grounding, coherence, "
+    "non-redundancy, overall; several paraphrases each); score = sum of k * p(k) over the next-token probabilities "
+    "of the ratings 1-5, renormalised; --judge-images lets a vision-language model see the images",
+    record=JudgeScores,
+    fields=(
+        MetricField("judge overall", NAME, "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall"),
+        MetricField(
+            "judge grounding", NAME, "grounding", "rubric judge, relevance to the images: Σ k·p(k)", report="judge grounding"
+        ),
+        MetricField("judge coherence", NAME, "coherence", "rubric judge, coherence: Σ k·p(k)", report="judge coherence"),
+        MetricField(
+            "judge non-redundancy",
+            NAME,
+            "non_redundancy",
+            "rubric judge, non-redundancy: Σ k·p(k)",
+            report="judge non-redundancy",
+        ),
+    ),
+    needs=frozenset({"model"}),
+    settings=(
+        "judge_model",
+        "judge_vlm",
+        "judge_images",
+        "judge_template",
+        "judge_endpoint",
+        "judge_served_model",
+        "judge_rationale",
+    ),
+    card="docs/metrics/judge.md",
+    score=score,
+    cards=cards,
+    evidence=evidence,
+)

@@ -1,0 +1,64 @@
+"""RoViST-C (Wang et al., 2022): coherence = mean P(sentence i+1 follows sentence i).
+
+Formula: :mod:`vst_core.metrics.coherence`; the pair scorer: :mod:`vst_core.models.pairs`; every
+transition of a batch in one model call (:func:`vst_core.scoring.story.pair_scores_for`).
+Card: ``docs/metrics/rovist_c.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.records import CoherenceScores
+
+if TYPE_CHECKING:
+    from vst_core.data import Story
+    from vst_core.scoring.story import ScoringRun
+
+NAME = "coherence"
+
+
+def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+    """Every transition of the batch through the pair scorer once; a truncated pair is a warning."""
+    from vst_core.scoring.story import coherence_of, pair_scores_for, profile_problem, truncation_warnings
+
+    s, scorer = run.settings, run.models.pair_scorer
+    problem = profile_problem(scorer, s)
+    if problem:
+        raise ValueError(problem)
+    scored = pair_scores_for(stories, scorer, s.coherence_context, repeat_is_zero=s.coherence_repeat_zero)
+    out = {}
+    for story in stories:
+        record = coherence_of(story, s, scored[story.key], scorer.name)
+        out[story.key] = record
+        for warning in truncation_warnings(story, scored[story.key], record):
+            run.warn(story.key, warning)
+    return out
+
+
+def cards(story: Any) -> list[Card]:
+    coh = story.metrics.get(NAME)
+    return [("coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else "")]
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="RoViST-C",
+    description="RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
+    record=CoherenceScores,
+    fields=(MetricField("coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),),
+    needs=frozenset({"model"}),
+    settings=(
+        "coherence_model",
+        "coherence_tokenizer",
+        "coherence_repeat_zero",
+        "coherence_context",
+        "coherence_profile",
+        "splitter",
+    ),
+    card="docs/metrics/rovist_c.md",
+    score=score,
+    cards=cards,
+)

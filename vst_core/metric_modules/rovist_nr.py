@@ -1,0 +1,64 @@
+"""RoViST-NR (Wang et al., 2022): non-redundancy = 1 − mean(inter, intra), with the repeated spans.
+
+Formula: :mod:`vst_core.metrics.redundancy`; one story: :func:`vst_core.scoring.story.redundancy_of`;
+``--no-spans``: one vectorised pass (:func:`vst_core.scoring.story.redundancy_without_spans`).
+Card: ``docs/metrics/rovist_nr.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.records import RedundancyScores
+
+if TYPE_CHECKING:
+    from vst_core.data import Story
+    from vst_core.scoring.story import ScoringRun
+
+NAME = "redundancy"
+
+
+def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+    """NR of every story: with repeated spans, or without them in one pass (``run.spans`` False)."""
+    from vst_core.scoring.story import redundancy_of, redundancy_without_spans
+
+    s = run.settings
+    if not run.spans:
+        return redundancy_without_spans([x for x in stories if not x.is_empty], s)
+    return {story.key: redundancy_of(story, s.nr_ngram, s.nr_variant) for story in stories}
+
+
+def cards(story: Any) -> list[Card]:
+    """One card: NR, with inter and intra on hover."""
+    from vst_core.viz.story import format_score
+
+    nr = story.metrics.get(NAME)
+    tip = f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr is not None else ""
+    return [("NR", nr.score if nr is not None else None, tip)]
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="RoViST-NR",
+    description="RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
+    record=RedundancyScores,
+    fields=(
+        MetricField("NR", NAME, "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR"),
+        MetricField(
+            "inter", NAME, "inter", "repetition across sentences: mean Jaccard with earlier sentences", direction="lower"
+        ),
+        MetricField(
+            "intra",
+            NAME,
+            "intra",
+            "repetition within a sentence: mean Jaccard of consecutive n-gram windows",
+            direction="lower",
+        ),
+    ),
+    settings=("nr_ngram", "nr_variant", "splitter"),
+    card="docs/metrics/rovist_nr.md",
+    score=score,
+    cards=cards,
+)

@@ -1,0 +1,59 @@
+"""Vrank (Hsu et al., 2022): a ranker trained on people's story rankings; every two stories of a
+sequence compared in both orders, a story's score is its mean margin.
+
+Margins: :mod:`vst_core.metrics.ranking`; the model: :mod:`vst_core.models.vrank`; training:
+:mod:`vst_core.learned.vrank`; over the set: :func:`vst_core.scoring.sets.vrank_results` (before the
+chunks). Card: ``docs/metrics/vrank.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.records import VrankScores
+
+if TYPE_CHECKING:
+    from vst_core.data import Story
+    from vst_core.scoring.story import ScoringRun
+
+NAME = "vrank"
+
+
+def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+    return run.set_records(stories, NAME)
+
+
+def cards(story: Any) -> list[Card]:
+    vr = story.metrics.get(NAME)
+    tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
+    return [("Vrank", vr.score if vr else None, tip)]
+
+
+def evidence(story: Any) -> tuple[str, str] | None:
+    from vst_core.viz.story import vrank_html
+
+    vr = story.metrics.get(NAME)
+    if vr is None or not vr.preferences:
+        return None
+    wins = sum(p.margin > 0 for p in vr.preferences)
+    return f"Vrank: preferred to {wins} of {len(vr.preferences)} stories", vrank_html(vr)
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="Vrank",
+    description="Vrank: a ranker trained on human story rankings (vst train-vrank); every two stories of a sequence "
+    "compared in both orders, a story's score is its mean margin; needs --vrank-model",
+    record=VrankScores,
+    fields=(
+        MetricField("Vrank", NAME, "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
+    ),
+    needs=frozenset({"sequence", "model"}),
+    settings=("vrank_model",),
+    card="docs/metrics/vrank.md",
+    score=score,
+    cards=cards,
+    evidence=evidence,
+)

@@ -1,0 +1,259 @@
+"""What a metric is to the product, and the registry of metrics: built-in and installed.
+
+A metric is one module that declares one :class:`MetricSpec`: its name (in ``--metrics`` and on
+disk), title and description, its record type and the numbers it carries (:class:`MetricField`,
+each with its direction), what it needs (images, CLIP, the other stories of its sequence, a
+model), which settings change its numbers, how it is computed on a batch of stories, how its score
+cards and its evidence are drawn, and its metric card. The CLI, the records reader, the scores
+index, tables, meta-evaluation, exports and the pages read the list of metrics from here.
+
+The built-in metrics are the modules of :data:`BUILTIN` (``vst_core/metric_modules/``); another
+package adds one by naming its spec in the ``vst_eval.metrics`` entry-point group::
+
+    [project.entry-points."vst_eval.metrics"]
+    lexical_variety = "vst_toy_metric:METRIC"
+
+Modules are imported on first use (never when this module is imported), so the heavy parts of a
+metric (models, images) load only when a run needs them. A plugin that cannot be loaded, or
+declares a name, record type or column that is taken, is left out with the reason in
+:attr:`Registry.problems`; the other metrics keep working.
+
+>>> registry().spec("redundancy").title
+'RoViST-NR'
+>>> [f.column for f in registry().spec("redundancy").fields]
+['NR', 'inter', 'intra']
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, is_dataclass
+from importlib import metadata
+from typing import Any, Literal, Protocol
+
+_log = logging.getLogger(__name__)
+
+#: Which way is better for a number: up, down, or neither (a descriptor).
+Direction = Literal["higher", "lower", "none"]
+#: What computing a metric needs beyond the story's text: its ``images`` (and their regions), the
+#: ``clip`` encoder, the other stories of its ``sequence``, a ``model`` given by the user's settings.
+Need = Literal["images", "clip", "sequence", "model"]
+#: A score card: label, value (None: undefined), hover text.
+Card = tuple[str, "float | None", str]
+#: The entry-point group other packages register metrics in.
+ENTRY_POINT_GROUP = "vst_eval.metrics"
+#: The built-in metrics' modules, in the order of tables, ``--help`` and the cards.
+BUILTIN: tuple[str, ...] = (
+    "vst_core.metric_modules.rovist_nr",
+    "vst_core.metric_modules.rovist_c",
+    "vst_core.metric_modules.groovist",
+    "vst_core.metric_modules.clipscore",
+    "vst_core.metric_modules.rovist_vg",
+    "vst_core.metric_modules.rovist_vg_clip",
+    "vst_core.metric_modules.vrank",
+    "vst_core.metric_modules.cosmic",
+    "vst_core.metric_modules.judge",
+)
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+class _HasMetrics(Protocol):
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MetricField:
+    """One number of a record: table/CSV ``column``, where it lives, and how it is used.
+
+    ``report`` is its name in meta-evaluation when it is a quality metric; ``covariate`` marks
+    story descriptors (T, P) used to bin stories; ``direction`` says which way is better:
+    ``higher``, ``lower`` (a repetition or misalignment) or ``none`` (a descriptor), and every
+    comparison, ranking and highlight reads it (:func:`vst_core.records.direction_of`)."""
+
+    column: str
+    metric: str
+    attr: str
+    help: str
+    report: str | None = None
+    covariate: bool = False
+    direction: Direction = "higher"
+
+    def value(self, record: _HasMetrics) -> float | None:
+        scores = record.metrics.get(self.metric)
+        value = getattr(scores, self.attr, None) if scores is not None else None
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
+
+
+#: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
+#: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
+#: the story set's folder, the set metrics computed before the chunks, shared image results).
+ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+#: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
+CardsHook = Callable[[Any], list[Card]]
+#: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
+#: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
+EvidenceHook = Callable[[Any], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Everything the product needs to know about one metric.
+
+    ``record`` is a frozen dataclass of JSON-able fields (str, int, float, bool, None, tuples,
+    nested frozen dataclasses), read back by its type hints; ``fields`` are its numbers (each
+    ``MetricField.metric`` is ``name``); ``settings`` the :class:`vst_core.config.Settings` fields
+    that change its numbers; ``main_value`` the attribute compared when two sources give the same
+    story's metric; ``card`` its metric card (a path in this project, a URL for a plugin);
+    ``version`` goes into the signature of every run that computes it (a plugin's package version).
+    ``score`` computes it (None: it is only read from files); ``cards`` and ``evidence`` draw it
+    (None: one card per reported field, no evidence block)."""
+
+    name: str
+    title: str
+    description: str
+    record: type
+    fields: tuple[MetricField, ...]
+    needs: frozenset[Need] = frozenset()
+    settings: tuple[str, ...] = ()
+    main_value: str = "score"
+    card: str = ""
+    version: str = ""
+    score: ScoreHook | None = None
+    cards: CardsHook | None = None
+    evidence: EvidenceHook | None = None
+    module: str = field(default="", compare=False)
+
+    def default_cards(self, story: _HasMetrics) -> list[Card]:
+        """One card per reported field (or the first field), its help as the hover text."""
+        shown = [f for f in self.fields if f.report] or list(self.fields[:1])
+        return [(f.column, f.value(story), f.help) for f in shown]
+
+    def cards_of(self, story: _HasMetrics) -> list[Card]:
+        """The story's score cards for this metric."""
+        return self.cards(story) if self.cards is not None else self.default_cards(story)
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The metrics this installation knows, in order: the built-ins, then installed plugins by name."""
+
+    specs: Mapping[str, MetricSpec]
+    problems: tuple[str, ...] = ()
+
+    def spec(self, name: str) -> MetricSpec:
+        return self.specs[name]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.specs)
+
+    @property
+    def fields(self) -> tuple[MetricField, ...]:
+        return tuple(f for s in self.specs.values() for f in s.fields)
+
+    @property
+    def types(self) -> dict[str, type]:
+        return {name: s.record for name, s in self.specs.items()}
+
+    def with_need(self, need: Need) -> frozenset[str]:
+        """Names of the metrics that need ``need``."""
+        return frozenset(name for name, s in self.specs.items() if need in s.needs)
+
+    @property
+    def plugins(self) -> tuple[MetricSpec, ...]:
+        return tuple(s for s in self.specs.values() if not s.module.startswith("vst_core."))
+
+
+_lock = threading.Lock()
+_current: Registry | None = None
+
+
+def registry() -> Registry:
+    """The registry, built on first use (built-in modules, then the entry-point group)."""
+    global _current
+    if _current is None:
+        with _lock:
+            if _current is None:
+                _current = _build()
+    return _current
+
+
+def reload() -> Registry:
+    """Build the registry again (after a package was installed into a running process)."""
+    global _current
+    with _lock:
+        _current = _build()
+    return _current
+
+
+def _build() -> Registry:
+    specs: dict[str, MetricSpec] = {}
+    problems: list[str] = []
+    for module in BUILTIN:
+        spec = getattr(importlib.import_module(module), "METRIC")
+        specs[spec.name] = _with_module(spec, module)
+    plugins: list[tuple[str, str, Callable[[], Any]]] = []
+    try:
+        found: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # a damaged distribution's metadata: built-ins still work
+        problems.append(f"metric plugins not read: {type(exc).__name__}: {exc}")
+        found = ()
+    for point in found:
+        if point.value.startswith("vst_core."):
+            continue  # this project's own modules are the built-ins above
+        plugins.append((point.name, point.value, point.load))
+    for label, where, load in sorted(plugins, key=lambda p: p[0]):
+        try:
+            spec = load()
+            if callable(spec) and not isinstance(spec, MetricSpec):
+                spec = spec()
+            spec = _with_module(spec, where.split(":")[0])
+            _check(spec, specs)
+        except Exception as exc:  # a broken plugin is left out with its reason; the rest keeps working
+            message = f"metric plugin {label!r} ({where}) left out: {type(exc).__name__}: {exc}"
+            _log.warning(message)
+            problems.append(message)
+            continue
+        specs[spec.name] = spec
+    return Registry(specs, tuple(problems))
+
+
+def _with_module(spec: object, module: str) -> MetricSpec:
+    if not isinstance(spec, MetricSpec):
+        raise TypeError(f"{module} gives a {type(spec).__name__}, not a MetricSpec")
+    return MetricSpec(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__}, "module": module})
+
+
+def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+    """Refuse a plugin spec that would be ambiguous or unreadable."""
+    if not _NAME.fullmatch(spec.name):
+        raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
+    if spec.name in taken:
+        raise ValueError(f"the name {spec.name!r} is taken by {taken[spec.name].module}")
+    if not (isinstance(spec.record, type) and is_dataclass(spec.record)):
+        raise TypeError("record must be a dataclass type")
+    if any(s.record is spec.record for s in taken.values()):
+        raise ValueError(f"record type {spec.record.__name__} is another metric's")
+    if not spec.fields:
+        raise ValueError("a metric declares at least one field")
+    columns = {f.column for s in taken.values() for f in s.fields}
+    reports = {f.report for s in taken.values() for f in s.fields if f.report}
+    names = set(spec.record.__dataclass_fields__)
+    for f in spec.fields:
+        if f.metric != spec.name:
+            raise ValueError(f"field {f.column!r} names metric {f.metric!r}, not {spec.name!r}")
+        if f.column in columns or (f.report and f.report in reports):
+            raise ValueError(f"column {f.column!r} is another metric's")
+        if f.attr not in names:
+            raise ValueError(f"field {f.column!r} reads {f.attr!r}, which {spec.record.__name__} lacks")
+        if f.direction not in ("higher", "lower", "none"):
+            raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
+    if spec.main_value not in names:
+        raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
