@@ -16,18 +16,15 @@ from vst_core.hashing import json_digest
 from vst_core.records import StoryScores
 from vst_core.scoring.story import with_repeated_spans
 from vst_core.viz import (
-    cosmic_html,
     draw_box,
+    evidence_blocks,
     export_csv,
     export_json,
-    judge_html,
     legend_html,
-    rovist_vg_html,
     score_cards_html,
     scores_table,
     story_cards,
     story_html,
-    vrank_html,
 )
 from vst_core.viz.report import view_report
 from vst_core.viz.safe import code, md
@@ -133,43 +130,23 @@ def region(story: Story, record: StoryScores) -> None:
 
 @st.fragment
 def vg_nouns(story: Story | None, record: StoryScores) -> None:
-    """RoViST-VG's evidence (the authors' model): each noun, its best region, cosine and idf weight;
-    a chosen noun's region outlined on its image."""
+    """A RoViST-VG noun's best region (the authors' model), outlined on its image."""
     vg = record.rovist_vg
-    if vg is None or not vg.nouns:
+    if vg is None or not vg.nouns or story is None or not story.images_ok:
         return
-    with st.expander(f"RoViST-VG: {len(vg.nouns)} nouns and their best regions"):
-        st.markdown(rovist_vg_html(vg), unsafe_allow_html=True)
-        if story is None or not story.images_ok:
-            return
-        labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
-        pick = st.selectbox("Show the region a noun matched", labels, index=None, key=story_widget_key("vg", *story.key))
-        if pick is not None:
-            n = vg.nouns[labels.index(pick)]
-            outline(story, n.image, n.box, n.noun, n.best_cosine)
+    labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
+    pick = st.selectbox("Show the region a noun matched", labels, index=None, key=story_widget_key("vg", *story.key))
+    if pick is not None:
+        n = vg.nouns[labels.index(pick)]
+        outline(story, n.image, n.box, n.noun, n.best_cosine)
 
 
-def learned(record: StoryScores) -> None:
-    """The learned metrics' evidence: Vrank's verdict against each other story of the sequence,
-    COSMic's rating of each sentence against the reference sentence."""
-    vr, cm = record.vrank, record.cosmic
-    if vr is not None and vr.preferences:
-        wins = sum(p.margin > 0 for p in vr.preferences)
-        with st.expander(f"Vrank: preferred to {wins} of {len(vr.preferences)} stories"):
-            st.markdown(vrank_html(vr), unsafe_allow_html=True)
-    if cm is not None and cm.sentences:
-        with st.expander(f"COSMic: {len(cm.sentences)} sentences against the reference"):
-            st.markdown(cosmic_html(cm), unsafe_allow_html=True)
-
-
-def judged(record: StoryScores) -> None:
-    """The rubric judge's answers: each aspect's score, its rating distribution over 1..5 and each
-    paraphrase's score (and, when generated, the model's rationale, labelled as such)."""
-    jd = record.judge
-    if jd is not None and jd.aspects:
-        overall = "undefined" if jd.score is None else f"{jd.score:.2f}"
-        with st.expander(f"Rubric judge: overall {overall} of 5, {len(jd.aspects)} aspects"):
-            st.markdown(judge_html(jd), unsafe_allow_html=True)
+def evidence(record: StoryScores) -> None:
+    """Each metric's evidence block, as its module draws it: RoViST-VG's nouns and regions, Vrank's
+    verdict against each other story, COSMic's sentence ratings, the judge's answers, a plugin's."""
+    for title, body in evidence_blocks(record):
+        with st.expander(title):
+            st.markdown(body, unsafe_allow_html=True)
 
 
 def people(story_id: str, system: str) -> None:
@@ -192,19 +169,10 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     )
     if story is not None:
         region(story, record)
+    evidence(record)
     vg_nouns(story, record)
-    learned(record)
-    judged(record)
-    for metric in (
-        record.redundancy,
-        record.coherence,
-        record.grounding,
-        record.rovist_vg,
-        record.vrank,
-        record.cosmic,
-        record.judge,
-    ):
-        for note in metric.notes if metric else ():
+    for metric in record.metrics.values():
+        for note in getattr(metric, "notes", ()):
             st.caption(shown(note))
     for message in record.problems:
         st.caption(f"⚠️ {shown(message)}")

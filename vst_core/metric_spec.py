@@ -197,7 +197,7 @@ def _build() -> Registry:
     specs: dict[str, MetricSpec] = {}
     problems: list[str] = []
     for module in BUILTIN:
-        spec = getattr(importlib.import_module(module), "METRIC")
+        spec = importlib.import_module(module).METRIC
         specs[spec.name] = _with_module(spec, module)
     plugins: list[tuple[str, str, Callable[[], Any]]] = []
     try:

@@ -441,7 +441,6 @@ def direction_of(column: str) -> Direction:
     return "none"
 
 
-
 def column_help(column: str) -> str | None:
     """What a table column means and which way is better, for a header's tooltip (None: not a metric).
 

@@ -11,6 +11,7 @@ from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, librar
 from vst_core.data import StorySet
 from vst_core.hashing import folder_signature, json_digest, weights_digest
 from vst_core.judge.rubric import rubric_id
+from vst_core.metric_spec import registry
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.hub import hf_weights_id
@@ -133,9 +134,27 @@ def signature(settings: Settings, inputs: Inputs | None = None) -> dict[str, Any
     if "clip_checkpoint" in ids:
         data["clip_pretrained"] = None  # the file, not the tag, names the weights
     payload: dict[str, Any] = {"settings": data, "versions": library_versions()}
+    plugins = metric_plugins(settings)
+    if plugins:
+        payload["metric_plugins"] = plugins
     if inputs:
         payload["inputs"] = dict(inputs)
     return {"id": json_digest(payload, 12), **payload}
+
+
+def metric_plugins(settings: Settings) -> dict[str, str]:
+    """``{metric: "module@version"}`` of the installed (not built-in) metrics the settings run:
+    their code is part of what made the numbers.
+
+    >>> metric_plugins(Settings(metrics=("redundancy",)))
+    {}
+    """
+    specs = registry().specs
+    return {
+        name: f"{specs[name].module}@{specs[name].version or 'unversioned'}"
+        for name in settings.metrics
+        if name in specs and specs[name] in registry().plugins
+    }
 
 
 def signature_id(settings: Settings, inputs: Inputs | None = None) -> str:

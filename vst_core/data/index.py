@@ -41,7 +41,7 @@ from vst_core.data.index_lines import (
     IndexError_,
     open_same,
 )
-from vst_core.data.merge import MAIN_VALUE, Conflict, is_imported, merge_story, story_key
+from vst_core.data.merge import Conflict, is_imported, main_attr, merge_story, story_key
 from vst_core.data.scores_io import _score_line
 from vst_core.hashing import json_digest
 from vst_core.problems import Problem
@@ -52,9 +52,9 @@ INDEX_FORMAT = 4
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 
-#: The column of each metric's main value (what conflicts compare: :data:`~vst_core.data.merge.MAIN_VALUE`).
+#: The column of each metric's main value (what conflicts compare: :func:`~vst_core.data.merge.main_attr`).
 #: (The judge's ``score`` has no column of its own: its ``overall`` aspect, which it is, stands in.)
-_MAIN_COLUMN = {m: next((c for c, a in cs if a == MAIN_VALUE.get(m)), cs[0][0]) for m, cs in _BY_METRIC.items()}
+_MAIN_COLUMN = {m: next((c for c, a in cs if a == main_attr(m)), cs[0][0]) for m, cs in _BY_METRIC.items()}
 
 Progress = Callable[[int, int], None]
 logger = logging.getLogger(__name__)

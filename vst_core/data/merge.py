@@ -22,23 +22,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vst_core.hashing import json_digest
+from vst_core.metric_spec import registry
 from vst_core.records import MetricScores, StoryScores
 
 #: Two values of one metric closer than this are the same value (JSON round trips, float32 sums).
 TOLERANCE = 1e-9
 
-#: The number of a metric record compared between sources (GROOVIST: before tanh, as released).
-MAIN_VALUE: dict[str, str] = {
-    "redundancy": "score",
-    "coherence": "score",
-    "grounding": "unbounded",
-    "clipscore": "score",
-    "rovist_vg": "score",
-    "rovist_vg_clip": "score",
-    "vrank": "score",
-    "cosmic": "score",
-    "judge": "score",
-}
+
+def main_attr(metric: str) -> str:
+    """The number of a metric record compared between sources: its module's ``main_value``
+    (GROOVIST: before tanh, as released; ``score`` for a metric this installation does not know)."""
+    spec = registry().specs.get(metric)
+    return spec.main_value if spec is not None else "score"
+
 
 StoryKey = tuple[str, str]
 
@@ -78,10 +74,10 @@ def is_imported(signature: Mapping[str, Any]) -> bool:
 
 
 def main_value(metric: str, record: MetricScores | None) -> float | None:
-    """The number of ``record`` that :func:`merge_records` compares (see :data:`MAIN_VALUE`)."""
+    """The number of ``record`` that :func:`merge_records` compares (see :func:`main_attr`)."""
     if record is None:
         return None
-    value = getattr(record, MAIN_VALUE.get(metric, "score"), None)
+    value = getattr(record, main_attr(metric), None)
     return None if value is None else float(value)
 
 

@@ -32,9 +32,7 @@ METRIC = MetricSpec(
     "cosine): not the RoViST-VG model",
     record=RovistVGClipScores,
     fields=(
-        MetricField(
-            "RoViST-VG (CLIP)", NAME, "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"
-        ),
+        MetricField("RoViST-VG (CLIP)", NAME, "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"),
     ),
     needs=frozenset({"images", "clip"}),
     settings=(*IMAGE_SETTINGS, "spacy_model"),

@@ -48,7 +48,9 @@ METRIC = MetricSpec(
     "compared in both orders, a story's score is its mean margin; needs --vrank-model",
     record=VrankScores,
     fields=(
-        MetricField("Vrank", NAME, "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"),
+        MetricField(
+            "Vrank", NAME, "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"
+        ),
     ),
     needs=frozenset({"sequence", "model"}),
     settings=("vrank_model",),

@@ -16,6 +16,8 @@ import numpy as np
 
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
+from vst_core.grounding.grounder import Grounder, ImageEntry
+from vst_core.metric_spec import registry
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence
 from vst_core.metrics.grounding import theta_from_scores
 from vst_core.metrics.redundancy import (
@@ -39,8 +41,6 @@ from vst_core.scoring.builders import (
     redundancy_numbers,
     redundancy_scores,
 )
-from vst_core.grounding.grounder import Grounder, ImageEntry
-from vst_core.metric_spec import registry
 from vst_core.scoring.registry import Models
 from vst_core.signature import signature as settings_signature
 from vst_core.text.phrases import token_texts, tokenize
@@ -235,7 +235,9 @@ class ScoringRun:
         for story in stories:
             found = self.together.get(story.key, {}).get(name)
             out[story.key] = (
-                found if found is not None else f"ValueError: {name} compares the stories of a sequence: score the story set (score_story_set)"
+                found
+                if found is not None
+                else f"ValueError: {name} compares the stories of a sequence: score the story set (score_story_set)"
             )
         return out
 
@@ -286,9 +288,7 @@ def score_batch(
     False. A metric that fails on the batch gives each story the reason; a story whose text is
     empty carries that error for every metric. A model that cannot load stops the run."""
     run = ScoringRun(settings, models, root, spans, together or {})
-    blocked = {
-        s.key: "; ".join(p.message for p in s.problems if p.kind == "empty" and p.severity == "error") for s in stories
-    }
+    blocked = {s.key: "; ".join(p.message for p in s.problems if p.kind == "empty" and p.severity == "error") for s in stories}
     todo = [s for s in stories if not blocked[s.key]]
     results: dict[str, Mapping[Key, MetricScores | str]] = {}
     specs = registry().specs

@@ -21,6 +21,7 @@ from vst_core.viz.story import (
     contribution_colour,
     cosmic_html,
     draw_box,
+    evidence_blocks,
     format_score,
     legend_html,
     probability_colour,
@@ -73,6 +74,7 @@ __all__ = [
     "score_cards_html",
     "scores_table",
     "story_cards",
+    "evidence_blocks",
     "story_html",
     "system_figure",
 ]

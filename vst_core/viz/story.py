@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vst_core.metric_spec import registry
 from vst_core.models.idf_table import idf_source
 from vst_core.records import (
-    FIELD_BY_COLUMN,
     CoherencePair,
     CoherenceScores,
     CosmicScores,
@@ -19,7 +19,6 @@ from vst_core.records import (
     StoryScores,
     VrankScores,
 )
-from vst_core.viz.judge import judge_detail
 from vst_core.viz.safe import html_text
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
@@ -203,51 +202,31 @@ def format_score(value: float | None, digits: int = 3) -> str:
 
 
 def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
-    """Score cards (label, value, hover text) of a story for the metrics run; an error shows as such."""
-    nr, coh, grd = record.redundancy, record.coherence, record.grounding
-    rows: list[tuple[str, str, float | None, str]] = [
-        (
-            "NR",
-            "redundancy",
-            nr.score if nr else None,
-            f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr else "",
-        ),
-    ]
-    if "coherence" in metrics:
-        rows.append(("coherence", "coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else ""))
-    if "grounding" in metrics:
-        detail = (
-            (
-                f"unbounded {format_score(grd.unbounded)} · θ {format_score(grd.theta, 4)} · "
-                f"T {format_score(grd.temporal_misalignment)} · P {format_score(grd.np_proportion)}"
-            )
-            if grd
-            else ""
-        )
-        rows.append(("GROOVIST", "grounding", grd.score if grd else None, detail))
-        rows.append(("T", "grounding", grd.temporal_misalignment if grd else None, FIELD_BY_COLUMN["T"].help))
-    for column in ("CLIPScore", "RoViST-VG (CLIP)"):
-        f = FIELD_BY_COLUMN[column]
-        if f.metric in metrics:
-            rows.append((column, f.metric, f.value(record), f.help))
-    if "rovist_vg" in metrics:
-        vg = record.rovist_vg
-        rows.append(("RoViST-VG", "rovist_vg", vg.score if vg else None, rovist_vg_detail(vg) if vg else ""))
-    if "vrank" in metrics:
-        vr = record.vrank
-        tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
-        rows.append(("Vrank", "vrank", vr.score if vr else None, tip))
-    if "judge" in metrics:
-        jd = record.judge
-        rows.append(("judge", "judge", jd.score if jd else None, judge_detail(jd) if jd else ""))
-    if "cosmic" in metrics:
-        cm = record.cosmic
-        tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
-        rows.append(("COSMic", "cosmic", cm.score if cm else None, tip))
-    return [
-        (label, "error", record.errors[metric]) if metric in record.errors else (label, format_score(value), tip)
-        for label, metric, value, tip in rows
-    ]
+    """Score cards (label, value, hover text) of a story: NR always, then each metric run in
+    registry order, drawn by its module (:attr:`~vst_core.metric_spec.MetricSpec.cards`); an error
+    shows as such."""
+    specs = registry().specs
+    shown = ["redundancy", *(name for name in specs if name in metrics and name != "redundancy")]
+    out: list[tuple[str, str, str]] = []
+    for name in shown:
+        spec = specs.get(name)
+        if spec is None:
+            continue
+        for label, value, tip in spec.cards_of(record):
+            out.append((label, "error", record.errors[name]) if name in record.errors else (label, format_score(value), tip))
+    return out
+
+
+def evidence_blocks(record: StoryScores) -> list[tuple[str, str]]:
+    """(title, HTML) of each metric's evidence block on a story (its module's ``evidence``), in
+    registry order; metrics without one, or without evidence on this story, are left out."""
+    blocks = []
+    for name, spec in registry().specs.items():
+        if spec.evidence is not None and name in record.metrics:
+            block = spec.evidence(record)
+            if block is not None:
+                blocks.append(block)
+    return blocks
 
 
 def rovist_vg_detail(record: RovistVGScores) -> str:

@@ -1,0 +1,75 @@
+"""An example metric plugin for vst-eval: lexical variety, distinct words / words over the story.
+
+Installed (``pip install examples/vst-toy-metric``), it is a metric like the built-in ones:
+``vst score stories.jsonl --metrics redundancy,lexical_variety`` computes it, the scores file
+keeps its records, the Dataset page shows its ``variety`` column, the Agreement page ranks it
+against people's ratings and the Inspect page draws its card and its evidence (the words the
+story repeats). Nothing in vst-eval names it: its ``pyproject.toml`` registers :data:`METRIC` in
+the ``vst_eval.metrics`` entry-point group.
+
+>>> variety(("A dog ran.", "The dog sat."))
+LexicalVariety(score=0.8333333333333334, words=6, distinct=5, repeated=('dog',))
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vst_core.metric_spec import MetricField, MetricSpec
+
+NAME = "lexical_variety"
+_WORD = re.compile(r"[a-z0-9']+")
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalVariety:
+    """``score`` = distinct words / words (None for a story without words); ``repeated`` the words
+    used more than once, most frequent first."""
+
+    score: float | None
+    words: int
+    distinct: int
+    repeated: tuple[str, ...] = ()
+
+
+def variety(sentences: Sequence[str]) -> LexicalVariety:
+    """Lexical variety of a story's sentences (lower-cased words, apostrophes kept)."""
+    words = [w for s in sentences for w in _WORD.findall(s.lower())]
+    counts = Counter(words)
+    repeated = tuple(w for w, n in counts.most_common() if n > 1)
+    return LexicalVariety(len(counts) / len(words) if words else None, len(words), len(counts), repeated)
+
+
+def score(stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], LexicalVariety]:
+    """The hook vst-eval calls on each batch: ``{(system, story_id): record}``."""
+    return {story.key: variety(story.sentences) for story in stories}
+
+
+def evidence(record: Any) -> tuple[str, str] | None:
+    """The words the story repeats, as an escaped list."""
+    found = record.metrics.get(NAME)
+    if found is None or not found.repeated:
+        return None
+    items = "".join(f"<li>{html.escape(w)}</li>" for w in found.repeated)
+    return f"Lexical variety: {len(found.repeated)} repeated words", f'<ul class="vst-toy-repeated">{items}</ul>'
+
+
+METRIC = MetricSpec(
+    name=NAME,
+    title="Lexical variety",
+    description="lexical variety (example plugin): distinct words / words over the story",
+    record=LexicalVariety,
+    fields=(
+        MetricField("variety", NAME, "score", "distinct words / words over the story", report="variety"),
+        MetricField("words", NAME, "words", "words in the story", direction="none"),
+    ),
+    card="https://example.org/vst-toy-metric",
+    version="0.1.0",
+    score=score,
+    evidence=evidence,
+)
