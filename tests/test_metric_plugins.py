@@ -94,7 +94,9 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(plugins: Path, 
             ("e", "not_a_spec:METRIC"),
         ]
     ]
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: points if group == metric_spec.ENTRY_POINT_GROUP else [])
+    monkeypatch.setattr(
+        metric_spec.metadata, "entry_points", lambda group: points if group == metric_spec.ENTRY_POINT_GROUP else []
+    )
     reg = metric_spec.reload()
     assert "word_count" in reg.specs and reg.spec("word_count").module == "good_metric"
     assert reg.spec("redundancy").module == "vst_core.metric_modules.rovist_nr"  # a clash never replaces a built-in
@@ -104,10 +106,10 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(plugins: Path, 
     assert "column 'NR' is another metric's" in reasons and "not a MetricSpec" in reasons
     # the good plugin is a metric like the others: listed, read back, in the table's registry
     from vst_core.config import parse_metrics
-    from vst_core.records import FIELDS, read_record
-    from vst_core.scoring.story import score_batch
-    from vst_core.scoring.registry import Models
     from vst_core.data import read_story_set
+    from vst_core.records import FIELDS, read_record
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.story import score_batch
 
     assert parse_metrics("redundancy,word_count") == ("redundancy", "word_count")
     assert "words n" in [f.column for f in FIELDS]
