@@ -41,7 +41,8 @@ import pandas as pd
 
 from vst_core.analysis.dhm import COLUMNS, HUMAN_SYSTEMS, bootstrap, dhm_aspects, dhm_report
 from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
-from vst_core.records import FIELDS, Direction, direction_of
+from vst_core.metric_spec import Direction
+from vst_core.records import FIELDS, direction_of
 
 #: Sign-flip permutations of the paired approximate-randomization test, unless told otherwise.
 PERMUTATIONS = 10_000

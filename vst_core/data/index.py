@@ -207,7 +207,7 @@ class ScoresIndex:
                         ):
                             continue
                         try:
-                            value = decode(kind, found[metric], metric)
+                            value: Any = decode(kind, found[metric], metric)
                         except RecordError:
                             continue
                         rank = int(file_no) * (1 << 40) + int(offset)

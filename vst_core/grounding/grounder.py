@@ -8,7 +8,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -528,7 +528,7 @@ class Grounder:
         """Records of the image metrics asked for (each metric module's builder); raises ValueError
         with the reason on a failed story."""
         entries = self.entries(story)
-        builders = {
+        builders: dict[str, Callable[[Story, list[ImageEntry]], MetricScores]] = {
             "grounding": self.groovist_record,
             "clipscore": self.clipscore_record,
             "rovist_vg_clip": self.rovist_vg_clip_record,
