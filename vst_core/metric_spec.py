@@ -95,6 +95,14 @@ class MetricField:
 #: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
 ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+#: Loads what computing the metric needs from a :class:`vst_core.scoring.registry.Models` (called
+#: before any work, so a missing model is found up front); raises ``ModelLoadError`` with the reason.
+LoadHook = Callable[[Any], object]
+#: The identity of what the metric's numbers depend on beyond the settings, for the signature:
+#: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
+IdentityHook = Callable[[Any], dict[str, str]]
+#: Its part of a run's one-line description: ``(settings, recorded signature settings) -> text``.
+CaptionHook = Callable[[Any, Mapping[str, Any]], str]
 #: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
 CardsHook = Callable[[Any], list[Card]]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
@@ -112,8 +120,9 @@ class MetricSpec:
     that change its numbers; ``main_value`` the attribute compared when two sources give the same
     story's metric; ``card`` its metric card (a path in this project, a URL for a plugin);
     ``version`` goes into the signature of every run that computes it (a plugin's package version).
-    ``score`` computes it (None: it is only read from files); ``cards`` and ``evidence`` draw it
-    (None: one card per reported field, no evidence block)."""
+    ``score`` computes it (None: it is only read from files); ``load`` loads its models up front;
+    ``identity`` names its weights in the signature and ``caption`` describes it in footers;
+    ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block)."""
 
     name: str
     title: str
@@ -126,6 +135,9 @@ class MetricSpec:
     card: str = ""
     version: str = ""
     score: ScoreHook | None = None
+    load: LoadHook | None = None
+    identity: IdentityHook | None = None
+    caption: CaptionHook | None = None
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
     module: str = field(default="", compare=False)

@@ -9,15 +9,12 @@ from typing import Any
 
 from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
 from vst_core.data import StorySet
-from vst_core.hashing import folder_signature, json_digest, weights_digest
-from vst_core.judge.rubric import rubric_id
+from vst_core.hashing import json_digest, weights_digest
 from vst_core.metric_spec import registry
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.models.hub import hf_weights_id
 from vst_core.models.judge_server import endpoint_host
-from vst_core.models.pairs import pair_weights_id
-from vst_core.models.rovist_vg import vg_signature
 from vst_core.records import StoryScores
 from vst_core.text.phrases import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
 from vst_core.text.public import splitter_name
@@ -28,22 +25,12 @@ _MISSING_MARK = "not-downloaded"
 
 def weights_ids(settings: Settings) -> dict[str, str]:
     """Identity of every weights file the settings use: name plus a content digest (or
-    ``not-downloaded``), so different weights never share a signature."""
+    ``not-downloaded``), so different weights never share a signature: each metric's own
+    (its module's ``identity``), then CLIP's and the detector's, which several metrics share."""
     ids: dict[str, str] = {}
-    if "coherence" in settings.metrics:
-        ids["coherence_weights"] = pair_weights_id(
-            settings.coherence_model, settings.coherence_tokenizer, settings.coherence_profile
-        )
-    if "rovist_vg" in settings.metrics:
-        ids["rovist_vg_weights"] = vg_signature(
-            settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or "", settings.rovist_vg_idf
-        )
-    if "vrank" in settings.metrics:
-        ids["vrank_weights"] = folder_signature(settings.vrank_model, "vrank")
-    if "cosmic" in settings.metrics:
-        ids["cosmic_weights"] = folder_signature(settings.cosmic_model, "cosmic")
-    if "judge" in settings.metrics:
-        ids["judge_weights"] = judge_weights_id(settings)
+    for name, spec in registry().specs.items():
+        if name in settings.metrics and spec.identity is not None:
+            ids.update(spec.identity(settings))
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
@@ -84,11 +71,6 @@ def text_ids(settings: Settings) -> dict[str, str]:
         ids["spacy_pipeline"] = spacy_pipeline_id(name)
     if reference:
         ids["wordnet"] = wordnet_id()
-    if "rovist_vg" in settings.metrics:
-        ids["rovist_vg_tagger"] = rovist_vg_tagger_id(settings.spacy_model)
-        ids.setdefault("punkt", splitter_name())
-    if "judge" in settings.metrics:
-        ids["judge_template"] = rubric_id(settings.judge_template)
     return ids
 
 
@@ -174,17 +156,10 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     if inputs:
         parts.append("input " + " ".join(f"{k}:{v}" for k, v in inputs.items()))
     parts.append("metrics " + "+".join(settings.metrics))
-    if "redundancy" in settings.metrics:
-        parts.append(f"NR {settings.nr_variant} n={settings.nr_ngram}")
     recorded = sig["settings"]
-    if "coherence" in settings.metrics:
-        profile = " reference" if settings.coherence_profile == "reference" else ""
-        parts.append(f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}")
-    if "rovist_vg" in settings.metrics:
-        parts.append(f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {settings.regions} top{settings.top_b}")
-    if "judge" in settings.metrics:
-        images = " with images" if settings.judge_images else ""
-        parts.append(f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}")
+    for name, spec in registry().specs.items():
+        if name in settings.metrics and spec.caption is not None:
+            parts.append(spec.caption(settings, recorded))
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")

@@ -34,4 +34,5 @@ METRIC = MetricSpec(
     settings=(*IMAGE_SETTINGS, "clipscore_prompt"),
     card="docs/metrics/clipscore.md",
     score=score,
+    load=lambda models: models.clip,
 )

@@ -24,6 +24,12 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return run.set_records(stories, NAME)
 
 
+def identity(settings: Any) -> dict[str, str]:
+    from vst_core.hashing import folder_signature
+
+    return {"cosmic_weights": folder_signature(settings.cosmic_model, "cosmic")}
+
+
 def cards(story: Any) -> list[Card]:
     cm = story.metrics.get(NAME)
     tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
@@ -54,6 +60,8 @@ METRIC = MetricSpec(
     settings=("cosmic_model", "reference_system", "clip_arch", "clip_pretrained", "clip_checkpoint"),
     card="docs/metrics/cosmic.md",
     score=score,
+    load=lambda models: (models.clip, models.cosmic),  # CLIP's image vectors and its own folder
+    identity=identity,
     cards=cards,
     evidence=evidence,
 )

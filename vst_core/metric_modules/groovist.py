@@ -81,5 +81,6 @@ METRIC = MetricSpec(
     main_value="unbounded",
     card="docs/metrics/groovist.md",
     score=score,
+    load=lambda models: models.clip,
     cards=cards,
 )

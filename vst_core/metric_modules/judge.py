@@ -40,6 +40,19 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return {s.key: judged.get(s.key, "empty story") for s in stories}
 
 
+def identity(settings: Any) -> dict[str, str]:
+    """The judge's weights (or the served model) and the rubric template by digest."""
+    from vst_core.judge.rubric import rubric_id
+    from vst_core.signature import judge_weights_id
+
+    return {"judge_weights": judge_weights_id(settings), "judge_template": rubric_id(settings.judge_template)}
+
+
+def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
+    images = " with images" if settings.judge_images else ""
+    return f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}"
+
+
 def cards(story: Any) -> list[Card]:
     from vst_core.viz.judge import judge_detail
 
@@ -90,6 +103,9 @@ METRIC = MetricSpec(
     ),
     card="docs/metrics/judge.md",
     score=score,
+    load=lambda models: (models.rubric, models.judge),
+    identity=identity,
+    caption=caption,
     cards=cards,
     evidence=evidence,
 )

@@ -38,6 +38,20 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return out
 
 
+def identity(settings: Any) -> dict[str, str]:
+    """The pair scorer's weights (and, for RoViST-C, its tokenizer) by digest."""
+    from vst_core.models.pairs import pair_weights_id
+
+    return {
+        "coherence_weights": pair_weights_id(settings.coherence_model, settings.coherence_tokenizer, settings.coherence_profile)
+    }
+
+
+def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
+    profile = " reference" if settings.coherence_profile == "reference" else ""
+    return f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}"
+
+
 def cards(story: Any) -> list[Card]:
     coh = story.metrics.get(NAME)
     return [("coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else "")]
@@ -60,5 +74,8 @@ METRIC = MetricSpec(
     ),
     card="docs/metrics/rovist_c.md",
     score=score,
+    load=lambda models: models.pair_scorer,
+    identity=identity,
+    caption=caption,
     cards=cards,
 )

@@ -30,6 +30,10 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return {story.key: redundancy_of(story, s.nr_ngram, s.nr_variant) for story in stories}
 
 
+def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
+    return f"NR {settings.nr_variant} n={settings.nr_ngram}"
+
+
 def cards(story: Any) -> list[Card]:
     """One card: NR, with inter and intra on hover."""
     from vst_core.viz.story import format_score
@@ -60,5 +64,6 @@ METRIC = MetricSpec(
     settings=("nr_ngram", "nr_variant", "splitter"),
     card="docs/metrics/rovist_nr.md",
     score=score,
+    caption=caption,
     cards=cards,
 )

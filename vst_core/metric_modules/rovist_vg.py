@@ -25,6 +25,22 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return run.image_records(stories, lambda grounder, story, entries: grounder.rovist_vg_record(story, entries))
 
 
+def identity(settings: Any) -> dict[str, str]:
+    """The checkpoint, ViT, GloVe and idf table by digest, and the tagger that finds the nouns."""
+    from vst_core.models.rovist_vg import vg_signature
+    from vst_core.signature import rovist_vg_tagger_id
+    from vst_core.text.public import splitter_name
+
+    weights = vg_signature(
+        settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or "", settings.rovist_vg_idf
+    )
+    return {"rovist_vg_weights": weights, "rovist_vg_tagger": rovist_vg_tagger_id(settings.spacy_model), "punkt": splitter_name()}
+
+
+def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
+    return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {settings.regions} top{settings.top_b}"
+
+
 def cards(story: Any) -> list[Card]:
     from vst_core.viz.story import rovist_vg_detail
 
@@ -55,6 +71,9 @@ METRIC = MetricSpec(
     settings=("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "regions", "top_b", "spacy_model"),
     card="docs/metrics/rovist_vg.md",
     score=score,
+    load=lambda models: models.rovist_vg,
+    identity=identity,
+    caption=caption,
     cards=cards,
     evidence=evidence,
 )

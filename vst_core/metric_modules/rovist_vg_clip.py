@@ -38,4 +38,5 @@ METRIC = MetricSpec(
     settings=(*IMAGE_SETTINGS, "spacy_model"),
     card="docs/metrics/rovist_vg_clip.md",
     score=score,
+    load=lambda models: models.clip,
 )

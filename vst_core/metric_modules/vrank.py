@@ -25,6 +25,12 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return run.set_records(stories, NAME)
 
 
+def identity(settings: Any) -> dict[str, str]:
+    from vst_core.hashing import folder_signature
+
+    return {"vrank_weights": folder_signature(settings.vrank_model, "vrank")}
+
+
 def cards(story: Any) -> list[Card]:
     vr = story.metrics.get(NAME)
     tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
@@ -56,6 +62,8 @@ METRIC = MetricSpec(
     settings=("vrank_model",),
     card="docs/metrics/vrank.md",
     score=score,
+    load=lambda models: models.vrank,
+    identity=identity,
     cards=cards,
     evidence=evidence,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.grounder import Grounder
 from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo
+from vst_core.metric_spec import registry
 from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
@@ -228,16 +230,13 @@ class Models:
         return {k: v for k, v in found.items() if v is not None}
 
     def _loaders(self) -> dict[str, Callable[[], object]]:
-        """Each metric of the settings that needs a model, and what loads it (the CLIP metrics share one)."""
-        needs: dict[str, Callable[[], object]] = {  # in this order, whatever the order of the settings
-            "coherence": lambda: self.pair_scorer,
-            **{metric: lambda: self.clip for metric in sorted(CLIP_ENCODER_METRICS)},
-            "rovist_vg": lambda: self.rovist_vg,
-            "vrank": lambda: self.vrank,
-            "cosmic": lambda: (self.clip, self.cosmic),  # COSMic reads CLIP's image vectors and its own folder
-            "judge": lambda: (self.rubric, self.judge),
+        """Each metric of the settings that needs a model, and what loads it (its module's ``load``;
+        the CLIP metrics share one), in registry order whatever the order of the settings."""
+        return {
+            name: partial(spec.load, self)
+            for name, spec in registry().specs.items()
+            if name in self.settings.metrics and spec.load is not None
         }
-        return {m: load for m, load in needs.items() if m in self.settings.metrics}
 
     def unloadable(self) -> dict[str, str]:
         """Each metric of the settings whose model cannot load, with the reason (the others' models
