@@ -9,13 +9,12 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_link
-from vst_core.analysis.dhm import HUMAN_SYSTEMS, available_aspects, dhm_aspects, partial_note
+from vst_core.analysis.dhm import COLUMNS, HUMAN_SYSTEMS, available_aspects, dhm_aspects, partial_note
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 
 #: The table column of each dHM aspect (G: GROOVIST before tanh, as released).
-ASPECT_COLUMNS = {"G": "GROOVIST raw", "C": "coherence", "R": "NR", "J": "judge overall"}
 NAMES = {
     "G": "grounding (GROOVIST, tanh)",
     "C": "coherence (RoViST-C)",
@@ -91,7 +90,7 @@ if not report.systems:
 st.subheader("Distributions", divider="gray")
 order = [*human, *(s.system for s in report.systems)]  # the human stories first, then the table's order
 for a in aspects:
-    column = view.table[ASPECT_COLUMNS[a]]
+    column = view.table[COLUMNS[a]]
     shown = np.tanh(column) if a == "G" else (column - 1.0) / 4.0 if a == "J" else column
     groups = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=False)}
     values = {name: groups[name] for name in order if name in groups}

@@ -11,6 +11,7 @@ from pathlib import Path
 from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, THETA_PRESETS, NRVariant, Settings, SettingsError
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
+from vst_core.metric_spec import registry
 
 DEFAULTS = Settings()
 
@@ -50,6 +51,7 @@ class Choices:
     theta_value: float = 0.6
     penalize: bool = DEFAULTS.penalize
     concreteness: bool = True
+    plugins: tuple[str, ...] = ()  # installed metrics (the vst_eval.metrics entry points) turned on
 
     @property
     def theta(self) -> str:
@@ -66,6 +68,11 @@ class Choices:
         return tuple(m for m in clip if m != "cosmic") + vg + (("cosmic",) if self.cosmic_model.strip() else ())
 
 
+def plugin_metrics() -> dict[str, str]:
+    """The installed metrics that can be computed here: name -> title (the sidebar offers them)."""
+    return {s.name: s.title for s in registry().plugins if s.score is not None}
+
+
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
     """What identifies a CLIP request, from the sidebar's fields or the settings they make (blank
     fields count as absent, as :func:`settings_for` reads them)."""
@@ -80,6 +87,7 @@ def settings_for(choices: Choices) -> Settings:
         + (("coherence",) if choices.coherence else ())
         + (choices.clip_metrics if choices.grounding else ())
         + (("vrank",) if choices.vrank_model.strip() else ())
+        + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(

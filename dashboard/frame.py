@@ -27,9 +27,11 @@ from dashboard.choices import (
 from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
 from dashboard.sidebar import Input
 from vst_core.config import CLIP_ENCODER_METRICS, IMAGE_METRICS, Settings, settings_from_signature
+from vst_core.metric_spec import registry
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
+from vst_core.scoring.registry import Models
 from vst_core.viz import RunView
 from vst_core.viz.safe import CACHE, code, md, redact, say
 
@@ -99,6 +101,13 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
                 notices.append(f"{label} is off: {in_sidebar_terms(str(exc))}")
                 settings = without(settings, (name,))
+    for spec in registry().plugins:
+        if spec.name in settings.metrics and spec.load is not None:
+            try:
+                spec.load(Models(settings))
+            except Exception as exc:  # an installed metric that cannot load is off, with its reason
+                notices.append(f"{spec.title} is off: {in_sidebar_terms(str(exc))}")
+                settings = without(settings, (spec.name,))
     if IMAGE_METRICS & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(
@@ -111,7 +120,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
 
 def _device(settings: Settings) -> str:
     """Where the settings' models run (torch asked only when a model is in use)."""
-    uses_models = bool({"coherence", "grounding", "vrank", "cosmic"} & set(settings.metrics))
+    uses_models = bool((registry().with_need("model") | registry().with_need("clip")) & set(settings.metrics))
     return resolve_device(settings.device) if uses_models else "none (no model in use)"
 
 

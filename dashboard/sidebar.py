@@ -22,6 +22,7 @@ from dashboard.choices import (
     Choices,
     clip_key,
     confined,
+    plugin_metrics,
     scores_paths,
     url_notices,
 )
@@ -76,7 +77,7 @@ def render() -> tuple[Choices, Input]:
         if data.index is not None:  # the numbers come from the files: show their settings, ask nothing
             values: dict[str, Any] = {"source": source, **_from_files(data.index)}
         else:
-            values = {"source": source, **_redundancy(), **_coherence(), **_grounding()}
+            values = {"source": source, **_redundancy(), **_coherence(), **_grounding(), **_plugins()}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -304,6 +305,23 @@ def _coherence() -> dict[str, Any]:
         help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
     )
     return {"coherence": on, "coherence_model": model, "vrank_model": vrank}
+
+
+def _plugins() -> dict[str, Any]:
+    """The installed metrics (other packages' ``vst_eval.metrics`` entry points), all on by default;
+    nothing is drawn when none is installed."""
+    found = plugin_metrics()
+    if not found:
+        return {}
+    chosen = st.multiselect(
+        "Installed metrics",
+        list(found),
+        default=list(found),
+        format_func=lambda name: f"{found[name]} ({name})",
+        key="plugins",
+        help="metrics other packages add (the vst_eval.metrics entry-point group)",
+    )
+    return {"plugins": tuple(chosen)}
 
 
 def _grounding() -> dict[str, Any]:

@@ -151,15 +151,16 @@ frame = vst.scores_frame(records)
 report = run_meta_eval(load_records(out)[0], read_judgements(sample.parent / "human_example.csv"), MetaSettings(resamples=50))
 widgets = {"source": "Scores JSONL (no model needed)", "scores_path": str(out), "scores_images": str(sample.parent)}
 
-def page(name):
+def page(name, preset=widgets):
     at = AppTest.from_file(app, default_timeout=120).switch_page(pages[name])
-    for k, v in widgets.items():
+    for k, v in preset.items():
         at.session_state[k] = v
     at.run()
     assert not at.exception, at.exception
     return at
 
 dataset, inspect, meta = page("dataset"), page("inspect"), page("meta")
+live = page("dataset", {})  # the bundled sample, scored by the dashboard itself
 cards = "".join(m.value for m in inspect.markdown)
 print(json.dumps({
     "read": [r.metrics["lexical_variety"].score for r in records],
@@ -170,6 +171,8 @@ print(json.dumps({
     "inspect_evidence": [e.label for e in inspect.expander if e.label.startswith("Lexical variety")],
     "evidence_html": "vst-toy-repeated" in cards,
     "meta": list(meta.dataframe[0].value.index),
+    "live": list(live.dataframe[0].value.columns),
+    "offered": [w.options for w in live.sidebar.multiselect if w.label == "Installed metrics"],
 }))
 """
 
@@ -205,6 +208,7 @@ def test_an_installed_metric_package_is_scored_read_back_shown_ranked_and_drawn(
     assert "variety" in got["ranked"] and "variety" in got["meta"]
     assert got["inspect_card"] == 4 and got["evidence_html"]  # one card per candidate of the first sequence
     assert got["inspect_evidence"] and all(label.endswith("repeated words") for label in got["inspect_evidence"])
+    assert "variety" in got["live"] and got["offered"] == [["Lexical variety (lexical_variety)"]]
     # without the package the same file still opens: its records are reported as unknown, the rest is read
     plain = {**os.environ, "PYTHONPATH": str(ROOT)}
     check = (

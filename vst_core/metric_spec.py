@@ -95,14 +95,21 @@ class MetricField:
 #: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
 ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+#: A metric over the stories of a sequence together, computed once per run before the chunks from
+#: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
+#: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
+SetHook = Callable[[Any, Sequence[Any], Any, Any, "Callable[[int], object] | None"], Mapping[tuple[str, str], Any]]
+#: A record holding only a score imported from another source: ``(value, note) -> record``.
+ImportHook = Callable[[float, str], Any]
 #: Loads what computing the metric needs from a :class:`vst_core.scoring.registry.Models` (called
 #: before any work, so a missing model is found up front); raises ``ModelLoadError`` with the reason.
 LoadHook = Callable[[Any], object]
 #: The identity of what the metric's numbers depend on beyond the settings, for the signature:
 #: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
 IdentityHook = Callable[[Any], dict[str, str]]
-#: Its part of a run's one-line description: ``(settings, recorded signature settings) -> text``.
-CaptionHook = Callable[[Any, Mapping[str, Any]], str]
+#: Its part of a run's one-line description, from the signature's recorded settings alone (so a
+#: footer and a record read back from a file say the same): ``(recorded settings) -> text``.
+CaptionHook = Callable[[Mapping[str, Any]], str]
 #: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
 CardsHook = Callable[[Any], list[Card]]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
@@ -119,8 +126,11 @@ class MetricSpec:
     ``MetricField.metric`` is ``name``); ``settings`` the :class:`vst_core.config.Settings` fields
     that change its numbers; ``main_value`` the attribute compared when two sources give the same
     story's metric; ``card`` its metric card (a path in this project, a URL for a plugin);
-    ``version`` goes into the signature of every run that computes it (a plugin's package version).
-    ``score`` computes it (None: it is only read from files); ``load`` loads its models up front;
+    ``version`` goes into the signature of every run that computes it (a plugin's package version);
+    ``aliases`` are other names of it in released score files (lower case: ``g``, ``groovist``) and
+    ``from_score`` makes a record of an imported score (None: it cannot be imported).
+    ``score`` computes it (None: it is only read from files); ``together`` computes a metric of the
+    ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
     ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block)."""
 
@@ -134,7 +144,10 @@ class MetricSpec:
     main_value: str = "score"
     card: str = ""
     version: str = ""
+    aliases: tuple[str, ...] = ()
+    from_score: ImportHook | None = None
     score: ScoreHook | None = None
+    together: SetHook | None = None
     load: LoadHook | None = None
     identity: IdentityHook | None = None
     caption: CaptionHook | None = None
@@ -173,6 +186,11 @@ class Registry:
     @property
     def types(self) -> dict[str, type]:
         return {name: s.record for name, s in self.specs.items()}
+
+    def named(self, name: str) -> MetricSpec | None:
+        """The metric a released file or a long CSV names: its name or one of its aliases (any case)."""
+        wanted = name.strip().lower()
+        return next((s for s in self.specs.values() if wanted == s.name or wanted in s.aliases), None)
 
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""

@@ -319,39 +319,39 @@ class StoryScores:
 
     @property
     def redundancy(self) -> RedundancyScores | None:
-        return _typed(self.metrics.get("redundancy"), RedundancyScores)
+        return _of_type(self.metrics, RedundancyScores)
 
     @property
     def coherence(self) -> CoherenceScores | None:
-        return _typed(self.metrics.get("coherence"), CoherenceScores)
+        return _of_type(self.metrics, CoherenceScores)
 
     @property
     def grounding(self) -> GroundingScores | None:
-        return _typed(self.metrics.get("grounding"), GroundingScores)
+        return _of_type(self.metrics, GroundingScores)
 
     @property
     def clipscore(self) -> ClipScoreScores | None:
-        return _typed(self.metrics.get("clipscore"), ClipScoreScores)
+        return _of_type(self.metrics, ClipScoreScores)
 
     @property
     def rovist_vg(self) -> RovistVGScores | None:
-        return _typed(self.metrics.get("rovist_vg"), RovistVGScores)
+        return _of_type(self.metrics, RovistVGScores)
 
     @property
     def rovist_vg_clip(self) -> RovistVGClipScores | None:
-        return _typed(self.metrics.get("rovist_vg_clip"), RovistVGClipScores)
+        return _of_type(self.metrics, RovistVGClipScores)
 
     @property
     def vrank(self) -> VrankScores | None:
-        return _typed(self.metrics.get("vrank"), VrankScores)
+        return _of_type(self.metrics, VrankScores)
 
     @property
     def cosmic(self) -> CosmicScores | None:
-        return _typed(self.metrics.get("cosmic"), CosmicScores)
+        return _of_type(self.metrics, CosmicScores)
 
     @property
     def judge(self) -> JudgeScores | None:
-        return _typed(self.metrics.get("judge"), JudgeScores)
+        return _of_type(self.metrics, JudgeScores)
 
     @property
     def signature_id(self) -> str | None:
@@ -380,8 +380,9 @@ class StoryScores:
         return out
 
 
-def _typed(value: object, kind: type[T]) -> T | None:
-    return value if isinstance(value, kind) else None
+def _of_type(metrics: Mapping[str, object], kind: type[T]) -> T | None:
+    """The record of type ``kind`` among a story's metrics (each metric has its own record type)."""
+    return next((v for v in metrics.values() if type(v) is kind), None)
 
 
 # --------------------------------------------------------------------------- registry

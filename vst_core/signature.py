@@ -62,7 +62,7 @@ def text_ids(settings: Settings) -> dict[str, str]:
     NR's reference profile (NLTK's version), and the spaCy pipeline (name and version) that finds
     noun phrases or splits sentences."""
     ids: dict[str, str] = {}
-    if settings.splitter == "punkt" or ("redundancy" in settings.metrics and settings.nr_variant == "reference"):
+    if settings.splitter == "punkt":
         ids["punkt"] = splitter_name()
     clip = bool(CLIP_METRICS & set(settings.metrics))
     reference = clip and settings.grounding_profile == "reference"
@@ -159,7 +159,7 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     recorded = sig["settings"]
     for name, spec in registry().specs.items():
         if name in settings.metrics and spec.caption is not None:
-            parts.append(spec.caption(settings, recorded))
+            parts.append(spec.caption(recorded))
     if CLIP_ENCODER_METRICS & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
@@ -192,15 +192,9 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     settings = recorded if isinstance(recorded, Mapping) else {}
     metrics = [str(m) for m in settings.get("metrics") or []]
     parts = [f"sig {sig.get('id')}", "metrics " + ("+".join(metrics) or "none")]
-    if "redundancy" in metrics:
-        parts.append(f"NR {settings.get('nr_variant')} n={settings.get('nr_ngram')}")
-    if "coherence" in metrics:
-        profile = " reference" if settings.get("coherence_profile") == "reference" else ""
-        parts.append(f"coherence{profile} {settings.get('coherence_weights') or settings.get('coherence_model')}")
-    if "rovist_vg" in metrics:
-        parts.append(f"RoViST-VG {settings.get('rovist_vg_weights')}")
-    if "judge" in metrics:
-        parts.append(f"judge {settings.get('judge_weights')} {settings.get('judge_template')}")
+    for name, spec in registry().specs.items():
+        if name in metrics and spec.caption is not None:
+            parts.append(spec.caption(settings))
     if CLIP_ENCODER_METRICS & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")

@@ -21,20 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.hashing import file_digest, json_digest
+from vst_core.metric_spec import registry
 from vst_core.problems import Problem
-from vst_core.records import CoherenceScores, GroundingScores, MetricScores, RedundancyScores, StoryScores
-
-METRIC_NAMES: dict[str, str] = {
-    "g": "grounding",
-    "grounding": "grounding",
-    "groovist": "grounding",
-    "c": "coherence",
-    "coherence": "coherence",
-    "rovist-c": "coherence",
-    "r": "redundancy",
-    "redundancy": "redundancy",
-    "rovist-nr": "redundancy",
-}
+from vst_core.records import MetricScores, StoryScores
 
 
 class ImportError_(ValueError):
@@ -44,13 +33,15 @@ class ImportError_(ValueError):
 def metric_of(path: Path, declared: str | None) -> str:
     """The metric a released file holds: declared, else its ``_G``/``_C``/``_R`` suffix."""
     if declared:
-        name = METRIC_NAMES.get(declared.lower())
-        if name is None:
-            raise ImportError_(f"unknown metric {declared!r}; use grounding, coherence or redundancy")
-        return name
+        spec = registry().named(declared)
+        if spec is None or spec.from_score is None:
+            known = ", ".join(s.name for s in registry().specs.values() if s.from_score is not None)
+            raise ImportError_(f"unknown metric {declared!r}; use {known}")
+        return spec.name
     suffix = path.stem.rsplit("_", 1)[-1].lower()
-    if suffix in ("g", "c", "r"):
-        return METRIC_NAMES[suffix]
+    spec = registry().named(suffix) if len(suffix) == 1 else None
+    if spec is not None and spec.from_score is not None:
+        return spec.name
     raise ImportError_(f"{path.name}: cannot tell the metric from the name (no _G/_C/_R suffix); pass --metric")
 
 
@@ -116,7 +107,8 @@ def read_long_file(path: Path) -> LongFile:
     out: dict[Key, dict[str, float]] = {}
     sequences: dict[Key, str] | None = {} if "sequence_id" in fields else None
     for row in reader:
-        metric = METRIC_NAMES.get((row.get("metric") or "").strip().lower())
+        spec = registry().named(row.get("metric") or "")
+        metric = spec.name if spec is not None and spec.from_score is not None else None
         number = _number(row.get("value"))
         if metric is None or number is None:
             problems.append(
@@ -145,12 +137,13 @@ def read_long_file(path: Path) -> LongFile:
 
 
 def metric_record(metric: str, value: float, note: str) -> MetricScores:
-    """A record holding only an imported score (GROOVIST: the unbounded value, tanh as its score)."""
-    if metric == "grounding":
-        return GroundingScores(math.tanh(value), value, None, None, (), None, (), (note,))
-    if metric == "coherence":
-        return CoherenceScores(value, (), None, "imported", (note,))
-    return RedundancyScores(value, None, None, "imported", 4, (note,))
+    """A record holding only an imported score (its module's ``from_score``; GROOVIST: the unbounded
+    value, tanh as its score)."""
+    build = registry().spec(metric).from_score
+    if build is None:
+        raise ImportError_(f"{metric} scores cannot be imported")
+    record: MetricScores = build(value, note)
+    return record
 
 
 def imported_records(

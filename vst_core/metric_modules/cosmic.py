@@ -7,7 +7,7 @@ The model: :mod:`vst_core.models.cosmic`; training: :mod:`vst_core.learned.cosmi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_spec import Card, MetricField, MetricSpec
@@ -28,6 +28,15 @@ def identity(settings: Any) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
     return {"cosmic_weights": folder_signature(settings.cosmic_model, "cosmic")}
+
+
+def together(
+    story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
+) -> Mapping[tuple[str, str], Any]:
+    """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
+    from vst_core.scoring.sets import cosmic_results
+
+    return cosmic_results(story_set, todo, settings, models)
 
 
 def cards(story: Any) -> list[Card]:
@@ -60,6 +69,7 @@ METRIC = MetricSpec(
     settings=("cosmic_model", "reference_system", "clip_arch", "clip_pretrained", "clip_checkpoint"),
     card="docs/metrics/cosmic.md",
     score=score,
+    together=together,
     load=lambda models: (models.clip, models.cosmic),  # CLIP's image vectors and its own folder
     identity=identity,
     cards=cards,

@@ -7,6 +7,7 @@ Formula: :mod:`vst_core.metrics.grounding`; images, regions and cached vectors:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,11 @@ IMAGE_SETTINGS: tuple[str, ...] = (
 
 def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
     return run.image_records(stories, lambda grounder, story, entries: grounder.groovist_record(story, entries))
+
+
+def from_score(value: float, note: str) -> GroundingScores:
+    """An imported GROOVIST value is the unbounded one, as the authors release it; tanh is its score."""
+    return GroundingScores(math.tanh(value), value, None, None, (), None, (), (note,))
 
 
 def cards(story: Any) -> list[Card]:
@@ -80,6 +86,8 @@ METRIC = MetricSpec(
     ),
     main_value="unbounded",
     card="docs/metrics/groovist.md",
+    aliases=("g", "groovist"),
+    from_score=from_score,
     score=score,
     load=lambda models: models.clip,
     cards=cards,

@@ -48,8 +48,8 @@ def identity(settings: Any) -> dict[str, str]:
     return {"judge_weights": judge_weights_id(settings), "judge_template": rubric_id(settings.judge_template)}
 
 
-def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
-    images = " with images" if settings.judge_images else ""
+def caption(recorded: Mapping[str, Any]) -> str:
+    images = " with images" if recorded.get("judge_images") else ""
     return f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}"
 
 

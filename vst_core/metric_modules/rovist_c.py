@@ -47,9 +47,13 @@ def identity(settings: Any) -> dict[str, str]:
     }
 
 
-def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
-    profile = " reference" if settings.coherence_profile == "reference" else ""
-    return f"coherence{profile} {recorded.get('coherence_weights', settings.coherence_model)}"
+def caption(recorded: Mapping[str, Any]) -> str:
+    profile = " reference" if recorded.get("coherence_profile") == "reference" else ""
+    return f"coherence{profile} {recorded.get('coherence_weights') or recorded.get('coherence_model')}"
+
+
+def from_score(value: float, note: str) -> CoherenceScores:
+    return CoherenceScores(value, (), None, "imported", (note,))
 
 
 def cards(story: Any) -> list[Card]:
@@ -73,6 +77,8 @@ METRIC = MetricSpec(
         "splitter",
     ),
     card="docs/metrics/rovist_c.md",
+    aliases=("c", "rovist-c"),
+    from_score=from_score,
     score=score,
     load=lambda models: models.pair_scorer,
     identity=identity,

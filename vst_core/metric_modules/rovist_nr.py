@@ -30,8 +30,19 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return {story.key: redundancy_of(story, s.nr_ngram, s.nr_variant) for story in stories}
 
 
-def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
-    return f"NR {settings.nr_variant} n={settings.nr_ngram}"
+def identity(settings: Any) -> dict[str, str]:
+    """The reference variant reads the story with NLTK's Punkt and word rules: which ones."""
+    from vst_core.text.public import splitter_name
+
+    return {"punkt": splitter_name()} if settings.nr_variant == "reference" else {}
+
+
+def caption(recorded: Mapping[str, Any]) -> str:
+    return f"NR {recorded.get('nr_variant')} n={recorded.get('nr_ngram')}"
+
+
+def from_score(value: float, note: str) -> RedundancyScores:
+    return RedundancyScores(value, None, None, "imported", 4, (note,))
 
 
 def cards(story: Any) -> list[Card]:
@@ -63,7 +74,10 @@ METRIC = MetricSpec(
     ),
     settings=("nr_ngram", "nr_variant", "splitter"),
     card="docs/metrics/rovist_nr.md",
+    aliases=("r", "rovist-nr"),
+    from_score=from_score,
     score=score,
+    identity=identity,
     caption=caption,
     cards=cards,
 )

@@ -37,8 +37,8 @@ def identity(settings: Any) -> dict[str, str]:
     return {"rovist_vg_weights": weights, "rovist_vg_tagger": rovist_vg_tagger_id(settings.spacy_model), "punkt": splitter_name()}
 
 
-def caption(settings: Any, recorded: Mapping[str, Any]) -> str:
-    return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {settings.regions} top{settings.top_b}"
+def caption(recorded: Mapping[str, Any]) -> str:
+    return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {recorded.get('regions')} top{recorded.get('top_b')}"
 
 
 def cards(story: Any) -> list[Card]:

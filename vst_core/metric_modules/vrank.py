@@ -8,7 +8,7 @@ chunks). Card: ``docs/metrics/vrank.md``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_spec import Card, MetricField, MetricSpec
@@ -29,6 +29,15 @@ def identity(settings: Any) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
     return {"vrank_weights": folder_signature(settings.vrank_model, "vrank")}
+
+
+def together(
+    story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
+) -> Mapping[tuple[str, str], Any]:
+    """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
+    from vst_core.scoring.sets import vrank_results
+
+    return vrank_results(story_set, todo, models, progress)
 
 
 def cards(story: Any) -> list[Card]:
@@ -62,6 +71,7 @@ METRIC = MetricSpec(
     settings=("vrank_model",),
     card="docs/metrics/vrank.md",
     score=score,
+    together=together,
     load=lambda models: models.vrank,
     identity=identity,
     cards=cards,

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from vst_core.config import REFERENCE_SYSTEMS, SET_METRICS, Settings
+from vst_core.config import REFERENCE_SYSTEMS, Settings
 from vst_core.data import Story, StorySet
+from vst_core.metric_spec import registry
 from vst_core.metrics.ranking import story_margins
 from vst_core.records import CosmicScores, MetricScores, Preference, VrankScores
 from vst_core.scoring.registry import Models
@@ -23,6 +24,8 @@ Key = tuple[str, str]
 REFERENCE_NOTE = "this is the reference story of its sequence: COSMic rates the other stories against it"
 #: Per story, per set metric: its record, or the reason it has none.
 SetResults = dict[Key, dict[str, MetricScores | str]]
+#: One set metric's result per story: its record, or the reason it has none.
+MetricResults = dict[Key, MetricScores | str]
 
 
 def sequences_of(stories: Iterable[Story]) -> dict[str, list[Story]]:
@@ -49,7 +52,7 @@ def vrank_results(
     todo: Sequence[Story],
     models: Models,
     progress: Callable[[int], object] | None = None,
-) -> SetResults:
+) -> MetricResults:
     """Vrank on every story of ``todo``: each ordered pair of distinct non-empty stories of its
     sequence (from the whole set) through the ranker once, margins by :func:`story_margins`."""
     wanted = {s.key for s in todo}
@@ -59,9 +62,9 @@ def vrank_results(
         texts = [s for s in group if not s.is_empty]
         ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
     model = models.vrank
+    out: MetricResults = {}
     gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else np.zeros(0)
     predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
-    out: SetResults = {}
     for group in groups:
         keys = [s.key for s in group if not s.is_empty]
         scores, margins = story_margins(keys, predicted)
@@ -70,18 +73,18 @@ def vrank_results(
                 continue
             prefs = tuple(Preference(other[0], other[1], m) for other, m in margins[story.key].items())
             notes = () if prefs else ("no other story of this image sequence to compare with",)
-            out.setdefault(story.key, {})["vrank"] = VrankScores(scores[story.key], prefs, notes, model.name)
+            out[story.key] = VrankScores(scores[story.key], prefs, notes, model.name)
     return out
 
 
-def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> SetResults:
+def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> MetricResults:
     """COSMic on every story of ``todo`` against its sequence's reference story (see
     :func:`reference_of`); a story without a reference gets the reason instead."""
     from vst_core.models.cosmic import cosmic_records
 
     wanted = {s.key for s in todo}
     jobs: list[tuple[Story, Story]] = []
-    out: SetResults = {}
+    out: MetricResults = {}
     for group in sequences_of(story_set).values():
         reference = reference_of(group, settings.reference_system)
         for story in group:
@@ -89,19 +92,15 @@ def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Setting
                 continue
             if reference is None:
                 named = settings.reference_system or " / ".join(REFERENCE_SYSTEMS)
-                out.setdefault(story.key, {})["cosmic"] = (
-                    f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
-                )
+                out[story.key] = f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
             elif story.key == reference.key:
-                out.setdefault(story.key, {})["cosmic"] = CosmicScores(
-                    None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), models.cosmic.name
-                )
+                out[story.key] = CosmicScores(None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), models.cosmic.name)
             else:
                 jobs.append((story, reference))
     if jobs:
         records = cosmic_records(jobs, models.cosmic, models.clip, story_set.root)
         for story, _ in jobs:
-            out.setdefault(story.key, {})["cosmic"] = records[story.key]
+            out[story.key] = records[story.key]
     return out
 
 
@@ -112,19 +111,17 @@ def set_results(
     models: Models,
     progress: Callable[[int], object] | None = None,
 ) -> SetResults:
-    """Every set metric of ``settings`` on the stories of ``todo``; a metric that fails as a whole
+    """Every set metric of ``settings`` (its module's ``together``) on the stories of ``todo``; a metric that fails as a whole
     gives each story the reason (the other metrics go on). ``progress(total)`` gives a bar advanced
     over Vrank's ordered story pairs."""
     out: SetResults = {}
-    for name in sorted(SET_METRICS & set(settings.metrics)):
+    for name, spec in registry().specs.items():
+        if name not in settings.metrics or spec.together is None:
+            continue
         try:
-            part = (
-                vrank_results(story_set, todo, models, progress)
-                if name == "vrank"
-                else cosmic_results(story_set, todo, settings, models)
-            )
+            part = dict(spec.together(story_set, todo, settings, models, progress))
         except Exception as exc:  # the reason goes into every story's record, the run goes on
-            part = {s.key: {name: f"{type(exc).__name__}: {exc}"} for s in todo if not s.is_empty}
-        for key, metrics in part.items():
-            out.setdefault(key, {}).update(metrics)
+            part = {s.key: f"{type(exc).__name__}: {exc}" for s in todo if not s.is_empty}
+        for key, value in part.items():
+            out.setdefault(key, {})[name] = value
     return out
