@@ -137,6 +137,55 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
     assert all(r.errors["word_count"] == "OSError: disk gone" and r.redundancy is not None for r in records)
 
 
+BAD = """
+import math
+from dataclasses import dataclass
+from vst_core.metric_spec import MetricField, MetricSpec
+
+@dataclass(frozen=True)
+class Odd:
+    score: float | None
+
+def score(stories, run):
+    out = {}
+    for k, s in enumerate(stories):
+        out[s.key] = [Odd(math.nan), "not a record", Odd(0.5)][k % 3] if k % 3 != 1 else 7
+    return out
+
+def cards(record):
+    raise RuntimeError("drawing broke")
+
+def evidence(record):
+    raise KeyError("no evidence here")
+
+METRIC = MetricSpec("odd", "Odd", "", Odd, (MetricField("odd", "odd", "score", "", report="odd"),),
+                    score=score, cards=cards, evidence=evidence)
+"""
+
+
+def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_the_file_nor_the_page(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _module(plugins, "odd_metric", BAD)
+    point = metadata.EntryPoint("o", "odd_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
+    metric_spec.reload()
+    from vst_core.data import read_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.story import score_batch
+    from vst_core.viz.story import evidence_blocks, story_cards
+
+    settings = Settings(metrics=("redundancy", "odd"))
+    records = score_batch(read_story_set(SAMPLE).stories[:3], settings, {"id": "t"}, Models(settings), SAMPLE.parent)
+    assert "cannot be written as JSON" in records[0].errors["odd"]  # NaN: JSON has none
+    assert records[1].errors["odd"] == "TypeError: odd gave a int, not a Odd"
+    assert records[2].metrics["odd"].score == 0.5  # type: ignore[attr-defined]
+    assert all(json.dumps(r.to_json(), allow_nan=False) for r in records)  # every line can be written
+    cards = story_cards(records[2], settings.metrics)
+    assert cards[-1][0] == "Odd" and cards[-1][1] == "error" and "drawing broke" in cards[-1][2]
+    assert evidence_blocks(records[2]) == [("Odd: evidence not drawn", "KeyError: &#x27;no evidence here&#x27;")]
+
+
 SCRIPT = """
 import json, sys
 from pathlib import Path

@@ -6,6 +6,7 @@ whose text is empty carries that error for every metric. Models come from a
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,7 @@ import numpy as np
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.grounding.grounder import Grounder, ImageEntry
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import MetricSpec, registry
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence
 from vst_core.metrics.grounding import theta_from_scores
 from vst_core.metrics.redundancy import (
@@ -34,6 +35,8 @@ from vst_core.records import (
     MetricScores,
     RedundancyScores,
     StoryScores,
+    decode,
+    encode,
 )
 from vst_core.scoring.builders import (
     NO_SPANS_NOTE,
@@ -249,6 +252,28 @@ class ScoringRun:
         self._entries.clear()
 
 
+def _checked(spec: MetricSpec, found: Mapping[Key, object]) -> dict[Key, MetricScores | str]:
+    """A hook's results as records or reasons: a value that is neither a record of the metric's type
+    nor a reason, or (for an installed metric) a record that would not read back from its JSON, is
+    that story's error instead of a broken scores file."""
+    out: dict[Key, MetricScores | str] = {}
+    builtin = spec.module.startswith("vst_core.")
+    for key, value in found.items():
+        if isinstance(value, str):
+            out[key] = value
+        elif not isinstance(value, spec.record):
+            out[key] = f"TypeError: {spec.name} gave a {type(value).__name__}, not a {spec.record.__name__}"
+        elif builtin:
+            out[key] = value  # type: ignore[assignment]
+        else:
+            try:
+                decode(spec.record, json.loads(json.dumps(encode(value), allow_nan=False)))
+                out[key] = value  # type: ignore[assignment]
+            except (TypeError, ValueError) as exc:  # RecordError is a ValueError
+                out[key] = f"{type(exc).__name__}: {spec.name}'s record cannot be written as JSON: {exc}"
+    return out
+
+
 def score_story(
     story: Story,
     settings: Settings,
@@ -298,7 +323,7 @@ def score_batch(
             try:
                 if hook is None:
                     raise ValueError(f"{name} is read from scores files only: it has no way to be computed here")
-                results[name] = hook(todo, run) if todo else {}
+                results[name] = _checked(specs[name], hook(todo, run)) if todo else {}
             except ModelLoadError:
                 raise
             except Exception as exc:  # the reason goes into every story's record, the run goes on

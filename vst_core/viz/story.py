@@ -212,8 +212,11 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
         spec = specs.get(name)
         if spec is None:
             continue
-        for label, value, tip in spec.cards_of(record):
-            out.append((label, "error", record.errors[name]) if name in record.errors else (label, format_score(value), tip))
+        try:
+            cards = [(label, format_score(value), tip) for label, value, tip in spec.cards_of(record)]
+        except Exception as exc:  # an installed metric's drawing that fails shows why, the page goes on
+            cards = [(spec.title, "error", f"its cards could not be drawn: {type(exc).__name__}: {exc}")]
+        out.extend((card[0], "error", record.errors[name]) if name in record.errors else card for card in cards)
     return out
 
 
@@ -223,7 +226,10 @@ def evidence_blocks(record: StoryScores) -> list[tuple[str, str]]:
     blocks = []
     for name, spec in registry().specs.items():
         if spec.evidence is not None and name in record.metrics:
-            block = spec.evidence(record)
+            try:
+                block = spec.evidence(record)
+            except Exception as exc:  # an installed metric's drawing that fails shows why, the page goes on
+                block = (f"{spec.title}: evidence not drawn", html_text(f"{type(exc).__name__}: {exc}"))
             if block is not None:
                 blocks.append(block)
     return blocks
