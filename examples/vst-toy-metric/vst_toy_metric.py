@@ -56,7 +56,8 @@ def evidence(record: Any) -> tuple[str, str] | None:
     if found is None or not found.repeated:
         return None
     items = "".join(f"<li>{html.escape(w)}</li>" for w in found.repeated)
-    return f"Lexical variety: {len(found.repeated)} repeated words", f'<ul class="vst-toy-repeated">{items}</ul>'
+    n = len(found.repeated)
+    return f"Lexical variety: {n} repeated word{'' if n == 1 else 's'}", f'<ul class="vst-toy-repeated">{items}</ul>'
 
 
 METRIC = MetricSpec(

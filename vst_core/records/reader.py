@@ -1,0 +1,83 @@
+"""Reading a scores JSONL line back: :func:`read_record` validates it and turns whatever is wrong
+into reported problems (a metric record that does not fit is an error of that metric only)."""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from vst_core.metric_spec import registry
+from vst_core.problems import Problem
+from vst_core.records.codec import RecordError, _value, decode
+from vst_core.records.story import SCORES_FORMAT, StoryScores
+from vst_core.records.types import RENAMED_METRICS, MetricScores
+
+#: Top-level fields every record of this format has; older ones are completed and reported.
+EXPECTED_FIELDS = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")
+
+
+def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | None, list[Problem]]:
+    """Validate one scores-JSONL object. A record without id or sentences is None with an error;
+    a metric record that does not fit its type becomes an error entry of that metric; fields an
+    older version did not write take defaults with a warning."""
+    if not isinstance(data, Mapping) or data.get("story_id") in (None, ""):
+        return None, [Problem("scores line without story_id; skipped", "line", line=line)]
+    sid = str(data["story_id"])
+
+    def problem(message: str, severity: typing.Literal["error", "warning"] = "error") -> Problem:
+        return Problem(message, "line", severity, line=line, story_id=sid)
+
+    if not isinstance(data.get("sentences"), list):
+        return None, [problem("scores record without sentences; skipped")]
+    try:
+        sentences = _value(tuple[str, ...], data.get("sentences"), "sentences")
+        images = _value(tuple[str, ...], data.get("images", []), "images")
+    except RecordError as exc:
+        return None, [problem(f"unusable scores record ({exc}); skipped")]
+    problems: list[Problem] = []
+    missing = [k for k in EXPECTED_FIELDS if k not in data]
+    if missing or data.get("format") != SCORES_FORMAT:
+        problems.append(
+            problem(
+                f"record from another version (format {data.get('format', 'none')}; missing {', '.join(missing) or 'nothing'})",
+                "warning",
+            )
+        )
+    errors = {str(k): str(v) for k, v in _mapping(data.get("errors")).items()}
+    metrics: dict[str, MetricScores] = {}
+    for name, value in _mapping(data.get("metrics")).items():
+        if str(name) in RENAMED_METRICS and isinstance(value, Mapping) and "tagger" not in value:
+            name = RENAMED_METRICS[str(name)]  # an earlier version's record, of the metric now named so
+        kind = registry().types.get(str(name))
+        if kind is None:
+            problems.append(problem(f"unknown metric {str(name)!r} ignored", "warning"))
+            continue
+        try:
+            metrics[str(name)] = decode(kind, value, f"metrics.{name}")
+        except RecordError as exc:
+            errors[str(name)] = f"unreadable record: {exc}"
+            problems.append(problem(f"unreadable {name} record ({exc})"))
+    signature = data.get("signature")
+    record = StoryScores(
+        story_id=sid,
+        sequence_id=str(data.get("sequence_id") or sid),
+        system=str(data.get("system") or "unknown"),
+        sentences=sentences,
+        images=images,
+        metrics=metrics,
+        errors=errors,
+        warnings=tuple(str(w) for w in _list(data.get("warnings"))),
+        signature=signature if isinstance(signature, Mapping) else {},
+        problems=tuple(str(p) for p in _list(data.get("problems"))),
+        format=SCORES_FORMAT,
+    )
+    return record, problems
+
+
+def _mapping(value: Any) -> Mapping[Any, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

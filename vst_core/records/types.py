@@ -1,0 +1,265 @@
+"""The nine built-in metrics' record types: each story's score and evidence as frozen dataclasses
+(phrases and regions, sentence pairs, repeated spans), the layout of a scores JSONL's ``metrics``.
+Each metric's module (:mod:`vst_core.metric_modules`) names its type; a metric added later
+defines its own there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
+
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class InterRepeat:
+    """Words sentence ``sentence`` shares with the earlier sentence ``earlier`` (character spans)."""
+
+    sentence: int
+    earlier: int
+    jaccard: float
+    words: tuple[str, ...]
+    spans: tuple[Span, ...]
+    earlier_spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IntraRepeat:
+    """An n-gram window of a sentence overlapping the previous window (character spans)."""
+
+    sentence: int
+    jaccard: float
+    words: tuple[str, ...]
+    window: Span
+    previous: Span
+    spans: tuple[Span, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RedundancyScores:
+    """RoViST-NR = 1 − mean(inter, intra); repeats are None when a ``--no-spans`` run left them out."""
+
+    score: float | None
+    inter: float | None
+    intra: float | None
+    variant: RecordedNRVariant
+    n: int
+    notes: tuple[str, ...] = ()
+    inter_repeats: tuple[InterRepeat, ...] | None = None
+    intra_repeats: tuple[IntraRepeat, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoherencePair:
+    """P(sentence ``to`` follows sentence ``from``); None where undefined."""
+
+    from_: int = field(metadata={"json": "from"})
+    to: int
+    probability: float | None
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CoherenceScores:
+    """RoViST-C: mean transition probability; ``weakest`` is the index of the lowest pair."""
+
+    score: float | None
+    pairs: tuple[CoherencePair, ...]
+    weakest: int | None
+    model: str
+    notes: tuple[str, ...] = ()
+    context: CoherenceContext = "pair"  # "prefix": P(sentence i+1 follows sentences 1..i)
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseMatch:
+    """One noun phrase (or noun) and the region it matched best."""
+
+    text: str
+    surface: str
+    sentence: int
+    span: Span
+    best_cosine: float
+    score: float
+    image: int
+    box: tuple[float, ...]
+    box_label: str | None
+    weight: float
+    contribution: float
+    positive: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingScores:
+    """GROOVIST: ``score`` = tanh(``unbounded``); T and P with it (GROOVIST Eq. 3, 4)."""
+
+    score: float | None
+    unbounded: float | None
+    theta: float | None  # None for a score imported without its evidence
+    temporal_misalignment: float | None
+    misalignment_per_sentence: tuple[float | None, ...]
+    np_proportion: float | None
+    phrases: tuple[PhraseMatch, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClipScoreScores:
+    """CLIPScore: mean of 2.5 · max(cos(sentence i, image i), 0) over the ``pairs``."""
+
+    score: float | None
+    pairs: tuple[float, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NounMatch:
+    noun: str
+    best_cosine: float
+    idf: float
+
+
+@dataclass(frozen=True, slots=True)
+class RovistVGClipScores:
+    """RoViST-VG's aggregation of CLIP similarities (``rovist_vg_clip``): ``score`` = 2/(1+exp(−0.5·lse)) − 1."""
+
+    score: float | None
+    lse: float | None
+    nouns: tuple[NounMatch, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NounRegion:
+    """One noun of RoViST-VG and its best region: image index, box, cosine, idf weight; ``known``
+    False when GloVe lacks the word and ``unk``'s vector stood in (the authors' fallback)."""
+
+    noun: str
+    sentence: int
+    best_cosine: float
+    idf: float
+    image: int
+    box: tuple[float, ...]
+    box_label: str | None = None
+    known: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RovistVGScores:
+    """RoViST-VG with the authors' model: ``lse`` the S their ``vg_score`` returns (idf-weighted
+    log-sum-exp of each noun's best cosine), ``score`` Eq. 3 = 2/(1+exp(−S/2)) − 1 in (−1, 1)."""
+
+    score: float | None
+    lse: float | None
+    nouns: tuple[NounRegion, ...]
+    notes: tuple[str, ...] = ()
+    model: str = ""  # checkpoint, ViT and GloVe digests
+    tagger: str = ""  # which POS tagger found the nouns
+
+
+@dataclass(frozen=True, slots=True)
+class Preference:
+    """Vrank's verdict on this story against another story of its image sequence: ``margin`` =
+    (f(this, other) − f(other, this)) / 2, the predicted ranking gap in both orders averaged;
+    > 0 means Vrank prefers this story."""
+
+    system: str
+    story_id: str
+    margin: float
+
+
+@dataclass(frozen=True, slots=True)
+class VrankScores:
+    """Vrank (Hsu et al., 2022) on one story: ``score`` the mean margin over the other stories of
+    its image sequence (None when it has none), one :class:`Preference` per other story."""
+
+    score: float | None
+    preferences: tuple[Preference, ...]
+    notes: tuple[str, ...] = ()
+    model: str = ""  # the model folder's name and weights digest
+
+
+@dataclass(frozen=True, slots=True)
+class CosmicSentence:
+    """COSMic's rating of sentence ``index`` (with image ``index``) against the reference
+    sentence ``index``; ``label`` and ``reference_label`` are the coherence labels used
+    (Visible, Subjective, Story, Meta), ``labels_from`` says whether they were given or predicted."""
+
+    index: int
+    rating: float | None
+    label: str
+    reference_label: str
+    reference: str
+    labels_from: str = "predicted"
+
+
+@dataclass(frozen=True, slots=True)
+class CosmicScores:
+    """COSMic's recipe on a story: ``score`` the mean sentence rating, against the reference story
+    ``reference`` (``system:story_id``) of the same sequence."""
+
+    score: float | None
+    sentences: tuple[CosmicSentence, ...]
+    reference: str = ""
+    notes: tuple[str, ...] = ()
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeAspect:
+    """A rubric judge's answer on one aspect (G-Eval's rule, :mod:`vst_core.metrics.judge`):
+    ``score`` = Σ k·p(k) of ``distribution`` p(1..5), both averaged over the rubric's
+    ``paraphrases`` (each paraphrase's score kept; ``spread`` their standard deviation), ``mass``
+    the rating tokens' share of the next-token distribution, ``images`` whether the model saw the
+    story's images."""
+
+    aspect: str
+    score: float | None
+    distribution: tuple[float, ...]
+    paraphrases: tuple[float, ...]
+    spread: float | None = None
+    mass: float | None = None
+    images: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeScores:
+    """A rubric judge on one story: ``score`` the ``overall`` aspect, the four standard aspects'
+    scores as numbers (the registry's columns), ``aspects`` every answer they are read from,
+    ``without_images`` the same model's answers with the images left out (when it was run with
+    them), ``rationale`` text the model generated (greedy decoding), shown, never scored."""
+
+    score: float | None
+    aspects: tuple[JudgeAspect, ...]
+    overall: float | None = None
+    grounding: float | None = None
+    coherence: float | None = None
+    non_redundancy: float | None = None
+    without_images: tuple[JudgeAspect, ...] = ()
+    rationale: str | None = None
+    model: str = ""  # name@weights digest
+    template: str = ""  # name-vN@sha256
+    notes: tuple[str, ...] = ()
+
+    def aspect(self, name: str, images: bool | None = None) -> JudgeAspect | None:
+        """The answer on aspect ``name`` (from ``without_images`` when ``images`` is False and the
+        main answers saw the images)."""
+        pool = self.without_images if images is False and self.without_images else self.aspects
+        return next((a for a in pool if a.aspect == name), None)
+
+
+MetricScores = (
+    RedundancyScores
+    | CoherenceScores
+    | GroundingScores
+    | ClipScoreScores
+    | RovistVGClipScores
+    | RovistVGScores
+    | VrankScores
+    | CosmicScores
+    | JudgeScores
+)
+
+#: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
+RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}
