@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, error, note
-from vst_core.cli.score import judge_server_arguments, judge_server_settings
+from vst_core.cli.score_options import judge_server_arguments, judge_server_settings
 from vst_core.config import Settings, SettingsError
 
 DEFAULTS = Settings()

@@ -1,0 +1,416 @@
+"""``vst score``'s options, grouped by what they set (the story's identity, text, CLIP and regions,
+RoViST-VG, the learned metrics, the judge, the run), and the :class:`~vst_core.config.Settings`
+they describe. Every default comes from ``Settings``."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from vst_core.cli.common import EXIT_PARTIAL
+from vst_core.config import Settings, parse_metrics
+from vst_core.data import StorySet
+from vst_core.data.options import parse_regions
+
+DEFAULTS = Settings()
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """Every option of ``vst score`` after INPUT, --out and --metrics."""
+    _text_arguments(p)
+    _clip_arguments(p)
+    _rovist_vg_arguments(p)
+    _learned_arguments(p)
+    _judge_arguments(p)
+    _run_arguments(p)
+
+
+def identity_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--system",
+        default=None,
+        help="system of the stories whose record names none (a {story_id: text} file names none: without this "
+        "option they are all system 'unknown'); a story is (system, story_id)",
+    )
+    p.add_argument(
+        "--sequence-id-from",
+        choices=("file", "story_id"),
+        default="file",
+        help="file: the sequence_id a story names, else a digest of its image paths, else its story_id; "
+        "story_id: every story's sequence_id is its story_id, for files whose ids are image-sequence ids "
+        "(the dHM release: the human and the model story of one sequence share the id), so that "
+        "`vst dhm --pairing sequence` pairs them",
+    )
+
+
+def with_identity(story_set: StorySet, system: str | None, sequence_from: str) -> StorySet:
+    """``story_set`` with ``system`` given to the stories whose record names none (read as
+    ``"unknown"``) and, with ``sequence_from == "story_id"``, every sequence id set to the story id."""
+    if system is None and sequence_from == "file":
+        return story_set
+    stories = tuple(
+        replace(
+            story,
+            system=system if system is not None and story.system == "unknown" else story.system,
+            sequence_id=story.story_id if sequence_from == "story_id" else story.sequence_id,
+        )
+        for story in story_set.stories
+    )
+    return StorySet(stories, story_set.root, story_set.source, story_set.problems)
+
+
+def _text_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--nr-n", type=int, default=DEFAULTS.nr_ngram, help="n-gram window size of the intra-sentence part of RoViST-NR"
+    )
+    p.add_argument(
+        "--nr-variant",
+        choices=("paper", "reference"),
+        default=DEFAULTS.nr_variant,
+        help="paper: Eq. 7 of RoViST (unique lower-cased words, no punctuation); "
+        "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
+    )
+    p.add_argument(
+        "--coherence-model",
+        default=DEFAULTS.coherence_model,
+        help="sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
+        "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+    )
+    p.add_argument(
+        "--coherence-tokenizer",
+        default=DEFAULTS.coherence_tokenizer,
+        help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)",
+    )
+    p.add_argument(
+        "--coherence-context",
+        choices=("pair", "prefix"),
+        default=DEFAULTS.coherence_context,
+        help="pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows "
+        "sentences 1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
+    )
+    p.add_argument(
+        "--coherence-profile",
+        choices=("paper", "reference"),
+        default=DEFAULTS.coherence_profile,
+        help="paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST "
+        "authors' code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input "
+        "left unscored with the reason)",
+    )
+    p.add_argument(
+        "--keep-repeated-pairs",
+        action="store_true",
+        help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
+    )
+    p.add_argument(
+        "--split",
+        choices=("punkt", "spacy"),
+        default=DEFAULTS.splitter,
+        help="how a story given as one text is split into sentences: NLTK Punkt, as the public RoViST and dHM code "
+        "(fast), or the spaCy pipeline's parser",
+    )
+    p.add_argument(
+        "--spacy-model",
+        default=DEFAULTS.spacy_model,
+        help="spaCy pipeline for noun phrases (and for --split spacy); default: first installed English one",
+    )
+
+
+def _clip_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
+    p.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
+    p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
+    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
+    p.add_argument(
+        "--clip-activation",
+        choices=("auto", "gelu", "quickgelu"),
+        default=DEFAULTS.clip_activation,
+        help="auto (default): as the weights say (OpenAI's files and the openai tags: QuickGELU); a --clip-checkpoint "
+        "that does not say must name it: quickgelu for OpenAI's weights and fine-tunes of them, gelu for open_clip's",
+    )
+    p.add_argument(
+        "--theta",
+        default=DEFAULTS.theta,
+        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
+        "'dataset' (the mean NP score over INPUT, computed first and recorded in the signature)",
+    )
+    p.add_argument(
+        "--regions",
+        default=None,
+        metavar="FILE|detector|grid",
+        help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
+        f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
+    )
+    p.add_argument(
+        "--clipscore-prompt",
+        default=DEFAULTS.clipscore_prompt,
+        help='CLIPScore caption prefix; default "A photo depicts " as in Hessel et al. (2021); "" for the bare sentence',
+    )
+    p.add_argument("--top-b", type=int, default=DEFAULTS.top_b, help="regions kept per image")
+    p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
+    p.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
+    p.add_argument(
+        "--weighting",
+        choices=("concreteness", "idf", "none"),
+        default=DEFAULTS.weighting,
+        help="NP weights: Brysbaert concreteness (GROOVIST), idf (ablation -C +idf) or none (-C)",
+    )
+    p.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
+    p.add_argument(
+        "--grounding-profile",
+        choices=("paper", "reference"),
+        default=DEFAULTS.grounding_profile,
+        help="reference: the GROOVIST code's text side and crops (a phrase dropped only when it is a pronoun as a "
+        "whole, concreteness of whitespace words with WordNet noun lemmas, Pillow's rounding of boxes, en_core_web_trf "
+        "when installed)",
+    )
+    p.add_argument(
+        "--expressions",
+        action="store_true",
+        help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
+    )
+
+
+def _rovist_vg_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rovist-vg-model",
+        default=DEFAULTS.rovist_vg_checkpoint,
+        metavar="FILE",
+        help="rovist_vg: the authors' RoViST-VG checkpoint (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo "
+        "notebook), read as their training script saved it",
+    )
+    p.add_argument(
+        "--glove",
+        default=DEFAULTS.glove_file,
+        metavar="FILE",
+        help="rovist_vg: GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
+    )
+    p.add_argument(
+        "--rovist-vg-idf",
+        default=DEFAULTS.rovist_vg_idf,
+        metavar="FILE",
+        help="rovist_vg: the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of "
+        "noun,idf; without it idf is fitted over INPUT (log(N / (1 + df)))",
+    )
+    p.add_argument(
+        "--rovist-vg-vit",
+        default=DEFAULTS.rovist_vg_vit,
+        help="rovist_vg: the ViT whose configuration and image processor the checkpoint's image encoder uses "
+        "(hub name in the cache, or a local folder)",
+    )
+
+
+def _learned_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--vrank-model",
+        default=DEFAULTS.vrank_model,
+        metavar="DIR",
+        help="vrank: a model folder written by `vst train-vrank`",
+    )
+    p.add_argument(
+        "--cosmic-model",
+        default=DEFAULTS.cosmic_model,
+        metavar="DIR",
+        help="cosmic: a model folder written by `vst train-cosmic`",
+    )
+    p.add_argument(
+        "--reference-system",
+        default=DEFAULTS.reference_system,
+        metavar="NAME",
+        help="cosmic: the system whose story of a sequence is the reference (default: the first of "
+        "reference, human, gt, ground_truth, gold present)",
+    )
+
+
+def _judge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--judge-model",
+        default=DEFAULTS.judge_model,
+        help="judge: the text-only chat model (hub name in the cache, or a local folder)",
+    )
+    p.add_argument(
+        "--judge-vlm",
+        default=DEFAULTS.judge_vlm,
+        help="judge: the vision-language model used with --judge-images (hub name in the cache, or a local folder)",
+    )
+    p.add_argument(
+        "--judge-template",
+        default=DEFAULTS.judge_template,
+        metavar="FILE",
+        help="judge: a rubric template JSON (aspects with two or more paraphrases each; see vst_core/judge/rubric_v1.json, "
+        "the default); its sha256 is in the signature",
+    )
+    p.add_argument(
+        "--judge-images",
+        action="store_true",
+        help="judge: the vision-language model sees the story's images (and is asked without them as well, to measure "
+        "what the images change)",
+    )
+    p.add_argument(
+        "--judge-rationale",
+        action="store_true",
+        help="judge: also generate a short rationale per story (greedy decoding; shown, never scored)",
+    )
+    judge_server_arguments(p)
+
+
+def judge_server_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of a judge served behind an OpenAI-compatible endpoint (vLLM, SGLang, ...)."""
+    p.add_argument(
+        "--judge-endpoint",
+        default=None,
+        metavar="URL",
+        help="judge: ask the judge served at this OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, from "
+        "`vllm serve`) instead of loading --judge-model here; its answers need log-probabilities",
+    )
+    p.add_argument(
+        "--judge-served-model",
+        default=None,
+        metavar="NAME",
+        help="judge: the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
+    )
+    p.add_argument(
+        "--judge-api-key-env",
+        default=None,
+        metavar="VAR",
+        help="judge: the environment variable holding the server's API key (the key itself is never written anywhere)",
+    )
+    p.add_argument(
+        "--judge-concurrency",
+        type=int,
+        default=DEFAULTS.judge_concurrency,
+        metavar="N",
+        help="judge: requests in flight to the server",
+    )
+    p.add_argument(
+        "--judge-timeout",
+        type=float,
+        default=DEFAULTS.judge_timeout,
+        metavar="SECONDS",
+        help="judge: seconds a request may take (retried with backoff on timeouts, 429 and 5xx)",
+    )
+    p.add_argument(
+        "--judge-top-logprobs",
+        type=int,
+        default=DEFAULTS.judge_top_logprobs,
+        metavar="K",
+        help="judge: log-probabilities asked per answer (vLLM allows up to its --max-logprobs, default 20); a rating "
+        "token outside the top K counts as probability 0",
+    )
+
+
+def judge_server_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`Settings` fields of :func:`judge_server_arguments`."""
+    return {
+        "judge_endpoint": args.judge_endpoint or None,
+        "judge_served_model": args.judge_served_model or None,
+        "judge_api_key_env": args.judge_api_key_env or None,
+        "judge_concurrency": args.judge_concurrency,
+        "judge_timeout": args.judge_timeout,
+        "judge_top_logprobs": args.judge_top_logprobs,
+    }
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache-dir", type=Path, default=None, help="embedding cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)"
+    )
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
+    p.add_argument(
+        "--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)"
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULTS.workers,
+        help="threads decoding and cropping images beside the model (0: one per core, at most 8)",
+    )
+    p.add_argument(
+        "--preprocess",
+        choices=("auto", "pil", "device"),
+        default=DEFAULTS.preprocess,
+        help="how region crops are resized for CLIP: pil (Pillow in the worker threads, the GROOVIST code's pixels), "
+        "device (each image decoded once, crops cut, resized and normalised on the model's device: the fast path on "
+        "a GPU; max |Δ cosine| 2.4e-7 against pil, see the README), auto (device on CUDA, pil on a CPU); recorded in "
+        "the signature",
+    )
+    p.add_argument(
+        "--no-spans",
+        action="store_true",
+        help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
+        "hold no repeated spans, which the dashboard recomputes for the stories it shows",
+    )
+    p.add_argument(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="score only shard I of N (1 <= I <= N): stories split by a stable hash of sequence_id, so N jobs with "
+        "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
+    )
+    p.add_argument(
+        "--vist-images", type=Path, default=None, help="images folder of a VIST annotation file (default: INPUT's folder/images)"
+    )
+    p.add_argument(
+        "--vist-text-field", choices=("text", "original_text"), default="text", help="which VIST field gives the sentences"
+    )
+    p.add_argument("--no-check-images", action="store_true", help="do not open every image when reading (faster on huge sets)")
+    p.add_argument("--overwrite", action="store_true", help="start --out afresh instead of resuming")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop (exit 4) when any metric's model cannot load; by default the others are scored, each record names "
+        f"the metrics not run, and the exit code is {EXIT_PARTIAL}. Stories a judge server could not answer are "
+        f"errors in their records either way; the exit code is then {EXIT_PARTIAL}, or 4 with --strict",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The :class:`Settings` the options describe (SettingsError when they cannot be used)."""
+    regions = parse_regions(args.regions, DEFAULTS.regions)
+    return Settings(
+        metrics=parse_metrics(args.metrics),
+        nr_ngram=args.nr_n,
+        nr_variant=args.nr_variant,
+        spacy_model=args.spacy_model,
+        splitter=args.split,
+        coherence_model=args.coherence_model,
+        coherence_tokenizer=args.coherence_tokenizer,
+        coherence_repeat_zero=not args.keep_repeated_pairs,
+        coherence_context=args.coherence_context,
+        coherence_profile=args.coherence_profile,
+        clipscore_prompt=args.clipscore_prompt,
+        device=args.device,
+        batch_size=args.batch_size,
+        workers=args.workers,
+        preprocess=args.preprocess,
+        clip_arch=args.clip_model,
+        clip_pretrained=args.clip_pretrained,
+        clip_checkpoint=args.clip_checkpoint,
+        clip_config=args.clip_config,
+        clip_activation=args.clip_activation,
+        theta=DEFAULTS.theta if args.theta == "dataset" else args.theta,
+        regions=regions.kind,
+        regions_file=regions.file,
+        top_b=args.top_b,
+        whole_image=args.whole_image,
+        penalize=not args.no_penalty,
+        weighting=args.weighting,
+        units="nouns" if args.nouns else "phrases",
+        expressions=args.expressions,
+        grounding_profile=args.grounding_profile,
+        rovist_vg_checkpoint=args.rovist_vg_model,
+        rovist_vg_vit=args.rovist_vg_vit,
+        glove_file=args.glove,
+        rovist_vg_idf=args.rovist_vg_idf,
+        vrank_model=args.vrank_model,
+        cosmic_model=args.cosmic_model,
+        reference_system=args.reference_system,
+        judge_model=args.judge_model,
+        judge_vlm=args.judge_vlm,
+        judge_template=args.judge_template,
+        judge_images=args.judge_images,
+        judge_rationale=args.judge_rationale,
+        **judge_server_settings(args),
+    )
