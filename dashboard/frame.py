@@ -146,7 +146,7 @@ def _has_cuda() -> bool:
 
 def build(choices: Choices, data: Input) -> Frame:
     """Score (cached) what the sidebar loaded under the settings it describes."""
-    notices: list[str] = list(data.messages)
+    notices: list[str] = list(data.messages) + list(registry().problems)  # installed metrics left out, and why
     if data.index is not None:  # scores files: the numbers from their index, no model runs
         return _indexed(choices, data, notices)
     device, device_message = device_notice(choices.device, _has_cuda)

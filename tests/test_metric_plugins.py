@@ -29,6 +29,15 @@ from vst_core.metric_spec import BUILTIN, MetricField, MetricSpec, registry
 EXAMPLE = ROOT / "examples" / "vst-toy-metric"
 
 
+def test_vst_metrics_lists_the_builtin_metrics_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    from vst_core.cli import main
+
+    assert main(["metrics"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("redundancy       RoViST-NR  [text only]  vst_core.metric_modules.rovist_nr")
+    assert "    inter                  lower  repetition across sentences" in out
+
+
 def test_every_builtin_metric_is_one_module_with_its_card_fields_and_settings() -> None:
     reg = registry()
     assert [s.module for s in reg.specs.values()][: len(BUILTIN)] == list(BUILTIN)
@@ -74,7 +83,9 @@ METRIC = MetricSpec("word_count", "Words", "number of words", Count,
 """
 
 
-def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _module(plugins, "good_metric", GOOD)
     _module(plugins, "broken_metric", "raise RuntimeError('no weights here')\n")
     _module(
@@ -104,6 +115,14 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(plugins: Path, 
     assert len(reg.problems) == 4, reasons
     assert "no weights here" in reasons and "name 'redundancy' is taken" in reasons
     assert "column 'NR' is another metric's" in reasons and "not a MetricSpec" in reasons
+    from vst_core.cli import main
+
+    assert main(["metrics", "--json"]) == 7  # a package left out: scripts notice
+    listed = json.loads(capsys.readouterr().out)
+    assert listed["problems"] == list(reg.problems) and "word_count" in [m["name"] for m in listed["metrics"]]
+    assert {"column": "words n", "attr": "score", "direction": "none", "report": None, "help": "words"} in next(
+        m["fields"] for m in listed["metrics"] if m["name"] == "word_count"
+    )
     # the good plugin is a metric like the others: listed, read back, in the table's registry
     from vst_core.config import parse_metrics
     from vst_core.data import read_story_set

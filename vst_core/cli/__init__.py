@@ -1,6 +1,7 @@
 """The ``vst`` command line, one module per command: :mod:`.score`, :mod:`.meta_eval`,
 :mod:`.train_sop`, :mod:`.models` (fetch-models, cache), :mod:`.bench`, :mod:`.dhm` (import-scores, dhm)
-and :mod:`.compare` (the leaderboard and paired tests)."""
+and :mod:`.compare` (the leaderboard and paired tests), :mod:`.report` and :mod:`.metrics` (the metrics
+this installation knows)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,20 @@ import argparse
 import logging
 from collections.abc import Callable, Sequence
 
-from vst_core.cli import bench, compare, dhm, judge, meta_eval, models, report, score, train_cosmic, train_sop, train_vrank
+from vst_core.cli import (
+    bench,
+    compare,
+    dhm,
+    judge,
+    meta_eval,
+    metrics,
+    models,
+    report,
+    score,
+    train_cosmic,
+    train_sop,
+    train_vrank,
+)
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
@@ -27,6 +41,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "judge-bias": judge.run,
     "compare": compare.run,
     "report": report.run,
+    "metrics": metrics.run,
 }
 
 
@@ -46,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     judge.add_parser(sub)
     compare.add_parser(sub)
     report.add_parser(sub)
+    metrics.add_parser(sub)
     return parser
 
 

@@ -11,6 +11,7 @@ EXIT_INPUT = 3
 EXIT_WEIGHTS = 4
 EXIT_DIVERGED = 5  # training met a non-finite loss; nothing written
 EXIT_PARTIAL = 6  # some metrics' models could not load; the others were scored
+EXIT_PLUGIN = 7  # an installed metric package could not be loaded (vst metrics)
 
 
 def error(message: str) -> None:

@@ -1,0 +1,74 @@
+"""``vst metrics``: the metrics this installation knows (built-in and installed packages), what
+each needs, its numbers and which way is better, the module that declares it; and the installed
+metric packages that were left out, with the reason. ``--json`` for scripts. Exit 0, or 5 when a
+package was left out (so a CI that installs one notices).
+
+>>> [m["name"] for m in listing()["metrics"]][:3]
+['redundancy', 'coherence', 'grounding']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from vst_core.cli.common import EXIT_PLUGIN, DefaultsHelp
+from vst_core.metric_spec import registry
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "metrics",
+        help="list the metrics this installation knows, and any installed metric package left out",
+        description="The metrics vst score can compute and the dashboard can show: built-in ones and those other "
+        "packages add through the vst_eval.metrics entry-point group.",
+        formatter_class=DefaultsHelp,
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+
+
+def listing() -> dict[str, Any]:
+    """The registry as JSON data: each metric's name, title, module, version, needs, settings and
+    fields (column, attribute, direction, whether meta-evaluation ranks it), and the problems."""
+    reg = registry()
+    return {
+        "metrics": [
+            {
+                "name": s.name,
+                "title": s.title,
+                "description": s.description,
+                "module": s.module,
+                "version": s.version,
+                "installed": s in reg.plugins,
+                "computable": s.score is not None,
+                "needs": sorted(s.needs),
+                "settings": list(s.settings),
+                "card": s.card,
+                "fields": [
+                    {"column": f.column, "attr": f.attr, "direction": f.direction, "report": f.report, "help": f.help}
+                    for f in s.fields
+                ],
+            }
+            for s in reg.specs.values()
+        ],
+        "problems": list(reg.problems),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    data = listing()
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        for m in data["metrics"]:
+            needs = ", ".join(m["needs"]) or "text only"
+            origin = f"{m['module']} {m['version']}".strip() if m["installed"] else m["module"]
+            print(f"{m['name']:<16} {m['title']}  [{needs}]  {origin}")
+            for f in m["fields"]:
+                ranked = f"  (ranked as {f['report']!r})" if f["report"] else ""
+                print(f"    {f['column']:<22} {f['direction']:<6} {f['help']}{ranked}")
+    for problem in data["problems"]:
+        print(f"warning: {problem}", file=sys.stderr)
+    return EXIT_PLUGIN if data["problems"] else 0
