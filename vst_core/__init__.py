@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
     from vst_core.learned.vrank import VrankConfig, train_vrank
+    from vst_core.metric_spec import MetricField, MetricSpec, registry
     from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
 
@@ -63,6 +64,9 @@ _WHERE = {
     "train_vrank": "vst_core.learned.vrank",
     "pairs_of": "vst_core.learned.pairs",
     "grouped_split": "vst_core.learned.pairs",
+    "MetricSpec": "vst_core.metric_spec",
+    "MetricField": "vst_core.metric_spec",
+    "registry": "vst_core.metric_spec",
 }
 
 __all__ = [
@@ -71,6 +75,8 @@ __all__ = [
     "Leaderboard",
     "MetaReport",
     "MetaSettings",
+    "MetricField",
+    "MetricSpec",
     "Models",
     "Settings",
     "Story",
@@ -87,6 +93,7 @@ __all__ = [
     "read_judgements",
     "read_scores",
     "read_story_set",
+    "registry",
     "score_stories",
     "scores_frame",
     "show",
