@@ -13,7 +13,7 @@ from dashboard import loading, session
 from dashboard.frame import page, shown, story_link
 from vst_core.analysis.compare import compare
 from vst_core.hashing import text_digest
-from vst_core.records import FIELDS
+from vst_core.metric_spec import registry
 from vst_core.viz import comparison_scatter
 from vst_core.viz.safe import md
 
@@ -57,7 +57,7 @@ if index.problems:
         for problem in index.problems[:200]:
             st.warning(shown(problem))
 columns = [
-    f.column for f in FIELDS if f.column in theirs and theirs[f.column].notna().any()
+    f.column for f in registry().fields if f.column in theirs and theirs[f.column].notna().any()
     and f.column in view.table and view.table[f.column].notna().any()
 ]  # fmt: skip
 if not columns:

@@ -15,7 +15,7 @@ from vst_core.analysis.slice_finder import MIN_SLICE, apply_conditions
 from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
 from vst_core.hashing import json_digest
 from vst_core.records import column_help, direction_of
-from vst_core.viz import TABLE_COLUMNS, export_csv, export_json, system_figure
+from vst_core.viz import export_csv, export_json, system_figure, table_columns
 from vst_core.viz.report import view_report
 from vst_core.viz.safe import md
 
@@ -31,7 +31,7 @@ SHOWN_TEXT = 160
 view = page("Dataset")
 
 table = view.table
-numeric = [c for c in TABLE_COLUMNS if c in table.columns]
+numeric = [c for c in table_columns() if c in table.columns]
 systems = sorted(table["system"].unique())
 left, right = st.columns([2, 3])
 chosen = left.multiselect("Systems", systems, default=systems, key=f"systems-{view.key[:12]}")  # per data set

@@ -145,7 +145,7 @@ def evidence(record: StoryScores) -> None:
     """Each metric's evidence block, as its module draws it: RoViST-VG's nouns and regions, Vrank's
     verdict against each other story, COSMic's sentence ratings, the judge's answers, a plugin's."""
     for title, body in evidence_blocks(record):
-        with st.expander(title):
+        with st.expander(md(title)):
             st.markdown(body, unsafe_allow_html=True)
 
 
@@ -172,7 +172,8 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     evidence(record)
     vg_nouns(story, record)
     for metric in record.metrics.values():
-        for note in getattr(metric, "notes", ()):
+        notes = getattr(metric, "notes", ())
+        for note in notes if isinstance(notes, (tuple, list)) else ():
             st.caption(shown(note))
     for message in record.problems:
         st.caption(f"⚠️ {shown(message)}")

@@ -10,7 +10,7 @@ from dashboard.frame import page, story_table
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.leaderboard import PERMUTATIONS, RESAMPLES, with_tests
 from vst_core.analysis.systems import paired_sequences, win_tie_loss
-from vst_core.viz import TABLE_COLUMNS, differences_figure, export_csv
+from vst_core.viz import differences_figure, export_csv, table_columns
 from vst_core.viz.safe import code, md
 
 #: Sequences listed in the "differ most" table (the CSV download has every one).
@@ -18,7 +18,7 @@ SHOWN_PAIRS = 200
 
 view = page("Compare two systems")
 table = view.table
-metrics = [c for c in TABLE_COLUMNS if c in table.columns and table[c].notna().any()]
+metrics = [c for c in table_columns() if c in table.columns and table[c].notna().any()]
 systems = sorted(table["system"].unique())
 if len(systems) < 2:
     st.info("The loaded stories come from one system: load a set with two or more to compare them.")

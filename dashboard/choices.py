@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS, THETA_PRESETS, NRVariant, Settings, SettingsError
+from vst_core.config import THETA_PRESETS, NRVariant, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 from vst_core.metric_spec import registry
@@ -61,16 +61,24 @@ class Choices:
     @property
     def clip_metrics(self) -> tuple[str, ...]:
         """The CLIP metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
-        other one of :data:`~vst_core.config.CLIP_ENCODER_METRICS` (in the order of ``AVAILABLE_METRICS``;
+        other metric that needs CLIP (in the registry's order;
         RoViST-VG's own model is added when the authors' checkpoint and a GloVe file are given)."""
-        clip = tuple(m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and (self.extra_clip or m == GROOVIST))
+        clip = tuple(m for m in available_metrics() if m in registry().with_need("clip") and (self.extra_clip or m == GROOVIST))
         vg = ("rovist_vg",) if self.rovist_vg_checkpoint.strip() and self.glove_file.strip() else ()
         return tuple(m for m in clip if m != "cosmic") + vg + (("cosmic",) if self.cosmic_model.strip() else ())
 
 
+#: The metrics the sidebar has its own controls for (or, the judge, does not run: a chat model per
+#: story belongs to `vst score`); every other metric that can be computed is offered by name.
+OWN_CONTROLS: frozenset[str] = frozenset(
+    {"redundancy", "coherence", "grounding", "clipscore", "rovist_vg", "rovist_vg_clip", "vrank", "cosmic", "judge"}
+)
+
+
 def plugin_metrics() -> dict[str, str]:
-    """The installed metrics that can be computed here: name -> title (the sidebar offers them)."""
-    return {s.name: s.title for s in registry().plugins if s.score is not None}
+    """The metrics the sidebar offers by name (installed packages', and any built-in without a
+    control of its own): name -> title."""
+    return {s.name: s.title for s in registry().specs.values() if s.score is not None and s.name not in OWN_CONTROLS}
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -154,7 +162,7 @@ def without(settings: Settings, metrics: tuple[str, ...] | frozenset[str]) -> Se
 
 def without_clip(settings: Settings) -> Settings:
     """``settings`` without the metrics that need CLIP (RoViST-VG's own model does not)."""
-    return without(settings, CLIP_ENCODER_METRICS)
+    return without(settings, registry().with_need("clip"))
 
 
 #: The sidebar fields that may name a server path, with their label and the value used instead.

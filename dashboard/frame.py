@@ -19,6 +19,7 @@ from dashboard.choices import (
     clip_key,
     device_notice,
     in_sidebar_terms,
+    plugin_metrics,
     settings_for,
     settings_for_file,
     without,
@@ -26,12 +27,11 @@ from dashboard.choices import (
 )
 from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
 from dashboard.sidebar import Input
-from vst_core.config import CLIP_ENCODER_METRICS, IMAGE_METRICS, Settings, settings_from_signature
+from vst_core.config import Settings, settings_from_signature
 from vst_core.metric_spec import registry
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
-from vst_core.scoring.registry import Models
 from vst_core.viz import RunView
 from vst_core.viz.safe import CACHE, code, md, redact, say
 
@@ -74,7 +74,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             notices.append(f"Coherence is off: {reason}")
             status["coherence"] = (keys["coherence"], reason)
             settings = without(settings, ("coherence",))
-    if CLIP_ENCODER_METRICS & set(settings.metrics):
+    if registry().with_need("clip") & set(settings.metrics):
         try:
             loading.clip_encoder(
                 settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
@@ -101,14 +101,13 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
                 notices.append(f"{label} is off: {in_sidebar_terms(str(exc))}")
                 settings = without(settings, (name,))
-    for spec in registry().plugins:
-        if spec.name in settings.metrics and spec.load is not None:
-            try:
-                spec.load(Models(settings))
-            except Exception as exc:  # an installed metric that cannot load is off, with its reason
-                notices.append(f"{spec.title} is off: {in_sidebar_terms(str(exc))}")
-                settings = without(settings, (spec.name,))
-    if IMAGE_METRICS & set(settings.metrics):
+    for name, title in plugin_metrics().items():
+        if name in settings.metrics:
+            why = loading.metric_unloadable(name, settings)
+            if why is not None:  # a metric that cannot load is off, with its reason
+                notices.append(f"{title} is off: {in_sidebar_terms(why)}")
+                settings = without(settings, (name,))
+    if registry().with_need("images") & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(
                 "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "

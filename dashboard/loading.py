@@ -24,7 +24,7 @@ from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shar
 from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
-from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, IMAGE_METRICS, SET_METRICS, Settings
+from vst_core.config import Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -33,6 +33,7 @@ from vst_core.data.index import IndexError_, ScoresIndex
 from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload
+from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.cosmic import CosmicModel, load_cosmic
@@ -300,13 +301,13 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed
     regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails)."""
-    if settings.regions == "csv" and CLIP_METRICS & set(settings.metrics):
+    if settings.regions == "csv" and registry().with_need("images") & set(settings.metrics):
         try:
             recheck(settings.regions_file, "“Regions”")
         except PathNotAllowed as exc:
             raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
     clip = None
-    if CLIP_ENCODER_METRICS & set(settings.metrics):
+    if registry().with_need("clip") & set(settings.metrics):
         clip = clip_encoder(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
         )
@@ -323,9 +324,11 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg, vrank=vrank, cosmic=cosmic)
     sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)
-    if IMAGE_METRICS & set(settings.metrics):
+    if registry().with_need("images") & set(settings.metrics):
         models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])
-    together = set_results(_story_set, stories, settings, models) if SET_METRICS & set(settings.metrics) else {}
+    together = (
+        set_results(_story_set, stories, settings, models) if registry().with_need("sequence") & set(settings.metrics) else {}
+    )
     return [score_story(s, settings, sig, models=models, root=_story_set.root, together=together.get(s.key)) for s in stories]
 
 
@@ -507,3 +510,14 @@ def found_slices(
         return metric_slices(data, metric, against[0], story_descriptors(data), pairs=pairs, min_size=min_size)
     paired = paired_differences(_table, metric, against[0], against[1])
     return system_slices(paired, pairs=pairs, min_size=min_size)
+
+
+@st.cache_resource(show_spinner=False)
+def metric_unloadable(name: str, settings: Settings) -> str | None:
+    """Why metric ``name`` (one the sidebar offers by name) cannot load its models, or None; tried
+    once per settings, not on every rerun."""
+    try:
+        Models(settings).load_metric(name)
+    except Exception as exc:  # shown as the reason the metric is off; the page goes on
+        return str(exc)
+    return None

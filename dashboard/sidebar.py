@@ -314,12 +314,13 @@ def _plugins() -> dict[str, Any]:
     if not found:
         return {}
     chosen = st.multiselect(
-        "Installed metrics",
+        "More metrics",
         list(found),
         default=list(found),
         format_func=lambda name: f"{found[name]} ({name})",
         key="plugins",
-        help="metrics other packages add (the vst_eval.metrics entry-point group)",
+        help="metrics without a control of their own here, such as those other packages add (the vst_eval.metrics "
+        "entry-point group; `vst metrics` lists them all)",
     )
     return {"plugins": tuple(chosen)}
 

@@ -158,6 +158,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "score", "train-sop", "train-vrank", "train-cosmic", "fetch-models", "bench", "cache", "meta-eval", "import-scores", "dhm", "judge-bias",
         "compare",
         "report",
+        "metrics",
     }  # fmt: skip
     for command in COMMANDS:
         with pytest.raises(SystemExit) as exc:

@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE
@@ -196,13 +197,151 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
 
     settings = Settings(metrics=("redundancy", "odd"))
     records = score_batch(read_story_set(SAMPLE).stories[:3], settings, {"id": "t"}, Models(settings), SAMPLE.parent)
-    assert "cannot be written as JSON" in records[0].errors["odd"]  # NaN: JSON has none
+    assert "cannot be written: ValueError: Out of range float" in records[0].errors["odd"]  # NaN: JSON has none
     assert records[1].errors["odd"] == "TypeError: odd gave a int, not a Odd"
     assert records[2].metrics["odd"].score == 0.5  # type: ignore[attr-defined]
     assert all(json.dumps(r.to_json(), allow_nan=False) for r in records)  # every line can be written
     cards = story_cards(records[2], settings.metrics)
     assert cards[-1][0] == "Odd" and cards[-1][1] == "error" and "drawing broke" in cards[-1][2]
     assert evidence_blocks(records[2]) == [("Odd: evidence not drawn", "KeyError: &#x27;no evidence here&#x27;")]
+
+
+def _install(plugins: Path, monkeypatch: pytest.MonkeyPatch, **modules: str) -> metric_spec.Registry:
+    """Modules as installed metric packages (one entry point each, named as the module), registry rebuilt."""
+    for name, body in modules.items():
+        _module(plugins, name, body)
+    points = [metadata.EntryPoint(name, f"{name}:METRIC", metric_spec.ENTRY_POINT_GROUP) for name in modules]
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: points)
+    return metric_spec.reload()
+
+
+def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_refused(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reg = _install(
+        plugins,
+        monkeypatch,
+        col_system=GOOD.replace('"words n"', '"system"'),
+        col_bleu=GOOD.replace('"word_count"', '"bleu_like"').replace('"words n"', '"BLEU-4"'),
+        col_report=GOOD.replace('"word_count"', '"rep"').replace('direction="none"', 'report="inter"'),
+        alias_r=GOOD.replace('"word_count"', '"alias_r"').replace("score=score)", "score=score, aliases=('r',))"),
+        twice=GOOD.replace('"word_count"', '"twice"').replace(
+            '(MetricField("words n", "twice", "score", "words", direction="none"),)',
+            '(MetricField("t1", "twice", "score", "w"), MetricField("t1", "twice", "words", "w"))',
+        ),
+        list_field=GOOD.replace('"word_count"', '"listy"').replace("    words: int", "    words: list[int]"),
+    )
+    joined = "\n".join(reg.problems)
+    assert len(reg.problems) == 6 and not reg.plugins, joined
+    assert "column 'system' is reserved" in joined and "column 'BLEU-4' is reserved" in joined
+    assert "column 'inter' is another metric's" in joined and "alias 'r' is taken" in joined
+    assert "column 't1' is another metric's" in joined
+    assert "Count.words: list[int] cannot be read back from JSON (use a tuple)" in joined
+
+
+def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_the_run(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one_bad = GOOD.replace(
+        "def score(stories, run):\n",
+        "def score(stories, run):\n    if any(s.story_id == 'space-generic' for s in stories): raise ValueError('this story')\n",
+    )
+    _install(plugins, monkeypatch, one_bad=one_bad)
+    from vst_core.data import read_story_set
+    from vst_core.scoring import story as scoring
+    from vst_core.scoring.registry import Models
+
+    stories = read_story_set(SAMPLE).stories[:4]
+    settings = Settings(metrics=("redundancy", "word_count"))
+    real = scoring.redundancy_of
+
+    def nr_fails_on_one(story: Any, n: int, variant: Any) -> Any:
+        if story.story_id == "space-ref":
+            raise ValueError("a tokenizer edge case")
+        return real(story, n, variant)
+
+    monkeypatch.setattr(scoring, "redundancy_of", nr_fails_on_one)
+    records = {r.story_id: r for r in scoring.score_batch(stories, settings, {"id": "t"}, Models(settings), SAMPLE.parent)}
+    assert records["space-generic"].errors == {"word_count": "ValueError: this story"}
+    assert records["space-ref"].errors == {"redundancy": "ValueError: a tokenizer edge case"}
+    assert all(not r.errors for k, r in records.items() if k not in ("space-generic", "space-ref"))
+
+    class Broken:  # a model call that fails for the whole batch (e.g. out of memory on the device)
+        name = "broken"
+        tokenizer = None
+
+        def score_pairs_detailed(self, pairs: Any) -> Any:
+            raise RuntimeError("CUDA out of memory")
+
+    coherence = Settings(metrics=("redundancy", "coherence"))
+    models = Models(coherence, pair_scorer=Broken())  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="out of memory"):  # the run stops; a rerun resumes where it stopped
+        scoring.score_batch(stories, coherence, {"id": "t"}, models, SAMPLE.parent)
+
+
+HEAVY = """
+import vst_core.viz.story, vst_core.api, vst_core.data.index, vst_core.cli
+from dataclasses import dataclass
+from vst_core.metric_spec import MetricField, MetricSpec
+
+@dataclass(frozen=True)
+class Heavy:
+    score: float | None
+
+METRIC = MetricSpec("heavy", "Heavy", "", Heavy, (MetricField("heavy", "heavy", "score", ""),))
+"""
+
+
+def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_registry_is_left_out(tmp_path: Path) -> None:
+    _module(tmp_path, "heavy_metric", HEAVY)
+    _module(tmp_path, "asking_metric", "from vst_core.records import FIELDS\nMETRIC = None\n")
+    script = (
+        "import json\n"
+        "from importlib import metadata\n"
+        "import vst_core.metric_spec as ms\n"
+        "points = [metadata.EntryPoint(n, n + ':METRIC', ms.ENTRY_POINT_GROUP) for n in ('heavy_metric', 'asking_metric')]\n"
+        "ms.metadata.entry_points = lambda group: points\n"
+        "import vst_core.records as records\n"
+        "print(json.dumps({'heavy': 'heavy' in ms.registry().specs, 'problems': list(ms.registry().problems), "
+        "'fields': len(records.FIELDS)}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["heavy"] and len(got["problems"]) == 1 and "RegistryBusyError" in got["problems"][0], got
+
+
+@pytest.mark.slow  # imports every module of the package in a fresh interpreter
+def test_importing_any_module_never_builds_the_registry() -> None:
+    script = (
+        "import pkgutil, importlib, vst_core, vst_core.metric_spec as ms\n"
+        "for m in pkgutil.walk_packages(vst_core.__path__, 'vst_core.'): importlib.import_module(m.name)\n"
+        "import dashboard.choices, dashboard.sidebar, dashboard.loading, dashboard.frame\n"
+        "print(ms._current is None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "True", done.stderr[-2000:]
+
+
+def test_an_installed_metric_that_cannot_load_is_not_run_and_what_it_imports_is_checked(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = "score=score, load=lambda m: 1 / 0, from_score=lambda v, note: {'score': v}, aliases=('wc',))"
+    _install(plugins, monkeypatch, loads_badly=GOOD.replace("score=score)", hooks))
+    from vst_core.data.importing import ImportError_, metric_record
+    from vst_core.data.index import index_key
+    from vst_core.scoring.registry import Models
+
+    assert Models(Settings(metrics=("redundancy", "word_count"))).unloadable() == {
+        "word_count": "Words (loads_badly) could not load: ZeroDivisionError: division by zero"
+    }
+    with pytest.raises(ImportError_, match="its from_score gave a dict, not a Count"):
+        metric_record("word_count", 3.0, "imported")
+    with_plugin = index_key(["abc"])
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [])
+    metric_spec.reload()
+    assert index_key(["abc"]) != with_plugin  # a file indexed with other metrics installed is indexed again
 
 
 SCRIPT = """
@@ -240,7 +379,7 @@ print(json.dumps({
     "evidence_html": "vst-toy-repeated" in cards,
     "meta": list(meta.dataframe[0].value.index),
     "live": list(live.dataframe[0].value.columns),
-    "offered": [w.options for w in live.sidebar.multiselect if w.label == "Installed metrics"],
+    "offered": [w.options for w in live.sidebar.multiselect if w.label == "More metrics"],
 }))
 """
 

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import BUILTIN_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
 from vst_core.metrics.variants import CoherenceContext, CoherenceProfile, GroundingProfile, NRVariant
 
@@ -25,6 +25,7 @@ def default_cache_dir() -> Path:
 
 __all__ = [
     "AVAILABLE_METRICS",
+    "available_metrics",
     "CLIP_ENCODER_METRICS",
     "CLIP_METRICS",
     "IMAGE_METRICS",
@@ -59,7 +60,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reg = registry()
     if name == "AVAILABLE_METRICS":
-        return {n: s.description for n, s in reg.specs.items() if s.score is not None}
+        return available_metrics()
     if name == "SET_METRICS":
         return reg.with_need("sequence")
     if name in ("IMAGE_METRICS", "CLIP_METRICS"):
@@ -69,9 +70,9 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _available() -> dict[str, str]:
-    result: dict[str, str] = __getattr__("AVAILABLE_METRICS")
-    return result
+def available_metrics() -> dict[str, str]:
+    """The metrics this installation can compute, with their descriptions (the registry's)."""
+    return {n: s.description for n, s in registry().specs.items() if s.score is not None}
 
 
 #: Systems taken as the reference story of a sequence when ``reference_system`` is not set, in order.
@@ -90,12 +91,14 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     names = value.split(",") if isinstance(value, str) else list(value)
     cleaned = tuple(dict.fromkeys(n.strip().lower() for n in names if n.strip()))
     if not cleaned:
-        raise SettingsError("no metric given; available: " + ", ".join(_available()))
-    unknown = [n for n in cleaned if n not in _available()]
+        raise SettingsError("no metric given; available: " + ", ".join(available_metrics()))
+    if set(cleaned) <= set(BUILTIN_METRICS):  # known without building the registry (default settings at import)
+        return cleaned
+    unknown = [n for n in cleaned if n not in available_metrics()]
     if unknown:
         raise SettingsError(
             f"unknown metric{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"available: {', '.join(_available())}"
+            f"available: {', '.join(available_metrics())}"
         )
     return cleaned
 
@@ -319,7 +322,7 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
     known = set(Settings.__dataclass_fields__)
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
-        values["metrics"] = tuple(m for m in values["metrics"] if m in _available()) or ("redundancy",)
+        values["metrics"] = tuple(m for m in values["metrics"] if m in available_metrics()) or ("redundancy",)
     if "theta" in values and "preprocess" not in values:  # recorded before the choice existed: Pillow's pixels
         values["preprocess"] = "pil"
     if isinstance(values.get("theta"), (int, float)):

@@ -7,7 +7,7 @@ model), which settings change its numbers, how it is computed on a batch of stor
 cards and its evidence are drawn, and its metric card. The CLI, the records reader, the scores
 index, tables, meta-evaluation, exports and the pages read the list of metrics from here.
 
-The built-in metrics are the modules of :data:`BUILTIN` (``vst_core/metric_modules/``); another
+The built-in metrics are the modules of :data:`BUILTIN_METRICS` (``vst_core/metric_modules/``); another
 package adds one by naming its spec in the ``vst_eval.metrics`` entry-point group::
 
     [project.entry-points."vst_eval.metrics"]
@@ -26,14 +26,17 @@ declares a name, record type or column that is taken, is left out with the reaso
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 import re
 import threading
+import types
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, is_dataclass
 from importlib import metadata
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Union
 
 _log = logging.getLogger(__name__)
 
@@ -46,18 +49,20 @@ Need = Literal["images", "clip", "sequence", "model"]
 Card = tuple[str, "float | None", str]
 #: The entry-point group other packages register metrics in.
 ENTRY_POINT_GROUP = "vst_eval.metrics"
-#: The built-in metrics' modules, in the order of tables, ``--help`` and the cards.
-BUILTIN: tuple[str, ...] = (
-    "vst_core.metric_modules.rovist_nr",
-    "vst_core.metric_modules.rovist_c",
-    "vst_core.metric_modules.groovist",
-    "vst_core.metric_modules.clipscore",
-    "vst_core.metric_modules.rovist_vg",
-    "vst_core.metric_modules.rovist_vg_clip",
-    "vst_core.metric_modules.vrank",
-    "vst_core.metric_modules.cosmic",
-    "vst_core.metric_modules.judge",
-)
+#: The built-in metrics (name -> module), in the order of tables, ``--help`` and the cards. The
+#: names are known without importing anything, so default settings never build the registry.
+BUILTIN_METRICS: dict[str, str] = {
+    "redundancy": "vst_core.metric_modules.rovist_nr",
+    "coherence": "vst_core.metric_modules.rovist_c",
+    "grounding": "vst_core.metric_modules.groovist",
+    "clipscore": "vst_core.metric_modules.clipscore",
+    "rovist_vg": "vst_core.metric_modules.rovist_vg",
+    "rovist_vg_clip": "vst_core.metric_modules.rovist_vg_clip",
+    "vrank": "vst_core.metric_modules.vrank",
+    "cosmic": "vst_core.metric_modules.cosmic",
+    "judge": "vst_core.metric_modules.judge",
+}
+BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
@@ -203,12 +208,24 @@ class Registry:
 
 _lock = threading.Lock()
 _current: Registry | None = None
+_building = threading.local()
+
+
+class RegistryBusyError(RuntimeError):
+    """The registry was asked for while it is being built: a metric module asked for it when it loads."""
 
 
 def registry() -> Registry:
-    """The registry, built on first use (built-in modules, then the entry-point group)."""
+    """The registry, built on first use (built-in modules, then the entry-point group). A metric
+    module that asks for it while it loads (directly, or by importing a module that does) is left
+    out with that reason instead of waiting forever."""
     global _current
     if _current is None:
+        if getattr(_building, "active", False):
+            raise RegistryBusyError(
+                "the metric registry was asked for while a metric module loaded: import vst_core modules inside "
+                "the hooks, not at the top of the module (only vst_core.metric_spec and record types there)"
+            )
         with _lock:
             if _current is None:
                 _current = _build()
@@ -224,11 +241,21 @@ def reload() -> Registry:
 
 
 def _build() -> Registry:
+    _building.active = True
+    try:
+        return _collect()
+    finally:
+        _building.active = False
+
+
+def _collect() -> Registry:
     specs: dict[str, MetricSpec] = {}
     problems: list[str] = []
-    for module in BUILTIN:
-        spec = importlib.import_module(module).METRIC
-        specs[spec.name] = _with_module(spec, module)
+    for name, module in BUILTIN_METRICS.items():
+        spec = _with_module(importlib.import_module(module).METRIC, module)
+        if spec.name != name:  # pragma: no cover - a built-in module renamed without its entry here
+            raise RuntimeError(f"{module} declares {spec.name!r}, listed as {name!r} in BUILTIN_METRICS")
+        specs[name] = spec
     plugins: list[tuple[str, str, Callable[[], Any]]] = []
     try:
         found: Iterable[metadata.EntryPoint] = metadata.entry_points(group=ENTRY_POINT_GROUP)
@@ -261,29 +288,107 @@ def _with_module(spec: object, module: str) -> MetricSpec:
     return MetricSpec(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__}, "module": module})
 
 
+#: Column names a story table already has: no metric field may take one.
+RESERVED_COLUMNS: frozenset[str] = frozenset(
+    {"story", "sequence", "system", "sentences", "text", "error", "problems", "images", "story_id", "sequence_id"}
+)
+#: Numbers outside the registry whose direction is known: the text-overlap baselines and dHM
+#: (a column named so, or starting with one and a space or ``-``, is theirs).
+OTHER_DIRECTIONS: dict[str, Direction] = {
+    "BLEU": "higher",
+    "ROUGE-L": "higher",
+    "CIDEr": "higher",
+    "METEOR": "higher",
+    "dHM": "lower",
+}
+
+
+def _others(name: str) -> bool:
+    return any(name == o or name.startswith(o + "-") or name.startswith(o + " ") for o in OTHER_DIRECTIONS)
+
+
 def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
-    """Refuse a plugin spec that would be ambiguous or unreadable."""
+    """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
+    report names are one namespace with every other metric's, the table's own columns and the
+    baselines'; its record must be a dataclass the JSON reader can read back."""
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
-    if spec.name in taken:
-        raise ValueError(f"the name {spec.name!r} is taken by {taken[spec.name].module}")
+    names = {n for s in taken.values() for n in (s.name, *s.aliases)}
+    if spec.name in names:
+        owner = next(s.module for s in taken.values() if spec.name in (s.name, *s.aliases))
+        raise ValueError(f"the name {spec.name!r} is taken by {owner}")
+    for alias in spec.aliases:
+        if alias in names or alias == spec.name or alias != alias.strip().lower() or not alias:
+            raise ValueError(f"alias {alias!r} is taken or not lower-case")
     if not (isinstance(spec.record, type) and is_dataclass(spec.record)):
         raise TypeError("record must be a dataclass type")
     if any(s.record is spec.record for s in taken.values()):
         raise ValueError(f"record type {spec.record.__name__} is another metric's")
+    readable_record(spec.record)
     if not spec.fields:
         raise ValueError("a metric declares at least one field")
-    columns = {f.column for s in taken.values() for f in s.fields}
-    reports = {f.report for s in taken.values() for f in s.fields if f.report}
-    names = set(spec.record.__dataclass_fields__)
+    used = {n for s in taken.values() for f in s.fields for n in (f.column, f.report) if n}
+    attrs = set(spec.record.__dataclass_fields__)
     for f in spec.fields:
         if f.metric != spec.name:
             raise ValueError(f"field {f.column!r} names metric {f.metric!r}, not {spec.name!r}")
-        if f.column in columns or (f.report and f.report in reports):
-            raise ValueError(f"column {f.column!r} is another metric's")
-        if f.attr not in names:
+        for label in (f.column, f.report):
+            if label is None:
+                continue
+            if not isinstance(label, str) or not label.strip() or label in RESERVED_COLUMNS or _others(label):
+                raise ValueError(f"column {label!r} is reserved (the table's own columns, the baselines, dHM)")
+            if label in used:
+                raise ValueError(f"column {label!r} is another metric's")
+        used.update(n for n in {f.column, f.report} if n)
+        if f.attr not in attrs:
             raise ValueError(f"field {f.column!r} reads {f.attr!r}, which {spec.record.__name__} lacks")
         if f.direction not in ("higher", "lower", "none"):
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
-    if spec.main_value not in names:
+    if spec.main_value not in attrs:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
+
+
+def readable_record(kind: type, seen: frozenset[type] = frozenset()) -> None:
+    """Refuse a record type whose fields the JSON reader cannot read back: each field's hint must be
+    str, int, float, bool, None, a Literal, a union with None, a tuple (``tuple[X, ...]`` or fixed)
+    or another such dataclass.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Bad:
+    ...     score: list[float]
+    >>> readable_record(Bad)
+    Traceback (most recent call last):
+    ...
+    TypeError: Bad.score: list[float] cannot be read back from JSON (use a tuple)
+    """
+    if kind in seen:
+        return
+    try:
+        hints = typing.get_type_hints(kind)
+    except Exception as exc:
+        raise TypeError(f"{kind.__name__}: its type hints cannot be resolved ({exc})") from exc
+    for f in dataclasses.fields(kind):
+        _readable_hint(hints[f.name], f"{kind.__name__}.{f.name}", seen | {kind})
+
+
+def _readable_hint(hint: Any, where: str, seen: frozenset[type]) -> None:
+    origin = typing.get_origin(hint)
+    if hint in (str, int, float, bool, type(None)) or origin is Literal:
+        return
+    if origin in (Union, types.UnionType):
+        for option in typing.get_args(hint):
+            _readable_hint(option, where, seen)
+        if len([o for o in typing.get_args(hint) if o is not type(None)]) != 1:
+            raise TypeError(f"{where}: a union other than X | None cannot be read back from JSON")
+        return
+    if origin is tuple:
+        for arg in typing.get_args(hint):
+            if arg is not Ellipsis:
+                _readable_hint(arg, where, seen)
+        return
+    if isinstance(hint, type) and is_dataclass(hint):
+        readable_record(hint, seen)
+        return
+    shown = getattr(hint, "__name__", None) if origin is None else None
+    raise TypeError(f"{where}: {shown or hint} cannot be read back from JSON (use a tuple)")

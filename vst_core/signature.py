@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vst_core.config import CLIP_ENCODER_METRICS, CLIP_METRICS, Settings, library_versions
+from vst_core.config import Settings, library_versions
 from vst_core.data import StorySet
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.metric_spec import registry
@@ -28,16 +28,22 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     ``not-downloaded``), so different weights never share a signature: each metric's own
     (its module's ``identity``), then CLIP's and the detector's, which several metrics share."""
     ids: dict[str, str] = {}
-    for name, spec in registry().specs.items():
+    reg = registry()
+    for name, spec in reg.specs.items():
         if name in settings.metrics and spec.identity is not None:
-            ids.update(spec.identity(settings))
-    if CLIP_ENCODER_METRICS & set(settings.metrics):
+            try:
+                ids.update(spec.identity(settings))
+            except Exception as exc:
+                if spec not in reg.plugins:
+                    raise
+                ids[f"{name}_identity"] = f"unavailable ({type(exc).__name__}: {exc})"  # Models finds it before a run
+    if registry().with_need("clip") & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
         )
         if settings.clip_checkpoint:
             ids["clip_checkpoint"] = checkpoint_signature(settings.clip_arch, settings.clip_checkpoint)
-    if CLIP_METRICS & set(settings.metrics) and settings.regions == "detector":
+    if registry().with_need("images") & set(settings.metrics) and settings.regions == "detector":
         found = detector_weights_path()
         ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
     return ids
@@ -64,7 +70,7 @@ def text_ids(settings: Settings) -> dict[str, str]:
     ids: dict[str, str] = {}
     if settings.splitter == "punkt":
         ids["punkt"] = splitter_name()
-    clip = bool(CLIP_METRICS & set(settings.metrics))
+    clip = bool(registry().with_need("images") & set(settings.metrics))
     reference = clip and settings.grounding_profile == "reference"
     if settings.splitter == "spacy" or clip:
         name = settings.spacy_model or (reference_spacy_model() if reference else None)
@@ -160,7 +166,7 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     for name, spec in registry().specs.items():
         if name in settings.metrics and spec.caption is not None:
             parts.append(spec.caption(recorded))
-    if CLIP_ENCODER_METRICS & set(settings.metrics):
+    if registry().with_need("clip") & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
         ablation = "".join(
@@ -195,7 +201,7 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     for name, spec in registry().specs.items():
         if name in metrics and spec.caption is not None:
             parts.append(spec.caption(settings))
-    if CLIP_ENCODER_METRICS & set(metrics):
+    if registry().with_need("clip") & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")
         theta = settings.get("theta")

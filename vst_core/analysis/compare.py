@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vst_core.records import FIELD_BY_COLUMN, StoryScores
+from vst_core.records import StoryScores, field_by_column
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _values(scores: Sequence[StoryScores] | pd.DataFrame, column: str) -> pd.Ser
             index=pd.MultiIndex.from_arrays([scores["system"].astype(str), scores["story"].astype(str)]),
         )
     else:
-        field = FIELD_BY_COLUMN[column]
+        field = field_by_column()[column]
         found = [((r.system, r.story_id), v) for r in scores if (v := field.value(r)) is not None]
         values = pd.Series(
             [v for _, v in found],

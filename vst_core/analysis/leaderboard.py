@@ -51,13 +51,19 @@ from vst_core.analysis.paired_tests import (
     permutation_p,
     with_tests,
 )
-from vst_core.metric_spec import Direction
-from vst_core.records import FIELDS, direction_of
+from vst_core.metric_spec import Direction, registry
+from vst_core.records import direction_of
 
 #: Significance level of the clusters.
 ALPHA = 0.05
-#: The columns of the story table that are metrics, in the registry's order.
-METRIC_COLUMNS: tuple[str, ...] = tuple(f.column for f in FIELDS)
+#: The columns of the story table that are metrics, in the registry's order (read when asked).
+METRIC_COLUMNS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METRIC_COLUMNS":
+        return tuple(f.column for f in registry().fields)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +235,7 @@ def leaderboard(
         systems = sorted(str(s) for s in pd.unique(table["system"]))
     systems = [str(s) for s in systems]
     if metrics is None:
-        metrics = [c for c in METRIC_COLUMNS if c in table and table[c].notna().any()]
+        metrics = [f.column for f in registry().fields if f.column in table and table[f.column].notna().any()]
     metrics = [m for m in metrics if m in table]
     notes: list[str] = []
     standings: list[Standing] = []

@@ -1,6 +1,6 @@
 """``vst metrics``: the metrics this installation knows (built-in and installed packages), what
 each needs, its numbers and which way is better, the module that declares it; and the installed
-metric packages that were left out, with the reason. ``--json`` for scripts. Exit 0, or 5 when a
+metric packages that were left out, with the reason. ``--json`` for scripts. Exit 0, or 7 when a
 package was left out (so a CI that installs one notices).
 
 >>> [m["name"] for m in listing()["metrics"]][:3]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.cli.score_options import DEFAULTS, add_options, identity_arguments, settings_from_args, with_identity
-from vst_core.config import AVAILABLE_METRICS, Settings, SettingsError
+from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.judge.rubric import TemplateError
@@ -53,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "is skipped, another system's story file with the same settings appends, other settings are refused",
     )
     identity_arguments(p)
-    metrics_help = "; ".join(f"{name}: {desc}" for name, desc in AVAILABLE_METRICS.items())
+    metrics_help = "; ".join(f"{name}: {desc}" for name, desc in available_metrics().items())
     p.add_argument("--metrics", default=",".join(DEFAULTS.metrics), help=f"comma-separated metrics. Available: {metrics_help}")
     add_options(p)
 

@@ -23,7 +23,7 @@ from typing import Any
 from vst_core.hashing import file_digest, json_digest
 from vst_core.metric_spec import registry
 from vst_core.problems import Problem
-from vst_core.records import MetricScores, StoryScores
+from vst_core.records import MetricScores, StoryScores, record_problem
 
 
 class ImportError_(ValueError):
@@ -139,11 +139,19 @@ def read_long_file(path: Path) -> LongFile:
 def metric_record(metric: str, value: float, note: str) -> MetricScores:
     """A record holding only an imported score (its module's ``from_score``; GROOVIST: the unbounded
     value, tanh as its score)."""
-    build = registry().spec(metric).from_score
-    if build is None:
+    spec = registry().spec(metric)
+    if spec.from_score is None:
         raise ImportError_(f"{metric} scores cannot be imported")
-    record: MetricScores = build(value, note)
-    return record
+    record = spec.from_score(value, note)
+    problem = (
+        f"gave a {type(record).__name__}, not a {spec.record.__name__}"
+        if not isinstance(record, spec.record)
+        else record_problem(spec.record, record)
+    )
+    if problem:
+        raise ImportError_(f"{metric}: its from_score {problem}")
+    found: MetricScores = record
+    return found
 
 
 def imported_records(

@@ -1,7 +1,7 @@
 """A columnar index of one or more scores JSONL files: the per-story numbers in a table, the
 evidence read only for the stories shown.
 
-Building it reads every line once (orjson; the line reader is :mod:`vst_core.data.index_lines`), keeps the numbers of :data:`vst_core.records.FIELDS`,
+Building it reads every line once (orjson; the line reader is :mod:`vst_core.data.index_lines`), keeps the numbers of :data:`vst_core.records.FIELDS` (the registry's),
 the ids, the text and the byte range of each line, and merges the lines of one story
 ``(system, story_id)`` metric by metric with the rule of :mod:`vst_core.data.merge` (conflicts
 reported). The table and the byte ranges are stored as Parquet under the cache folder, keyed by the
@@ -37,24 +37,29 @@ import pandas as pd
 
 from vst_core.data.access import FileIdentity, reason
 from vst_core.data.index_lines import (
-    _BY_METRIC,
     IndexError_,
+    by_metric,
     open_same,
 )
 from vst_core.data.merge import Conflict, is_imported, main_attr, merge_story, story_key
 from vst_core.data.scores_io import _score_line
 from vst_core.hashing import json_digest
+from vst_core.metric_spec import registry
 from vst_core.problems import Problem
-from vst_core.records import METRIC_TYPES, RecordError, StoryScores, decode, read_record
+from vst_core.records import RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout changes (old indexes are then rebuilt, not misread).
 INDEX_FORMAT = 4
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 
+
 #: The column of each metric's main value (what conflicts compare: :func:`~vst_core.data.merge.main_attr`).
 #: (The judge's ``score`` has no column of its own: its ``overall`` aspect, which it is, stands in.)
-_MAIN_COLUMN = {m: next((c for c, a in cs if a == main_attr(m)), cs[0][0]) for m, cs in _BY_METRIC.items()}
+def main_columns() -> dict[str, str]:
+    """Each metric's column of its main value (what conflicts compare)."""
+    return {m: next((c for c, a in cs if a == main_attr(m)), cs[0][0]) for m, cs in by_metric().items()}
+
 
 Progress = Callable[[int, int], None]
 logger = logging.getLogger(__name__)
@@ -180,7 +185,7 @@ class ScoresIndex:
         has the metric wins, as :meth:`record` merges them. A row whose line changed, cannot be read or does not fit is left out.
         For reading one metric's evidence of thousands of stories (:meth:`record` reads and merges
         a whole story, about 2 ms a story)."""
-        kind = METRIC_TYPES.get(metric)
+        kind = registry().types.get(metric)
         wanted = np.unique(np.asarray(rows, dtype=np.int64))
         if kind is None or not len(wanted):
             return {}
@@ -251,4 +256,11 @@ def rows_with_id(table: pd.DataFrame, story_id: str) -> list[int]:
 
 
 def index_key(digests: Sequence[str]) -> str:
-    return json_digest({"format": INDEX_FORMAT, "files": list(digests)}, 24)
+    """The stored index's key: the files' digests, the layout, and the installed metrics (their
+    package, version and numbers), so a file indexed before a metric package was installed is
+    indexed again with its columns (with the built-in metrics alone, the key of earlier versions)."""
+    installed = [[s.name, s.module, s.version, [[f.column, f.attr] for f in s.fields]] for s in registry().plugins]
+    key: dict[str, object] = {"format": INDEX_FORMAT, "files": list(digests)}
+    if installed:
+        key["metrics"] = installed
+    return json_digest(key, 24)

@@ -17,9 +17,8 @@ import numpy as np
 import pandas as pd
 
 from vst_core.data.access import FileIdentity, reason, shown
-from vst_core.data.index import _MAIN_COLUMN, TAIL_COLUMNS, IndexedFile, Progress, ScoresIndex
+from vst_core.data.index import TAIL_COLUMNS, IndexedFile, Progress, ScoresIndex, main_columns
 from vst_core.data.index_lines import (
-    _BY_METRIC,
     IndexError_,
     _Changed,
     _cuts,
@@ -28,11 +27,12 @@ from vst_core.data.index_lines import (
     _ranges,
     _read_range,
     _serial,
+    by_metric,
     open_same,
 )
 from vst_core.data.merge import Conflict, conflicts_of, prefer
+from vst_core.metric_spec import registry
 from vst_core.problems import Problem
-from vst_core.records import FIELDS
 
 #: A file read by several processes is read only once this long has passed since its status last
 #: changed: a rewrite within the file system's timestamp granule (1 s on the coarsest Linux ones)
@@ -201,6 +201,7 @@ def _build(
     present: set[str] = set()
     names = [Path(f.path).name for f in files]
     proof: dict[int, str] = {}
+    main_column = main_columns()
     for file_no, packed, seen in _parsed(files, progress, proof):
         (order, sids, systems, sequences, sentences, texts, sig_ids, imported, errors, metrics, values, counts, cosines,
          weights, inputs, places, line_problems) = packed  # fmt: skip
@@ -245,7 +246,7 @@ def _build(
                 present.add(metric)
                 seen_at = here.origin.get(metric)
                 if seen_at is not None:  # every source's value kept: conflicts are named once the last is read
-                    main = _MAIN_COLUMN[metric]
+                    main = main_column[metric]
                     given = here.sources.get(metric)
                     if given is None:
                         first = chunks[seen_at[2]][0][main][seen_at[3]]
@@ -280,7 +281,7 @@ def _build(
         kinds = [f"{k} error" for k in left] + (["input"] if here.input_problems else [])
         tail["problems"].append(",".join(kinds))
     table = pd.DataFrame({"story": ids[0], "sequence": ids[1], "system": ids[2]})
-    kept = [f.column for f in FIELDS if f.metric in present]
+    kept = [f.column for f in registry().fields if f.metric in present]
     for column in kept:
         table[column] = np.asarray(numbers[column], dtype=float)
     table["sentences"] = np.asarray(tail["sentences"], dtype=np.int32)
@@ -296,7 +297,7 @@ def _build(
             "line": places[:, 2].astype(np.int64),
         }
     ).sort_values("row", kind="stable", ignore_index=True)
-    metrics_present = tuple(m for m in dict.fromkeys(f.metric for f in FIELDS) if m in present)
+    metrics_present = tuple(m for m in dict.fromkeys(f.metric for f in registry().fields) if m in present)
     phrases = _phrases_of(state, chunks)
     return ScoresIndex(tuple(files), table, sources, conflicts, problems, signatures, metrics_present, phrases)
 
@@ -321,7 +322,7 @@ def _numbers_of(state: Sequence[_Row], chunks: Sequence[_Chunk], present: set[st
     out: dict[str, np.ndarray] = {}
     for metric in present:
         rows, lines = _used_lines(state, chunks, metric)
-        for column, _ in _BY_METRIC[metric]:
+        for column, _ in by_metric()[metric]:
             values = np.concatenate([c[0][column] for c in chunks])
             out[column] = np.full(len(state), np.nan)
             out[column][rows] = values[lines]

@@ -24,12 +24,29 @@ from vst_core.data.access import FileIdentity, PathNotAllowed, open_regular, sho
 from vst_core.data.merge import is_imported
 from vst_core.data.readers import MAX_DEPTH, MAX_LINE_BYTES
 from vst_core.data.scores_io import _score_line
+from vst_core.metric_spec import Registry, registry
 from vst_core.problems import Problem
-from vst_core.records import EXPECTED_FIELDS, FIELDS, METRIC_TYPES, SCORES_FORMAT, RecordError, decode
+from vst_core.records import EXPECTED_FIELDS, SCORES_FORMAT, RecordError, decode
 
-_BY_METRIC: dict[str, list[tuple[str, str]]] = {}
-for _f in FIELDS:
-    _BY_METRIC.setdefault(_f.metric, []).append((_f.column, _f.attr))
+_VIEWS: dict[int, tuple[Registry, dict[str, list[tuple[str, str]]], dict[str, Any]]] = {}
+
+
+def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any]]:
+    """The registry's numbers by metric ((column, attribute) each) and each record type's quick
+    check, built once per registry (never at import: an installed metric may import this module)."""
+    reg = registry()
+    found = _VIEWS.get(id(reg))
+    if found is None or found[0] is not reg:
+        by_metric: dict[str, list[tuple[str, str]]] = {}
+        for f in reg.fields:
+            by_metric.setdefault(f.metric, []).append((f.column, f.attr))
+        found = _VIEWS[id(reg)] = (reg, by_metric, {name: _check_of(kind, False) for name, kind in reg.types.items()})
+    return found[1], found[2]
+
+
+def by_metric() -> dict[str, list[tuple[str, str]]]:
+    """Metric name -> [(table column, record attribute)] of every number in the registry."""
+    return _views()[0]
 
 
 class IndexError_(ValueError):
@@ -122,7 +139,7 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
     values: list[tuple[str, dict[str, float]]] = []
     phrases: list[tuple[float, float]] = []
     for metric, value in _dict(data.get("metrics")).items():
-        columns = _BY_METRIC.get(str(metric))
+        columns = by_metric().get(str(metric))
         if columns is None:
             continue
         why = _unfit(str(metric), value)
@@ -188,7 +205,7 @@ def _pack(entries: list[_Line | Problem]) -> _Packed:
     order = [e if isinstance(e, Problem) else None for e in entries]
     names: dict[tuple[str, ...], tuple[str, ...]] = {}
     metrics = [names.setdefault(k, k) for k in (tuple(m for m, _ in line.values) for line in lines)]
-    filled: dict[str, list[float]] = {column: [math.nan] * len(lines) for cs in _BY_METRIC.values() for column, _ in cs}
+    filled: dict[str, list[float]] = {column: [math.nan] * len(lines) for cs in by_metric().values() for column, _ in cs}
     for k, line in enumerate(lines):
         for _, values in line.values:
             for column, value in values.items():
@@ -330,15 +347,12 @@ def _check_of(hint: Any, nested: bool) -> _Check:
     return lambda v: False  # pragma: no cover - a record type the check lacks: decode() decides
 
 
-_FITS: dict[str, _Check] = {name: _check_of(kind, False) for name, kind in METRIC_TYPES.items()}
-
-
 def _unfit(metric: str, value: Any) -> str | None:
     """Why ``value`` is not a ``metric`` record (decode's words), or None when it is one."""
-    if _FITS[metric](value):
+    if _views()[1][metric](value):
         return None
     try:
-        decode(METRIC_TYPES[metric], value, f"metrics.{metric}")
+        decode(registry().types[metric], value, f"metrics.{metric}")
     except RecordError as exc:
         return str(exc)
     return None

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vst_core.config import CLIP_ENCODER_METRICS, Settings
+from vst_core.config import Settings
 from vst_core.data import Story, resolve_image
 from vst_core.data.images import check_bytes, image_header, open_image, reduction, scale_of
 from vst_core.data.regions import Box, RegionsTable, grid_proposals, select_regions, whole_image
@@ -24,6 +24,7 @@ from vst_core.grounding.builders import clipscore_scores, grounding_scores, rovi
 from vst_core.grounding.embeddings import EmbeddingCache, region_key, text_key
 from vst_core.grounding.memo import InputMemo, file_stamp
 from vst_core.hashing import file_digest
+from vst_core.metric_spec import registry
 from vst_core.metrics.grounding import (
     Misalignment,
     clipscore,
@@ -135,7 +136,7 @@ class Grounder:
 
     @property
     def _clip_phrases(self) -> bool:
-        return self.encoder is not None and bool(CLIP_ENCODER_METRICS & set(self.settings.metrics))
+        return self.encoder is not None and bool(registry().with_need("clip") & set(self.settings.metrics))
 
     def fit_idf(self, stories: Sequence[Story]) -> None:
         """idf over the loaded stories: of phrase units (for -C +idf), of head nouns (RoViST-VG on

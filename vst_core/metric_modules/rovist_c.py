@@ -27,11 +27,15 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     s, scorer = run.settings, run.models.pair_scorer
     problem = profile_problem(scorer, s)
     if problem:
-        raise ValueError(problem)
+        return {story.key: f"ValueError: {problem}" for story in stories}
     scored = pair_scores_for(stories, scorer, s.coherence_context, repeat_is_zero=s.coherence_repeat_zero)
-    out = {}
+    out: dict[tuple[str, str], Any] = {}
     for story in stories:
-        record = coherence_of(story, s, scored[story.key], scorer.name)
+        try:
+            record = coherence_of(story, s, scored[story.key], scorer.name)
+        except Exception as exc:  # this story's reason; the others are scored
+            out[story.key] = f"{type(exc).__name__}: {exc}"
+            continue
         out[story.key] = record
         for warning in truncation_warnings(story, scored[story.key], record):
             run.warn(story.key, warning)

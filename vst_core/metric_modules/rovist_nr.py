@@ -27,7 +27,13 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     s = run.settings
     if not run.spans:
         return redundancy_without_spans([x for x in stories if not x.is_empty], s)
-    return {story.key: redundancy_of(story, s.nr_ngram, s.nr_variant) for story in stories}
+    out: dict[tuple[str, str], Any] = {}
+    for story in stories:
+        try:
+            out[story.key] = redundancy_of(story, s.nr_ngram, s.nr_variant)
+        except Exception as exc:  # this story's reason; the others are scored
+            out[story.key] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def identity(settings: Any) -> dict[str, str]:

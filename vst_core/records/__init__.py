@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from vst_core.metric_spec import Direction, MetricField, registry
-from vst_core.records.codec import RecordError, decode, encode
-from vst_core.records.fields import OTHER_DIRECTIONS, column_help, direction_of, fields_of
+from vst_core.metric_spec import OTHER_DIRECTIONS, Direction, MetricField, registry
+from vst_core.records.codec import RecordError, decode, encode, record_problem
+from vst_core.records.fields import column_help, direction_of, field_by_column, fields_of
 from vst_core.records.reader import EXPECTED_FIELDS, read_record
 from vst_core.records.story import SCORES_FORMAT, StoryScores
 from vst_core.records.types import (
@@ -83,9 +83,11 @@ __all__ = [
     "column_help",
     "decode",
     "direction_of",
+    "field_by_column",
     "encode",
     "fields_of",
     "read_record",
+    "record_problem",
 ]
 
 #: Metric name (as in settings and on disk) -> its record type: from the registry

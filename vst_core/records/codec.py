@@ -4,6 +4,7 @@ field (:class:`RecordError`)."""
 
 from __future__ import annotations
 
+import json
 import math
 import types
 import typing
@@ -99,3 +100,21 @@ def _value(hint: Any, data: Any, where: str) -> Any:
     if isinstance(hint, type) and is_dataclass(hint):
         return decode(hint, data, where)
     raise TypeError(f"no JSON decoder for {hint!r}")  # pragma: no cover - a record type the decoder lacks
+
+
+def record_problem(kind: type, value: Any, max_bytes: int | None = None) -> str | None:
+    """Why ``value`` cannot be written as a ``kind`` record and read back the same (not JSON, a
+    non-finite number, a field the reader refuses, over ``max_bytes`` as JSON), or None.
+
+    >>> from vst_core.records import ClipScoreScores
+    >>> record_problem(ClipScoreScores, ClipScoreScores(float("nan"), ()))
+    'ValueError: Out of range float values are not JSON compliant: nan'
+    """
+    try:
+        text = json.dumps(encode(value), allow_nan=False)
+        decode(kind, json.loads(text))
+    except (TypeError, ValueError, RecursionError) as exc:  # RecordError is a ValueError
+        return f"{type(exc).__name__}: {exc}"
+    if max_bytes is not None and len(text) > max_bytes:
+        return f"{len(text):,} bytes as JSON, over {max_bytes:,}"
+    return None

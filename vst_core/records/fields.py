@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import typing
 
-from vst_core.metric_spec import Direction, MetricField, registry
+from vst_core.metric_spec import OTHER_DIRECTIONS, Direction, MetricField, registry
 
 
-def _by_column() -> dict[str, MetricField]:
+def field_by_column() -> dict[str, MetricField]:
+    """Table column -> its field, from the registry."""
     return {f.column: f for f in registry().fields}
 
 
 def _by_report() -> dict[str, MetricField]:
     return {f.report: f for f in registry().fields if f.report}
-
-
-#: Numbers outside the registry whose direction is known: the text-overlap baselines (higher is better).
-OTHER_DIRECTIONS: dict[str, Direction] = {
-    "BLEU": "higher",
-    "ROUGE-L": "higher",
-    "CIDEr": "higher",
-    "METEOR": "higher",
-    "dHM": "lower",
-}
 
 
 def direction_of(column: str) -> Direction:
@@ -33,7 +24,7 @@ def direction_of(column: str) -> Direction:
     >>> direction_of("NR"), direction_of("inter"), direction_of("P"), direction_of("BLEU-4"), direction_of("sentences")
     ('higher', 'lower', 'none', 'higher', 'none')
     """
-    field = _by_column().get(column) or _by_report().get(column)
+    field = field_by_column().get(column) or _by_report().get(column)
     if field is not None:
         return field.direction
     for name, direction in OTHER_DIRECTIONS.items():
@@ -48,7 +39,7 @@ def column_help(column: str) -> str | None:
     >>> column_help("inter")
     'repetition across sentences: mean Jaccard with earlier sentences (lower is better)'
     """
-    field = _by_column().get(column)
+    field = field_by_column().get(column)
     if field is None:
         return None
     way = {"higher": " (higher is better)", "lower": " (lower is better)", "none": " (a descriptor)"}[field.direction]

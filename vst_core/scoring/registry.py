@@ -7,14 +7,14 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vst_core.config import CLIP_ENCODER_METRICS, Settings, default_cache_dir
+from vst_core.config import Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
 from vst_core.data.regions import read_regions_csv
 from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.grounder import Grounder
 from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import MetricSpec, registry
 from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
@@ -198,7 +198,7 @@ class Models:
             if s.regions == "csv" and s.regions_file:
                 table, problems = read_regions_csv(s.regions_file)
                 self.problems.extend(problems)
-            clip = self.clip if CLIP_ENCODER_METRICS & set(s.metrics) else None
+            clip = self.clip if registry().with_need("clip") & set(s.metrics) else None
             vg = self.rovist_vg if "rovist_vg" in s.metrics else None
             device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
             detector = Detector(device) if s.regions == "detector" else None
@@ -232,20 +232,25 @@ class Models:
     def _loaders(self) -> dict[str, Callable[[], object]]:
         """Each metric of the settings that needs a model, and what loads it (its module's ``load``;
         the CLIP metrics share one), in registry order whatever the order of the settings."""
-        return {
-            name: partial(spec.load, self)
-            for name, spec in registry().specs.items()
-            if name in self.settings.metrics and spec.load is not None
-        }
+        reg = registry()
+        found: dict[str, Callable[[], object]] = {}
+        for name, spec in reg.specs.items():
+            if name not in self.settings.metrics:
+                continue
+            if spec in reg.plugins:
+                found[name] = partial(_installed_load, spec, self)
+            elif spec.load is not None:
+                found[name] = partial(spec.load, self)
+        return found
 
     def unloadable(self) -> dict[str, str]:
         """Each metric of the settings whose model cannot load, with the reason (the others' models
         are loaded now); the redundancy metric needs none and is never here."""
         found: dict[str, str] = {}
         for metric, loader in self._loaders().items():
-            clip = metric in CLIP_ENCODER_METRICS
-            if clip and any(m in CLIP_ENCODER_METRICS for m in found):  # CLIP failed once: the same reason
-                found[metric] = next(found[m] for m in found if m in CLIP_ENCODER_METRICS)
+            clip = metric in registry().with_need("clip")
+            if clip and any(m in registry().with_need("clip") for m in found):  # CLIP failed once: the same reason
+                found[metric] = next(found[m] for m in found if m in registry().with_need("clip"))
                 continue
             try:
                 loader()
@@ -253,7 +258,27 @@ class Models:
                 found[metric] = str(exc)
         return found
 
+    def load_metric(self, name: str) -> None:
+        """Load what metric ``name`` needs now (nothing for a text metric); ModelLoadError says why not."""
+        loader = self._loaders().get(name)
+        if loader is not None:
+            loader()
+
     def load(self) -> None:
         """Load every model the settings need now, so a missing one fails before any work."""
         for loader in self._loaders().values():
             loader()
+
+
+def _installed_load(spec: MetricSpec, models: Models) -> object:
+    """An installed metric's models and weights' identity, loaded up front; whatever fails is a
+    :class:`ModelLoadError` naming the metric, so the run scores the other metrics (exit 6)."""
+    try:
+        loaded = spec.load(models) if spec.load is not None else None
+        if spec.identity is not None:
+            spec.identity(models.settings)
+    except ModelLoadError:
+        raise
+    except Exception as exc:
+        raise ModelLoadError(f"{spec.title} ({spec.module}) could not load: {type(exc).__name__}: {exc}") from exc
+    return loaded

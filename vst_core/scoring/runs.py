@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from vst_core.config import CLIP_METRICS, SET_METRICS, Settings
+from vst_core.config import Settings
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
+from vst_core.metric_spec import registry
 from vst_core.scoring.registry import Models
 from vst_core.scoring.sets import SetResults, set_results
 from vst_core.scoring.story import score_batch
@@ -219,10 +220,11 @@ def _score_story_set(
     chunk_size = chunk_size or chunk_size_for(settings)
     if todo:
         models.load()
-        if CLIP_METRICS & set(settings.metrics):
+        if registry().with_need("images") & set(settings.metrics):
             summary.problems.extend(_regions_file_problems(story_set, models))
     together: SetResults = {}
-    if todo and SET_METRICS & set(settings.metrics):  # pairs and references first: one bar over Vrank's story pairs
+    sequence_metrics = registry().with_need("sequence") & set(settings.metrics)
+    if todo and sequence_metrics:  # pairs and references first: one bar over Vrank's story pairs
         together = set_results(story_set, todo, settings, models, progress)
     bar = progress(len(todo)) if progress else None
     try:

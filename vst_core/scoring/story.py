@@ -6,7 +6,6 @@ whose text is empty carries that error for every metric. Models come from a
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,8 +34,7 @@ from vst_core.records import (
     MetricScores,
     RedundancyScores,
     StoryScores,
-    decode,
-    encode,
+    record_problem,
 )
 from vst_core.scoring.builders import (
     NO_SPANS_NOTE,
@@ -252,10 +250,17 @@ class ScoringRun:
         self._entries.clear()
 
 
-def _checked(spec: MetricSpec, found: Mapping[Key, object]) -> dict[Key, MetricScores | str]:
+#: An installed metric's record larger than this as JSON is that story's error (a scores line stays
+#: readable: the reader takes lines up to 10 MB).
+MAX_PLUGIN_RECORD_BYTES = 2 * 1024 * 1024
+
+
+def _checked(spec: MetricSpec, found: object) -> dict[Key, MetricScores | str]:
     """A hook's results as records or reasons: a value that is neither a record of the metric's type
-    nor a reason, or (for an installed metric) a record that would not read back from its JSON, is
-    that story's error instead of a broken scores file."""
+    nor a reason, or (for an installed metric) a record that would not read back from its JSON or
+    is over :data:`MAX_PLUGIN_RECORD_BYTES`, is that story's error instead of a broken scores file."""
+    if not isinstance(found, Mapping):
+        raise TypeError(f"{spec.name} gave a {type(found).__name__}, not a mapping of (system, story_id) to records")
     out: dict[Key, MetricScores | str] = {}
     builtin = spec.module.startswith("vst_core.")
     for key, value in found.items():
@@ -266,11 +271,31 @@ def _checked(spec: MetricSpec, found: Mapping[Key, object]) -> dict[Key, MetricS
         elif builtin:
             out[key] = value  # type: ignore[assignment]
         else:
-            try:
-                decode(spec.record, json.loads(json.dumps(encode(value), allow_nan=False)))
-                out[key] = value  # type: ignore[assignment]
-            except (TypeError, ValueError) as exc:  # RecordError is a ValueError
-                out[key] = f"{type(exc).__name__}: {spec.name}'s record cannot be written as JSON: {exc}"
+            problem = record_problem(spec.record, value, MAX_PLUGIN_RECORD_BYTES)
+            out[key] = value if problem is None else f"{spec.name}'s record cannot be written: {problem}"  # type: ignore[assignment]
+    return out
+
+
+def _installed(spec: MetricSpec, stories: Sequence[Story], run: ScoringRun) -> dict[Key, MetricScores | str]:
+    """An installed metric on a batch; if the hook fails on the batch, each story alone, so one
+    story's failure is its own error and names its own reason. A model that cannot load, or memory
+    running out, stops the run (a rerun resumes)."""
+    assert spec.score is not None
+    try:
+        return _checked(spec, spec.score(stories, run))
+    except (ModelLoadError, MemoryError):
+        raise
+    except Exception as exc:
+        if len(stories) == 1:
+            return {stories[0].key: f"{type(exc).__name__}: {exc}"}
+    out: dict[Key, MetricScores | str] = {}
+    for story in stories:
+        try:
+            out.update(_checked(spec, spec.score([story], run)))
+        except (ModelLoadError, MemoryError):
+            raise
+        except Exception as exc:  # this story's reason; the others are scored
+            out[story.key] = f"{type(exc).__name__}: {exc}"
     return out
 
 
@@ -319,16 +344,18 @@ def score_batch(
     specs = registry().specs
     try:
         for name in settings.metrics:
-            hook = specs[name].score if name in specs else None
-            try:
-                if hook is None:
-                    raise ValueError(f"{name} is read from scores files only: it has no way to be computed here")
-                results[name] = _checked(specs[name], hook(todo, run)) if todo else {}
-            except ModelLoadError:
-                raise
-            except Exception as exc:  # the reason goes into every story's record, the run goes on
-                reason = f"{type(exc).__name__}: {exc}"
+            spec = specs.get(name)
+            if spec is None or spec.score is None:
+                reason = f"ValueError: {name} is read from scores files only: it has no way to be computed here"
                 results[name] = {s.key: reason for s in todo}
+            elif not todo:
+                results[name] = {}
+            elif spec.module.startswith("vst_core."):
+                # a built-in hook gives each story's failure as that story's reason itself; what
+                # fails for the whole batch (a model call) stops the run, and a rerun resumes
+                results[name] = _checked(spec, spec.score(todo, run))
+            else:
+                results[name] = _installed(spec, todo, run)
     finally:
         run.close()
     out = []

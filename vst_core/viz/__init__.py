@@ -1,6 +1,9 @@
 """What pages draw, built from records with no streamlit import: story HTML and cards
 (:mod:`.story`), tables, the page view and exports (:mod:`.tables`), plotly figures (:mod:`.figures`)."""
 
+from typing import Any
+
+from vst_core.viz import tables
 from vst_core.viz.figures import (
     bins_figure,
     caption_figure,
@@ -33,13 +36,13 @@ from vst_core.viz.story import (
 )
 from vst_core.viz.tables import (
     MIN_INTERVAL_N,
-    TABLE_COLUMNS,
     RunView,
     correlation_cells,
     export_csv,
     export_json,
     pairwise_cells,
     scores_table,
+    table_columns,
 )
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "INTRA_COLOUR",
     "judge_html",
     "TABLE_COLUMNS",
+    "table_columns",
     "RunView",
     "bins_figure",
     "caption_figure",
@@ -78,3 +82,10 @@ __all__ = [
     "story_html",
     "system_figure",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``TABLE_COLUMNS``: the registry's table columns (:func:`table_columns`), read when asked."""
+    if name == "TABLE_COLUMNS":
+        return tables.table_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

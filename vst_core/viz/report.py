@@ -37,7 +37,7 @@ from vst_core.signature import signature
 from vst_core.viz.figures import caption_figure, correlation_bars
 from vst_core.viz.safe import html_text, plot_text
 from vst_core.viz.story import evidence_blocks, legend_html, score_cards_html, story_cards, story_html
-from vst_core.viz.tables import TABLE_COLUMNS, RunView, correlation_cells
+from vst_core.viz.tables import RunView, correlation_cells, table_columns
 
 #: Nothing outside the file may load: scripts and styles inline, images and fonts as data URLs.
 CSP = (
@@ -214,7 +214,7 @@ def build_report(
     judgements (``meta``) the agreement table, its figure and the metric-vs-metric matrices
     (``versus``), then the story ``cards``. Returns (the HTML, the figures by name, the paper
     tables by name), every figure captioned with ``description`` (the signature's line)."""
-    columns = [c for c in TABLE_COLUMNS if c in table and table[c].notna().any()]
+    columns = [c for c in table_columns() if c in table and table[c].notna().any()]
     sections = []
     summary = system_summary(table, columns, resamples)
     sections.append(

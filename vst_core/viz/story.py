@@ -228,6 +228,10 @@ def evidence_blocks(record: StoryScores) -> list[tuple[str, str]]:
         if spec.evidence is not None and name in record.metrics:
             try:
                 block = spec.evidence(record)
+                if block is not None and not (
+                    isinstance(block, tuple) and len(block) == 2 and all(isinstance(x, str) for x in block)
+                ):
+                    raise TypeError(f"evidence gave a {type(block).__name__}, not (title, HTML)")
             except Exception as exc:  # an installed metric's drawing that fails shows why, the page goes on
                 block = (f"{spec.title}: evidence not drawn", html_text(f"{type(exc).__name__}: {exc}"))
             if block is not None:

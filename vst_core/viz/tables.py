@@ -17,12 +17,9 @@ from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import json_digest
+from vst_core.metric_spec import registry
 from vst_core.metrics.grounding import groovist_many
-from vst_core.records import (
-    FIELDS,
-    StoryScores,
-    fields_of,
-)
+from vst_core.records import StoryScores, fields_of
 from vst_core.scoring.reaggregate import rescore_grounding
 from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature
 
@@ -220,8 +217,19 @@ class RunView:
         return f"Settings: {describe(self.settings, self.inputs)} · device: {self.device}"
 
 
-#: Table column -> (metric, field) of a score record (from the one registry, :data:`FIELDS`).
-TABLE_COLUMNS: dict[str, tuple[str, str]] = {f.column: (f.metric, f.attr) for f in FIELDS}
+#: Table column -> (metric, field) of a score record (from the registry, read when asked).
+TABLE_COLUMNS: dict[str, tuple[str, str]]
+
+
+def table_columns() -> dict[str, tuple[str, str]]:
+    """Table column -> (metric, attribute) of every number in the registry, in its order."""
+    return {f.column: (f.metric, f.attr) for f in registry().fields}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TABLE_COLUMNS":
+        return table_columns()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.DataFrame:

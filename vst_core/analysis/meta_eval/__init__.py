@@ -6,6 +6,9 @@
 PERM-BOTH). The names are re-exported here.
 """
 
+from typing import Any
+
+from vst_core.analysis.meta_eval import report
 from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError, read_judgements
 from vst_core.analysis.meta_eval.ratings import aggregate, inter_rater
 from vst_core.analysis.meta_eval.released_layouts import (
@@ -16,12 +19,10 @@ from vst_core.analysis.meta_eval.released_layouts import (
     vist_edit_story_id,
 )
 from vst_core.analysis.meta_eval.report import (
-    COVARIATE_FIELDS,
-    COVARIATES,
-    METRIC_COLUMNS,
-    METRIC_FIELDS,
     MetaReport,
+    covariate_fields,
     match_report,
+    metric_fields,
     run_meta_eval,
     score_frame,
 )
@@ -51,6 +52,8 @@ from vst_core.analysis.meta_eval.versus import (
 
 __all__ = [
     "COVARIATES",
+    "covariate_fields",
+    "metric_fields",
     "COVARIATE_FIELDS",
     "ERROR_TAGS",
     "LAYOUTS",
@@ -92,3 +95,10 @@ __all__ = [
     "vist_edit_story_id",
     "williams_test",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The registry's views (:mod:`vst_core.analysis.meta_eval.report`), read when asked."""
+    if name in ("METRIC_FIELDS", "METRIC_COLUMNS", "COVARIATE_FIELDS", "COVARIATES"):
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

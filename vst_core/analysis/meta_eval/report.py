@@ -24,15 +24,38 @@ from vst_core.analysis.meta_eval.stats import (
     pairwise_table,
 )
 from vst_core.data.csv_out import frame_csv
+from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baselines_said
-from vst_core.records import FIELDS, StoryScores, VrankScores
+from vst_core.records import StoryScores, VrankScores
 
-#: Metric column -> (metric, field) of a score record; quality metrics, higher = better story.
-METRIC_FIELDS: dict[str, tuple[str, str]] = {f.report: (f.metric, f.attr) for f in FIELDS if f.report}
-METRIC_COLUMNS: tuple[str, ...] = tuple(METRIC_FIELDS)
-#: Story descriptors used for the GROOVIST Fig. 3 bins, not metrics.
-COVARIATE_FIELDS: dict[str, tuple[str, str]] = {f.column: (f.metric, f.attr) for f in FIELDS if f.covariate}
-COVARIATES: tuple[str, ...] = tuple(COVARIATE_FIELDS)
+#: Metric column -> (metric, field) of a score record (the quality metrics), and the story
+#: descriptors used for the GROOVIST Fig. 3 bins: the registry's, read when asked.
+METRIC_FIELDS: dict[str, tuple[str, str]]
+METRIC_COLUMNS: tuple[str, ...]
+COVARIATE_FIELDS: dict[str, tuple[str, str]]
+COVARIATES: tuple[str, ...]
+
+
+def metric_fields() -> dict[str, tuple[str, str]]:
+    """Report name -> (metric, attribute) of every quality number in the registry."""
+    return {f.report: (f.metric, f.attr) for f in registry().fields if f.report}
+
+
+def covariate_fields() -> dict[str, tuple[str, str]]:
+    """Column -> (metric, attribute) of every story descriptor in the registry (T, P)."""
+    return {f.column: (f.metric, f.attr) for f in registry().fields if f.covariate}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "METRIC_FIELDS":
+        return metric_fields()
+    if name == "METRIC_COLUMNS":
+        return tuple(metric_fields())
+    if name == "COVARIATE_FIELDS":
+        return covariate_fields()
+    if name == "COVARIATES":
+        return tuple(covariate_fields())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -151,7 +174,7 @@ def score_frame(records: Scored) -> pd.DataFrame:
     story's key (:func:`~vst_core.analysis.meta_eval.identity.keys_of`: the id, or ``id (system)`` when
     systems share ids), with the plain story id kept as column ``story``. ``records`` may be records
     or a scores table (:func:`vst_core.viz.scores_table`, the dashboard's index)."""
-    used = [f for f in FIELDS if f.report or f.covariate]
+    used = [f for f in registry().fields if f.report or f.covariate]
     if isinstance(records, pd.DataFrame):
         frame = pd.DataFrame(
             {"story": records["story"].astype(str), "sequence_id": records["sequence"].astype(str), "system": records["system"]}
@@ -316,7 +339,7 @@ def run_meta_eval(
     unavailable: dict[str, str] = {}
     if settings.baselines:
         scores, unavailable = _with_baselines(scores, records, baselines, judgements.story_ids, settings.meteor)
-    available = [m for m in (*METRIC_COLUMNS, *BASELINES) if m in scores]
+    available = [m for m in (*metric_fields(), *BASELINES) if m in scores]
     chosen = [m for m in (metrics or available) if m in available]
     missing_metrics = [m for m in (metrics or []) if m not in available]
     if missing_metrics:
