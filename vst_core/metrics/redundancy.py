@@ -114,8 +114,8 @@ def _counts(words: Sequence[str]) -> dict[str, int]:
 
 def _units(tokens: Sequence[str], variant: NRVariant) -> list[tuple[int, str]]:
     """(token index, comparable form) of the tokens a variant compares."""
-    if variant == "paper":
-        return [(i, t.lower()) for i, t in enumerate(tokens) if not is_punctuation(t)]
+    if variant == "paper":  # a letters-or-digits token is a word without looking at each character
+        return [(i, t.lower()) for i, t in enumerate(tokens) if t.isalnum() or not is_punctuation(t)]
     return list(enumerate(tokens[:-1]))
 
 
@@ -174,12 +174,12 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
             if count_pairs and not (words_i or words[j]):
                 continue  # empty union: skipped by the released code
             shared = set_i & set_j
-            union = len(set_i | set_j)
+            union = len(set_i) + len(set_j) - len(shared)
             if not union:
                 value = 0.0
             elif count_pairs:
                 counts_j = counts[j]
-                value = sum(counts_j.get(x, 0) for x in words_i) / union
+                value = sum([counts_j.get(x, 0) for x in words_i]) / union
             else:
                 value = len(shared) / union
             inter_pairs.append(
@@ -187,8 +187,8 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
                     sentence=i,
                     earlier=j,
                     jaccard=value,
-                    tokens=tuple(k for k, w in units[i] if w in shared) if shared else (),
-                    earlier_tokens=tuple(k for k, w in units[j] if w in shared) if shared else (),
+                    tokens=tuple([k for k, w in units[i] if w in shared]) if shared else (),
+                    earlier_tokens=tuple([k for k, w in units[j] if w in shared]) if shared else (),
                     words=tuple(sorted(shared)),
                 )
             )
@@ -196,17 +196,22 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
     intra_pairs: list[IntraOverlap] = []
     for s, sent_units in enumerate(units):
         windows = [sent_units[k : k + n] for k in range(0, len(sent_units), n)]
-        for prev, nxt in zip(windows, windows[1:]):
-            prev_words = [w for _, w in prev]
-            next_words = [w for _, w in nxt]
-            shared = set(prev_words) & set(next_words)
+        window_words = [[w for _, w in window] for window in windows]
+        window_sets = [set(w) for w in window_words]
+        for k in range(1, len(windows)):
+            prev, nxt = windows[k - 1], windows[k]
+            shared = window_sets[k - 1] & window_sets[k]
+            if count_pairs:
+                value = jaccard(window_words[k - 1], window_words[k], count_pairs=True)
+            else:  # windows are never empty: the union is not
+                value = len(shared) / (len(window_sets[k - 1]) + len(window_sets[k]) - len(shared))
             intra_pairs.append(
                 IntraOverlap(
                     sentence=s,
                     previous=(prev[0][0], prev[-1][0] + 1),
                     window=(nxt[0][0], nxt[-1][0] + 1),
-                    jaccard=jaccard(prev_words, next_words, count_pairs=count_pairs),
-                    tokens=tuple(k for k, w in nxt if w in shared) if shared else (),
+                    jaccard=value,
+                    tokens=tuple([t for t, w in nxt if w in shared]) if shared else (),
                     words=tuple(sorted(shared)),
                 )
             )
