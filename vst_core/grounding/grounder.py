@@ -59,8 +59,8 @@ log = logging.getLogger(__name__)
 K = TypeVar("K")
 V = TypeVar("V")
 #: Entries a grounder keeps from one chunk to the next in each of its look-ups by content (text
-#: vectors, phrase weights, the proposals of an image size, box keys): 8,192 text vectors are 16 MiB
-#: at ViT-B-32's width (512 float32 values).
+#: vectors, region vectors by cache key, phrase weights, the proposals of an image size, box keys):
+#: 8,192 vectors are 16 MiB at ViT-B-32's width (512 float32 values).
 KEEP_BETWEEN_CHUNKS = 8192
 
 
@@ -128,6 +128,7 @@ class Grounder:
         # text vectors and phrase weights by their text (words), kept from chunk to chunk (the newest
         # KEEP_BETWEEN_CHUNKS): a phrase met again is not read from the cache again
         self._text: dict[str, np.ndarray] = {}
+        self._region_vectors: dict[str, np.ndarray] = {}  # by cache key (model, image content, box), the same way
         self._weight_of: dict[tuple[tuple[str, ...], tuple[str, ...] | None], float] = {}
         self._pipeline: tuple[object, str] | None = None  # (spaCy pipeline, its pipeline_id)
         self._grid: dict[tuple[int, int], list[Box]] = {}  # the proposals chosen for an image size
@@ -244,6 +245,18 @@ class Grounder:
             self.story_nouns(stories)
         if self.encoder is None:
             return
+        texts = [t for t in self.texts_of(stories) if t not in self._text]
+        if texts:
+            encoder = self.encoder
+            vectors = self.cache.fetch(
+                [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
+            )
+            self._text.update(zip(texts, vectors))
+
+    def texts_of(self, stories: Sequence[Story]) -> list[str]:
+        """Every distinct text the CLIP metrics of the settings encode for ``stories`` (phrase units,
+        head nouns for RoViST-VG on CLIP, CLIPScore's prompted sentences), in order; parses them."""
+        s = self.settings
         self.parse(stories)
         texts: list[str] = []
         for story in stories:
@@ -253,14 +266,7 @@ class Grounder:
                 texts.extend(p.root for p in phrases)
             if "clipscore" in s.metrics:
                 texts.extend(s.clipscore_prompt + t for t in story.sentences if t)
-        texts = list(dict.fromkeys(t for t in texts if t))
-        texts = [t for t in texts if t not in self._text]
-        if texts:
-            encoder = self.encoder
-            vectors = self.cache.fetch(
-                [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
-            )
-            self._text.update(zip(texts, vectors))
+        return list(dict.fromkeys(t for t in texts if t))
 
     def ready(self, story: Story) -> bool:
         """Whether :meth:`prepare` has covered this story."""
@@ -302,6 +308,7 @@ class Grounder:
             self.cache.put_many(fresh)
         found.update(fresh)
         self._attach(pending, keys, found, whole)
+        self._region_vectors.update(found)
 
     def _digests(self, pending: list[ImageEntry], pool: ThreadPoolExecutor) -> dict[int, str]:
         """Content digest of each image (sizes set, failures recorded as the entry's error): from the
@@ -474,7 +481,9 @@ class Grounder:
         if self.settings.image_preprocess == "device":
             crop += "|device-resize"
         keys = {id(e): [region_key(model, digests[id(e)], self._key_of(b) + crop) for b in boxes[id(e)]] for e in pending}
-        found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
+        known = self._region_vectors  # an image of the last chunk's stories again
+        found = {k: known[k] for entry in pending for k in keys[id(entry)] if k in known}
+        found.update(self.cache.get_many([k for entry in pending for k in keys[id(entry)] if k not in found]))
         todo: list[tuple[ImageEntry, Box, str]] = []
         for entry in pending:
             todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)], strict=True) if k not in found)
@@ -555,6 +564,7 @@ class Grounder:
         self.phrases.clear()
         self.nouns.clear()
         _keep_newest(self._text, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._region_vectors, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._weight_of, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._grid, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._box_key, KEEP_BETWEEN_CHUNKS)
