@@ -391,8 +391,9 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
     assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0
 
 
-def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
-    """The real default architecture (random weights): cutting padded text batches changes nothing."""
+def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real default architecture (random weights): cutting padded text batches changes nothing,
+    in one batch (at least TEXT_BATCH_MIN texts a forward) or in batches of 3 of different lengths."""
     import torch
 
     from vst_core.bench.inputs import random_clip
@@ -403,6 +404,10 @@ def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
     with torch.inference_mode():
         tokens = clip.tokenizer(texts, context_length=clip.context_length)
         full = torch.nn.functional.normalize(clip.model.encode_text(tokens).float(), dim=-1).numpy()
+    assert [len(i) for i, _ in clip.text_batches(texts)] == [5]
+    np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)
+    monkeypatch.setattr("vst_core.models.clip.TEXT_BATCH_MIN", 1)
+    assert [len(i) for i, _ in clip.text_batches(texts)] == [3, 2]
     np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)
 
 

@@ -60,7 +60,7 @@ def raw_image_throughput(encoder: ClipEncoder, batch_sizes: Sequence[int], secon
 
 def raw_text_throughput(encoder: ClipEncoder, texts: Sequence[str], seconds: float) -> float:
     """Texts/s of the bare text-tower forward over ``texts``, tokenised beforehand and batched as
-    :meth:`ClipEncoder.encode_text` batches them (by length, at the encoder's batch size, each
+    :meth:`ClipEncoder.encode_text` batches them (by length, at its ``text_batch_size``, each
     batch cut after its longest text where the tower allows it); the whole list is run again until
     ``seconds`` have passed, after one warm-up pass."""
     import torch

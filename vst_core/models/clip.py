@@ -61,6 +61,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+#: The smallest batch of texts the text tower is given (see :attr:`ClipEncoder.text_batch_size`).
+TEXT_BATCH_MIN = 64
+
+
 def default_workers() -> int:
     """Preprocessing threads: one per core, at most 8 (decode and resize release the GIL)."""
     return max(1, min(8, os.cpu_count() or 1))
@@ -134,8 +138,16 @@ class ClipEncoder:
         self.texts_encoded += len(texts)
         return out
 
+    @property
+    def text_batch_size(self) -> int:
+        """Texts per text-tower forward: the batch size, at least :data:`TEXT_BATCH_MIN` (texts are
+        short, and a batch of a few makes many small forwards: on 2 CPU cores ViT-B-32's tower runs
+        phrases about 1.4x faster at 64 than at 16)."""
+        return max(self.batch_size, TEXT_BATCH_MIN)
+
     def text_batches(self, texts: Sequence[str]) -> list[tuple[list[int], Any]]:
-        """(indices into ``texts``, their tokens on the device) per model batch, shortest texts first."""
+        """(indices into ``texts``, their tokens on the device) per model batch of
+        :attr:`text_batch_size`, shortest texts first."""
         lengths = []
         for text in texts:
             length = self._text_length(text)
@@ -144,8 +156,9 @@ class ClipEncoder:
                 log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         batches = []
-        for start in range(0, len(texts), self.batch_size):
-            idx = order[start : start + self.batch_size]
+        size = self.text_batch_size
+        for start in range(0, len(texts), size):
+            idx = order[start : start + size]
             batches.append((idx, self.tokenizer([texts[i] for i in idx], context_length=self.context_length).to(self.device)))
         return batches
 
