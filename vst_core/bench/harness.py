@@ -178,8 +178,8 @@ def pipeline_phase(run: BenchRun, settings: Settings, raw: dict[int, float]) -> 
     limits, so a drift in the machine's speed (shared cores, clock changes) moves both sides of
     ``pipeline_vs_raw`` and ``pipeline_vs_forwards`` alike."""
     best, seconds = settings.batch_size, run.config.raw_seconds
-    _warm_text_tools()
-    texts = _pipeline_texts(run, settings)
+    _warm_text_tools(settings)
+    texts = _pipeline_texts(run, settings)  # parsed with the settings' spaCy pipeline: it is loaded too
     before = text_before = 0.0
     if raw:  # the forwards at the chosen size, just before the run
         before = raw[best] if best == run.batch_sizes[-1] else raw_image_throughput(run.clip, (best,), seconds)[best]
@@ -268,7 +268,8 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
     score_story_set(story_set, warm, folder / "fill.jsonl", models=Models(warm, clip=encoder, cache=cache))
     figures: Figures = {"warm_stories": config.warm_stories}
     for spans, name in ((True, "warm_stories_per_s"), (False, "warm_stories_per_s_no_spans")):
-        models = Models(warm, clip=encoder, cache=cache)  # a new run: nothing in memory, the cache folder's memo
+        # a new run: nothing in memory (a new connection to the cache file too), the cache folder's memo
+        models = Models(warm, clip=encoder, cache=EmbeddingCache(cache.path))
         start = time.perf_counter()
         score_story_set(story_set, warm, folder / "again.jsonl", overwrite=True, models=models, spans=spans)
         figures[name] = round(config.warm_stories / (time.perf_counter() - start), 1)
@@ -470,13 +471,19 @@ def _with_targets(result: Figures) -> Figures:
     return result
 
 
-def _warm_text_tools() -> None:
-    """Load spaCy and the concreteness norms now, so model and table loading stay out of timings."""
+def _warm_text_tools(settings: Settings | None = None) -> None:
+    """Load spaCy and the concreteness norms now, and what the run's signature reads (the spaCy
+    pipeline it names, NLTK's sentence splitter and the libraries they import: about 2 s in a fresh
+    process), so model, table and library loading stay out of timings as the raw forward's warm-up
+    does."""
+    from vst_core.signature import signature
     from vst_core.text.concreteness import phrase_concreteness
     from vst_core.text.phrases import noun_phrases
 
     noun_phrases(["The old dog sat by the big tree."])
     phrase_concreteness(["dog"], None)
+    if settings is not None:
+        signature(settings)
 
 
 def _pipeline_texts(run: BenchRun, settings: Settings) -> list[str]:
