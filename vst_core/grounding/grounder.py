@@ -499,7 +499,7 @@ class Grounder:
             if entry.error is None and not all(k in found for k in keys[id(entry)]):
                 entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
             if entry.error is None:
-                stacked = np.stack([found[k] for k in keys[id(entry)]])
+                stacked = np.array([found[k] for k in keys[id(entry)]])  # rows of one width: np.stack, faster
                 entry.region_emb = stacked[: len(entry.boxes)]
                 entry.whole_emb = stacked[-1] if whole else None
 
@@ -544,7 +544,7 @@ class Grounder:
         """For each text, the index of its most similar region and that raw cosine."""
         if not texts:
             return np.zeros(0, int), np.zeros(0)
-        sims = np.stack([self._text[t] for t in texts]) @ regions.T
+        sims = np.array([self._text[t] for t in texts]) @ regions.T
         best = sims.argmax(axis=1)
         return best, sims[np.arange(len(texts)), best]
 
