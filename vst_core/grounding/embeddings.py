@@ -60,7 +60,7 @@ class EmbeddingCache:
             found: dict[str, np.ndarray] = {}
             for dim, (names, blobs) in by_dim.items():  # one buffer per width, checked in one pass
                 vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(names), dim)
-                finite = np.isfinite(vectors).all(axis=1)
+                finite = np.asarray(np.isfinite(vectors).all(axis=1))
                 if finite.all():
                     found.update(zip(names, vectors))
                 else:
