@@ -322,6 +322,10 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "raw_crops_per_s",
         "pipeline_crops_per_s",
         "pipeline_vs_raw",
+        "raw_text_per_s",
+        "pipeline_vs_forwards",
+        "pipeline_image_forward_seconds",
+        "pipeline_text_forward_seconds",
         "warm_speedup",
         "nr_stories_per_s",
         "nr_speedup_vs_reference",
@@ -341,9 +345,16 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     ):
         assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
     assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
+    # every text of the cold run went through the tower once; the forwards' share adds both towers
+    assert printed["texts_encoded"] > 0
+    forwards = printed["crops_encoded"] / printed["raw_crops_per_s"] + printed["texts_encoded"] / printed["raw_text_per_s"]
+    assert printed["pipeline_forwards_seconds"] == pytest.approx(forwards, abs=2e-3)
+    assert printed["pipeline_vs_forwards"] == pytest.approx(forwards / printed["pipeline_seconds"], rel=0.01, abs=2e-3)
+    assert printed["pipeline_vs_forwards"] >= printed["pipeline_vs_raw"] - 1e-3  # the text tower counted as model work
     assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
     assert set(printed["met"]) == {
         "pipeline_vs_raw",
+        "pipeline_vs_forwards",
         "warm_speedup",
         "warm_stories_per_s",
         "prep_crops_per_s",
@@ -380,8 +391,9 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
     assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0
 
 
-def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
-    """The real default architecture (random weights): cutting padded text batches changes nothing."""
+def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real default architecture (random weights): cutting padded text batches changes nothing,
+    in one batch (at least TEXT_BATCH_MIN texts a forward) or in batches of 3 of different lengths."""
     import torch
 
     from vst_core.bench.inputs import random_clip
@@ -392,4 +404,25 @@ def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32() -> None:
     with torch.inference_mode():
         tokens = clip.tokenizer(texts, context_length=clip.context_length)
         full = torch.nn.functional.normalize(clip.model.encode_text(tokens).float(), dim=-1).numpy()
+    assert [len(i) for i, _ in clip.text_batches(texts)] == [5]
     np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)
+    monkeypatch.setattr("vst_core.models.clip.TEXT_BATCH_MIN", 1)
+    assert [len(i) for i, _ in clip.text_batches(texts)] == [3, 2]
+    np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)
+
+
+def test_a_cold_run_encodes_each_text_of_its_stories_once(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    """What the benchmark's raw text forward runs over is what a cold run sends through the tower,
+    each distinct text once across chunks; a rerun over the cache sends none."""
+    from vst_core.grounding.grounder import Grounder
+
+    settings = tiny_settings(tiny_clip, batch_size=3)
+    stories = read_story_set(SAMPLE)
+    models = Models(settings, cache=EmbeddingCache(tmp_path / "emb.sqlite"))
+    texts = Grounder(settings, models.clip, root=stories.root).texts_of(list(stories))
+    assert len(texts) == len(set(texts)) and any(t.startswith(settings.clipscore_prompt) for t in texts)
+    score_story_set(stories, settings, tmp_path / "a.jsonl", models=models, chunk_size=2)
+    assert models.clip.texts_encoded == len(texts) and models.clip.text_seconds > 0 and models.clip.image_seconds > 0
+    again = Models(settings, clip=models.clip, cache=EmbeddingCache(tmp_path / "emb.sqlite"))
+    score_story_set(stories, settings, tmp_path / "b.jsonl", models=again, chunk_size=2)
+    assert models.clip.texts_encoded == len(texts)

@@ -1,4 +1,4 @@
-"""Rates the benchmark measures: the bare CLIP image forward, the text side, and RoViST-NR against
+"""Rates the benchmark measures: the bare CLIP image and text forwards, the text side, and RoViST-NR against
 the public code's double loops (:func:`reference_nr`, found only in a source checkout)."""
 
 from __future__ import annotations
@@ -56,6 +56,28 @@ def raw_image_throughput(encoder: ClipEncoder, batch_sizes: Sequence[int], secon
                 torch.cuda.synchronize()
         out[bs] = done / (time.perf_counter() - start)
     return out
+
+
+def raw_text_throughput(encoder: ClipEncoder, texts: Sequence[str], seconds: float) -> float:
+    """Texts/s of the bare text-tower forward over ``texts``, tokenised beforehand and batched as
+    :meth:`ClipEncoder.encode_text` batches them (by length, at its ``text_batch_size``, each
+    batch cut after its longest text where the tower allows it); the whole list is run again until
+    ``seconds`` have passed, after one warm-up pass."""
+    import torch
+
+    batches = encoder.text_batches(texts)
+    if not batches:
+        return 0.0
+
+    def run() -> int:
+        for _, tokens in batches:
+            encoder.text_tower(tokens)
+        if encoder.device == "cuda":
+            torch.cuda.synchronize()
+        return len(texts)
+
+    run()  # warm-up
+    return _rate(run, seconds)
 
 
 def _rate(run: Callable[[], int], seconds: float) -> float:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any
 
@@ -160,7 +161,7 @@ class ScoresWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, record: StoryScores) -> None:
-        self._fh.write(json_line(record.to_json(), allow_nan=False) + "\n")
+        self._fh.write(record_line(record) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -171,6 +172,51 @@ class ScoresWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Per record type: its fields' JSON names, and a getter of their values in the same order.
+_FIELD_GETTERS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving the values of the attributes ``names`` of an object, as a tuple."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])
+        return lambda value: (one(value),)
+    return lambda value: ()
+
+
+def _record_object(value: Any) -> Any:
+    """The JSON encoder's hook for what it cannot write itself: a record (dataclass) as an object
+    of its fields under their JSON names, a non-dict mapping as a dict with string keys, as
+    :func:`vst_core.records.encode` gives them; the encoder then writes the values."""
+    kind = type(value)
+    found = _FIELD_GETTERS.get(kind)
+    if found is None and is_dataclass(value) and not isinstance(value, type):
+        names = [(f.metadata.get("json", f.name), f.name) for f in fields(value)]
+        found = _FIELD_GETTERS[kind] = (tuple(key for key, _ in names), _getter(tuple(name for _, name in names)))
+    if found is not None:
+        keys, values = found
+        return dict(zip(keys, values(value), strict=True))
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+
+
+def record_line(record: StoryScores) -> str:
+    """The scores JSONL line of ``record`` (no newline): the same text as
+    ``json_line(record.to_json(), allow_nan=False)``, with the metric records written by the C JSON
+    encoder through a hook instead of converted to dicts and lists first (about 0.7x the time).
+
+    >>> record_line(StoryScores("s1", "q1", "sys", ("A dog.",)))[:40]
+    '{"format": 1, "story_id": "s1", "sequenc'
+    """
+    out = replace(record, metrics={}).to_json()  # the layout is the record's own; metrics filled in place
+    out["metrics"] = {str(name): metric for name, metric in record.metrics.items()}
+    # records are trees of frozen values built bottom-up: no cycle to look for
+    return json_line(out, allow_nan=False, default=_record_object, check_circular=False)
 
 
 def _complete(tail: bytes) -> bool:

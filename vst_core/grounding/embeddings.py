@@ -25,6 +25,10 @@ def text_key(model: str, text: str) -> str:
     return text_digest(f"{model}|text|{text}")
 
 
+#: The condition a stored row meets to be read back: an integer width and that many float32 bytes.
+_WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob' AND length(vec) = 4 * dim"
+
+
 class EmbeddingCache:
     """A SQLite file of float32 vectors by key (``:memory:``-like when ``path`` is None)."""
 
@@ -44,18 +48,23 @@ class EmbeddingCache:
         is left out (computed again)."""
 
         def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
-            by_dim: dict[int, list[tuple[str, bytes]]] = {}
+            by_dim: dict[int, tuple[list[str], list[bytes]]] = {}
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                for key, dim, blob in db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks})", chunk):
-                    if type(dim) is int and 0 < dim and isinstance(blob, bytes) and len(blob) == 4 * dim:
-                        by_dim.setdefault(dim, []).append((key, blob))
+                # only rows whose bytes are ``dim`` float32 values come back
+                for key, dim, blob in db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks}) {_WELL_FORMED}", chunk):
+                    names, blobs = by_dim.get(dim) or by_dim.setdefault(dim, ([], []))
+                    names.append(key)
+                    blobs.append(blob)
             found: dict[str, np.ndarray] = {}
-            for dim, rows in by_dim.items():  # one buffer per width, checked in one pass
-                vectors = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), dim)
+            for dim, (names, blobs) in by_dim.items():  # one buffer per width, checked in one pass
+                vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(names), dim)
                 finite = np.asarray(np.isfinite(vectors).all(axis=1))
-                found.update((key, vectors[k]) for k, (key, _) in enumerate(rows) if finite[k])
+                if finite.all():
+                    found.update(zip(names, vectors))
+                else:
+                    found.update((key, vectors[k]) for k, key in enumerate(names) if finite[k])
             return found
 
         return self._store.run(query, default={})

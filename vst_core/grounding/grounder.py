@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import stat
@@ -12,6 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from PIL import Image
@@ -51,7 +53,16 @@ from vst_core.text.nouns import Noun, nouns_many, tagger_name
 from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, pipeline_id, reference_spacy_model, token_texts
 from vst_core.text.wordnet import noun_lemma
 
+if TYPE_CHECKING:
+    from spacy.language import Language
+
 log = logging.getLogger(__name__)
+K = TypeVar("K")
+V = TypeVar("V")
+#: Entries a grounder keeps from one chunk to the next in each of its look-ups by content (text
+#: vectors, region vectors by cache key, phrase weights, the proposals of an image size, box keys):
+#: 8,192 vectors are 16 MiB at ViT-B-32's width (512 float32 values).
+KEEP_BETWEEN_CHUNKS = 8192
 
 
 @dataclass
@@ -115,7 +126,14 @@ class Grounder:
         self._base: Path | None = None  # the set's folder resolved, once
         self.phrases: dict[tuple[str, str], list[NounPhrase]] = {}  # by (system, story_id)
         self.idf: dict[str, float] = {}
+        # text vectors and phrase weights by their text (words), kept from chunk to chunk (the newest
+        # KEEP_BETWEEN_CHUNKS): a phrase met again is not read from the cache again
         self._text: dict[str, np.ndarray] = {}
+        self._region_vectors: dict[str, np.ndarray] = {}  # by cache key (model, image content, box), the same way
+        self._weight_of: dict[tuple[tuple[str, ...], tuple[str, ...] | None], float] = {}
+        self._pipeline: tuple[object, str] | None = None  # (spaCy pipeline, its pipeline_id)
+        self._grid: dict[tuple[int, int], list[Box]] = {}  # the proposals chosen for an image size
+        self._box_key: dict[Box, str] = {}
 
     # ------------------------------------------------------------------ preparation
 
@@ -174,7 +192,7 @@ class Grounder:
         nlp = load_spacy(name)
         keys: dict[tuple[str, str], str] = {}
         if self.memo is not None:
-            pipeline = pipeline_id(nlp)
+            pipeline = self._pipeline_id(nlp)
             keys = {s.key: self.memo.phrase_key(s.sentences, pipeline, reference) for s in todo}
             known = self.memo.phrases(keys.values())
             self.phrases.update((s.key, known[keys[s.key]]) for s in todo if keys[s.key] in known)
@@ -185,6 +203,12 @@ class Grounder:
         self.phrases.update((s.key, p) for s, p in zip(todo, found, strict=True))
         if self.memo is not None:
             self.memo.put_phrases({keys[s.key]: p for s, p in zip(todo, found, strict=True)})
+
+    def _pipeline_id(self, nlp: Language) -> str:
+        """:func:`pipeline_id` of ``nlp``, read once per pipeline (its ``meta`` is rebuilt on every read)."""
+        if self._pipeline is None or self._pipeline[0] is not nlp:
+            self._pipeline = (nlp, pipeline_id(nlp))
+        return self._pipeline[1]
 
     def _phrases(self, story: Story) -> list[NounPhrase]:
         if story.key not in self.phrases:
@@ -222,6 +246,18 @@ class Grounder:
             self.story_nouns(stories)
         if self.encoder is None:
             return
+        texts = [t for t in self.texts_of(stories) if t not in self._text]
+        if texts:
+            encoder = self.encoder
+            vectors = self.cache.fetch(
+                [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
+            )
+            self._text.update(zip(texts, vectors))
+
+    def texts_of(self, stories: Sequence[Story]) -> list[str]:
+        """Every distinct text the CLIP metrics of the settings encode for ``stories`` (phrase units,
+        head nouns for RoViST-VG on CLIP, CLIPScore's prompted sentences), in order; parses them."""
+        s = self.settings
         self.parse(stories)
         texts: list[str] = []
         for story in stories:
@@ -231,14 +267,7 @@ class Grounder:
                 texts.extend(p.root for p in phrases)
             if "clipscore" in s.metrics:
                 texts.extend(s.clipscore_prompt + t for t in story.sentences if t)
-        texts = list(dict.fromkeys(t for t in texts if t))
-        texts = [t for t in texts if t not in self._text]
-        if texts:
-            encoder = self.encoder
-            vectors = self.cache.fetch(
-                [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
-            )
-            self._text.update(zip(texts, vectors))
+        return list(dict.fromkeys(t for t in texts if t))
 
     def ready(self, story: Story) -> bool:
         """Whether :meth:`prepare` has covered this story."""
@@ -280,6 +309,7 @@ class Grounder:
             self.cache.put_many(fresh)
         found.update(fresh)
         self._attach(pending, keys, found, whole)
+        self._region_vectors.update(found)
 
     def _digests(self, pending: list[ImageEntry], pool: ThreadPoolExecutor) -> dict[int, str]:
         """Content digest of each image (sizes set, failures recorded as the entry's error): from the
@@ -451,8 +481,10 @@ class Grounder:
         crop = {"paper": "", "reference": "|pil-round"}[self.settings.grounding_profile]
         if self.settings.image_preprocess == "device":
             crop += "|device-resize"
-        keys = {id(e): [region_key(model, digests[id(e)], b.key() + crop) for b in boxes[id(e)]] for e in pending}
-        found = self.cache.get_many([k for entry in pending for k in keys[id(entry)]])
+        keys = {id(e): [region_key(model, digests[id(e)], self._key_of(b) + crop) for b in boxes[id(e)]] for e in pending}
+        known = self._region_vectors  # an image of the last chunk's stories again
+        found = {k: known[k] for entry in pending for k in keys[id(entry)] if k in known}
+        found.update(self.cache.get_many([k for entry in pending for k in keys[id(entry)] if k not in found]))
         todo: list[tuple[ImageEntry, Box, str]] = []
         for entry in pending:
             todo.extend((entry, b, k) for b, k in zip(boxes[id(entry)], keys[id(entry)], strict=True) if k not in found)
@@ -468,24 +500,43 @@ class Grounder:
             if entry.error is None and not all(k in found for k in keys[id(entry)]):
                 entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
             if entry.error is None:
-                stacked = np.stack([found[k] for k in keys[id(entry)]])
+                stacked = np.array([found[k] for k in keys[id(entry)]])  # rows of one width: np.stack, faster
                 entry.region_emb = stacked[: len(entry.boxes)]
                 entry.whole_emb = stacked[-1] if whole else None
+
+    def _key_of(self, box: Box) -> str:
+        """``box.key()``, formatted once per box (the proposals of one image size recur)."""
+        key = self._box_key.get(box)
+        if key is None:
+            key = self._box_key[box] = box.key()
+        return key
+
+    def _grid_regions(self, width: int, height: int) -> list[Box]:
+        """The weight-free proposals chosen for an image of this size (computed once per size)."""
+        chosen = self._grid.get((width, height))
+        if chosen is None:
+            s = self.settings
+            boxes = grid_proposals(width, height)
+            chosen = self._grid[(width, height)] = select_regions(
+                boxes, width, height, top_b=s.top_b, include_whole=s.whole_image
+            )
+        return list(chosen)
 
     def _regions(self, pending: list[ImageEntry], detected: dict[int, list[Box]]) -> None:
         s = self.settings
         for entry in pending:
             width, height = entry.size
+            found: list[Box] | None = None
             if s.regions == "csv":
                 _, found, why = self.regions_table.lookup(entry.ref) if self.regions_table else (None, None, None)
-                boxes = found or grid_proposals(width, height)
                 if not found:
                     entry.note = f"{why or f'no regions for {entry.ref} in the regions file'}: weight-free proposals used"
             elif id(entry) in detected:
-                boxes = detected[id(entry)] or grid_proposals(width, height)
+                found = detected[id(entry)]
+            if found:
+                entry.boxes = select_regions(found, width, height, top_b=s.top_b, include_whole=s.whole_image)
             else:
-                boxes = grid_proposals(width, height)
-            entry.boxes = select_regions(boxes, width, height, top_b=s.top_b, include_whole=s.whole_image)
+                entry.boxes = self._grid_regions(width, height)
             if not entry.boxes:
                 entry.note = f"no usable box in {entry.path.name}: whole image used"
                 entry.boxes = [whole_image(width, height)]
@@ -494,7 +545,7 @@ class Grounder:
         """For each text, the index of its most similar region and that raw cosine."""
         if not texts:
             return np.zeros(0, int), np.zeros(0)
-        sims = np.stack([self._text[t] for t in texts]) @ regions.T
+        sims = np.array([self._text[t] for t in texts]) @ regions.T
         best = sims.argmax(axis=1)
         return best, sims[np.arange(len(texts)), best]
 
@@ -507,11 +558,17 @@ class Grounder:
         return [float(c) for c in self._best_matches([u for u, _ in self._units(self._phrases(story))], regions)[1]]
 
     def forget(self) -> None:
-        """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk."""
+        """Drop decoded images and phrases (vectors stay in the cache): memory bounded by a chunk,
+        and the newest ``KEEP_BETWEEN_CHUNKS`` of what depends on its key alone (a text's vector on
+        the text, a weight on the words, the proposals on the image size)."""
         self.images.clear()
         self.phrases.clear()
         self.nouns.clear()
-        self._text.clear()
+        _keep_newest(self._text, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._region_vectors, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._weight_of, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._grid, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._box_key, KEEP_BETWEEN_CHUNKS)
 
     # ------------------------------------------------------------------ scoring
 
@@ -547,18 +604,26 @@ class Grounder:
             return [phrase_concreteness([u], None, expressions=s.expressions) for u, _ in units]
         if s.grounding_profile == "reference":  # whitespace words of the phrase, WordNet noun lemmas
             return [phrase_concreteness(words, [noun_lemma(w) for w in words]) for words in (u.split(" ") for u, _ in units)]
-        return [phrase_concreteness(p.words or p.text.split(), p.lemmas or None, expressions=s.expressions) for _, p in units]
+        # the same words and lemmas weigh the same: each distinct pair looked up once
+        memo, out = self._weight_of, []
+        for _, p in units:
+            key = (p.words or tuple(p.text.split()), p.lemmas or None)
+            weight = memo.get(key)
+            if weight is None:
+                weight = memo[key] = phrase_concreteness(key[0], key[1], expressions=s.expressions)
+            out.append(weight)
+        return out
 
     def groovist_record(self, story: Story, entries: list[ImageEntry]) -> GroundingScores:
         """GROOVIST over every region of every image, with T and P (GROOVIST Eq. 3, 4)."""
         s = self.settings
         regions = np.concatenate([e.region_emb for e in entries])
-        owner = np.concatenate([[k] * len(e.boxes) for k, e in enumerate(entries)])
+        owner = [k for k, e in enumerate(entries) for _ in e.boxes]
         boxes = [b for e in entries for b in e.boxes]
         units = self._units(self._phrases(story))
         best, best_cos = self._best_matches([u for u, _ in units], regions)
         g = groovist_score(best_cos, self._weights(units), s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
-        matched = [int(owner[j]) for j in best]
+        matched = [owner[j] for j in best.tolist()]
         notes = [e.note for e in entries if e.note]
         aligned = len(story.sentences) <= len(story.images)
         if aligned:
@@ -566,7 +631,8 @@ class Grounder:
         else:
             misalignment = Misalignment(None, tuple(None for _ in story.sentences))
             notes.append("more sentences than images: temporal misalignment T is undefined")
-        n_words = sum(1 for sent in story.sentences for t in token_texts(sent) if not is_punctuation(t))
+        # a letters-or-digits token is a word without looking at each character
+        n_words = sum(1 for sent in story.sentences for t in token_texts(sent) if t.isalnum() or not is_punctuation(t))
         return grounding_scores(
             g,
             units,
@@ -668,6 +734,16 @@ class Grounder:
     @property
     def _tagger(self) -> str:
         return tagger_name(self.settings.spacy_model)
+
+
+def _keep_newest(items: dict[K, V], keep: int) -> None:
+    """Drop the oldest entries of ``items`` (insertion order) beyond the newest ``keep``.
+
+    >>> d = {"a": 1, "b": 2, "c": 3}; _keep_newest(d, 2); d
+    {'b': 2, 'c': 3}
+    """
+    for key in list(itertools.islice(items, max(len(items) - keep, 0))):
+        del items[key]
 
 
 def _failed(entry: ImageEntry, exc: Exception) -> None:

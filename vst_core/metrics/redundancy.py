@@ -104,10 +104,18 @@ def jaccard(a: Sequence[str], b: Sequence[str], *, count_pairs: bool = False) ->
     return len(set(a) & set(b)) / len(union)
 
 
+def _counts(words: Sequence[str]) -> dict[str, int]:
+    """How often each word occurs in ``words``."""
+    out: dict[str, int] = {}
+    for w in words:
+        out[w] = out.get(w, 0) + 1
+    return out
+
+
 def _units(tokens: Sequence[str], variant: NRVariant) -> list[tuple[int, str]]:
     """(token index, comparable form) of the tokens a variant compares."""
-    if variant == "paper":
-        return [(i, t.lower()) for i, t in enumerate(tokens) if not is_punctuation(t)]
+    if variant == "paper":  # a letters-or-digits token is a word without looking at each character
+        return [(i, t.lower()) for i, t in enumerate(tokens) if t.isalnum() or not is_punctuation(t)]
     return list(enumerate(tokens[:-1]))
 
 
@@ -152,22 +160,35 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
     count_pairs = variant == "reference"
     units = [_units(toks, variant) for toks in sentences]
+    # each sentence's words, their set and (reference) counts once, not once per pair; the same
+    # integer counts over the same union as :func:`jaccard`, so the values are identical
+    words = [[w for _, w in u] for u in units]
+    sets = [set(w) for w in words]
+    counts = [_counts(w) for w in words] if count_pairs else []
 
     inter_pairs: list[InterOverlap] = []
     for i in range(1, len(units)):
-        words_i = [w for _, w in units[i]]
+        words_i, set_i = words[i], sets[i]
         for j in range(i):
-            words_j = [w for _, w in units[j]]
-            if count_pairs and not (words_i or words_j):
+            set_j = sets[j]
+            if count_pairs and not (words_i or words[j]):
                 continue  # empty union: skipped by the released code
-            shared = set(words_i) & set(words_j)
+            shared = set_i & set_j
+            union = len(set_i) + len(set_j) - len(shared)
+            if not union:
+                value = 0.0
+            elif count_pairs:
+                counts_j = counts[j]
+                value = sum([counts_j.get(x, 0) for x in words_i]) / union
+            else:
+                value = len(shared) / union
             inter_pairs.append(
                 InterOverlap(
                     sentence=i,
                     earlier=j,
-                    jaccard=jaccard(words_i, words_j, count_pairs=count_pairs),
-                    tokens=tuple(k for k, w in units[i] if w in shared),
-                    earlier_tokens=tuple(k for k, w in units[j] if w in shared),
+                    jaccard=value,
+                    tokens=tuple([k for k, w in units[i] if w in shared]) if shared else (),
+                    earlier_tokens=tuple([k for k, w in units[j] if w in shared]) if shared else (),
                     words=tuple(sorted(shared)),
                 )
             )
@@ -175,17 +196,22 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
     intra_pairs: list[IntraOverlap] = []
     for s, sent_units in enumerate(units):
         windows = [sent_units[k : k + n] for k in range(0, len(sent_units), n)]
-        for prev, nxt in zip(windows, windows[1:]):
-            prev_words = [w for _, w in prev]
-            next_words = [w for _, w in nxt]
-            shared = set(prev_words) & set(next_words)
+        window_words = [[w for _, w in window] for window in windows]
+        window_sets = [set(w) for w in window_words]
+        for k in range(1, len(windows)):
+            prev, nxt = windows[k - 1], windows[k]
+            shared = window_sets[k - 1] & window_sets[k]
+            if count_pairs:
+                value = jaccard(window_words[k - 1], window_words[k], count_pairs=True)
+            else:  # windows are never empty: the union is not
+                value = len(shared) / (len(window_sets[k - 1]) + len(window_sets[k]) - len(shared))
             intra_pairs.append(
                 IntraOverlap(
                     sentence=s,
                     previous=(prev[0][0], prev[-1][0] + 1),
                     window=(nxt[0][0], nxt[-1][0] + 1),
-                    jaccard=jaccard(prev_words, next_words, count_pairs=count_pairs),
-                    tokens=tuple(k for k, w in nxt if w in shared),
+                    jaccard=value,
+                    tokens=tuple([t for t, w in nxt if w in shared]) if shared else (),
                     words=tuple(sorted(shared)),
                 )
             )

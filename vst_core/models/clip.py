@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -60,6 +61,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+#: The smallest batch of texts the text tower is given (see :attr:`ClipEncoder.text_batch_size`).
+TEXT_BATCH_MIN = 64
+
+
 def default_workers() -> int:
     """Preprocessing threads: one per core, at most 8 (decode and resize release the GIL)."""
     return max(1, min(8, os.cpu_count() or 1))
@@ -100,7 +105,11 @@ class ClipEncoder:
         self._tensor = tensor_transform(preprocess)
         self._ring: dict[int, Any] = {}
         self._norm_tensors: list[tuple[Any, Any]] | None = None
-        self.images_encoded = 0  # crops through the image tower, for throughput reports
+        # for throughput reports: crops and texts through each tower, and the seconds of their forwards
+        self.images_encoded = 0
+        self.texts_encoded = 0
+        self.image_seconds = 0.0
+        self.text_seconds = 0.0
 
     def _text_length(self, text: str) -> int | None:
         inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
@@ -120,6 +129,25 @@ class ClipEncoder:
         earlier ones under a causal mask, so the vectors are those of the full-length forward.
         """
         torch = self._torch
+        out = np.zeros((len(texts), self.embed_dim), np.float32)
+        for idx, tokens in self.text_batches(texts):
+            start = time.perf_counter()
+            emb = self.text_tower(tokens).float()
+            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+            self.text_seconds += time.perf_counter() - start
+        self.texts_encoded += len(texts)
+        return out
+
+    @property
+    def text_batch_size(self) -> int:
+        """Texts per text-tower forward: the batch size, at least :data:`TEXT_BATCH_MIN` (texts are
+        short, and a batch of a few makes many small forwards: on 2 CPU cores ViT-B-32's tower runs
+        phrases about 1.4x faster at 64 than at 16)."""
+        return max(self.batch_size, TEXT_BATCH_MIN)
+
+    def text_batches(self, texts: Sequence[str]) -> list[tuple[list[int], Any]]:
+        """(indices into ``texts``, their tokens on the device) per model batch of
+        :attr:`text_batch_size`, shortest texts first."""
         lengths = []
         for text in texts:
             length = self._text_length(text)
@@ -127,14 +155,19 @@ class ClipEncoder:
             if length is not None and length > self.context_length:
                 log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
-        out = np.zeros((len(texts), self.embed_dim), np.float32)
-        for start in range(0, len(texts), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            tokens = self.tokenizer([texts[i] for i in idx], context_length=self.context_length).to(self.device)
-            with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-                emb = (_encode_text_trimmed(self.model, tokens) if self._trim else self.model.encode_text(tokens)).float()
-            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
-        return out
+        batches = []
+        size = self.text_batch_size
+        for start in range(0, len(texts), size):
+            idx = order[start : start + size]
+            batches.append((idx, self.tokenizer([texts[i] for i in idx], context_length=self.context_length).to(self.device)))
+        return batches
+
+    def text_tower(self, tokens: Any) -> Any:
+        """The text tower's forward on a batch of tokens (trimmed after the batch's longest text
+        where that cannot change the vectors): the model's raw text embeddings."""
+        torch = self._torch
+        with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
+            return _encode_text_trimmed(self.model, tokens) if self._trim else self.model.encode_text(tokens)
 
     def _prepare(self, item: Any, load: Callable[[Any], Any] | None) -> Any:
         """One image through the Pillow part of the preprocessing (a worker thread): uint8 (H, W, 3)
@@ -195,9 +228,11 @@ class ClipEncoder:
     def _forward(self, batch: Any) -> np.ndarray:
         """Unit image embeddings of a device batch (fp16 autocast on CUDA)."""
         torch = self._torch
+        start = time.perf_counter()
         with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
             emb = self.model.encode_image(batch).float()
         out: np.ndarray = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+        self.image_seconds += time.perf_counter() - start
         return out
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
