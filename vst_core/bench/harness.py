@@ -23,8 +23,9 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
     warm_speedup            cold run seconds / seconds of the same run again with the cache
     warm_stories_per_s      stories/s of a rerun of ``warm_stories`` stories (five a sequence) with every
                             vector cached: grounding, CLIPScore and RoViST-NR with its spans, the records
-                            written (``_no_spans``: with ``--no-spans``); the cache is filled first by the
-                            same pipeline with the forward a no-op (:mod:`vst_core.bench.prep`)
+                            written (``_no_spans``: with ``--no-spans``); the best of three reruns, each
+                            rate in ``..._runs``; the cache is filled first by the same pipeline with the
+                            forward a no-op (:mod:`vst_core.bench.prep`)
     prep_crops_per_s        the CPU's share per crop on a GPU run with the ``device`` preprocessing: decode,
                             crop and batching, all workers, model and device-side steps no-ops; by workers
                             and for ``pil`` too; ``device_prep_crops_per_s`` the device-side steps on this
@@ -251,8 +252,13 @@ def prep_phase(run: BenchRun, settings: Settings) -> Figures:
     return figures
 
 
+#: Warm reruns per variant; the figure is the best, every rate is kept beside it (``..._runs``).
+WARM_REPEATS = 3
+
+
 def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
-    """warm_stories_per_s: a rerun of ``warm_stories`` stories with every vector cached."""
+    """warm_stories_per_s: the best of :data:`WARM_REPEATS` reruns of ``warm_stories`` stories with
+    every vector cached, each a new run (nothing in memory, a new connection to the cache file)."""
     from vst_core.bench.prep import noop_encoder
     from vst_core.grounding.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
@@ -268,11 +274,15 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
     score_story_set(story_set, warm, folder / "fill.jsonl", models=Models(warm, clip=encoder, cache=cache))
     figures: Figures = {"warm_stories": config.warm_stories}
     for spans, name in ((True, "warm_stories_per_s"), (False, "warm_stories_per_s_no_spans")):
-        # a new run: nothing in memory (a new connection to the cache file too), the cache folder's memo
-        models = Models(warm, clip=encoder, cache=EmbeddingCache(cache.path))
-        start = time.perf_counter()
-        score_story_set(story_set, warm, folder / "again.jsonl", overwrite=True, models=models, spans=spans)
-        figures[name] = round(config.warm_stories / (time.perf_counter() - start), 1)
+        rates = []
+        for _ in range(WARM_REPEATS):
+            # a new run: nothing in memory (a new connection to the cache file too), the cache folder's memo
+            models = Models(warm, clip=encoder, cache=EmbeddingCache(cache.path))
+            start = time.perf_counter()
+            score_story_set(story_set, warm, folder / "again.jsonl", overwrite=True, models=models, spans=spans)
+            rates.append(round(config.warm_stories / (time.perf_counter() - start), 1))
+        figures[name] = max(rates)  # the best of the reruns, as timeit: other work on the machine only slows a run
+        figures[name + "_runs"] = rates
     run.say(f"warm: {figures['warm_stories_per_s']} stories/s ({figures['warm_stories_per_s_no_spans']} with --no-spans)")
     return figures
 
