@@ -108,4 +108,4 @@ def __getattr__(name: str) -> Any:
         return reg.types
     if name == "FIELDS":
         return reg.fields
-    return {f.column: f for f in reg.fields}
+    return field_by_column()
