@@ -10,8 +10,9 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
     raw_crops_per_s         bare ``encode_image`` forward on ready tensors at the best batch size tried,
                             mean of its measurements just before and just after the pipeline run
     pipeline_crops_per_s    crops encoded / seconds of a cold-cache grounding run of the set
-                            (decode, crop, preprocess, encode regions and phrases, aggregate, write)
-    pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s
+                            (decode, crop, preprocess, encode regions and phrases, aggregate, write);
+                            ``pipeline_runs`` runs (3), each with its own raw limits, the median reported
+    pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s (every run's in ``pipeline_vs_raw_runs``)
     raw_text_per_s          bare text-tower forward over the texts the pipeline run encodes (its phrase units),
                             tokenised beforehand and batched as the encoder batches them; mean of its
                             measurements just before and just after the pipeline run
@@ -112,6 +113,7 @@ class BenchConfig:
     coherence_size: str = "base"  # "base": BertConfig() (bert-base); "tiny": 2 layers of width 32
     batch_sizes: tuple[int, ...] = ()  # () = 8,16,32 on CPU; 64..512 on CUDA
     raw_seconds: float = 6.0
+    pipeline_runs: int = 3  # cold pipeline runs; the median run's ratios are reported
     nr_stories: int = 5000
     rss_stories: int = 200
     rss_regions: int = 1
@@ -173,52 +175,73 @@ def raw_phase(run: BenchRun) -> tuple[Figures, dict[int, float]]:
 
 
 def pipeline_phase(run: BenchRun, settings: Settings, raw: dict[int, float]) -> tuple[Figures, float]:
-    """pipeline: crops/s of a cold-cache grounding run of the set (the figures, and its seconds).
+    """pipeline: crops/s of ``pipeline_runs`` cold-cache grounding runs of the set, each over a cache
+    of its own (the figures, and the first run's seconds: the warm phase reruns over its cache).
     With ``raw`` measured, the raw image forward at the chosen batch size and the raw text forward
-    over the run's texts are timed just before and just after the run and their means are the
-    limits, so a drift in the machine's speed (shared cores, clock changes) moves both sides of
-    ``pipeline_vs_raw`` and ``pipeline_vs_forwards`` alike."""
+    over the run's texts are timed before the first run and after every run, and a run's limits are
+    the means of the two measurements around it, so a drift in the machine's speed (shared cores,
+    clock changes) moves both sides of ``pipeline_vs_raw`` and ``pipeline_vs_forwards`` alike. The
+    ratios reported are the median run's; every run's are in ``..._runs``."""
     best, seconds = settings.batch_size, run.config.raw_seconds
     _warm_text_tools(settings)
     texts = _pipeline_texts(run, settings)  # parsed with the settings' spaCy pipeline: it is loaded too
-    before = text_before = 0.0
-    if raw:  # the forwards at the chosen size, just before the run
-        before = raw[best] if best == run.batch_sizes[-1] else raw_image_throughput(run.clip, (best,), seconds)[best]
-        text_before = raw_text_throughput(run.clip, texts, seconds)
-    run.say("pipeline: grounding the set with a cold cache")
-    clip = run.clip
-    encoded, texts_encoded = clip.images_encoded, clip.texts_encoded
-    image_seconds, text_seconds = clip.image_seconds, clip.text_seconds
-    cold = _grounding_run(run, settings, "cold")
-    crops, encoded_texts = clip.images_encoded - encoded, clip.texts_encoded - texts_encoded
-    figures: Figures = {
-        "crops_encoded": crops,
-        "texts_encoded": encoded_texts,
-        "pipeline_seconds": round(cold, 3),
-        "pipeline_crops_per_s": round(crops / cold, 2),
-        "pipeline_image_forward_seconds": round(clip.image_seconds - image_seconds, 3),
-        "pipeline_text_forward_seconds": round(clip.text_seconds - text_seconds, 3),
-    }
-    run.say(f"pipeline: {crops} crops and {encoded_texts} texts in {cold:.1f}s = {crops / cold:.1f} crops/s")
-    if raw:
-        again = raw_image_throughput(run.clip, (best,), seconds)[best]
-        text_again = raw_text_throughput(run.clip, texts, seconds)
-        limit = round((before + again) / 2, 2)
-        text_limit = round((text_before + text_again) / 2, 2)
-        forwards = crops / limit + (encoded_texts / text_limit if text_limit else 0.0)
-        figures.update(
-            raw_crops_per_s_before=round(before, 2),
-            raw_crops_per_s_after=round(again, 2),
-            raw_crops_per_s=limit,
-            pipeline_vs_raw=round(crops / cold / limit, 3),
-            raw_text_per_s_before=round(text_before, 2),
-            raw_text_per_s_after=round(text_again, 2),
-            raw_text_per_s=text_limit,
-            pipeline_forwards_seconds=round(forwards, 3),
-            pipeline_vs_forwards=round(forwards / cold, 3),
-        )
-        run.say(f"raw again at batch {best}: {again:.1f} crops/s, {text_again:.1f} texts/s")
-    return figures, cold
+    image_rates: list[float] = []
+    text_rates: list[float] = []
+
+    def measure_raw() -> None:
+        image_rates.append(raw_image_throughput(run.clip, (best,), seconds)[best])
+        text_rates.append(raw_text_throughput(run.clip, texts, seconds))
+        run.say(f"raw at batch {best}: {image_rates[-1]:.1f} crops/s, {text_rates[-1]:.1f} texts/s")
+
+    if raw:  # the forwards at the chosen size, just before the first run
+        if best == run.batch_sizes[-1]:
+            image_rates.append(raw[best])
+            text_rates.append(raw_text_throughput(run.clip, texts, seconds))
+        else:
+            measure_raw()
+    clip, runs = run.clip, []
+    for k in range(run.config.pipeline_runs):
+        run.say(f"pipeline: grounding the set with a cold cache (run {k + 1} of {run.config.pipeline_runs})")
+        encoded, texts_encoded = clip.images_encoded, clip.texts_encoded
+        image_seconds, text_seconds = clip.image_seconds, clip.text_seconds
+        cold = _grounding_run(run, settings, "cold", cache=_cache_name(k))
+        crops, encoded_texts = clip.images_encoded - encoded, clip.texts_encoded - texts_encoded
+        figures: Figures = {
+            "crops_encoded": crops,
+            "texts_encoded": encoded_texts,
+            "pipeline_seconds": round(cold, 3),
+            "pipeline_crops_per_s": round(crops / cold, 2),
+            "pipeline_image_forward_seconds": round(clip.image_seconds - image_seconds, 3),
+            "pipeline_text_forward_seconds": round(clip.text_seconds - text_seconds, 3),
+        }
+        run.say(f"pipeline: {crops} crops and {encoded_texts} texts in {cold:.1f}s = {crops / cold:.1f} crops/s")
+        if raw:
+            measure_raw()
+            before, again = image_rates[-2:]
+            text_before, text_again = text_rates[-2:]
+            limit = round((before + again) / 2, 2)
+            text_limit = round((text_before + text_again) / 2, 2)
+            forwards = crops / limit + (encoded_texts / text_limit if text_limit else 0.0)
+            figures.update(
+                raw_crops_per_s_before=round(before, 2),
+                raw_crops_per_s_after=round(again, 2),
+                raw_crops_per_s=limit,
+                pipeline_vs_raw=round(crops / cold / limit, 3),
+                raw_text_per_s_before=round(text_before, 2),
+                raw_text_per_s_after=round(text_again, 2),
+                raw_text_per_s=text_limit,
+                pipeline_forwards_seconds=round(forwards, 3),
+                pipeline_vs_forwards=round(forwards / cold, 3),
+            )
+        runs.append(figures)
+    # the median run (of an even number, the slower of the middle two)
+    slower_first = sorted(runs, key=lambda r: r.get("pipeline_vs_raw", -r["pipeline_seconds"]))
+    median = dict(slower_first[(len(runs) - 1) // 2])
+    median["pipeline_runs"] = len(runs)
+    for name in ("pipeline_seconds", "pipeline_vs_raw", "pipeline_vs_forwards"):
+        if name in median:
+            median[f"{name}_runs"] = [r[name] for r in runs]
+    return median, runs[0]["pipeline_seconds"]
 
 
 def warm_phase(run: BenchRun, settings: Settings, cold: float) -> Figures:
@@ -506,14 +529,18 @@ def _pipeline_texts(run: BenchRun, settings: Settings) -> list[str]:
     return grounder.texts_of(list(run.story_set))
 
 
-def _grounding_run(run: BenchRun, settings: Settings, name: str) -> float:
-    """Seconds of grounding the set into ``name``.jsonl, over the run's one embedding cache file."""
+def _cache_name(k: int) -> str:
+    """The cache folder of the ``k``-th cold pipeline run (the first is the warm phase's)."""
+    return "cache" if k == 0 else f"cache-{k + 1}"
+
+
+def _grounding_run(run: BenchRun, settings: Settings, name: str, *, cache: str = "cache") -> float:
+    """Seconds of grounding the set into ``name``.jsonl, over the embedding cache in folder ``cache``."""
     from vst_core.grounding.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 
-    cache = EmbeddingCache(run.folder / "cache" / "embeddings.sqlite")
-    models = Models(settings, clip=run.clip, cache=cache)
+    models = Models(settings, clip=run.clip, cache=EmbeddingCache(run.folder / cache / "embeddings.sqlite"))
     start = time.perf_counter()
     summary = score_story_set(run.story_set, settings, run.folder / f"{name}.jsonl", overwrite=True, models=models)
     seconds = time.perf_counter() - start

@@ -36,6 +36,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)"
     )
     p.add_argument("--seconds", type=float, default=d.raw_seconds, help="seconds per batch size of the raw forward")
+    p.add_argument(
+        "--pipeline-runs",
+        type=int,
+        default=d.pipeline_runs,
+        help="cold pipeline runs, each with its own raw limits; the median run's ratios are reported",
+    )
     p.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
     p.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
     p.add_argument("--rss-regions", type=int, default=d.rss_regions, help="regions per image in the memory process")
@@ -92,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         if not served or min(served) < 1 or args.judge_server_stories < 1 or not args.judge_server_latency_ms >= 0:
             raise ValueError("--judge-server-stories and --judge-server-concurrency must be >= 1, the latency >= 0")
         counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
-        if min((*counts, width, height, *sizes, *prep_workers, args.prep_images, args.warm_stories)) < 1:
+        if min((*counts, width, height, *sizes, *prep_workers, args.prep_images, args.warm_stories, args.pipeline_runs)) < 1:
             raise ValueError("sizes and counts must be >= 1")
     except ValueError as exc:
         error(str(exc))
@@ -108,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         coherence_size=args.coherence_size,
         batch_sizes=sizes,
         raw_seconds=args.seconds,
+        pipeline_runs=args.pipeline_runs,
         nr_stories=args.nr_stories,
         rss_stories=args.rss_stories,
         rss_regions=args.rss_regions,
