@@ -437,3 +437,64 @@ def test_metric_field_value_ignores_what_is_not_a_number() -> None:
     assert MetricField("x", "m", "score", "").value(Story()) is None
     spec = MetricSpec("m", "M", "", R, (MetricField("x", "m", "score", "", report="x"),))
     assert spec.cards_of(Story()) == [("x", None, "")]
+
+
+IMAGE_METRIC = """
+from dataclasses import dataclass
+import numpy as np
+from vst_core.metric_spec import MetricField, MetricSpec
+
+@dataclass(frozen=True)
+class Title:
+    score: float | None
+
+def texts(settings, story, phrases):
+    return ["a photo of " + story.sentences[0]] if story.sentences else []
+
+def record(grounder, story, entries):
+    text = grounder.text_vector("a photo of " + story.sentences[0])
+    regions = np.concatenate([e.region_emb for e in entries])
+    return Title(float((regions @ text).max()))
+
+METRIC = MetricSpec("title_match", "Title match", "the first sentence's best region", Title,
+                    (MetricField("title", "title_match", "score", "best cosine of the first sentence"),),
+                    needs=frozenset({"images", "clip"}), image_record=record, texts=texts)
+"""
+
+
+def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_share(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, tiny_clip: tuple[Path, Path]
+) -> None:
+    """An image metric declares ``image_record`` (and ``texts``) and no ``score``: its text is encoded
+    with the others, its stories' regions are the ones GROOVIST uses, and its value is the best
+    cosine an independent encoding of the same text and crops gives."""
+    import numpy as np
+
+    from vst_core.data import read_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.story import score_batch
+
+    everything = metadata.entry_points
+    reg = _install(plugins, monkeypatch, title_metric=IMAGE_METRIC)
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)  # spaCy reads its own (the registry is built)
+    spec = reg.spec("title_match")
+    assert spec.score is not None and "title_match" in reg.with_need("clip")
+    config, checkpoint = tiny_clip
+    settings = Settings(
+        metrics=("grounding", "title_match"),
+        clip_arch="vst-tiny-clip",
+        clip_checkpoint=str(checkpoint),
+        clip_config=str(config),
+        device="cpu",
+    )
+    stories = read_story_set(SAMPLE).stories[:3]
+    models = Models(settings)
+    records = score_batch(stories, settings, {"id": "t"}, models, SAMPLE.parent)
+    grounder = models.grounder(SAMPLE.parent)
+    grounder.prepare(stories)
+    for story, rec in zip(stories, records, strict=True):
+        assert rec.errors == {} and rec.metrics["grounding"] is not None
+        text = models.clip.encode_text(["a photo of " + story.sentences[0]])[0]
+        regions = np.concatenate([e.region_emb for e in grounder.entries(story)])
+        assert rec.metrics["title_match"].score == pytest.approx(float((regions @ text).max()), abs=1e-5)
+        assert rec.metrics["title_match"].score != rec.metrics["grounding"].score

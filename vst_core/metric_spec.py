@@ -43,8 +43,10 @@ _log = logging.getLogger(__name__)
 #: Which way is better for a number: up, down, or neither (a descriptor).
 Direction = Literal["higher", "lower", "none"]
 #: What computing a metric needs beyond the story's text: its ``images`` (and their regions), the
-#: ``clip`` encoder, the other stories of its ``sequence``, a ``model`` given by the user's settings.
-Need = Literal["images", "clip", "sequence", "model"]
+#: ``clip`` encoder, the ``whole_image``'s CLIP vector beside its regions', ``idf`` weights fitted
+#: over the story set before the chunks, the other stories of its ``sequence``, a ``model`` given
+#: by the user's settings.
+Need = Literal["images", "clip", "whole_image", "idf", "sequence", "model"]
 #: A score card: label, value (None: undefined), hover text.
 Card = tuple[str, "float | None", str]
 #: The entry-point group other packages register metrics in.
@@ -100,6 +102,15 @@ class MetricField:
 #: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
 ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+#: An image metric of one story from the image work every image metric of a run shares: ``(grounder,
+#: story, entries) -> record``; ``grounder`` is the :class:`vst_core.grounding.grounder.Grounder` that
+#: chose the story's regions, encoded them and its texts (cached) and parsed its noun phrases, and
+#: ``entries`` are its images (:class:`vst_core.grounding.grounder.ImageEntry`). A metric with this
+#: hook needs no ``score``: it is scored through the shared work (``ScoringRun.image_records``).
+ImageRecordHook = Callable[[Any, Any, Sequence[Any]], Any]
+#: The texts an image metric embeds with CLIP beyond the story's phrase units, encoded with them
+#: before any story is scored: ``(settings, story, noun phrases) -> texts``.
+TextsHook = Callable[[Any, Any, Sequence[Any]], Iterable[str]]
 #: A metric over the stories of a sequence together, computed once per run before the chunks from
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
 #: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
@@ -134,7 +145,8 @@ class MetricSpec:
     ``version`` goes into the signature of every run that computes it (a plugin's package version);
     ``aliases`` are other names of it in released score files (lower case: ``g``, ``groovist``) and
     ``from_score`` makes a record of an imported score (None: it cannot be imported).
-    ``score`` computes it (None: it is only read from files); ``together`` computes a metric of the
+    ``score`` computes it (None: it is only read from files); an image metric gives ``image_record``
+    instead (and ``texts``, what it embeds beyond the phrase units); ``together`` computes a metric of the
     ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
     ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block)."""
@@ -152,6 +164,8 @@ class MetricSpec:
     aliases: tuple[str, ...] = ()
     from_score: ImportHook | None = None
     score: ScoreHook | None = None
+    image_record: ImageRecordHook | None = None
+    texts: TextsHook | None = None
     together: SetHook | None = None
     load: LoadHook | None = None
     identity: IdentityHook | None = None
@@ -159,6 +173,10 @@ class MetricSpec:
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
     module: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.score is None and self.image_record is not None:
+            object.__setattr__(self, "score", _ImageScore(self.image_record))
 
     def default_cards(self, story: _HasMetrics) -> list[Card]:
         """One card per reported field (or the first field), its help as the hover text."""
@@ -168,6 +186,18 @@ class MetricSpec:
     def cards_of(self, story: _HasMetrics) -> list[Card]:
         """The story's score cards for this metric."""
         return self.cards(story) if self.cards is not None else self.default_cards(story)
+
+
+@dataclass(frozen=True)
+class _ImageScore:
+    """The ``score`` hook of an image metric: its ``image_record`` on each story of the batch, over the
+    image work the run's image metrics share."""
+
+    build: ImageRecordHook
+
+    def __call__(self, stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], Any]:
+        found: Mapping[tuple[str, str], Any] = run.image_records(stories, self.build)
+        return found
 
 
 @dataclass(frozen=True)

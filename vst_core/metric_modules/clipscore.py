@@ -1,12 +1,13 @@
 """CLIPScore (Hessel et al., 2021) per sentence and image: mean of 2.5 · max(cos(sentence i, image i), 0).
 
-Formula: :mod:`vst_core.metrics.grounding`; the whole images' vectors:
-:class:`vst_core.grounding.grounder.Grounder` (``clipscore_record``). Card: ``docs/metrics/clipscore.md``.
+Formula: :mod:`vst_core.metrics.grounding`; wired here (:func:`record`) over the whole images' vectors
+and the prompted sentences' the image metrics' shared work encoded
+(:class:`vst_core.grounding.grounder.Grounder`). Card: ``docs/metrics/clipscore.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
@@ -15,13 +16,31 @@ from vst_core.records import ClipScoreScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
+    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "clipscore"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
-    return run.image_records(stories, lambda grounder, story, entries: grounder.clipscore_record(story, entries))
+def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
+    """What CLIPScore embeds: each sentence after the prompt ("A photo depicts " by default)."""
+    return [settings.clipscore_prompt + t for t in story.sentences if t]
+
+
+def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> ClipScoreScores:
+    """CLIPScore of sentence i, after the prompt, with the whole image i; pairs up to the shorter side."""
+    from vst_core.grounding.builders import clipscore_scores
+    from vst_core.metrics.grounding import clipscore
+
+    n = min(len(story.sentences), len(entries))
+    prompt = grounder.settings.clipscore_prompt
+    cosines = [
+        float(grounder.text_vector(prompt + story.sentences[i]) @ entries[i].whole_emb) if story.sentences[i] else 0.0
+        for i in range(n)
+    ]
+    aligned = n == len(story.sentences) == len(entries)
+    return clipscore_scores(
+        clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
+    )
 
 
 METRIC = MetricSpec(
@@ -30,9 +49,10 @@ METRIC = MetricSpec(
     description="CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
     record=ClipScoreScores,
     fields=(MetricField("CLIPScore", NAME, "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),),
-    needs=frozenset({"images", "clip"}),
+    needs=frozenset({"images", "clip", "whole_image"}),
     settings=(*IMAGE_SETTINGS, "clipscore_prompt"),
     card="docs/metrics/clipscore.md",
-    score=score,
+    image_record=record,
+    texts=texts,
     load=lambda models: models.clip,
 )

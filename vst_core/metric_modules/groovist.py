@@ -1,14 +1,15 @@
 """GROOVIST (Surikuchi et al., 2023): noun phrases grounded in image regions with CLIP, θ penalty,
 concreteness weights; with temporal misalignment T and noun-phrase proportion P.
 
-Formula: :mod:`vst_core.metrics.grounding`; images, regions and cached vectors:
-:class:`vst_core.grounding.grounder.Grounder` (``groovist_record``). Card: ``docs/metrics/groovist.md``.
+Formula: :mod:`vst_core.metrics.grounding`; wired here (:func:`record`) over the images, regions,
+phrases and cached vectors the image metrics share (:class:`vst_core.grounding.grounder.Grounder`).
+Card: ``docs/metrics/groovist.md``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_spec import Card, MetricField, MetricSpec
@@ -16,7 +17,7 @@ from vst_core.records import GroundingScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
+    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "grounding"
 #: The settings that change the grounder's numbers (shared by the CLIP metrics).
@@ -31,8 +32,43 @@ IMAGE_SETTINGS: tuple[str, ...] = (
 )
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
-    return run.image_records(stories, lambda grounder, story, entries: grounder.groovist_record(story, entries))
+def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> GroundingScores:
+    """GROOVIST over every region of every image (Eq. 1-2), with T and P (Eq. 3, 4): each phrase unit's
+    best region, weighted (concreteness, idf or none), penalised below θ, tanh-bounded."""
+    import numpy as np
+
+    from vst_core.grounding.builders import grounding_scores
+    from vst_core.metrics.grounding import Misalignment, groovist_score, np_proportion, temporal_misalignment
+    from vst_core.metrics.tokens import is_punctuation
+    from vst_core.text.phrases import token_texts
+
+    s = grounder.settings
+    regions = np.concatenate([e.region_emb for e in entries])
+    owner = [k for k, e in enumerate(entries) for _ in e.boxes]
+    boxes = [b for e in entries for b in e.boxes]
+    units = grounder.units(grounder.phrases_of(story))
+    best, best_cos = grounder.best_matches([u for u, _ in units], regions)
+    g = groovist_score(best_cos, grounder.weights(units), s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
+    matched = [owner[j] for j in best.tolist()]
+    notes = [e.note for e in entries if e.note]
+    if len(story.sentences) <= len(story.images):
+        misalignment = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences))
+    else:
+        misalignment = Misalignment(None, tuple(None for _ in story.sentences))
+        notes.append("more sentences than images: temporal misalignment T is undefined")
+    # a letters-or-digits token is a word without looking at each character
+    n_words = sum(1 for sent in story.sentences for t in token_texts(sent) if t.isalnum() or not is_punctuation(t))
+    return grounding_scores(
+        g,
+        units,
+        best_cosines=[float(c) for c in best_cos],
+        images=matched,
+        boxes=[boxes[int(j)] for j in best],
+        misalignment=misalignment,
+        np_proportion=np_proportion(len(units), n_words),
+        notes=notes,
+        penalize=s.penalize,
+    )
 
 
 def from_score(value: float, note: str) -> GroundingScores:
@@ -88,7 +124,7 @@ METRIC = MetricSpec(
     card="docs/metrics/groovist.md",
     aliases=("g", "groovist"),
     from_score=from_score,
-    score=score,
+    image_record=record,
     load=lambda models: models.clip,
     cards=cards,
 )

@@ -2,8 +2,8 @@
 (ViT regions, GloVe nouns), an idf-weighted log-sum-exp S, Eq. 3 in (−1, 1).
 
 Formula: :func:`vst_core.metrics.grounding.rovist_vg`; the model: :mod:`vst_core.models.rovist_vg`;
-nouns: :mod:`vst_core.text.nouns`; computed by :class:`vst_core.grounding.grounder.Grounder`
-(``rovist_vg_record``). Card: ``docs/metrics/rovist_vg.md``.
+nouns: :mod:`vst_core.text.nouns`; wired here (:func:`record`) over the regions the image metrics' shared
+work chose and the model encoded (:class:`vst_core.grounding.grounder.Grounder`). Card: ``docs/metrics/rovist_vg.md``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,67 @@ from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
+    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "rovist_vg"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
-    return run.image_records(stories, lambda grounder, story, entries: grounder.rovist_vg_record(story, entries))
+def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> RovistVGScores:
+    """RoViST-VG with the authors' model, as their ``compute_sim`` and ``vg_score``: each noun's best
+    cosine over the regions of each image, the best over the images, idf-weighted log-sum-exp (the
+    authors' idf table, else ``vg:`` idf fitted over the set, else 1)."""
+    import numpy as np
+
+    from vst_core.grounding.builders import rovist_vg_scores
+    from vst_core.metrics.grounding import rovist_vg
+
+    vg = grounder.vg
+    if vg is None:
+        raise ValueError("the RoViST-VG model is not loaded")
+    grounder.story_nouns([story])
+    nouns = grounder.nouns[story.key]
+    notes = [e.note for e in entries if e.note]
+    table = vg.idf
+    fitted = any(k.startswith("vg:") for k in grounder.idf)
+    if table is None and not fitted:
+        notes.append("no idf fitted over a story set: every noun weighs 1 (the authors' --use_idf 0)")
+    if not nouns:
+        empty = rovist_vg([], [])
+        return rovist_vg_scores(
+            empty, [], best=[], idf=[], images=[], boxes=[], model=vg.signature, tagger=grounder.tagger, notes=notes
+        )
+    texts = [n.text for n in nouns]
+    vectors, known = grounder.vg_vectors(texts)
+    regions = [e.vg_emb for e in entries]
+    if any(r is None for r in regions):
+        raise ValueError("the regions of an image were not encoded by the RoViST-VG model")
+    per_image = [vectors @ r.T for r in regions if r is not None]  # (nouns, regions of image i)
+    best_per_image = np.stack([m.max(axis=1) for m in per_image])  # (images, nouns)
+    image = best_per_image.argmax(axis=0)
+    best = best_per_image[image, np.arange(len(texts))]
+    boxes = [entries[int(i)].boxes[int(per_image[int(i)][k].argmax())] for k, i in enumerate(image)]
+    if table is not None:
+        looked = [table.weight(t) for t in texts]
+        idf = [w for w, _ in looked]
+        absent = list(dict.fromkeys(t for t, (_, found) in zip(texts, looked, strict=True) if not found))
+        if absent:
+            notes.append(
+                f"{len(absent)} noun(s) not in {table.path.name} ({', '.join(absent[:5])}): weighed by its largest "
+                f"idf {table.fallback:.3f} (the authors' scorer stops on a noun its table lacks)"
+            )
+    else:
+        idf = [grounder.idf.get(f"vg:{t}", 0.0) if fitted else 1.0 for t in texts]
+    return rovist_vg_scores(
+        rovist_vg(best, idf),
+        [(n.text, n.sentence, k) for n, k in zip(nouns, known, strict=True)],
+        best=[float(c) for c in best],
+        idf=idf,
+        images=[int(i) for i in image],
+        boxes=boxes,
+        model=vg.signature,
+        tagger=grounder.tagger,
+        notes=notes,
+    )
 
 
 def identity(settings: Any) -> dict[str, str]:
@@ -67,10 +121,10 @@ METRIC = MetricSpec(
         MetricField("RoViST-VG", NAME, "score", "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S", report="RoViST-VG"),
         MetricField("RoViST-VG S", NAME, "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
     ),
-    needs=frozenset({"images", "model"}),
+    needs=frozenset({"images", "model", "idf"}),
     settings=("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "regions", "top_b", "spacy_model"),
     card="docs/metrics/rovist_vg.md",
-    score=score,
+    image_record=record,
     load=lambda models: models.rovist_vg,
     identity=identity,
     caption=caption,

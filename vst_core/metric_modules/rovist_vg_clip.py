@@ -1,13 +1,14 @@
 """RoViST-VG's aggregation of CLIP similarities (not the authors' model): the idf-weighted
 log-sum-exp of each head noun's best CLIP cosine, 2/(1+exp(−0.5·lse)) − 1.
 
-Formula: :mod:`vst_core.metrics.grounding`; computed by
-:class:`vst_core.grounding.grounder.Grounder` (``rovist_vg_clip_record``). Card: ``docs/metrics/rovist_vg_clip.md``.
+Formula: :mod:`vst_core.metrics.grounding`; wired here (:func:`record`) over the regions and head nouns
+the image metrics' shared work encoded (:class:`vst_core.grounding.grounder.Grounder`).
+Card: ``docs/metrics/rovist_vg_clip.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
@@ -16,13 +17,29 @@ from vst_core.records import RovistVGClipScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
+    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "rovist_vg_clip"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
-    return run.image_records(stories, lambda grounder, story, entries: grounder.rovist_vg_clip_record(story, entries))
+def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
+    """What it embeds beyond the phrase units: each phrase's head noun."""
+    return [p.root for p in phrases]
+
+
+def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> RovistVGClipScores:
+    """Each distinct head noun's best CLIP cosine over every region, idf-weighted (``noun:`` idf
+    fitted over the set), through RoViST-VG's log-sum-exp and Eq. 3."""
+    import numpy as np
+
+    from vst_core.grounding.builders import rovist_vg_clip_scores
+    from vst_core.metrics.grounding import rovist_vg
+
+    regions = np.concatenate([e.region_emb for e in entries])
+    nouns = list(dict.fromkeys(p.root for p in grounder.phrases_of(story)))
+    best = grounder.best_matches(nouns, regions)[1]
+    idf = [grounder.idf.get(f"noun:{n}", 0.0) for n in nouns]
+    return rovist_vg_clip_scores(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
 
 
 METRIC = MetricSpec(
@@ -34,9 +51,10 @@ METRIC = MetricSpec(
     fields=(
         MetricField("RoViST-VG (CLIP)", NAME, "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"),
     ),
-    needs=frozenset({"images", "clip"}),
+    needs=frozenset({"images", "clip", "idf"}),
     settings=(*IMAGE_SETTINGS, "spacy_model"),
     card="docs/metrics/rovist_vg_clip.md",
-    score=score,
+    image_record=record,
+    texts=texts,
     load=lambda models: models.clip,
 )

@@ -1,0 +1,116 @@
+"""CLIP's image preprocessing split for the encoder's two paths: the Pillow part that runs in worker
+threads and the Normalize steps that run on the device (:func:`_split_preprocess`), and the whole
+evaluation transform as tensor operations on the device (:class:`TensorTransform`,
+:func:`resize_crops`), for crops cut from a decoded image as views (:func:`_cut`).
+
+>>> resized_size(150, 250, 224)
+(224, 373)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: A crop in the decoded image's pixels: ``(x1, y1, x2, y2)``, right and bottom exclusive.
+PixelBox = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class TensorTransform:
+    """CLIP's evaluation preprocessing as tensor operations: the shorter side resized to ``size``
+    (``mode``, antialiased, as torchvision's ``Resize(int)``), a centre crop of ``crop`` (H, W), and
+    the result rounded to 8 bits as Pillow's resize gives it; the Normalize steps follow."""
+
+    size: int
+    crop: tuple[int, int]
+    mode: str
+
+
+def tensor_transform(preprocess: Any) -> TensorTransform | None:
+    """The :class:`TensorTransform` of a torchvision ``Compose`` of ``Resize(int)`` (bicubic or
+    bilinear), ``CenterCrop``, RGB conversion, ``ToTensor`` and ``Normalize`` (open_clip's and
+    OpenAI's evaluation transform); None for any other preprocessing."""
+    try:
+        from torchvision.transforms import CenterCrop, InterpolationMode, Normalize, Resize, ToTensor
+    except ImportError:  # pragma: no cover - open_clip needs torchvision
+        return None
+    steps = list(getattr(preprocess, "transforms", []) or [])
+    if len(steps) < 4 or not isinstance(steps[0], Resize) or not isinstance(steps[1], CenterCrop):
+        return None
+    rest = steps[2:]
+    if not all(
+        isinstance(t, (ToTensor, Normalize)) or "convert" in type(t).__name__.lower() + getattr(t, "__name__", "") for t in rest
+    ):
+        return None
+    resize, crop = steps[0], steps[1]
+    size = resize.size if isinstance(resize.size, int) else (resize.size[0] if len(resize.size) == 1 else None)
+    modes = {InterpolationMode.BICUBIC: "bicubic", InterpolationMode.BILINEAR: "bilinear"}
+    if size is None or resize.max_size is not None or resize.interpolation not in modes:
+        return None
+    height, width = (crop.size, crop.size) if isinstance(crop.size, int) else tuple(crop.size)
+    return TensorTransform(int(size), (int(height), int(width)), modes[resize.interpolation])
+
+
+def resized_size(height: int, width: int, size: int) -> tuple[int, int]:
+    """(H, W) after torchvision's ``Resize(size)``: the shorter side to ``size``, the longer one
+    scaled and truncated.
+
+    >>> resized_size(150, 250, 224)
+    (224, 373)
+    """
+    if width <= height:
+        return int(size * height / width), size
+    return size, int(size * width / height)
+
+
+def resize_crops(crops: Sequence[Any], transform: TensorTransform) -> Any:
+    """(N, 3, H, W) float32 pixel values 0-255 of uint8 (h, w, 3) crops on one device: each resized
+    and centre-cropped as ``transform`` says, crops of one shape in one call. Pillow's antialiased
+    bicubic and torch's use the same kernel (a = -0.5); as Pillow, the width is resized first and
+    each pass is rounded and clamped to 8 bits."""
+    import torch
+
+    ch, cw = transform.crop
+    out = torch.empty((len(crops), 3, ch, cw), dtype=torch.float32, device=crops[0].device)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for k, crop in enumerate(crops):
+        groups.setdefault((int(crop.shape[0]), int(crop.shape[1])), []).append(k)
+    for (h, w), idx in groups.items():
+        x = torch.stack([crops[k] for k in idx]).permute(0, 3, 1, 2).contiguous().to(torch.float32)
+        nh, nw = resized_size(h, w, transform.size)
+        # two passes as Pillow makes them, widths first, each rounded to 8 bits (a clamped overshoot at
+        # a sharp edge is what Pillow's intermediate image keeps)
+        for size in ((h, nw), (nh, nw)):
+            if tuple(x.shape[-2:]) != size:
+                x = torch.nn.functional.interpolate(x, size=size, mode=transform.mode, align_corners=False, antialias=True)
+                x = x.round_().clamp_(0, 255)
+        top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
+        if top < 0 or left < 0:  # a crop larger than the resized image: torchvision pads with zeros
+            x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
+            top, left = max(top, 0), max(left, 0)
+        out[torch.as_tensor(idx, device=out.device)] = x[:, :, top : top + ch, left : left + cw]
+    return out
+
+
+def _cut(image: Any, box: PixelBox) -> Any:
+    """The box of a (H, W, 3) image tensor as a view, kept inside the image and at least 1x1."""
+    height, width = int(image.shape[0]), int(image.shape[1])
+    x1, y1 = min(max(box[0], 0), width - 1), min(max(box[1], 0), height - 1)
+    x2, y2 = max(min(box[2], width), x1 + 1), max(min(box[3], height), y1 + 1)
+    return image[y1:y2, x1:x2]
+
+
+def _split_preprocess(preprocess: Any) -> tuple[Any, list[Any]] | None:
+    """(PIL part, Normalize steps) of a torchvision ``Compose`` ending in ToTensor + Normalize;
+    None for any other preprocess (then it runs whole in the worker threads)."""
+    try:
+        from torchvision.transforms import Compose, Normalize, ToTensor
+    except ImportError:  # pragma: no cover - open_clip needs torchvision
+        return None
+    steps = list(getattr(preprocess, "transforms", []) or [])
+    at = [k for k, t in enumerate(steps) if isinstance(t, ToTensor)]
+    if len(at) != 1 or not all(isinstance(t, Normalize) for t in steps[at[0] + 1 :]):
+        return None
+    return Compose(steps[: at[0]]), steps[at[0] + 1 :]
