@@ -8,11 +8,10 @@ from vst_core.bench.harness import (
     RSS_TARGET_MB,
     TARGETS,
     BenchConfig,
-    peak_rss,
-    rss_worker,
     run_bench,
 )
 from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_sentences, synthetic_story_set
+from vst_core.bench.memory import peak_rss, rss_worker
 from vst_core.bench.throughput import nr_throughput, raw_image_throughput, text_throughput
 
 __all__ = [
