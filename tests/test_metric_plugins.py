@@ -498,3 +498,54 @@ def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_s
         regions = np.concatenate([e.region_emb for e in grounder.entries(story)])
         assert rec.metrics["title_match"].score == pytest.approx(float((regions @ text).max()), abs=1e-5)
         assert rec.metrics["title_match"].score != rec.metrics["grounding"].score
+
+
+def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_harms_no_other_metric(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, tiny_clip: tuple[Path, Path]
+) -> None:
+    """A ``texts`` hook that raises, or gives what is not a string, is that metric's reason on every
+    story of the batch; vectors the image metrics share are read-only, so a metric that writes into
+    them fails alone; an image hook without the needs it works on is refused at registration."""
+    from vst_core.data import read_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.story import score_batch
+
+    raising = (
+        IMAGE_METRIC.replace('return ["a photo of "', 'raise RuntimeError("texts boom"); return [""')
+        .replace("title_match", "t_raise")
+        .replace('"title"', '"t raise"')
+    )
+    numbers = (
+        IMAGE_METRIC.replace('return ["a photo of " + story.sentences[0]]', "return [1, 2]")
+        .replace("title_match", "t_numbers")
+        .replace('"title"', '"t numbers"')
+    )
+    writer = (
+        IMAGE_METRIC.replace("text = grounder.text_vector(", "text = grounder.text_vector(")
+        .replace("    return Title(float((regions @ text).max()))", "    text *= -1\n    return Title(0.0)")
+        .replace("title_match", "t_writer")
+        .replace('"title"', '"t writer"')
+    )
+    no_needs = (
+        IMAGE_METRIC.replace('needs=frozenset({"images", "clip"}), ', "")
+        .replace("title_match", "t_blind")
+        .replace('"title"', '"t blind"')
+    )
+    everything = metadata.entry_points
+    reg = _install(plugins, monkeypatch, t_raise=raising, t_numbers=numbers, t_writer=writer, t_blind=no_needs)
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)
+    assert "t_blind" not in reg.specs and any("t_blind" in p and "needs" in p for p in reg.problems)
+    config, checkpoint = tiny_clip
+    clip = dict(clip_arch="vst-tiny-clip", clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
+    stories = read_story_set(SAMPLE).stories[:3]
+    only = Settings(metrics=("grounding",), **clip)
+    alone = score_batch(stories, only, {"id": "t"}, Models(only), SAMPLE.parent)
+    assert all(r.errors == {} for r in alone)
+    for order in (("t_raise", "t_numbers", "t_writer", "grounding"), ("grounding", "t_writer", "t_numbers", "t_raise")):
+        settings = Settings(metrics=order, **clip)
+        records = score_batch(stories, settings, {"id": "t"}, Models(settings), SAMPLE.parent)
+        for rec, before in zip(records, alone, strict=True):
+            assert rec.errors["t_raise"] == "RuntimeError: texts boom"
+            assert rec.errors["t_numbers"] == "TypeError: its texts hook gave a int, not a str"
+            assert "read-only" in rec.errors["t_writer"]
+            assert rec.metrics["grounding"] == before.metrics["grounding"]  # the same numbers, whatever ran beside

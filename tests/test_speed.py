@@ -356,6 +356,8 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     # two cold runs, each on its own cache; the slower of the two is reported
     assert printed["pipeline_runs"] == 2 and printed["pipeline_vs_raw"] == min(printed["pipeline_vs_raw_runs"])
     assert len(printed["pipeline_seconds_runs"]) == 2 and printed["pipeline_seconds"] in printed["pipeline_seconds_runs"]
+    assert printed["crops_encoded_runs"] == [3 * 2 * 2] * 2  # each run cold: every crop encoded again
+    assert printed["warm_speedup"] == pytest.approx(printed["pipeline_seconds"] / printed["warm_seconds"], rel=0.1)
     assert printed["device"] == "cpu" and len(printed["signature_id"]) == 12 and printed["cpu_model"]
     assert set(printed["met"]) == {
         "pipeline_vs_raw",

@@ -13,6 +13,7 @@ from conftest import SAMPLE
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.grounding import grounder as grounder_module
+from vst_core.grounding import image_regions
 from vst_core.grounding.memo import FILE_NAME, InputMemo, file_stamp
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
@@ -51,7 +52,7 @@ def test_rerun_neither_hashes_nor_parses_and_gives_the_same_scores(
     def refuse(*args: object, **kwargs: object) -> object:
         raise AssertionError("the warm path read or parsed again")
 
-    monkeypatch.setattr(grounder_module, "file_digest", refuse)
+    monkeypatch.setattr(image_regions, "file_digest", refuse)  # the images' digests
     monkeypatch.setattr(grounder_module, "noun_phrases_many", refuse)
     assert _run(folder, settings, cache, tmp_path / "b.jsonl") == first
 

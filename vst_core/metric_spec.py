@@ -43,10 +43,10 @@ _log = logging.getLogger(__name__)
 #: Which way is better for a number: up, down, or neither (a descriptor).
 Direction = Literal["higher", "lower", "none"]
 #: What computing a metric needs beyond the story's text: its ``images`` (and their regions), the
-#: ``clip`` encoder, the ``whole_image``'s CLIP vector beside its regions', ``idf`` weights fitted
+#: ``clip`` encoder, the whole image's CLIP vector beside its regions' (``image_vector``), ``idf`` weights fitted
 #: over the story set before the chunks, the other stories of its ``sequence``, a ``model`` given
 #: by the user's settings.
-Need = Literal["images", "clip", "whole_image", "idf", "sequence", "model"]
+Need = Literal["images", "clip", "image_vector", "idf", "sequence", "model"]
 #: A score card: label, value (None: undefined), hover text.
 Card = tuple[str, "float | None", str]
 #: The entry-point group other packages register metrics in.
@@ -176,7 +176,7 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         if self.score is None and self.image_record is not None:
-            object.__setattr__(self, "score", _ImageScore(self.image_record))
+            object.__setattr__(self, "score", _ImageScore(self.image_record, self.name))
 
     def default_cards(self, story: _HasMetrics) -> list[Card]:
         """One card per reported field (or the first field), its help as the hover text."""
@@ -194,9 +194,10 @@ class _ImageScore:
     image work the run's image metrics share."""
 
     build: ImageRecordHook
+    metric: str
 
     def __call__(self, stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], Any]:
-        found: Mapping[tuple[str, str], Any] = run.image_records(stories, self.build)
+        found: Mapping[tuple[str, str], Any] = run.image_records(stories, self.build, metric=self.metric)
         return found
 
 
@@ -340,7 +341,8 @@ def _others(name: str) -> bool:
 def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
     report names are one namespace with every other metric's, the table's own columns and the
-    baselines'; its record must be a dataclass the JSON reader can read back."""
+    baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
+    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP)."""
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.aliases)}
@@ -376,6 +378,13 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
     if spec.main_value not in attrs:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
+    unknown = set(spec.needs) - set(typing.get_args(Need))
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")
+    if spec.image_record is not None and "images" not in spec.needs:
+        raise ValueError("an image_record hook works on the story's images: declare needs={'images', ...}")
+    if spec.texts is not None and not {"images", "clip"} <= spec.needs:
+        raise ValueError("a texts hook is encoded by CLIP beside the regions: declare needs={'images', 'clip'}")
 
 
 def readable_record(kind: type, seen: frozenset[type] = frozenset()) -> None:

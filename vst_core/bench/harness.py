@@ -8,20 +8,20 @@ stories in a temporary folder) and the embedding cache a temporary file, so the 
 untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
 
     raw_crops_per_s         bare ``encode_image`` forward on ready tensors at the best batch size tried,
-                            mean of its measurements just before and just after the pipeline run
+                            mean of its measurements just before and just after the reported pipeline run
     pipeline_crops_per_s    crops encoded / seconds of a cold-cache grounding run of the set
                             (decode, crop, preprocess, encode regions and phrases, aggregate, write);
                             ``pipeline_runs`` runs (3), each with its own raw limits, the median reported
     pipeline_vs_raw         pipeline_crops_per_s / raw_crops_per_s (every run's in ``pipeline_vs_raw_runs``)
     raw_text_per_s          bare text-tower forward over the texts the pipeline run encodes (its phrase units),
                             tokenised beforehand and batched as the encoder batches them; mean of its
-                            measurements just before and just after the pipeline run
+                            measurements just before and just after the reported pipeline run
     pipeline_vs_forwards    seconds the run's bare model forwards take (crops_encoded / raw_crops_per_s +
                             texts_encoded / raw_text_per_s) / pipeline_seconds: the share of the run that
                             is model work, the image and the text tower alike (``pipeline_vs_raw`` counts
                             the text tower as overhead); ``pipeline_*_forward_seconds`` the forwards'
                             seconds inside the run
-    warm_speedup            cold run seconds / seconds of the same run again with the cache
+    warm_speedup            pipeline_seconds / seconds of the first cold run again over its cache
     warm_stories_per_s      stories/s of a rerun of ``warm_stories`` stories (five a sequence) with every
                             vector cached: grounding, CLIPScore and RoViST-NR with its spans, the records
                             written (``_no_spans``: with ``--no-spans``); the best of three reruns, each
@@ -129,6 +129,10 @@ class BenchConfig:
     skip: tuple[str, ...] = ()
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        if self.pipeline_runs < 1:
+            raise ValueError(f"pipeline_runs must be at least 1, got {self.pipeline_runs}")
+
 
 @dataclass
 class Log:
@@ -235,14 +239,15 @@ def pipeline_phase(run: BenchRun, settings: Settings, raw: dict[int, float]) -> 
     slower_first = sorted(runs, key=lambda r: r.get("pipeline_vs_raw", -r["pipeline_seconds"]))
     median = dict(slower_first[(len(runs) - 1) // 2])
     median["pipeline_runs"] = len(runs)
-    for name in ("pipeline_seconds", "pipeline_vs_raw", "pipeline_vs_forwards"):
+    for name in ("crops_encoded", "pipeline_seconds", "pipeline_vs_raw", "pipeline_vs_forwards"):
         if name in median:
             median[f"{name}_runs"] = [r[name] for r in runs]
-    return median, runs[0]["pipeline_seconds"]
+    return median, median["pipeline_seconds"]
 
 
 def warm_phase(run: BenchRun, settings: Settings, cold: float) -> Figures:
-    """warm: the pipeline run again over the cache the cold run filled; speed-up over ``cold`` seconds."""
+    """warm: the first cold run again over the cache it filled; speed-up over ``cold`` seconds (the
+    reported cold run's: ``pipeline_seconds / warm_seconds``)."""
     run.say("warm: the same run again with the cache")
     warm = _grounding_run(run, settings, "warm")
     run.say(f"warm: {warm:.2f}s ({cold / warm:.1f}x)")

@@ -25,7 +25,7 @@ from vst_core.grounding.image_regions import (
     _probe,
 )
 from vst_core.grounding.memo import InputMemo
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import TextsHook, registry
 from vst_core.metrics.grounding import idf_table
 from vst_core.models.detector import Detector
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
@@ -72,6 +72,7 @@ class Grounder(ImageRegions):
         self._text: dict[str, np.ndarray] = {}
         self._weight_of: dict[tuple[tuple[str, ...], tuple[str, ...] | None], float] = {}
         self._pipeline: tuple[object, str] | None = None  # (spaCy pipeline, its pipeline_id)
+        self.text_failures: dict[str, str] = {}  # metric -> why its texts could not be had this batch
 
     # ------------------------------------------------------------------ preparation
 
@@ -174,6 +175,7 @@ class Grounder(ImageRegions):
             vectors = self.cache.fetch(
                 [text_key(model, t) for t in texts], lambda idx: encoder.encode_text([texts[i] for i in idx])
             )
+            vectors.setflags(write=False)  # its rows are kept from chunk to chunk and shared by the image metrics
             self._text.update(zip(texts, vectors))
 
     def texts_of(self, stories: Sequence[Story]) -> list[str]:
@@ -182,14 +184,28 @@ class Grounder(ImageRegions):
         CLIPScore: its prompted sentences); parses them."""
         s = self.settings
         self.parse(stories)
-        extra = [spec.texts for name, spec in registry().specs.items() if name in s.metrics and spec.texts is not None]
+        extra = [(name, spec.texts) for name, spec in registry().specs.items() if name in s.metrics and spec.texts is not None]
         texts: list[str] = []
         for story in stories:
             phrases = self.phrases_of(story)
             texts.extend(u for u, _ in self.units(phrases))
-            for more in extra:
-                texts.extend(more(s, story, phrases))
+            for name, more in extra:
+                if name not in self.text_failures:
+                    texts.extend(self._metric_texts(name, more, story, phrases))
         return list(dict.fromkeys(t for t in texts if t))
+
+    def _metric_texts(self, name: str, more: TextsHook, story: Story, phrases: list[NounPhrase]) -> list[str]:
+        """A metric's ``texts`` for one story; a hook that raises or gives anything but strings is
+        that metric's failure for the batch (:attr:`text_failures`), and the other metrics go on."""
+        try:
+            found = list(more(self.settings, story, phrases))
+            wrong = next((t for t in found if not isinstance(t, str)), None)
+            if wrong is not None:
+                raise TypeError(f"its texts hook gave a {type(wrong).__name__}, not a str")
+        except Exception as exc:
+            self.text_failures[name] = f"{type(exc).__name__}: {exc}"
+            return []
+        return found
 
     def text_vector(self, text: str) -> np.ndarray:
         """The unit CLIP vector of a text :meth:`prepare` encoded (a phrase unit or a metric's ``texts``)."""
@@ -225,6 +241,7 @@ class Grounder(ImageRegions):
         and the newest ``KEEP_BETWEEN_CHUNKS`` of what depends on its key alone (a text's vector on
         the text, a weight on the words, the proposals on the image size)."""
         self.forget_images()
+        self.text_failures.clear()
         self.phrases.clear()
         self.nouns.clear()
         _keep_newest(self._text, KEEP_BETWEEN_CHUNKS)

@@ -148,7 +148,7 @@ class ImageRegions:
                 for entry in pending:
                     entry.region_emb = np.zeros((len(entry.boxes), 0), np.float32)
                 return
-            whole = bool(registry().with_need("whole_image") & set(s.metrics))  # encoded only when asked for
+            whole = bool(registry().with_need("image_vector") & set(s.metrics))  # encoded only when asked for
             keys, found, unique = self._lookup(pending, digests, model, whole)
             if not unique:
                 vectors = np.zeros((0, 0), np.float32)
@@ -302,6 +302,7 @@ class ImageRegions:
         for entry in pending:
             if entry.error is None:
                 entry.vg_emb = np.stack([found[k] for k in keys[id(entry)]])
+                entry.vg_emb.setflags(write=False)
 
     def _detect(self, pending: list[ImageEntry], decoded: dict[int, Future[Image.Image]]) -> list[ImageEntry]:
         """Decode every image for the detector (kept for cropping) and take its boxes; the images
@@ -354,6 +355,7 @@ class ImageRegions:
                 entry.error = f"cannot read {entry.path.name}: the same content failed to decode under another name"
             if entry.error is None:
                 stacked = np.array([found[k] for k in keys[id(entry)]])  # rows of one width: np.stack, faster
+                stacked.setflags(write=False)  # shared by every image metric of the run: read only
                 entry.region_emb = stacked[: len(entry.boxes)]
                 entry.whole_emb = stacked[-1] if whole else None
 

@@ -49,7 +49,7 @@ METRIC = MetricSpec(
     description="CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
     record=ClipScoreScores,
     fields=(MetricField("CLIPScore", NAME, "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),),
-    needs=frozenset({"images", "clip", "whole_image"}),
+    needs=frozenset({"images", "clip", "image_vector"}),
     settings=(*IMAGE_SETTINGS, "clipscore_prompt"),
     card="docs/metrics/clipscore.md",
     image_record=record,

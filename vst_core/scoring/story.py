@@ -202,14 +202,23 @@ class ScoringRun:
         self.warnings.setdefault(key, []).append(message)
 
     def image_records(
-        self, stories: Sequence[Story], build: Callable[[Grounder, Story, list[ImageEntry]], MetricScores]
+        self,
+        stories: Sequence[Story],
+        build: Callable[[Grounder, Story, list[ImageEntry]], MetricScores],
+        *,
+        metric: str | None = None,
     ) -> dict[Key, MetricScores | str]:
         """``build(grounder, story, entries)`` on each story whose images were read (every story's
-        images prepared once for the batch); a story whose images failed gets the reason."""
+        images prepared once for the batch); a story whose images failed gets the reason, and so does
+        every story when ``metric``'s ``texts`` hook failed on the batch."""
         if self._grounder is None:
-            self._grounder = self.models.grounder(self.root)
-            self._grounder.prepare(stories)
+            grounder = self.models.grounder(self.root)
+            grounder.prepare(stories)
+            self._grounder = grounder  # only once prepared: a failed preparation is tried again
         grounder = self._grounder
+        why = grounder.text_failures.get(metric) if metric is not None else None
+        if why is not None:
+            return {story.key: why for story in stories}
         out: dict[Key, MetricScores | str] = {}
         for story in stories:
             entries = self._entries.get(story.key)
