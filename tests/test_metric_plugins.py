@@ -500,6 +500,14 @@ def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_s
         assert rec.metrics["title_match"].score != rec.metrics["grounding"].score
 
 
+def _image_variant(name: str, old: str, new: str) -> str:
+    """:data:`IMAGE_METRIC` with ``old`` replaced by ``new``, declared as metric ``name`` (its column
+    the name with a space)."""
+    body = IMAGE_METRIC.replace(old, new)
+    assert body != IMAGE_METRIC, f"{old!r} is not in IMAGE_METRIC"
+    return body.replace("title_match", name).replace('"title"', f'"{name.replace("_", " ")}"')
+
+
 def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_harms_no_other_metric(
     plugins: Path, monkeypatch: pytest.MonkeyPatch, tiny_clip: tuple[Path, Path]
 ) -> None:
@@ -510,27 +518,12 @@ def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_har
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import score_batch
 
-    raising = (
-        IMAGE_METRIC.replace('return ["a photo of "', 'raise RuntimeError("texts boom"); return [""')
-        .replace("title_match", "t_raise")
-        .replace('"title"', '"t raise"')
+    raising = _image_variant("t_raise", 'return ["a photo of "', 'raise RuntimeError("texts boom"); return [""')
+    numbers = _image_variant("t_numbers", 'return ["a photo of " + story.sentences[0]]', "return [1, 2]")
+    writer = _image_variant(
+        "t_writer", "    return Title(float((regions @ text).max()))", "    text *= -1\n    return Title(0.0)"
     )
-    numbers = (
-        IMAGE_METRIC.replace('return ["a photo of " + story.sentences[0]]', "return [1, 2]")
-        .replace("title_match", "t_numbers")
-        .replace('"title"', '"t numbers"')
-    )
-    writer = (
-        IMAGE_METRIC.replace("text = grounder.text_vector(", "text = grounder.text_vector(")
-        .replace("    return Title(float((regions @ text).max()))", "    text *= -1\n    return Title(0.0)")
-        .replace("title_match", "t_writer")
-        .replace('"title"', '"t writer"')
-    )
-    no_needs = (
-        IMAGE_METRIC.replace('needs=frozenset({"images", "clip"}), ', "")
-        .replace("title_match", "t_blind")
-        .replace('"title"', '"t blind"')
-    )
+    no_needs = _image_variant("t_blind", 'needs=frozenset({"images", "clip"}), ', "")
     everything = metadata.entry_points
     reg = _install(plugins, monkeypatch, t_raise=raising, t_numbers=numbers, t_writer=writer, t_blind=no_needs)
     monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)

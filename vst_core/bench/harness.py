@@ -189,17 +189,14 @@ def pipeline_phase(run: BenchRun, settings: Settings, raw: dict[int, float]) -> 
     image_rates: list[float] = []
     text_rates: list[float] = []
 
-    def measure_raw() -> None:
-        image_rates.append(raw_image_throughput(run.clip, (best,), seconds)[best])
+    def measure_raw(image_rate: float | None = None) -> None:
+        """The bare forwards now (``image_rate``: the image forward's, measured just before)."""
+        image_rates.append(raw_image_throughput(run.clip, (best,), seconds)[best] if image_rate is None else image_rate)
         text_rates.append(raw_text_throughput(run.clip, texts, seconds))
         run.say(f"raw at batch {best}: {image_rates[-1]:.1f} crops/s, {text_rates[-1]:.1f} texts/s")
 
-    if raw:  # the forwards at the chosen size, just before the first run
-        if best == run.batch_sizes[-1]:
-            image_rates.append(raw[best])
-            text_rates.append(raw_text_throughput(run.clip, texts, seconds))
-        else:
-            measure_raw()
+    if raw:  # the forwards at the chosen size just before the first run (the sweep's last size was just measured)
+        measure_raw(raw[best] if best == run.batch_sizes[-1] else None)
     clip, runs = run.clip, []
     for k in range(run.config.pipeline_runs):
         run.say(f"pipeline: grounding the set with a cold cache (run {k + 1} of {run.config.pipeline_runs})")
