@@ -542,3 +542,55 @@ def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_har
             assert rec.errors["t_numbers"] == "TypeError: its texts hook gave a int, not a str"
             assert "read-only" in rec.errors["t_writer"]
             assert rec.metrics["grounding"] == before.metrics["grounding"]  # the same numbers, whatever ran beside
+
+
+_CLIP_KEYS = {"clip_arch", "clip_pretrained", "clip_checkpoint", "clip_config", "clip_activation"}
+_IMAGE_KEYS = {"theta", "penalize", "weighting", "units", "expressions", "grounding_profile", "preprocess"}
+_REGION_KEYS = {"regions", "regions_file", "top_b", "whole_image"}
+_ALWAYS = {"metrics", "nr_ngram", "nr_variant", "splitter", "spacy_model"}
+
+
+@pytest.mark.parametrize(
+    ("metrics", "served", "extra"),
+    [
+        (("redundancy",), False, set()),
+        (
+            ("coherence",),
+            False,
+            {"coherence_model", "coherence_tokenizer", "coherence_repeat_zero", "coherence_context", "coherence_profile"},
+        ),
+        (("grounding",), False, _CLIP_KEYS | _IMAGE_KEYS | _REGION_KEYS),
+        (("clipscore",), False, _CLIP_KEYS | _IMAGE_KEYS | _REGION_KEYS | {"clipscore_prompt"}),
+        (("rovist_vg",), False, _REGION_KEYS),
+        (("cosmic",), False, _CLIP_KEYS | _IMAGE_KEYS | _REGION_KEYS | {"reference_system"}),
+        (("vrank",), False, set()),
+        (("judge",), False, {"judge_images"}),
+        (("judge",), True, {"judge_images", "judge_top_logprobs"}),
+    ],
+)
+def test_a_run_signs_the_settings_its_metrics_list_and_those_of_their_needs(
+    metrics: tuple[str, ...], served: bool, extra: set[str]
+) -> None:
+    """The signature's settings of each built-in metric alone, as they were when the rule was written
+    by metric name (an id never changes with the rule); paths, speed and served-judge fields never."""
+    server = {"judge_endpoint": "http://127.0.0.1:8000/v1", "judge_served_model": "m"} if served else {}
+    assert set(Settings(metrics=metrics, **server).as_dict()) == _ALWAYS | extra  # type: ignore[arg-type]
+
+
+def test_an_installed_metric_signs_the_settings_it_lists_and_those_of_its_needs(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(
+        plugins,
+        monkeypatch,
+        theta_reader=GOOD.replace('"word_count"', '"theta_reader"')
+        .replace('"words n"', '"tr"')
+        .replace("score=score)", "score=score, settings=('theta',))"),
+        clip_reader=GOOD.replace('"word_count"', '"clip_reader"')
+        .replace('"words n"', '"cr"')
+        .replace("score=score)", "score=score, needs=frozenset({'clip'}))"),
+    )
+    assert set(Settings(metrics=("theta_reader",)).as_dict()) == _ALWAYS | {"theta"}
+    assert Settings(metrics=("theta_reader",), theta="0.3").as_dict()["theta"] == 0.3
+    assert set(Settings(metrics=("clip_reader",)).as_dict()) == _ALWAYS | _CLIP_KEYS | _IMAGE_KEYS | _REGION_KEYS
+    assert set(Settings(metrics=("redundancy",), theta="0.3").as_dict()) == _ALWAYS

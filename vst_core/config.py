@@ -103,6 +103,30 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return cleaned
 
 
+#: Settings in the signature of every run.
+ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "nr_ngram", "nr_variant", "splitter", "spacy_model"})
+#: Settings never in the signature: they change speed or shown text, not numbers, or they name a
+#: model, file or server the signature names by its digest (``signature`` adds those ids).
+UNSIGNED: frozenset[str] = frozenset(
+    {
+        *("device", "batch_size", "workers", "judge_rationale", "judge_concurrency", "judge_timeout"),
+        *("judge_model", "judge_vlm", "judge_template", "judge_endpoint", "judge_served_model", "judge_api_key_env"),
+        *("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "vrank_model", "cosmic_model"),
+    }
+)
+#: Settings signed in every run with a metric that has one of the needs: the CLIP encoder's and the
+#: image metrics' (θ and the ablations included), and the regions' with CLIP or the images.
+SIGNED_WITH_NEED: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("clip_arch", "clip_pretrained", "clip_checkpoint", "clip_config", "clip_activation"), frozenset({"clip"})),
+    **dict.fromkeys(
+        ("theta", "penalize", "weighting", "units", "expressions", "grounding_profile", "preprocess"), frozenset({"clip"})
+    ),
+    **dict.fromkeys(("regions", "regions_file", "top_b", "whole_image"), frozenset({"clip", "images"})),
+}
+#: Settings signed only while another is set: the log-probabilities asked of a served judge.
+SIGNED_WHILE_SET: dict[str, str] = {"judge_top_logprobs": "judge_endpoint"}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that can change a score. Two runs with equal settings give equal numbers."""
@@ -250,51 +274,29 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         """The fields that can change a score, for the signature (weights ids are added by
-        :func:`vst_core.signature.signature`, which resolves the files)."""
-        data = asdict(self)
-        for key in ("device", "batch_size", "workers", "judge_rationale", "judge_concurrency", "judge_timeout"):
-            data.pop(key)  # change speed or shown text, not scores
-        # the signature names the judge's weights (a served judge: its model and host) and template by their
-        # digests (judge_weights, judge_template); the key's variable is no part of a number
-        for key in ("judge_model", "judge_vlm", "judge_template", "judge_endpoint", "judge_served_model", "judge_api_key_env"):
-            data.pop(key)
-        if "judge" not in self.metrics or self.judge_endpoint is None:
-            data.pop("judge_top_logprobs")
-        if "judge" not in self.metrics:
-            data.pop("judge_images")
-        if "coherence" not in self.metrics:
-            for key in (
-                "coherence_model",
-                "coherence_tokenizer",
-                "coherence_repeat_zero",
-                "coherence_context",
-                "coherence_profile",
-            ):
-                data.pop(key)
-        if "cosmic" not in self.metrics:
-            data.pop("reference_system")
-        for key in ("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "vrank_model", "cosmic_model"):
-            # the signature names their digests
-            data.pop(key)
-        if not registry().with_need("clip") & set(self.metrics):
-            image = registry().with_need("images") & set(self.metrics)  # RoViST-VG's model: regions, no CLIP
-            for key in [k for k in data if k.startswith("clip_")] + [
-                "theta",
-                *(() if image else ("regions", "regions_file", "top_b", "whole_image")),
-                "penalize",
-                "weighting",
-                "units",
-                "expressions",
-                "grounding_profile",
-                "preprocess",
-                "clipscore_prompt",
-            ]:
-                data.pop(key)
-        else:
+        :func:`vst_core.signature.signature`, which resolves the files): those of :data:`ALWAYS_SIGNED`,
+        those a metric of the run lists in its spec's ``settings``, those of a need a metric of the
+        run has (:data:`SIGNED_WITH_NEED`), less :data:`UNSIGNED` and a setting of
+        :data:`SIGNED_WHILE_SET` whose other setting is unset.
+
+        >>> sorted(Settings().as_dict())
+        ['metrics', 'nr_ngram', 'nr_variant', 'spacy_model', 'splitter']
+        """
+        specs = registry().specs
+        run = [specs[m] for m in self.metrics if m in specs]
+        listed = {key for spec in run for key in spec.settings}
+        needs = {need for spec in run for need in spec.needs}
+        data = {
+            key: value
+            for key, value in asdict(self).items()
+            if key not in UNSIGNED
+            and (key in ALWAYS_SIGNED or key in listed or bool(SIGNED_WITH_NEED.get(key, frozenset()) & needs))
+            and (key not in SIGNED_WHILE_SET or getattr(self, SIGNED_WHILE_SET[key]) is not None)
+        }
+        if "theta" in data:
             data["theta"] = self.theta_value
+        if "preprocess" in data:
             data["preprocess"] = self.image_preprocess
-            if "clipscore" not in self.metrics:
-                data.pop("clipscore_prompt")
         data["metrics"] = list(self.metrics)
         return data
 

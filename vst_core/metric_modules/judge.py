@@ -99,6 +99,7 @@ METRIC = MetricSpec(
         "judge_template",
         "judge_endpoint",
         "judge_served_model",
+        "judge_top_logprobs",
         "judge_rationale",
     ),
     card="docs/metrics/judge.md",
