@@ -64,6 +64,7 @@ from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_sen
 from vst_core.bench.memory import peak_rss
 from vst_core.bench.throughput import (
     nr_throughput,
+    page_faults_per_forward,
     raw_image_throughput,
     raw_text_throughput,
     reference_nr,
@@ -72,6 +73,7 @@ from vst_core.bench.throughput import (
 from vst_core.config import Settings
 from vst_core.data import StorySet
 from vst_core.models.clip import ClipEncoder
+from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
 
 #: Targets the figures are read against (CPU and GPU alike).
@@ -168,10 +170,12 @@ def raw_phase(run: BenchRun) -> tuple[Figures, dict[int, float]]:
     run.say(f"raw encode_image forward at batch sizes {list(run.batch_sizes)}")
     raw = raw_image_throughput(run.clip, run.batch_sizes, run.config.raw_seconds)
     best = max(raw, key=raw.__getitem__)
-    run.say(f"raw: {raw[best]:.1f} crops/s at batch {best}")
+    faults = page_faults_per_forward(run.clip, best)
+    run.say(f"raw: {raw[best]:.1f} crops/s at batch {best}, {faults:.0f} page faults per forward")
     return {
         "raw_crops_per_s_by_batch": {str(k): round(v, 2) for k, v in raw.items()},
         "raw_crops_per_s": round(raw[best], 2),
+        "raw_page_faults_per_forward": round(faults),
     }, raw
 
 
@@ -451,6 +455,7 @@ def _machine(config: BenchConfig, device: str, batch_sizes: tuple[int, ...]) -> 
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        "freed_memory_kept": keep_freed_memory() if device == "cpu" else None,
         "torch": torch.__version__,
         "clip_arch": config.arch,
         "coherence_arch": "BertForNextSentencePrediction(" + ("BertConfig())" if config.coherence_size == "base" else "tiny)"),

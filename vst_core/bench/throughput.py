@@ -58,6 +58,26 @@ def raw_image_throughput(encoder: ClipEncoder, batch_sizes: Sequence[int], secon
     return out
 
 
+def page_faults_per_forward(encoder: ClipEncoder, batch_size: int, forwards: int = 3) -> float:
+    """Minor page faults of the process per bare ``encode_image`` forward at ``batch_size`` (after a
+    warm-up): near 0 when the memory a forward frees is kept for the next
+    (:func:`vst_core.models.device.keep_freed_memory`), about 10^5 on the CPU when it is handed back."""
+    import resource
+
+    import torch
+
+    model, device = encoder.model, encoder.device
+    size = getattr(getattr(model, "visual", None), "image_size", 224)
+    height, width = size if isinstance(size, (tuple, list)) else (size, size)
+    x = torch.randn(batch_size, 3, height, width, device=device)
+    with torch.inference_mode(), torch.autocast("cuda", enabled=device == "cuda"):
+        model.encode_image(x)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(forwards):
+            model.encode_image(x)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / forwards
+
+
 def raw_text_throughput(encoder: ClipEncoder, texts: Sequence[str], seconds: float) -> float:
     """Texts/s of the bare text-tower forward over ``texts``, tokenised beforehand and batched as
     :meth:`ClipEncoder.encode_text` batches them (by length, at its ``text_batch_size``, each

@@ -15,7 +15,8 @@ _KEPT: list[bool] = []
 
 
 def resolve_device(device: str = "auto") -> str:
-    """``auto`` -> ``cuda`` or ``cpu``; ``cuda`` without a GPU raises RuntimeError with the fix."""
+    """``auto`` -> ``cuda`` or ``cpu``; ``cuda`` without a GPU raises RuntimeError with the fix. On
+    the CPU, the process keeps the memory a forward frees from then on (:func:`keep_freed_memory`)."""
     import torch
 
     if device == "auto":
@@ -36,7 +37,7 @@ def keep_freed_memory() -> bool:
     ``M_TRIM_THRESHOLD`` to its largest, once per process; the numbers computed do not change.
     ``VST_SYSTEM_MALLOC=1`` leaves glibc's defaults. Returns whether it is in force.
 
-    >>> keep_freed_memory() in (True, False)
+    >>> keep_freed_memory()  # on Linux with glibc
     True
     """
     if not _KEPT:
