@@ -4,14 +4,16 @@ mapping from widgets to :class:`~vst_core.config.Settings` is unit-tested on its
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from vst_core.config import THETA_PRESETS, NRVariant, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import MetricSpec, registry
 
 DEFAULTS = Settings()
 
@@ -60,25 +62,46 @@ class Choices:
 
     @property
     def clip_metrics(self) -> tuple[str, ...]:
-        """The CLIP metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
-        other metric that needs CLIP (in the registry's order;
-        RoViST-VG's own model is added when the authors' checkpoint and a GloVe file are given)."""
-        clip = tuple(m for m in available_metrics() if m in registry().with_need("clip") and (self.extra_clip or m == GROOVIST))
-        vg = ("rovist_vg",) if self.rovist_vg_checkpoint.strip() and self.glove_file.strip() else ()
-        return tuple(m for m in clip if m != "cosmic") + vg + (("cosmic",) if self.cosmic_model.strip() else ())
+        """The image metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
+        other metric that needs CLIP and no model of its own (in the registry's order), then each
+        image metric with a model of its own whose fields are filled in (RoViST-VG's, COSMic's)."""
+        own = model_metrics()
+        clip = tuple(
+            m
+            for m in available_metrics()
+            if m in registry().with_need("clip") and m not in own and (self.extra_clip or m == GROOVIST)
+        )
+        return clip + tuple(m for m, spec in own.items() if _of_images(spec) and self.filled(spec))
+
+    def filled(self, spec: MetricSpec) -> bool:
+        """Whether every required model field of a metric is filled in."""
+        return all(getattr(self, f.setting, "").strip() for f in spec.model_fields if f.required)
 
 
-#: The metrics the sidebar has its own controls for (or, the judge, does not run: a chat model per
-#: story belongs to `vst score`); every other metric that can be computed is offered by name.
-OWN_CONTROLS: frozenset[str] = frozenset(
-    {"redundancy", "coherence", "grounding", "clipscore", "rovist_vg", "rovist_vg_clip", "vrank", "cosmic", "judge"}
-)
+def model_metrics() -> dict[str, MetricSpec]:
+    """The metrics whose models the sidebar asks for by their files (their ``model_fields``), in the
+    registry's order."""
+    return {name: spec for name, spec in registry().specs.items() if spec.model_fields}
+
+
+def _of_images(spec: MetricSpec) -> bool:
+    """Whether a metric works on the images (its fields are drawn under Grounding, and it comes with it)."""
+    return bool({"images", "clip"} & spec.needs)
+
+
+def own_controls() -> frozenset[str]:
+    """The metrics the sidebar has its own controls for (or, the judge, does not run: a chat model per
+    story belongs to `vst score`): RoViST-NR (always on), RoViST-C, the built-in CLIP metrics and
+    every metric asked for by its model's files; every other metric that can be computed is offered
+    by name."""
+    clip = {s.name for s in registry().specs.values() if "clip" in s.needs and s not in registry().plugins}
+    return frozenset({"redundancy", "coherence", "judge", *clip, *model_metrics()})
 
 
 def plugin_metrics() -> dict[str, str]:
     """The metrics the sidebar offers by name (installed packages', and any built-in without a
     control of its own): name -> title."""
-    return {s.name: s.title for s in registry().specs.values() if s.score is not None and s.name not in OWN_CONTROLS}
+    return {s.name: s.title for s in registry().specs.values() if s.score is not None and s.name not in own_controls()}
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -94,9 +117,12 @@ def settings_for(choices: Choices) -> Settings:
         ("redundancy",)
         + (("coherence",) if choices.coherence else ())
         + (choices.clip_metrics if choices.grounding else ())
-        + (("vrank",) if choices.vrank_model.strip() else ())
+        + tuple(m for m, spec in model_metrics().items() if not _of_images(spec) and choices.filled(spec))
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
+    paths: dict[str, Any] = {
+        f.setting: getattr(choices, f.setting).strip() or None for s in model_metrics().values() for f in s.model_fields
+    }
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
         metrics=metrics,
@@ -113,11 +139,7 @@ def settings_for(choices: Choices) -> Settings:
         device=choices.device,
         regions=regions.kind,
         regions_file=regions.file,
-        rovist_vg_checkpoint=choices.rovist_vg_checkpoint.strip() or None,
-        glove_file=choices.glove_file.strip() or None,
-        rovist_vg_idf=choices.rovist_vg_idf.strip() or None,
-        vrank_model=choices.vrank_model.strip() or None,
-        cosmic_model=choices.cosmic_model.strip() or None,
+        **paths,
     )
 
 
@@ -165,33 +187,25 @@ def without_clip(settings: Settings) -> Settings:
     return without(settings, registry().with_need("clip"))
 
 
-#: The sidebar fields that may name a server path, with their label and the value used instead.
-PATH_FIELDS: dict[str, tuple[str, str]] = {
-    "coherence_model": ("Pair model", DEFAULTS.coherence_model),
-    "clip_pretrained": ("Pretrained tag", DEFAULTS.clip_pretrained or ""),
-    "clip_checkpoint": ("…or local checkpoint file", ""),
-    "clip_config": ("open_clip model config", ""),
-    "regions": ("Regions", DEFAULTS.regions),
-    "rovist_vg_checkpoint": ("RoViST-VG checkpoint", ""),
-    "glove_file": ("GloVe file", ""),
-    "rovist_vg_idf": ("RoViST-VG idf table", ""),
-    "vrank_model": ("Vrank model folder", ""),
-    "cosmic_model": ("COSMic model folder", ""),
+#: The sidebar fields that may name a server path and are not a metric's model files: their label,
+#: the value used instead, and what they must name when they name something that exists (a
+#: missing one is left to its loader, which says so, or takes the value as a model name).
+_PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
+    "coherence_model": ("Pair model", DEFAULTS.coherence_model, "any"),
+    "clip_pretrained": ("Pretrained tag", DEFAULTS.clip_pretrained or "", "any"),
+    "clip_checkpoint": ("…or local checkpoint file", "", "file"),
+    "clip_config": ("open_clip model config", "", "file"),
+    "regions": ("Regions", DEFAULTS.regions, "file"),
 }
-#: What each path field must name when it names something that exists (a missing one is left to
-#: its loader, which says so, or takes the value as a model name).
-PATH_KINDS: dict[str, Want] = {
-    "coherence_model": "any",
-    "clip_pretrained": "any",
-    "clip_checkpoint": "file",
-    "clip_config": "file",
-    "regions": "file",
-    "rovist_vg_checkpoint": "file",
-    "glove_file": "file",
-    "rovist_vg_idf": "file",
-    "vrank_model": "folder",
-    "cosmic_model": "folder",
-}
+
+
+def path_fields() -> dict[str, tuple[str, str, Want]]:
+    """Every sidebar field that may name a server path: label, the value used instead, what it must
+    name; the metrics' model files (their ``model_fields``) after the sidebar's own."""
+    models = {f.setting: (f.label, "", f.kind) for s in model_metrics().values() for f in s.model_fields}
+    return {**_PATH_FIELDS, **models}
+
+
 _KEYWORDS = {"grid", "detector", "bert-nsp"}
 
 
@@ -213,7 +227,7 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
     naming the sidebar field (see :func:`vst_core.data.access.confine`). Never raises."""
     notices: list[str] = []
     changes: dict[str, str] = {}
-    for name, (label, default) in PATH_FIELDS.items():
+    for name, (label, default, kind) in path_fields().items():
         part = _path_part(name, getattr(choices, name))
         if not part:
             continue
@@ -221,7 +235,7 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
             path = confine(part, roots, what=label)
             if name == "clip_config" and not part.lower().endswith(".json"):  # open_clip would register a whole folder
                 raise PathNotAllowed(f"{label} {shown(part)} is not a .json file")
-            why = probe(path, PATH_KINDS[name], missing_ok=True)
+            why = probe(path, kind, missing_ok=True)
             if why is not None:
                 raise PathNotAllowed(f"{label} {shown(part)} {why}")
         except PathNotAllowed as exc:
@@ -289,13 +303,6 @@ SIDEBAR_TERMS: dict[str, str] = {
     "--clip-config JSON": "“open_clip model config”",
     "--clip-config": "“open_clip model config”",
     "--regions": "“Regions”",
-    "--rovist-vg-model": "“RoViST-VG checkpoint”",
-    "--glove": "“GloVe file”",
-    "--rovist-vg-idf": "“RoViST-VG idf table”",
-    "--vrank-model DIR": "“Vrank model folder”",
-    "--vrank-model": "“Vrank model folder”",
-    "--cosmic-model DIR": "“COSMic model folder”",
-    "--cosmic-model": "“COSMic model folder”",
     "--clip-activation quickgelu": "a “CLIP architecture” ending in -quickgelu",
     "--device cpu": "“Device” cpu",
     "--device": "“Device”",
@@ -303,9 +310,17 @@ SIDEBAR_TERMS: dict[str, str] = {
 
 
 def in_sidebar_terms(message: str) -> str:
-    """A model message with its CLI flags replaced by the sidebar controls that do the same."""
+    """A model message with its CLI flags replaced by the sidebar controls that do the same (a
+    metric's model file options, with their placeholder, by the field's label).
+
+    >>> in_sidebar_terms("pass --vrank-model DIR")
+    'pass “Vrank model folder”'
+    """
     for flag, control in SIDEBAR_TERMS.items():
         message = message.replace(flag, control)
+    for spec in model_metrics().values():
+        for f in spec.model_fields:
+            message = re.sub(rf"{re.escape(f.flag)}(?: [A-Z]+)?(?![\w-])", f"“{f.label}”", message)
     return message
 
 

@@ -19,7 +19,6 @@ from dashboard.choices import (
     clip_key,
     device_notice,
     in_sidebar_terms,
-    plugin_metrics,
     settings_for,
     settings_for_file,
     without,
@@ -74,9 +73,10 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             notices.append(f"Coherence is off: {reason}")
             status["coherence"] = (keys["coherence"], reason)
             settings = without(settings, ("coherence",))
+    clip = None
     if registry().with_need("clip") & set(settings.metrics):
         try:
-            loading.clip_encoder(
+            clip = loading.clip_encoder(
                 settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
             )
             status["grounding"] = (keys["grounding"], None)
@@ -85,28 +85,13 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             notices.append(f"Grounding is off: {reason}")
             status["grounding"] = (keys["grounding"], reason)
             settings = without_clip(settings)
-    if "rovist_vg" in settings.metrics:
+    given = {} if clip is None else {"clip": clip}
+    for name in [m for m in settings.metrics if m != "coherence"]:  # each other metric's own models
         try:
-            loading.rovist_vg_of(settings)
-        except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
-            notices.append(f"RoViST-VG is off: {in_sidebar_terms(str(exc))}")
-            settings = without(settings, ("rovist_vg",))
-    for name, label, folder, loader in (
-        ("vrank", "Vrank", settings.vrank_model, loading.vrank_model),
-        ("cosmic", "COSMic", settings.cosmic_model, loading.cosmic_model),
-    ):
-        if name in settings.metrics:
-            try:
-                loader(folder or "", settings.device)
-            except (ModelLoadError, ValueError, RuntimeError, OSError) as exc:
-                notices.append(f"{label} is off: {in_sidebar_terms(str(exc))}")
-                settings = without(settings, (name,))
-    for name, title in plugin_metrics().items():
-        if name in settings.metrics:
-            why = loading.metric_unloadable(name, settings)
-            if why is not None:  # a metric that cannot load is off, with its reason
-                notices.append(f"{title} is off: {in_sidebar_terms(why)}")
-                settings = without(settings, (name,))
+            loading.metric_models(name, settings, given)
+        except Exception as exc:  # any metric's loader: the metric is off, the page goes on
+            notices.append(f"{registry().spec(name).title} is off: {in_sidebar_terms(str(exc))}")
+            settings = without(settings, (name,))
     if registry().with_need("images") & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
             notices.append(

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -36,12 +37,9 @@ from vst_core.data.uploads import place_upload
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
-from vst_core.models.cosmic import CosmicModel, load_cosmic
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
-from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
-from vst_core.models.vrank import VrankModel, load_vrank
 from vst_core.problems import Problem
 from vst_core.records import StoryScores, VrankScores
 from vst_core.scoring.reaggregate import reaggregate
@@ -170,31 +168,6 @@ def image_probe(_view: RunView, key: str, stories: int) -> list[Problem]:
 SHOWN_PIXELS = 768
 
 
-def rovist_vg_of(settings: Settings) -> RovistVGModel:
-    """:func:`rovist_vg_model` of the settings' files, ViT, device and idf table, at their current
-    versions (what the frame's probe and the scoring both load)."""
-    return rovist_vg_model(
-        settings.rovist_vg_checkpoint or "",
-        settings.glove_file or "",
-        settings.rovist_vg_vit,
-        settings.device,
-        settings.rovist_vg_idf or "",
-        vg_versions(settings),
-    )
-
-
-def vg_versions(settings: Settings) -> tuple[tuple[int, ...], ...]:
-    """The :func:`stamp` of RoViST-VG's checkpoint, GloVe and idf files (empty for one that cannot
-    be read: its loader says why)."""
-    out = []
-    for name in (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf):
-        try:
-            out.append(stamp(Path(name)) if name else ())
-        except OSError:
-            out.append(())
-    return tuple(out)
-
-
 def stamp(path: Path) -> tuple[int, ...]:
     """What tells a file's versions apart for a cache key: device, inode, size, mtime and ctime
     (an image rewritten with its mtime restored has another ctime). OSError as ``stat``."""
@@ -239,32 +212,45 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
     return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
 
 
-@st.cache_resource(show_spinner="Loading the RoViST-VG model…")
-def rovist_vg_model(
-    checkpoint: str, glove: str, vit: str, device: str, idf: str = "", versions: tuple[tuple[int, ...], ...] = ()
-) -> RovistVGModel:
-    """One RoViST-VG model per process, keyed by its files (and ``versions``, their :func:`stamp`, so
-    a file edited in place loads again), ViT name, device and idf table (the typed files are checked
-    again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
-    recheck(checkpoint, "“RoViST-VG checkpoint”")
-    recheck(glove, "“GloVe file”")
-    if idf:
-        recheck(idf, "“RoViST-VG idf table”")
-    return load_rovist_vg(checkpoint, vit=vit, glove=glove, idf=idf or None, device=device)
+def model_key(name: str, settings: Settings) -> str:
+    """What identifies the models metric ``name`` loads: the device, the values of the settings its
+    spec lists, and the version (:func:`stamp`) of each file its model is read from, so a file
+    edited in place loads again."""
+    spec = registry().spec(name)
+    parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in spec.settings}}
+    for f in spec.model_fields:
+        value = getattr(settings, f.setting, None)
+        if value and f.kind == "file":
+            try:
+                parts[f"{f.setting}@"] = stamp(Path(value))
+            except OSError:
+                parts[f"{f.setting}@"] = None  # its loader says why
+    return orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str).decode()
 
 
-@st.cache_resource(show_spinner="Loading the Vrank model…")
-def vrank_model(folder: str, device: str) -> VrankModel:
-    """One Vrank model per process, keyed by its folder and device (checked again first)."""
-    recheck_folder(folder, "“Vrank model folder”")
-    return load_vrank(folder, device=device)
+def recheck_paths(name: str, settings: Settings) -> None:
+    """Every file or folder metric ``name``'s model is read from (its ``model_fields``) checked again
+    right before its loader opens it (:func:`recheck`, :func:`recheck_folder`)."""
+    for f in registry().spec(name).model_fields:
+        value = getattr(settings, f.setting, None)
+        if value:
+            (recheck_folder if f.kind == "folder" else recheck)(value, f"“{f.label}”")
 
 
-@st.cache_resource(show_spinner="Loading the COSMic model…")
-def cosmic_model(folder: str, device: str) -> CosmicModel:
-    """One COSMic model per process, keyed by its folder and device (checked again first)."""
-    recheck_folder(folder, "“COSMic model folder”")
-    return load_cosmic(folder, device=device)
+def metric_models(name: str, settings: Settings, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The models metric ``name`` loads (its spec's ``load``, through :class:`Models`), once per
+    process and :func:`model_key`, as keyword arguments for :class:`Models`; the ones in ``given``
+    (the CLIP encoder and the pair scorer, cached on their own) are used, not loaded again. Raises
+    what its loader raises (ModelLoadError, PathNotAllowed, ...): the frame shows it as a notice."""
+    return _metric_models(name, model_key(name, settings), settings, dict(given or {}))
+
+
+@st.cache_resource(show_spinner="Loading a metric's model…", max_entries=16)
+def _metric_models(name: str, key: str, _settings: Settings, _given: dict[str, Any]) -> dict[str, Any]:
+    recheck_paths(name, _settings)
+    models = Models(_settings, **_given)
+    models.load_metric(name)
+    return {k: v for k, v in models.loaded().items() if k not in _given}
 
 
 def recheck_folder(value: str, what: str) -> None:
@@ -306,22 +292,17 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
             recheck(settings.regions_file, "“Regions”")
         except PathNotAllowed as exc:
             raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
-    clip = None
+    given: dict[str, Any] = {}
     if registry().with_need("clip") & set(settings.metrics):
-        clip = clip_encoder(
+        given["clip"] = clip_encoder(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
         )
-    scorer = (
-        pair_scorer(settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile)
-        if "coherence" in settings.metrics
-        else None
-    )
-    vg = None
-    if "rovist_vg" in settings.metrics and settings.rovist_vg_checkpoint and settings.glove_file:
-        vg = rovist_vg_of(settings)
-    vrank = vrank_model(settings.vrank_model or "", settings.device) if "vrank" in settings.metrics else None
-    cosmic = cosmic_model(settings.cosmic_model or "", settings.device) if "cosmic" in settings.metrics else None
-    models = Models(settings, pair_scorer=scorer, clip=clip, rovist_vg=vg, vrank=vrank, cosmic=cosmic)
+    if "coherence" in settings.metrics:
+        given["pair_scorer"] = pair_scorer(
+            settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile
+        )
+    loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
+    models = Models(settings, **given, **loaded)
     sig = signature(settings, inputs_of(_story_set))
     stories = list(_story_set)
     if registry().with_need("images") & set(settings.metrics):
@@ -510,14 +491,3 @@ def found_slices(
         return metric_slices(data, metric, against[0], story_descriptors(data), pairs=pairs, min_size=min_size)
     paired = paired_differences(_table, metric, against[0], against[1])
     return system_slices(paired, pairs=pairs, min_size=min_size)
-
-
-@st.cache_resource(show_spinner=False)
-def metric_unloadable(name: str, settings: Settings) -> str | None:
-    """Why metric ``name`` (one the sidebar offers by name) cannot load its models, or None; tried
-    once per settings, not on every rerun."""
-    try:
-        Models(settings).load_metric(name)
-    except Exception as exc:  # shown as the reason the metric is off; the page goes on
-        return str(exc)
-    return None

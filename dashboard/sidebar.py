@@ -22,6 +22,7 @@ from dashboard.choices import (
     Choices,
     clip_key,
     confined,
+    model_metrics,
     plugin_metrics,
     scores_paths,
     url_notices,
@@ -51,12 +52,12 @@ class Input:
     link_notices: list[str] = field(default_factory=list)
 
 
-#: Sidebar text fields kept across page switches; of the paths only the scores files are bound to the URL
-#: (confined to the allowed folders like a typed one), the model files are never read from a link.
+#: Sidebar text fields kept across page switches, with every metric's model files (``model_fields``);
+#: of the paths only the scores files are bound to the URL (confined to the allowed folders like a
+#: typed one), the model files are never read from a link.
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
-    "clip_checkpoint", "clip_config", "regions", "rovist_vg_checkpoint", "glove_file",
-    "rovist_vg_idf", "vrank_model", "cosmic_model",
+    "clip_checkpoint", "clip_config", "regions",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -67,7 +68,8 @@ def render() -> tuple[Choices, Input]:
     loaded, with a notice for each value of a link it could not take."""
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
-    for key in KEPT_FIELDS:  # a page switch (a click in a table) would otherwise forget the typed paths
+    models = [f.setting for spec in model_metrics().values() for f in spec.model_fields]
+    for key in (*KEPT_FIELDS, *models):  # a page switch (a click in a table) would otherwise forget the typed paths
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
@@ -298,13 +300,20 @@ def _coherence() -> dict[str, Any]:
         "RoViST-C: the probability that each sentence follows the previous one",
         "the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
     )
-    vrank = st.text_input(
-        "Vrank model folder (optional)",
-        "",
-        key="vrank_model",
-        help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
-    )
-    return {"coherence": on, "coherence_model": model, "vrank_model": vrank}
+    return {"coherence": on, "coherence_model": model, **_model_fields(images=False, idle=False)}
+
+
+def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
+    """A text box for each model file of the metrics that work on the images (or of the others),
+    from their ``model_fields``: a metric is on when its required ones are filled in."""
+    values: dict[str, str] = {}
+    for spec in model_metrics().values():
+        if bool({"images", "clip"} & spec.needs) != images:
+            continue
+        for k, f in enumerate(spec.model_fields):
+            label = f"{f.label} (optional)" if k == 0 or not f.required else f.label
+            values[f.setting] = st.text_input(label, "", key=f.setting, disabled=idle, help=f.help or None)
+    return values
 
 
 def _plugins() -> dict[str, Any]:
@@ -352,33 +361,7 @@ def _grounding() -> dict[str, Any]:
     values["extra_clip"] = st.checkbox(
         "Also CLIPScore and RoViST-VG (CLIP-based)", value=True, key="extra_clip", bind=URL, disabled=idle
     )
-    values["rovist_vg_checkpoint"] = st.text_input(
-        "RoViST-VG checkpoint (optional)",
-        "",
-        key="rovist_vg_checkpoint",
-        disabled=idle,
-        help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar); with a GloVe file it adds RoViST-VG with "
-        "their model (a regions CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
-    )
-    values["glove_file"] = st.text_input(
-        "GloVe file", "", key="glove_file", disabled=idle, help="glove.6B.300d.txt (or its word2vec-format copy)"
-    )
-    values["rovist_vg_idf"] = st.text_input(
-        "RoViST-VG idf table (optional)",
-        "",
-        key="rovist_vg_idf",
-        disabled=idle,
-        help="the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table of noun and idf; "
-        "empty: idf fitted over the loaded stories",
-    )
-    values["cosmic_model"] = st.text_input(
-        "COSMic model folder (optional)",
-        "",
-        key="cosmic_model",
-        disabled=idle,
-        help="a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
-        "sentence i (a story of system reference or human in the same sequence)",
-    )
+    values.update(_model_fields(images=True, idle=idle))
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
     values.update(_theta_controls(idle, reason))
     return values

@@ -401,3 +401,37 @@ def test_score_the_sample_from_the_cli_and_see_it_in_inspect(
     assert not app.exception, app.exception
     assert any(e.label.startswith("COSMic: ") for e in app.expander)
     assert 'class="vst-cosmic"' in "".join(m.value for m in app.markdown)
+
+
+@pytest.mark.slow
+def test_the_dashboard_scores_the_sample_with_a_cosmic_folder(
+    trained: dict[str, Path],
+    tiny_clip: tuple[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sidebar's “COSMic model folder” box (from the module's ``model_fields``) turns COSMic on
+    beside grounding, and its numbers on Dataset equal the command line's."""
+    from conftest import APP, PAGES
+    from streamlit.testing.v1 import AppTest
+
+    from vst_core.data import load_records
+
+    config, checkpoint = tiny_clip
+    monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES["dataset"])
+    fields = {"clip_arch": "vst-tiny-clip", "clip_pretrained": "", "clip_checkpoint": str(checkpoint)}
+    fields |= {"clip_config": str(config), "cosmic_model": str(trained["out"]), "coherence": False, "extra_clip": False}
+    for key, value in fields.items():
+        app.session_state[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    assert not [w.value for w in app.warning if "is off" in w.value]
+    table = app.dataframe[0].value
+    out = tmp_path_factory.mktemp("cosmic-dashboard") / "scores.jsonl"
+    args = ["score", str(SAMPLE), "--metrics", "redundancy,grounding,cosmic", "--cosmic-model", str(trained["out"])]
+    assert main([*args, *clip_args(tiny_clip), "--out", str(out), "--no-progress"]) == 0
+    cli = {r.story_id: r.cosmic.score for r in load_records(out)[0] if r.cosmic is not None and r.cosmic.score is not None}
+    shown = {k: v for k, v in zip(table["story"], table["COSMic"], strict=True) if v == v}
+    assert len(cli) == 6 and shown.keys() == cli.keys()
+    assert all(shown[k] == pytest.approx(cli[k], abs=1e-6) for k in cli)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
-from dashboard.choices import Choices, confined, device_notice, settings_for
+from dashboard.choices import Choices, confined, device_notice, in_sidebar_terms, own_controls, settings_for
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
 from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS
@@ -119,6 +120,27 @@ def test_clip_metrics_come_from_the_settings_registry() -> None:
     assert Choices(extra_clip=True, cosmic_model="m").clip_metrics == (*computed_from_phrases, "cosmic")
     assert Choices(extra_clip=False).clip_metrics == ("grounding",)
     assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg_clip")
+
+
+def test_a_metric_asked_for_by_its_model_files_is_on_when_its_required_fields_are_filled_in() -> None:
+    """The model boxes come from each module's ``model_fields``: RoViST-VG needs its checkpoint and a
+    GloVe file (the idf table is optional) and comes with grounding, as COSMic does; Vrank does not.
+    The metrics keep the order the sidebar always gave them (it is in the signature)."""
+    every = Choices(rovist_vg_checkpoint=" c.pth ", glove_file="g.txt", cosmic_model="m", vrank_model="v")
+    settings = settings_for(every)
+    assert settings.metrics == (
+        *("redundancy", "coherence", "grounding", "clipscore", "rovist_vg_clip"),
+        *("rovist_vg", "cosmic", "vrank"),
+    )
+    assert (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf) == ("c.pth", "g.txt", None)
+    assert "rovist_vg" not in settings_for(Choices(rovist_vg_checkpoint="c.pth")).metrics  # no GloVe file
+    assert settings_for(replace(every, grounding=False)).metrics == ("redundancy", "coherence", "vrank")
+    assert in_sidebar_terms("pass --vrank-model DIR, --glove and --rovist-vg-idf, not --glove-x") == (
+        "pass “Vrank model folder”, “GloVe file” and “RoViST-VG idf table”, not --glove-x"
+    )
+    kept, notices = confined(replace(every, cosmic_model="/etc"), [Path("/nonexistent")])
+    assert kept.cosmic_model == "" and notices and "COSMic model folder" in notices[0]
+    assert own_controls() >= {"rovist_vg", "vrank", "cosmic", "redundancy", "coherence", "judge"}
 
 
 def test_cuda_is_asked_only_for_the_choice_cuda() -> None:

@@ -98,6 +98,26 @@ class MetricField:
         return float(value)
 
 
+@dataclass(frozen=True, slots=True)
+class ModelField:
+    """A setting that names a file or folder a metric's model is read from, as it is asked for where
+    there is no command line: the dashboard draws a text box labelled ``label`` (with ``help``), keeps
+    what it names (a ``file`` or a ``folder``) inside the folders it may read, and shows the
+    messages that name the option ``flag`` in the box's terms. The metric is on there when every
+    ``required`` field of it is filled in. ``setting`` is a :class:`vst_core.config.Settings` field.
+
+    >>> ModelField("vrank_model", "Vrank model folder", "folder", "--vrank-model").required
+    True
+    """
+
+    setting: str
+    label: str
+    kind: Literal["file", "folder"]
+    flag: str
+    help: str = ""
+    required: bool = True
+
+
 #: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
 #: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
@@ -149,7 +169,8 @@ class MetricSpec:
     instead (and ``texts``, what it embeds beyond the phrase units); ``together`` computes a metric of the
     ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
-    ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block)."""
+    ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
+    ``model_fields`` are the settings naming its model's files, as the dashboard asks for them."""
 
     name: str
     title: str
@@ -172,6 +193,7 @@ class MetricSpec:
     caption: CaptionHook | None = None
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
+    model_fields: tuple[ModelField, ...] = ()
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -342,7 +364,8 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
-    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP)."""
+    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
+    ``model_fields``."""
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.aliases)}
@@ -378,6 +401,8 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
     if spec.main_value not in attrs:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
+    if spec.model_fields:  # they name fields of Settings, which a package cannot add to
+        raise ValueError("model_fields are the built-in metrics' (they name the product's own settings)")
     unknown = set(spec.needs) - set(typing.get_args(Need))
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")

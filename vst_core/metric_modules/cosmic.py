@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
 from vst_core.records import CosmicScores
 
 if TYPE_CHECKING:
@@ -74,4 +74,14 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
+    model_fields=(
+        ModelField(
+            "cosmic_model",
+            "COSMic model folder",
+            "folder",
+            "--cosmic-model",
+            "a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
+            "sentence i (a story of system reference or human in the same sequence)",
+        ),
+    ),
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
 from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
@@ -130,4 +130,24 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     evidence=evidence,
+    model_fields=(
+        ModelField(
+            "rovist_vg_checkpoint",
+            "RoViST-VG checkpoint",
+            "file",
+            "--rovist-vg-model",
+            "the authors' RoViST-VG file (r2p_model_epoch2.pth.tar); with a GloVe file it adds RoViST-VG with their "
+            "model (a regions CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
+        ),
+        ModelField("glove_file", "GloVe file", "file", "--glove", "glove.6B.300d.txt (or its word2vec-format copy)"),
+        ModelField(
+            "rovist_vg_idf",
+            "RoViST-VG idf table",
+            "file",
+            "--rovist-vg-idf",
+            "the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table of noun and idf; "
+            "empty: idf fitted over the loaded stories",
+            required=False,
+        ),
+    ),
 )

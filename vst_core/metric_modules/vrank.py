@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
 from vst_core.records import VrankScores
 
 if TYPE_CHECKING:
@@ -76,4 +76,13 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
+    model_fields=(
+        ModelField(
+            "vrank_model",
+            "Vrank model folder",
+            "folder",
+            "--vrank-model",
+            "a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
+        ),
+    ),
 )
