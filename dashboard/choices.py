@@ -144,9 +144,12 @@ def settings_for(choices: Choices) -> Settings:
 
 
 def base_of(settings: Settings) -> Settings:
-    """The settings models actually run with: θ, the penalty and the weighting are applied afterwards
-    by re-aggregating stored similarities (:func:`vst_core.scoring.reaggregate.reaggregate`)."""
-    return settings.with_(theta=DEFAULTS.theta, penalize=True, weighting="concreteness")
+    """The settings models actually run with: those a metric re-aggregates from its records (GROOVIST's
+    θ, penalty and weighting) at their defaults, applied afterwards by re-aggregating the stored
+    similarities (:func:`vst_core.scoring.reaggregate.reaggregate`)."""
+    spec = registry().reaggregated
+    again = spec.reaggregate.settings if spec is not None and spec.reaggregate is not None else ()
+    return settings.with_(**{k: getattr(DEFAULTS, k) for k in again})
 
 
 def settings_for_file(choices: Choices, recorded: Settings) -> Settings:

@@ -233,14 +233,20 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         model_box=GOOD.replace('"word_count"', '"boxed"')
         .replace("score=score)", "score=score, model_fields=(ModelField('vrank_model', 'V', 'folder', '--v'),))")
         .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, ModelField"),
+        again=GOOD.replace('"word_count"', '"again"')
+        .replace("score=score)", "score=score, reaggregate=REAGGREGATION)")
+        .replace(
+            "from vst_core.metric_spec", "from vst_core.metric_modules.groovist import REAGGREGATION\nfrom vst_core.metric_spec"
+        ),
     )
     joined = "\n".join(reg.problems)
-    assert len(reg.problems) == 7 and not reg.plugins, joined
+    assert len(reg.problems) == 8 and not reg.plugins, joined
     assert "column 'system' is reserved" in joined and "column 'BLEU-4' is reserved" in joined
     assert "column 'inter' is another metric's" in joined and "alias 'r' is taken" in joined
     assert "column 't1' is another metric's" in joined
     assert "Count.words: list[int] cannot be read back from JSON (use a tuple)" in joined
     assert "model_fields are the built-in metrics'" in joined
+    assert "reaggregate is the built-in GROOVIST's" in joined
 
 
 def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_the_run(

@@ -138,8 +138,12 @@ def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model(
     (out,) = reaggregate([record], base, wanted)
     assert out.signature_id == signature(wanted)["id"] and out.grounding is not None and out.grounding.theta == 1.0
     assert reaggregate([record], base, base) == [record]
-    with pytest.raises(ValueError, match="without scoring again"):
+    with pytest.raises(ValueError, match="only theta, penalize, weighting can be changed without scoring again"):
         reaggregate([record], base, base.with_(nr_ngram=3))
+    with pytest.raises(ValueError, match="weights 'idf' are not stored in records scored with 'concreteness'"):
+        reaggregate([record], base, base.with_(weighting="idf"))
+    (plain,) = reaggregate([record], base, base.with_(weighting="none"))
+    assert plain.grounding is not None and plain.grounding.unbounded == pytest.approx(2.5 * (0.3 + 0.9) / 2)  # both ≥ θ
 
 
 def test_one_registry_feeds_tables_and_meta_evaluation() -> None:

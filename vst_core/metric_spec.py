@@ -118,6 +118,36 @@ class ModelField:
     required: bool = True
 
 
+#: The settings a re-aggregation depends on, as it compares them: GROOVIST's (θ, penalty, weights).
+AgainKey = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Reaggregation:
+    """How a metric is computed again with no model when only some settings change, from numbers its
+    records keep for each of their items (GROOVIST: each phrase's best cosine and weight, under another
+    θ, penalty or weighting).
+
+    ``settings`` are those settings; ``key(settings)`` what of them the numbers depend on (equal keys,
+    equal numbers); ``refuse(base, wanted)`` why records scored under ``base`` cannot be re-aggregated
+    to ``wanted`` (None: they can); ``record(record, key)`` one record again; ``items(json record)``
+    the (value, weight) of each item the scores index keeps from a record read from a file ([] when
+    the record keeps none); ``columns(values, weights, rows, n, key)`` the metric's table columns of
+    ``n`` rows again at once (``rows[k]``: the row of item k; NaN for a row without items);
+    ``provenance(key)`` what a signature records of it and ``describe(key)`` its words in footers.
+    At most one metric of a registry has one (the scores index keeps one set of items per story):
+    a package's metric has none."""
+
+    settings: tuple[str, ...]
+    key: Callable[[Any], AgainKey]
+    refuse: Callable[[Any, Any], str | None]
+    record: Callable[[Any, AgainKey], Any]
+    items: Callable[[Any], list[tuple[float, float]]]
+    columns: Callable[[Any, Any, Any, int, AgainKey], dict[str, Any]]
+    provenance: Callable[[AgainKey], dict[str, Any]]
+    describe: Callable[[AgainKey], str]
+
+
 #: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
 #: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
@@ -170,7 +200,8 @@ class MetricSpec:
     ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
     ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
-    ``model_fields`` are the settings naming its model's files, as the dashboard asks for them."""
+    ``model_fields`` are the settings naming its model's files, as the dashboard asks for them;
+    ``reaggregate`` computes it again under other settings from what its records keep."""
 
     name: str
     title: str
@@ -194,6 +225,7 @@ class MetricSpec:
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
     model_fields: tuple[ModelField, ...] = ()
+    reaggregate: Reaggregation | None = None
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -253,6 +285,12 @@ class Registry:
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""
         return frozenset(name for name, s in self.specs.items() if need in s.needs)
+
+    @property
+    def reaggregated(self) -> MetricSpec | None:
+        """The metric whose numbers are computed again from its records under other settings (its
+        ``reaggregate``), if any: GROOVIST's under another θ, penalty or weighting."""
+        return next((s for s in self.specs.values() if s.reaggregate is not None), None)
 
     @property
     def plugins(self) -> tuple[MetricSpec, ...]:
@@ -365,7 +403,7 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
     and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
-    ``model_fields``."""
+    ``model_fields`` and no ``reaggregate``."""
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.aliases)}
@@ -403,6 +441,8 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
     if spec.model_fields:  # they name fields of Settings, which a package cannot add to
         raise ValueError("model_fields are the built-in metrics' (they name the product's own settings)")
+    if spec.reaggregate is not None:  # the scores index keeps one metric's items
+        raise ValueError("reaggregate is the built-in GROOVIST's (the scores index keeps one metric's items)")
     unknown = set(spec.needs) - set(typing.get_args(Need))
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")

@@ -28,20 +28,24 @@ from vst_core.metric_spec import Registry, registry
 from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, SCORES_FORMAT, RecordError, decode
 
-_VIEWS: dict[int, tuple[Registry, dict[str, list[tuple[str, str]]], dict[str, Any]]] = {}
+_Items = Callable[[Any], list[tuple[float, float]]]
+_VIEWS: dict[int, tuple[Registry, dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items]]] = {}
 
 
-def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any]]:
-    """The registry's numbers by metric ((column, attribute) each) and each record type's quick
-    check, built once per registry (never at import: an installed metric may import this module)."""
+def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items]]:
+    """The registry's numbers by metric ((column, attribute) each), each record type's quick check
+    and the items the index keeps of the re-aggregated metric's records, built once per registry
+    (never at import: an installed metric may import this module)."""
     reg = registry()
     found = _VIEWS.get(id(reg))
     if found is None or found[0] is not reg:
         by_metric: dict[str, list[tuple[str, str]]] = {}
         for f in reg.fields:
             by_metric.setdefault(f.metric, []).append((f.column, f.attr))
-        found = _VIEWS[id(reg)] = (reg, by_metric, {name: _check_of(kind, False) for name, kind in reg.types.items()})
-    return found[1], found[2]
+        checks = {name: _check_of(kind, False) for name, kind in reg.types.items()}
+        again = {s.name: s.reaggregate.items for s in reg.specs.values() if s.reaggregate is not None}
+        found = _VIEWS[id(reg)] = (reg, by_metric, checks, again)
+    return found[1], found[2], found[3]
 
 
 def by_metric() -> dict[str, list[tuple[str, str]]]:
@@ -138,8 +142,9 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
     errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
     values: list[tuple[str, dict[str, float]]] = []
     phrases: list[tuple[float, float]] = []
+    numbers, _, again = _views()
     for metric, value in _dict(data.get("metrics")).items():
-        columns = by_metric().get(str(metric))
+        columns = numbers.get(str(metric))
         if columns is None:
             continue
         why = _unfit(str(metric), value)
@@ -148,26 +153,14 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
             problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
             continue
         values.append((str(metric), {column: _number(value.get(attr)) for column, attr in columns}))
-        if metric == "grounding":
-            phrases = _phrase_numbers(value.get("phrases"))
+        items = again.get(str(metric))
+        if items is not None:  # the re-aggregated metric's (GROOVIST's phrases)
+            phrases = items(value)
     return _Line(
         sid, str(data.get("system") or "unknown"), str(data.get("sequence_id") or sid), len(sentences), " ".join(sentences),
         sig_id, is_imported(signature), errors, values, phrases, bool(_list(data.get("problems"))), offset, len(raw), number,
         problems,
     )  # fmt: skip
-
-
-def _phrase_numbers(phrases: Any) -> list[tuple[float, float]]:
-    """(best cosine, weight) of each phrase of a GROOVIST record; none unless every phrase has both."""
-    out = []
-    for p in _list(phrases):
-        cosine, weight = (
-            (_number(p.get("best_cosine")), _number(p.get("weight"))) if isinstance(p, dict) else (math.nan, math.nan)
-        )
-        if math.isnan(cosine) or math.isnan(weight):
-            return []
-        out.append((cosine, weight))
-    return out
 
 
 def _read_range(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import AgainKey, Card, MetricField, MetricSpec, Reaggregation
 from vst_core.records import GroundingScores
 
 if TYPE_CHECKING:
@@ -95,6 +95,76 @@ def cards(story: Any) -> list[Card]:
     ]
 
 
+def _again_key(settings: Any) -> AgainKey:
+    """(θ, penalty, weights used): what GROOVIST's aggregation depends on."""
+    return (settings.theta_value, settings.penalize, settings.weighting != "none")
+
+
+def _refuse(base: Any, wanted: Any) -> str | None:
+    if wanted.weighting not in ("none", base.weighting):
+        return f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}"
+    return None
+
+
+def _record_again(grounding: GroundingScores, key: AgainKey) -> GroundingScores:
+    from vst_core.scoring.reaggregate import rescore_grounding
+
+    theta, penalize, weight = key
+    return rescore_grounding(grounding, theta, penalize=penalize, weight=weight)
+
+
+def _items(value: Any) -> list[tuple[float, float]]:
+    """(best cosine, weight) of each phrase of a GROOVIST record read from a file; none unless every
+    phrase has both."""
+    phrases = value.get("phrases") if isinstance(value, dict) else None
+    out = []
+    for p in phrases if isinstance(phrases, list) else []:
+        cosine, weight = (p.get("best_cosine"), p.get("weight")) if isinstance(p, dict) else (None, None)
+        if not (_finite(cosine) and _finite(weight)):
+            return []
+        out.append((float(cosine), float(weight)))
+    return out
+
+
+def _finite(x: Any) -> TypeGuard[float]:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _columns(cosines: Any, weights: Any, rows: Any, n: int, key: AgainKey) -> dict[str, Any]:
+    import numpy as np
+
+    from vst_core.metrics.grounding import groovist_many
+
+    theta, penalize, weight = key
+    unbounded = groovist_many(cosines, weights, rows, n, theta, penalize=penalize, weight=weight)
+    return {"GROOVIST raw": unbounded, "GROOVIST": np.tanh(unbounded)}
+
+
+def _provenance(key: AgainKey) -> dict[str, Any]:
+    theta, penalize, weight = key
+    return {"theta": theta, "penalize": penalize, "weights": weight}
+
+
+def _describe(key: AgainKey) -> str:
+    theta, penalize, weight = key
+    ablation = ("" if penalize else " -P") + ("" if weight else " -C")
+    return f"GROOVIST re-applied to the stored similarities with θ {theta:.4g}{ablation}"
+
+
+#: θ, the penalty and the weighting change no model's output: a record's phrases keep each best
+#: cosine and weight, so GROOVIST is aggregated again from them (the dashboard's θ slider, scores files).
+REAGGREGATION = Reaggregation(
+    settings=("theta", "penalize", "weighting"),
+    key=_again_key,
+    refuse=_refuse,
+    record=_record_again,
+    items=_items,
+    columns=_columns,
+    provenance=_provenance,
+    describe=_describe,
+)
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="GROOVIST",
@@ -127,4 +197,5 @@ METRIC = MetricSpec(
     image_record=record,
     load=lambda models: models.clip,
     cards=cards,
+    reaggregate=REAGGREGATION,
 )

@@ -1,6 +1,7 @@
-"""Re-aggregate stored evidence under other GROOVIST settings (θ, penalty −P, weighting −C) with
-no model: every phrase's best cosine and weight are in its record, and the matched image, box and
-temporal misalignment do not depend on these settings."""
+"""Re-aggregate stored evidence under other settings with no model: the metric with a
+``reaggregate`` (GROOVIST, under another θ, penalty −P or weighting −C: every phrase's best cosine
+and weight are in its record, and the matched image, box and temporal misalignment do not depend on
+these settings)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from vst_core.config import Settings
+from vst_core.metric_spec import registry
 from vst_core.metrics.grounding import groovist_score
 from vst_core.records import GroundingScores, StoryScores
 from vst_core.signature import recorded_inputs, signature
@@ -30,25 +32,29 @@ def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, 
 
 
 def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings) -> list[StoryScores]:
-    """Records scored under ``base`` as ``wanted`` would give them, when the two differ only in θ,
-    the penalty or whether weights are used; each record then carries ``wanted``'s signature.
+    """Records scored under ``base`` as ``wanted`` would give them, when the two differ only in the
+    settings the re-aggregated metric may change (GROOVIST's θ, penalty and weighting); each record
+    then carries ``wanted``'s signature.
 
     Raises ValueError when ``wanted`` differs from ``base`` in anything a model would have to redo."""
     if wanted == base:
         return list(records)
-    comparable = base.with_(theta=wanted.theta, penalize=wanted.penalize, weighting=wanted.weighting)
-    if comparable != wanted:
-        raise ValueError("only θ, the penalty and the weighting can be changed without scoring again")
-    if wanted.weighting not in ("none", base.weighting):
-        raise ValueError(f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}")
+    spec = registry().reaggregated
+    again = spec.reaggregate if spec is not None else None
+    comparable = base.with_(**{k: getattr(wanted, k) for k in again.settings}) if again is not None else base
+    if again is None or comparable != wanted:
+        allowed = ", ".join(again.settings) if again is not None else "nothing"
+        raise ValueError(f"only {allowed} can be changed without scoring again")
+    why = again.refuse(base, wanted)
+    if why is not None:
+        raise ValueError(why)
+    assert spec is not None
     sig = signature(wanted, recorded_inputs(records))
+    key = again.key(wanted)
     out = []
     for record in records:
-        grounding = record.grounding
-        if grounding is not None:
-            grounding = rescore_grounding(
-                grounding, wanted.theta_value, penalize=wanted.penalize, weight=wanted.weighting != "none"
-            )
-            record = record.with_metric("grounding", grounding)
+        value = record.metrics.get(spec.name)
+        if value is not None:
+            record = record.with_metric(spec.name, again.record(value, key))
         out.append(replace(record, signature=sig))
     return out

@@ -17,10 +17,8 @@ from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import json_digest
-from vst_core.metric_spec import registry
-from vst_core.metrics.grounding import groovist_many
+from vst_core.metric_spec import AgainKey, registry
 from vst_core.records import StoryScores, fields_of
-from vst_core.scoring.reaggregate import rescore_grounding
 from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature
 
 
@@ -56,7 +54,8 @@ class RunView:
         self.index = index
         self._rows: dict[tuple[str, str], int] | None = None
         self._sequences: dict[str, np.ndarray] | None = None
-        self._reground: tuple[float, bool, bool] | None = None  # (θ, penalty, weights) re-applied to stored evidence
+        self._again: AgainKey | None = None  # the re-aggregated metric's settings (GROOVIST's θ, −P, −C) re-applied
+        self._again_rows: frozenset[int] = frozenset()  # the rows whose records keep its items
 
     @classmethod
     def of_records(cls, story_set: StorySet, records: Sequence[StoryScores], settings: Settings, device: str) -> RunView:
@@ -81,28 +80,27 @@ class RunView:
         inputs = {f"scores {k + 1}": f.sha256[:16] for k, f in enumerate(index.files)}
         if len(index.files) == 1:
             inputs = {"scores": index.files[0].sha256[:16]}
-        table, reground = index.table, None
-        wanted = (settings.theta_value, settings.penalize, settings.weighting != "none")
-        if (
-            recorded is not None
-            and len(index.phrases)
-            and wanted != (recorded.theta_value, recorded.penalize, recorded.weighting != "none")
-        ):
-            reground = wanted
-            phrases = index.phrases
-            unbounded = groovist_many(
-                phrases["cosine"].to_numpy(), phrases["weight"].to_numpy(), phrases["row"].to_numpy(), len(table), wanted[0],
-                penalize=wanted[1], weight=wanted[2],
-            )  # fmt: skip
-            has = ~np.isnan(unbounded)
-            table = table.copy()
-            table.loc[has, "GROOVIST raw"] = unbounded[has]
-            table.loc[has, "GROOVIST"] = np.tanh(unbounded[has])
+        table, again, spec = index.table, None, registry().reaggregated
+        if recorded is not None and spec is not None and spec.reaggregate is not None and len(index.phrases):
+            wanted = spec.reaggregate.key(settings)
+            if wanted != spec.reaggregate.key(recorded):
+                again = wanted
+                items = index.phrases
+                columns = spec.reaggregate.columns(
+                    items["cosine"].to_numpy(), items["weight"].to_numpy(), items["row"].to_numpy(), len(table), wanted
+                )
+                has = np.zeros(len(table), dtype=bool)
+                has[items["row"].to_numpy()] = True
+                table = table.copy()
+                for column, values in columns.items():
+                    table.loc[has, column] = values[has]
         view = cls(
             table, settings, "none (no model in use)", root=root, inputs=inputs,
-            key=json_digest([index.digest, str(root), list(reground or ())], 24), index=index,
+            key=json_digest([index.digest, str(root), list(again or ())], 24), index=index,
         )  # fmt: skip
-        view._reground = reground
+        if again is not None:
+            view._again = again
+            view._again_rows = frozenset(np.unique(index.phrases["row"].to_numpy()).tolist())
         return view
 
     def __len__(self) -> int:
@@ -145,9 +143,11 @@ class RunView:
             return self._records[row]
         assert self.index is not None
         record = self.index.record(row)[0]
-        if record is not None and self._reground is not None and record.grounding is not None and record.grounding.phrases:
-            theta, penalize, weight = self._reground
-            record = record.with_metric("grounding", rescore_grounding(record.grounding, theta, penalize=penalize, weight=weight))
+        spec = registry().reaggregated
+        if record is not None and self._again is not None and row in self._again_rows and spec and spec.reaggregate:
+            value = record.metrics.get(spec.name)
+            if value is not None:  # computed records keep the items; imported scores stay as released
+                record = record.with_metric(spec.name, spec.reaggregate.record(value, self._again))
         return record
 
     def metric_records(self, rows: Sequence[int], metric: str) -> dict[int, Any]:
@@ -198,17 +198,14 @@ class RunView:
         file and variant); what footers, captions and exports carry. None for a set scored here."""
         if self.index is None:
             return None
-        again = None
-        if self._reground is not None:
-            theta, penalize, weight = self._reground
-            again = {"theta": theta, "penalize": penalize, "weights": weight}
-        sig = self.index.provenance(again)
+        spec = registry().reaggregated
+        again = spec.reaggregate if spec is not None and self._again is not None else None
+        sig = self.index.provenance(again.provenance(self._again) if again is not None and self._again is not None else None)
         names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in sig["scores_files"])
         made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in sorted(self.index.signatures))
         line = f"sig {sig['id']} · from {names} · made with {made}"
-        if again is not None:
-            ablation = ("" if again["penalize"] else " -P") + ("" if again["weights"] else " -C")
-            line += f" · GROOVIST re-applied to the stored similarities with θ {again['theta']:.4g}{ablation}"
+        if again is not None and self._again is not None:
+            line += f" · {again.describe(self._again)}"
         return line, sig
 
     def footer(self) -> str:
