@@ -14,7 +14,7 @@ from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
 from vst_core.hashing import json_digest
 from vst_core.records import StoryScores
-from vst_core.scoring.story import with_repeated_spans
+from vst_core.scoring.story import completed
 from vst_core.viz import (
     draw_box,
     evidence_blocks,
@@ -185,7 +185,7 @@ with st.container(key="vst-cards"):  # on a narrow screen the cards wrap two per
     for start in range(0, len(stories), per_row):
         for col, (row, record, story) in zip(st.columns(per_row), stories[start : start + per_row]):
             with col.container(border=True):
-                card(row, story, with_repeated_spans(record))
+                card(row, story, completed(record))
 if len(stories) < len(rows):
     st.warning(f"{len(rows) - len(stories)} stories of this sequence could not be read again from their files.")
 

@@ -192,7 +192,7 @@ def test_fetch_models_offline_says_so(
 
 def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path) -> None:
     from vst_core.records import read_record
-    from vst_core.scoring.story import with_repeated_spans
+    from vst_core.scoring.story import completed
 
     full, fast = tmp_path / "full.jsonl", tmp_path / "fast.jsonl"
     assert run("score", str(SAMPLE), "--out", str(full), "--no-progress") == 0
@@ -207,7 +207,7 @@ def test_no_spans_gives_the_same_numbers_and_the_spans_come_back(tmp_path: Path)
             assert ny[key] == pytest.approx(nx[key], abs=1e-12)
         typed, _ = read_record(y)
         assert typed is not None
-        filled = with_repeated_spans(typed).to_json()["metrics"]["redundancy"]
+        filled = completed(typed).to_json()["metrics"]["redundancy"]
         assert filled["inter_repeats"] == nx["inter_repeats"] and filled["intra_repeats"] == nx["intra_repeats"]
         assert filled["notes"] == nx["notes"]
 

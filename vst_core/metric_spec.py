@@ -178,6 +178,12 @@ IdentityHook = Callable[[Any], dict[str, str]]
 CaptionHook = Callable[[Mapping[str, Any]], str]
 #: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
 CardsHook = Callable[[Any], list[Card]]
+#: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
+#: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
+SummaryHook = Callable[[Any], "tuple[list[str], list[str]]"]
+#: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
+#: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
+CompleteHook = Callable[[Any], Any]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
 #: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
 EvidenceHook = Callable[[Any], "tuple[str, str] | None"]
@@ -201,7 +207,9 @@ class MetricSpec:
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
     ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
     ``model_fields`` are the settings naming its model's files, as the dashboard asks for them;
-    ``reaggregate`` computes it again under other settings from what its records keep."""
+    ``reaggregate`` computes it again under other settings from what its records keep; ``complete``
+    fills in what a run left out before a story is drawn (None: nothing is left out); ``summary`` is
+    what ``vst score`` says of it when the run ends."""
 
     name: str
     title: str
@@ -226,6 +234,8 @@ class MetricSpec:
     evidence: EvidenceHook | None = None
     model_fields: tuple[ModelField, ...] = ()
     reaggregate: Reaggregation | None = None
+    complete: CompleteHook | None = None
+    summary: SummaryHook | None = None
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -12,6 +12,7 @@ from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.judge.rubric import TemplateError
+from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import (
@@ -155,19 +156,16 @@ def run(args: argparse.Namespace) -> int:
         error(f"cannot write {args.out}: {exc.strerror or exc}; the records already written stay valid and resumable")
         return EXIT_INPUT
     _report(summary, story_set)
-    failed = 0
-    if "judge" in settings.metrics:
-        judge, cache = models.judge, models.judge_cache
-        calls = "chat requests to the server (after one /models look-up)" if settings.judge_endpoint else "model calls"
-        note(
-            f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
-            f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
-        )
-        if damaged := cache.damage_note():
-            note(damaged)
-        failed = judge.failures
-        if failed:
-            error(f"judge: the server gave no usable answer to {failed} prompt(s); their stories' records say why")
+    failed = False
+    for name in settings.metrics:  # what each metric's module says of the run (the judge's calls and cache)
+        spec = registry().spec(name)
+        if spec.summary is not None:
+            notes, failures = spec.summary(models)
+            for line in notes:
+                note(line)
+            for line in failures:
+                error(line)
+            failed = failed or bool(failures)
     if failed and args.strict:
         return EXIT_WEIGHTS
     return EXIT_PARTIAL if unavailable or failed else 0

@@ -70,6 +70,23 @@ def evidence(story: Any) -> tuple[str, str] | None:
     return f"Rubric judge: overall {overall} of 5, {len(jd.aspects)} aspects", judge_html(jd)
 
 
+def summary(models: Any) -> tuple[list[str], list[str]]:
+    """The judge's calls, its cache's hits and misses (and any damage set aside), and the prompts a
+    server answered with nothing usable."""
+    judge, cache = models.judge, models.judge_cache
+    calls = "chat requests to the server (after one /models look-up)" if models.settings.judge_endpoint else "model calls"
+    notes = [
+        f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
+        f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
+    ]
+    if damaged := cache.damage_note():
+        notes.append(damaged)
+    failed = judge.failures
+    return notes, [
+        f"judge: the server gave no usable answer to {failed} prompt(s); their stories' records say why"
+    ] if failed else []
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="rubric judge",
@@ -104,6 +121,7 @@ METRIC = MetricSpec(
     ),
     card="docs/metrics/judge.md",
     score=score,
+    summary=summary,
     load=lambda models: (models.rubric, models.judge),
     identity=identity,
     caption=caption,

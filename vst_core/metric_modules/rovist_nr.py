@@ -60,6 +60,28 @@ def cards(story: Any) -> list[Card]:
     return [("NR", nr.score if nr is not None else None, tip)]
 
 
+def complete(story: Any) -> RedundancyScores | None:
+    """The story's NR record with the repeated spans a ``--no-spans`` run left out, recomputed from its
+    sentences (the same numbers); other records as they are."""
+    from dataclasses import replace
+
+    from vst_core.data import Story
+    from vst_core.scoring.builders import NO_SPANS_NOTE
+    from vst_core.scoring.story import RESPLIT_NOTE, redundancy_of
+
+    nr = story.metrics.get(NAME)
+    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
+        return nr
+    spans = redundancy_of(Story(story.story_id, story.sequence_id, story.system, story.sentences, story.images), nr.n, nr.variant)
+    kept = [x for x in nr.notes if x != NO_SPANS_NOTE]
+    return replace(
+        nr,
+        notes=tuple(kept + [x for x in spans.notes if x == RESPLIT_NOTE and x not in kept]),
+        inter_repeats=spans.inter_repeats,
+        intra_repeats=spans.intra_repeats,
+    )
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="RoViST-NR",
@@ -86,4 +108,5 @@ METRIC = MetricSpec(
     identity=identity,
     caption=caption,
     cards=cards,
+    complete=complete,
 )

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,7 +37,6 @@ from vst_core.records import (
     record_problem,
 )
 from vst_core.scoring.builders import (
-    NO_SPANS_NOTE,
     coherence_scores,
     redundancy_numbers,
     redundancy_scores,
@@ -83,7 +82,7 @@ def redundancy_of(story: Story, n: int, variant: NRVariant) -> RedundancyScores:
 def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[tuple[str, str], RedundancyScores]:
     """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
     numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
-    (:func:`with_repeated_spans` adds them when a story is shown), keyed by ``(system, story_id)``."""
+    (:func:`completed` adds them when a story is shown), keyed by ``(system, story_id)``."""
     tokens = [nr_words(story, settings.nr_variant) for story in stories]
     batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
     out: dict[tuple[str, str], RedundancyScores] = {}
@@ -100,21 +99,20 @@ def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> di
     return out
 
 
-def with_repeated_spans(record: StoryScores) -> StoryScores:
-    """The record with the repeated spans of its NR result filled in, if a run left them out."""
-    nr = record.redundancy
-    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
-        return record
-    story = Story(record.story_id, record.sequence_id, record.system, record.sentences, record.images)
-    spans = redundancy_of(story, nr.n, nr.variant)
-    kept = [x for x in nr.notes if x != NO_SPANS_NOTE]
-    filled = replace(
-        nr,
-        notes=tuple(kept + [x for x in spans.notes if x == RESPLIT_NOTE and x not in kept]),
-        inter_repeats=spans.inter_repeats,
-        intra_repeats=spans.intra_repeats,
-    )
-    return record.with_metric("redundancy", filled)
+def completed(record: StoryScores) -> StoryScores:
+    """The record with what a run left out and drawing needs filled in by each metric's module
+    (its ``complete``: RoViST-NR's repeated spans of a ``--no-spans`` run); a hook that fails or
+    gives something else leaves that metric's record as it is."""
+    for name, spec in registry().specs.items():
+        if spec.complete is None or name not in record.metrics:
+            continue
+        try:
+            filled = spec.complete(record)
+        except Exception:  # drawing goes on with the record as it was written
+            continue
+        if isinstance(filled, spec.record):
+            record = record.with_metric(name, cast(Any, filled))  # a plugin's record is its own type
+    return record
 
 
 def pair_scores_for(
