@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vst_core.analysis.meta_eval.report import pair_margins, vrank_margins
+from vst_core.analysis.meta_eval.report import pair_margins, record_margins
 from vst_core.config import Settings
 from vst_core.data.index_build import build_index
 from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores
@@ -55,8 +55,10 @@ def main() -> None:
         rows = list(range(len(index.table)))
         start = time.perf_counter()
         found = index.metric_records(rows, "vrank")
-        bulk = vrank_margins(
-            [(str(index.table["system"].iat[r]), str(index.table["story"].iat[r]), v) for r, v in found.items()], shared=True
+        bulk = record_margins(
+            "Vrank",
+            [(str(index.table["system"].iat[r]), str(index.table["story"].iat[r]), v) for r, v in found.items()],
+            shared=True,
         )
         one_pass = time.perf_counter() - start
         start = time.perf_counter()

@@ -22,7 +22,7 @@ from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.leaderboard import Leaderboard, PairTest, leaderboard, paired_tests, story_ratings
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
-from vst_core.analysis.meta_eval.report import score_frame, texts_of, vrank_margins
+from vst_core.analysis.meta_eval.report import record_margins, score_frame, texts_of
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
 from vst_core.config import Settings
@@ -41,7 +41,7 @@ from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
 from vst_core.models.protocols import PairScorer
 from vst_core.problems import Problem
-from vst_core.records import StoryScores, VrankScores
+from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
 from vst_core.scoring.sets import set_results
@@ -380,19 +380,17 @@ def meta_report(
         raise ValueError(error)
     frame = score_frame(_scored)
     keyed, _ = keyed_judgements(found, frame)
-    margins = None
-    if _view is not None and "Vrank" in frame:
+    margins: dict[str, dict[tuple[str, str], float]] | None = None
+    for report, spec in registry().ranked.items():
+        if _view is None or report not in frame:
+            continue
         judged = keyed.story_ids
         keys = keys_of(_scored[["story", "system"]].astype(str))  # the table's rows, keyed as score_frame keys them
-        has = _scored["Vrank"].notna().to_numpy()
+        has = _scored[report].notna().to_numpy()
         rows = [i for i, k in enumerate(keys) if has[i] and k in judged]
-        ranked = _view.metric_records(rows, "vrank")  # one pass over the files, only Vrank's records decoded
-        triples = [
-            (str(_scored["system"].iat[row]), str(_scored["story"].iat[row]), value)
-            for row, value in ranked.items()
-            if isinstance(value, VrankScores)
-        ]
-        margins = vrank_margins(triples, shared=shared_ids(frame))
+        ranked = _view.metric_records(rows, spec.name)  # one pass over the files, only this metric's records decoded
+        triples = ((str(_scored["system"].iat[row]), str(_scored["story"].iat[row]), value) for row, value in ranked.items())
+        margins = {**(margins or {}), **record_margins(report, triples, shared=shared_ids(frame))}
     return run_meta_eval(
         _scored,
         found,

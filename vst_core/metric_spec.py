@@ -178,6 +178,10 @@ IdentityHook = Callable[[Any], dict[str, str]]
 CaptionHook = Callable[[Mapping[str, Any]], str]
 #: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
 CardsHook = Callable[[Any], list[Card]]
+#: A metric's own judgement of a story against the others of its sequence: ``(the metric's record) ->
+#: [(other system, other story id, margin)]``, margin > 0 when the story is preferred (Vrank's);
+#: meta-evaluation judges the metric's pairs by them instead of by the difference of its scores.
+MarginsHook = Callable[[Any], "Iterable[tuple[str, str, float]]"]
 #: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
 #: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
 SummaryHook = Callable[[Any], "tuple[list[str], list[str]]"]
@@ -209,7 +213,8 @@ class MetricSpec:
     ``model_fields`` are the settings naming its model's files, as the dashboard asks for them;
     ``reaggregate`` computes it again under other settings from what its records keep; ``complete``
     fills in what a run left out before a story is drawn (None: nothing is left out); ``summary`` is
-    what ``vst score`` says of it when the run ends."""
+    what ``vst score`` says of it when the run ends; ``margins`` its own verdicts on pairs of stories
+    (a ranker's), which meta-evaluation judges its pairs by."""
 
     name: str
     title: str
@@ -236,6 +241,7 @@ class MetricSpec:
     reaggregate: Reaggregation | None = None
     complete: CompleteHook | None = None
     summary: SummaryHook | None = None
+    margins: MarginsHook | None = None
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -295,6 +301,17 @@ class Registry:
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""
         return frozenset(name for name, s in self.specs.items() if need in s.needs)
+
+    @property
+    def ranked(self) -> dict[str, MetricSpec]:
+        """The metrics that judge pairs of stories themselves (their ``margins``), by the report name
+        of their first reported field: meta-evaluation judges their pairs by those margins."""
+        out = {}
+        for spec in self.specs.values():
+            report = next((f.report for f in spec.fields if f.report), None)
+            if spec.margins is not None and report is not None:
+                out[report] = spec
+        return out
 
     @property
     def reaggregated(self) -> MetricSpec | None:

@@ -56,6 +56,11 @@ def evidence(story: Any) -> tuple[str, str] | None:
     return f"Vrank: preferred to {wins} of {len(vr.preferences)} stories", vrank_html(vr)
 
 
+def margins(vr: Any) -> list[tuple[str, str, float]]:
+    """Vrank's margin against each other story of the sequence (its preferences)."""
+    return [(p.system, p.story_id, p.margin) for p in vr.preferences]
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="Vrank",
@@ -71,6 +76,7 @@ METRIC = MetricSpec(
     settings=("vrank_model",),
     card="docs/metrics/vrank.md",
     score=score,
+    margins=margins,
     together=together,
     load=lambda models: models.vrank,
     identity=identity,

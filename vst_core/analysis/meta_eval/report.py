@@ -26,7 +26,7 @@ from vst_core.analysis.meta_eval.stats import (
 from vst_core.data.csv_out import frame_csv
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import BASELINES, StoryText, baseline_scores, baselines_said
-from vst_core.records import StoryScores, VrankScores
+from vst_core.records import StoryScores
 
 #: Metric column -> (metric, field) of a score record (the quality metrics), and the story
 #: descriptors used for the GROOVIST Fig. 3 bins: the registry's, read when asked.
@@ -213,26 +213,38 @@ def texts_of(records: Scored) -> Sequence[StoryText]:
 
 
 def pair_margins(records: Sequence[StoryScores], shared: bool | None = None) -> dict[str, dict[tuple[str, str], float]]:
-    """Vrank's margins between stories, keyed as :func:`score_frame` keys the stories (the id, or
-    ``id (system)`` when systems share ids; ``shared`` says so for records that are part of a larger
-    set): ``{"Vrank": {(a, b): m(a, b)}}``, or {} without Vrank."""
+    """The margins between stories of each metric that judges pairs itself (its module's ``margins``:
+    Vrank's), keyed as :func:`score_frame` keys the stories (the id, or ``id (system)`` when systems
+    share ids; ``shared`` says so for records that are part of a larger set): ``{"Vrank": {(a, b):
+    m(a, b)}}``, or {} when no such metric was run."""
     if shared is None:
         shared = shared_ids(pd.DataFrame({"story": [r.story_id for r in records], "system": [r.system for r in records]}))
-    return vrank_margins(((r.system, r.story_id, r.vrank) for r in records if r.vrank is not None), shared)
+    out: dict[str, dict[tuple[str, str], float]] = {}
+    for report, spec in registry().ranked.items():
+        out.update(
+            record_margins(
+                report, ((r.system, r.story_id, r.metrics[spec.name]) for r in records if spec.name in r.metrics), shared
+            )
+        )
+    return out
 
 
-def vrank_margins(found: Iterable[tuple[str, str, VrankScores]], shared: bool) -> dict[str, dict[tuple[str, str], float]]:
-    """:func:`pair_margins` from ``(system, story_id, Vrank record)`` triples (e.g. read for many
-    rows at once from a scores index)."""
+def record_margins(report: str, found: Iterable[tuple[str, str, Any]], shared: bool) -> dict[str, dict[tuple[str, str], float]]:
+    """:func:`pair_margins` of the metric reported as ``report`` from ``(system, story_id, its record)``
+    triples (e.g. read for many rows at once from a scores index)."""
+    spec = registry().ranked[report]
+    assert spec.margins is not None
 
     def key(system: str, story_id: str) -> str:
         return story_key(story_id, system) if shared else story_id
 
     out: dict[tuple[str, str], float] = {}
-    for system, story_id, scores in found:
-        for p in scores.preferences:
-            out[(key(system, story_id), key(p.system, p.story_id))] = p.margin
-    return {"Vrank": out} if out else {}
+    for system, story_id, record in found:
+        if not isinstance(record, spec.record):
+            continue
+        for other_system, other_id, margin in spec.margins(record):
+            out[(key(system, story_id), key(other_system, other_id))] = margin
+    return {report: out} if out else {}
 
 
 def _with_baselines(
