@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.config import THETA_PRESETS, NRVariant, Settings, SettingsError, available_metrics
+from vst_core.config import DEFAULT_METRICS, THETA_PRESETS, NRVariant, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 from vst_core.metric_spec import MetricSpec, registry
@@ -95,7 +95,7 @@ def own_controls() -> frozenset[str]:
     every metric asked for by its model's files; every other metric that can be computed is offered
     by name."""
     clip = {s.name for s in registry().specs.values() if "clip" in s.needs and s not in registry().plugins}
-    return frozenset({"redundancy", "coherence", "judge", *clip, *model_metrics()})
+    return frozenset({*DEFAULT_METRICS, "coherence", "judge", *clip, *model_metrics()})
 
 
 def plugin_metrics() -> dict[str, str]:
@@ -114,7 +114,7 @@ def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: 
 def settings_for(choices: Choices) -> Settings:
     """The settings the sidebar describes (SettingsError when they cannot be used)."""
     metrics = (
-        ("redundancy",)
+        DEFAULT_METRICS
         + (("coherence",) if choices.coherence else ())
         + (choices.clip_metrics if choices.grounding else ())
         + tuple(m for m, spec in model_metrics().items() if not _of_images(spec) and choices.filled(spec))

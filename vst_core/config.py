@@ -103,6 +103,8 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return cleaned
 
 
+#: The metrics of a run that names none (text only, no model): also the ones every story card shows first.
+DEFAULT_METRICS: tuple[str, ...] = ("redundancy",)
 #: Settings in the signature of every run.
 ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "nr_ngram", "nr_variant", "splitter", "spacy_model"})
 #: Settings never in the signature: they change speed or shown text, not numbers, or they name a
@@ -131,7 +133,7 @@ SIGNED_WHILE_SET: dict[str, str] = {"judge_top_logprobs": "judge_endpoint"}
 class Settings:
     """Everything that can change a score. Two runs with equal settings give equal numbers."""
 
-    metrics: tuple[str, ...] = ("redundancy",)
+    metrics: tuple[str, ...] = DEFAULT_METRICS
     nr_ngram: int = 4
     nr_variant: NRVariant = "paper"
     splitter: Literal["punkt", "spacy"] = "punkt"  # sentences of a story given as one text (NLTK Punkt, as the public code)
@@ -324,7 +326,7 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
     known = set(Settings.__dataclass_fields__)
     values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
     if "metrics" in values:
-        values["metrics"] = tuple(m for m in values["metrics"] if m in available_metrics()) or ("redundancy",)
+        values["metrics"] = tuple(m for m in values["metrics"] if m in available_metrics()) or DEFAULT_METRICS
     if "theta" in values and "preprocess" not in values:  # recorded before the choice existed: Pillow's pixels
         values["preprocess"] = "pil"
     if isinstance(values.get("theta"), (int, float)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vst_core.config import DEFAULT_METRICS
 from vst_core.metric_spec import registry
 from vst_core.models.idf_table import idf_source
 from vst_core.records import (
@@ -202,11 +203,11 @@ def format_score(value: float | None, digits: int = 3) -> str:
 
 
 def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
-    """Score cards (label, value, hover text) of a story: NR always, then each metric run in
+    """Score cards (label, value, hover text) of a story: the default metrics (RoViST-NR) always, then each metric run in
     registry order, drawn by its module (:attr:`~vst_core.metric_spec.MetricSpec.cards`); an error
     shows as such."""
     specs = registry().specs
-    shown = ["redundancy", *(name for name in specs if name in metrics and name != "redundancy")]
+    shown = [*DEFAULT_METRICS, *(name for name in specs if name in metrics and name not in DEFAULT_METRICS)]
     out: list[tuple[str, str, str]] = []
     for name in shown:
         spec = specs.get(name)
