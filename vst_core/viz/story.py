@@ -203,9 +203,9 @@ def format_score(value: float | None, digits: int = 3) -> str:
 
 
 def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
-    """Score cards (label, value, hover text) of a story: the default metrics (RoViST-NR) always, then each metric run in
-    registry order, drawn by its module (:attr:`~vst_core.metric_spec.MetricSpec.cards`); an error
-    shows as such."""
+    """Score cards (label, value, hover text) of a story: the default metrics (RoViST-NR) always, then
+    each metric run in registry order, drawn by its module (:attr:`~vst_core.metric_spec.MetricSpec.cards`);
+    an error shows as such."""
     specs = registry().specs
     shown = [*DEFAULT_METRICS, *(name for name in specs if name in metrics and name not in DEFAULT_METRICS)]
     out: list[tuple[str, str, str]] = []
