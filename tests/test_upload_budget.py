@@ -17,7 +17,7 @@ from conftest import ROOT, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vst_core.data import uploads
+from vst_core.data import upload_files
 from vst_core.data.uploads import CHUNK, SESSION_PREFIX, UploadBudget, place_upload, story_set_from_files
 
 KIB, MIB = 2**10, 2**20
@@ -73,13 +73,13 @@ def test_a_1000_to_1_story_file_is_stopped_early_and_removed(tmp_path: Path) -> 
 
 def test_a_story_file_stops_at_its_byte_limit_while_streaming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []  # the size of each partial file when it is removed
-    remove = uploads._remove
+    remove = upload_files._remove
 
     def spy(path: Path) -> None:
         seen.append(path.stat().st_size)
         remove(path)
 
-    monkeypatch.setattr(uploads, "_remove", spy)
+    monkeypatch.setattr(upload_files, "_remove", spy)
     bomb = _zip({"stories.jsonl": (b" " * MIB, 32)})  # 32 MiB unpacked
     budget = UploadBudget(data_file=4 * MIB, ratio=10**9)
     tracemalloc.start()
