@@ -121,7 +121,7 @@ def settings_for(choices: Choices) -> Settings:
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     paths: dict[str, Any] = {
-        f.setting: getattr(choices, f.setting).strip() or None for s in model_metrics().values() for f in s.model_fields
+        f.setting: getattr(choices, f.setting, "").strip() or None for s in model_metrics().values() for f in s.model_fields
     }
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(

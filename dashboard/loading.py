@@ -25,7 +25,7 @@ from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shar
 from vst_core.analysis.meta_eval.report import record_margins, score_frame, texts_of
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
-from vst_core.config import Settings
+from vst_core.config import UNSIGNED, Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -213,11 +213,16 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
 
 
 def model_key(name: str, settings: Settings) -> str:
-    """What identifies the models metric ``name`` loads: the device, the values of the settings its
-    spec lists, and the version (:func:`stamp`) of each file its model is read from, so a file
-    edited in place loads again."""
+    """What identifies the models metric ``name`` loads: the device, its model files (and the
+    version, :func:`stamp`, of each file among them, so a file edited in place loads again) and the
+    other settings naming its model that the signature names by digest (RoViST-VG's ViT, the
+    judge's); a package's metric, whose ``load`` may read any setting it lists, by all of those."""
     spec = registry().spec(name)
-    parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in spec.settings}}
+    own = [f.setting for f in spec.model_fields]
+    keys = (
+        list(spec.settings) if spec in registry().plugins else own + [k for k in spec.settings if k in UNSIGNED and k not in own]
+    )
+    parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in keys}}
     for f in spec.model_fields:
         value = getattr(settings, f.setting, None)
         if value and f.kind == "file":

@@ -209,3 +209,33 @@ def test_a_rerun_does_not_digest_the_records_again(page: str, monkeypatch: pytes
     app.run()
     assert not app.exception, app.exception
     assert calls == first  # later reruns reuse the view, its key and its signature ids
+
+
+def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_model() -> None:
+    """Each metric's ``model_fields`` name a Settings field and a Choices field (the sidebar keeps
+    its value), and the dashboard's model cache key of a built-in metric moves with its model files
+    and the device, not with settings its loader never reads (regions, CLIP, the reference system)."""
+    import dataclasses
+
+    from dashboard.choices import model_metrics
+    from dashboard.loading import model_key
+    from vst_core.config import Settings
+
+    settings_fields = {f.name for f in dataclasses.fields(Settings)}
+    choice_fields = {f.name for f in dataclasses.fields(Choices)}
+    found = [f.setting for spec in model_metrics().values() for f in spec.model_fields]
+    assert found and set(found) <= settings_fields & choice_fields
+    base = Settings(metrics=("redundancy", "grounding", "rovist_vg", "cosmic", "vrank"))
+    for name in ("rovist_vg", "cosmic", "vrank"):
+        key = model_key(name, base)
+        for other in (
+            base.with_(regions="detector"),
+            base.with_(top_b=5),
+            base.with_(clip_arch="ViT-B-16"),
+            base.with_(reference_system="human"),
+            base.with_(theta="0.3"),
+        ):
+            assert model_key(name, other) == key, (name, other)
+        assert model_key(name, base.with_(device="cpu")) != key
+    assert model_key("rovist_vg", base.with_(rovist_vg_vit="other-vit")) != model_key("rovist_vg", base)
+    assert model_key("vrank", base.with_(vrank_model="elsewhere")) != model_key("vrank", base)

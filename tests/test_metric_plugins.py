@@ -604,3 +604,17 @@ def test_an_installed_metric_signs_the_settings_it_lists_and_those_of_its_needs(
     assert Settings(metrics=("theta_reader",), theta="0.3").as_dict()["theta"] == 0.3
     assert set(Settings(metrics=("clip_reader",)).as_dict()) == _ALWAYS | _CLIP_KEYS | _IMAGE_KEYS | _REGION_KEYS
     assert set(Settings(metrics=("redundancy",), theta="0.3").as_dict()) == _ALWAYS
+
+
+def test_every_setting_is_signed_by_a_rule() -> None:
+    """A Settings field is in the signature always, never, with a need, while another is set, or
+    when a metric of the run lists it: a new field that none of these names would be left out of
+    every signature without a word."""
+    import dataclasses
+
+    from vst_core.config import ALWAYS_SIGNED, SIGNED_WHILE_SET, SIGNED_WITH_NEED, UNSIGNED
+
+    listed = {k for spec in registry().specs.values() for k in spec.settings}
+    ruled = ALWAYS_SIGNED | UNSIGNED | set(SIGNED_WITH_NEED) | set(SIGNED_WHILE_SET) | listed
+    assert {f.name for f in dataclasses.fields(Settings)} <= ruled
+    assert not ALWAYS_SIGNED & UNSIGNED and not UNSIGNED & set(SIGNED_WITH_NEED)

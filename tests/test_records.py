@@ -138,7 +138,7 @@ def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model(
     (out,) = reaggregate([record], base, wanted)
     assert out.signature_id == signature(wanted)["id"] and out.grounding is not None and out.grounding.theta == 1.0
     assert reaggregate([record], base, base) == [record]
-    with pytest.raises(ValueError, match="only theta, penalize, weighting can be changed without scoring again"):
+    with pytest.raises(ValueError, match="only θ, the penalty and the weighting can be changed without scoring again"):
         reaggregate([record], base, base.with_(nr_ngram=3))
     with pytest.raises(ValueError, match="weights 'idf' are not stored in records scored with 'concreteness'"):
         reaggregate([record], base, base.with_(weighting="idf"))

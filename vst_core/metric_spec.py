@@ -128,7 +128,7 @@ class Reaggregation:
     records keep for each of their items (GROOVIST: each phrase's best cosine and weight, under another
     θ, penalty or weighting).
 
-    ``settings`` are those settings; ``key(settings)`` what of them the numbers depend on (equal keys,
+    ``settings`` are those settings, ``what`` them in words; ``key(settings)`` what of them the numbers depend on (equal keys,
     equal numbers); ``refuse(base, wanted)`` why records scored under ``base`` cannot be re-aggregated
     to ``wanted`` (None: they can); ``record(record, key)`` one record again; ``items(json record)``
     the (value, weight) of each item the scores index keeps from a record read from a file ([] when
@@ -139,6 +139,7 @@ class Reaggregation:
     a package's metric has none."""
 
     settings: tuple[str, ...]
+    what: str
     key: Callable[[Any], AgainKey]
     refuse: Callable[[Any, Any], str | None]
     record: Callable[[Any, AgainKey], Any]

@@ -155,6 +155,7 @@ def _describe(key: AgainKey) -> str:
 #: cosine and weight, so GROOVIST is aggregated again from them (the dashboard's θ slider, scores files).
 REAGGREGATION = Reaggregation(
     settings=("theta", "penalize", "weighting"),
+    what="θ, the penalty and the weighting",
     key=_again_key,
     refuse=_refuse,
     record=_record_again,

@@ -20,7 +20,7 @@ def resolve_device(device: str = "auto") -> str:
     import torch
 
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' requested but no CUDA GPU is available; use --device cpu")
     if device == "cpu":

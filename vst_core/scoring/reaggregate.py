@@ -43,8 +43,8 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
     again = spec.reaggregate if spec is not None else None
     comparable = base.with_(**{k: getattr(wanted, k) for k in again.settings}) if again is not None else base
     if again is None or comparable != wanted:
-        allowed = ", ".join(again.settings) if again is not None else "nothing"
-        raise ValueError(f"only {allowed} can be changed without scoring again")
+        allowed = f"only {again.what} can" if again is not None else "no setting can"
+        raise ValueError(f"{allowed} be changed without scoring again")
     why = again.refuse(base, wanted)
     if why is not None:
         raise ValueError(why)
