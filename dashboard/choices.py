@@ -63,13 +63,15 @@ class Choices:
     @property
     def clip_metrics(self) -> tuple[str, ...]:
         """The image metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
-        other metric that needs CLIP and no model of its own (in the registry's order), then each
-        image metric with a model of its own whose fields are filled in (RoViST-VG's, COSMic's)."""
+        other built-in metric that needs CLIP and no model of its own (in the registry's order), then
+        each image metric with a model of its own whose fields are filled in (RoViST-VG's, COSMic's).
+        An installed metric is turned on or off under "More metrics" (:func:`plugin_metrics`)."""
         own = model_metrics()
+        installed = {s.name for s in registry().plugins}
         clip = tuple(
             m
             for m in available_metrics()
-            if m in registry().with_need("clip") and m not in own and (self.extra_clip or m == GROOVIST)
+            if m in registry().with_need("clip") and m not in own and m not in installed and (self.extra_clip or m == GROOVIST)
         )
         return clip + tuple(m for m, spec in own.items() if _of_images(spec) and self.filled(spec))
 
@@ -167,7 +169,7 @@ def with_judge_server(settings: Settings, endpoint: str, served_model: str, key_
     the reason when the fields cannot be used (a notice, never an exception); all empty: unchanged.
 
     >>> with_judge_server(Settings(), "http://127.0.0.1:8000/v1", "", "")[1]
-    'judge server: give the served model as well (its name in the server's /v1/models)'
+    "judge server: give the served model as well (its name in the server's /v1/models)"
     """
     endpoint, served_model, key_env = endpoint.strip(), served_model.strip(), key_env.strip()
     if not endpoint:

@@ -618,3 +618,56 @@ def test_every_setting_is_signed_by_a_rule() -> None:
     ruled = ALWAYS_SIGNED | UNSIGNED | set(SIGNED_WITH_NEED) | set(SIGNED_WHILE_SET) | listed
     assert {f.name for f in dataclasses.fields(Settings)} <= ruled
     assert not ALWAYS_SIGNED & UNSIGNED and not UNSIGNED & set(SIGNED_WITH_NEED)
+
+
+def test_an_installed_metrics_failing_summary_or_margins_stops_neither_the_run_nor_meta_evaluation(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from vst_core.analysis.meta_eval.report import pair_margins
+    from vst_core.cli import main
+    from vst_core.cli.common import EXIT_PARTIAL
+    from vst_core.data import load_records
+
+    body = (
+        GOOD.replace('"word_count"', '"ranker"').replace('"words n"', '"rk"').replace('direction="none"),)', 'report="ranker"),)')
+    )
+    body += textwrap.dedent(
+        """
+        import dataclasses
+
+        def summary(models):
+            raise RuntimeError("summary boom")
+
+        def margins(record):
+            raise RuntimeError("margins boom")
+
+        METRIC = dataclasses.replace(METRIC, summary=summary, margins=margins)
+        """
+    )
+    reg = _install(plugins, monkeypatch, ranker=body)
+    assert "ranker" in reg.names and reg.ranked["ranker"].name == "ranker"
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "redundancy,ranker", "--out", str(out), "--no-progress"]) == EXIT_PARTIAL
+    assert "Words: its run summary failed: RuntimeError: summary boom" in capsys.readouterr().err
+    records, _ = load_records(out)
+    assert len(records) == 8 and all("ranker" in r.metrics for r in records)
+    assert pair_margins(records) == {}  # the hook failed on every story: no margins, no exception
+
+
+def test_an_installed_metric_that_needs_clip_is_turned_on_and_off_under_more_metrics_only(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Grounding toggle turns on the built-in CLIP metrics; an installed one is offered by name, and
+    deselecting it there leaves it off whatever the toggles say."""
+    from dashboard.choices import Choices, plugin_metrics, settings_for
+
+    _install(
+        plugins,
+        monkeypatch,
+        clip_plugin=GOOD.replace('"word_count"', '"clip_plugin"')
+        .replace('"words n"', '"cp"')
+        .replace("score=score)", "score=score, needs=frozenset({'clip'}))"),
+    )
+    assert "clip_plugin" in plugin_metrics() and "clip_plugin" not in Choices(extra_clip=True).clip_metrics
+    assert "clip_plugin" not in settings_for(Choices(extra_clip=True)).metrics
+    assert "clip_plugin" in settings_for(Choices(plugins=("clip_plugin",))).metrics

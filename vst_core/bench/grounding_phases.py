@@ -8,8 +8,6 @@ import os
 import time
 
 from vst_core.bench.inputs import synthetic_story_set
-
-#: Targets the figures are read against (CPU and GPU alike).
 from vst_core.bench.run import BenchConfig, BenchRun, Figures
 from vst_core.bench.throughput import (
     page_faults_per_forward,

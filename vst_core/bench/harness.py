@@ -21,6 +21,9 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
                             is model work, the image and the text tower alike (``pipeline_vs_raw`` counts
                             the text tower as overhead); ``pipeline_*_forward_seconds`` the forwards'
                             seconds inside the run
+    raw_page_faults_per_forward  minor page faults of the process per bare forward at the best batch size
+                            (about 0 when freed memory is kept for the next forward, ``freed_memory_kept``:
+                            :func:`vst_core.models.device.keep_freed_memory`)
     warm_speedup            pipeline_seconds / seconds of the first cold run again over its cache
     warm_stories_per_s      stories/s of a rerun of ``warm_stories`` stories (five a sequence) with every
                             vector cached: grounding, CLIPScore and RoViST-NR with its spans, the records

@@ -14,8 +14,6 @@ from vst_core.data import StorySet
 from vst_core.models.clip import ClipEncoder
 
 #: Targets the figures are read against (CPU and GPU alike).
-
-#: Targets the figures are read against (CPU and GPU alike).
 TARGETS: dict[str, float] = {
     "pipeline_vs_raw": 0.95,
     "pipeline_vs_forwards": 0.95,

@@ -160,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
     for name in settings.metrics:  # what each metric's module says of the run (the judge's calls and cache)
         spec = registry().spec(name)
         if spec.summary is not None:
-            notes, failures = spec.summary(models)
+            try:
+                notes, failures = spec.summary(models)
+            except Exception as exc:  # an installed metric's summary: the run and its records are done
+                notes, failures = [], [f"{spec.title}: its run summary failed: {type(exc).__name__}: {exc}"]
             for line in notes:
                 note(line)
             for line in failures:

@@ -231,7 +231,8 @@ def pair_margins(records: Sequence[StoryScores], shared: bool | None = None) -> 
 
 def record_margins(report: str, found: Iterable[tuple[str, str, Any]], shared: bool) -> dict[str, dict[tuple[str, str], float]]:
     """:func:`pair_margins` of the metric reported as ``report`` from ``(system, story_id, its record)``
-    triples (e.g. read for many rows at once from a scores index)."""
+    triples (e.g. read for many rows at once from a scores index); a story whose ``margins`` hook
+    fails or gives something that is not (system, story id, number) triples has none."""
     spec = registry().ranked[report]
     assert spec.margins is not None
 
@@ -242,7 +243,11 @@ def record_margins(report: str, found: Iterable[tuple[str, str, Any]], shared: b
     for system, story_id, record in found:
         if not isinstance(record, spec.record):
             continue
-        for other_system, other_id, margin in spec.margins(record):
+        try:  # an installed metric's hook: a story whose margins cannot be read has none
+            found_here = [(str(o), str(i), float(m)) for o, i, m in spec.margins(record)]
+        except Exception:
+            continue
+        for other_system, other_id, margin in found_here:
             out[(key(system, story_id), key(other_system, other_id))] = margin
     return {report: out} if out else {}
 
