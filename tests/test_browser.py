@@ -566,6 +566,8 @@ def test_a_click_on_a_llava_row_opens_that_very_story(served_10k: Served10k, cap
         sync_api.expect(heading).to_have_count(1, timeout=30_000)
         assert heading.inner_text().split() == ["llava", "·", story, "←", "selected"]
         card = heading.locator("xpath=ancestor::div[.//div[contains(@class, 'vst-card')]][1]")
+        # the heading can be drawn before the score cards under it: wait for the NR card itself
+        sync_api.expect(card.locator(".vst-card").filter(has_text="NR").first).to_be_visible(timeout=30_000)
         values = dict(text.split("\n", 1) for text in card.locator(".vst-card").all_inner_texts())
         assert values["NR"].strip() == f"{nr[('llava', story)]:.3f}"  # not the reference story of the same id
         page.screenshot(path=str(ARTIFACTS / "inspect_10k.png"), full_page=True)
