@@ -149,9 +149,8 @@ def base_of(settings: Settings) -> Settings:
     """The settings models actually run with: those a metric re-aggregates from its records (GROOVIST's
     θ, penalty and weighting) at their defaults, applied afterwards by re-aggregating the stored
     similarities (:func:`vst_core.scoring.reaggregate.reaggregate`)."""
-    spec = registry().reaggregated
-    again = spec.reaggregate.settings if spec is not None and spec.reaggregate is not None else ()
-    return settings.with_(**{k: getattr(DEFAULTS, k) for k in again})
+    found = registry().reaggregated
+    return settings.with_(**{k: getattr(DEFAULTS, k) for k in (found[1].settings if found is not None else ())})
 
 
 def settings_for_file(choices: Choices, recorded: Settings) -> Settings:

@@ -315,10 +315,10 @@ class Registry:
         return out
 
     @property
-    def reaggregated(self) -> MetricSpec | None:
-        """The metric whose numbers are computed again from its records under other settings (its
-        ``reaggregate``), if any: GROOVIST's under another θ, penalty or weighting."""
-        return next((s for s in self.specs.values() if s.reaggregate is not None), None)
+    def reaggregated(self) -> tuple[str, Reaggregation] | None:
+        """(name, ``reaggregate``) of the metric whose numbers are computed again from its records
+        under other settings, if any: GROOVIST's under another θ, penalty or weighting."""
+        return next(((s.name, s.reaggregate) for s in self.specs.values() if s.reaggregate is not None), None)
 
     @property
     def plugins(self) -> tuple[MetricSpec, ...]:

@@ -332,8 +332,8 @@ def _numbers_of(state: Sequence[_Row], chunks: Sequence[_Chunk], present: set[st
 def _phrases_of(state: Sequence[_Row], chunks: Sequence[_Chunk]) -> pd.DataFrame:
     """row, cosine, weight of the items each row's record of the re-aggregated metric keeps
     (GROOVIST's phrases: :attr:`vst_core.metric_spec.Registry.reaggregated`)."""
-    spec = registry().reaggregated
-    rows, lines = _used_lines(state, chunks, spec.name if spec is not None else "")
+    again = registry().reaggregated
+    rows, lines = _used_lines(state, chunks, again[0] if again is not None else "")
     shift = np.concatenate([[0], np.cumsum([len(c[2]) for c in chunks])]).astype(np.int64)
     starts = np.concatenate([c[1][:-1] + shift[k] for k, c in enumerate(chunks)] or [np.zeros(0, dtype=np.int64)])
     ends = np.concatenate([c[1][1:] + shift[k] for k, c in enumerate(chunks)] or [np.zeros(0, dtype=np.int64)])

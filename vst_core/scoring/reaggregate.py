@@ -39,22 +39,21 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
     Raises ValueError when ``wanted`` differs from ``base`` in anything a model would have to redo."""
     if wanted == base:
         return list(records)
-    spec = registry().reaggregated
-    again = spec.reaggregate if spec is not None else None
-    comparable = base.with_(**{k: getattr(wanted, k) for k in again.settings}) if again is not None else base
-    if again is None or comparable != wanted:
-        allowed = f"only {again.what} can" if again is not None else "no setting can"
-        raise ValueError(f"{allowed} be changed without scoring again")
+    found = registry().reaggregated
+    if found is None:
+        raise ValueError("no setting can be changed without scoring again")
+    name, again = found
+    if base.with_(**{k: getattr(wanted, k) for k in again.settings}) != wanted:
+        raise ValueError(f"only {again.what} can be changed without scoring again")
     why = again.refuse(base, wanted)
     if why is not None:
         raise ValueError(why)
-    assert spec is not None
     sig = signature(wanted, recorded_inputs(records))
     key = again.key(wanted)
     out = []
     for record in records:
-        value = record.metrics.get(spec.name)
+        value = record.metrics.get(name)
         if value is not None:
-            record = record.with_metric(spec.name, again.record(value, key))
+            record = record.with_metric(name, again.record(value, key))
         out.append(replace(record, signature=sig))
     return out

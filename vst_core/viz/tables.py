@@ -55,7 +55,7 @@ class RunView:
         self._rows: dict[tuple[str, str], int] | None = None
         self._sequences: dict[str, np.ndarray] | None = None
         self._again: AgainKey | None = None  # the re-aggregated metric's settings (GROOVIST's θ, −P, −C) re-applied
-        self._again_rows: frozenset[int] = frozenset()  # the rows whose records keep its items
+        self._again_rows: np.ndarray = np.zeros(0, dtype=bool)  # row -> whether its record keeps its items
 
     @classmethod
     def of_records(cls, story_set: StorySet, records: Sequence[StoryScores], settings: Settings, device: str) -> RunView:
@@ -80,27 +80,22 @@ class RunView:
         inputs = {f"scores {k + 1}": f.sha256[:16] for k, f in enumerate(index.files)}
         if len(index.files) == 1:
             inputs = {"scores": index.files[0].sha256[:16]}
-        table, again, spec = index.table, None, registry().reaggregated
-        if recorded is not None and spec is not None and spec.reaggregate is not None and len(index.phrases):
-            wanted = spec.reaggregate.key(settings)
-            if wanted != spec.reaggregate.key(recorded):
-                again = wanted
-                items = index.phrases
-                columns = spec.reaggregate.columns(
-                    items["cosine"].to_numpy(), items["weight"].to_numpy(), items["row"].to_numpy(), len(table), wanted
-                )
-                has = np.zeros(len(table), dtype=bool)
-                has[items["row"].to_numpy()] = True
-                table = table.copy()
-                for column, values in columns.items():
-                    table.loc[has, column] = values[has]
+        table, again, has, found = index.table, None, np.zeros(0, dtype=bool), registry().reaggregated
+        if recorded is not None and found is not None and len(index.phrases) and found[1].key(settings) != found[1].key(recorded):
+            again = found[1].key(settings)
+            items = index.phrases
+            rows = items["row"].to_numpy()
+            columns = found[1].columns(items["cosine"].to_numpy(), items["weight"].to_numpy(), rows, len(table), again)
+            has = np.zeros(len(table), dtype=bool)
+            has[rows] = True
+            table = table.copy()
+            for column, values in columns.items():
+                table.loc[has, column] = values[has]
         view = cls(
             table, settings, "none (no model in use)", root=root, inputs=inputs,
             key=json_digest([index.digest, str(root), list(again or ())], 24), index=index,
         )  # fmt: skip
-        if again is not None:
-            view._again = again
-            view._again_rows = frozenset(np.unique(index.phrases["row"].to_numpy()).tolist())
+        view._again, view._again_rows = again, has
         return view
 
     def __len__(self) -> int:
@@ -143,11 +138,12 @@ class RunView:
             return self._records[row]
         assert self.index is not None
         record = self.index.record(row)[0]
-        spec = registry().reaggregated
-        if record is not None and self._again is not None and row in self._again_rows and spec and spec.reaggregate:
-            value = record.metrics.get(spec.name)
+        found = registry().reaggregated
+        if record is not None and self._again is not None and self._again_rows[row] and found is not None:
+            name, again = found
+            value = record.metrics.get(name)
             if value is not None:  # computed records keep the items; imported scores stay as released
-                record = record.with_metric(spec.name, spec.reaggregate.record(value, self._again))
+                record = record.with_metric(name, again.record(value, self._again))
         return record
 
     def metric_records(self, rows: Sequence[int], metric: str) -> dict[int, Any]:
@@ -198,14 +194,14 @@ class RunView:
         file and variant); what footers, captions and exports carry. None for a set scored here."""
         if self.index is None:
             return None
-        spec = registry().reaggregated
-        again = spec.reaggregate if spec is not None and self._again is not None else None
-        sig = self.index.provenance(again.provenance(self._again) if again is not None and self._again is not None else None)
+        found = registry().reaggregated
+        again = (found[1], self._again) if found is not None and self._again is not None else None
+        sig = self.index.provenance(again[0].provenance(again[1]) if again is not None else None)
         names = " + ".join(f"{f['file']} sha256 {f['sha256'][:12]}" for f in sig["scores_files"])
         made = " + ".join(f"[{describe_signature(self.index.signatures[i])}]" for i in sorted(self.index.signatures))
         line = f"sig {sig['id']} · from {names} · made with {made}"
-        if again is not None and self._again is not None:
-            line += f" · {again.describe(self._again)}"
+        if again is not None:
+            line += f" · {again[0].describe(again[1])}"
         return line, sig
 
     def footer(self) -> str:
