@@ -73,7 +73,7 @@ class Choices:
             for m in available_metrics()
             if m in registry().with_need("clip") and m not in own and m not in installed and (self.extra_clip or m == GROOVIST)
         )
-        return clip + tuple(m for m, spec in own.items() if _of_images(spec) and self.filled(spec))
+        return clip + tuple(m for m, spec in own.items() if of_images(spec) and self.filled(spec))
 
     def filled(self, spec: MetricSpec) -> bool:
         """Whether every required model field of a metric is filled in."""
@@ -86,7 +86,7 @@ def model_metrics() -> dict[str, MetricSpec]:
     return {name: spec for name, spec in registry().specs.items() if spec.model_fields}
 
 
-def _of_images(spec: MetricSpec) -> bool:
+def of_images(spec: MetricSpec) -> bool:
     """Whether a metric works on the images (its fields are drawn under Grounding, and it comes with it)."""
     return bool({"images", "clip"} & spec.needs)
 
@@ -119,7 +119,7 @@ def settings_for(choices: Choices) -> Settings:
         DEFAULT_METRICS
         + (("coherence",) if choices.coherence else ())
         + (choices.clip_metrics if choices.grounding else ())
-        + tuple(m for m, spec in model_metrics().items() if not _of_images(spec) and choices.filled(spec))
+        + tuple(m for m, spec in model_metrics().items() if not of_images(spec) and choices.filled(spec))
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     paths: dict[str, Any] = {

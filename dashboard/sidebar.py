@@ -23,6 +23,7 @@ from dashboard.choices import (
     clip_key,
     confined,
     model_metrics,
+    of_images,
     plugin_metrics,
     scores_paths,
     url_notices,
@@ -308,7 +309,7 @@ def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
     from their ``model_fields``: a metric is on when its required ones are filled in."""
     values: dict[str, str] = {}
     for spec in model_metrics().values():
-        if bool({"images", "clip"} & spec.needs) != images:
+        if of_images(spec) != images:
             continue
         for k, f in enumerate(spec.model_fields):
             label = f"{f.label} (optional)" if k == 0 or not f.required else f.label

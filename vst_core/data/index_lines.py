@@ -77,7 +77,12 @@ def open_same(path: str | Path, want: FileIdentity | None) -> io.BufferedReader:
     return fh
 
 
-def _number(value: Any) -> float:
+def finite_number(value: Any) -> float:
+    """A JSON value as a float when it is a finite int or float (not a bool), else NaN.
+
+    >>> finite_number(2), finite_number(True), finite_number("1")
+    (2.0, nan, nan)
+    """
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     return math.nan
@@ -152,7 +157,7 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
             errors[str(metric)] = f"unreadable record: {why}"
             problems.append(Problem(f"{name}: unreadable {metric} record ({why})", "line", line=number, story_id=sid))
             continue
-        values.append((str(metric), {column: _number(value.get(attr)) for column, attr in columns}))
+        values.append((str(metric), {column: finite_number(value.get(attr)) for column, attr in columns}))
         items = again.get(str(metric))
         if items is not None:  # the re-aggregated metric's (GROOVIST's phrases)
             phrases = items(value)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
+from vst_core.data.index_lines import finite_number
 from vst_core.metric_spec import AgainKey, Card, MetricField, MetricSpec, Reaggregation
 from vst_core.records import GroundingScores
 
@@ -119,15 +120,13 @@ def _items(value: Any) -> list[tuple[float, float]]:
     phrases = value.get("phrases") if isinstance(value, dict) else None
     out = []
     for p in phrases if isinstance(phrases, list) else []:
-        cosine, weight = (p.get("best_cosine"), p.get("weight")) if isinstance(p, dict) else (None, None)
-        if not (_finite(cosine) and _finite(weight)):
+        cosine, weight = (
+            (finite_number(p.get("best_cosine")), finite_number(p.get("weight"))) if isinstance(p, dict) else (math.nan,) * 2
+        )
+        if math.isnan(cosine) or math.isnan(weight):
             return []
-        out.append((float(cosine), float(weight)))
+        out.append((cosine, weight))
     return out
-
-
-def _finite(x: Any) -> TypeGuard[float]:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def _columns(cosines: Any, weights: Any, rows: Any, n: int, key: AgainKey) -> dict[str, Any]:
