@@ -386,16 +386,17 @@ def meta_report(
     frame = score_frame(_scored)
     keyed, _ = keyed_judgements(found, frame)
     margins: dict[str, dict[tuple[str, str], float]] | None = None
-    for report, spec in registry().ranked.items():
-        if _view is None or report not in frame:
-            continue
-        judged = keyed.story_ids
+    rankers = {report: spec for report, spec in registry().ranked.items() if report in frame} if _view is not None else {}
+    if _view is not None and rankers:
+        judged, shared = keyed.story_ids, shared_ids(frame)
         keys = keys_of(_scored[["story", "system"]].astype(str))  # the table's rows, keyed as score_frame keys them
-        has = _scored[report].notna().to_numpy()
-        rows = [i for i, k in enumerate(keys) if has[i] and k in judged]
-        ranked = _view.metric_records(rows, spec.name)  # one pass over the files, only this metric's records decoded
-        triples = ((str(_scored["system"].iat[row]), str(_scored["story"].iat[row]), value) for row, value in ranked.items())
-        margins = {**(margins or {}), **record_margins(report, triples, shared=shared_ids(frame))}
+        margins = {}
+        for report, spec in rankers.items():
+            has = _scored[report].notna().to_numpy()
+            rows = [i for i, k in enumerate(keys) if has[i] and k in judged]
+            ranked = _view.metric_records(rows, spec.name)  # one pass over the files, only this metric's records decoded
+            triples = ((str(_scored["system"].iat[row]), str(_scored["story"].iat[row]), v) for row, v in ranked.items())
+            margins.update(record_margins(report, triples, shared=shared))
     return run_meta_eval(
         _scored,
         found,

@@ -206,6 +206,12 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
     assert evidence_blocks(records[2]) == [("Odd: evidence not drawn", "KeyError: &#x27;no evidence here&#x27;")]
 
 
+def _good_as(name: str, column: str, keywords: str = "") -> str:
+    """GOOD's source as the metric ``name`` with the column ``column`` and more MetricSpec ``keywords``."""
+    body = GOOD.replace('"word_count"', f'"{name}"').replace('"words n"', f'"{column}"')
+    return body.replace("score=score)", f"score=score, {keywords})") if keywords else body
+
+
 def _install(plugins: Path, monkeypatch: pytest.MonkeyPatch, **modules: str) -> metric_spec.Registry:
     """Modules as installed metric packages (one entry point each, named as the module), registry rebuilt."""
     for name, body in modules.items():
@@ -593,12 +599,8 @@ def test_an_installed_metric_signs_the_settings_it_lists_and_those_of_its_needs(
     _install(
         plugins,
         monkeypatch,
-        theta_reader=GOOD.replace('"word_count"', '"theta_reader"')
-        .replace('"words n"', '"tr"')
-        .replace("score=score)", "score=score, settings=('theta',))"),
-        clip_reader=GOOD.replace('"word_count"', '"clip_reader"')
-        .replace('"words n"', '"cr"')
-        .replace("score=score)", "score=score, needs=frozenset({'clip'}))"),
+        theta_reader=_good_as("theta_reader", "tr", "settings=('theta',)"),
+        clip_reader=_good_as("clip_reader", "cr", "needs=frozenset({'clip'})"),
     )
     assert set(Settings(metrics=("theta_reader",)).as_dict()) == _ALWAYS | {"theta"}
     assert Settings(metrics=("theta_reader",), theta="0.3").as_dict()["theta"] == 0.3
@@ -628,9 +630,7 @@ def test_an_installed_metrics_failing_summary_or_margins_stops_neither_the_run_n
     from vst_core.cli.common import EXIT_PARTIAL
     from vst_core.data import load_records
 
-    body = (
-        GOOD.replace('"word_count"', '"ranker"').replace('"words n"', '"rk"').replace('direction="none"),)', 'report="ranker"),)')
-    )
+    body = _good_as("ranker", "rk").replace('direction="none"),)', 'report="ranker"),)')
     body += textwrap.dedent(
         """
         import dataclasses
@@ -664,9 +664,7 @@ def test_an_installed_metric_that_needs_clip_is_turned_on_and_off_under_more_met
     _install(
         plugins,
         monkeypatch,
-        clip_plugin=GOOD.replace('"word_count"', '"clip_plugin"')
-        .replace('"words n"', '"cp"')
-        .replace("score=score)", "score=score, needs=frozenset({'clip'}))"),
+        clip_plugin=_good_as("clip_plugin", "cp", "needs=frozenset({'clip'})"),
     )
     assert "clip_plugin" in plugin_metrics() and "clip_plugin" not in Choices(extra_clip=True).clip_metrics
     assert "clip_plugin" not in settings_for(Choices(extra_clip=True)).metrics
