@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import vst_core
 from vst_core.models.clip import ClipEncoder
@@ -34,16 +35,23 @@ def reference_nr() -> ReferenceNR | None:
     return found
 
 
+def _ready_batch(encoder: ClipEncoder, batch_size: int) -> Any:
+    """A random (batch_size, 3, H, W) tensor on the encoder's device, H and W the visual tower's input size."""
+    import torch
+
+    size = getattr(getattr(encoder.model, "visual", None), "image_size", 224)
+    height, width = size if isinstance(size, (tuple, list)) else (size, size)
+    return torch.randn(batch_size, 3, height, width, device=encoder.device)
+
+
 def raw_image_throughput(encoder: ClipEncoder, batch_sizes: Sequence[int], seconds: float) -> dict[int, float]:
     """Crops/s of the bare ``encode_image`` forward on ready tensors, per batch size."""
     import torch
 
     model, device = encoder.model, encoder.device
-    size = getattr(getattr(model, "visual", None), "image_size", 224)
-    height, width = size if isinstance(size, (tuple, list)) else (size, size)
     out: dict[int, float] = {}
     for bs in batch_sizes:
-        x = torch.randn(bs, 3, height, width, device=device)
+        x = _ready_batch(encoder, bs)
         with torch.inference_mode(), torch.autocast("cuda", enabled=device == "cuda"):
             model.encode_image(x)  # warm-up
             if device == "cuda":
@@ -66,10 +74,7 @@ def page_faults_per_forward(encoder: ClipEncoder, batch_size: int, forwards: int
 
     import torch
 
-    model, device = encoder.model, encoder.device
-    size = getattr(getattr(model, "visual", None), "image_size", 224)
-    height, width = size if isinstance(size, (tuple, list)) else (size, size)
-    x = torch.randn(batch_size, 3, height, width, device=device)
+    model, device, x = encoder.model, encoder.device, _ready_batch(encoder, batch_size)
     with torch.inference_mode(), torch.autocast("cuda", enabled=device == "cuda"):
         model.encode_image(x)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
