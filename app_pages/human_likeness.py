@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_link
-from vst_core.analysis.dhm import COLUMNS, HUMAN_SYSTEMS, available_aspects, dhm_aspects, partial_note
+from vst_core.analysis.dhm import HUMAN_SYSTEMS, available_aspects, columns, dhm_aspects, partial_note
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
@@ -90,15 +90,15 @@ if not report.systems:
 st.subheader("Distributions", divider="gray")
 order = [*human, *(s.system for s in report.systems)]  # the human stories first, then the table's order
 for a in aspects:
-    column = view.table[COLUMNS[a]]
+    column = view.table[columns()[a]]
     shown = np.tanh(column) if a == "G" else (column - 1.0) / 4.0 if a == "J" else column
     groups = {str(k): v.dropna().tolist() for k, v in shown.groupby(view.table["system"], sort=False)}
     values = {name: groups[name] for name in order if name in groups}
     st.plotly_chart(distributions_figure(values, a, caption), key=f"dist-{a}")
 
 st.subheader("The stories that differ most", divider="gray")
-columns = st.columns(len(aspects))
-for col, a in zip(columns, aspects, strict=True):
+boxes = st.columns(len(aspects))
+for col, a in zip(boxes, aspects, strict=True):
     col.markdown(f"**{NAMES[a]}**")
     for top in report.largest(f"d_{a}", 5).itertuples(index=False):
         col.page_link(

@@ -271,6 +271,7 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
     (answers from the judge's own cache when asked before). ModelLoadError when the judge cannot load."""
     from vst_core.analysis.judge_bias import position_rows
     from vst_core.judge.rubric import rubric_id
+    from vst_core.metric_modules import judge
     from vst_core.scoring.judge import pair_verdicts
 
     template = settings.judge_template
@@ -283,9 +284,9 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
         settings = settings.with_(judge_template=None)
     stories = [s for s in (_view.story(row) for row in rows) if s is not None]
     story_set = StorySet.of(stories, root=_view.root, source="view")
-    models = Models(settings.with_(metrics=("judge",)))
-    results = pair_verdicts(story_set, settings, models.judge, models.rubric, models.judge_cache)
-    return pd.DataFrame(position_rows(results, models.rubric.pair_questions))
+    models = Models(settings.with_(metrics=(judge.NAME,)))
+    results = pair_verdicts(story_set, settings, judge.model(models), judge.rubric(models), judge.answers(models))
+    return pd.DataFrame(position_rows(results, judge.rubric(models).pair_questions))
 
 
 @st.cache_data(show_spinner="Scoring…")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.bench_dhm import generated_table, records_of
-from vst_core.analysis.dhm import ASPECTS, COLUMNS, available_aspects, dhm_report, dhm_table
+from vst_core.analysis.dhm import ASPECTS, available_aspects, columns, dhm_report, dhm_table
 
 
 @pytest.mark.parametrize("pairing", ["story", "sequence"])
@@ -54,7 +54,7 @@ def test_the_vectorised_pairing_equals_a_plain_loop_over_stories() -> None:
 
 
 def test_a_missing_column_means_the_metric_was_not_run() -> None:
-    table = generated_table(200, systems=2).drop(columns=[COLUMNS["C"]])
+    table = generated_table(200, systems=2).drop(columns=[columns()["C"]])
     assert available_aspects(table) == ("G", "R")
     (row,) = dhm_report(table, resamples=0, aspects=("G", "R")).table()
     assert row["d_C"] is None and row["d_G"] is not None and row["N"] > 90

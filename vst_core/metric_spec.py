@@ -80,7 +80,9 @@ class MetricField:
     ``report`` is its name in meta-evaluation when it is a quality metric; ``covariate`` marks
     story descriptors (T, P) used to bin stories; ``direction`` says which way is better:
     ``higher``, ``lower`` (a repetition or misalignment) or ``none`` (a descriptor), and every
-    comparison, ranking and highlight reads it (:func:`vst_core.records.direction_of`)."""
+    comparison, ranking and highlight reads it (:func:`vst_core.records.direction_of`). ``dhm`` marks
+    the number a dHM distance compares (:mod:`vst_core.analysis.dhm`): G, C or R (the paper's three
+    aspects) or J (the rubric judge's, on request)."""
 
     column: str
     metric: str
@@ -89,6 +91,7 @@ class MetricField:
     report: str | None = None
     covariate: bool = False
     direction: Direction = "higher"
+    dhm: Literal["G", "C", "R", "J"] | None = None
 
     def value(self, record: _HasMetrics) -> float | None:
         scores = record.metrics.get(self.metric)
@@ -171,6 +174,9 @@ ImportHook = Callable[[float, str], Any]
 #: Loads what computing the metric needs from a :class:`vst_core.scoring.registry.Models` (called
 #: before any work, so a missing model is found up front); raises ``ModelLoadError`` with the reason.
 LoadHook = Callable[[Any], object]
+#: A model the grounder runs over each story's image regions in the same pass as CLIP (RoViST-VG's
+#: own): ``(models) -> model``, loaded through ``Models.own``.
+RegionModelHook = Callable[[Any], Any]
 #: The identity of what the metric's numbers depend on beyond the settings, for the signature:
 #: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
 IdentityHook = Callable[[Any], dict[str, str]]
@@ -215,7 +221,9 @@ class MetricSpec:
     ``reaggregate`` computes it again under other settings from what its records keep; ``complete``
     fills in what a run left out before a story is drawn (None: nothing is left out); ``summary`` is
     what ``vst score`` says of it when the run ends; ``margins`` its own verdicts on pairs of stories
-    (a ranker's), which meta-evaluation judges its pairs by."""
+    (a ranker's), which meta-evaluation judges its pairs by; ``region_model`` a model of its own the
+    grounder runs over the image regions; ``formerly`` the names earlier versions wrote its records
+    under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`)."""
 
     name: str
     title: str
@@ -243,6 +251,8 @@ class MetricSpec:
     complete: CompleteHook | None = None
     summary: SummaryHook | None = None
     margins: MarginsHook | None = None
+    region_model: RegionModelHook | None = None
+    formerly: tuple[str, ...] = ()
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -298,6 +308,32 @@ class Registry:
         """The metric a released file or a long CSV names: its name or one of its aliases (any case)."""
         wanted = name.strip().lower()
         return next((s for s in self.specs.values() if wanted == s.name or wanted in s.aliases), None)
+
+    def in_use(self, metrics: Iterable[str]) -> list[MetricSpec]:
+        """The specs of ``metrics`` that this registry knows, in registry order."""
+        wanted = set(metrics)
+        return [s for name, s in self.specs.items() if name in wanted]
+
+    def renamed(self, name: str, value: Mapping[str, Any]) -> str:
+        """The metric a stored record belongs to: ``name``, unless an earlier version wrote another
+        metric's record under it: a metric that lists ``name`` in ``formerly`` claims a record whose
+        keys are all fields of its record type and none only of ``name``'s.
+
+        >>> registry().renamed("rovist_vg", {"score": 0.5, "lse": 1.0, "nouns": [], "notes": []})
+        'rovist_vg_clip'
+        >>> registry().renamed("rovist_vg", {"score": 0.5, "lse": 1.0, "nouns": [], "notes": [], "tagger": "spacy"})
+        'rovist_vg'
+        """
+        own = self.specs.get(name)
+        keys = set(value)
+        for spec in self.specs.values():
+            if name not in spec.formerly:
+                continue
+            theirs = {f.name for f in dataclasses.fields(spec.record)}
+            only_own = {f.name for f in dataclasses.fields(own.record)} - theirs if own is not None else set()
+            if keys <= theirs and not keys & only_own:
+                return spec.name
+        return name
 
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""
@@ -431,7 +467,7 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
     and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
-    ``model_fields`` and no ``reaggregate``."""
+    ``model_fields``, no ``dhm`` aspect and no ``reaggregate``."""
     if not _NAME.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.aliases)}
@@ -469,6 +505,8 @@ def _check(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
     if spec.model_fields:  # they name fields of Settings, which a package cannot add to
         raise ValueError("model_fields are the built-in metrics' (they name the product's own settings)")
+    if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and the judge's)
+        raise ValueError("dhm aspects are the built-in metrics' (the paper's G, C and R, and the judge's J)")
     if spec.reaggregate is not None:  # the scores index keeps one metric's items
         raise ValueError("reaggregate is the built-in GROOVIST's (the scores index keeps one metric's items)")
     unknown = set(spec.needs) - set(typing.get_args(Need))

@@ -43,6 +43,7 @@ import pandas as pd
 from vst_core.analysis.intervals import has_interval
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.merge import Conflict, merge_records
+from vst_core.metric_spec import MetricField, registry
 from vst_core.records import StoryScores
 
 Pairing = Literal["sequence", "story"]
@@ -51,8 +52,22 @@ ASPECTS: tuple[str, ...] = ("G", "C", "R")
 EXTRA_ASPECTS: tuple[str, ...] = ("J",)
 #: Systems whose stories are the human ones, unless told otherwise.
 HUMAN_SYSTEMS: tuple[str, ...] = ("reference",)
-#: The story-table column of each aspect (the names of :data:`vst_core.records.FIELDS`).
-COLUMNS: dict[str, str] = {"G": "GROOVIST raw", "C": "coherence", "R": "NR", "J": "judge overall"}
+
+
+def aspect_fields() -> dict[str, MetricField]:
+    """The number each aspect compares: the field a metric module marks with it (``MetricField.dhm``).
+
+    >>> {a: f.column for a, f in aspect_fields().items()}
+    {'R': 'NR', 'C': 'coherence', 'G': 'GROOVIST raw', 'J': 'judge overall'}
+    """
+    return {f.dhm: f for f in registry().fields if f.dhm}
+
+
+def columns() -> dict[str, str]:
+    """The story-table column of each aspect (its field's column)."""
+    return {a: f.column for a, f in aspect_fields().items()}
+
+
 ID_COLUMNS: tuple[str, ...] = ("story", "sequence", "system")
 KEYS: tuple[str, ...] = ("G", "C", "R", "dHM")
 #: Random draws held at once by the bootstrap (resamples × stories per block).
@@ -89,14 +104,11 @@ def merged(records: Iterable[StoryScores], source: str = "records") -> tuple[lis
 def triples(records: Iterable[StoryScores]) -> list[Triple]:
     """One triple per (system, story), the records of one story merged (computed beats imported,
     else the first record; see :mod:`vst_core.data.merge`)."""
+    fields = aspect_fields()
     out = []
     for r in merged(records)[0]:
-        g = r.grounding.unbounded if r.grounding is not None else None
-        c = r.coherence.score if r.coherence is not None else None
-        nr = r.redundancy.score if r.redundancy is not None else None
-        judge = r.metrics.get("judge")
-        j = getattr(judge, "overall", None)
-        out.append(Triple(r.story_id, r.sequence_id, r.system, g, c, nr, None if j is None else float(j)))
+        v = {a: fields[a].value(r) if a in fields else None for a in (*ASPECTS, *EXTRA_ASPECTS)}
+        out.append(Triple(r.story_id, r.sequence_id, r.system, **v))
     return out
 
 
@@ -106,13 +118,14 @@ def dhm_table(records: Iterable[StoryScores]) -> pd.DataFrame:
     signature ids in ``attrs["scores_signatures"]``."""
     records = list(records)
     rows = triples(records)
+    named = columns()
     table = pd.DataFrame(
         {
             "story": [t.story_id for t in rows],
             "sequence": [t.sequence_id for t in rows],
             "system": [t.system for t in rows],
             **{
-                COLUMNS[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float)
+                named[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float)
                 for a in (*ASPECTS, *EXTRA_ASPECTS)
             },
         }
@@ -166,13 +179,13 @@ class Paired:
 
 def _values(table: pd.DataFrame, aspects: Sequence[str]) -> np.ndarray:
     """The compared values, one column per aspect: tanh(G), C, R (NaN: no score, or not run)."""
-    n = len(table)
-    columns = []
+    n, named = len(table), columns()
+    values = []
     for a in aspects:
-        column = COLUMNS[a]
+        column = named[a]
         v = pd.to_numeric(table[column], errors="coerce").to_numpy(float) if column in table else np.full(n, np.nan)
-        columns.append(np.tanh(v) if a == "G" else (v - 1.0) / 4.0 if a == "J" else v)
-    return np.column_stack(columns) if columns else np.empty((n, 0))
+        values.append(np.tanh(v) if a == "G" else (v - 1.0) / 4.0 if a == "J" else v)
+    return np.column_stack(values) if values else np.empty((n, 0))
 
 
 def pair_arrays(
@@ -498,7 +511,8 @@ def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool
     ``extra`` also those of :data:`EXTRA_ASPECTS` (the judge)."""
     wanted = (*ASPECTS, *EXTRA_ASPECTS) if extra else ASPECTS
     if isinstance(records, pd.DataFrame):
-        return tuple(a for a in wanted if COLUMNS[a] in records and records[COLUMNS[a]].notna().any())
+        named = columns()
+        return tuple(a for a in wanted if named[a] in records and records[named[a]].notna().any())
     found = {a for t in triples(records) for a in wanted if getattr(t, a) is not None}
     return tuple(a for a in wanted if a in found)
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vst_core.analysis.dhm import COLUMNS, HUMAN_SYSTEMS, bootstrap, dhm_aspects, dhm_report
+from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, bootstrap, columns, dhm_aspects, dhm_report
 from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
 from vst_core.analysis.paired_tests import (
     PERMUTATIONS,
@@ -341,7 +341,8 @@ def _dhm(
     """dHM of each compared system against the ``human`` ones (none when they are absent, or the
     scores have no dHM metric); the report's partial-dHM note joins ``notes``."""
     present = [h for h in human if h in set(table["system"].astype(str))]
-    if not present or not any(COLUMNS[a] in table and table[COLUMNS[a]].notna().any() for a in ("G", "C", "R")):
+    named = columns()
+    if not present or not any(named[a] in table and table[named[a]].notna().any() for a in ASPECTS):
         return ()
     report = dhm_report(
         table, human_systems=present, resamples=resamples, seed=seed, confidence=confidence, aspects=dhm_aspects(table)

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from vst_core.analysis.judge_bias import judge_bias_table
     from vst_core.data import StorySetError, read_story_set
     from vst_core.judge.rubric import TemplateError
+    from vst_core.metric_modules import judge as judge_metric
     from vst_core.models.hub import ModelLoadError
     from vst_core.records import JudgeScores, StoryScores
     from vst_core.scoring.judge import judge_records, pair_verdicts
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = Settings(
-            metrics=("judge",),
+            metrics=(judge_metric.NAME,),
             judge_model=args.judge_model,
             judge_vlm=args.judge_vlm,
             judge_template=args.judge_template,
@@ -68,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     models = Models(settings, cache_dir=args.cache_dir)
     try:
-        rubric = models.rubric
-        model = models.judge
+        rubric = judge_metric.rubric(models)
+        model = judge_metric.model(models)
     except TemplateError as exc:
         error(str(exc))
         return EXIT_USAGE
     except ModelLoadError as exc:
         error(str(exc))
         return EXIT_WEIGHTS
-    cache = models.judge_cache
+    cache = judge_metric.answers(models)
     pairs = pair_verdicts(story_set, settings, model, rubric, cache)
     records: list[StoryScores] = []
     if not args.no_ratings:
@@ -85,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
             judged = found.get(story.key)
             if isinstance(judged, JudgeScores):
                 records.append(
-                    StoryScores(story.story_id, story.sequence_id, story.system, story.sentences, metrics={"judge": judged})
+                    StoryScores(
+                        story.story_id, story.sequence_id, story.system, story.sentences, metrics={judge_metric.NAME: judged}
+                    )
                 )
     table = judge_bias_table(records, pairs, rubric.pair_questions)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))

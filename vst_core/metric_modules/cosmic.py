@@ -15,6 +15,8 @@ from vst_core.records import CosmicScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
+    from vst_core.models.cosmic import CosmicModel
+    from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
 NAME = "cosmic"
@@ -30,13 +32,25 @@ def identity(settings: Any) -> dict[str, str]:
     return {"cosmic_weights": folder_signature(settings.cosmic_model, "cosmic")}
 
 
+def model(models: Models) -> CosmicModel:
+    """The rater of ``settings.cosmic_model`` (a ``vst train-cosmic`` folder), loaded once per
+    :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., cosmic=...)``)."""
+
+    def build(m: Models) -> CosmicModel:
+        from vst_core.models.cosmic import load_cosmic
+
+        return load_cosmic(m.settings.cosmic_model, device=m.settings.device)
+
+    return models.own(NAME, build)
+
+
 def together(
     story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
 ) -> Mapping[tuple[str, str], Any]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
     from vst_core.scoring.sets import cosmic_results
 
-    return cosmic_results(story_set, todo, settings, models)
+    return cosmic_results(story_set, todo, settings, model(models), models.clip)
 
 
 def cards(story: Any) -> list[Card]:
@@ -70,7 +84,7 @@ METRIC = MetricSpec(
     card="docs/metrics/cosmic.md",
     score=score,
     together=together,
-    load=lambda models: (models.clip, models.cosmic),  # CLIP's image vectors and its own folder
+    load=lambda models: (models.clip, model(models)),  # CLIP's image vectors and its own folder
     identity=identity,
     cards=cards,
     evidence=evidence,

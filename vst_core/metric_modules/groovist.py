@@ -173,7 +173,7 @@ METRIC = MetricSpec(
     record=GroundingScores,
     fields=(
         MetricField("GROOVIST", NAME, "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
-        MetricField("GROOVIST raw", NAME, "unbounded", "GROOVIST before tanh"),
+        MetricField("GROOVIST raw", NAME, "unbounded", "GROOVIST before tanh", dhm="G"),
         MetricField(
             "T", NAME, "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True, direction="lower"
         ),

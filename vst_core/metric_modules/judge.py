@@ -16,6 +16,10 @@ from vst_core.records import JudgeScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
+    from vst_core.judge.cache import JudgeCache
+    from vst_core.judge.rubric import Rubric
+    from vst_core.models.protocols import Judge
+    from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
 NAME = "judge"
@@ -31,13 +35,55 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     m = run.models
     try:
         judged: dict[tuple[str, str], Any] = (
-            dict(judge_records(texts, run.settings, m.judge, m.rubric, m.judge_cache, run.root)) if texts else {}
+            dict(judge_records(texts, run.settings, model(m), rubric(m), answers(m), run.root)) if texts else {}
         )
     except ModelLoadError:
         raise
     except (ValueError, RuntimeError, OSError) as exc:
         judged = {s.key: f"{type(exc).__name__}: {exc}" for s in texts}
     return {s.key: judged.get(s.key, "empty story") for s in stories}
+
+
+def model(models: Models) -> Judge:
+    """The judge of the settings, loaded once per :class:`~vst_core.scoring.registry.Models` (or
+    injected as ``Models(..., judge=...)``): the served model when they name an endpoint, else the
+    local vision-language model with ``judge_images``, else the local text model."""
+
+    def build(m: Models) -> Judge:
+        s = m.settings
+        if s.judge_endpoint and s.judge_served_model:
+            from vst_core.models.judge_server import load_judge_server
+
+            return load_judge_server(
+                s.judge_endpoint,
+                s.judge_served_model,
+                api_key_env=s.judge_api_key_env,
+                vision=s.judge_images,
+                concurrency=s.judge_concurrency,
+                timeout=s.judge_timeout,
+                top_logprobs=s.judge_top_logprobs,
+            )
+        from vst_core.models.judge import load_judge
+
+        name = s.judge_vlm if s.judge_images else s.judge_model
+        return load_judge(name, vision=s.judge_images, device=s.device, batch_size=min(s.batch_size, 16))
+
+    return models.own(NAME, build)
+
+
+def rubric(models: Models) -> Rubric:
+    """The rubric template of the settings (their file, else the built-in one), read once."""
+    from vst_core.judge.rubric import load_rubric
+
+    return models.own("judge_rubric", lambda m: load_rubric(m.settings.judge_template))
+
+
+def answers(models: Models) -> JudgeCache:
+    """The judge's answers on disk (``judge.sqlite`` in the models' cache folder), opened once."""
+    from vst_core.config import default_cache_dir
+    from vst_core.judge.cache import FILE_NAME, JudgeCache
+
+    return models.own("judge_cache", lambda m: JudgeCache((m.cache_dir or default_cache_dir()) / FILE_NAME))
 
 
 def identity(settings: Any) -> dict[str, str]:
@@ -73,11 +119,11 @@ def evidence(story: Any) -> tuple[str, str] | None:
 def summary(models: Any) -> tuple[list[str], list[str]]:
     """The judge's calls, its cache's hits and misses (and any damage set aside), and the prompts a
     server answered with nothing usable."""
-    judge, cache = models.judge, models.judge_cache
+    judge, cache = model(models), answers(models)
     calls = "chat requests to the server (after one /models look-up)" if models.settings.judge_endpoint else "model calls"
     notes = [
         f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
-        f"({judge.signature}, {models.rubric.id}; cache {cache.path})"
+        f"({judge.signature}, {rubric(models).id}; cache {cache.path})"
     ]
     if damaged := cache.damage_note():
         notes.append(damaged)
@@ -95,7 +141,9 @@ METRIC = MetricSpec(
     "of the ratings 1-5, renormalised; --judge-images lets a vision-language model see the images",
     record=JudgeScores,
     fields=(
-        MetricField("judge overall", NAME, "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall"),
+        MetricField(
+            "judge overall", NAME, "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall", dhm="J"
+        ),
         MetricField(
             "judge grounding", NAME, "grounding", "rubric judge, relevance to the images: Σ k·p(k)", report="judge grounding"
         ),
@@ -122,7 +170,7 @@ METRIC = MetricSpec(
     card="docs/metrics/judge.md",
     score=score,
     summary=summary,
-    load=lambda models: (models.rubric, models.judge),
+    load=lambda models: (rubric(models), model(models)),
     identity=identity,
     caption=caption,
     cards=cards,

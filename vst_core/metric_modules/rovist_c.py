@@ -70,7 +70,7 @@ METRIC = MetricSpec(
     title="RoViST-C",
     description="RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
     record=CoherenceScores,
-    fields=(MetricField("coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C"),),
+    fields=(MetricField("coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C", dhm="C"),),
     needs=frozenset({"model"}),
     settings=(
         "coherence_model",

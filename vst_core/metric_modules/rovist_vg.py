@@ -17,6 +17,8 @@ from vst_core.records import RovistVGScores
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.grounding.grounder import Grounder, ImageEntry
+    from vst_core.models.rovist_vg import RovistVGModel
+    from vst_core.scoring.registry import Models
 
 NAME = "rovist_vg"
 
@@ -95,6 +97,26 @@ def caption(recorded: Mapping[str, Any]) -> str:
     return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {recorded.get('regions')} top{recorded.get('top_b')}"
 
 
+def model(models: Models) -> RovistVGModel:
+    """The authors' RoViST-VG model of the settings (checkpoint, ViT, GloVe, idf table), loaded once
+    per :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., rovist_vg=...)``)."""
+
+    def build(m: Models) -> RovistVGModel:
+        from vst_core.models.rovist_vg import load_rovist_vg
+
+        s = m.settings
+        return load_rovist_vg(
+            s.rovist_vg_checkpoint,
+            vit=s.rovist_vg_vit,
+            glove=s.glove_file,
+            idf=s.rovist_vg_idf,
+            device=s.device,
+            batch_size=s.batch_size,
+        )
+
+    return models.own(NAME, build)
+
+
 def cards(story: Any) -> list[Card]:
     from vst_core.viz.story import rovist_vg_detail
 
@@ -125,7 +147,8 @@ METRIC = MetricSpec(
     settings=("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "regions", "top_b", "spacy_model"),
     card="docs/metrics/rovist_vg.md",
     image_record=record,
-    load=lambda models: models.rovist_vg,
+    load=model,
+    region_model=model,  # the grounder runs it over the regions CLIP sees
     identity=identity,
     caption=caption,
     cards=cards,

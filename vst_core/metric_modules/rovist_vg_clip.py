@@ -54,6 +54,7 @@ METRIC = MetricSpec(
     needs=frozenset({"images", "clip", "idf"}),
     settings=(*IMAGE_SETTINGS, "spacy_model"),
     card="docs/metrics/rovist_vg_clip.md",
+    formerly=("rovist_vg",),  # earlier versions wrote this record under that name
     image_record=record,
     texts=texts,
     load=lambda models: models.clip,

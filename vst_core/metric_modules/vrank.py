@@ -16,6 +16,8 @@ from vst_core.records import VrankScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
+    from vst_core.models.vrank import VrankModel
+    from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
 NAME = "vrank"
@@ -31,13 +33,25 @@ def identity(settings: Any) -> dict[str, str]:
     return {"vrank_weights": folder_signature(settings.vrank_model, "vrank")}
 
 
+def model(models: Models) -> VrankModel:
+    """The ranker of ``settings.vrank_model`` (a ``vst train-vrank`` folder), loaded once per
+    :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., vrank=...)``)."""
+
+    def build(m: Models) -> VrankModel:
+        from vst_core.models.vrank import load_vrank
+
+        return load_vrank(m.settings.vrank_model, device=m.settings.device, batch_size=m.settings.batch_size)
+
+    return models.own(NAME, build)
+
+
 def together(
     story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
 ) -> Mapping[tuple[str, str], Any]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
     from vst_core.scoring.sets import vrank_results
 
-    return vrank_results(story_set, todo, models, progress)
+    return vrank_results(story_set, todo, model(models), progress)
 
 
 def cards(story: Any) -> list[Card]:
@@ -78,7 +92,7 @@ METRIC = MetricSpec(
     score=score,
     margins=margins,
     together=together,
-    load=lambda models: models.vrank,
+    load=model,
     identity=identity,
     cards=cards,
     evidence=evidence,

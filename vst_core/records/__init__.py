@@ -25,7 +25,6 @@ from vst_core.records.fields import column_help, direction_of, field_by_column, 
 from vst_core.records.reader import EXPECTED_FIELDS, read_record
 from vst_core.records.story import SCORES_FORMAT, StoryScores
 from vst_core.records.types import (
-    RENAMED_METRICS,
     ClipScoreScores,
     CoherencePair,
     CoherenceScores,
@@ -54,7 +53,6 @@ __all__ = [
     "FIELD_BY_COLUMN",
     "METRIC_TYPES",
     "OTHER_DIRECTIONS",
-    "RENAMED_METRICS",
     "SCORES_FORMAT",
     "ClipScoreScores",
     "CoherencePair",

@@ -11,7 +11,7 @@ from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 from vst_core.records.codec import RecordError, _value, decode
 from vst_core.records.story import SCORES_FORMAT, StoryScores
-from vst_core.records.types import RENAMED_METRICS, MetricScores
+from vst_core.records.types import MetricScores
 
 #: Top-level fields every record of this format has; older ones are completed and reported.
 EXPECTED_FIELDS = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")
@@ -47,8 +47,8 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
     errors = {str(k): str(v) for k, v in _mapping(data.get("errors")).items()}
     metrics: dict[str, MetricScores] = {}
     for name, value in _mapping(data.get("metrics")).items():
-        if str(name) in RENAMED_METRICS and isinstance(value, Mapping) and "tagger" not in value:
-            name = RENAMED_METRICS[str(name)]  # an earlier version's record, of the metric now named so
+        if isinstance(value, Mapping):
+            name = registry().renamed(str(name), value)  # an earlier version's record, of the metric now named so
         kind = registry().types.get(str(name))
         if kind is None:
             problems.append(problem(f"unknown metric {str(name)!r} ignored", "warning"))

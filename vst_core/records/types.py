@@ -260,6 +260,3 @@ MetricScores = (
     | CosmicScores
     | JudgeScores
 )
-
-#: Earlier versions wrote the CLIP-based record under ``rovist_vg``; it is read as ``rovist_vg_clip``.
-RENAMED_METRICS: dict[str, str] = {"rovist_vg": "rovist_vg_clip"}

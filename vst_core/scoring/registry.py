@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar, cast
 
 from vst_core.config import Settings, default_cache_dir
 from vst_core.data import Problem, StorySet
@@ -19,19 +19,15 @@ from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.pairs import load_pair_scorer
-from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, Judge, PairScorer
-from vst_core.models.rovist_vg import RovistVGModel, load_rovist_vg
+from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
 
-if TYPE_CHECKING:
-    from vst_core.judge.cache import JudgeCache
-    from vst_core.judge.rubric import Rubric
-    from vst_core.models.cosmic import CosmicModel
-    from vst_core.models.vrank import VrankModel
+T = TypeVar("T")
 
 
 class Models:
-    """Load once, share everywhere: one CLIP encoder, one pair scorer, one RoViST-VG model, one
-    embedding store, and one grounder per dataset folder (its regions and idf belong to that set)."""
+    """Load once, share everywhere: one CLIP encoder, one pair scorer, one embedding store, one
+    grounder per dataset folder (its regions and idf belong to that set), and each metric's own
+    models, loaded by its module through :meth:`own` (tiny ones may be injected by key)."""
 
     def __init__(
         self,
@@ -41,26 +37,30 @@ class Models:
         clip: ImageTextEncoder | None = None,
         cache: EmbeddingStore | None = None,
         cache_dir: Path | None = None,
-        rovist_vg: RovistVGModel | None = None,
-        vrank: VrankModel | None = None,
-        cosmic: CosmicModel | None = None,
-        judge: Judge | None = None,
-        judge_cache: JudgeCache | None = None,
+        **own: object,
     ) -> None:
         self.settings = settings
         self._pair_scorer = pair_scorer
         self._clip = clip
         self._cache = cache
-        self._rovist_vg = rovist_vg
-        self._vrank = vrank
-        self._cosmic = cosmic
-        self._judge = judge
-        self._judge_cache = judge_cache
-        self._rubric: Rubric | None = None
+        self._own: dict[str, object] = dict(own)
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self._memo: InputMemo | None = None
         self.problems: list[Problem] = []
+
+    def own(self, key: str, build: Callable[[Models], T]) -> T:
+        """A metric's own model (or store) under ``key``: the one injected as ``Models(..., key=...)``
+        or loaded before, else ``build(self)`` once (the metric module's loader, which raises
+        ModelLoadError with the reason).
+
+        >>> models = Models(Settings(), toy=1)
+        >>> models.own("toy", lambda m: 2), models.own("other", lambda m: 3), models.own("other", lambda m: 4)
+        (1, 3, 3)
+        """
+        if key not in self._own:
+            self._own[key] = build(self)
+        return cast(T, self._own[key])
 
     @property
     def clip(self) -> ImageTextEncoder:
@@ -77,84 +77,6 @@ class Models:
                 workers=s.workers,
             )
         return self._clip
-
-    @property
-    def rovist_vg(self) -> RovistVGModel:
-        """The authors' RoViST-VG model (checkpoint, ViT, GloVe), loaded on first use."""
-        if self._rovist_vg is None:
-            s = self.settings
-            self._rovist_vg = load_rovist_vg(
-                s.rovist_vg_checkpoint,
-                vit=s.rovist_vg_vit,
-                glove=s.glove_file,
-                idf=s.rovist_vg_idf,
-                device=s.device,
-                batch_size=s.batch_size,
-            )
-        return self._rovist_vg
-
-    @property
-    def vrank(self) -> VrankModel:
-        """The Vrank ranker of ``settings.vrank_model`` (a ``vst train-vrank`` folder), loaded on first use."""
-        if self._vrank is None:
-            from vst_core.models.vrank import load_vrank
-
-            s = self.settings
-            self._vrank = load_vrank(s.vrank_model, device=s.device, batch_size=s.batch_size)
-        return self._vrank
-
-    @property
-    def cosmic(self) -> CosmicModel:
-        """The COSMic rater of ``settings.cosmic_model`` (a ``vst train-cosmic`` folder), loaded on first use."""
-        if self._cosmic is None:
-            from vst_core.models.cosmic import load_cosmic
-
-            s = self.settings
-            self._cosmic = load_cosmic(s.cosmic_model, device=s.device)
-        return self._cosmic
-
-    @property
-    def judge(self) -> Judge:
-        """The rubric judge: the served model when the settings name an endpoint, else the local
-        vision-language model with ``judge_images``, else the local text model."""
-        if self._judge is None:
-            from vst_core.models.judge import load_judge
-
-            s = self.settings
-            if s.judge_endpoint and s.judge_served_model:
-                from vst_core.models.judge_server import load_judge_server
-
-                self._judge = load_judge_server(
-                    s.judge_endpoint,
-                    s.judge_served_model,
-                    api_key_env=s.judge_api_key_env,
-                    vision=s.judge_images,
-                    concurrency=s.judge_concurrency,
-                    timeout=s.judge_timeout,
-                    top_logprobs=s.judge_top_logprobs,
-                )
-                return self._judge
-            name = s.judge_vlm if s.judge_images else s.judge_model
-            self._judge = load_judge(name, vision=s.judge_images, device=s.device, batch_size=min(s.batch_size, 16))
-        return self._judge
-
-    @property
-    def rubric(self) -> Rubric:
-        """The judge's rubric template (the settings' file, else the built-in one)."""
-        if self._rubric is None:
-            from vst_core.judge.rubric import load_rubric
-
-            self._rubric = load_rubric(self.settings.judge_template)
-        return self._rubric
-
-    @property
-    def judge_cache(self) -> JudgeCache:
-        """The judge's answers on disk (``judge.sqlite`` in the cache folder)."""
-        if self._judge_cache is None:
-            from vst_core.judge.cache import FILE_NAME, JudgeCache
-
-            self._judge_cache = JudgeCache((self.cache_dir or default_cache_dir()) / FILE_NAME)
-        return self._judge_cache
 
     @property
     def cache(self) -> EmbeddingStore:
@@ -199,7 +121,7 @@ class Models:
                 table, problems = read_regions_csv(s.regions_file)
                 self.problems.extend(problems)
             clip = self.clip if registry().with_need("clip") & set(s.metrics) else None
-            vg = self.rovist_vg if "rovist_vg" in s.metrics else None
+            vg = next((spec.region_model(self) for spec in registry().in_use(s.metrics) if spec.region_model), None)
             device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
             detector = Detector(device) if s.regions == "detector" else None
             self._grounders[key] = Grounder(
@@ -221,11 +143,7 @@ class Models:
             "pair_scorer": self._pair_scorer,
             "clip": self._clip,
             "cache": self._cache,
-            "rovist_vg": self._rovist_vg,
-            "vrank": self._vrank,
-            "cosmic": self._cosmic,
-            "judge": self._judge,
-            "judge_cache": self._judge_cache,
+            **self._own,
         }
         return {k: v for k, v in found.items() if v is not None}
 

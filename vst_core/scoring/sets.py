@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,7 +18,12 @@ from vst_core.data import Story, StorySet
 from vst_core.metric_spec import registry
 from vst_core.metrics.ranking import story_margins
 from vst_core.records import CosmicScores, MetricScores, Preference, VrankScores
-from vst_core.scoring.registry import Models
+
+if TYPE_CHECKING:
+    from vst_core.models.cosmic import CosmicModel
+    from vst_core.models.protocols import ImageTextEncoder
+    from vst_core.models.vrank import VrankModel
+    from vst_core.scoring.registry import Models
 
 Key = tuple[str, str]
 #: Note of the reference story's COSMic record: it is what the others are rated against.
@@ -50,7 +56,7 @@ def reference_of(group: Sequence[Story], system: str | None) -> Story | None:
 def vrank_results(
     story_set: StorySet,
     todo: Sequence[Story],
-    models: Models,
+    model: VrankModel,
     progress: Callable[[int], object] | None = None,
 ) -> MetricResults:
     """Vrank on every story of ``todo``: each ordered pair of distinct non-empty stories of its
@@ -61,7 +67,6 @@ def vrank_results(
     for group in groups:
         texts = [s for s in group if not s.is_empty]
         ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
-    model = models.vrank
     out: MetricResults = {}
     gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else np.zeros(0)
     predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
@@ -77,7 +82,9 @@ def vrank_results(
     return out
 
 
-def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Settings, models: Models) -> MetricResults:
+def cosmic_results(
+    story_set: StorySet, todo: Sequence[Story], settings: Settings, model: CosmicModel, clip: ImageTextEncoder
+) -> MetricResults:
     """COSMic on every story of ``todo`` against its sequence's reference story (see
     :func:`reference_of`); a story without a reference gets the reason instead."""
     from vst_core.models.cosmic import cosmic_records
@@ -94,11 +101,11 @@ def cosmic_results(story_set: StorySet, todo: Sequence[Story], settings: Setting
                 named = settings.reference_system or " / ".join(REFERENCE_SYSTEMS)
                 out[story.key] = f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
             elif story.key == reference.key:
-                out[story.key] = CosmicScores(None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), models.cosmic.name)
+                out[story.key] = CosmicScores(None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), model.name)
             else:
                 jobs.append((story, reference))
     if jobs:
-        records = cosmic_records(jobs, models.cosmic, models.clip, story_set.root)
+        records = cosmic_records(jobs, model, clip, story_set.root)
         for story, _ in jobs:
             out[story.key] = records[story.key]
     return out
