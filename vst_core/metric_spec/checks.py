@@ -1,0 +1,126 @@
+"""What registration refuses of an installed metric (:func:`check_plugin`): a spec that would be
+ambiguous beside the others, or a record the JSON reader could not read back
+(:func:`readable_record`). The registry (:mod:`vst_core.metric_spec`) leaves such a metric out
+with the reason; the other metrics keep working."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import is_dataclass
+from typing import Any, Literal, Union
+
+from vst_core.metric_spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need
+
+#: Column names a story table already has: no metric field may take one.
+RESERVED_COLUMNS: frozenset[str] = frozenset(
+    {"story", "sequence", "system", "sentences", "text", "error", "problems", "images", "story_id", "sequence_id"}
+)
+
+
+def _others(name: str) -> bool:
+    return any(name == o or name.startswith(o + "-") or name.startswith(o + " ") for o in OTHER_DIRECTIONS)
+
+
+def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+    """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
+    report names are one namespace with every other metric's, the table's own columns and the
+    baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
+    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
+    ``model_fields``, no ``dhm`` aspect and no ``reaggregate``."""
+    if not NAME_PATTERN.fullmatch(spec.name):
+        raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
+    names = {n for s in taken.values() for n in (s.name, *s.aliases)}
+    if spec.name in names:
+        owner = next(s.module for s in taken.values() if spec.name in (s.name, *s.aliases))
+        raise ValueError(f"the name {spec.name!r} is taken by {owner}")
+    for alias in spec.aliases:
+        if alias in names or alias == spec.name or alias != alias.strip().lower() or not alias:
+            raise ValueError(f"alias {alias!r} is taken or not lower-case")
+    if not (isinstance(spec.record, type) and is_dataclass(spec.record)):
+        raise TypeError("record must be a dataclass type")
+    if any(s.record is spec.record for s in taken.values()):
+        raise ValueError(f"record type {spec.record.__name__} is another metric's")
+    readable_record(spec.record)
+    if not spec.fields:
+        raise ValueError("a metric declares at least one field")
+    used = {n for s in taken.values() for f in s.fields for n in (f.column, f.report) if n}
+    attrs = set(spec.record.__dataclass_fields__)
+    for f in spec.fields:
+        if f.metric != spec.name:
+            raise ValueError(f"field {f.column!r} names metric {f.metric!r}, not {spec.name!r}")
+        for label in (f.column, f.report):
+            if label is None:
+                continue
+            if not isinstance(label, str) or not label.strip() or label in RESERVED_COLUMNS or _others(label):
+                raise ValueError(f"column {label!r} is reserved (the table's own columns, the baselines, dHM)")
+            if label in used:
+                raise ValueError(f"column {label!r} is another metric's")
+        used.update(n for n in {f.column, f.report} if n)
+        if f.attr not in attrs:
+            raise ValueError(f"field {f.column!r} reads {f.attr!r}, which {spec.record.__name__} lacks")
+        if f.direction not in ("higher", "lower", "none"):
+            raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
+    if spec.main_value not in attrs:
+        raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
+    if spec.model_fields:  # they name fields of Settings, which a package cannot add to
+        raise ValueError("model_fields are the built-in metrics' (they name the product's own settings)")
+    if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and the judge's)
+        raise ValueError("dhm aspects are the built-in metrics' (the paper's G, C and R, and the judge's J)")
+    if spec.reaggregate is not None:  # the scores index keeps one metric's items
+        raise ValueError("reaggregate is the built-in GROOVIST's (the scores index keeps one metric's items)")
+    unknown = set(spec.needs) - set(typing.get_args(Need))
+    if unknown:
+        raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")
+    if spec.image_record is not None and "images" not in spec.needs:
+        raise ValueError("an image_record hook works on the story's images: declare needs={'images', ...}")
+    if spec.texts is not None and not {"images", "clip"} <= spec.needs:
+        raise ValueError("a texts hook is encoded by CLIP beside the regions: declare needs={'images', 'clip'}")
+
+
+def readable_record(kind: type, seen: frozenset[type] = frozenset()) -> None:
+    """Refuse a record type whose fields the JSON reader cannot read back: each field's hint must be
+    str, int, float, bool, None, a Literal, a union with None, a tuple (``tuple[X, ...]`` or fixed)
+    or another such dataclass.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Bad:
+    ...     score: list[float]
+    >>> readable_record(Bad)
+    Traceback (most recent call last):
+    ...
+    TypeError: Bad.score: list[float] cannot be read back from JSON (use a tuple)
+    """
+    if kind in seen:
+        return
+    try:
+        hints = typing.get_type_hints(kind)
+    except Exception as exc:
+        raise TypeError(f"{kind.__name__}: its type hints cannot be resolved ({exc})") from exc
+    for f in dataclasses.fields(kind):
+        _readable_hint(hints[f.name], f"{kind.__name__}.{f.name}", seen | {kind})
+
+
+def _readable_hint(hint: Any, where: str, seen: frozenset[type]) -> None:
+    origin = typing.get_origin(hint)
+    if hint in (str, int, float, bool, type(None)) or origin is Literal:
+        return
+    if origin in (Union, types.UnionType):
+        for option in typing.get_args(hint):
+            _readable_hint(option, where, seen)
+        if len([o for o in typing.get_args(hint) if o is not type(None)]) != 1:
+            raise TypeError(f"{where}: a union other than X | None cannot be read back from JSON")
+        return
+    if origin is tuple:
+        for arg in typing.get_args(hint):
+            if arg is not Ellipsis:
+                _readable_hint(arg, where, seen)
+        return
+    if isinstance(hint, type) and is_dataclass(hint):
+        readable_record(hint, seen)
+        return
+    shown = getattr(hint, "__name__", None) if origin is None else None
+    raise TypeError(f"{where}: {shown or hint} cannot be read back from JSON (use a tuple)")
