@@ -9,7 +9,8 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page, story_link
-from vst_core.analysis.dhm import HUMAN_SYSTEMS, available_aspects, columns, dhm_aspects, partial_note
+from vst_core.analysis.dhm import HUMAN_SYSTEMS
+from vst_core.analysis.dhm_aspects import available_aspects, columns, dhm_aspects, partial_note
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md

@@ -23,8 +23,8 @@ UPLOAD_FILE = "Upload a story file"
 SCORES_FILE = "Scores JSONL (no model needed)"
 SOURCES: tuple[str, ...] = (SAMPLE, UPLOAD_IMAGES, UPLOAD_FILE, SCORES_FILE)
 SLIDER = "slider"
-#: The CLIP metric the grounding toggle always turns on (the others come with “Also CLIPScore…”).
-GROOVIST = "grounding"
+#: The key (and URL parameter) of the Grounding section's toggle, which turns on the CLIP metrics.
+GROUNDING = "grounding"
 
 
 @dataclass(frozen=True)
@@ -62,22 +62,40 @@ class Choices:
 
     @property
     def clip_metrics(self) -> tuple[str, ...]:
-        """The image metrics the grounding toggle turns on: GROOVIST, and with ``extra_clip`` every
-        other built-in metric that needs CLIP and no model of its own (in the registry's order), then
-        each image metric with a model of its own whose fields are filled in (RoViST-VG's, COSMic's).
-        An installed metric is turned on or off under "More metrics" (:func:`plugin_metrics`)."""
+        """The image metrics the grounding toggle turns on: the first built-in metric that needs CLIP
+        (GROOVIST), and with ``extra_clip`` every other one that needs CLIP and no model of its own
+        (in the registry's order), then each image metric with a model of its own whose fields are
+        filled in (RoViST-VG's, COSMic's). An installed metric is turned on or off under "More
+        metrics" (:func:`plugin_metrics`)."""
         own = model_metrics()
-        installed = {s.name for s in registry().plugins}
-        clip = tuple(
-            m
-            for m in available_metrics()
-            if m in registry().with_need("clip") and m not in own and m not in installed and (self.extra_clip or m == GROOVIST)
+        clip = clip_builtins()
+        return clip[: None if self.extra_clip else 1] + tuple(
+            m for m, spec in own.items() if of_images(spec) and self.filled(spec)
         )
-        return clip + tuple(m for m, spec in own.items() if of_images(spec) and self.filled(spec))
+
+    def switched_on(self) -> tuple[str, ...]:
+        """The metrics with a section of their own (:class:`~vst_core.metric_spec.Switch`) whose toggle is on."""
+        return tuple(name for name in registry().switched if getattr(self, name, False))
 
     def filled(self, spec: MetricSpec) -> bool:
         """Whether every required model field of a metric is filled in."""
         return all(getattr(self, f.setting, "").strip() for f in spec.model_fields if f.required)
+
+
+def clip_builtins() -> tuple[str, ...]:
+    """The built-in metrics that need CLIP and no model of their own, in the registry's order: the
+    first (GROOVIST) comes with the grounding toggle, the others with “Also …” (:func:`extra_clip_label`)."""
+    own, installed = model_metrics(), {s.name for s in registry().plugins}
+    return tuple(m for m in available_metrics() if m in registry().with_need("clip") and m not in own and m not in installed)
+
+
+def extra_clip_label() -> str:
+    """The label of the checkbox that adds the other CLIP metrics, by their titles.
+
+    >>> extra_clip_label()
+    'Also CLIPScore and RoViST-VG (CLIP)'
+    """
+    return "Also " + " and ".join(registry().spec(m).title for m in clip_builtins()[1:])
 
 
 def model_metrics() -> dict[str, MetricSpec]:
@@ -92,12 +110,14 @@ def of_images(spec: MetricSpec) -> bool:
 
 
 def own_controls() -> frozenset[str]:
-    """The metrics the sidebar has its own controls for (or, the judge, does not run: a chat model per
-    story belongs to `vst score`): RoViST-NR (always on), RoViST-C, the built-in CLIP metrics and
-    every metric asked for by its model's files; every other metric that can be computed is offered
-    by name."""
-    clip = {s.name for s in registry().specs.values() if "clip" in s.needs and s not in registry().plugins}
-    return frozenset({*DEFAULT_METRICS, "coherence", "judge", *clip, *model_metrics()})
+    """The metrics the sidebar has its own controls for (or does not run: those not ``offered``, the
+    judge's chat model per story belongs to `vst score`): RoViST-NR (always on), each metric with a
+    section of its own (RoViST-C's), the built-in CLIP metrics and every metric asked for by its
+    model's files; every other metric that can be computed is offered by name."""
+    reg = registry()
+    clip = {s.name for s in reg.specs.values() if "clip" in s.needs and s not in reg.plugins}
+    hidden = {name for name, s in reg.specs.items() if not s.offered}
+    return frozenset({*DEFAULT_METRICS, *reg.switched, *hidden, *clip, *model_metrics()})
 
 
 def plugin_metrics() -> dict[str, str]:
@@ -117,7 +137,7 @@ def settings_for(choices: Choices) -> Settings:
     """The settings the sidebar describes (SettingsError when they cannot be used)."""
     metrics = (
         DEFAULT_METRICS
-        + (("coherence",) if choices.coherence else ())
+        + choices.switched_on()
         + (choices.clip_metrics if choices.grounding else ())
         + tuple(m for m, spec in model_metrics().items() if not of_images(spec) and choices.filled(spec))
         + tuple(p for p in choices.plugins if p in plugin_metrics())
@@ -191,11 +211,10 @@ def without_clip(settings: Settings) -> Settings:
     return without(settings, registry().with_need("clip"))
 
 
-#: The sidebar fields that may name a server path and are not a metric's model files: their label,
-#: the value used instead, and what they must name when they name something that exists (a
+#: The sidebar fields that may name a server path and are not a metric's model files or boxes: their
+#: label, the value used instead, and what they must name when they name something that exists (a
 #: missing one is left to its loader, which says so, or takes the value as a model name).
 _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
-    "coherence_model": ("Pair model", DEFAULTS.coherence_model, "any"),
     "clip_pretrained": ("Pretrained tag", DEFAULTS.clip_pretrained or "", "any"),
     "clip_checkpoint": ("…or local checkpoint file", "", "file"),
     "clip_config": ("open_clip model config", "", "file"),
@@ -205,20 +224,24 @@ _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
 
 def path_fields() -> dict[str, tuple[str, str, Want]]:
     """Every sidebar field that may name a server path: label, the value used instead, what it must
-    name; the metrics' model files (their ``model_fields``) after the sidebar's own."""
+    name; the metrics' own boxes (their :class:`~vst_core.metric_spec.Switch`) first, then the
+    sidebar's own fields, then the metrics' model files (their ``model_fields``)."""
+    boxes: dict[str, tuple[str, str, Want]] = {
+        sw.setting: (sw.box, str(getattr(DEFAULTS, sw.setting)), "any") for sw in registry().switched.values()
+    }
     models = {f.setting: (f.label, "", f.kind) for s in model_metrics().values() for f in s.model_fields}
-    return {**_PATH_FIELDS, **models}
+    return {**boxes, **_PATH_FIELDS, **models}
 
 
-_KEYWORDS = {"grid", "detector", "bert-nsp"}
+_KEYWORDS = {"grid", "detector"}
 
 
 def _path_part(field: str, value: str) -> str:
     """The part of a field's value that would be read as a path ('' for keywords and names)."""
+    box = next((sw for sw in registry().switched.values() if sw.setting == field), None)
+    if box is not None:
+        return box.path(value)
     value = value.strip()
-    if field == "coherence_model":
-        kind, _, arg = value.partition(":")
-        return arg if kind in ("bert-nsp", "rovist-c") else value
     if field == "regions":  # read as settings_for reads it: '' is the default (a keyword)
         return parse_regions(value, DEFAULTS.regions).file or ""
     return "" if value in _KEYWORDS else value
@@ -270,13 +293,13 @@ def _is_int_in(low: int, high: int) -> Callable[[str], bool]:
     return check
 
 
-#: What each value bound to the URL may be; anything else falls back to the widget's default.
+#: What each value bound to the URL may be (and each metric's own toggle, :func:`url_rules`);
+#: anything else falls back to the widget's default.
 URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
     "source": (lambda v: v in SOURCES, "one of the four story sources"),
     "variant": (lambda v: v in ("paper", "reference"), "paper or reference"),
     "ngram": (_is_int_in(2, 8), "a whole number from 2 to 8"),
-    "coherence": (_is_bool, "true or false"),
-    "grounding": (_is_bool, "true or false"),
+    GROUNDING: (_is_bool, "true or false"),
     "extra_clip": (_is_bool, "true or false"),
     "penalize": (_is_bool, "true or false"),
     "concreteness": (_is_bool, "true or false"),
@@ -286,21 +309,25 @@ URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
 }
 
 
+def url_rules() -> dict[str, tuple[Callable[[str], bool], str]]:
+    """:data:`URL_VALUES` and the toggle of each metric with a section of its own (true or false)."""
+    return {**URL_VALUES, **dict.fromkeys(registry().switched, (_is_bool, "true or false"))}
+
+
 def url_notices(params: Mapping[str, str]) -> list[str]:
     """One notice per value in a link that the sidebar cannot take (the default is used instead)."""
     notices = []
+    rules = url_rules()
     for key, value in params.items():
-        rule = URL_VALUES.get(key)
+        rule = rules.get(key)
         if rule is not None and not rule[0](value):
             notices.append(f"The link value {key}={value[:40]!r} is not valid ({rule[1]}); the default is used")
     return notices
 
 
-#: CLI flags in model messages, and the sidebar control that does the same.
+#: CLI flags in model messages, and the sidebar control that does the same (and each metric's own
+#: box, :func:`sidebar_terms`).
 SIDEBAR_TERMS: dict[str, str] = {
-    "--coherence-model PATH": "the sidebar's “Pair model” (a local folder)",
-    "--coherence-model": "“Pair model”",
-    "--coherence-tokenizer": "“Pair model”",
     "--clip-checkpoint PATH": "the sidebar's “…or local checkpoint file”",
     "--clip-checkpoint": "“…or local checkpoint file”",
     "--clip-model": "“CLIP architecture”",
@@ -313,14 +340,26 @@ SIDEBAR_TERMS: dict[str, str] = {
 }
 
 
+def sidebar_terms() -> dict[str, str]:
+    """:data:`SIDEBAR_TERMS` after each metric's own box (:class:`~vst_core.metric_spec.Switch`): its
+    flags with a path, then alone."""
+    boxes: dict[str, str] = {}
+    for sw in registry().switched.values():
+        boxes.update({f"{flag} PATH": f"the sidebar's “{sw.box}” (a local folder)" for flag in sw.flags})
+        boxes.update({flag: f"“{sw.box}”" for flag in sw.flags})
+    return {**boxes, **SIDEBAR_TERMS}
+
+
 def in_sidebar_terms(message: str) -> str:
     """A model message with its CLI flags replaced by the sidebar controls that do the same (a
     metric's model file options, with their placeholder, by the field's label).
 
     >>> in_sidebar_terms("pass --vrank-model DIR")
     'pass “Vrank model folder”'
+    >>> in_sidebar_terms("pass --coherence-model PATH")
+    "pass the sidebar's “Pair model” (a local folder)"
     """
-    for flag, control in SIDEBAR_TERMS.items():
+    for flag, control in sidebar_terms().items():
         message = message.replace(flag, control)
     for spec in model_metrics().values():
         for f in spec.model_fields:

@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import loading, session
 from dashboard.choices import (
+    GROUNDING,
     Choices,
     base_of,
     clip_key,
@@ -53,44 +54,47 @@ class Frame:
 
 
 def model_keys(settings: Settings) -> dict[str, str]:
-    """What identifies each model's request (its sidebar fields; the sidebar builds the same keys)."""
+    """What identifies each toggled model's request (its sidebar fields; the sidebar builds the same
+    keys): each metric's own box (its :class:`~vst_core.metric_spec.Switch`), and CLIP's fields for
+    the Grounding toggle."""
     clip = clip_key(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
-    return {"coherence": settings.coherence_model, "grounding": clip}
+    boxes = {name: str(getattr(settings, sw.setting)) for name, sw in registry().switched.items()}
+    return {**boxes, GROUNDING: clip}
+
+
+def toggle_titles() -> dict[str, str]:
+    """The words a notice names each toggle by: a metric's own section's header, and Grounding."""
+    return {**{name: sw.header for name, sw in registry().switched.items()}, GROUNDING: "Grounding"}
 
 
 def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, str | None]]) -> Settings:
     """Load the models the settings need; each one that cannot load is turned off with one notice
-    (naming the sidebar controls) and its reason kept in ``status``."""
-    keys = model_keys(settings)
-    if "coherence" in settings.metrics:
-        try:
-            loading.pair_scorer(
-                settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile
-            )
-            status["coherence"] = (keys["coherence"], None)
-        except (ModelLoadError, ValueError) as exc:
-            reason = in_sidebar_terms(str(exc))
-            notices.append(f"Coherence is off: {reason}")
-            status["coherence"] = (keys["coherence"], reason)
-            settings = without(settings, ("coherence",))
+    (naming the sidebar controls), and a toggled one's reason kept in ``status``."""
+    keys, switched = model_keys(settings), registry().switched
     clip = None
     if registry().with_need("clip") & set(settings.metrics):
         try:
             clip = loading.clip_encoder(
                 settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
             )
-            status["grounding"] = (keys["grounding"], None)
+            status[GROUNDING] = (keys[GROUNDING], None)
         except (ModelLoadError, ValueError, RuntimeError) as exc:
             reason = in_sidebar_terms(str(exc))
             notices.append(f"Grounding is off: {reason}")
-            status["grounding"] = (keys["grounding"], reason)
+            status[GROUNDING] = (keys[GROUNDING], reason)
             settings = without_clip(settings)
     given = {} if clip is None else {"clip": clip}
-    for name in [m for m in settings.metrics if m != "coherence"]:  # each other metric's own models
+    for name in settings.metrics:  # each metric's own models
         try:
             loading.metric_models(name, settings, given)
+            if name in switched:
+                status[name] = (keys[name], None)
         except Exception as exc:  # any metric's loader: the metric is off, the page goes on
-            notices.append(f"{registry().spec(name).title} is off: {in_sidebar_terms(str(exc))}")
+            reason = in_sidebar_terms(str(exc))
+            title = switched[name].header if name in switched else registry().spec(name).title
+            notices.append(f"{title} is off: {reason}")
+            if name in switched:
+                status[name] = (keys[name], reason)
             settings = without(settings, (name,))
     if registry().with_need("images") & set(settings.metrics):
         if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
@@ -139,10 +143,10 @@ def build(choices: Choices, data: Input) -> Frame:
         notices.append(device_message)
     before: dict[str, tuple[str, str | None]] = dict(st.session_state.get(MODEL_STATUS, {}))
     status = dict(before)
-    keys = model_keys(settings)
+    keys, titles = model_keys(settings), toggle_titles()
     for model, (asked, reason) in before.items():  # turned off in the sidebar for this reason
-        if reason and asked == keys[model]:
-            notices.append(f"{model.capitalize()} is off: {reason}")
+        if reason and asked == keys.get(model):
+            notices.append(f"{titles.get(model, model)} is off: {reason}")
     settings = _probe(settings, notices, status)
     if status != before:  # the sidebar drew its controls without knowing: draw them again
         st.session_state[MODEL_STATUS] = status

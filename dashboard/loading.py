@@ -38,8 +38,6 @@ from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import ModelLoadError
-from vst_core.models.pairs import load_pair_scorer
-from vst_core.models.protocols import PairScorer
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
@@ -186,13 +184,6 @@ def thumbnail(path: str, version: tuple[int, ...]) -> tuple[Image.Image | None, 
         return None, (0, 0), f"{Path(path).name}: {exc}"
 
 
-@st.cache_resource(show_spinner="Loading the sentence-pair model…")
-def pair_scorer(spec: str, device: str, tokenizer: str | None = None, profile: str = "paper") -> PairScorer:
-    """One scorer per process, keyed by its spec string, device, tokenizer and coherence profile (the
-    reference profile loads the slow tokenizer)."""
-    return load_pair_scorer(spec, tokenizer=tokenizer, profile=profile, device=device)
-
-
 def recheck(value: str | None, what: str) -> None:
     """Check a typed file path again right before a reader that takes only a path opens it: still a
     regular file inside the allowed folders, not a link swapped in since the sidebar confined it
@@ -214,11 +205,13 @@ def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, conf
 
 def model_key(name: str, settings: Settings) -> str:
     """What identifies the models metric ``name`` loads: the device, its model files (and the
-    version, :func:`stamp`, of each file among them, so a file edited in place loads again) and the
-    other settings naming its model that the signature names by digest (RoViST-VG's ViT, the
-    judge's); a package's metric, whose ``load`` may read any setting it lists, by all of those."""
+    version, :func:`stamp`, of each file among them, so a file edited in place loads again), the
+    settings its own box's model loads with (its ``Switch.loads``: RoViST-C's pair model, tokenizer
+    and profile) and the other settings naming its model that the signature names by digest
+    (RoViST-VG's ViT, the judge's); a package's metric, whose ``load`` may read any setting it
+    lists, by all of those."""
     spec = registry().spec(name)
-    own = [f.setting for f in spec.model_fields]
+    own = [f.setting for f in spec.model_fields] + list(spec.switch.loads if spec.switch is not None else ())
     keys = (
         list(spec.settings) if spec in registry().plugins else own + [k for k in spec.settings if k in UNSIGNED and k not in own]
     )
@@ -302,10 +295,6 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     if registry().with_need("clip") & set(settings.metrics):
         given["clip"] = clip_encoder(
             settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
-        )
-    if "coherence" in settings.metrics:
-        given["pair_scorer"] = pair_scorer(
-            settings.coherence_model, settings.device, settings.coherence_tokenizer, settings.coherence_profile
         )
     loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
     models = Models(settings, **given, **loaded)

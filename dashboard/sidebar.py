@@ -14,6 +14,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 from dashboard import loading, session
 from dashboard.choices import (
     DEFAULTS,
+    GROUNDING,
     SCORES_FILE,
     SLIDER,
     SOURCES,
@@ -22,6 +23,7 @@ from dashboard.choices import (
     Choices,
     clip_key,
     confined,
+    extra_clip_label,
     model_metrics,
     of_images,
     plugin_metrics,
@@ -35,6 +37,8 @@ from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
+from vst_core.metric_modules import judge
+from vst_core.metric_spec import registry
 from vst_core.signature import describe_signature
 from vst_core.viz.safe import say
 
@@ -57,8 +61,8 @@ class Input:
 #: of the paths only the scores files are bound to the URL (confined to the allowed folders like a
 #: typed one), the model files are never read from a link.
 KEPT_FIELDS = (
-    "scores_path", "scores_images", "upload_stories", "coherence_model", "clip_arch", "clip_pretrained",
-    "clip_checkpoint", "clip_config", "regions",
+    "scores_path", "scores_images", "upload_stories", "clip_arch", "clip_pretrained", "clip_checkpoint", "clip_config",
+    "regions",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
@@ -70,7 +74,8 @@ def render() -> tuple[Choices, Input]:
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
     models = [f.setting for spec in model_metrics().values() for f in spec.model_fields]
-    for key in (*KEPT_FIELDS, *models):  # a page switch (a click in a table) would otherwise forget the typed paths
+    boxes = [sw.setting for sw in registry().switched.values()]
+    for key in (*KEPT_FIELDS, *boxes, *models):  # a page switch (a click in a table) would otherwise forget the typed paths
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     with st.sidebar:
@@ -80,7 +85,7 @@ def render() -> tuple[Choices, Input]:
         if data.index is not None:  # the numbers come from the files: show their settings, ask nothing
             values: dict[str, Any] = {"source": source, **_from_files(data.index)}
         else:
-            values = {"source": source, **_redundancy(), **_coherence(), **_grounding(), **_plugins()}
+            values = {"source": source, **_redundancy(), **_switches(), **_grounding(), **_plugins()}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -189,14 +194,15 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
         lines.append(f"- {say(describe_signature(sig), session.roots())}")  # names from the files
     st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
     recorded = settings_from_signature(index.first_signature())
-    values: dict[str, Any] = {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, "coherence": False, "grounding": False}
+    values: dict[str, Any] = {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, GROUNDING: False}
+    values.update(dict.fromkeys(registry().switched, False))
     if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
         st.header("Grounding")
         values.update(_theta_controls(False, None))
         st.caption(
             "θ, −P and −C are re-applied to the stored similarities of computed GROOVIST scores; imported ones stay as released."
         )
-    if "judge" in index.metrics:
+    if judge.NAME in index.metrics:
         _judge_server()
     return values
 
@@ -286,22 +292,17 @@ def _model_toggle(model: str, key: str, label: str, purpose: str, off: str) -> b
     return bool(on) and why is None
 
 
-def _coherence() -> dict[str, Any]:
-    st.header("Coherence")
-    model = st.text_input(
-        "Pair model",
-        DEFAULTS.coherence_model,
-        key="coherence_model",
-        help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
-    )
-    on = _model_toggle(
-        "coherence",
-        model,
-        "Score sentence pairs",
-        "RoViST-C: the probability that each sentence follows the previous one",
-        "the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
-    )
-    return {"coherence": on, "coherence_model": model, **_model_fields(images=False, idle=False)}
+def _switches() -> dict[str, Any]:
+    """A section for each metric with one of its own (its :class:`~vst_core.metric_spec.Switch`: a
+    text box naming its model and its toggle), then the boxes of the model files of the metrics
+    that do not work on the images (their ``model_fields``)."""
+    values: dict[str, Any] = {}
+    for name, sw in registry().switched.items():
+        st.header(sw.header)
+        model = st.text_input(sw.box, str(getattr(DEFAULTS, sw.setting)), key=sw.setting, help=sw.help or None)
+        values[name] = _model_toggle(name, model, sw.label, sw.purpose, sw.off)
+        values[sw.setting] = model
+    return {**values, **_model_fields(images=False, idle=False)}
 
 
 def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
@@ -343,14 +344,14 @@ def _grounding() -> dict[str, Any]:
         "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
         "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
     }
-    values["grounding"] = _model_toggle(
-        "grounding",
+    values[GROUNDING] = _model_toggle(
+        GROUNDING,
         clip_key(values["clip_arch"], values["clip_pretrained"], values["clip_checkpoint"], values["clip_config"]),
         "GROOVIST with CLIP",
         "noun phrases matched to image regions",
         "CLIP does not load (see the notice on the page). Give loadable CLIP fields above to use it.",
     )
-    idle = not values["grounding"]
+    idle = not values[GROUNDING]
     reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
     values["regions"] = st.text_input(
         "Regions",
@@ -359,9 +360,7 @@ def _grounding() -> dict[str, Any]:
         disabled=idle,
         help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
     )
-    values["extra_clip"] = st.checkbox(
-        "Also CLIPScore and RoViST-VG (CLIP-based)", value=True, key="extra_clip", bind=URL, disabled=idle
-    )
+    values["extra_clip"] = st.checkbox(extra_clip_label(), value=True, key="extra_clip", bind=URL, disabled=idle)
     values.update(_model_fields(images=True, idle=idle))
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
     values.update(_theta_controls(idle, reason))

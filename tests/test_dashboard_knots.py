@@ -239,3 +239,34 @@ def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_m
         assert model_key(name, base.with_(device="cpu")) != key
     assert model_key("rovist_vg", base.with_(rovist_vg_vit="other-vit")) != model_key("rovist_vg", base)
     assert model_key("vrank", base.with_(vrank_model="elsewhere")) != model_key("vrank", base)
+
+
+def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_model_by_what_it_loads_with() -> None:
+    """Each metric's :class:`Switch` (RoViST-C's "Pair model" and toggle) names a Choices field for its
+    toggle and its box and a Settings field for its box; the toggle turns the metric on in the
+    settings, its value is checked on a link, its flags are said as the box, the box's path part is
+    confined like a typed path, and the model cache key moves with the settings the model loads with."""
+    import dataclasses
+
+    from dashboard.choices import path_fields, url_notices
+    from dashboard.loading import model_key
+    from vst_core.config import Settings
+    from vst_core.metric_spec import registry
+
+    switched = registry().switched
+    assert list(switched) == ["coherence"]
+    choice_fields = {f.name for f in dataclasses.fields(Choices)}
+    settings_fields = {f.name for f in dataclasses.fields(Settings)}
+    for name, sw in switched.items():
+        assert {name, sw.setting} <= choice_fields and {sw.setting, *sw.loads} <= settings_fields
+        assert name in settings_for(Choices(grounding=False)).metrics
+        assert name not in settings_for(replace(Choices(grounding=False), **{name: False})).metrics
+        assert url_notices({name: "maybe"}) and not url_notices({name: "false"})
+        assert path_fields()[sw.setting][0] == sw.box
+        for flag in sw.flags:
+            assert in_sidebar_terms(f"pass {flag}") == f"pass “{sw.box}”"
+        base = Settings(metrics=("redundancy", name))
+        for setting in sw.loads:
+            moved = base.with_(**{setting: "reference" if setting.endswith("profile") else "elsewhere"})
+            assert model_key(name, moved) != model_key(name, base), setting
+        assert model_key(name, base.with_(theta="0.3", regions="detector")) == model_key(name, base)

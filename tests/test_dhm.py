@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from conftest import ROOT, ParityLog
 
-from vst_core.analysis.dhm import Triple, dhm_report, pair, summarise
+from vst_core.analysis.dhm import dhm_report, pair, summarise
+from vst_core.analysis.dhm_aspects import Triple
 from vst_core.cli import main
 from vst_core.data import load_records
 from vst_core.data.importing import imported_records, read_long, read_released
@@ -185,7 +186,8 @@ def test_the_rubric_judge_as_a_fourth_distance() -> None:
     """d_J = |J_h − J_s| on (J − 1) / 4, added only when asked; the three paper distances are unchanged."""
     import pandas as pd
 
-    from vst_core.analysis.dhm import available_aspects, dhm_report
+    from vst_core.analysis.dhm import dhm_report
+    from vst_core.analysis.dhm_aspects import available_aspects
 
     table = pd.DataFrame(
         {

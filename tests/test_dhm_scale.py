@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from benchmarks.bench_dhm import generated_table, records_of
-from vst_core.analysis.dhm import ASPECTS, available_aspects, columns, dhm_report, dhm_table
+from vst_core.analysis.dhm import dhm_report
+from vst_core.analysis.dhm_aspects import ASPECTS, available_aspects, columns, dhm_table
 
 
 @pytest.mark.parametrize("pairing", ["story", "sequence"])

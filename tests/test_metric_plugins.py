@@ -239,6 +239,10 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         model_box=GOOD.replace('"word_count"', '"boxed"')
         .replace("score=score)", "score=score, model_fields=(ModelField('vrank_model', 'V', 'folder', '--v'),))")
         .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, ModelField"),
+        switched=GOOD.replace('"word_count"', '"switched"')
+        .replace("score=score)", "score=score, switch=Switch('S', 'coherence_model', 'B', 'L'))")
+        .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Switch"),
+        aspect=GOOD.replace('"word_count"', '"aspect"').replace('direction="none")', 'direction="none", dhm="C")'),
         again=GOOD.replace('"word_count"', '"again"')
         .replace("score=score)", "score=score, reaggregate=REAGGREGATION)")
         .replace(
@@ -246,12 +250,13 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         ),
     )
     joined = "\n".join(reg.problems)
-    assert len(reg.problems) == 8 and not reg.plugins, joined
+    assert len(reg.problems) == 10 and not reg.plugins, joined
     assert "column 'system' is reserved" in joined and "column 'BLEU-4' is reserved" in joined
     assert "column 'inter' is another metric's" in joined and "alias 'r' is taken" in joined
     assert "column 't1' is another metric's" in joined
     assert "Count.words: list[int] cannot be read back from JSON (use a tuple)" in joined
-    assert "model_fields are the built-in metrics'" in joined
+    assert joined.count("model_fields and a switch are the built-in metrics'") == 2
+    assert "dhm aspects are the built-in metrics'" in joined
     assert "reaggregate is the built-in GROOVIST's" in joined
 
 

@@ -31,8 +31,7 @@ numbers and 100,000 stories take seconds.
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -40,102 +39,30 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.dhm_aspects import (
+    ASPECTS,
+    ID_COLUMNS,
+    Triple,
+    columns,
+    dhm_aspects,
+    dhm_table,
+    merged,
+    partial_note,
+    signature_ids,
+)
 from vst_core.analysis.intervals import has_interval
 from vst_core.data.csv_out import frame_csv
-from vst_core.data.merge import Conflict, merge_records
-from vst_core.metric_spec import MetricField, registry
+from vst_core.data.merge import Conflict
 from vst_core.records import StoryScores
 
 Pairing = Literal["sequence", "story"]
-ASPECTS: tuple[str, ...] = ("G", "C", "R")
-#: Distances beyond the paper's, used when asked for: J, the rubric judge's overall score.
-EXTRA_ASPECTS: tuple[str, ...] = ("J",)
 #: Systems whose stories are the human ones, unless told otherwise.
 HUMAN_SYSTEMS: tuple[str, ...] = ("reference",)
 
 
-def aspect_fields() -> dict[str, MetricField]:
-    """The number each aspect compares: the field a metric module marks with it (``MetricField.dhm``).
-
-    >>> {a: f.column for a, f in aspect_fields().items()}
-    {'R': 'NR', 'C': 'coherence', 'G': 'GROOVIST raw', 'J': 'judge overall'}
-    """
-    return {f.dhm: f for f in registry().fields if f.dhm}
-
-
-def columns() -> dict[str, str]:
-    """The story-table column of each aspect (its field's column)."""
-    return {a: f.column for a, f in aspect_fields().items()}
-
-
-ID_COLUMNS: tuple[str, ...] = ("story", "sequence", "system")
 KEYS: tuple[str, ...] = ("G", "C", "R", "dHM")
 #: Random draws held at once by the bootstrap (resamples × stories per block).
 BOOTSTRAP_BLOCK = 1 << 22
-
-
-@dataclass(frozen=True, slots=True)
-class Triple:
-    """The three scores of one story (None where missing): G unbounded, C, R."""
-
-    story_id: str
-    sequence_id: str
-    system: str
-    G: float | None
-    C: float | None
-    R: float | None
-    J: float | None = None
-
-    def has(self, aspects: Sequence[str]) -> bool:
-        return all(getattr(self, a) is not None for a in aspects)
-
-    def value(self, aspect: str) -> float:
-        """The value a distance compares: tanh(G), C, R, or (J − 1) / 4."""
-        v = getattr(self, aspect)
-        return math.tanh(v) if aspect == "G" else (float(v) - 1.0) / 4.0 if aspect == "J" else float(v)
-
-
-def merged(records: Iterable[StoryScores], source: str = "records") -> tuple[list[StoryScores], list[Conflict]]:
-    """One record per (system, story): :func:`~vst_core.data.merge.merge_records` of ``records``,
-    all from one ``source`` (the CLI merges files itself, naming each)."""
-    return merge_records((r, source) for r in records)
-
-
-def triples(records: Iterable[StoryScores]) -> list[Triple]:
-    """One triple per (system, story), the records of one story merged (computed beats imported,
-    else the first record; see :mod:`vst_core.data.merge`)."""
-    fields = aspect_fields()
-    out = []
-    for r in merged(records)[0]:
-        v = {a: fields[a].value(r) if a in fields else None for a in (*ASPECTS, *EXTRA_ASPECTS)}
-        out.append(Triple(r.story_id, r.sequence_id, r.system, **v))
-    return out
-
-
-def dhm_table(records: Iterable[StoryScores]) -> pd.DataFrame:
-    """The story table :func:`dhm_report` reads: one row per (system, story) of the merged records,
-    ``story``, ``sequence``, ``system`` and the three metric columns (NaN: no score); the records'
-    signature ids in ``attrs["scores_signatures"]``."""
-    records = list(records)
-    rows = triples(records)
-    named = columns()
-    table = pd.DataFrame(
-        {
-            "story": [t.story_id for t in rows],
-            "sequence": [t.sequence_id for t in rows],
-            "system": [t.system for t in rows],
-            **{
-                named[a]: np.array([np.nan if getattr(t, a) is None else getattr(t, a) for t in rows], float)
-                for a in (*ASPECTS, *EXTRA_ASPECTS)
-            },
-        }
-    )
-    table.attrs["scores_signatures"] = _signature_ids(records)
-    return table
-
-
-def _signature_ids(records: Iterable[StoryScores]) -> list[str]:
-    return sorted({str(r.signature.get("id")) for r in records if r.signature.get("id")})
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +366,7 @@ def dhm_report(
     else:
         found, conflicts = merged(records)
         table = dhm_table(found)
-        signatures = _signature_ids(records)
+        signatures = signature_ids(records)
     if aspects is None:
         aspects = dhm_aspects(table, judge=judge)
     key_column = "story" if pairing == "story" else "sequence"
@@ -504,50 +431,3 @@ def _unique(table: pd.DataFrame) -> pd.DataFrame:
     if not table.duplicated(["system", "story"]).any():
         return table.reset_index(drop=True)
     return table.groupby(["system", "story"], sort=False, as_index=False).first()
-
-
-def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool = False) -> tuple[str, ...]:
-    """The dHM aspects some record (or some row of a story table) has a score for, in order; with
-    ``extra`` also those of :data:`EXTRA_ASPECTS` (the judge)."""
-    wanted = (*ASPECTS, *EXTRA_ASPECTS) if extra else ASPECTS
-    if isinstance(records, pd.DataFrame):
-        named = columns()
-        return tuple(a for a in wanted if named[a] in records and records[named[a]].notna().any())
-    found = {a for t in triples(records) for a in wanted if getattr(t, a) is not None}
-    return tuple(a for a in wanted if a in found)
-
-
-#: How each aspect is named in notes.
-ASPECT_NAMES: dict[str, str] = {
-    "G": "grounding (GROOVIST)",
-    "C": "coherence (RoViST-C)",
-    "R": "non-redundancy (RoViST-NR)",
-    "J": "the rubric judge",
-}
-
-
-def dhm_aspects(records: Iterable[StoryScores] | pd.DataFrame, judge: bool = False) -> tuple[str, ...]:
-    """The one rule for which distances dHM averages: the paper's three when the scores have them,
-    else the ones they have (a partial dHM, said by :func:`partial_note`), else all three (the
-    report then says each story lacks them); with ``judge`` also J when present.
-
-    >>> t = pd.DataFrame({"story": ["1"], "sequence": ["s"], "system": ["m"], "NR": [0.9]})
-    >>> dhm_aspects(t), partial_note(dhm_aspects(t))
-    (('R',), 'dHM over non-redundancy (RoViST-NR) only: grounding (GROOVIST), coherence (RoViST-C) not in these scores (the paper averages all three)')
-    """
-    found = available_aspects(records, extra=judge)
-    return found if any(a in ASPECTS for a in found) else ASPECTS
-
-
-def partial_note(aspects: Sequence[str]) -> str:
-    """The sentence every output of a dHM that is not the paper's carries ('' for the paper's)."""
-    parts = []
-    missing = [a for a in ASPECTS if a not in aspects]
-    if missing:
-        shown = ", ".join(ASPECT_NAMES[a] for a in aspects if a in ASPECTS)
-        parts.append(
-            f"dHM over {shown} only: {', '.join(ASPECT_NAMES[a] for a in missing)} not in these scores (the paper averages all three)"
-        )
-    if "J" in aspects:
-        parts.append("the rubric judge is added as a fourth distance (not the paper's dHM)")
-    return "; ".join(parts)

@@ -38,7 +38,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from vst_core.analysis.dhm import ASPECTS, HUMAN_SYSTEMS, bootstrap, columns, dhm_aspects, dhm_report
+from vst_core.analysis.dhm import HUMAN_SYSTEMS, bootstrap, dhm_report
+from vst_core.analysis.dhm_aspects import ASPECTS, columns, dhm_aspects
 from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
 from vst_core.analysis.paired_tests import (
     PERMUTATIONS,

@@ -15,6 +15,7 @@ from vst_core.bench.throughput import (
     raw_text_throughput,
 )
 from vst_core.config import Settings
+from vst_core.metric_modules import clipscore, groovist, rovist_nr
 
 
 def raw_phase(run: BenchRun) -> tuple[Figures, dict[int, float]]:
@@ -146,7 +147,7 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
     config = run.config
     folder = run.folder / "warm"
     story_set = synthetic_story_set(folder / "set", config.warm_stories, 5, (320, 240), stories_per_sequence=5, seed=config.seed)
-    warm = settings.with_(metrics=("redundancy", "grounding", "clipscore"))
+    warm = settings.with_(metrics=(rovist_nr.NAME, groovist.NAME, clipscore.NAME))
     encoder = noop_encoder(run.clip)
     cache = EmbeddingCache(folder / "cache" / "embeddings.sqlite")
     run.say(f"warm: filling the cache for {config.warm_stories} stories (forward a no-op)")
@@ -169,7 +170,7 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
 def grounding_settings(config: BenchConfig, device: str, batch_size: int) -> Settings:
     """Settings of the pipeline and warm runs: grounding alone, with the random-weight encoder."""
     return Settings(
-        metrics=("grounding",),
+        metrics=(groovist.NAME,),
         clip_arch=config.arch,
         clip_pretrained=f"random-seed{config.seed}",
         clip_config=config.clip_config,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import vst_core
 from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_story_set
 from vst_core.config import Settings
+from vst_core.metric_modules import clipscore, groovist, rovist_c, rovist_nr
 
 if TYPE_CHECKING:
     from vst_core.bench.harness import BenchConfig
@@ -71,7 +72,7 @@ def rss_worker(payload: str) -> None:
         )
         scorer = random_pair_scorer(config.coherence_size, folder, device=config.device, batch_size=batch_size, seed=config.seed)
         settings = Settings(
-            metrics=("redundancy", "coherence", "grounding", "clipscore"),
+            metrics=(rovist_nr.NAME, rovist_c.NAME, groovist.NAME, clipscore.NAME),
             clip_arch=config.arch,
             clip_pretrained=f"random-seed{config.seed}",
             clip_config=config.clip_config,

@@ -175,4 +175,5 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     evidence=evidence,
+    offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
 )

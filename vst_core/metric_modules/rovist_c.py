@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Switch
 from vst_core.records import CoherenceScores
 
 if TYPE_CHECKING:
@@ -56,6 +56,17 @@ def caption(recorded: Mapping[str, Any]) -> str:
     return f"coherence{profile} {recorded.get('coherence_weights') or recorded.get('coherence_model')}"
 
 
+def _model_path(value: str) -> str:
+    """The part of a pair-model value read as a path: ``bert-nsp:PATH`` and ``rovist-c:PATH`` name
+    one after the colon; ``bert-nsp`` alone is a keyword.
+
+    >>> _model_path("bert-nsp"), _model_path("rovist-c:/m/c.pt"), _model_path("runs/sop")
+    ('', '/m/c.pt', 'runs/sop')
+    """
+    kind, _, arg = value.strip().partition(":")
+    return arg if kind in ("bert-nsp", "rovist-c") else value.strip()
+
+
 def from_score(value: float, note: str) -> CoherenceScores:
     return CoherenceScores(value, (), None, "imported", (note,))
 
@@ -88,4 +99,16 @@ METRIC = MetricSpec(
     identity=identity,
     caption=caption,
     cards=cards,
+    switch=Switch(
+        header="Coherence",
+        setting="coherence_model",
+        box="Pair model",
+        label="Score sentence pairs",
+        help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
+        purpose="RoViST-C: the probability that each sentence follows the previous one",
+        off="the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
+        loads=("coherence_model", "coherence_tokenizer", "coherence_profile"),
+        flags=("--coherence-model", "--coherence-tokenizer"),
+        path=_model_path,
+    ),
 )

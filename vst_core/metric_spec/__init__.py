@@ -119,6 +119,34 @@ class ModelField:
     required: bool = True
 
 
+@dataclass(frozen=True)
+class Switch:
+    """The dashboard's own section for a metric whose model is named by one text setting (a keyword,
+    a hub name or a path; not a file box): under ``header``, a text box ``box`` for ``setting``
+    (with ``help``) and an on/off toggle ``label``led, with ``purpose`` as its help and ``off`` said
+    when the model does not load. ``loads`` are the settings its model is loaded with (what keeps
+    a loaded model for reuse); ``flags`` the CLI options of those settings, said in the box's terms
+    in messages; ``path(value)`` the part of the box's value read as a path ('' for a keyword or a
+    name), which the dashboard keeps inside the folders it may read. The toggle's key (and URL
+    parameter) is the metric's name, the box's the setting's; both are
+    :class:`dashboard.choices.Choices` fields.
+
+    >>> Switch("Coherence", "coherence_model", "Pair model", "Score sentence pairs").path("bert-nsp")
+    'bert-nsp'
+    """
+
+    header: str
+    setting: str
+    box: str
+    label: str
+    help: str = ""
+    purpose: str = ""
+    off: str = ""
+    loads: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    path: Callable[[str], str] = str.strip
+
+
 #: The settings a re-aggregation depends on, as it compares them: GROOVIST's (θ, penalty, weights).
 AgainKey = tuple[Any, ...]
 
@@ -221,7 +249,10 @@ class MetricSpec:
     what ``vst score`` says of it when the run ends; ``margins`` its own verdicts on pairs of stories
     (a ranker's), which meta-evaluation judges its pairs by; ``region_model`` a model of its own the
     grounder runs over the image regions; ``formerly`` the names earlier versions wrote its records
-    under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`)."""
+    under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`);
+    ``switch`` its own section on the dashboard (RoViST-C's pair model); ``offered`` whether the
+    dashboard offers to compute it (the judge's chat model per story belongs to ``vst score``: its
+    records are read from files)."""
 
     name: str
     title: str
@@ -251,6 +282,8 @@ class MetricSpec:
     margins: MarginsHook | None = None
     region_model: RegionModelHook | None = None
     formerly: tuple[str, ...] = ()
+    switch: Switch | None = None
+    offered: bool = True
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -332,6 +365,11 @@ class Registry:
             if keys <= theirs and not keys & only_own:
                 return spec.name
         return name
+
+    @property
+    def switched(self) -> dict[str, Switch]:
+        """The metrics with a section of their own on the dashboard (:class:`Switch`), in order."""
+        return {name: s.switch for name, s in self.specs.items() if s.switch is not None}
 
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vst_core.hashing import json_line
+from vst_core.metric_spec import registry
 from vst_core.records import (
     CoherencePair,
     CoherenceScores,
@@ -94,9 +95,14 @@ def synthetic_record(
         system,
         sentences,
         tuple(images) or tuple(f"images/{story_id}_{k}.jpg" for k in range(5)),
-        {"redundancy": redundancy, "coherence": coherence, "grounding": grounding},
+        {_name_of(type(r)): r for r in (redundancy, coherence, grounding)},
         signature=signature,
     )
+
+
+def _name_of(kind: type) -> str:
+    """The registry's name of the metric whose record type is ``kind``."""
+    return next(name for name, t in registry().types.items() if t is kind)
 
 
 def write_scores_file(
@@ -109,7 +115,7 @@ def write_scores_file(
     from vst_core.signature import signature as settings_signature
 
     rng = random.Random(seed)
-    settings = Settings(metrics=("redundancy", "coherence", "grounding"))
+    settings = Settings(metrics=tuple(_name_of(kind) for kind in (RedundancyScores, CoherenceScores, GroundingScores)))
     signature: dict[str, object] = settings_signature(settings, {"stories": f"synthetic-{n}-{seed}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
