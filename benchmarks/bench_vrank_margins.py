@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vst_core.analysis.meta_eval.report import pair_margins, record_margins
+from vst_core.analysis.meta_eval.scored import pair_margins, record_margins
 from vst_core.config import Settings
 from vst_core.data.index_build import build_index
 from vst_core.records import Preference, RedundancyScores, StoryScores, VrankScores

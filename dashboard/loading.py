@@ -22,7 +22,7 @@ from vst_core.analysis.dhm import DHMReport, dhm_report
 from vst_core.analysis.leaderboard import Leaderboard, PairTest, leaderboard, paired_tests, story_ratings
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
-from vst_core.analysis.meta_eval.report import record_margins, score_frame, texts_of
+from vst_core.analysis.meta_eval.scored import record_margins, score_frame, texts_of
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
 from vst_core.config import UNSIGNED, Settings

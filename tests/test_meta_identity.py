@@ -13,7 +13,8 @@ from scipy import stats
 
 from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keys_of, ratings_of
-from vst_core.analysis.meta_eval.report import narrowed, score_frame
+from vst_core.analysis.meta_eval.report import narrowed
+from vst_core.analysis.meta_eval.scored import score_frame
 
 
 def shared_table(n: int = 40, seed: int = 0) -> pd.DataFrame:

@@ -630,7 +630,7 @@ def test_every_setting_is_signed_by_a_rule() -> None:
 def test_an_installed_metrics_failing_summary_or_margins_stops_neither_the_run_nor_meta_evaluation(
     plugins: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from vst_core.analysis.meta_eval.report import pair_margins
+    from vst_core.analysis.meta_eval.scored import pair_margins
     from vst_core.cli import main
     from vst_core.cli.common import EXIT_PARTIAL
     from vst_core.data import load_records

@@ -224,7 +224,7 @@ def test_the_agreement_page_shows_the_matrix_the_library_computes() -> None:
     from conftest import ROOT
     from test_app import make
 
-    from vst_core.analysis.meta_eval.report import score_frame
+    from vst_core.analysis.meta_eval.scored import score_frame
 
     app = make("meta", resamples=0, vs_permutations=1000)
     matrices = [

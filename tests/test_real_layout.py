@@ -121,7 +121,7 @@ def test_first_run_after_a_download_equals_later_runs(
     import open_clip.pretrained
     from huggingface_hub import constants
 
-    import vst_core.models.clip as clip_module
+    import vst_core.models.clip_build as clip_module
     from vst_core.config import Settings
     from vst_core.data import read_story_set
     from vst_core.scoring.registry import Models

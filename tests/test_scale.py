@@ -12,7 +12,7 @@ import numpy as np
 import orjson
 import pytest
 
-from vst_core.analysis.meta_eval.report import score_frame
+from vst_core.analysis.meta_eval.scored import score_frame
 from vst_core.analysis.slices import Slice, apply_slice
 from vst_core.analysis.systems import paired_sequences
 from vst_core.config import Settings

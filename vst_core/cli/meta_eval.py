@@ -18,7 +18,8 @@ from vst_core.analysis.meta_eval import (
     read_judgements,
     run_meta_eval,
 )
-from vst_core.analysis.meta_eval.report import _plain, pair_margins, score_frame
+from vst_core.analysis.meta_eval.report import _plain
+from vst_core.analysis.meta_eval.scored import pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note
 from vst_core.data import load_records

@@ -1,7 +1,8 @@
 """Agreement of automatic metrics with human judgements: pure functions over pandas/numpy.
 
 :mod:`.judgements` reads the human side, :mod:`.stats` holds the statistics of the papers,
-:mod:`.report` joins scores with judgements into the report the CLI writes and the page shows,
+:mod:`.scored` turns scores into one row per story (and Vrank's margins), :mod:`.report` joins them
+with judgements into the report the CLI writes and the page shows,
 :mod:`.settings` the settings and their signature, :mod:`.versus` metric against metric (Williams' test,
 PERM-BOTH). The names are re-exported here.
 """
@@ -18,14 +19,8 @@ from vst_core.analysis.meta_eval.released_layouts import (
     vhed_story_id,
     vist_edit_story_id,
 )
-from vst_core.analysis.meta_eval.report import (
-    MetaReport,
-    covariate_fields,
-    match_report,
-    metric_fields,
-    run_meta_eval,
-    score_frame,
-)
+from vst_core.analysis.meta_eval.report import MetaReport, covariate_fields, metric_fields, run_meta_eval
+from vst_core.analysis.meta_eval.scored import match_report, score_frame
 from vst_core.analysis.meta_eval.settings import METHODS, MetaSettings, Method
 from vst_core.analysis.meta_eval.stats import (
     Correlation,
