@@ -418,3 +418,42 @@ def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Pat
     assert index.metric_records(rows, "no-such-metric") == {}
     path.write_text(path.read_text().replace("0.5", "0.6"))
     assert index.metric_records(rows, "vrank") == {}
+
+
+def test_a_ranker_injected_by_the_metrics_name_is_the_one_vrank_scores_with() -> None:
+    """``Models(settings, vrank=ranker)``: the Vrank module takes its model from ``Models.own`` by its
+    name, so a small ranker stands in for a trained folder; each story's score is its mean margin
+    over the other stories of its sequence, from the ranker's verdict on every ordered pair."""
+    import numpy as np
+
+    from vst_core.api import score_stories
+    from vst_core.config import Settings
+    from vst_core.data import read_story_set
+    from vst_core.scoring.registry import Models
+
+    class Longer:  # prefers the longer story, by the difference in characters
+        name = "longer@test"
+        calls = 0
+
+        def predict(self, pairs: list[tuple[str, str]], progress: object = None) -> np.ndarray:
+            Longer.calls += 1
+            return np.array([float(len(a) - len(b)) for a, b in pairs])
+
+    stories = read_story_set(SAMPLE)
+    settings = Settings(metrics=("redundancy", "vrank"), vrank_model=None)
+    records = score_stories(stories, settings=settings, models=Models(settings, vrank=Longer()))
+    assert Longer.calls == 1  # every pair of the set in one call
+    by_sequence: dict[str, list] = {}
+    for r in records:
+        by_sequence.setdefault(r.sequence_id, []).append(r)
+    checked = 0
+    for group in by_sequence.values():
+        for r in group:
+            others = [o for o in group if o is not r]
+            if not others:
+                continue
+            text = " ".join(r.sentences)
+            want = np.mean([len(text) - len(" ".join(o.sentences)) for o in others])
+            assert r.metrics["vrank"].score == pytest.approx(want) and r.metrics["vrank"].model == "longer@test"
+            checked += 1
+    assert checked >= 4
