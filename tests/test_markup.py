@@ -446,10 +446,15 @@ def test_notices_problems_and_refusals_show_no_server_folder(
     home, temp, base = Path.home(), Path(tempfile.gettempdir()), tmp_path_factory.getbasetemp()
     private = [home, temp, base, ROOT]
 
-    def missing(spec: str, device: str, *args: object) -> None:
+    real = loading.metric_models
+
+    def missing(name: str, settings: Any, given: Any = None) -> Any:
+        if name != "coherence":
+            return real(name, settings, given)
+        spec = settings.coherence_model
         raise ModelLoadError(f"weights {spec!r} are not in the local cache ({home}/.cache/huggingface/hub/models--x)")
 
-    monkeypatch.setattr(loading, "pair_scorer", missing)
+    monkeypatch.setattr(loading, "metric_models", missing)
     app = AppTest.from_file(APP, default_timeout=120).switch_page(PAGES["inspect"])
     app.run()
     assert not app.exception

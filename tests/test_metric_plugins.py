@@ -243,6 +243,8 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         .replace("score=score)", "score=score, switch=Switch('S', 'coherence_model', 'B', 'L'))")
         .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Switch"),
         aspect=GOOD.replace('"word_count"', '"aspect"').replace('direction="none")', 'direction="none", dhm="C")'),
+        regions=GOOD.replace('"word_count"', '"regions_too"').replace("score=score)", "score=score, region_model=print)"),
+        taker=GOOD.replace('"word_count"', '"taker"').replace("score=score)", "score=score, formerly=('coherence',))"),
         again=GOOD.replace('"word_count"', '"again"')
         .replace("score=score)", "score=score, reaggregate=REAGGREGATION)")
         .replace(
@@ -250,13 +252,14 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         ),
     )
     joined = "\n".join(reg.problems)
-    assert len(reg.problems) == 10 and not reg.plugins, joined
+    assert len(reg.problems) == 12 and not reg.plugins, joined
     assert "column 'system' is reserved" in joined and "column 'BLEU-4' is reserved" in joined
     assert "column 'inter' is another metric's" in joined and "alias 'r' is taken" in joined
     assert "column 't1' is another metric's" in joined
     assert "Count.words: list[int] cannot be read back from JSON (use a tuple)" in joined
     assert joined.count("model_fields and a switch are the built-in metrics'") == 2
     assert "dhm aspects are the built-in metrics'" in joined
+    assert "region_model is the built-in RoViST-VG's" in joined and "formerly 'coherence' is a name in use" in joined
     assert "reaggregate is the built-in GROOVIST's" in joined
 
 
@@ -674,3 +677,18 @@ def test_an_installed_metric_that_needs_clip_is_turned_on_and_off_under_more_met
     assert "clip_plugin" in plugin_metrics() and "clip_plugin" not in Choices(extra_clip=True).clip_metrics
     assert "clip_plugin" not in settings_for(Choices(extra_clip=True)).metrics
     assert "clip_plugin" in settings_for(Choices(plugins=("clip_plugin",))).metrics
+
+
+def test_models_takes_a_metrics_own_model_by_its_name_and_refuses_any_other_keyword() -> None:
+    """``Models(settings, vrank=...)`` injects Vrank's model; ``None`` means "load it when used", as
+    for CLIP; a keyword that names no metric (a misspelt ``cache``) is a TypeError, not ignored."""
+    from vst_core.config import Settings
+    from vst_core.metric_modules import vrank
+    from vst_core.scoring.registry import Models
+
+    settings = Settings(metrics=("vrank",), vrank_model="/nowhere/vrank")
+    ranker = object()
+    assert vrank.model(Models(settings, vrank=ranker)) is ranker  # type: ignore[arg-type]
+    assert set(Models(settings, vrank=None).unloadable()) == {"vrank"}
+    with pytest.raises(TypeError, match="cahce"):
+        Models(settings, cahce=object())

@@ -46,6 +46,43 @@ def test_an_old_clip_based_rovist_vg_record_reads_as_rovist_vg_clip() -> None:
     assert record.rovist_vg_clip.nouns[0].noun == "dog" and record.rovist_vg_clip.score == 0.33
 
 
+def test_the_scores_index_reads_an_old_clip_based_record_as_the_reader_does(tmp_path: Path) -> None:
+    """The index's table columns and its one-metric reads take an old ``rovist_vg`` CLIP record as
+    ``rovist_vg_clip`` (its module's ``formerly``), as :func:`read_record` does; an old record with an
+    extra key is still the CLIP one, and the authors' record (with its tagger) stays ``rovist_vg``."""
+    from vst_core.data.index_build import build_index
+
+    clip = {"score": 0.33, "lse": 1.37, "nouns": [{"noun": "dog", "best_cosine": 0.5, "idf": 2.0}], "notes": []}
+    authors = RovistVGScores(0.5, 1.1, (), (), model="rovist-vg:r2p@abc", tagger="spacy/en")
+    lines = [
+        {"format": 1, "story_id": "old", "system": "m", "sentences": ["A dog ran."], "metrics": {"rovist_vg": clip}},
+        {
+            "format": 1,
+            "story_id": "extra",
+            "system": "m",
+            "sentences": ["A dog."],
+            "metrics": {"rovist_vg": {**clip, "later": 1}},
+        },
+        StoryScores("new", "new", "m", ("A dog ran.",), metrics={"rovist_vg": authors}).to_json(),
+    ]
+    path = tmp_path / "scores.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    index = build_index([path])
+    table = index.table.set_index("story")
+    assert table.loc["old", "RoViST-VG (CLIP)"] == 0.33 and math.isnan(table.loc["old", "RoViST-VG"])
+    assert table.loc["extra", "RoViST-VG (CLIP)"] == 0.33
+    assert table.loc["new", "RoViST-VG"] == 0.5 and math.isnan(table.loc["new", "RoViST-VG (CLIP)"])
+    rows = list(range(len(index.table)))
+    by_story = dict(zip(index.table["story"], rows, strict=True))
+    clip_records = index.metric_records(rows, "rovist_vg_clip")
+    assert set(clip_records) == {by_story["old"], by_story["extra"]}
+    assert all(isinstance(r, RovistVGClipScores) for r in clip_records.values())
+    assert index.metric_records(rows, "rovist_vg") == {by_story["new"]: authors}
+    for row in rows:
+        record, _ = index.record(row)
+        assert record is not None and ("rovist_vg_clip" in record.metrics) == (record.story_id != "new")
+
+
 def test_a_model_record_round_trips() -> None:
     from vst_core.records import NounRegion
 

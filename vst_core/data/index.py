@@ -48,8 +48,10 @@ from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 from vst_core.records import RecordError, StoryScores, decode, read_record
 
-#: Bumped when the stored layout changes (old indexes are then rebuilt, not misread).
-INDEX_FORMAT = 4
+#: Bumped when the stored layout, or what a line's numbers are read as, changes (old indexes are
+#: then rebuilt, not misread): 5 reads a record an earlier version wrote under another metric's name
+#: as the metric now named so (``MetricSpec.formerly``).
+INDEX_FORMAT = 5
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 
@@ -204,7 +206,8 @@ class ScoresIndex:
                         if not isinstance(data, dict):
                             continue
                         found = data.get("metrics", {})
-                        if not isinstance(found, dict) or metric not in found:
+                        stored = _stored_as(found, metric) if isinstance(found, dict) else None
+                        if stored is None:
                             continue
                         if (str(data.get("system", "")), str(data.get("story_id", ""))) != (
                             str(self.table["system"].iat[int(row)]),
@@ -212,7 +215,7 @@ class ScoresIndex:
                         ):
                             continue
                         try:
-                            value: Any = decode(kind, found[metric], metric)
+                            value: Any = decode(kind, found[stored], metric)
                         except RecordError:
                             continue
                         rank = int(file_no) * (1 << 40) + int(offset)
@@ -264,3 +267,14 @@ def index_key(digests: Sequence[str]) -> str:
     if installed:
         key["metrics"] = installed
     return json_digest(key, 24)
+
+
+def _stored_as(metrics: dict[str, Any], metric: str) -> str | None:
+    """The key ``metric``'s record is stored under in a line's metrics: its name, or a name an
+    earlier version wrote it under (:meth:`~vst_core.metric_spec.Registry.renamed`); None: absent."""
+    reg = registry()
+    for key, value in metrics.items():
+        if key == metric or (key in reg.spec(metric).formerly and isinstance(value, dict)):
+            if (reg.renamed(key, value) if isinstance(value, dict) else key) == metric:
+                return str(key)
+    return None

@@ -29,13 +29,14 @@ from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, SCORES_FORMAT, RecordError, decode
 
 _Items = Callable[[Any], list[tuple[float, float]]]
-_VIEWS: dict[int, tuple[Registry, dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items]]] = {}
+_VIEWS: dict[int, tuple[Registry, dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items], frozenset[str]]] = {}
 
 
-def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items]]:
-    """The registry's numbers by metric ((column, attribute) each), each record type's quick check
-    and the items the index keeps of the re-aggregated metric's records, built once per registry
-    (never at import: an installed metric may import this module)."""
+def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str, _Items], frozenset[str]]:
+    """The registry's numbers by metric ((column, attribute) each), each record type's quick check,
+    the items the index keeps of the re-aggregated metric's records and the names earlier versions
+    wrote another metric's records under (``formerly``), built once per registry (never at import:
+    an installed metric may import this module)."""
     reg = registry()
     found = _VIEWS.get(id(reg))
     if found is None or found[0] is not reg:
@@ -44,8 +45,9 @@ def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str
             by_metric.setdefault(f.metric, []).append((f.column, f.attr))
         checks = {name: _check_of(kind, False) for name, kind in reg.types.items()}
         again = {s.name: s.reaggregate.items for s in reg.specs.values() if s.reaggregate is not None}
-        found = _VIEWS[id(reg)] = (reg, by_metric, checks, again)
-    return found[1], found[2], found[3]
+        formerly = frozenset(old for s in reg.specs.values() for old in s.formerly)
+        found = _VIEWS[id(reg)] = (reg, by_metric, checks, again, formerly)
+    return found[1], found[2], found[3], found[4]
 
 
 def by_metric() -> dict[str, list[tuple[str, str]]]:
@@ -147,8 +149,10 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
     errors = {str(k): str(v) for k, v in _dict(data.get("errors")).items()}
     values: list[tuple[str, dict[str, float]]] = []
     phrases: list[tuple[float, float]] = []
-    numbers, _, again = _views()
+    numbers, _, again, formerly = _views()
     for metric, value in _dict(data.get("metrics")).items():
+        if metric in formerly and isinstance(value, dict):  # an earlier version's record, of the metric now named so
+            metric = registry().renamed(str(metric), value)
         columns = numbers.get(str(metric))
         if columns is None:
             continue

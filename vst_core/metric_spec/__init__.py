@@ -347,8 +347,8 @@ class Registry:
 
     def renamed(self, name: str, value: Mapping[str, Any]) -> str:
         """The metric a stored record belongs to: ``name``, unless an earlier version wrote another
-        metric's record under it: a metric that lists ``name`` in ``formerly`` claims a record whose
-        keys are all fields of its record type and none only of ``name``'s.
+        metric's record under it: a metric that lists ``name`` in ``formerly`` claims a record that
+        has every field its record type requires and no key that only ``name``'s record type has.
 
         >>> registry().renamed("rovist_vg", {"score": 0.5, "lse": 1.0, "nouns": [], "notes": []})
         'rovist_vg_clip'
@@ -360,9 +360,10 @@ class Registry:
         for spec in self.specs.values():
             if name not in spec.formerly:
                 continue
-            theirs = {f.name for f in dataclasses.fields(spec.record)}
-            only_own = {f.name for f in dataclasses.fields(own.record)} - theirs if own is not None else set()
-            if keys <= theirs and not keys & only_own:
+            fields = dataclasses.fields(spec.record)
+            required = {f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+            only_own = {f.name for f in dataclasses.fields(own.record)} - {f.name for f in fields} if own is not None else set()
+            if required <= keys and not keys & only_own:
                 return spec.name
         return name
 

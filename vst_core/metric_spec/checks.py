@@ -29,7 +29,8 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
     and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
-    ``model_fields``, no ``switch``, no ``dhm`` aspect and no ``reaggregate``."""
+    ``model_fields``, no ``switch``, no ``region_model``, no ``dhm`` aspect, no ``reaggregate`` and
+    no ``formerly`` name that is in use."""
     if not NAME_PATTERN.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.aliases)}
@@ -67,6 +68,11 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
     if spec.model_fields or spec.switch is not None:  # they name fields of Settings, which a package cannot add to
         raise ValueError("model_fields and a switch are the built-in metrics' (they name the product's own settings)")
+    if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
+        raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
+    for old in spec.formerly:  # another metric's records are never read as this one's
+        if old in names or old == spec.name:
+            raise ValueError(f"formerly {old!r} is a name in use: only names no metric has any more can be read as this one's")
     if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and the judge's)
         raise ValueError("dhm aspects are the built-in metrics' (the paper's G, C and R, and the judge's J)")
     if spec.reaggregate is not None:  # the scores index keeps one metric's items

@@ -43,19 +43,25 @@ class Models:
         self._pair_scorer = pair_scorer
         self._clip = clip
         self._cache = cache
-        self._own: dict[str, object] = dict(own)
+        self._own: dict[str, object] = {k: v for k, v in own.items() if v is not None}  # None: load it when used
+        names = registry().names
+        unknown = [k for k in own if not any(k == n or k.startswith(n + "_") for n in names)]
+        if unknown:  # a misspelt argument, not a metric's model
+            raise TypeError(
+                f"Models() got unexpected keyword argument(s) {', '.join(unknown)}: a metric's own model is given by its name"
+            )
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self._memo: InputMemo | None = None
         self.problems: list[Problem] = []
 
     def own(self, key: str, build: Callable[[Models], T]) -> T:
-        """A metric's own model (or store) under ``key``: the one injected as ``Models(..., key=...)``
-        or loaded before, else ``build(self)`` once (the metric module's loader, which raises
-        ModelLoadError with the reason).
+        """A metric's own model (or store) under ``key`` (the metric's name, or its name, ``_`` and a
+        part: ``judge_cache``): the one injected as ``Models(..., key=...)`` or loaded before, else
+        ``build(self)`` once (the metric module's loader, which raises ModelLoadError with the reason).
 
-        >>> models = Models(Settings(), toy=1)
-        >>> models.own("toy", lambda m: 2), models.own("other", lambda m: 3), models.own("other", lambda m: 4)
+        >>> models = Models(Settings(), vrank=1)
+        >>> models.own("vrank", lambda m: 2), models.own("judge_cache", lambda m: 3), models.own("judge_cache", lambda m: 4)
         (1, 3, 3)
         """
         if key not in self._own:
