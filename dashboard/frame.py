@@ -71,6 +71,8 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     """Load the models the settings need; each one that cannot load is turned off with one notice
     (naming the sidebar controls), and a toggled one's reason kept in ``status``."""
     keys, switched = model_keys(settings), registry().switched
+    first = [m for m in settings.metrics if m in switched and m not in registry().with_need("clip")]
+    settings = _load_each(first, settings, {}, notices, status)  # the sections above Grounding first, as drawn
     clip = None
     if registry().with_need("clip") & set(settings.metrics):
         try:
@@ -84,7 +86,24 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             status[GROUNDING] = (keys[GROUNDING], reason)
             settings = without_clip(settings)
     given = {} if clip is None else {"clip": clip}
-    for name in settings.metrics:  # each metric's own models
+    settings = _load_each([m for m in settings.metrics if m not in first], settings, given, notices, status)
+    if registry().with_need("images") & set(settings.metrics):
+        if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
+            notices.append(
+                "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "
+                "folders this dashboard may read, or grid"
+            )
+            settings = settings.with_(regions="grid", regions_file=None)
+    return settings
+
+
+def _load_each(
+    names: list[str], settings: Settings, given: dict[str, Any], notices: list[str], status: dict[str, tuple[str, str | None]]
+) -> Settings:
+    """Load each metric's own models (``given``: CLIP, loaded once for them all); a metric whose
+    model fails is turned off with one notice, and a toggled one's reason kept in ``status``."""
+    keys, switched = model_keys(settings), registry().switched
+    for name in names:
         try:
             loading.metric_models(name, settings, given)
             if name in switched:
@@ -96,13 +115,6 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             if name in switched:
                 status[name] = (keys[name], reason)
             settings = without(settings, (name,))
-    if registry().with_need("images") & set(settings.metrics):
-        if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
-            notices.append(
-                "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "
-                "folders this dashboard may read, or grid"
-            )
-            settings = settings.with_(regions="grid", regions_file=None)
     return settings
 
 

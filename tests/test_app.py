@@ -139,6 +139,7 @@ def notices(app: AppTest) -> str:
 def test_missing_weights_show_one_notice_each_and_the_rest_works(at: AppTest) -> None:
     shown = " ".join(w.value for w in at.main.warning)
     assert shown.count("Coherence is off") == 1 and shown.count("Grounding is off") == 1
+    assert shown.index("Coherence is off") < shown.index("Grounding is off")  # in the sidebar's order
     assert "fetch-models" in notices(at) and "the sidebar's “…or local checkpoint file”" in notices(at)
     assert "--clip-checkpoint" not in notices(at)  # the sidebar's controls are named, not the CLI's flags
     toggles = {t.key: (t.value, t.disabled) for t in at.sidebar.toggle}
