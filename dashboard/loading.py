@@ -238,7 +238,7 @@ def recheck_paths(name: str, settings: Settings) -> None:
 def metric_models(name: str, settings: Settings, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The models metric ``name`` loads (its spec's ``load``, through :class:`Models`), once per
     process and :func:`model_key`, as keyword arguments for :class:`Models`; the ones in ``given``
-    (the CLIP encoder and the pair scorer, cached on their own) are used, not loaded again. Raises
+    (the CLIP encoder, cached on its own) are used, not loaded again. Raises
     what its loader raises (ModelLoadError, PathNotAllowed, ...): the frame shows it as a notice."""
     return _metric_models(name, model_key(name, settings), settings, dict(given or {}))
 

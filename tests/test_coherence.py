@@ -16,6 +16,7 @@ from conftest import WORDS, write_jsonl
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import Story, read_scores, read_story_set
+from vst_core.metric_modules import rovist_c
 from vst_core.metrics.coherence import coherence
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.models.pairs import CheckpointShapeError, load_pair_scorer, load_rovist_c
@@ -300,7 +301,7 @@ def test_prefix_context_scores_each_sentence_after_the_whole_story_so_far(tiny_b
     models = Models(settings)
     record = score_story(story, settings, models=models)
     assert record.coherence is not None and record.coherence.context == "prefix"
-    want = models.pair_scorer.score_pairs(pairs_of(sentences, "prefix"))
+    want = rovist_c.model(models).score_pairs(pairs_of(sentences, "prefix"))
     assert [p.probability for p in record.coherence.pairs] == pytest.approx(list(want), abs=1e-6)
     from vst_core.signature import signature
 

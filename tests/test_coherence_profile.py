@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from vst_core.config import Settings
 from vst_core.data import Story
 from vst_core.hashing import weights_digest
+from vst_core.metric_modules import rovist_c as rovist_c_metric
 from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence, transitions
 from vst_core.models.albert_tokenizer import SentencePieceAlbertTokenizer, load_slow_albert_tokenizer
 from vst_core.models.hub import ModelLoadError
@@ -379,7 +380,7 @@ def test_reference_profile_scores_as_the_authors_loops(albert_tokenizer: Path, r
     for context in ("pair", "prefix"):
         s = base.with_(coherence_context=context)
         models = Models(s)
-        scorer: Any = models.pair_scorer  # a TransformerPairScorer: its tokenizer and model
+        scorer: Any = rovist_c_metric.model(models)  # a TransformerPairScorer: its tokenizer and model
         tok = scorer.tokenizer
 
         def model(first: str, second: str, scorer: Any = scorer, tok: Any = tok) -> float:
@@ -441,7 +442,7 @@ def test_paper_profile_still_truncates_and_warns(albert_tokenizer: Path, rovist_
     record = score_story(story, ref, models=Models(ref))
     coh = record.coherence
     assert coh is not None and coh.score is None and coh.pairs[0].probability is None and not coh.pairs[0].truncated
-    assert math.isnan(Models(ref).pair_scorer.score_pairs([(story.sentences[0], story.sentences[1])])[0])
+    assert math.isnan(rovist_c_metric.model(Models(ref)).score_pairs([(story.sentences[0], story.sentences[1])])[0])
     # a scorer loaded for the paper profile (fast tokenizer) never gives reference numbers
-    record = score_story(story, ref, models=Models(ref, pair_scorer=Models(settings_).pair_scorer))
+    record = score_story(story, ref, models=Models(ref, coherence=rovist_c_metric.model(Models(settings_))))
     assert record.coherence is None and "slow ALBERT tokenizer" in record.errors["coherence"]

@@ -298,7 +298,7 @@ def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_
             raise RuntimeError("CUDA out of memory")
 
     coherence = Settings(metrics=("redundancy", "coherence"))
-    models = Models(coherence, pair_scorer=Broken())  # type: ignore[arg-type]
+    models = Models(coherence, coherence=Broken())  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="out of memory"):  # the run stops; a rerun resumes where it stopped
         scoring.score_batch(stories, coherence, {"id": "t"}, models, SAMPLE.parent)
 

@@ -3,7 +3,7 @@
 Each function does what the command of the same job does, with the same numbers and the same
 signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vst meta-eval``,
 :func:`human_likeness` is ``vst dhm``, :func:`compare` is ``vst compare``. Models are loaded once per call, or passed in
-(``models=Models(settings, clip=..., pair_scorer=...)``) to share them or to inject small ones.
+(``models=Models(settings, clip=..., coherence=...)``: CLIP, and a metric's own model by its name) to share them or to inject small ones.
 
 >>> import vst_core as vst
 >>> story = vst.Story.from_sentences(["We went to the beach.", "We went to the beach again."])

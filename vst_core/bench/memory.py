@@ -81,7 +81,7 @@ def rss_worker(payload: str) -> None:
             batch_size=batch_size,
             workers=config.workers,
         )
-        models = Models(settings, clip=clip, pair_scorer=scorer, cache=EmbeddingCache(folder / "embeddings.sqlite"))
+        models = Models(settings, clip=clip, coherence=scorer, cache=EmbeddingCache(folder / "embeddings.sqlite"))
         start = time.perf_counter()
         summary = score_story_set(story_set, settings, folder / "scores.jsonl", models=models)
         seconds = time.perf_counter() - start

@@ -15,6 +15,8 @@ from vst_core.records import CoherenceScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
+    from vst_core.models.protocols import PairScorer
+    from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
 NAME = "coherence"
@@ -24,7 +26,7 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     """Every transition of the batch through the pair scorer once; a truncated pair is a warning."""
     from vst_core.scoring.story import coherence_of, pair_scores_for, profile_problem, truncation_warnings
 
-    s, scorer = run.settings, run.models.pair_scorer
+    s, scorer = run.settings, model(run.models)
     problem = profile_problem(scorer, s)
     if problem:
         return {story.key: f"ValueError: {problem}" for story in stories}
@@ -40,6 +42,26 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
         for warning in truncation_warnings(story, scored[story.key], record):
             run.warn(story.key, warning)
     return out
+
+
+def model(models: Models) -> PairScorer:
+    """The sentence-pair scorer of the settings (``coherence_model`` with its tokenizer and profile),
+    loaded once per :class:`~vst_core.scoring.registry.Models` (or injected as
+    ``Models(..., coherence=scorer)``)."""
+
+    def build(m: Models) -> PairScorer:
+        from vst_core.models.pairs import load_pair_scorer
+
+        s = m.settings
+        return load_pair_scorer(
+            s.coherence_model,
+            tokenizer=s.coherence_tokenizer,
+            profile=s.coherence_profile,
+            device=s.device,
+            batch_size=s.batch_size,
+        )
+
+    return models.own(NAME, build)
 
 
 def identity(settings: Any) -> dict[str, str]:
@@ -95,7 +117,7 @@ METRIC = MetricSpec(
     aliases=("c", "rovist-c"),
     from_score=from_score,
     score=score,
-    load=lambda models: models.pair_scorer,
+    load=model,
     identity=identity,
     caption=caption,
     cards=cards,

@@ -18,29 +18,27 @@ from vst_core.metric_spec import MetricSpec, registry
 from vst_core.models.clip import load_clip
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
-from vst_core.models.pairs import load_pair_scorer
-from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder, PairScorer
+from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
 
 T = TypeVar("T")
 
 
 class Models:
-    """Load once, share everywhere: one CLIP encoder, one pair scorer, one embedding store, one
-    grounder per dataset folder (its regions and idf belong to that set), and each metric's own
-    models, loaded by its module through :meth:`own` (tiny ones may be injected by key)."""
+    """Load once, share everywhere: one CLIP encoder (several metrics use it), one embedding store,
+    one grounder per dataset folder (its regions and idf belong to that set), and each metric's own
+    models, loaded by its module through :meth:`own` (injected by the metric's name:
+    ``Models(settings, coherence=pair_scorer)``)."""
 
     def __init__(
         self,
         settings: Settings,
         *,
-        pair_scorer: PairScorer | None = None,
         clip: ImageTextEncoder | None = None,
         cache: EmbeddingStore | None = None,
         cache_dir: Path | None = None,
         **own: object,
     ) -> None:
         self.settings = settings
-        self._pair_scorer = pair_scorer
         self._clip = clip
         self._cache = cache
         self._own: dict[str, object] = {k: v for k, v in own.items() if v is not None}  # None: load it when used
@@ -104,19 +102,6 @@ class Models:
         path = getattr(self._cache, "path", None)
         return Path(path).parent / MEMO_FILE if path is not None else None
 
-    @property
-    def pair_scorer(self) -> PairScorer:
-        if self._pair_scorer is None:
-            s = self.settings
-            self._pair_scorer = load_pair_scorer(
-                s.coherence_model,
-                tokenizer=s.coherence_tokenizer,
-                profile=s.coherence_profile,
-                device=s.device,
-                batch_size=s.batch_size,
-            )
-        return self._pair_scorer
-
     def grounder(self, root: Path) -> Grounder:
         """The grounder of a dataset folder, built on first use."""
         key = str(root)
@@ -146,7 +131,6 @@ class Models:
         """The models and stores loaded so far, as keyword arguments for another :class:`Models`
         (e.g. with fewer metrics), so nothing loads twice."""
         found = {
-            "pair_scorer": self._pair_scorer,
             "clip": self._clip,
             "cache": self._cache,
             **self._own,
