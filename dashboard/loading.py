@@ -278,8 +278,9 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
     stories = [s for s in (_view.story(row) for row in rows) if s is not None]
     story_set = StorySet.of(stories, root=_view.root, source="view")
     models = Models(settings.with_(metrics=(judge.NAME,)))
-    results = pair_verdicts(story_set, settings, judge.model(models), judge.rubric(models), judge.answers(models))
-    return pd.DataFrame(position_rows(results, judge.rubric(models).pair_questions))
+    rubric = judge.rubric(models)
+    results = pair_verdicts(story_set, settings, judge.model(models), rubric, judge.answers(models))
+    return pd.DataFrame(position_rows(results, rubric.pair_questions))
 
 
 @st.cache_data(show_spinner="Scoring…")

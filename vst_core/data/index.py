@@ -273,8 +273,4 @@ def _stored_as(metrics: dict[str, Any], metric: str) -> str | None:
     """The key ``metric``'s record is stored under in a line's metrics: its name, or a name an
     earlier version wrote it under (:meth:`~vst_core.metric_spec.Registry.renamed`); None: absent."""
     reg = registry()
-    for key, value in metrics.items():
-        if key == metric or (key in reg.spec(metric).formerly and isinstance(value, dict)):
-            if (reg.renamed(key, value) if isinstance(value, dict) else key) == metric:
-                return str(key)
-    return None
+    return next((str(k) for k, v in metrics.items() if (reg.renamed(k, v) if isinstance(v, dict) else k) == metric), None)

@@ -45,8 +45,7 @@ def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str
             by_metric.setdefault(f.metric, []).append((f.column, f.attr))
         checks = {name: _check_of(kind, False) for name, kind in reg.types.items()}
         again = {s.name: s.reaggregate.items for s in reg.specs.values() if s.reaggregate is not None}
-        formerly = frozenset(old for s in reg.specs.values() for old in s.formerly)
-        found = _VIEWS[id(reg)] = (reg, by_metric, checks, again, formerly)
+        found = _VIEWS[id(reg)] = (reg, by_metric, checks, again, reg.formerly)
     return found[1], found[2], found[3], found[4]
 
 

@@ -27,6 +27,7 @@ declares a name, record type or column that is taken, is left out with the reaso
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import logging
 import re
@@ -345,6 +346,11 @@ class Registry:
         wanted = set(metrics)
         return [s for name, s in self.specs.items() if name in wanted]
 
+    @functools.cached_property
+    def formerly(self) -> frozenset[str]:
+        """Every name an earlier version wrote a metric's records under (their ``formerly``)."""
+        return frozenset(old for s in self.specs.values() for old in s.formerly)
+
     def renamed(self, name: str, value: Mapping[str, Any]) -> str:
         """The metric a stored record belongs to: ``name``, unless an earlier version wrote another
         metric's record under it: a metric that lists ``name`` in ``formerly`` claims a record that
@@ -355,6 +361,8 @@ class Registry:
         >>> registry().renamed("rovist_vg", {"score": 0.5, "lse": 1.0, "nouns": [], "notes": [], "tagger": "spacy"})
         'rovist_vg'
         """
+        if name not in self.formerly:
+            return name
         own = self.specs.get(name)
         keys = set(value)
         for spec in self.specs.values():
