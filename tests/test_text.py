@@ -153,7 +153,7 @@ def test_the_packaged_tables_are_nltks_punkt_tab() -> None:
 def test_without_a_trained_model_punkt_runs_untrained_with_abbreviations(monkeypatch: pytest.MonkeyPatch) -> None:
     from vst_core.text import public
 
-    monkeypatch.setattr(public, "_packaged_params", lambda: None)
+    monkeypatch.setattr(public, "_packaged_model", lambda: None)
     monkeypatch.setattr(public, "_nltk_data_params", lambda: None)
     public._trained.cache_clear()
     try:

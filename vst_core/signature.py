@@ -16,7 +16,7 @@ from vst_core.models.detector import detector_weights_path
 from vst_core.models.hub import hf_weights_id
 from vst_core.models.judge_server import endpoint_host
 from vst_core.records import StoryScores
-from vst_core.text.phrases import SpacyUnavailableError, load_spacy, reference_spacy_model, spacy_model_name
+from vst_core.text.phrases import SpacyUnavailableError, load_spacy, pipeline_meta, reference_spacy_model, spacy_model_name
 from vst_core.text.public import splitter_name
 from vst_core.text.wordnet import wordnet_id
 
@@ -91,7 +91,11 @@ def rovist_vg_tagger_id(spacy_model: str | None) -> str:
 
 
 def spacy_pipeline_id(name: str | None) -> str:
-    """``lang_name-version`` of the spaCy pipeline the settings use, or why there is none."""
+    """``lang_name-version`` of the spaCy pipeline the settings use, or why there is none: from the
+    pipeline's ``meta.json`` (spaCy is not loaded), else by loading it."""
+    meta = pipeline_meta(name)
+    if meta is not None:
+        return f"{meta['lang']}_{meta['name']}-{meta['version']}"
     try:
         return spacy_model_name(load_spacy(name))
     except SpacyUnavailableError:

@@ -40,7 +40,7 @@ class PrepOnlyEncoder(ClipEncoder):
     def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
         return np.zeros(len(crops))
 
-    def _forward(self, batch: Any) -> np.ndarray:
+    def _forward_device(self, batch: Any) -> np.ndarray:
         return np.zeros((len(batch), self.embed_dim), np.float32)
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:

@@ -7,65 +7,60 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 
-from vst_core.cli import (
-    bench,
-    compare,
-    dhm,
-    judge,
-    meta_eval,
-    metrics,
-    models,
-    report,
-    score,
-    train_cosmic,
-    train_sop,
-    train_vrank,
-)
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
 __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "score": score.run,
-    "train-sop": train_sop.run,
-    "train-cosmic": train_cosmic.run,
-    "train-vrank": train_vrank.run,
-    "fetch-models": models.run_fetch,
-    "bench": bench.run,
-    "cache": models.run_cache,
-    "meta-eval": meta_eval.run,
-    "import-scores": dhm.run_import,
-    "dhm": dhm.run_dhm,
-    "judge-bias": judge.run,
-    "compare": compare.run,
-    "report": report.run,
-    "metrics": metrics.run,
+#: Each command: its module in this package, the function that adds its parser (several commands
+#: of one module share it) and the function that runs it. A command's module is imported only when
+#: the command is run (or when the whole parser is built, for ``vst --help``), so ``vst score``
+#: never pays for the statistics and the report's imports.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "score": ("score", "add_parser", "run"),
+    "train-sop": ("train_sop", "add_parser", "run"),
+    "train-cosmic": ("train_cosmic", "add_parser", "run"),
+    "train-vrank": ("train_vrank", "add_parser", "run"),
+    "fetch-models": ("models", "add_parsers", "run_fetch"),
+    "cache": ("models", "add_parsers", "run_cache"),
+    "bench": ("bench", "add_parser", "run"),
+    "meta-eval": ("meta_eval", "add_parser", "run"),
+    "import-scores": ("dhm", "add_parsers", "run_import"),
+    "dhm": ("dhm", "add_parsers", "run_dhm"),
+    "judge-bias": ("judge", "add_parser", "run"),
+    "compare": ("compare", "add_parser", "run"),
+    "report": ("report", "add_parser", "run"),
+    "metrics": ("metrics", "add_parser", "run"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _runner(command: str) -> Callable[[argparse.Namespace], int]:
+    module, _, run = COMMANDS[command]
+    found: Callable[[argparse.Namespace], int] = getattr(import_module(f"vst_core.cli.{module}"), run)
+    return found
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``vst`` parser: every command, or with ``only`` that command alone (its module alone imported)."""
     parser = argparse.ArgumentParser(
         prog="vst", description="Evaluate visual stories with reference-free metrics and write per-story evidence."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    score.add_parser(sub)
-    train_sop.add_parser(sub)
-    train_cosmic.add_parser(sub)
-    train_vrank.add_parser(sub)
-    models.add_parsers(sub)
-    bench.add_parser(sub)
-    meta_eval.add_parser(sub)
-    dhm.add_parsers(sub)
-    judge.add_parser(sub)
-    compare.add_parser(sub)
-    report.add_parser(sub)
-    metrics.add_parser(sub)
+    added: set[tuple[str, str]] = set()
+    for command, (module, add, _) in COMMANDS.items():
+        if (only is not None and command != only) or (module, add) in added:
+            continue
+        added.add((module, add))
+        getattr(import_module(f"vst_core.cli.{module}"), add)(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    only = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(only).parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
-    return COMMANDS[args.command](args)
+    return _runner(args.command)(args)

@@ -22,6 +22,7 @@ from vst_core.scoring.runs import (
     chunk_size_for,
     parse_shard,
     score_story_set,
+    shard_stories,
 )
 from vst_core.scoring.story import dataset_theta
 
@@ -114,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
             error(f"regions file: {exc}")
             return EXIT_INPUT
     models = Models(settings, cache_dir=args.cache_dir)
+    # a large set's noun phrases parse in worker processes beside CLIP's loading
+    models.parse_ahead(shard_stories(story_set, *shard) if shard else list(story_set))
     unavailable: dict[str, str] = {}
     if not args.strict and len(settings.metrics) > 1:
         try:
@@ -125,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             for metric, why in unavailable.items():
                 error(f"{metric} is not run: {why}")
             settings = settings.with_(metrics=tuple(m for m in settings.metrics if m not in unavailable))
-            models = Models(settings, cache_dir=args.cache_dir, **models.loaded())
+            models = Models(settings, cache_dir=args.cache_dir, **models.loaded()).taking_over(models)
             note(f"scoring {', '.join(settings.metrics)} only; each record names the metrics not run (exit {EXIT_PARTIAL})")
         else:
             unavailable = {}  # every metric's model is missing: the first one's error below, exit 4
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         if args.theta == "dataset":
             theta, count = dataset_theta(story_set, models, chunk_size_for(settings))
             settings = settings.with_(theta=repr(theta))
-            models = Models(settings, clip=models.clip, cache=models.cache)
+            models = Models(settings, clip=models.clip, cache=models.cache).taking_over(models)
             note(f"θ = {theta:.6f} (mean NP score over {count} phrases of {args.input})")
         summary = score_story_set(
             story_set,

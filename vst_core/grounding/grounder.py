@@ -5,6 +5,7 @@ its ``image_record`` (:mod:`vst_core.metric_modules`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,14 +34,56 @@ from vst_core.models.rovist_vg import RovistVGModel
 from vst_core.records import MetricScores
 from vst_core.text.concreteness import phrase_concreteness
 from vst_core.text.nouns import Noun, nouns_many, tagger_name
-from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, pipeline_id, reference_spacy_model
+from vst_core.text.phrases import NounPhrase, load_spacy, noun_phrases_many, pipeline_id, pipeline_id_of, reference_spacy_model
 from vst_core.text.wordnet import noun_lemma
 
 if TYPE_CHECKING:
     from spacy.language import Language
 
+    from vst_core.text.phrases import PhrasesAhead
+
+log = logging.getLogger(__name__)
+
+#: Fewest stories whose noun phrases are worth worker processes (each loads the pipeline, ~2 s of CPU).
+AHEAD_MIN = 300
+
 # the crop rules and the probe are read from here by the parity tests and the benchmarks too
 __all__ = ["KEEP_BETWEEN_CHUNKS", "Grounder", "ImageEntry", "_crop", "_pixel_box", "_probe"]
+
+
+#: Noun phrases being parsed in worker processes: the workers, the pipeline the memo keys name, the keys.
+Ahead = tuple["PhrasesAhead", str, list[str]]
+
+
+def spacy_name(settings: Settings) -> str | None:
+    """The spaCy pipeline the settings parse noun phrases with (None: the first installed)."""
+    reference = settings.grounding_profile == "reference"
+    return reference_spacy_model() if reference and not settings.spacy_model else settings.spacy_model
+
+
+def parse_ahead(settings: Settings, memo: InputMemo, stories: Sequence[Story], processes: int) -> Ahead | None:
+    """Start parsing, in ``processes`` worker processes, the noun phrases of those ``stories`` the
+    memo lacks (at least :data:`AHEAD_MIN` of them), so the parse runs beside the model's loading
+    and the images; a :class:`Grounder` given the result stores them in the memo when it first
+    needs phrases. None when nothing was started (few stories, or a pipeline that cannot be named
+    from its files)."""
+    if not registry().with_need("clip") & set(settings.metrics):
+        return None
+    reference = settings.grounding_profile == "reference"
+    name = spacy_name(settings)
+    pipeline = pipeline_id_of(name)
+    if pipeline is None:
+        return None
+    todo = list({s.key: s for s in stories}.values())
+    keys = [memo.phrase_key(s.sentences, pipeline, reference) for s in todo]
+    known = memo.phrases(keys)
+    missing = [(s, k) for s, k in zip(todo, keys, strict=True) if k not in known]
+    if len(missing) < AHEAD_MIN:
+        return None
+    from vst_core.text.phrases import PhrasesAhead
+
+    ahead = PhrasesAhead([s.sentences for s, _ in missing], name, whole_pronouns=reference, processes=processes)
+    return ahead, pipeline, [k for _, k in missing]
 
 
 class Grounder(ImageRegions):
@@ -59,6 +102,7 @@ class Grounder(ImageRegions):
         detector: Detector | None = None,
         vg: RovistVGModel | None = None,
         memo: InputMemo | None = None,
+        ahead: Ahead | None = None,
     ) -> None:
         super().__init__(
             settings, encoder, root=root, cache=cache, regions_table=regions_table, detector=detector, vg=vg, memo=memo
@@ -72,6 +116,8 @@ class Grounder(ImageRegions):
         self._text: dict[str, np.ndarray] = {}
         self._weight_of: dict[tuple[tuple[str, ...], tuple[str, ...] | None], float] = {}
         self._pipeline: tuple[object, str] | None = None  # (spaCy pipeline, its pipeline_id)
+        self._named: tuple[str | None, str | None] | None = None  # (pipeline name, its id from its files)
+        self._ahead = ahead  # phrases being parsed in worker processes (parse_ahead), stored in the memo when needed
         self.text_failures: dict[str, str] = {}  # metric -> why its texts could not be had this batch
 
     # ------------------------------------------------------------------ preparation
@@ -120,27 +166,62 @@ class Grounder(ImageRegions):
             found = nouns_many([s.sentences for s in todo], self.settings.spacy_model)
             self.nouns.update((s.key, n) for s, n in zip(todo, found, strict=True))
 
+    def _collect_ahead(self) -> None:
+        """Store the phrases :meth:`parse_ahead` started in the memo (those of the pipeline it named)."""
+        if self._ahead is None or self.memo is None:
+            return
+        ahead, pipeline, keys = self._ahead
+        self._ahead = None
+        try:
+            ids, found = ahead.result()
+        except Exception as exc:  # a worker that failed: the stories are parsed here instead
+            log.warning("noun phrases in worker processes failed (%s: %s); parsing in this process", type(exc).__name__, exc)
+            return
+        if ids == {pipeline}:
+            self.memo.put_phrases(dict(zip(keys, found, strict=True)))
+
     def parse(self, stories: Sequence[Story]) -> None:
         """Noun phrases of every story not parsed yet, in one spaCy pass over all their sentences."""
         todo = list({s.key: s for s in stories if s.key not in self.phrases}.values())
         if not todo:
             return
+        self._collect_ahead()
         reference = self.settings.grounding_profile == "reference"
         name = reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
-        nlp = load_spacy(name)
         keys: dict[tuple[str, str], str] = {}
+        nlp: Language | None = None
         if self.memo is not None:
-            pipeline = self._pipeline_id(nlp)
-            keys = {s.key: self.memo.phrase_key(s.sentences, pipeline, reference) for s in todo}
-            known = self.memo.phrases(keys.values())
-            self.phrases.update((s.key, known[keys[s.key]]) for s in todo if keys[s.key] in known)
-            todo = [s for s in todo if keys[s.key] not in known]
+            # the pipeline named from its files: spaCy is loaded only for stories the memo lacks
+            pipeline = self._named_pipeline(name)
+            if pipeline is None:
+                nlp = load_spacy(name)
+                pipeline = self._pipeline_id(nlp)
+            todo = self._from_memo(todo, pipeline, reference, keys)
+            if todo and nlp is None:
+                nlp = load_spacy(name)
+                if self._pipeline_id(nlp) != pipeline:  # the files named another pipeline than loads
+                    todo = self._from_memo(todo, self._pipeline_id(nlp), reference, keys)
         if not todo:
             return
+        nlp = nlp or load_spacy(name)
         found = noun_phrases_many([s.sentences for s in todo], nlp, whole_pronouns=reference)
         self.phrases.update((s.key, p) for s, p in zip(todo, found, strict=True))
         if self.memo is not None:
             self.memo.put_phrases({keys[s.key]: p for s, p in zip(todo, found, strict=True)})
+
+    def _from_memo(self, todo: list[Story], pipeline: str, reference: bool, keys: dict[tuple[str, str], str]) -> list[Story]:
+        """Take the phrases of ``todo`` the memo holds under ``pipeline`` (``keys`` filled); the rest."""
+        assert self.memo is not None
+        keys.update((s.key, self.memo.phrase_key(s.sentences, pipeline, reference)) for s in todo)
+        known = self.memo.phrases(keys[s.key] for s in todo)
+        self.phrases.update((s.key, known[keys[s.key]]) for s in todo if keys[s.key] in known)
+        return [s for s in todo if keys[s.key] not in known]
+
+    def _named_pipeline(self, name: str | None) -> str | None:
+        """:func:`pipeline_id_of` the pipeline ``name``, read once per grounder."""
+        if self._named is None or self._named[0] != name:
+            self._named = (name, pipeline_id_of(name))
+        return self._named[1]
 
     def _pipeline_id(self, nlp: Language) -> str:
         """:func:`pipeline_id` of ``nlp``, read once per pipeline (its ``meta`` is rebuilt on every read)."""

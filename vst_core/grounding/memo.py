@@ -4,7 +4,9 @@ run whose vectors are all cached neither re-hashes the images nor re-parses the 
 * an image's content digest, size and format, by (path, size, mtime_ns, ctime_ns, inode): any
   change to the file, a rewrite with its mtime restored included, changes the ctime and is missed;
 * a story's noun phrases, by the digest of its sentences, the spaCy pipeline (name and version,
-  spaCy's version) and the pronoun rule.
+  spaCy's version) and the pronoun rule;
+* the weights that built a model before (its signature, by the stamp of its file), so a rerun
+  whose vectors are all cached need not build it to know it loads.
 
 Read in bulk (one query per chunk); an unreadable file is set aside and a new one started, so the
 memo can only ever cost the work it saves.
@@ -29,6 +31,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS images (path TEXT PRIMARY KEY, stamp TEXT, digest TEXT, width INTEGER, "
     "height INTEGER, format TEXT)",
     "CREATE TABLE IF NOT EXISTS phrases (key TEXT PRIMARY KEY, value BLOB)",
+    "CREATE TABLE IF NOT EXISTS models (signature TEXT PRIMARY KEY, stamp TEXT)",
 )
 ImageFacts = tuple[str, tuple[int, int], str | None]  # digest, (width, height), format
 
@@ -71,6 +74,21 @@ class InputMemo:
             self._store.run(
                 lambda db: write_many(db, "INSERT OR REPLACE INTO images VALUES (?, ?, ?, ?, ?, ?)", rows), default=None
             )
+
+    # ------------------------------------------------------------------ models
+
+    def model_built(self, signature: str, stamp: str) -> bool:
+        """Whether weights of this ``signature`` were built from the file of this ``stamp`` before."""
+        found = self._store.run(
+            lambda db: db.execute("SELECT stamp FROM models WHERE signature = ?", (signature,)).fetchone(), default=None
+        )
+        return found is not None and found[0] == stamp
+
+    def put_model(self, signature: str, stamp: str) -> None:
+        """Remember that the weights of ``signature`` built from the file of ``stamp``."""
+        self._store.run(
+            lambda db: write_many(db, "INSERT OR REPLACE INTO models VALUES (?, ?)", [(signature, stamp)]), default=None
+        )
 
     # ------------------------------------------------------------------ noun phrases
 

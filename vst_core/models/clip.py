@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -49,6 +50,7 @@ __all__ = [
     "DEFAULT_ARCH",
     "DEFAULT_PRETRAINED",
     "ClipEncoder",
+    "LazyClipEncoder",
     "PixelBox",
     "TensorTransform",
     "ClipWeights",
@@ -232,15 +234,37 @@ class ClipEncoder:
             ]
         return self._norm_tensors
 
-    def _forward(self, batch: Any) -> np.ndarray:
-        """Unit image embeddings of a device batch (fp16 autocast on CUDA)."""
+    @property
+    def overlaps(self) -> bool:
+        """Whether the worker threads prepare images beside the forward: on an accelerator, where the
+        host only waits; on a CPU the forward itself uses every core (see :meth:`encode_images`)."""
+        return self.device != "cpu"
+
+    def _forward_device(self, batch: Any) -> Any:
+        """Unit image embeddings of a device batch, left where the model ran (fp16 autocast on CUDA):
+        on a GPU the call returns once the work is queued."""
         torch = self._torch
         start = time.perf_counter()
         with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-            emb = self.model.encode_image(batch).float()
-        out: np.ndarray = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
+            emb = torch.nn.functional.normalize(self.model.encode_image(batch).float(), dim=-1)
         self.image_seconds += time.perf_counter() - start
+        return emb
+
+    def _collect(self, parts: Sequence[Any]) -> np.ndarray:
+        """(N, D) float32 on the host from the device embeddings of :meth:`_forward_device`, in one
+        copy: the only point where the host waits for the device."""
+        if not parts:
+            return np.zeros((0, self.embed_dim), np.float32)
+        if all(isinstance(p, np.ndarray) for p in parts):
+            return np.concatenate(parts).astype(np.float32, copy=False)
+        torch = self._torch
+        joined = torch.cat([p if isinstance(p, torch.Tensor) else torch.from_numpy(p) for p in parts])
+        out: np.ndarray = joined.float().cpu().numpy()
         return out
+
+    def _forward(self, batch: Any) -> np.ndarray:
+        """Unit image embeddings of a device batch on the host (fp16 autocast on CUDA)."""
+        return self._collect([self._forward_device(batch)])
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
         """(N, D) float32, unit rows, for PIL images (any mode; converted to RGB).
@@ -266,7 +290,7 @@ class ClipEncoder:
             # On a GPU the threads prepare the next batches while the current one is encoded. On a
             # CPU the model already uses every core: a thread working beside it stalls all of torch's
             # threads at their next barrier, so the threads prepare each batch between forwards.
-            overlap = self.device != "cpu"
+            overlap = self.overlaps
             submit(0)
             if overlap:
                 submit(1)
@@ -296,9 +320,9 @@ class ClipEncoder:
                 "this CLIP model's image preprocessing is not a resize and centre crop that can run on the device; "
                 "use --preprocess pil"
             )
-        chunks: list[np.ndarray] = []
+        chunks: list[Any] = []  # embeddings left on the device, copied once at the end
         pending: list[tuple[Any, PixelBox]] = []
-        overlap = self.device != "cpu"
+        overlap = self.overlaps
         ahead = max(2, 2 * self.workers)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-decode") as pool:
             items = iter(sources)
@@ -315,7 +339,7 @@ class ClipEncoder:
                 if not overlap:  # on a CPU nothing decodes beside the forward (see encode_images)
                     for f in queued:
                         f.exception()
-                chunks.append(self._forward(self._device_batch(pending, transform)))
+                chunks.append(self._forward_device(self._device_batch(pending, transform)))
                 self.images_encoded += len(pending)
                 pending.clear()
 
@@ -333,7 +357,7 @@ class ClipEncoder:
                     top_up()
             if pending:
                 flush()
-        return np.concatenate(chunks) if chunks else np.zeros((0, self.embed_dim), np.float32)
+        return self._collect(chunks)
 
     def _host_image(self, load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]], item: Any) -> tuple[Any, list[PixelBox]]:
         """A worker's part of :meth:`encode_crops`: decode, and pin the pixels on CUDA."""
@@ -433,3 +457,81 @@ def load_clip(
             f"{short_error(exc)}. Check --clip-model / --clip-checkpoint."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
+
+
+class LazyClipEncoder:
+    """CLIP known by its weights' signature and built on first use: a run whose vectors are all
+    cached never imports torch or open_clip. ``build()`` gives the :class:`ClipEncoder` (a
+    :class:`ModelLoadError` says why not); ``on_built`` is told once it has.
+
+    >>> lazy = LazyClipEncoder("ViT-B-32/file:0123", lambda: None, device="cpu", batch_size=8, workers=2)  # type: ignore[arg-type,return-value]
+    >>> lazy.signature, lazy.workers, lazy.loaded
+    ('ViT-B-32/file:0123', 2, False)
+    """
+
+    def __init__(
+        self,
+        signature: str,
+        build: Callable[[], ClipEncoder],
+        *,
+        device: str,
+        batch_size: int,
+        workers: int = 0,
+        on_built: Callable[[ClipEncoder], None] | None = None,
+    ) -> None:
+        self.signature = signature
+        self._build = build
+        self._device = device
+        self._batch_size = batch_size
+        self.workers = workers or default_workers()
+        self._on_built = on_built
+        self._encoder: ClipEncoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    @property
+    def encoder(self) -> ClipEncoder:
+        """The built encoder (built now, once, if it was not)."""
+        with self._lock:
+            if self._encoder is None:
+                encoder = self._build()
+                if encoder.signature != self.signature:
+                    raise ModelLoadError(
+                        f"CLIP weights changed while loading: expected {self.signature}, built {encoder.signature}"
+                    )
+                encoder.batch_size = self._batch_size
+                self._encoder = encoder
+                if self._on_built is not None:
+                    self._on_built(encoder)
+            return self._encoder
+
+    @property
+    def device(self) -> str:
+        return self._encoder.device if self._encoder is not None else resolve_device(self._device)
+
+    @property
+    def batch_size(self) -> int:
+        return self._encoder.batch_size if self._encoder is not None else self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self._batch_size = value
+        if self._encoder is not None:
+            self._encoder.batch_size = value
+
+    def encode_text(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encoder.encode_text(texts)
+
+    def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
+        return self.encoder.encode_images(images, load=load)
+
+    def encode_crops(self, sources: Sequence[Any], load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]]) -> np.ndarray:
+        return self.encoder.encode_crops(sources, load)
+
+    def __getattr__(self, name: str) -> Any:  # model, tokenizer, embed_dim, text_tower ...: the built encoder's
+        if name.startswith("__") or name in {"_encoder", "_build", "_lock"}:
+            raise AttributeError(name)
+        return getattr(self.encoder, name)

@@ -79,7 +79,7 @@ def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
     if key not in _KINDS:
         fmt = sniff_checkpoint(path)
         kind: Literal["open_clip", "openai"] = "openai" if fmt == "torchscript" else "open_clip"
-        if fmt in ("torch-zip", "torch-legacy"):
+        if fmt == "torch-legacy" or (fmt == "torch-zip" and _may_hold_openai_meta(path)):
             import torch
 
             try:
@@ -90,6 +90,23 @@ def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
                 kind = "openai"
         _KINDS[key] = kind
     return _KINDS[key]
+
+
+def _may_hold_openai_meta(path: Path) -> bool:
+    """Whether a PyTorch zip checkpoint's pickle names every :data:`OPENAI_META` entry anywhere: read
+    with :mod:`pickletools` (nothing is unpickled, torch is not imported); when it does, loading on
+    the meta device decides. A pickle that cannot be read is left to that load too."""
+    import pickletools
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            name = next(n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl")
+            data = archive.read(name)
+        strings = {arg for op, arg, _ in pickletools.genops(data) if isinstance(arg, str) and "UNICODE" in op.name}
+    except Exception:
+        return True
+    return set(OPENAI_META) <= strings
 
 
 #: How a setting names the activation: ``auto`` (as the weights say) or explicitly.

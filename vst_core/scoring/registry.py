@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from vst_core.config import Settings, default_cache_dir
-from vst_core.data import Problem, StorySet
+from vst_core.data import Problem, Story, StorySet
 from vst_core.data.regions import read_regions_csv
 from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.grounding.grounder import Grounder
+from vst_core.grounding.grounder import Ahead, Grounder, parse_ahead
 from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
-from vst_core.grounding.memo import InputMemo
+from vst_core.grounding.memo import InputMemo, regular_stamp
 from vst_core.metric_spec import MetricSpec, registry
-from vst_core.models.clip import load_clip
+from vst_core.models.clip import LazyClipEncoder, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
@@ -51,6 +52,7 @@ class Models:
         self.cache_dir = cache_dir
         self._grounders: dict[str, Grounder] = {}
         self._memo: InputMemo | None = None
+        self._ahead: Ahead | None = None
         self.problems: list[Problem] = []
 
     def own(self, key: str, build: Callable[[Models], T]) -> T:
@@ -68,9 +70,14 @@ class Models:
 
     @property
     def clip(self) -> ImageTextEncoder:
+        """CLIP of the settings. Weights that built before (the memo holds their signature and their
+        file is unchanged) come as a :class:`LazyClipEncoder`, built on the first vector the cache
+        lacks, so a rerun whose vectors are all cached never imports torch; any other weights are
+        built now, so a file that does not load is found before any work."""
         if self._clip is None:
             s = self.settings
-            self._clip = load_clip(
+            build = partial(
+                load_clip,
                 s.clip_arch,
                 s.clip_pretrained,
                 checkpoint=s.clip_checkpoint,
@@ -80,6 +87,28 @@ class Models:
                 batch_size=s.batch_size,
                 workers=s.workers,
             )
+            memo = self.memo
+            weights = None
+            if memo is not None and s.clip_config is None:
+                try:
+                    weights = resolve_clip_weights(s.clip_arch, s.clip_pretrained, s.clip_checkpoint, s.clip_activation)
+                except (ModelLoadError, ValueError, OSError):
+                    weights = None  # built now: load_clip gives the error with its fix
+            stamp = regular_stamp(weights.path) if weights is not None and weights.path is not None else None
+            if memo is None or weights is None or stamp is None or not memo.model_built(weights.signature, stamp):
+                encoder = build()
+                if memo is not None and weights is not None and stamp is not None and encoder.signature == weights.signature:
+                    memo.put_model(weights.signature, stamp)
+                self._clip = encoder
+            else:
+                self._clip = LazyClipEncoder(
+                    weights.signature,
+                    build,
+                    device=s.device,
+                    batch_size=s.batch_size,
+                    workers=s.workers,
+                    on_built=lambda encoder: memo.put_model(weights.signature, stamp),
+                )
         return self._clip
 
     @property
@@ -102,6 +131,25 @@ class Models:
         path = getattr(self._cache, "path", None)
         return Path(path).parent / MEMO_FILE if path is not None else None
 
+    def parse_ahead(self, stories: Sequence[Story]) -> bool:
+        """Start parsing the noun phrases of ``stories`` that the memo lacks in worker processes
+        (:func:`~vst_core.grounding.grounder.parse_ahead`: one fewer than the cores, at most 8, each
+        for at least 1,000 sentences), before the models load, so the parse runs beside loading CLIP
+        and decoding the first images. Whether it started."""
+        memo = self.memo
+        if memo is None or self._ahead is not None or self._grounders:
+            return False
+        sentences = sum(len(s.sentences) for s in stories)
+        processes = max(1, min((os.cpu_count() or 1) - 1, 8, sentences // 1000))
+        self._ahead = parse_ahead(self.settings, memo, stories, processes)
+        return self._ahead is not None
+
+    def taking_over(self, other: Models) -> Models:
+        """This :class:`Models`, with the noun phrases ``other`` started parsing (:meth:`parse_ahead`)."""
+        if self._ahead is None:
+            self._ahead, other._ahead = other._ahead, None
+        return self
+
     def grounder(self, root: Path) -> Grounder:
         """The grounder of a dataset folder, built on first use."""
         key = str(root)
@@ -113,10 +161,13 @@ class Models:
                 self.problems.extend(problems)
             clip = self.clip if registry().with_need("clip") & set(s.metrics) else None
             vg = next((spec.region_model(self) for spec in registry().in_use(s.metrics) if spec.region_model), None)
-            device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
-            detector = Detector(device) if s.regions == "detector" else None
+            detector = None
+            if s.regions == "detector":
+                device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
+                detector = Detector(device)
+            ahead, self._ahead = self._ahead, None
             self._grounders[key] = Grounder(
-                s, clip, root=root, cache=self.cache, regions_table=table, detector=detector, vg=vg, memo=self.memo
+                s, clip, root=root, cache=self.cache, regions_table=table, detector=detector, vg=vg, memo=self.memo, ahead=ahead
             )
         return self._grounders[key]
 

@@ -128,6 +128,53 @@ def reference_spacy_model() -> str | None:
     return "en_core_web_trf" if importlib.util.find_spec("en_core_web_trf") is not None else None
 
 
+def pipeline_meta(name: str | None = None) -> dict[str, Any] | None:
+    """The ``meta.json`` of the pipeline :func:`load_spacy` would load (a package name, a folder, or
+    the first installed of :data:`SPACY_CANDIDATES`), read without importing spaCy; None when none
+    is found or its meta cannot be read (then only loading it tells).
+
+    >>> pipeline_meta("no_such_pipeline_installed") is None
+    True
+    """
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    for candidate in (name,) if name else SPACY_CANDIDATES:
+        folder = Path(candidate) if "/" in candidate or candidate.startswith(".") else None
+        if folder is None:
+            try:
+                spec = importlib.util.find_spec(candidate)
+            except (ImportError, ValueError):
+                spec = None
+            locations = list(spec.submodule_search_locations or []) if spec is not None else []
+            if not locations:
+                continue
+            folder = Path(locations[0])
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return meta if isinstance(meta, dict) and all(isinstance(meta.get(k), str) for k in ("lang", "name", "version")) else None
+    return None
+
+
+def spacy_version() -> str:
+    """spaCy's version from its package metadata (spaCy is not imported)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("spacy")
+    except metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+def pipeline_id_of(name: str | None) -> str | None:
+    """:func:`pipeline_id` of the pipeline ``name`` names, from its files (None: load it to know)."""
+    meta = pipeline_meta(name)
+    return None if meta is None else f"{meta['lang']}_{meta['name']}=={meta['version']};spacy=={spacy_version()}"
+
+
 def spacy_model_name(nlp: Language) -> str:
     """``lang_name-version`` of a loaded pipeline, for the settings signature."""
     return f"{nlp.meta.get('lang', 'xx')}_{nlp.meta.get('name', '?')}-{nlp.meta.get('version', '?')}"
@@ -253,3 +300,47 @@ def _story_phrases(
                 )
             )
     return phrases
+
+
+def _parse_part(job: tuple[str | None, list[list[str]], bool]) -> tuple[str, list[list[NounPhrase]]]:
+    """A worker process's share of :class:`PhrasesAhead`: the pipeline's id and the phrases."""
+    name, stories, whole_pronouns = job
+    nlp = load_spacy(name)
+    return pipeline_id(nlp), noun_phrases_many(stories, nlp, whole_pronouns=whole_pronouns)
+
+
+class PhrasesAhead:
+    """:func:`noun_phrases_many` of many stories in ``processes`` worker processes (spawned, each
+    loading the pipeline once), started now and collected by :meth:`result`, so the parse runs
+    beside whatever the caller does meanwhile (loading a model, decoding images).
+
+    The phrases are those of one process (the same pipeline on the same sentences); each part's
+    pipeline id comes back with it, so a caller can check which pipeline parsed them.
+    """
+
+    def __init__(self, stories: Sequence[Sequence[str]], name: str | None, *, whole_pronouns: bool, processes: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        processes = max(1, min(processes, len(stories)))
+        self._pool = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        size = -(-len(stories) // processes)
+        parts = [[list(s) for s in stories[k : k + size]] for k in range(0, len(stories), size)]
+        self._futures = [self._pool.submit(_parse_part, (name, part, whole_pronouns)) for part in parts]
+
+    def result(self) -> tuple[set[str], list[list[NounPhrase]]]:
+        """(the pipeline ids that parsed, the phrases of every story in order); waits for the workers.
+        Raises what a worker raised."""
+        try:
+            ids: set[str] = set()
+            out: list[list[NounPhrase]] = []
+            for future in self._futures:
+                pipeline, phrases = future.result()
+                ids.add(pipeline)
+                out.extend(phrases)
+            return ids, out
+        finally:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def cancel(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

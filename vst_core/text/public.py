@@ -133,8 +133,9 @@ def _params_from_tables(abbrevs: Any, collocations: Any, starters: Any, ortho: A
     return params
 
 
-def _packaged_params() -> tuple[PunktParameters, str] | None:
-    """NLTK's English ``punkt_tab`` tables from :data:`PUNKT_PACKAGE` when it is installed."""
+def _packaged_model() -> tuple[Any, str] | None:
+    """(the tables' module, where they come from) of :data:`PUNKT_PACKAGE` when it is installed;
+    NLTK is not imported."""
     try:
         version = importlib.metadata.version(PUNKT_PACKAGE)
         if importlib.util.find_spec("punkt.data.english") is None:
@@ -144,8 +145,17 @@ def _packaged_params() -> tuple[PunktParameters, str] | None:
         return None
     if getattr(model, "SOURCE", None) != "punkt_tab:english":
         return None
+    return model, f"punkt_tab-english from {PUNKT_PACKAGE} {version}"
+
+
+def _packaged_params() -> tuple[PunktParameters, str] | None:
+    """NLTK's English ``punkt_tab`` tables from :data:`PUNKT_PACKAGE` when it is installed."""
+    found = _packaged_model()
+    if found is None:
+        return None
+    model, source = found
     params = _params_from_tables(model.ABBREV_TYPES, model.COLLOCATIONS, model.SENT_STARTERS, model.ORTHO_CONTEXT)
-    return params, f"punkt_tab-english from {PUNKT_PACKAGE} {version}"
+    return params, source
 
 
 def _nltk_data_params() -> tuple[PunktParameters, str] | None:
@@ -170,17 +180,23 @@ def _trained() -> tuple[Any, str] | None:
 
 
 def punkt_source() -> str:
-    """Where the English Punkt model comes from, or that Punkt runs untrained (see the module doc)."""
+    """Where the English Punkt model comes from, or that Punkt runs untrained (see the module doc);
+    the packaged model is named without importing NLTK."""
+    packaged = _packaged_model()
+    if packaged is not None:
+        return packaged[1]
     trained = _trained()
     return trained[1] if trained is not None else UNTRAINED
 
 
 def splitter_name() -> str:
     """Which sentence splitter and word rules :func:`punkt_sentences` and :func:`word_tokens` use
-    (recorded in the signature)."""
-    import nltk
-
-    return f"nltk-{nltk.__version__}/{punkt_source()}/nltk-{NLTK_RULES} rules"
+    (recorded in the signature); NLTK's version from its package metadata, so naming it imports nothing."""
+    try:
+        version = importlib.metadata.version("nltk")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not-installed"
+    return f"nltk-{version}/{punkt_source()}/nltk-{NLTK_RULES} rules"
 
 
 def punkt_sentences(text: str) -> list[str]:

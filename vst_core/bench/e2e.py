@@ -1,0 +1,253 @@
+"""``vst score`` end to end, as a user runs it: a new process from start to exit, on a generated set.
+
+The set (``sequences`` image sequences of ``images_per_story`` JPEG photos, one story each) is
+written by several processes; the CLIP weights are a local checkpoint of the architecture with
+random weights (the cost of a forward does not depend on the values). The command is run twice
+with one cache folder: cold (empty cache) and warm (every vector cached, a new ``--out``). Each run
+goes through :mod:`vst_core.bench.standin`, which traces the stages and, on a CPU with a stand-in
+rate, replaces the forwards by waits. Figures:
+
+    e2e_cold_seconds        process start to exit, empty cache
+    e2e_crops_per_s         crops encoded / e2e_cold_seconds
+    e2e_vs_raw              e2e_crops_per_s / the bare forward's crops/s (the stand-in's rate on a CPU)
+    e2e_warm_seconds        process start to exit, every vector cached, a new --out
+    startup_seconds         process start to the first forward (cold run)
+    e2e_cpu_ms_per_1000_crops  CPU milliseconds per 1,000 crops by stage (decode, crop/resize, text,
+                            forwards' host side, aggregation, writing), all threads
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vst_core.bench.inputs import _TEMPLATES, _fill
+
+#: Textures drawn once per writer process; each photo is one of them shifted, tinted and re-noised.
+_TEXTURES = 6
+
+
+def _texture(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    a, b, c = rng.uniform(0.005, 0.05, 3)
+    base = np.stack([np.sin(xx * a), np.cos(yy * b), np.sin((xx + yy) * c)], axis=-1)
+    return np.clip((base + rng.normal(0, 0.15, (height, width, 3)) + 1) * 127.5, 0, 255).astype(np.uint8)
+
+
+def _write_photos(job: tuple[Path, list[str], tuple[int, int], int]) -> None:
+    """Write the photos ``names`` under ``folder``: distinct content each (shift, tint, noise)."""
+    from PIL import Image
+
+    folder, names, (width, height), seed = job
+    rng = np.random.default_rng(seed)
+    textures = [_texture(rng, width, height) for _ in range(_TEXTURES)]
+    for name in names:
+        base = textures[int(rng.integers(_TEXTURES))]
+        shifted = np.roll(base, (int(rng.integers(height)), int(rng.integers(width))), axis=(0, 1))
+        tint = rng.integers(-40, 40, 3).astype(np.int16)
+        noise = rng.integers(-12, 12, (height, width, 1), dtype=np.int16)
+        pixels = np.clip(shifted.astype(np.int16) + tint + noise, 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(folder / name, quality=90)
+
+
+def write_story_set(
+    folder: Path, sequences: int, images_per_story: int, size: tuple[int, int], *, seed: int = 0, workers: int = 0
+) -> Path:
+    """``folder/stories.jsonl``: one template story of five sentences over each of ``sequences``
+    image sequences, their photos written by ``workers`` processes (one per core). Returns its path."""
+    import random
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "images").mkdir(exist_ok=True)
+    names = [[f"images/s{q:06d}_{k}.jpg" for k in range(images_per_story)] for q in range(sequences)]
+    flat = [n for seq in names for n in seq]
+    workers = workers or os.cpu_count() or 1
+    parts = [flat[k::workers] for k in range(workers)]
+    jobs = [(folder, part, size, seed * 1000 + k) for k, part in enumerate(parts) if part]
+    if len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+            list(pool.map(_write_photos, jobs))
+    else:
+        for job in jobs:
+            _write_photos(job)
+    pick = random.Random(seed)
+    lines = [
+        json.dumps(
+            {
+                "story_id": f"q{q}",
+                "sequence_id": f"q{q}",
+                "system": "sys",
+                "images": seq,
+                "sentences": [_fill(t, pick) for t in _TEMPLATES],
+            }
+        )
+        for q, seq in enumerate(names)
+    ]
+    path = folder / "stories.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_checkpoint(path: Path, arch: str, *, seed: int = 0, model_config: str | None = None) -> Path:
+    """A state dict of open_clip ``arch`` with random weights at ``path`` (a local checkpoint)."""
+    import open_clip
+    import torch
+
+    if model_config:
+        open_clip.add_model_config(model_config)
+    torch.manual_seed(seed)
+    model = open_clip.create_model(arch, pretrained=None)
+    torch.save(model.state_dict(), path)
+    return path
+
+
+@dataclass(frozen=True)
+class E2EConfig:
+    """One end-to-end measurement: the set, the model and how the forwards run."""
+
+    sequences: int = 600
+    images_per_story: int = 5
+    regions: int = 10
+    image_size: tuple[int, int] = (500, 375)
+    arch: str = "ViT-B-32"
+    model_config: str | None = None
+    device: str = "cpu"
+    batch_size: int = 256
+    workers: int = 0
+    stand_in: str | None = None  # "CROPS_PER_S[,TEXTS_PER_S]": forwards as waits
+    metrics: str = "grounding,clipscore"
+    seed: int = 0
+
+
+def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path, cache: Path, trace: Path) -> list[str]:
+    """The traced ``vst score`` command line of one run."""
+    head = [sys.executable, "-m", "vst_core.bench.standin", "--trace", str(trace)]
+    if config.stand_in:
+        head += ["--stand-in", config.stand_in]
+    return [
+        *head,
+        "--",
+        "score",
+        str(stories),
+        "--out",
+        str(out),
+        "--metrics",
+        config.metrics,
+        "--clip-model",
+        config.arch,
+        "--clip-checkpoint",
+        str(checkpoint),
+        "--clip-activation",
+        "quickgelu",
+        *(["--clip-config", config.model_config] if config.model_config else []),
+        "--top-b",
+        str(config.regions),
+        "--device",
+        config.device,
+        "--batch-size",
+        str(config.batch_size),
+        *(["--workers", str(config.workers)] if config.workers else []),
+        "--cache-dir",
+        str(cache),
+        # the path a CUDA run takes (the stand-in stands for a GPU): images decoded once, crops on the device
+        *(["--preprocess", "device"] if config.stand_in or config.device == "cuda" else []),
+        "--no-progress",
+        "--no-check-images",
+    ]
+
+
+def _run(command: list[str], trace: Path) -> tuple[float, dict[str, Any]]:
+    """Seconds from process start to exit, and the child's trace (with the start's epoch)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    start_epoch, start = time.time(), time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"vst score exited {done.returncode}: {done.stderr[-2000:]}")
+    found: dict[str, Any] = json.loads(trace.read_text(encoding="utf-8")) if trace.exists() else {}
+    found["start_epoch"] = start_epoch
+    return seconds, found
+
+
+def end_to_end(
+    config: E2EConfig, folder: Path, say: Callable[[str], None], *, raw_crops_per_s: float | None = None
+) -> dict[str, Any]:
+    """Cold and warm ``vst score`` runs over a set written into ``folder``; the figures of the module
+    docstring. ``raw_crops_per_s`` is the bare forward's rate on this machine (the stand-in's when
+    none is given)."""
+    start = time.perf_counter()
+    say(f"e2e: writing {config.sequences} sequences x {config.images_per_story} photos")
+    stories = write_story_set(folder / "set", config.sequences, config.images_per_story, config.image_size, seed=config.seed)
+    checkpoint = write_checkpoint(folder / "clip.pt", config.arch, seed=config.seed, model_config=config.model_config)
+    setup = time.perf_counter() - start
+    cache = folder / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    figures: dict[str, Any] = {"e2e_sequences": config.sequences, "e2e_setup_seconds": round(setup, 1)}
+    if config.stand_in:
+        figures["standin_rates"] = config.stand_in
+    runs: dict[str, tuple[float, dict[str, Any]]] = {}
+    for name in ("cold", "warm"):
+        trace = folder / f"trace-{name}.json"
+        out = folder / f"scores-{name}.jsonl"
+        say(f"e2e: vst score, {name} ({'empty cache' if name == 'cold' else 'every vector cached, a new --out'})")
+        runs[name] = _run(score_command(config, stories, checkpoint, out, cache, trace), trace)
+        lines = sum(1 for _ in out.open(encoding="utf-8"))
+        if lines != config.sequences:
+            raise RuntimeError(f"vst score wrote {lines} records of {config.sequences}")
+    cold, trace = runs["cold"]
+    crops = int(trace.get("crops") or config.sequences * config.images_per_story * config.regions)
+    rate = crops / cold
+    reference = raw_crops_per_s or (float(config.stand_in.split(",")[0]) if config.stand_in else None)
+    first = trace.get("first_forward_epoch")
+    figures.update(
+        e2e_crops=crops,
+        e2e_cold_seconds=round(cold, 2),
+        e2e_crops_per_s=round(rate, 1),
+        e2e_warm_seconds=round(runs["warm"][0], 2),
+        startup_seconds=round(first - trace["start_epoch"], 2) if first else None,
+        e2e_warm_forwards=runs["warm"][1].get("crops", 0),
+    )
+    if reference:
+        figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 3)
+    cpu = trace.get("cpu_seconds") or {}
+    figures["e2e_cpu_ms_per_1000_crops"] = {k: round(1e6 * v / max(crops, 1), 1) for k, v in cpu.items()}
+    figures["e2e_warm_cpu_seconds"] = runs["warm"][1].get("cpu_seconds")
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m vst_core.bench.e2e``: one cold and one warm measurement, JSON on stdout."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m vst_core.bench.e2e", description=main.__doc__)
+    parser.add_argument("--sequences", type=int, default=600)
+    parser.add_argument("--stand-in", default=None, help="CROPS_PER_S[,TEXTS_PER_S]: forwards as waits")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--raw", type=float, default=None, help="the bare forward's crops/s on this machine")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    config = E2EConfig(sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size)
+    with tempfile.TemporaryDirectory(prefix="vst-e2e-") as tmp:
+        figures = end_to_end(config, Path(tmp), lambda text: print(text, file=sys.stderr, flush=True), raw_crops_per_s=args.raw)
+    text = json.dumps(figures, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

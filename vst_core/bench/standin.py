@@ -1,0 +1,183 @@
+"""A stand-in accelerator and a traced ``vst`` process: what the CPU leaves of a GPU, measured on a CPU.
+
+``python -m vst_core.bench.standin [--stand-in CROPS_PER_S[,TEXTS_PER_S]] [--trace FILE] -- score ...``
+runs the ``vst`` command given after ``--`` in this process, exactly as ``vst`` would, with two
+changes that a user never sees:
+
+- with ``--stand-in``, CLIP's image and text forwards become waits of ``batch / rate`` seconds
+  (``time.sleep`` releases the GIL, as a process waiting on a GPU does) returning random unit
+  vectors of the model's width, and the device-side steps (upload, cut, resize, normalise) are
+  left to the wait, as a GPU does them beside the host. Every other step takes the path a CUDA run
+  takes: decoding overlaps the forwards, images go through pinned-memory's host side, embeddings are
+  collected once per chunk.
+- with ``--trace FILE``, the wall-clock time of the first forward, and the CPU seconds of each stage
+  (decode, crop/resize, text, forwards' host side, aggregation, writing) as the threads that ran
+  them spent them, are written to FILE as JSON when the command exits.
+
+>>> parse_rates("20000")
+(20000.0, 80000.0)
+>>> parse_rates("20000,50000")
+(20000.0, 50000.0)
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import runpy
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Texts per second of the stand-in's text tower when only the image rate is given: CLIP's text
+#: tower on phrases (about 8 tokens) runs about four times as many texts as crops on a GPU.
+TEXT_RATE_FACTOR = 4.0
+
+#: The stages of :func:`trace_stages`, in the order they are reported.
+STAGES: tuple[str, ...] = ("decode", "crop_resize", "text", "forward_host", "aggregate", "write")
+
+
+def parse_rates(text: str) -> tuple[float, float]:
+    """``"CROPS[,TEXTS]"`` per second; texts default to :data:`TEXT_RATE_FACTOR` times the crops."""
+    parts = [float(v) for v in text.split(",") if v.strip()]
+    if not parts or len(parts) > 2 or min(parts) <= 0:
+        raise ValueError(f"--stand-in takes CROPS_PER_S[,TEXTS_PER_S], both > 0; got {text!r}")
+    return parts[0], parts[1] if len(parts) == 2 else parts[0] * TEXT_RATE_FACTOR
+
+
+class _Clock:
+    """CPU seconds per stage, summed over threads (``time.thread_time`` around each call), and the
+    wall-clock time of the first forward."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+        self.first_forward: float | None = None
+        self.crops = 0
+        self.texts = 0
+        self._lock = threading.Lock()
+        self._depth = threading.local()
+
+    def timed(self, stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` with its calling thread's CPU time added to ``stage`` (outermost traced call only)."""
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            depth = getattr(self._depth, "n", 0)
+            self._depth.n = depth + 1
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth.n = depth
+                if depth == 0:
+                    spent = time.thread_time() - start
+                    with self._lock:
+                        self.cpu[stage] += spent
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        return wrapper
+
+    def forward_started(self) -> None:
+        if self.first_forward is None:
+            self.first_forward = time.time()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "first_forward_epoch": self.first_forward,
+            "exit_epoch": time.time(),
+            "crops": self.crops,
+            "texts": self.texts,
+            "cpu_seconds": {k: round(v, 4) for k, v in self.cpu.items()},
+        }
+
+
+def install_stand_in(crops_per_s: float, texts_per_s: float, clock: _Clock | None = None) -> None:
+    """Replace :class:`~vst_core.models.clip.ClipEncoder`'s forwards (and device-side steps) by waits
+    of ``batch / rate`` seconds returning random unit vectors, for every encoder of this process."""
+    from vst_core.models.clip import ClipEncoder
+
+    rng = np.random.default_rng(0)
+
+    def unit(n: int, width: int) -> np.ndarray:
+        v = rng.standard_normal((n, width)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def wait(seconds: float) -> None:
+        if clock is not None:
+            clock.forward_started()
+        time.sleep(seconds)
+
+    def image_forward(self: ClipEncoder, batch: Any) -> Any:
+        wait(len(batch) / crops_per_s)
+        self.image_seconds += len(batch) / crops_per_s
+        return unit(len(batch), self.embed_dim)
+
+    def text_forward(self: ClipEncoder, tokens: Any) -> Any:
+        wait(len(tokens) / texts_per_s)
+        self.text_seconds += len(tokens) / texts_per_s
+        return self._torch.from_numpy(unit(len(tokens), self.embed_dim))
+
+    ClipEncoder.overlaps = property(lambda self: True)  # type: ignore[assignment,method-assign]
+    ClipEncoder._upload = lambda self, host: host  # type: ignore[method-assign]
+    ClipEncoder._on_device = lambda self, host: host  # type: ignore[method-assign]
+    ClipEncoder._device_batch = lambda self, crops, transform: np.zeros(len(crops))  # type: ignore[method-assign]
+    ClipEncoder._forward_device = image_forward  # type: ignore[method-assign]
+    ClipEncoder.text_tower = text_forward  # type: ignore[method-assign]
+
+
+def trace_stages(clock: _Clock) -> None:
+    """Wrap the functions of each stage of a ``vst score`` run with ``clock``."""
+    import vst_core.grounding.grounder as grounder_module
+    import vst_core.grounding.image_regions as regions_module
+    import vst_core.models.clip as clip_module
+    from vst_core.data.scores_io import ScoresWriter
+    from vst_core.grounding.grounder import Grounder
+
+    regions_module.open_image = clock.timed("decode", regions_module.open_image)  # type: ignore[attr-defined]
+    encoder = clip_module.ClipEncoder
+    encoder._device_batch = clock.timed("crop_resize", encoder._device_batch)  # type: ignore[method-assign]
+    encoder._prepare = clock.timed("crop_resize", encoder._prepare)  # type: ignore[method-assign]
+    grounder_module.noun_phrases_many = clock.timed("text", grounder_module.noun_phrases_many)  # type: ignore[attr-defined]
+    encoder.encode_text = clock.timed("text", encoder.encode_text)  # type: ignore[method-assign]
+    forward = encoder._forward_device
+
+    def counted_forward(self: Any, batch: Any) -> Any:
+        clock.forward_started()
+        clock.crops += len(batch)
+        return forward(self, batch)
+
+    encoder._forward_device = clock.timed("forward_host", counted_forward)  # type: ignore[method-assign]
+    Grounder.score = clock.timed("aggregate", Grounder.score)  # type: ignore[method-assign]
+    ScoresWriter.write = clock.timed("write", ScoresWriter.write)  # type: ignore[method-assign]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in args:
+        print("usage: python -m vst_core.bench.standin [--stand-in CROPS[,TEXTS]] [--trace FILE] -- COMMAND ...", file=sys.stderr)
+        return 2
+    at = args.index("--")
+    parser = argparse.ArgumentParser(prog="python -m vst_core.bench.standin")
+    parser.add_argument("--stand-in", default=None)
+    parser.add_argument("--trace", type=Path, default=None)
+    own = parser.parse_args(args[:at])
+    clock = _Clock()
+    if own.stand_in:
+        install_stand_in(*parse_rates(own.stand_in), clock)
+    if own.trace is not None:
+        trace_stages(clock)
+        path: Path = own.trace
+        atexit.register(lambda: path.write_text(json.dumps(clock.as_dict()), encoding="utf-8"))
+    # the command exactly as ``python -m vst_core`` runs it (its exit status is the process's)
+    sys.argv = ["vst", *args[at + 1 :]]
+    runpy.run_module("vst_core", run_name="__main__", alter_sys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
