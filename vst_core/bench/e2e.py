@@ -25,40 +25,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from vst_core.bench.inputs import _TEMPLATES, _fill
-
-#: Textures drawn once per writer process; each photo is one of them shifted, tinted and re-noised.
-_TEXTURES = 6
-
-
-def _texture(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    a, b, c = rng.uniform(0.005, 0.05, 3)
-    base = np.stack([np.sin(xx * a), np.cos(yy * b), np.sin((xx + yy) * c)], axis=-1)
-    return np.clip((base + rng.normal(0, 0.15, (height, width, 3)) + 1) * 127.5, 0, 255).astype(np.uint8)
-
-
-def _write_photos(job: tuple[Path, list[str], tuple[int, int], int]) -> None:
-    """Write the photos ``names`` under ``folder``: distinct content each (shift, tint, noise)."""
-    from PIL import Image
-
-    folder, names, (width, height), seed = job
-    rng = np.random.default_rng(seed)
-    textures = [_texture(rng, width, height) for _ in range(_TEXTURES)]
-    for name in names:
-        base = textures[int(rng.integers(_TEXTURES))]
-        shifted = np.roll(base, (int(rng.integers(height)), int(rng.integers(width))), axis=(0, 1))
-        tint = rng.integers(-40, 40, 3).astype(np.int16)
-        noise = rng.integers(-12, 12, (height, width, 1), dtype=np.int16)
-        pixels = np.clip(shifted.astype(np.int16) + tint + noise, 0, 255).astype(np.uint8)
-        Image.fromarray(pixels).save(folder / name, quality=90)
+from vst_core.bench.inputs import _TEMPLATES, _fill, write_photos
 
 
 def write_story_set(
@@ -71,16 +42,7 @@ def write_story_set(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "images").mkdir(exist_ok=True)
     names = [[f"images/s{q:06d}_{k}.jpg" for k in range(images_per_story)] for q in range(sequences)]
-    flat = [n for seq in names for n in seq]
-    workers = workers or os.cpu_count() or 1
-    parts = [flat[k::workers] for k in range(workers)]
-    jobs = [(folder, part, size, seed * 1000 + k) for k, part in enumerate(parts) if part]
-    if len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
-            list(pool.map(_write_photos, jobs))
-    else:
-        for job in jobs:
-            _write_photos(job)
+    write_photos(folder, [n for seq in names for n in seq], size, seed=seed, workers=workers)
     pick = random.Random(seed)
     lines = [
         json.dumps(

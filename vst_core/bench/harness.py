@@ -30,6 +30,13 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
                             written (``_no_spans``: with ``--no-spans``); the best of three reruns, each
                             rate in ``..._runs``; the cache is filled first by the same pipeline with the
                             forward a no-op (:mod:`vst_core.bench.prep`)
+    standin_crops_per_s     crops/s of a cold grounding run of the set in this process with the stand-in
+                            accelerator (:mod:`vst_core.bench.standin`: forwards are waits of batch/rate
+                            seconds; decoding overlaps them as on CUDA, ``device`` preprocessing);
+                            ``standin_vs_rate`` its share of the stand-in's rate: what the CPU leaves of a GPU
+    e2e_*, startup_seconds  ``vst score`` end to end in a new process, cold and warm, on a generated set of
+                            ``e2e_sequences`` sequences (:mod:`vst_core.bench.e2e`): the stand-in on a CPU,
+                            the model on CUDA (``e2e_vs_raw`` against the raw forward)
     prep_crops_per_s        the CPU's share per crop on a GPU run with the ``device`` preprocessing: decode,
                             crop and batching, all workers, model and device-side steps no-ops; by workers
                             and for ``pil`` too; ``device_prep_crops_per_s`` the device-side steps on this
@@ -86,6 +93,7 @@ from vst_core.bench.throughput import (
     reference_nr,
     text_throughput,
 )
+from vst_core.config import Settings
 from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
 
@@ -109,6 +117,55 @@ def text_phase(run: BenchRun) -> Figures:
         "text_phrases_per_story_stories_per_s": round(rates["phrases_per_story"], 1),
         "text_phrases_batched_stories_per_s": round(rates["phrases_batched"], 1),
     }
+
+
+def standin_phase(run: BenchRun, settings: Settings) -> Figures:
+    """standin: a cold grounding run of the set with the stand-in accelerator (the CPU's share of a GPU run)."""
+    from vst_core.bench.standin import parse_rates, stand_in_encoder
+    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
+
+    crops_per_s, texts_per_s = parse_rates(run.config.stand_in)
+    encoder = stand_in_encoder(run.clip, crops_per_s, texts_per_s)
+    device = settings.with_(preprocess="device")
+    run.say(f"standin: grounding the set with forwards as waits ({crops_per_s:.0f} crops/s, {texts_per_s:.0f} texts/s)")
+    models = Models(device, clip=encoder, cache=EmbeddingCache(run.folder / "standin-cache" / "embeddings.sqlite"))
+    start = time.perf_counter()
+    score_story_set(run.story_set, device, run.folder / "standin.jsonl", overwrite=True, models=models)
+    seconds = time.perf_counter() - start
+    rate = encoder.images_encoded / seconds
+    run.say(
+        f"standin: {encoder.images_encoded} crops in {seconds:.1f}s = {rate:.1f} crops/s ({rate / crops_per_s:.3f} of the rate)"
+    )
+    return {
+        "standin_rates": [crops_per_s, texts_per_s],
+        "standin_crops_per_s": round(rate, 1),
+        "standin_vs_rate": round(rate / crops_per_s, 3),
+        "standin_vs_forwards": round((encoder.image_seconds + encoder.text_seconds) / seconds, 3),
+    }
+
+
+def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
+    """e2e: ``vst score`` end to end in new processes, cold and warm (:mod:`vst_core.bench.e2e`)."""
+    from vst_core.bench.e2e import E2EConfig, end_to_end
+
+    config = run.config
+    cuda = run.device == "cuda"
+    e2e = E2EConfig(
+        sequences=config.e2e_sequences or (1000 if cuda else 600),
+        images_per_story=config.images_per_story,
+        regions=config.regions,
+        image_size=config.image_size,
+        arch=config.arch,
+        model_config=config.clip_config,
+        device=run.device,
+        batch_size=run.clip.batch_size,
+        workers=config.workers,
+        stand_in=None if cuda else config.stand_in,
+        seed=config.seed,
+    )
+    return end_to_end(e2e, run.folder / "e2e", run.say, raw_crops_per_s=raw_crops_per_s if cuda else None)
 
 
 def nr_phase(run: BenchRun) -> Figures:
@@ -219,6 +276,10 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
                 result.update(warm_phase(run, settings, cold))
         if "warm" not in skip:
             result.update(warm_stories_phase(run, settings))
+        if "standin" not in skip:
+            result.update(standin_phase(run, settings))
+        if "e2e" not in skip:
+            result.update(e2e_phase(run, result.get("raw_crops_per_s")))
         for name, phase in (("text", text_phase), ("nr", nr_phase), ("coherence", coherence_phase)):
             if name not in skip:
                 result.update(phase(run))

@@ -5,7 +5,9 @@ folder), template sentences, and full-size models with random weights behind the
 from __future__ import annotations
 
 import json
+import os
 import random
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,31 +49,61 @@ def _fill(template: str, pick: random.Random) -> str:
     )
 
 
+#: Textures drawn once per writer process; each photo is one of them shifted, tinted and re-noised.
+_TEXTURES = 6
+
+
+def _texture(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    a, b, c = rng.uniform(0.005, 0.05, 3)
+    base = np.stack([np.sin(xx * a), np.cos(yy * b), np.sin((xx + yy) * c)], axis=-1)
+    return np.clip((base + rng.normal(0, 0.15, (height, width, 3)) + 1) * 127.5, 0, 255).astype(np.uint8)
+
+
+def _write_part(job: tuple[Path, list[str], tuple[int, int], int]) -> None:
+    """Write the photos ``names`` under ``folder``: distinct content each (shift, tint, noise)."""
+    from PIL import Image
+
+    folder, names, (width, height), seed = job
+    rng = np.random.default_rng(seed)
+    textures = [_texture(rng, width, height) for _ in range(_TEXTURES)]
+    for name in names:
+        base = textures[int(rng.integers(_TEXTURES))]
+        shifted = np.roll(base, (int(rng.integers(height)), int(rng.integers(width))), axis=(0, 1))
+        tint = rng.integers(-40, 40, 3).astype(np.int16)
+        noise = rng.integers(-12, 12, (height, width, 1), dtype=np.int16)
+        pixels = np.clip(shifted.astype(np.int16) + tint + noise, 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(folder / name, quality=90)
+
+
+def write_photos(folder: Path, names: list[str], size: tuple[int, int], *, seed: int = 0, workers: int = 0) -> None:
+    """Write the JPEG photos ``names`` (paths under ``folder``) in ``workers`` processes (one per
+    core): textured, each of distinct content, about as costly to decode as a VIST photo."""
+    workers = max(1, min(workers or os.cpu_count() or 1, len(names)))
+    jobs = [(folder, names[k::workers], size, seed * 1000 + k) for k in range(workers) if names[k::workers]]
+    if len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
+            list(pool.map(_write_part, jobs))
+    else:
+        for job in jobs:
+            _write_part(job)
+
+
 def synthetic_story_set(
     folder: Path, stories: int, images_per_story: int, size: tuple[int, int], *, stories_per_sequence: int = 1, seed: int = 0
 ) -> StorySet:
     """Write ``stories`` template stories of 5 sentences over JPEG images into ``folder`` and read
-    them back; ``stories_per_sequence`` stories share one image sequence (as VIST's annotators do)."""
-    rng = np.random.default_rng(seed)
+    them back; ``stories_per_sequence`` stories share one image sequence (as VIST's annotators do).
+    The photos are written by one process per core (:func:`write_photos`)."""
     pick = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "images").mkdir(exist_ok=True)
-    from PIL import Image
-
-    width, height = size
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
     records: list[dict[str, Any]] = []
     sequences = -(-stories // stories_per_sequence)
+    photos: list[str] = []
     for q in range(sequences):
-        names = []
-        for k in range(images_per_story):
-            a, b, c = rng.uniform(0.005, 0.05, 3)
-            base = np.stack([np.sin(xx * a + q), np.cos(yy * b + k), np.sin((xx + yy) * c)], axis=-1)
-            noise = rng.normal(0, 0.15, (height, width, 3))
-            pixels = np.clip((base + noise + 1) * 127.5, 0, 255).astype(np.uint8)
-            name = f"images/s{q:05d}_{k}.jpg"
-            Image.fromarray(pixels).save(folder / name, quality=90)
-            names.append(name)
+        names = [f"images/s{q:05d}_{k}.jpg" for k in range(images_per_story)]
+        photos.extend(names)
         for r in range(stories_per_sequence):
             if len(records) == stories:
                 break
@@ -79,6 +111,7 @@ def synthetic_story_set(
             records.append(
                 {"story_id": f"q{q}-r{r}", "sequence_id": f"q{q}", "system": f"sys{r}", "images": names, "sentences": sentences}
             )
+    write_photos(folder, photos, size, seed=seed)
     path = folder / "stories.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return read_story_set(path, check_images=False)

@@ -32,7 +32,20 @@ CUDA_TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.8, "pipeline_vs_forwards"
 RSS_TARGET_MB = 4000.0
 
 
-PHASES: tuple[str, ...] = ("raw", "prep", "pipeline", "warm", "nr", "text", "coherence", "judge", "judge_server", "rss")
+PHASES: tuple[str, ...] = (
+    "raw",
+    "prep",
+    "pipeline",
+    "warm",
+    "standin",
+    "e2e",
+    "nr",
+    "text",
+    "coherence",
+    "judge",
+    "judge_server",
+    "rss",
+)
 
 
 Figures = dict[str, Any]
@@ -67,6 +80,8 @@ class BenchConfig:
     prep_workers: tuple[int, ...] = ()  # () = 1, 2 on a CPU; 1, 2, 4, 8, 16 (up to the cores) on CUDA
     prep_images: int = 200  # images of the preprocessing set (10 regions each by default)
     warm_stories: int = 1000
+    stand_in: str = "20000"  # CROPS_PER_S[,TEXTS_PER_S] of the stand-in accelerator (the standin phase; e2e on a CPU)
+    e2e_sequences: int = 0  # sequences of the end-to-end vst score runs (0: 600 on a CPU, 1,000 on CUDA)
     skip: tuple[str, ...] = ()
     seed: int = 0
 

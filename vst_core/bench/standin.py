@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from vst_core.models.clip import ClipEncoder
+
 #: Texts per second of the stand-in's text tower when only the image rate is given: CLIP's text
 #: tower on phrases (about 8 tokens) runs about four times as many texts as crops on a GPU.
 TEXT_RATE_FACTOR = 4.0
@@ -58,6 +60,7 @@ class _Clock:
     def __init__(self) -> None:
         self.cpu: dict[str, float] = dict.fromkeys(STAGES, 0.0)
         self.first_forward: float | None = None
+        self.marks: dict[str, float] = {}
         self.crops = 0
         self.texts = 0
         self._lock = threading.Lock()
@@ -89,6 +92,7 @@ class _Clock:
     def as_dict(self) -> dict[str, Any]:
         return {
             "first_forward_epoch": self.first_forward,
+            **self.marks,
             "exit_epoch": time.time(),
             "crops": self.crops,
             "texts": self.texts,
@@ -96,38 +100,86 @@ class _Clock:
         }
 
 
+class StandInEncoder(ClipEncoder):
+    """The product's encoder with the accelerator replaced by waits: each image forward sleeps
+    ``batch / crops_per_s`` seconds and each text forward ``batch / texts_per_s`` (releasing the
+    GIL, as a host waiting on a GPU does) and returns random unit vectors of the model's width; the
+    upload and the device-side cut, resize and normalisation are part of the wait, as a GPU does
+    them beside the host. Everything else takes the path of a CUDA run: decoding overlaps the
+    forwards (:attr:`overlaps`), embeddings are collected once per call."""
+
+    crops_per_s: float = 20000.0
+    texts_per_s: float = 80000.0
+    clock: _Clock | None = None
+
+    @property
+    def overlaps(self) -> bool:
+        return True
+
+    def _upload(self, host: Any) -> Any:
+        return host
+
+    def _on_device(self, host: Any) -> Any:
+        return host
+
+    def _device_batch(self, crops: list[Any], transform: Any) -> Any:
+        return np.zeros(len(crops))
+
+    def _forward_device(self, batch: Any) -> Any:
+        seconds = len(batch) / self.crops_per_s
+        _wait(seconds, self.clock)
+        self.image_seconds += seconds
+        return _unit_rows(len(batch), self.embed_dim)
+
+    def text_tower(self, tokens: Any) -> Any:
+        seconds = len(tokens) / self.texts_per_s
+        _wait(seconds, self.clock)
+        self.text_seconds += seconds
+        return self._torch.from_numpy(_unit_rows(len(tokens), self.embed_dim))
+
+
+def stand_in_encoder(source: ClipEncoder, crops_per_s: float, texts_per_s: float) -> StandInEncoder:
+    """A :class:`StandInEncoder` sharing ``source``'s model, preprocessing and signature."""
+    encoder = StandInEncoder(
+        source.model,
+        source.preprocess,
+        source.tokenizer,
+        source.signature,
+        device=source.device,
+        batch_size=source.batch_size,
+        workers=source.workers,
+    )
+    encoder.crops_per_s, encoder.texts_per_s = crops_per_s, texts_per_s
+    return encoder
+
+
+def _wait(seconds: float, clock: _Clock | None) -> None:
+    if clock is not None:
+        clock.forward_started()
+    time.sleep(seconds)
+
+
+_UNIT: dict[int, np.ndarray] = {}
+
+
+def _unit_rows(n: int, width: int) -> np.ndarray:
+    """``n`` random unit rows of ``width``, copied out of one block drawn once (cheap: the wait
+    stands for the model's time, the copy for the device-to-host one)."""
+    block = _UNIT.get(width)
+    if block is None:
+        v = np.random.default_rng(0).standard_normal((8192, width)).astype(np.float32)
+        block = _UNIT[width] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    start = int(np.random.default_rng(n).integers(len(block)))
+    return np.take(block, np.arange(start, start + n) % len(block), axis=0)
+
+
 def install_stand_in(crops_per_s: float, texts_per_s: float, clock: _Clock | None = None) -> None:
-    """Replace :class:`~vst_core.models.clip.ClipEncoder`'s forwards (and device-side steps) by waits
-    of ``batch / rate`` seconds returning random unit vectors, for every encoder of this process."""
-    from vst_core.models.clip import ClipEncoder
-
-    rng = np.random.default_rng(0)
-
-    def unit(n: int, width: int) -> np.ndarray:
-        v = rng.standard_normal((n, width)).astype(np.float32)
-        return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-    def wait(seconds: float) -> None:
-        if clock is not None:
-            clock.forward_started()
-        time.sleep(seconds)
-
-    def image_forward(self: ClipEncoder, batch: Any) -> Any:
-        wait(len(batch) / crops_per_s)
-        self.image_seconds += len(batch) / crops_per_s
-        return unit(len(batch), self.embed_dim)
-
-    def text_forward(self: ClipEncoder, tokens: Any) -> Any:
-        wait(len(tokens) / texts_per_s)
-        self.text_seconds += len(tokens) / texts_per_s
-        return self._torch.from_numpy(unit(len(tokens), self.embed_dim))
-
-    ClipEncoder.overlaps = property(lambda self: True)  # type: ignore[assignment,method-assign]
-    ClipEncoder._upload = lambda self, host: host  # type: ignore[method-assign]
-    ClipEncoder._on_device = lambda self, host: host  # type: ignore[method-assign]
-    ClipEncoder._device_batch = lambda self, crops, transform: np.zeros(len(crops))  # type: ignore[method-assign]
-    ClipEncoder._forward_device = image_forward  # type: ignore[method-assign]
-    ClipEncoder.text_tower = text_forward  # type: ignore[method-assign]
+    """Give every :class:`ClipEncoder` of this process :class:`StandInEncoder`'s waits (the rates
+    and ``clock`` too): the models a ``vst`` command loads stand in for a GPU."""
+    for name in ("overlaps", "_upload", "_on_device", "_device_batch", "_forward_device", "text_tower"):
+        setattr(ClipEncoder, name, StandInEncoder.__dict__[name])
+    ClipEncoder.crops_per_s, ClipEncoder.texts_per_s = crops_per_s, texts_per_s  # type: ignore[attr-defined]
+    ClipEncoder.clock = clock  # type: ignore[attr-defined]
 
 
 def trace_stages(clock: _Clock) -> None:
@@ -135,6 +187,7 @@ def trace_stages(clock: _Clock) -> None:
     import vst_core.grounding.grounder as grounder_module
     import vst_core.grounding.image_regions as regions_module
     import vst_core.models.clip as clip_module
+    import vst_core.scoring.registry as registry_module
     from vst_core.data.scores_io import ScoresWriter
     from vst_core.grounding.grounder import Grounder
 
@@ -153,6 +206,16 @@ def trace_stages(clock: _Clock) -> None:
 
     encoder._forward_device = clock.timed("forward_host", counted_forward)  # type: ignore[method-assign]
     Grounder.score = clock.timed("aggregate", Grounder.score)  # type: ignore[method-assign]
+    load = registry_module.load_clip
+
+    def traced_load(*args: Any, **kwargs: Any) -> Any:
+        clock.marks["clip_load_start_epoch"] = time.time()
+        try:
+            return load(*args, **kwargs)
+        finally:
+            clock.marks["clip_load_end_epoch"] = time.time()
+
+    registry_module.load_clip = traced_load  # type: ignore[attr-defined]
     ScoresWriter.write = clock.timed("write", ScoresWriter.write)  # type: ignore[method-assign]
 
 

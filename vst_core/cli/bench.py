@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from vst_core.bench.harness import PHASES, BenchConfig, Log, run_bench
+from vst_core.bench.standin import parse_rates
 from vst_core.cli.common import EXIT_USAGE, DefaultsHelp, error
 
 
@@ -80,6 +81,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--prep-images", type=int, default=d.prep_images, help="images of the prep phase's set")
     p.add_argument("--warm-stories", type=int, default=d.warm_stories, help="stories of the warm rerun (five a sequence)")
+    p.add_argument(
+        "--stand-in",
+        default=d.stand_in,
+        metavar="CROPS_PER_S[,TEXTS_PER_S]",
+        help="rates of the stand-in accelerator (forwards become waits of batch/rate): the standin phase, and the "
+        "e2e phase on a CPU (texts default to 4x the crops)",
+    )
+    p.add_argument(
+        "--e2e-sequences",
+        type=int,
+        default=d.e2e_sequences,
+        help="sequences of the end-to-end runs (0: 600 on a CPU, 1000 on CUDA)",
+    )
     p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(PHASES)}")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON summary to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -95,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
         prep_workers = tuple(int(v) for v in args.prep_workers.split(",") if v.strip())
         served = tuple(int(v) for v in args.judge_server_concurrency.split(",") if v.strip())
+        parse_rates(args.stand_in)
+        if args.e2e_sequences < 0:
+            raise ValueError("--e2e-sequences must be >= 0")
         if not served or min(served) < 1 or args.judge_server_stories < 1 or not args.judge_server_latency_ms >= 0:
             raise ValueError("--judge-server-stories and --judge-server-concurrency must be >= 1, the latency >= 0")
         counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
@@ -129,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         prep_workers=prep_workers,
         prep_images=args.prep_images,
         warm_stories=args.warm_stories,
+        stand_in=args.stand_in,
+        e2e_sequences=args.e2e_sequences,
         skip=skip,
     )
     result = run_bench(config, log=Log(quiet=args.quiet))

@@ -73,6 +73,10 @@ log = logging.getLogger(__name__)
 #: The smallest batch of texts the text tower is given (see :attr:`ClipEncoder.text_batch_size`).
 TEXT_BATCH_MIN = 64
 
+#: Fewest decoded images the ``device`` preprocessing keeps queued ahead of the model: about two
+#: full batches of 256 crops at ten regions an image, 64 images of 500x375 being about 36 MB.
+AHEAD_IMAGES = 64
+
 
 def default_workers() -> int:
     """Preprocessing threads: one per core, at most 8 (decode and resize release the GIL)."""
@@ -323,7 +327,9 @@ class ClipEncoder:
         chunks: list[Any] = []  # embeddings left on the device, copied once at the end
         pending: list[tuple[Any, PixelBox]] = []
         overlap = self.overlaps
-        ahead = max(2, 2 * self.workers)
+        # images decoded ahead: enough to cover a forward of a full batch (a GPU runs one while the
+        # workers decode), at least four a worker
+        ahead = max(4 * self.workers, AHEAD_IMAGES)
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-decode") as pool:
             items = iter(sources)
             queued: deque[Future[tuple[Any, list[PixelBox]]]] = deque()

@@ -132,7 +132,7 @@ def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
     crops (``images_per_story · top_b`` crops a story), so batches are full and a partial
     last batch costs at most an eighth of a chunk."""
     per_story = max(1, images_per_story * settings.top_b)
-    return max(16, -(-8 * settings.batch_size // per_story))
+    return max(16, -(-32 * settings.batch_size // per_story))
 
 
 def _regions_file_problems(story_set: StorySet, models: Models) -> list[str]:
