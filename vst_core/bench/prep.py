@@ -38,7 +38,7 @@ class PrepOnlyEncoder(ClipEncoder):
         return host
 
     def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
-        return np.zeros(len(crops))
+        return np.zeros(len(crops)), list(range(len(crops)))
 
     def _forward_device(self, batch: Any) -> np.ndarray:
         return np.zeros((len(batch), self.embed_dim), np.float32)

@@ -123,7 +123,7 @@ class StandInEncoder(ClipEncoder):
         return host
 
     def _device_batch(self, crops: list[Any], transform: Any) -> Any:
-        return np.zeros(len(crops))
+        return np.zeros(len(crops)), list(range(len(crops)))
 
     def _forward_device(self, batch: Any) -> Any:
         seconds = len(batch) / self.crops_per_s

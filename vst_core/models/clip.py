@@ -27,6 +27,7 @@ from vst_core.models.clip_preprocess import (
     _cut,
     _split_preprocess,
     resize_crops,
+    resize_crops_grouped,
     resized_size,
     tensor_transform,
 )
@@ -325,6 +326,8 @@ class ClipEncoder:
                 "use --preprocess pil"
             )
         chunks: list[Any] = []  # embeddings left on the device, copied once at the end
+        order: list[int] = []  # row r of the chunks is crop order[r] (a batch's crops are grouped by shape)
+        done_count = [0]
         pending: list[tuple[Any, PixelBox]] = []
         overlap = self.overlaps
         # images decoded ahead: enough to cover a forward of a full batch (a GPU runs one while the
@@ -345,7 +348,10 @@ class ClipEncoder:
                 if not overlap:  # on a CPU nothing decodes beside the forward (see encode_images)
                     for f in queued:
                         f.exception()
-                chunks.append(self._forward_device(self._device_batch(pending, transform)))
+                batch, rows = self._device_batch(pending, transform)
+                chunks.append(self._forward_device(batch))
+                order.extend(done_count[0] + r for r in rows)
+                done_count[0] += len(pending)
                 self.images_encoded += len(pending)
                 pending.clear()
 
@@ -363,7 +369,12 @@ class ClipEncoder:
                     top_up()
             if pending:
                 flush()
-        return self._collect(chunks)
+        vectors = self._collect(chunks)
+        if order != list(range(len(order))):
+            out = np.empty_like(vectors)
+            out[order] = vectors
+            return out
+        return vectors
 
     def _host_image(self, load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]], item: Any) -> tuple[Any, list[PixelBox]]:
         """A worker's part of :meth:`encode_crops`: decode, and pin the pixels on CUDA."""
@@ -375,9 +386,11 @@ class ClipEncoder:
         """The decoded image on the device, uint8 (H, W, 3); asynchronous from pinned memory."""
         return host.to(self.device, non_blocking=True)
 
-    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
-        """Cut, resize and normalise a batch of crops on the device."""
-        return self._normalise(resize_crops([_cut(image, box) for image, box in crops], transform))
+    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> tuple[Any, list[int]]:
+        """Cut, resize and normalise a batch of crops on the device: (rows, order), row ``r`` being
+        crop ``order[r]`` (:func:`resize_crops_grouped`; nothing waits for the device)."""
+        batch, order = resize_crops_grouped([_cut(image, box) for image, box in crops], transform)
+        return self._normalise(batch), order
 
     @property
     def embed_dim(self) -> int:

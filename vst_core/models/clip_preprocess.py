@@ -66,17 +66,38 @@ def resized_size(height: int, width: int, size: int) -> tuple[int, int]:
 
 
 def resize_crops(crops: Sequence[Any], transform: TensorTransform) -> Any:
-    """(N, 3, H, W) float32 pixel values 0-255 of uint8 (h, w, 3) crops on one device: each resized
-    and centre-cropped as ``transform`` says, crops of one shape in one call. Pillow's antialiased
-    bicubic and torch's use the same kernel (a = -0.5); as Pillow, the width is resized first and
-    each pass is rounded and clamped to 8 bits."""
+    """(N, 3, H, W) float32 pixel values 0-255 of uint8 (h, w, 3) crops on one device, in their
+    order: :func:`resize_crops_grouped`'s rows put back in place.
+
+    >>> import torch
+    >>> crops = [torch.full((10, 20, 3), 7, dtype=torch.uint8), torch.full((20, 10, 3), 9, dtype=torch.uint8)]
+    >>> out = resize_crops(crops, TensorTransform(8, (8, 8), "bicubic"))
+    >>> tuple(out.shape), float(out[0].mean()), float(out[1].mean())
+    ((2, 3, 8, 8), 7.0, 9.0)
+    """
+    import torch
+
+    batch, order = resize_crops_grouped(crops, transform)
+    out = torch.empty_like(batch)
+    out[torch.as_tensor(order, device=batch.device)] = batch
+    return out
+
+
+def resize_crops_grouped(crops: Sequence[Any], transform: TensorTransform) -> tuple[Any, list[int]]:
+    """(rows, order): uint8 (h, w, 3) crops on one device resized and centre-cropped as ``transform``
+    says, crops of one shape in one call, as (N, 3, H, W) float32 pixel values 0-255; row ``r`` is
+    crop ``order[r]``. Nothing is copied from the host (no index tensor: the caller reorders what it
+    computes from the rows), so on a GPU the call only queues work. Pillow's antialiased bicubic and
+    torch's use the same kernel (a = -0.5); as Pillow, the width is resized first and each pass is
+    rounded and clamped to 8 bits."""
     import torch
 
     ch, cw = transform.crop
-    out = torch.empty((len(crops), 3, ch, cw), dtype=torch.float32, device=crops[0].device)
     groups: dict[tuple[int, int], list[int]] = {}
     for k, crop in enumerate(crops):
         groups.setdefault((int(crop.shape[0]), int(crop.shape[1])), []).append(k)
+    parts = []
+    order: list[int] = []
     for (h, w), idx in groups.items():
         x = torch.stack([crops[k] for k in idx]).permute(0, 3, 1, 2).contiguous().to(torch.float32)
         nh, nw = resized_size(h, w, transform.size)
@@ -90,8 +111,9 @@ def resize_crops(crops: Sequence[Any], transform: TensorTransform) -> Any:
         if top < 0 or left < 0:  # a crop larger than the resized image: torchvision pads with zeros
             x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
             top, left = max(top, 0), max(left, 0)
-        out[torch.as_tensor(idx, device=out.device)] = x[:, :, top : top + ch, left : left + cw]
-    return out
+        parts.append(x[:, :, top : top + ch, left : left + cw])
+        order.extend(idx)
+    return (parts[0] if len(parts) == 1 else torch.cat(parts)), order
 
 
 def _cut(image: Any, box: PixelBox) -> Any:

@@ -128,9 +128,10 @@ def shard_stories(stories: Iterable[Story], i: int, n: int) -> list[Story]:
 
 
 def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
-    """Stories per chunk: at least 16, and enough for about 8 full encoder batches of region
-    crops (``images_per_story · top_b`` crops a story), so batches are full and a partial
-    last batch costs at most an eighth of a chunk."""
+    """Stories per chunk: at least 16, and enough for about 32 full encoder batches of region
+    crops (``images_per_story · top_b`` crops a story), so batches are full, the work between
+    chunks (hashing the next images, the cache's writes) is paid rarely, and a partial last batch
+    costs at most a thirty-second of a chunk."""
     per_story = max(1, images_per_story * settings.top_b)
     return max(16, -(-32 * settings.batch_size // per_story))
 
