@@ -200,10 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--raw", type=float, default=None, help="the bare forward's crops/s on this machine")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--folder", type=Path, default=None, help="work here and keep the set, cache and scores (default: a temporary folder)")
     args = parser.parse_args(argv)
     config = E2EConfig(sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size)
-    with tempfile.TemporaryDirectory(prefix="vst-e2e-") as tmp:
-        figures = end_to_end(config, Path(tmp), lambda text: print(text, file=sys.stderr, flush=True), raw_crops_per_s=args.raw)
+    say = lambda text: print(text, file=sys.stderr, flush=True)
+    if args.folder is not None:
+        figures = end_to_end(config, args.folder, say, raw_crops_per_s=args.raw)
+    else:
+        with tempfile.TemporaryDirectory(prefix="vst-e2e-") as tmp:
+            figures = end_to_end(config, Path(tmp), say, raw_crops_per_s=args.raw)
     text = json.dumps(figures, indent=2)
     print(text)
     if args.out:
