@@ -464,3 +464,43 @@ def test_judge_bias_asks_the_served_judge(tmp_path: Path, capsys: pytest.Capture
         assert len(server.requests) == 48  # 12 pairs, 2 questions, both orders
     captured = capsys.readouterr()
     assert "follows position" in captured.out and "served:judge@unreported" in captured.err
+
+
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
+    """``--judge-timeout`` bounds the whole request: a server sending one byte every 0.2 s (never a
+    read timeout) is cut off once the request has taken its seconds, not when it stops dripping."""
+    import threading
+    import time
+
+    from vst_core.models.judge_server import JudgeServerError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            for _ in range(100):  # 20 s of one byte at a time
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    worker = threading.Thread(target=drip, daemon=True)
+    worker.start()
+    judge = JudgeServer(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "judge", timeout=1.0, retries=0)
+    start = time.monotonic()
+    with pytest.raises(JudgeServerError, match="within 1s"):
+        judge._request("POST", "/chat/completions", {"model": "judge"})
+    took = time.monotonic() - start
+    stop.set()
+    judge.close()
+    listener.close()
+    assert took < 2.5, took

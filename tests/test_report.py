@@ -4,6 +4,7 @@ LaTeX and Markdown tables, the per-system intervals against a bootstrap loop, fi
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -76,13 +77,43 @@ def test_system_means_and_intervals_against_a_bootstrap_loop() -> None:
     assert cells.at["b", "NR"].endswith("(N 5)†")  # too few for an interval
 
 
-def _report(tmp_path: Path, *extra: str) -> Path:
+def _report(tmp_path: Path, *extra: str, judgements: Path = SAMPLE / "human_example.csv") -> Path:
     scores = tmp_path / "scores.jsonl"
     assert main(["score", str(SAMPLE / "stories.jsonl"), "--out", str(scores), "--no-progress"]) == 0
     out = tmp_path / "report.html"
     args = ["report", str(scores), "--out", str(out), "--images", str(SAMPLE), "--resamples", "200"]
-    assert main([*args, "--judgements", str(SAMPLE / "human_example.csv"), "--permutations", "200", *extra]) == 0
+    assert main([*args, "--judgements", str(judgements), "--permutations", "200", *extra]) == 0
     return out
+
+
+def test_a_label_is_a_key_and_a_caption_is_text_whatever_the_names() -> None:
+    """An aspect name is read raw inside ``\\label{}``: the label keeps only key characters."""
+    import re
+
+    hostile = "x}\\immediate\\write18{touch w}\\input{/etc/hostname}\\label{y"
+    tex = latex_table(pd.DataFrame({"a": ["1"]}, index=pd.Index([hostile])), hostile + "\u2028\x1b[31m", f"tab:{hostile}")
+    label = [line for line in tex.splitlines() if line.startswith("\\label")]
+    assert len(label) == 1 and re.fullmatch(r"\\label\{[A-Za-z0-9:._-]+\}", label[0])
+    assert latex_table(pd.DataFrame({"a": ["1"]}), "c", f"tab:{hostile}") != latex_table(
+        pd.DataFrame({"a": ["1"]}), "c", "tab:x-y"
+    )
+    for command in ("\\immediate", "\\write18", "\\input{", "\x1b", "\u2028"):
+        assert command not in tex
+
+
+@pytest.mark.slow  # scores the sample
+def test_a_judgements_file_cannot_put_commands_into_the_latex_tables(tmp_path: Path) -> None:
+    hostile = "x}\\immediate\\write18{touch w}\\input{/etc/hostname}\\label{y"
+    text = (SAMPLE / "human_example.csv").read_text(encoding="utf-8")
+    aspect = next(line.split(",")[2] for line in text.splitlines() if line and not line.startswith(("#", "story_id")))
+    judgements = tmp_path / "hostile.csv"
+    judgements.write_text(text.replace(f",{aspect},", f',"{hostile}",'), encoding="utf-8")
+    _report(tmp_path, "--latex", str(tmp_path / "t.tex"), judgements=judgements)
+    tex = (tmp_path / "t.tex").read_text(encoding="utf-8")
+    assert "write18" in tex  # the aspect is in the tables, as text
+    for command in ("\\immediate", "\\write18", "\\input{"):
+        assert command not in tex
+    assert all(re.fullmatch(r"\\label\{[A-Za-z0-9:._-]+\}", line) for line in tex.splitlines() if line.startswith("\\label"))
 
 
 @pytest.mark.slow  # scores the sample, writes a 5 MB file

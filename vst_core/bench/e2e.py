@@ -200,7 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--raw", type=float, default=None, help="the bare forward's crops/s on this machine")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--folder", type=Path, default=None, help="work here and keep the set, cache and scores (default: a temporary folder)")
+    parser.add_argument(
+        "--folder", type=Path, default=None, help="work here and keep the set, cache and scores (default: a temporary folder)"
+    )
     args = parser.parse_args(argv)
     config = E2EConfig(sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size)
     say = lambda text: print(text, file=sys.stderr, flush=True)

@@ -288,7 +288,8 @@ def judge_server_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULTS.judge_timeout,
         metavar="SECONDS",
-        help="judge: seconds a request may take (retried with backoff on timeouts, 429 and 5xx)",
+        help="judge: seconds a whole request may take, its answer read to the end (retried with backoff on "
+        "timeouts, 429 and 5xx)",
     )
     p.add_argument(
         "--judge-top-logprobs",

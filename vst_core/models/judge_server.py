@@ -264,6 +264,7 @@ class JudgeServer:
         self.backoff = max(0.0, backoff)
         self.top_logprobs = max(1, top_logprobs)
         self.revision: str | None = None
+        self.timeout = timeout  # seconds a whole request may take, its answer read to the end
         self.signature = server_signature(served_model)
         self.calls = 0
         self.failures = 0  # prompts that got no usable answer
@@ -323,6 +324,7 @@ class JudgeServer:
         retries = self.retries if retries is None else retries
         for attempt in range(retries + 1):
             wait = self.backoff * (2**attempt)
+            deadline = time.monotonic() + self.timeout  # the whole request: a server dripping bytes is cut off too
             try:
                 with self._client.stream(method, url, json=body) as response:
                     if method == "POST":
@@ -335,6 +337,8 @@ class JudgeServer:
                     raw = bytearray()
                     for chunk in response.iter_bytes():
                         raw += chunk
+                        if time.monotonic() > deadline:
+                            raise httpx.ReadTimeout("the answer did not end within the timeout")
                         if len(raw) > MAX_RESPONSE_BYTES:
                             raise JudgeServerError(f"the server's answer is larger than {MAX_RESPONSE_BYTES} bytes")
                     if status in RETRIED:
@@ -351,7 +355,7 @@ class JudgeServer:
                                 f"the server's answer is not JSON ({len(raw)} bytes: {bytes(raw[:60])!r})"
                             ) from None
             except httpx.TimeoutException:
-                why = f"no answer within {self._client.timeout.read}s (timeout)"
+                why = f"no whole answer within {self.timeout:g}s (timeout)"
             except httpx.TransportError as exc:
                 why = f"cannot reach the server ({type(exc).__name__}: {exc})"
             except httpx.HTTPError as exc:  # an answer httpx cannot decode: not retried

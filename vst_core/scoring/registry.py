@@ -89,7 +89,7 @@ class Models:
             )
             memo = self.memo
             weights = None
-            if memo is not None and s.clip_config is None:
+            if memo is not None:
                 try:
                     weights = resolve_clip_weights(s.clip_arch, s.clip_pretrained, s.clip_checkpoint, s.clip_activation)
                 except (ModelLoadError, ValueError, OSError):

@@ -16,8 +16,11 @@ Spearman
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,9 +337,41 @@ _LATEX_SPECIAL = {
 }
 
 
+#: Characters that end a line or steer the text's direction: read as a space in a LaTeX cell.
+_LATEX_SPACES = frozenset("\n\r\t\v\f\x85\u2028\u2029")
+
+
 def latex_escape(text: object) -> str:
-    """Text safe inside a LaTeX table cell (the ten special characters escaped)."""
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    """Text safe inside a LaTeX table cell: the ten special characters escaped, line and paragraph
+    separators as spaces, other control and direction-steering characters dropped.
+
+    >>> print(latex_escape("50% & x}"))
+    50\\% \\& x\\}
+    """
+    out = []
+    for ch in str(text):
+        if ch in _LATEX_SPACES:
+            out.append(" ")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue  # NUL, ESC, bidi overrides, lone surrogates: nothing a table cell should hold
+        else:
+            out.append(_LATEX_SPECIAL.get(ch, ch))
+    return "".join(out)
+
+
+def latex_label(text: object) -> str:
+    """A ``\\label`` key made of letters, digits and ``:._-`` only (a key is read raw by LaTeX, so
+    escaping cannot make it safe): any other character becomes ``-``, and a key that changed gets
+    8 hex digits of its text's digest, so two names never share a label.
+
+    >>> latex_label("tab:metric_vs_metric_overall")
+    'tab:metric_vs_metric_overall'
+    >>> latex_label("tab:x}{y")
+    'tab:x--y-286d78fa'
+    """
+    raw = str(text)
+    safe = re.sub(r"[^A-Za-z0-9:._-]", "-", raw)
+    return safe if safe == raw else f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement") -> str:
@@ -354,7 +389,13 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement")
     ]
     for label_, row in cells.iterrows():
         lines.append(" & ".join([latex_escape(label_), *(latex_escape("" if pd.isna(v) else v) for v in row)]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(caption)}}}", f"\\label{{{label}}}", "\\end{table}"]
+    lines += [
+        "\\bottomrule",
+        "\\end{tabular}",
+        f"\\caption{{{latex_escape(caption)}}}",
+        f"\\label{{{latex_label(label)}}}",
+        "\\end{table}",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,120 @@
+"""What ``vst score`` starts with: a rerun whose every vector and noun phrase is cached imports no
+model library (CLIP is known by its signature, spaCy and NLTK by their package files), and noun
+phrases parsed in worker processes are those of one process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE, clip_args
+
+pytestmark = pytest.mark.slow
+
+#: Libraries a model or a parse needs; none is imported by a fully cached rerun.
+HEAVY = ("torch", "torchvision", "open_clip", "transformers", "spacy", "nltk")
+
+_CHILD = """
+import json, runpy, sys
+sys.argv = ["vst", *json.loads(sys.argv[1])]
+code = 0
+try:
+    runpy.run_module("vst_core", run_name="__main__", alter_sys=True)
+except SystemExit as exc:
+    code = exc.code or 0
+print(json.dumps({"code": code, "loaded": sorted(m for m in %r if m in sys.modules)}))
+""" % (HEAVY,)
+
+
+def _score(args: list[str]) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(args)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _numbers(path: Path) -> dict[tuple[str, str], dict[str, object]]:
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        out[(record["system"], record["story_id"])] = {
+            name: metric.get("score") for name, metric in record["metrics"].items() if isinstance(metric, dict)
+        }
+    return out
+
+
+def test_a_rerun_with_everything_cached_imports_no_model_library(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    common = ["--metrics", "grounding,clipscore", *clip_args(tiny_clip), "--clip-activation", "gelu"]
+    common += ["--cache-dir", str(cache), "--device", "cpu", "--no-progress"]
+    cold = _score(["score", str(SAMPLE), "--out", str(tmp_path / "cold.jsonl"), *common])
+    assert cold["code"] == 0 and {"torch", "open_clip", "spacy"} <= set(cold["loaded"])  # type: ignore[arg-type]
+    warm = _score(["score", str(SAMPLE), "--out", str(tmp_path / "warm.jsonl"), *common])
+    assert warm == {"code": 0, "loaded": []}
+    assert _numbers(tmp_path / "warm.jsonl") == _numbers(tmp_path / "cold.jsonl")
+    first = json.loads((tmp_path / "cold.jsonl").read_text().splitlines()[0])["signature"]
+    again = json.loads((tmp_path / "warm.jsonl").read_text().splitlines()[0])["signature"]
+    assert first == again  # the weights, spaCy and NLTK named alike without loading them
+
+
+def test_a_changed_checkpoint_is_built_again(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    """The memo names weights by their file's stamp: a file rewritten in place is built (and checked) anew."""
+    import shutil
+
+    config, checkpoint = tiny_clip
+    copy = tmp_path / "clip.pt"
+    shutil.copy(checkpoint, copy)
+    common = ["--metrics", "clipscore", "--clip-model", "vst-tiny-clip", "--clip-checkpoint", str(copy)]
+    common += ["--clip-config", str(config), "--clip-activation", "gelu", "--cache-dir", str(tmp_path / "cache")]
+    common += ["--device", "cpu", "--no-progress"]
+    assert _score(["score", str(SAMPLE), "--out", str(tmp_path / "a.jsonl"), *common])["code"] == 0
+    copy.write_bytes(b"not a checkpoint at all")
+    done = subprocess.run(
+        [sys.executable, "-m", "vst_core", "score", str(SAMPLE), "--out", str(tmp_path / "b.jsonl"), *common],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 4 and "checkpoint" in done.stderr
+
+
+def test_phrases_parsed_in_worker_processes_equal_one_process() -> None:
+    from vst_core.bench.inputs import synthetic_sentences
+    from vst_core.data import read_story_set
+    from vst_core.text.phrases import PhrasesAhead, load_spacy, noun_phrases_many
+
+    stories = [list(s.sentences) for s in read_story_set(SAMPLE)] + synthetic_sentences(1000, seed=3)
+    stories.append(["[male] and [female] went to the [location] .", "they met him there with it ."])
+    alone = noun_phrases_many(stories, load_spacy())
+    ids, parallel = PhrasesAhead(stories, None, whole_pronouns=False, processes=2).result()
+    assert parallel == alone and len(ids) == 1
+    _, whole = PhrasesAhead(stories[:40], None, whole_pronouns=True, processes=2).result()
+    assert whole == noun_phrases_many(stories[:40], load_spacy(), whole_pronouns=True)
+
+
+def test_a_large_set_is_parsed_ahead_and_scores_as_one_process_does(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    from vst_core.bench.inputs import synthetic_story_set
+    from vst_core.config import Settings
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.runs import score_story_set
+
+    config, checkpoint = tiny_clip
+    story_set = synthetic_story_set(tmp_path / "set", 320, 1, (48, 40), stories_per_sequence=8)
+    settings = Settings(
+        metrics=("grounding",),
+        clip_arch="vst-tiny-clip",
+        clip_pretrained=None,
+        clip_checkpoint=str(checkpoint),
+        clip_config=str(config),
+        clip_activation="gelu",
+        device="cpu",
+    )
+    ahead = Models(settings, cache_dir=tmp_path / "ahead")
+    assert ahead.parse_ahead(list(story_set))
+    score_story_set(story_set, settings, tmp_path / "ahead.jsonl", models=ahead)
+    alone = Models(settings, cache_dir=tmp_path / "alone")
+    score_story_set(story_set, settings, tmp_path / "alone.jsonl", models=alone)
+    assert _numbers(tmp_path / "ahead.jsonl") == _numbers(tmp_path / "alone.jsonl")
