@@ -25,8 +25,8 @@ try:
     runpy.run_module("vst_core", run_name="__main__", alter_sys=True)
 except SystemExit as exc:
     code = exc.code or 0
-print(json.dumps({"code": code, "loaded": sorted(m for m in %r if m in sys.modules)}))
-""" % (HEAVY,)
+print(json.dumps({"code": code, "loaded": sorted(m for m in HEAVY if m in sys.modules)}))
+""".replace("HEAVY", repr(HEAVY))
 
 
 def _score(args: list[str]) -> dict[str, object]:
