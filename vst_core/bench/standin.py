@@ -189,14 +189,20 @@ def trace_stages(clock: _Clock) -> None:
     import vst_core.models.clip as clip_module
     import vst_core.scoring.registry as registry_module
     from vst_core.data.scores_io import ScoresWriter
-    from vst_core.grounding.grounder import Grounder
+    from vst_core.metric_spec import registry
 
     regions_module.open_image = clock.timed("decode", regions_module.open_image)  # type: ignore[attr-defined]
     encoder = clip_module.ClipEncoder
     encoder._device_batch = clock.timed("crop_resize", encoder._device_batch)  # type: ignore[method-assign]
     encoder._prepare = clock.timed("crop_resize", encoder._prepare)  # type: ignore[method-assign]
     grounder_module.noun_phrases_many = clock.timed("text", grounder_module.noun_phrases_many)  # type: ignore[attr-defined]
-    encoder.encode_text = clock.timed("text", encoder.encode_text)  # type: ignore[method-assign]
+    encode_text = encoder.encode_text
+
+    def counted_text(self: Any, texts: Any) -> Any:
+        clock.texts += len(texts)
+        return encode_text(self, texts)
+
+    encoder.encode_text = clock.timed("text", counted_text)  # type: ignore[method-assign]
     forward = encoder._forward_device
 
     def counted_forward(self: Any, batch: Any) -> Any:
@@ -205,7 +211,10 @@ def trace_stages(clock: _Clock) -> None:
         return forward(self, batch)
 
     encoder._forward_device = clock.timed("forward_host", counted_forward)  # type: ignore[method-assign]
-    Grounder.score = clock.timed("aggregate", Grounder.score)  # type: ignore[method-assign]
+    for spec in registry().specs.values():  # each image metric's record of a story from its prepared images
+        build = getattr(spec.score, "build", None)
+        if build is not None:
+            object.__setattr__(spec.score, "build", clock.timed("aggregate", build))
     load = registry_module.load_clip
 
     def traced_load(*args: Any, **kwargs: Any) -> Any:
