@@ -504,3 +504,27 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     judge.close()
     listener.close()
     assert took < 2.5, took
+
+
+@pytest.mark.parametrize("status", [400, 500, 401])
+def test_a_server_that_echoes_the_key_leaves_it_in_no_error_or_record(status: int, tmp_path: Path) -> None:
+    from vst_core.models.judge_server import JudgeServerError
+
+    key = "sk-echoed-0123456789abcdef"
+    echo = json.dumps({"error": {"message": f"invalid request from Bearer {key} (key {key[:-3]}…)" + " " * 300 + key}})
+    story_set = read_story_set(two_stories(tmp_path))
+    with ChatServer(lambda body: Reply(status, echo.encode())) as server:
+        judge = JudgeServer(server.url, "judge", key=key, retries=0, backoff=0.0)
+        with pytest.raises(JudgeServerError) as raised:
+            judge._request("POST", "/chat/completions", {"model": "judge"})
+        found = judge_records(list(story_set), Settings(metrics=("judge",)), judge, load_rubric(), JudgeCache(), story_set.root)
+    assert key not in str(raised.value) and "[key]" in str(raised.value)
+    assert all(key not in str(v) and key[:12] not in str(v) for v in found.values())
+
+
+def test_a_key_with_a_line_break_is_refused_without_printing_it() -> None:
+    from vst_core.models.hub import ModelLoadError
+
+    with pytest.raises(ModelLoadError) as raised:
+        JudgeServer("http://127.0.0.1:9/v1", "judge", key="sk-abc\ndef")
+    assert "sk-abc" not in str(raised.value)

@@ -37,7 +37,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -270,6 +270,10 @@ class JudgeServer:
         self.failures = 0  # prompts that got no usable answer
         self._vision = vision
         self._lock = threading.Lock()
+        if key and any(ord(c) < 32 or ord(c) == 127 for c in key):
+            # httpx would refuse the header and print it, key and all
+            raise ModelLoadError("the judge's API key holds a control character (a line break?): check its variable")
+        self._key = key or ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(
             headers=headers,
@@ -315,8 +319,39 @@ class JudgeServer:
         self.signature = server_signature(self.name, self.revision)
         return self
 
+    def redact(self, text: str) -> str:
+        """``text`` with the API key (as sent, and as JSON escapes it) replaced by ``[key]``: every
+        message that may carry a server's words goes through here (a gateway may echo the key).
+
+        >>> JudgeServer("http://127.0.0.1:9/v1", "m", key="sk-1").redact("bad key Bearer sk-1")
+        'bad key Bearer [key]'
+        """
+        key = self._key
+        if not key:
+            return text
+        for form in {key, json.dumps(key)[1:-1]}:
+            text = text.replace(form, "[key]")
+        head = key[:8]
+        if len(key) >= 12 and head in text:  # the start of the key (a gateway showing part of it)
+            parts, at = [], 0
+            while (found := text.find(head, at)) >= 0:
+                n = len(head)
+                while found + n < len(text) and n < len(key) and text[found + n] == key[n]:
+                    n += 1
+                parts.append(text[at:found] + "[key]")
+                at = found + n
+            text = "".join(parts) + text[at:]
+        return text
+
     def _request(self, method: str, path: str, body: dict[str, Any] | None, retries: int | None = None) -> Any:
-        """One request with retries; the parsed JSON answer, or :class:`JudgeServerError`."""
+        """One request with retries; the parsed JSON answer, or :class:`JudgeServerError` (its
+        message redacted: :meth:`redact`)."""
+        try:
+            return self._request_once(method, path, body, retries)
+        except JudgeServerError as exc:
+            raise JudgeServerError(self.redact(str(exc))) from None
+
+    def _request_once(self, method: str, path: str, body: dict[str, Any] | None, retries: int | None) -> Any:
         import httpx
 
         url = self.endpoint + path
@@ -342,11 +377,11 @@ class JudgeServer:
                         if len(raw) > MAX_RESPONSE_BYTES:
                             raise JudgeServerError(f"the server's answer is larger than {MAX_RESPONSE_BYTES} bytes")
                     if status in RETRIED:
-                        why = f"HTTP {status}{_detail(bytes(raw))}"
+                        why = f"HTTP {status}{_detail(bytes(raw), self.redact)}"
                         after = response.headers.get("retry-after")
                         wait = wait if after is None else _retry_after(after)
                     elif status >= 400:
-                        raise JudgeServerError(f"HTTP {status}{_detail(bytes(raw))}")
+                        raise JudgeServerError(f"HTTP {status}{_detail(bytes(raw), self.redact)}")
                     else:
                         try:
                             return json.loads(bytes(raw))
@@ -375,7 +410,7 @@ class JudgeServer:
             body = rating_body(self.name, prompt, self._images(prompt, root, images), self.top_logprobs)
             return label_logprobs(self._request("POST", "/chat/completions", body), labels)
         except JudgeServerError as exc:
-            return str(exc)
+            return self.redact(str(exc))
         except OSError as exc:  # an image that cannot be read
             return f"cannot send the story's image: {exc.strerror or exc}"
 
@@ -428,9 +463,10 @@ class JudgeServer:
             return list(pool.map(one, prompts))
 
 
-def _detail(raw: bytes) -> str:
-    """A short, printable excerpt of an error body (``: ...``), or ''."""
-    text = raw[:200].decode("utf-8", "replace").strip()
+def _detail(raw: bytes, redact: Callable[[str], str] = lambda text: text) -> str:
+    """A short, printable excerpt of an error body (``: ...``), or ''; ``redact`` runs over the whole
+    body before it is cut, so no part of a key survives the cut."""
+    text = redact(raw.decode("utf-8", "replace"))[:200].strip()
     text = "".join(c if c.isprintable() else " " for c in text)
     return f": {text}" if text else ""
 
