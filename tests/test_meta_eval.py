@@ -681,3 +681,17 @@ def test_the_baselines_say_what_they_did_as_information_and_leave_meteor_to_a_re
     assert any(n.startswith("baselines: BLEU-1..4, ROUGE-L, CIDEr") and "METEOR on request" in n for n in report["notes"])
     assert "BLEU-4" in report["metrics"] and "METEOR" not in report["metrics"]
     assert not any("tokenised" in p for p in report.get("problems", []))
+
+
+def test_a_cell_with_a_unicode_line_separator_keeps_its_row(tmp_path: Path) -> None:
+    """Only CR and LF end a CSV row: a rater or aspect pasted with U+2028, U+2029, U+0085, \\v or \\f
+    keeps every rating (splitting on them lost a third of a file's rows)."""
+    from vst_core.analysis.meta_eval import read_judgements
+
+    odd = ["ann\u2028a", "bob\u2029b", "cy\x85c", "dee\x0bd", "eve\x0ce"]
+    rows = ["story_id,rater,aspect,value"] + [f"s{i},{r},overall,{i % 5 + 1}" for i in range(6) for r in odd]
+    path = tmp_path / "j.csv"
+    path.write_text("\r\n".join(rows) + "\r\n", encoding="utf-8")
+    judgements = read_judgements(path)
+    assert len(judgements.ratings) == 30
+    assert set(judgements.ratings["rater"]) == set(odd)

@@ -108,6 +108,10 @@ def _ragged_rows(text: str, width: int, first_line: int, problems: list[str]) ->
         problems.append(f"{len(extra)} row(s) have more fields than the header (lines {extra[:5]}); the extra fields are ignored")
 
 
+#: The only line ends of a CSV file (RFC 4180's CRLF, and LF or CR alone).
+_CSV_LINE_END = re.compile(r"\r\n|\n|\r")
+
+
 def _read_table(raw: bytes) -> tuple[pd.DataFrame, list[str]]:
     """The CSV as text cells indexed by line number, plus what was odd about its shape. Structural
     column names are matched case-insensitively (two columns meaning one name are refused); empty
@@ -116,7 +120,9 @@ def _read_table(raw: bytes) -> tuple[pd.DataFrame, list[str]]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise JudgementsError(f"judgements file is not UTF-8 text ({exc})") from exc
-    lines = text.splitlines()
+    lines = _CSV_LINE_END.split(text)  # not splitlines(): U+2028, U+0085, \v or \f inside a cell is text
+    if lines and lines[-1] == "":
+        lines.pop()
     skipped = 0
     while lines and (lines[0].startswith("#") or not lines[0].strip()):
         lines.pop(0)  # comment header (e.g. a signature line of an export)
