@@ -304,15 +304,26 @@ def test_three_files_name_the_value_used_after_every_file(tmp_path: Path) -> Non
 
 
 def test_dhm_prints_the_value_used_after_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from vst_core.cli.dhm import _conflicts
+    from vst_core.cli.common import note_conflicts
 
     a = imported(tmp_path, "a", {("x", "1"): {"redundancy": 0.2}})
     b = imported(tmp_path, "b", {("x", "1"): {"redundancy": 0.3}})
     c = write(tmp_path / "c.jsonl", [story("1", 0.9)])
-    _conflicts(load_index([a, b, c]).conflicts)
+    note_conflicts(load_index([a, b, c]).conflicts)
     err = capsys.readouterr().err
     assert "1 stories have two values of redundancy or more" in err
     assert "0.9 in c.jsonl and 0.2 in a.jsonl; c.jsonl is used" in err and "a.jsonl is used" not in err
+
+
+def test_compare_says_when_two_files_give_a_story_different_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Which file is named first decides a conflicting story's value: compare says so, as dhm does."""
+    from vst_core.cli import main
+
+    one = write(tmp_path / "one.jsonl", [story(str(k), 0.5, s) for k in range(6) for s in ("A", "B")])
+    two = write(tmp_path / "two.jsonl", [story(str(k), 0.9 if k < 3 else 0.5, "A") for k in range(6)])
+    assert main(["compare", str(one), str(two), "--permutations", "100", "--resamples", "100"]) == 0
+    err = capsys.readouterr().err
+    assert "3 stories have two values of redundancy or more" in err and "one.jsonl is used" in err
 
 
 # --------------------------------------------------------------------------- damage at random

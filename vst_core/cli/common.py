@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vst_core.data.merge import Conflict
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -42,3 +46,23 @@ class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         if "(default" in text or action.default in (None, "", argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)
+
+
+#: Conflict examples shown per metric.
+EXAMPLES = 3
+
+
+def note_conflicts(conflicts: Sequence[Conflict]) -> None:
+    """Each metric's conflict count and a few examples (which value was used) on stderr."""
+    by_metric: dict[str, list[Conflict]] = {}
+    for c in conflicts:
+        by_metric.setdefault(c.metric, []).append(c)
+    for metric, found in by_metric.items():
+        stories = len({(c.system, c.story_id) for c in found})
+        note(
+            f"warning: {stories} stories have two values of {metric} or more "
+            "(a computed value is used over an imported one, else the file named first; each example names "
+            "the value used once every file is read), e.g.:"
+        )
+        for c in found[:EXAMPLES]:
+            note(f"  {c}")

@@ -11,7 +11,7 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, cluster_name, leaderboard, story_ratings
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     for problem in index.problems:
         note(f"warning: {problem}")
+    note_conflicts(index.conflicts)  # two files giving one story different values: which one is used
     table = index.table
     systems = csv_list(args.systems)
     known = set(table["system"].astype(str))

@@ -10,13 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
-from vst_core.data.merge import Conflict
 from vst_core.records import StoryScores
 
 
@@ -131,26 +130,6 @@ def _print(report: DHMReport) -> None:
     note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
 
 
-#: Conflict examples shown per metric.
-EXAMPLES = 3
-
-
-def _conflicts(conflicts: list[Conflict]) -> None:
-    """Each metric's conflict count and a few examples (which value was used) on stderr."""
-    by_metric: dict[str, list[Conflict]] = {}
-    for c in conflicts:
-        by_metric.setdefault(c.metric, []).append(c)
-    for metric, found in by_metric.items():
-        stories = len({(c.system, c.story_id) for c in found})
-        note(
-            f"warning: {stories} stories have two values of {metric} or more "
-            "(a computed value is used over an imported one, else the file named first; each example names "
-            "the value used once every file is read), e.g.:"
-        )
-        for c in found[:EXAMPLES]:
-            note(f"  {c}")
-
-
 def _hint(report: DHMReport, table: pd.DataFrame, human: tuple[str, ...]) -> None:
     """Why nothing (or little) paired by sequence, when the human stories name no sequence."""
     alone = sum(s.missing.get(reasons("sequence", report.aspects)[1], 0) for s in report.systems)
@@ -177,7 +156,7 @@ def run_dhm(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     for problem in index.problems:
         note(f"warning: {problem}")
-    _conflicts(index.conflicts)
+    note_conflicts(index.conflicts)
     human = tuple(h.strip() for h in args.human.split(",") if h.strip())
     table = index.table.copy(deep=False)
     if not table["system"].isin(human).any():
