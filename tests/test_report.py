@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import ROOT
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vst_core.cli import main
 from vst_core.records import RedundancyScores, StoryScores
@@ -62,7 +64,7 @@ def test_latex_is_booktabs_and_escaped_and_markdown_is_a_pipe_table() -> None:
     assert "non\\_redundancy" in tex and "BLEU\\_4 \\& co" in tex and "50\\% of it" in tex
     assert latex_escape("†·×") == "$^\\dagger$$\\cdot$$\\times$"
     md = markdown_table(cells, "caption")
-    assert md.splitlines()[0] == "| metric | non_redundancy | a\\|b |" and md.splitlines()[1] == "|---|---|---|"
+    assert md.splitlines()[0] == "| metric | non\\_redundancy | a\\|b |" and md.splitlines()[1] == "|---|---|---|"
 
 
 def test_system_means_and_intervals_against_a_bootstrap_loop() -> None:
@@ -201,3 +203,38 @@ def test_a_report_without_images_says_its_cards_have_no_thumbnails(tmp_path: Pat
     assert main(["report", str(scores), "--out", str(out), "--resamples", "0"]) == 0
     assert "data:image/jpeg;base64," not in out.read_text(encoding="utf-8")
     assert "no --images: the story cards have no thumbnails" in capsys.readouterr().err
+
+
+_HOSTILE_MD = [
+    "<script>alert(1)</script>",
+    "![x](http://example.invalid/a.png)",
+    "[link](http://example.invalid)",
+    "<iframe src=x>",
+    "a\rb\nc\u2028d",
+    "| x | y |",
+    "# heading",
+    "1. item",
+    "- item",
+    "`code` *em* _em_ ~~s~~",
+    "&lt;b&gt;",
+    "\\",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    names=st.lists(st.one_of(st.sampled_from(_HOSTILE_MD), st.text(max_size=30)), min_size=3, max_size=3),
+    rows=st.integers(1, 6),
+)
+def test_markdown_tables_render_to_their_rows_and_text_only(names: list[str], rows: int) -> None:
+    """Whatever the names and cells: as many table rows as the data has, and no element, image or
+    link that the data did not ask to be text (CommonMark with tables, as GitHub renders)."""
+    from markdown_it import MarkdownIt
+
+    cells = pd.DataFrame({names[0] or "c": [names[1]] * rows}, index=pd.Index([names[2]] * rows, name="metric"))
+    md = markdown_table(cells, names[1])
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert html.count("<tr>") == rows + 1
+    for tag in ("<script", "<img", "<a ", "<iframe", "<h1", "<ol", "<ul", "<code", "<em", "<s>", "<br"):
+        assert tag not in html, (tag, md)
+    assert html.count("<p>") <= 1  # the caption: one paragraph at most (none when it is blank)

@@ -16,7 +16,7 @@ from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note
 from vst_core.data import load_records
 from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
-from vst_core.viz.report import build_report, latex_table, markdown_table, write_figure
+from vst_core.viz.report import build_report, latex_table, markdown_table, markdown_text, write_figure
 from vst_core.viz.tables import scores_table
 
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         note(f"wrote {args.latex}")
     if args.markdown:
         args.markdown.write_text(
-            "\n".join(f"### {n}\n\n" + markdown_table(t, caption) for n, t in tables.items()), encoding="utf-8"
+            "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption) for n, t in tables.items()), encoding="utf-8"
         )
         note(f"wrote {args.markdown}")
     if args.figures:

@@ -8,9 +8,10 @@ marks; figures as SVG and PNG files.
 >>> print(markdown_table(cells, "Spearman"))
 | metric | overall |
 |---|---|
-| NR | 0.412 [0.301, 0.520]* (n=120) |
+| NR | 0.412 \\[0.301, 0.520\\]\\* (n=120) |
 <BLANKLINE>
 Spearman
+<BLANKLINE>
 """
 
 from __future__ import annotations
@@ -399,25 +400,49 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement")
     return "\n".join(lines) + "\n"
 
 
-#: Characters a Markdown renderer reads as markup in a table cell (emphasis, code, raw HTML, the cell bar).
-_MARKDOWN_SPECIAL = frozenset("\\`*<>|")
+#: Characters a Markdown renderer reads as markup inside a line (emphasis, code, raw HTML and
+#: entities, links and images, strike-through, the cell bar), escaped with a backslash.
+_MARKDOWN_SPECIAL = frozenset("\\`*_[]<>|!&~")
+#: Characters that start a block (a heading, a list, a quote, a rule) at the beginning of a line.
+_MARKDOWN_LINE_START = frozenset("#+-=>")
+
+
+def markdown_text(text: object, *, line: bool = True) -> str:
+    """Text from a file as one line of Markdown that renders as that text: every inline markup
+    character escaped with a backslash, a block marker at its start too (``line``: the text starts a
+    line; a table cell does not), and line ends (CR, LF, U+2028 ...) and other control characters
+    as spaces, so it never adds a row, a line or an element.
+
+    >>> print(markdown_text("![x](http://a/b.png) <b>1</b>"))
+    \\!\\[x\\](http://a/b.png) \\<b\\>1\\</b\\>
+    >>> print(markdown_text("# not a heading"))
+    \\# not a heading
+    """
+    chars = [" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text)]
+    out = "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in chars)
+    stripped = out.lstrip()
+    if line and stripped and (stripped[0] in _MARKDOWN_LINE_START or re.match(r"\d+[.)]", stripped)):
+        at = len(out) - len(stripped)
+        digits = re.match(r"\d+", stripped)
+        cut = at + (digits.end() if digits else 0)
+        out = out[:cut] + "\\" + out[cut:]
+    return out
 
 
 def markdown_table(cells: pd.DataFrame, caption: str) -> str:
-    """A Markdown (pipe) table of text cells, the row labels first, then the caption; every
-    character Markdown reads as markup escaped with a backslash."""
+    """A Markdown (pipe) table of text cells, the row labels first, then the caption; every cell
+    and the caption through :func:`markdown_text`."""
 
     def cell(v: object) -> str:
         if isinstance(v, float) and pd.isna(v):
             return ""
-        text = str(v).replace("\n", " ")
-        return "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in text)
+        return markdown_text(v, line=False)
 
     header = [cells.index.name or "", *cells.columns]
     lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
     for label_, row in cells.iterrows():
         lines.append("| " + " | ".join([cell(label_), *(cell(v) for v in row)]) + " |")
-    return "\n".join(lines) + "\n\n" + caption + "\n"
+    return "\n".join(lines) + "\n\n" + markdown_text(caption) + "\n"
 
 
 def leaderboard_cells(board: Leaderboard) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -499,6 +524,7 @@ __all__ = [
     "latex_escape",
     "latex_table",
     "markdown_table",
+    "markdown_text",
     "report_html",
     "story_card_html",
     "table_html",
