@@ -167,22 +167,22 @@ def end_to_end(
         lines = sum(1 for _ in out.open(encoding="utf-8"))
         if lines != config.sequences:
             raise RuntimeError(f"vst score wrote {lines} records of {config.sequences}")
-    cold, trace = runs["cold"]
-    crops = int(trace.get("crops") or config.sequences * config.images_per_story * config.regions)
+    cold, found = runs["cold"]
+    crops = int(found.get("crops") or config.sequences * config.images_per_story * config.regions)
     rate = crops / cold
     reference = raw_crops_per_s or (float(config.stand_in.split(",")[0]) if config.stand_in else None)
-    first = trace.get("first_forward_epoch")
+    first = found.get("first_forward_epoch")
     figures.update(
         e2e_crops=crops,
         e2e_cold_seconds=round(cold, 2),
         e2e_crops_per_s=round(rate, 1),
         e2e_warm_seconds=round(runs["warm"][0], 2),
-        startup_seconds=round(first - trace["start_epoch"], 2) if first else None,
+        startup_seconds=round(first - found["start_epoch"], 2) if first else None,
         e2e_warm_forwards=runs["warm"][1].get("crops", 0),
     )
     if reference:
         figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 3)
-    cpu = trace.get("cpu_seconds") or {}
+    cpu = found.get("cpu_seconds") or {}
     figures["e2e_cpu_ms_per_1000_crops"] = {k: round(1e6 * v / max(crops, 1), 1) for k, v in cpu.items()}
     figures["e2e_warm_cpu_seconds"] = runs["warm"][1].get("cpu_seconds")
     return figures

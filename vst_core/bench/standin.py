@@ -191,11 +191,11 @@ def trace_stages(clock: _Clock) -> None:
     from vst_core.data.scores_io import ScoresWriter
     from vst_core.metric_spec import registry
 
-    regions_module.open_image = clock.timed("decode", regions_module.open_image)  # type: ignore[attr-defined]
+    regions_module.open_image = clock.timed("decode", regions_module.open_image)
     encoder = clip_module.ClipEncoder
     encoder._device_batch = clock.timed("crop_resize", encoder._device_batch)  # type: ignore[method-assign]
     encoder._prepare = clock.timed("crop_resize", encoder._prepare)  # type: ignore[method-assign]
-    grounder_module.noun_phrases_many = clock.timed("text", grounder_module.noun_phrases_many)  # type: ignore[attr-defined]
+    grounder_module.noun_phrases_many = clock.timed("text", grounder_module.noun_phrases_many)
     encode_text = encoder.encode_text
 
     def counted_text(self: Any, texts: Any) -> Any:
@@ -224,7 +224,7 @@ def trace_stages(clock: _Clock) -> None:
         finally:
             clock.marks["clip_load_end_epoch"] = time.time()
 
-    registry_module.load_clip = traced_load  # type: ignore[attr-defined]
+    registry_module.load_clip = traced_load
     ScoresWriter.write = clock.timed("write", ScoresWriter.write)  # type: ignore[method-assign]
 
 

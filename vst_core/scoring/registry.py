@@ -101,7 +101,7 @@ class Models:
                     memo.put_model(weights.signature, stamp)
                 self._clip = encoder
             else:
-                self._clip = LazyClipEncoder(
+                self._clip = LazyClipEncoder(  # type: ignore[assignment]  # device: a read-only property
                     weights.signature,
                     build,
                     device=s.device,
@@ -109,6 +109,7 @@ class Models:
                     workers=s.workers,
                     on_built=lambda encoder: memo.put_model(weights.signature, stamp),
                 )
+        assert self._clip is not None
         return self._clip
 
     @property
