@@ -166,3 +166,30 @@ def test_device_path_reports_a_broken_image_per_story(tiny_clip: tuple[Path, Pat
         grounder.score(failed[0])
     fine = [s for s in story_set if first["images"][0] not in s.images]
     assert fine and all(grounder.score(s)["grounding"].score is not None for s in fine)  # type: ignore[attr-defined]
+
+
+@pytest.mark.slow  # builds the tiny CLIP
+def test_a_batch_of_mixed_crop_shapes_comes_back_in_the_order_given(tiny_clip: tuple[Path, Path]) -> None:
+    """The device path resizes a batch's crops by shape group and puts the rows back: each crop's
+    vector is the one it gets encoded alone, whatever the batch size and the mix of shapes."""
+    from vst_core.models.clip import load_clip
+
+    config, checkpoint = tiny_clip
+    encoder = load_clip("vst-tiny-clip", None, checkpoint=checkpoint, model_config=config, activation="gelu", device="cpu")
+    rng = np.random.default_rng(5)
+    images = [rng.integers(0, 256, (h, w, 3), dtype=np.uint8) for h, w in ((40, 60), (64, 48), (33, 90))]
+    boxes = [[(0, 0, 20, 30), (5, 5, 45, 25), (0, 0, w, h), (10, 3, 30, 33)] for h, w in (im.shape[:2] for im in images)]
+    sources = list(zip(images, boxes, strict=True))
+
+    def load(source: tuple[np.ndarray, list[tuple[int, int, int, int]]]) -> tuple[np.ndarray, list[tuple[int, int, int, int]]]:
+        return source
+
+    together = {}
+    for batch in (3, 5, 64):
+        encoder.batch_size = batch
+        together[batch] = encoder.encode_crops(sources, load)
+    encoder.batch_size = 1
+    alone = np.concatenate([encoder.encode_crops([(im, [box])], load) for im, bs in sources for box in bs])
+    for batch, vectors in together.items():
+        assert vectors.shape == alone.shape
+        assert np.abs(vectors - alone).max() < 1e-5, batch
