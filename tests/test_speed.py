@@ -314,6 +314,8 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "2",
         "--judge-server-concurrency",
         "1,4",
+        "--e2e-sequences",
+        "6",
         "--out",
         str(out),
     ]
@@ -367,7 +369,14 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "prep_crops_per_s",
         "nr_speedup_vs_reference",
         "peak_rss_mb",
+        "e2e_crops_per_s",
+        "e2e_warm_seconds",
     }
+    # vst score end to end in new processes with the stand-in: 6 sequences x 2 photos x (2 regions + the whole image)
+    assert printed["e2e_sequences"] == 6 and printed["e2e_crops"] == 6 * 2 * 3
+    assert printed["e2e_cold_seconds"] > printed["e2e_warm_seconds"] > 0 and printed["startup_seconds"] > 0
+    assert printed["e2e_warm_forwards"] == 0 and printed["e2e_vs_standin"] > 0
+    assert printed["standin_crops_per_s"] > 0 and 0 < printed["standin_vs_rate"] < 1
     assert set(printed["prep_crops_per_s_device_by_workers"]) == {"1", "2"} and printed["preprocess"] == "pil"
     assert 0 <= printed["preprocess_max_abs_pixel"] <= 2  # the bound tests/test_preprocess.py holds
     assert set(printed["judge_server_stories_per_s"]) == {"1", "4"} and printed["judge_server_requests_per_story"] == 12

@@ -181,7 +181,7 @@ def end_to_end(
         e2e_warm_forwards=runs["warm"][1].get("crops", 0),
     )
     if reference:
-        figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 3)
+        figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 4)
     cpu = found.get("cpu_seconds") or {}
     figures["e2e_cpu_ms_per_1000_crops"] = {k: round(1e6 * v / max(crops, 1), 1) for k, v in cpu.items()}
     figures["e2e_warm_cpu_seconds"] = runs["warm"][1].get("cpu_seconds")
