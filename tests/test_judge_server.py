@@ -503,7 +503,7 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     stop.set()
     judge.close()
     listener.close()
-    assert took < 2.5, took
+    assert took < 6, took  # the old code waited as long as the server dripped (20 s here)
 
 
 @pytest.mark.parametrize("status", [400, 500, 401])
