@@ -317,7 +317,8 @@ def test_the_paper_tables_carry_the_numbers_the_marks_and_the_signature(tmp_path
     assert "a\\&b\\_\\#1" in latex and "x\\%y" in latex  # names from files escaped for LaTeX
     assert "<" not in latex.split("\\begin{tabular}")[1] and "\\textless{}" in latex  # "p < 0.05" as LaTeX text
     (nr,) = [s for s in document["leaderboard"] if s["metric"] == "NR" and s["rank"] == 1]
-    assert nr["system"] == "a&b_#1" and f"{nr['mean']:.4f} [{nr['ci_low']:.4f}, {nr['ci_high']:.4f}] #1·A" in markdown
+    # brackets escaped in Markdown (no cell becomes a link): the text renders as the number and its interval
+    assert nr["system"] == "a&b_#1" and f"{nr['mean']:.4f} \\[{nr['ci_low']:.4f}, {nr['ci_high']:.4f}\\] #1·A" in markdown
     (test,) = document["pairwise"]
     assert test["p_holm"] < 0.05 and f"{test['p_holm']:.4f}\\*" in markdown and f"{test['mean_difference']:+.4f}" in latex
     assert f"compare sig {document['signature']['id']}" in latex and f"compare sig {document['signature']['id']}" in markdown
