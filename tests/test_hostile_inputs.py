@@ -532,3 +532,21 @@ def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.Te
         digest, _fmt = _probe(entry)  # what grounding does first, from the header only (never blocks, never decodes)
         if kind != "truncated":  # a truncated body shows at read time (above) and when decoded, not in the header
             assert (digest != "" and entry.error is None) if good else entry.error is not None
+
+
+def test_a_symbolic_link_to_the_output_shares_its_lock(tmp_path: Path) -> None:
+    """Two runs, one writing through a link to the file the other writes: the second is refused."""
+    from vst_core.scoring.runs import RunLockedError, locked
+
+    real = tmp_path / "scores.jsonl"
+    real.write_text("")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with locked(real):
+        with pytest.raises(RunLockedError):
+            with locked(link):
+                pass
+    with locked(link):
+        with pytest.raises(RunLockedError):
+            with locked(real):
+                pass

@@ -157,6 +157,20 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
     assert all(r.errors["word_count"] == "OSError: disk gone" and r.redundancy is not None for r in records)
 
 
+def test_a_plugin_hook_that_calls_sys_exit_is_that_storys_error(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _module(plugins, "exiting_hook", GOOD.replace("return {s.key", "import sys; sys.exit(3); return {s.key"))
+    point = metadata.EntryPoint("x", "exiting_hook:METRIC", metric_spec.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
+    metric_spec.reload()
+    from vst_core.data import read_story_set
+    from vst_core.scoring.registry import Models
+    from vst_core.scoring.story import score_batch
+
+    settings = Settings(metrics=("redundancy", "word_count"))
+    records = score_batch(read_story_set(SAMPLE).stories[:3], settings, {"id": "t"}, Models(settings), SAMPLE.parent)
+    assert len(records) == 3 and all(r.errors["word_count"] == "SystemExit: 3" and r.redundancy is not None for r in records)
+
+
 BAD = """
 import math
 from dataclasses import dataclass
@@ -692,3 +706,11 @@ def test_models_takes_a_metrics_own_model_by_its_name_and_refuses_any_other_keyw
     assert set(Models(settings, vrank=None).unloadable()) == {"vrank"}
     with pytest.raises(TypeError, match="cahce"):
         Models(settings, cahce=object())
+
+
+def test_a_plugin_that_exits_at_import_is_left_out_and_the_rest_keeps_working(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reg = _install(plugins, monkeypatch, exiting_metric="import sys\nsys.exit(7)\n", good_metric=GOOD)
+    assert "word_count" in reg.specs and "redundancy" in reg.specs
+    assert any("exiting_metric" in p and "SystemExit: 7" in p for p in reg.problems), reg.problems

@@ -475,7 +475,9 @@ def _collect() -> Registry:
                 spec = spec()
             spec = _with_module(spec, where.split(":")[0])
             check_plugin(spec, specs)
-        except Exception as exc:  # a broken plugin is left out with its reason; the rest keeps working
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a broken plugin (sys.exit at import included) is left out with its reason
             message = f"metric plugin {label!r} ({where}) left out: {type(exc).__name__}: {exc}"
             _log.warning(message)
             problems.append(message)

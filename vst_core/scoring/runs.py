@@ -48,13 +48,16 @@ class RunLockedError(RuntimeError):
 
 @contextmanager
 def locked(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``out`` (a ``.lock`` file beside it) for the whole run: a second
-    run on the same file is refused at once instead of writing its stories twice. The lock file is
-    removed when the run wrote nothing."""
+    """Hold an exclusive lock on ``out`` (a ``.lock`` file beside the file it resolves to, so a
+    symbolic link and its target share one) for the whole run: a second run on the same file is
+    refused at once instead of writing its stories twice. The lock file is removed when the run
+    wrote nothing."""
     if out.exists() and not out.is_file():  # a folder, a device (/dev/full reads for ever), a FIFO
         raise OSError(errno.EINVAL, "not a regular file", str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    lock = out.with_name(out.name + ".lock")
+    # the lock of the file itself: a run through a symbolic link and one through its target share it
+    real = out.resolve()
+    lock = real.with_name(real.name + ".lock")
     with lock.open("a") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

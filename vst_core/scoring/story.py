@@ -290,18 +290,18 @@ def _installed(spec: MetricSpec, stories: Sequence[Story], run: ScoringRun) -> d
     assert spec.score is not None
     try:
         return _checked(spec, spec.score(stories, run))
-    except (ModelLoadError, MemoryError):
+    except (ModelLoadError, MemoryError, KeyboardInterrupt):
         raise
-    except Exception as exc:
+    except BaseException as exc:  # sys.exit in a plugin's hook included: the run goes on
         if len(stories) == 1:
             return {stories[0].key: f"{type(exc).__name__}: {exc}"}
     out: dict[Key, MetricScores | str] = {}
     for story in stories:
         try:
             out.update(_checked(spec, spec.score([story], run)))
-        except (ModelLoadError, MemoryError):
+        except (ModelLoadError, MemoryError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # this story's reason; the others are scored
+        except BaseException as exc:  # this story's reason; the others are scored
             out[story.key] = f"{type(exc).__name__}: {exc}"
     return out
 
