@@ -393,3 +393,39 @@ def test_a_damaged_store_gives_the_right_numbers_or_a_rebuild(
     tmp_path_factory: pytest.TempPathFactory, hits: list[tuple[str, str]], seed: int
 ) -> None:
     check_damage(tmp_path_factory, hits, seed)
+
+
+@pytest.mark.parametrize("fault", ["full", "not-a-folder", "device"])
+def test_an_export_that_cannot_be_written_is_one_error_line_and_no_half_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    """compare's --json, --csv and --markdown on a full disk, under a file, or onto a device: one
+    line, exit 3, nothing half written (and never a device replaced)."""
+    import errno
+    import os
+
+    from vst_core.cli import main
+    from vst_core.data import exports
+
+    scores = write(tmp_path / "s.jsonl", [story(str(k), 0.5 + k / 20, s) for k in range(6) for s in ("A", "B")])
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "board.json"
+    if fault == "full":
+
+        def full(src: str, dst: object) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(exports.os, "replace", full)
+    elif fault == "not-a-folder":
+        (out / "file").write_text("x")
+        target = out / "file" / "board.json"
+    else:
+        target = Path(os.devnull)
+    args = ["compare", str(scores), "--permutations", "50", "--resamples", "50", "--json", str(target)]
+    assert main([*args, "--markdown", str(out / "board.md")]) == 3
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "cannot write" in lines[0] and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == (["file"] if fault == "not-a-folder" else [])
+    assert Path(os.devnull).exists() and not Path(os.devnull).is_file()

@@ -13,6 +13,7 @@ from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leader
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts
 from vst_core.data.csv_out import frame_csv
+from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
 
@@ -169,23 +170,24 @@ def run(args: argparse.Namespace) -> int:
         judgements_digest=digest,
     )
     print_board(board)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(board.to_json(), ensure_ascii=False, indent=1), encoding="utf-8")
-        note(f"wrote {args.json}")
-    if args.csv:
-        args.csv.mkdir(parents=True, exist_ok=True)
-        head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
-        (args.csv / "leaderboard.csv").write_text(frame_csv(board.standings_frame(), head), encoding="utf-8")
-        (args.csv / "pairwise.csv").write_text(frame_csv(board.pairs_frame(), head), encoding="utf-8")
-        note(f"wrote leaderboard.csv and pairwise.csv in {args.csv}")
-    if args.latex or args.markdown:
-        from vst_core.viz.report import leaderboard_exports
+    try:
+        if args.json:
+            write_text_whole(args.json, json.dumps(board.to_json(), ensure_ascii=False, indent=1))
+            note(f"wrote {args.json}")
+        if args.csv:
+            head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
+            write_text_whole(args.csv / "leaderboard.csv", frame_csv(board.standings_frame(), head))
+            write_text_whole(args.csv / "pairwise.csv", frame_csv(board.pairs_frame(), head))
+            note(f"wrote leaderboard.csv and pairwise.csv in {args.csv}")
+        if args.latex or args.markdown:
+            from vst_core.viz.report import leaderboard_exports
 
-        exports = leaderboard_exports(board)
-        for path, name in ((args.latex, "leaderboard.tex"), (args.markdown, "leaderboard.md")):
-            if path:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(exports[name], encoding="utf-8")
-                note(f"wrote {path}")
+            exports = leaderboard_exports(board)
+            for path, name in ((args.latex, "leaderboard.tex"), (args.markdown, "leaderboard.md")):
+                if path:
+                    write_text_whole(path, exports[name])
+                    note(f"wrote {path}")
+    except OSError as exc:
+        error(cannot_write(exc))
+        return EXIT_INPUT
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
+from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
@@ -170,7 +172,6 @@ def run_dhm(args: argparse.Namespace) -> int:
         note(f"note: {report.note}")
     _print(report)
     _hint(report, table, human)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     conflicts = index.conflicts
     document = {
         "signature": report.signature,
@@ -179,46 +180,52 @@ def run_dhm(args: argparse.Namespace) -> int:
         "distances": len(report.frame),
         "conflicts": {m: sum(c.metric == m for c in conflicts) for m in dict.fromkeys(c.metric for c in conflicts)},
     }
-    args.out.write_text(json.dumps(document, indent=1), encoding="utf-8")
-    if args.csv:
-        args.csv.mkdir(parents=True, exist_ok=True)
-        _write_csv(report, args.csv)
+    try:
+        write_text_whole(args.out, json.dumps(document, indent=1))
+        if args.csv:
+            _write_csv(report, args.csv)
+    except OSError as exc:
+        error(cannot_write(exc))
+        return EXIT_INPUT
     return 0
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
+    """``systems.csv`` and ``distances.csv`` in ``folder``, each written whole or not at all."""
     head = comment_lines([f"dHM sig {report.signature['id']}", *([f"note: {report.note}"] if report.note else [])])
     rows = report.table()
-    with (folder / "systems.csv").open("w", newline="", encoding="utf-8") as fh:
-        fh.write(head)
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["system"])
-        writer.writeheader()
-        writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
+    systems = io.StringIO(newline="")
+    systems.write(head)
+    writer = csv.DictWriter(systems, fieldnames=list(rows[0]) if rows else ["system"])
+    writer.writeheader()
+    writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
     aspects = report.aspects  # the distances this report averages (all three, or those the scores have)
-    with (folder / "distances.csv").open("w", newline="", encoding="utf-8") as fh:
-        fh.write(head)
-        writer2 = csv.writer(fh)
+    distances = io.StringIO(newline="")
+    distances.write(head)
+    writer2 = csv.writer(distances)
+    writer2.writerow(
+        [
+            "system",
+            "story_id",
+            "sequence_id",
+            "humans",
+            *(f"d_{a}" for a in aspects),
+            "dHM",
+            *(f"signed_{a}" for a in aspects),
+        ]
+    )
+    for d in report.distances:
         writer2.writerow(
-            [
-                "system",
-                "story_id",
-                "sequence_id",
-                "humans",
-                *(f"d_{a}" for a in aspects),
-                "dHM",
-                *(f"signed_{a}" for a in aspects),
-            ]
-        )
-        for d in report.distances:
-            writer2.writerow(
-                safe_row(
-                    [
-                        d.system,
-                        d.story_id,
-                        d.sequence_id,
-                        " ".join(d.humans),
-                        *(d.d.get(a) for a in (*aspects, "dHM")),
-                        *(d.signed.get(a) for a in aspects),
-                    ]
-                )
+            safe_row(
+                [
+                    d.system,
+                    d.story_id,
+                    d.sequence_id,
+                    " ".join(d.humans),
+                    *(d.d.get(a) for a in (*aspects, "dHM")),
+                    *(d.signed.get(a) for a in aspects),
+                ]
             )
+        )
+    write_text_whole(folder / "systems.csv", systems.getvalue())
+    write_text_whole(folder / "distances.csv", distances.getvalue())

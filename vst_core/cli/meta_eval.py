@@ -24,6 +24,7 @@ from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, v
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note
 from vst_core.data import load_records
 from vst_core.data.csv_out import frame_csv
+from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
 
@@ -111,20 +112,18 @@ def settings_from_args(args: argparse.Namespace) -> MetaSettings:
 
 
 def _write(report: MetaReport, out: Path, csv_dir: Path | None, extra: dict[str, Any] | None = None) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**report.to_json(), **(extra or {})}, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text_whole(out, json.dumps({**report.to_json(), **(extra or {})}, ensure_ascii=False, indent=1))
     written = 0
     if csv_dir:
-        csv_dir.mkdir(parents=True, exist_ok=True)
         for name in report.tables():
-            (csv_dir / f"{name}.csv").write_text(report.csv(name), encoding="utf-8")
+            write_text_whole(csv_dir / f"{name}.csv", report.csv(name))
             written += 1
         versus = (extra or {}).get("metric_vs_metric")
         if versus:  # the metric-vs-metric tables, headed like the others, with their own settings
             head = [report.description, f"signature {json.dumps(report.signature, sort_keys=True)}", versus["settings"]]
             for name in ("correlations", "pairwise_accuracy"):
                 table = pd.DataFrame(versus[name])
-                (csv_dir / f"metric_vs_metric_{name}.csv").write_text(frame_csv(table, head), encoding="utf-8")
+                write_text_whole(csv_dir / f"metric_vs_metric_{name}.csv", frame_csv(table, head))
                 written += 1
     note(f"wrote {out}" + (f" and {written} CSV tables in {csv_dir}" if csv_dir else ""))
 
@@ -180,7 +179,11 @@ def run(args: argparse.Namespace) -> int:
     if args.permutations > 0:
         versus = VersusSettings(args.versus_method, args.permutations, args.seed, args.confidence)
         extra = {"metric_vs_metric": metric_versus(report, records, versus)}
-    _write(report, args.out, args.csv, extra)
+    try:
+        _write(report, args.out, args.csv, extra)
+    except OSError as exc:
+        error(cannot_write(exc))
+        return EXIT_INPUT
     return 0
 
 

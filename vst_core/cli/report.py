@@ -14,6 +14,7 @@ from vst_core.analysis.meta_eval import JudgementsError, MetaSettings, read_judg
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note
 from vst_core.data import load_records
+from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
 from vst_core.viz.report import build_report, latex_table, markdown_table, markdown_text, write_figure
@@ -104,30 +105,36 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.images is None:
         note("no --images: the story cards have no thumbnails (give the folder the stories' image paths are relative to)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(html, encoding="utf-8")
-    note(
-        f"wrote {args.out} ({len(html.encode()) / 1e6:.1f} MB, {len(figures)} figures, {min(args.stories, len(records))} story cards)"
-    )
     caption = f"{description}. Signature: {json.dumps(signature.get('meta_eval', {}).get('id', ''))}"
-    if args.latex:
-        args.latex.write_text(
-            "% needs \\usepackage{booktabs}\n"
-            + "\n".join(latex_table(t, f"{n}: {caption}", f"tab:{n}") for n, t in tables.items()),
-            encoding="utf-8",
+    try:
+        write_text_whole(args.out, html)
+        note(
+            f"wrote {args.out} ({len(html.encode()) / 1e6:.1f} MB, {len(figures)} figures, {min(args.stories, len(records))} story cards)"
         )
-        note(f"wrote {args.latex}")
-    if args.markdown:
-        args.markdown.write_text(
-            "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption) for n, t in tables.items()), encoding="utf-8"
-        )
-        note(f"wrote {args.markdown}")
+        if args.latex:
+            write_text_whole(
+                args.latex,
+                "% needs \\usepackage{booktabs}\n"
+                + "\n".join(latex_table(t, f"{n}: {caption}", f"tab:{n}") for n, t in tables.items()),
+            )
+            note(f"wrote {args.latex}")
+        if args.markdown:
+            write_text_whole(
+                args.markdown, "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption) for n, t in tables.items())
+            )
+            note(f"wrote {args.markdown}")
+    except OSError as exc:
+        error(cannot_write(exc))
+        return EXIT_INPUT
     if args.figures:
-        args.figures.mkdir(parents=True, exist_ok=True)
         try:
+            args.figures.mkdir(parents=True, exist_ok=True)
             written = [p for name, fig in figures.items() for p in write_figure(fig, args.figures / name)]
         except RuntimeError as exc:
             error(str(exc))
+            return EXIT_INPUT
+        except OSError as exc:
+            error(f"cannot write the figures in {args.figures}: {exc.strerror or exc}")
             return EXIT_INPUT
         note(f"wrote {len(written)} figure files in {args.figures}")
     return 0
