@@ -238,3 +238,9 @@ def test_markdown_tables_render_to_their_rows_and_text_only(names: list[str], ro
     for tag in ("<script", "<img", "<a ", "<iframe", "<h1", "<ol", "<ul", "<code", "<em", "<s>", "<br"):
         assert tag not in html, (tag, md)
     assert html.count("<p>") <= 1  # the caption: one paragraph at most (none when it is blank)
+
+
+def test_an_unknown_correlation_method_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "scores.jsonl", "--out", "r.html", "--method", "foo"])
+    assert exc.value.code == 2 and "invalid choice: 'foo'" in capsys.readouterr().err

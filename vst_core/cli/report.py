@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vst_core.analysis.meta_eval import JudgementsError, MetaSettings, read_judgements, run_meta_eval
+from vst_core.analysis.meta_eval import METHODS, JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note
 from vst_core.data import load_records
@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--stories", type=int, default=8, help="story cards to include (the first stories of the files)")
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the intervals")
     p.add_argument("--permutations", type=int, default=1000, help="permutations of the metric-vs-metric tests")
-    p.add_argument("--method", default="spearman", help="correlation of the agreement table")
+    p.add_argument("--method", default="spearman", choices=tuple(METHODS), help="correlation of the agreement table")
     p.add_argument("--no-baselines", action="store_true", help="leave the BLEU/ROUGE-L/CIDEr baselines out of the agreement")
     p.add_argument("--latex", type=Path, default=None, help="also write the tables as LaTeX (booktabs) to this file")
     p.add_argument("--markdown", type=Path, default=None, help="also write the tables as Markdown to this file")
