@@ -7,6 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import SAMPLE
 
@@ -95,3 +96,29 @@ def test_a_memo_path_that_is_not_a_file_is_set_aside(tmp_path: Path) -> None:
     memo = InputMemo(tmp_path / FILE_NAME)
     assert memo._store.set_aside == ["not a regular file"] and (tmp_path / (FILE_NAME + ".damaged")).is_dir()
     assert (tmp_path / FILE_NAME).is_file() and memo.phrases(["x"]) == {}
+
+
+def test_a_full_disk_or_an_unusable_folder_is_not_damage(tmp_path: Path) -> None:
+    """A refused write keeps the file (and what it holds) instead of setting it aside as damaged;
+    a cache folder that cannot be made gives a store in memory, not an error."""
+    import sqlite3
+
+    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.stores import DAMAGED_SUFFIX
+
+    path = tmp_path / "cache" / "embeddings.sqlite"
+    cache = EmbeddingCache(path)
+    cache.put_many({"a": np.ones(4, np.float32)})
+
+    def full(db: sqlite3.Connection) -> None:
+        exc = sqlite3.OperationalError("database or disk is full")
+        exc.sqlite_errorcode = 13  # type: ignore[attr-defined]
+        raise exc
+
+    assert cache._store.run(full, default=None) is None
+    assert path.is_file() and not path.with_name(path.name + DAMAGED_SUFFIX).exists()
+    assert set(cache.get_many(["a"])) == {"a"}  # what it held is still read
+    (tmp_path / "blocker").write_text("a file where the folder should be")
+    elsewhere = EmbeddingCache(tmp_path / "blocker" / "embeddings.sqlite")
+    elsewhere.put_many({"b": np.ones(4, np.float32)})
+    assert set(elsewhere.get_many(["b"])) == {"b"}  # kept in memory for this run
