@@ -528,3 +528,21 @@ def test_a_key_with_a_line_break_is_refused_without_printing_it() -> None:
     with pytest.raises(ModelLoadError) as raised:
         JudgeServer("http://127.0.0.1:9/v1", "judge", key="sk-abc\ndef")
     assert "sk-abc" not in str(raised.value)
+
+
+def test_a_compressed_or_overflowing_answer_is_its_storys_reason(tmp_path: Path) -> None:
+    """A gzip answer (it could inflate far past the size cap) and a 401-digit log-probability are
+    each one story's error with its reason, never a traceback or a run that stops."""
+    import gzip
+
+    from vst_core.models.judge_server import JudgeServerError
+
+    answer = completion(synthetic_logprobs({"messages": []})).body
+    squeezed = Reply(200, gzip.compress(answer), (("content-encoding", "gzip"), ("content-type", "application/json")))
+    with ChatServer(lambda body: squeezed) as server:
+        judge = JudgeServer(server.url, "judge", retries=0)
+        with pytest.raises(JudgeServerError, match="compressed its answer"):
+            judge._request("POST", "/chat/completions", {"model": "judge"})
+    huge = {"choices": [{"logprobs": {"content": [{"token": "4", "logprob": -(10**400), "top_logprobs": []}]}}]}
+    with pytest.raises(JudgeServerError, match="log-probability"):
+        label_logprobs(huge, ["1", "2", "3", "4", "5"])

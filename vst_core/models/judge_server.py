@@ -161,7 +161,18 @@ def rating_body(model: str, prompt: JudgePrompt, images: Sequence[str] = (), top
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if type(value) in (int, float) and math.isfinite(value) else None
+    """A finite JSON number as a float, else None (an integer too large for a float included).
+
+    >>> _number(-0.5), _number(10**400), _number("1"), _number(float("nan"))
+    (-0.5, None, None, None)
+    """
+    if type(value) not in (int, float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def label_logprobs(payload: Any, labels: Sequence[str]) -> list[float]:
@@ -274,7 +285,8 @@ class JudgeServer:
             # httpx would refuse the header and print it, key and all
             raise ModelLoadError("the judge's API key holds a control character (a line break?): check its variable")
         self._key = key or ""
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        # answers are read as sent: a compressed one could inflate far beyond MAX_RESPONSE_BYTES
+        headers = {"Accept-Encoding": "identity", **({"Authorization": f"Bearer {key}"} if key else {})}
         self._client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout),
@@ -310,8 +322,8 @@ class JudgeServer:
             raise ModelLoadError(
                 f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see --judge-served-model"
             )
-        revision = entry.get("revision")
-        root = entry.get("root")
+        revision = _short_text(entry.get("revision"))
+        root = _short_text(entry.get("root"))
         parts = [str(revision)] if isinstance(revision, str) and revision else []
         if isinstance(root, str) and root and root != self.name:
             parts.append(f"root={root}")
@@ -369,8 +381,11 @@ class JudgeServer:
                     if 300 <= status < 400:
                         target = endpoint_host(response.headers.get("location", "")) or "elsewhere"
                         raise JudgeServerError(f"the server redirected (HTTP {status}) to {target}; redirects are not followed")
+                    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+                    if encoding not in ("", "identity"):
+                        raise JudgeServerError(f"the server compressed its answer ({encoding[:40]}) although asked not to")
                     raw = bytearray()
-                    for chunk in response.iter_bytes():
+                    for chunk in response.iter_raw():
                         raw += chunk
                         if time.monotonic() > deadline:
                             raise httpx.ReadTimeout("the answer did not end within the timeout")
@@ -461,6 +476,19 @@ class JudgeServer:
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(prompts)))) as pool:
             return list(pool.map(one, prompts))
+
+
+def _short_text(value: Any, limit: int = 200) -> str | None:
+    """A revision or a root the server reports, as printable text of at most ``limit`` characters
+    (a lone surrogate or a control character dropped), or None.
+
+    >>> _short_text("abc" + chr(0xD800) + chr(10) + "x" * 300)[:6], len(_short_text("x" * 300))
+    ('abcxxx', 200)
+    """
+    if not isinstance(value, str):
+        return None
+    text = "".join(c for c in value if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF)
+    return text[:limit] or None
 
 
 def _detail(raw: bytes, redact: Callable[[str], str] = lambda text: text) -> str:
