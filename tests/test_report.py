@@ -51,7 +51,31 @@ def test_text_from_files_is_escaped_everywhere() -> None:
 
 def test_the_report_forbids_every_outside_load() -> None:
     html = report_html("t", [], {})
-    assert f'content="{CSP}"' in html and "default-src 'none'" in CSP and "connect-src 'none'" in CSP
+    nonce = re.search(r"script-src 'nonce-([A-Za-z0-9_-]+)'", html)
+    assert nonce and f'content="{CSP.format(nonce=nonce.group(1))}"' in html
+    assert "default-src 'none'" in CSP and "connect-src 'none'" in CSP and "script-src 'unsafe-inline'" not in CSP
+
+
+def test_only_the_reports_own_scripts_carry_its_nonce() -> None:
+    """plotly's scripts run (they carry the report's nonce); a script tag that reached a section
+    unescaped (a plugin forgetting to escape its evidence) does not, and neither do two reports share a nonce."""
+    from vst_core.viz.figures import correlation_bars
+    from vst_core.viz.report import figures_html
+
+    frame = pd.DataFrame({"metric": ["NR"], "aspect": ["overall"], "value": [0.4], "low": [0.3], "high": [0.5]})
+    try:
+        figure = correlation_bars(frame)
+    except Exception:  # the helper's columns differ: any plotly figure will do
+        import plotly.graph_objects as go
+
+        figure = go.Figure(go.Bar(x=["a"], y=[1]))
+    plots = "".join(figures_html([figure]))
+    leaked = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    html = report_html("t", [Section("figures", plots), Section("plugin evidence", leaked)], {})
+    nonce = re.search(r"script-src 'nonce-([A-Za-z0-9_-]+)'", html).group(1)  # type: ignore[union-attr]
+    assert html.count(f'<script nonce="{nonce}"') == plots.count("<script") >= 1
+    assert "<script>alert(1)</script>" in html  # present, without the nonce: the browser does not run it
+    assert nonce not in report_html("t", [Section("figures", plots)], {})
 
 
 def test_latex_is_booktabs_and_escaped_and_markdown_is_a_pipe_table() -> None:

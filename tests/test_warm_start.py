@@ -49,7 +49,7 @@ def _numbers(path: Path) -> dict[tuple[str, str], dict[str, object]]:
 def test_a_rerun_with_everything_cached_imports_no_model_library(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     common = ["--metrics", "grounding,clipscore", *clip_args(tiny_clip), "--clip-activation", "gelu"]
-    common += ["--cache-dir", str(cache), "--device", "cpu", "--no-progress"]
+    common += ["--cache-dir", str(cache), "--no-progress"]  # --device auto: no GPU here, told without torch
     cold = _score(["score", str(SAMPLE), "--out", str(tmp_path / "cold.jsonl"), *common])
     assert cold["code"] == 0 and {"torch", "open_clip", "spacy"} <= set(cold["loaded"])  # type: ignore[arg-type]
     warm = _score(["score", str(SAMPLE), "--out", str(tmp_path / "warm.jsonl"), *common])
@@ -71,6 +71,17 @@ def test_a_changed_checkpoint_is_built_again(tiny_clip: tuple[Path, Path], tmp_p
     common += ["--clip-config", str(config), "--clip-activation", "gelu", "--cache-dir", str(tmp_path / "cache")]
     common += ["--device", "cpu", "--no-progress"]
     assert _score(["score", str(SAMPLE), "--out", str(tmp_path / "a.jsonl"), *common])["code"] == 0
+    assert _score(["score", str(SAMPLE), "--out", str(tmp_path / "a2.jsonl"), *common]) == {"code": 0, "loaded": []}
+    changed = tmp_path / "vst-tiny-clip.json"  # the architecture the weights are built into, changed: built (and refused) again
+    changed.write_text(config.read_text().replace('"embed_dim": 16', '"embed_dim": 32'))
+    other = [changed if part == str(config) else part for part in common]
+    done = subprocess.run(
+        [sys.executable, "-m", "vst_core", "score", str(SAMPLE), "--out", str(tmp_path / "c.jsonl"), *map(str, other)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 4, done.stderr[-500:]
     copy.write_bytes(b"not a checkpoint at all")
     done = subprocess.run(
         [sys.executable, "-m", "vst_core", "score", str(SAMPLE), "--out", str(tmp_path / "b.jsonl"), *common],
@@ -113,8 +124,34 @@ def test_a_large_set_is_parsed_ahead_and_scores_as_one_process_does(tiny_clip: t
         device="cpu",
     )
     ahead = Models(settings, cache_dir=tmp_path / "ahead")
-    assert ahead.parse_ahead(list(story_set))
-    score_story_set(story_set, settings, tmp_path / "ahead.jsonl", models=ahead)
+    assert ahead.parse_ahead(list(story_set)) is not None
+
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("parsed in this process although the workers had parsed every story")
+
+    from vst_core.grounding import grounder as grounder_module
+
+    with pytest.MonkeyPatch.context() as patch:  # the workers' phrases are the ones used
+        patch.setattr(grounder_module, "noun_phrases_many", not_here)
+        score_story_set(story_set, settings, tmp_path / "ahead.jsonl", models=ahead)
     alone = Models(settings, cache_dir=tmp_path / "alone")
     score_story_set(story_set, settings, tmp_path / "alone.jsonl", models=alone)
     assert _numbers(tmp_path / "ahead.jsonl") == _numbers(tmp_path / "alone.jsonl")
+
+
+def test_workers_nobody_collects_are_stopped() -> None:
+    """A run that fails before it needs phrases stops the workers instead of waiting for them."""
+    import time
+
+    from vst_core.bench.inputs import synthetic_sentences
+    from vst_core.text.phrases import PhrasesAhead
+
+    ahead = PhrasesAhead(synthetic_sentences(3000, seed=1), None, whole_pronouns=False, processes=2)
+    time.sleep(0.5)
+    processes = list(ahead._pool._processes.values())  # type: ignore[attr-defined]
+    start = time.monotonic()
+    ahead.cancel()
+    while any(p.is_alive() for p in processes) and time.monotonic() - start < 10:
+        time.sleep(0.05)
+    alive = [(p.pid, p.exitcode) for p in processes if p.is_alive()]
+    assert not alive and time.monotonic() - start < 10, alive

@@ -17,6 +17,10 @@ from vst_core.metrics.variants import CoherenceContext, CoherenceProfile, Ground
 _log = logging.getLogger(__name__)
 
 
+#: Device nodes one of which a machine where CUDA can run has (Linux, WSL).
+_GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")
+
+
 def default_cache_dir() -> Path:
     """This product's cache folder: ``VST_CACHE_DIR``, else ``$XDG_CACHE_HOME/vst-eval`` (``~/.cache/vst-eval``)."""
     base = os.environ.get("VST_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"), "vst-eval")
@@ -266,6 +270,8 @@ class Settings:
             return self.preprocess
         if self.device != "auto":
             return "device" if self.device == "cuda" else "pil"
+        if not any(os.path.exists(node) for node in _GPU_NODES):
+            return "pil"  # no NVIDIA device on this machine: CUDA cannot be there, and torch need not load to say so
         import torch  # where "auto" runs the models, as vst_core.models.device resolves it
 
         return "device" if torch.cuda.is_available() else "pil"

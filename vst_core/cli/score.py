@@ -11,6 +11,7 @@ from vst_core.cli.score_options import DEFAULTS, add_options, identity_arguments
 from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
+from vst_core.data.scores_io import scored_keys
 from vst_core.judge.rubric import TemplateError
 from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
@@ -115,8 +116,21 @@ def run(args: argparse.Namespace) -> int:
             error(f"regions file: {exc}")
             return EXIT_INPUT
     models = Models(settings, cache_dir=args.cache_dir)
-    # a large set's noun phrases parse in worker processes beside CLIP's loading
-    models.parse_ahead(shard_stories(story_set, *shard) if shard else list(story_set))
+    # a large set's noun phrases parse in worker processes beside CLIP's loading (those still to score)
+    mine = shard_stories(story_set, *shard) if shard else list(story_set)
+    try:
+        done = scored_keys(args.out)[0] if args.out.is_file() and not args.overwrite else set()
+    except (OSError, ValueError):
+        done = set()  # the run reads --out again and says what is wrong with it
+    ahead = models.parse_ahead([s for s in mine if (s.system, s.story_id) not in done])
+    try:
+        return _run(args, settings, story_set, shard, models)
+    finally:
+        if ahead is not None:
+            ahead.cancel()  # workers nobody collected (a failed run, nothing left to score) stop now
+
+
+def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shard: tuple[int, int] | None, models: Models) -> int:
     unavailable: dict[str, str] = {}
     if not args.strict and len(settings.metrics) > 1:
         try:

@@ -82,7 +82,13 @@ def parse_ahead(settings: Settings, memo: InputMemo, stories: Sequence[Story], p
         return None
     from vst_core.text.phrases import PhrasesAhead
 
-    ahead = PhrasesAhead([s.sentences for s, _ in missing], name, whole_pronouns=reference, processes=processes)
+    try:
+        ahead = PhrasesAhead([s.sentences for s, _ in missing], name, whole_pronouns=reference, processes=processes)
+    except Exception as exc:  # no worker processes here (no semaphores, spawning refused): parsed in this process
+        log.warning(
+            "noun phrases cannot be parsed in worker processes (%s: %s); parsing in this process", type(exc).__name__, exc
+        )
+        return None
     return ahead, pipeline, [k for _, k in missing]
 
 

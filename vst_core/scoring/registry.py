@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from vst_core.config import Settings, default_cache_dir
 from vst_core.data import Problem, Story, StorySet
@@ -15,11 +15,15 @@ from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.grounder import Ahead, Grounder, parse_ahead
 from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo, regular_stamp
+from vst_core.hashing import file_digest
 from vst_core.metric_spec import MetricSpec, registry
 from vst_core.models.clip import LazyClipEncoder, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
+
+if TYPE_CHECKING:
+    from vst_core.text.phrases import PhrasesAhead
 
 T = TypeVar("T")
 
@@ -95,6 +99,10 @@ class Models:
                 except (ModelLoadError, ValueError, OSError):
                     weights = None  # built now: load_clip gives the error with its fix
             stamp = regular_stamp(weights.path) if weights is not None and weights.path is not None else None
+            if stamp is not None and s.clip_config is not None:
+                # the model config defines the architecture the weights are built into: its content counts too
+                config = Path(s.clip_config)
+                stamp = f"{stamp}|config:{file_digest(config)}" if config.is_file() else None
             if memo is None or weights is None or stamp is None or not memo.model_built(weights.signature, stamp):
                 encoder = build()
                 if memo is not None and weights is not None and stamp is not None and encoder.signature == weights.signature:
@@ -132,18 +140,21 @@ class Models:
         path = getattr(self._cache, "path", None)
         return Path(path).parent / MEMO_FILE if path is not None else None
 
-    def parse_ahead(self, stories: Sequence[Story]) -> bool:
+    def parse_ahead(self, stories: Sequence[Story]) -> PhrasesAhead | None:
         """Start parsing the noun phrases of ``stories`` that the memo lacks in worker processes
         (:func:`~vst_core.grounding.grounder.parse_ahead`: one fewer than the cores, at most 8, each
         for at least 1,000 sentences), before the models load, so the parse runs beside loading CLIP
         and decoding the first images. Whether it started."""
         memo = self.memo
         if memo is None or self._ahead is not None or self._grounders:
-            return False
+            return None
+        parsing = {n for n, spec in registry().specs.items() if spec.image_record is not None and "clip" in spec.needs}
+        if not parsing & set(self.settings.metrics):  # no metric of the run reads noun phrases
+            return None
         sentences = sum(len(s.sentences) for s in stories)
         processes = max(1, min((os.cpu_count() or 1) - 1, 8, sentences // 1000))
         self._ahead = parse_ahead(self.settings, memo, stories, processes)
-        return self._ahead is not None
+        return self._ahead[0] if self._ahead is not None else None
 
     def taking_over(self, other: Models) -> Models:
         """This :class:`Models`, with the noun phrases ``other`` started parsing (:meth:`parse_ahead`)."""

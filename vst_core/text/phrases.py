@@ -138,14 +138,16 @@ def pipeline_meta(name: str | None = None) -> dict[str, Any] | None:
     """
     import importlib.util
     import json
+    from importlib import metadata
     from pathlib import Path
 
     for candidate in (name,) if name else SPACY_CANDIDATES:
         folder = Path(candidate) if "/" in candidate or candidate.startswith(".") else None
         if folder is None:
-            try:
+            try:  # spacy.load takes a name only when it is an installed package (spacy.util.is_package)
+                metadata.distribution(candidate)
                 spec = importlib.util.find_spec(candidate)
-            except (ImportError, ValueError):
+            except (ImportError, ValueError, metadata.PackageNotFoundError):
                 spec = None
             locations = list(spec.submodule_search_locations or []) if spec is not None else []
             if not locations:
@@ -343,4 +345,9 @@ class PhrasesAhead:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def cancel(self) -> None:
+        """Stop the workers now, parts under way included (their phrases are not wanted)."""
+        processes = list(getattr(self._pool, "_processes", {}).values())  # the pool's own workers
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import re
+import secrets
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,11 +44,17 @@ from vst_core.viz.safe import html_text, plot_text
 from vst_core.viz.story import evidence_blocks, legend_html, score_cards_html, story_cards, story_html
 from vst_core.viz.tables import RunView, correlation_cells, table_columns
 
-#: Nothing outside the file may load: scripts and styles inline, images and fonts as data URLs.
+#: Nothing outside the file may load: styles inline, images and fonts as data URLs, and only the
+#: scripts this module wrote itself (plotly's, carrying the report's nonce) run: a script tag or an
+#: event handler in text that reached the page unescaped (a plugin's evidence, say) does not.
 CSP = (
-    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "default-src 'none'; script-src 'nonce-{nonce}' 'unsafe-eval'; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
 )
+
+#: The mark this process puts on the script tags it writes (plotly's), replaced by the report's
+#: nonce; drawn at random so that no text from a file can carry it.
+_OWN_SCRIPT = f"<script data-vst-{secrets.token_hex(8)}"
 #: Longest side of an embedded thumbnail, in pixels.
 THUMBNAIL = 160
 
@@ -98,15 +105,14 @@ def figures_html(figures: Sequence[Any]) -> list[str]:
     """Each plotly figure as a ``<div>``; the first carries plotly's JavaScript inline, once."""
     out = []
     for k, fig in enumerate(figures):
-        out.append(
-            fig.to_html(
-                full_html=False,
-                include_plotlyjs=k == 0,
-                include_mathjax=False,
-                config={"displaylogo": False, "responsive": True},
-                div_id=f"vst-figure-{k}",
-            )
+        html = fig.to_html(
+            full_html=False,
+            include_plotlyjs=k == 0,
+            include_mathjax=False,
+            config={"displaylogo": False, "responsive": True},
+            div_id=f"vst-figure-{k}",
         )
+        out.append(html.replace("<script", _OWN_SCRIPT))  # plotly's own scripts: they get the report's nonce
     return out
 
 
@@ -150,11 +156,14 @@ def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Pa
 def report_html(title: str, sections: Sequence[Section], signature: Mapping[str, Any], description: str = "") -> str:
     """The whole report: one HTML document with a Content-Security-Policy that lets nothing load
     from outside it, the sections in order, then the signature as JSON."""
+    nonce = secrets.token_urlsafe(18)
     body = "".join(f"<section><h2>{html_text(s.title)}</h2>{s.html}</section>" for s in sections)
+    body = body.replace(_OWN_SCRIPT, f'<script nonce="{nonce}"')
     sig = json.dumps(signature, ensure_ascii=False, indent=1, sort_keys=True, default=str)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP.format(nonce=nonce)}">'
+        "<meta name='referrer' content='no-referrer'>"
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html_text(title)}</title>"
         f"<style>{STYLE}</style></head><body>"
         f"<h1>{html_text(title)}</h1>"
