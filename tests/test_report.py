@@ -23,6 +23,7 @@ from vst_core.viz.report import (
     latex_escape,
     latex_table,
     markdown_table,
+    markdown_text,
     report_html,
     story_card_html,
     system_summary,
@@ -242,6 +243,8 @@ _HOSTILE_MD = [
     "`code` *em* _em_ ~~s~~",
     "&lt;b&gt;",
     "\\",
+    "NR #",
+    "a\u202eevil",
 ]
 
 
@@ -262,6 +265,9 @@ def test_markdown_tables_render_to_their_rows_and_text_only(names: list[str], ro
     for tag in ("<script", "<img", "<a ", "<iframe", "<h1", "<ol", "<ul", "<code", "<em", "<s>", "<br"):
         assert tag not in html, (tag, md)
     assert html.count("<p>") <= 1  # the caption: one paragraph at most (none when it is blank)
+    assert "\u202e" not in html  # no text turned around
+    heading = MarkdownIt("commonmark").render("### " + markdown_text(names[0]))
+    assert heading.count("<h3>") == 1 and "<a " not in heading and "<img" not in heading
 
 
 def test_an_unknown_correlation_method_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

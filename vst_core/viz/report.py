@@ -412,6 +412,8 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement")
 #: Characters a Markdown renderer reads as markup inside a line (emphasis, code, raw HTML and
 #: entities, links and images, strike-through, the cell bar), escaped with a backslash.
 _MARKDOWN_SPECIAL = frozenset("\\`*_[]<>|!&~")
+#: Characters that reorder how text is shown (bidirectional overrides and isolates, marks): dropped.
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 #: Characters that start a block (a heading, a list, a quote, a rule) at the beginning of a line.
 _MARKDOWN_LINE_START = frozenset("#+-=>")
 
@@ -427,7 +429,7 @@ def markdown_text(text: object, *, line: bool = True) -> str:
     >>> print(markdown_text("# not a heading"))
     \\# not a heading
     """
-    chars = [" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text)]
+    chars = [" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text) if ch not in _BIDI_CONTROLS]
     out = "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in chars)
     stripped = out.lstrip()
     if line and stripped and (stripped[0] in _MARKDOWN_LINE_START or re.match(r"\d+[.)]", stripped)):
@@ -435,6 +437,8 @@ def markdown_text(text: object, *, line: bool = True) -> str:
         digits = re.match(r"\d+", stripped)
         cut = at + (digits.end() if digits else 0)
         out = out[:cut] + "\\" + out[cut:]
+    if line:  # a heading's closing sequence: a run of # at the end, after a space
+        out = re.sub(r"(\s)(#+)(\s*)$", lambda m: m.group(1) + "\\" + m.group(2) + m.group(3), out)
     return out
 
 
