@@ -401,3 +401,20 @@ def test_compare_two_systems_shows_the_leaderboards_test_of_the_pair() -> None:
     for metric in ("NR", "inter"):
         assert summary.loc[metric, "p"] == pytest.approx(pairs.loc[metric, "p"], abs=5e-5)  # shown rounded to 4 places
     assert summary.loc["NR", "95% interval"] == "†"  # two sequences: no interval
+
+
+def test_a_paired_test_reads_the_same_at_any_scale_and_says_nothing_of_overflowing_differences() -> None:
+    """p, d_z and the better system do not depend on the unit (×1e-300, ×1e200, subnormal); differences
+    too large for a float are undefined (no mean, no p, no better side), not a confident answer."""
+    from vst_core.analysis.paired_tests import paired_test
+    from vst_core.data.exports import json_text
+
+    x = np.random.default_rng(0).normal(0.3, 1, 50)
+    tests = [paired_test(x * scale, "NR", "A", "B", permutations=2000) for scale in (1, 1e-300, 1e200, 1e-310)]
+    assert len({t.p for t in tests}) == 1 and {t.better for t in tests} == {"A"}
+    assert max(t.effect_size or 0 for t in tests) - min(t.effect_size or 0 for t in tests) < 1e-9
+    huge = np.random.default_rng(1).choice([-1e308, 1e308], 40) * 2  # inf after the difference
+    with np.errstate(over="ignore"):
+        undefined = paired_test(huge, "NR", "A", "B", permutations=200)
+    assert undefined.p is None and undefined.better is None and undefined.effect_size is None
+    assert json_text({"mean": undefined.mean_difference}) == '{"mean": null}'

@@ -248,7 +248,7 @@ _HOSTILE_MD = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     names=st.lists(st.one_of(st.sampled_from(_HOSTILE_MD), st.text(max_size=30)), min_size=3, max_size=3),
     rows=st.integers(1, 6),

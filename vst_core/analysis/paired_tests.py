@@ -73,7 +73,7 @@ def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator)
     row of a ±1 matrix, and the statistics of the block one matrix product with ``d``."""
     n = len(diff)
     observed = abs(float(diff.sum()))
-    tolerance = 1e-12 * max(1.0, float(np.abs(diff).sum()))  # a flip equal to the data counts as a hit
+    tolerance = 1e-12 * float(np.abs(diff).sum())  # relative: a flip equal to the data counts as a hit, at any scale
     total = float(diff.sum())
     hits = 0
     step = max(1, PERMUTATION_BLOCK // max(n, 1))
@@ -109,12 +109,19 @@ def paired_test(
     is left as ``p`` (:func:`adjusted` sets it over a family). No p below two sequences."""
     diff = np.asarray(diff, dtype=float)
     n = len(diff)
-    mean = float(diff.mean()) if n else float("nan")
+    if n and not np.isfinite(diff).all():  # a difference too large for a float (or none at all): nothing is told
+        return PairTest(metric, a, b, n, float("nan"), None, None, None, None, None, None, permutations)
+    # on the differences scaled to at most 1: sums of ±1e308 do not overflow, and 1e-308 is not below a tolerance
+    scale = float(np.abs(diff).max()) if n else 0.0
+    unit = diff / scale if scale > 0 else diff
+    mean = float(unit.mean()) * scale if n else float("nan")
     rng = _rng(seed, metric, a, b)
-    (interval,) = bootstrap(diff.reshape(n, 1), resamples, int(rng.integers(2**63)), confidence) if n else [None]
-    p = permutation_p(diff, permutations, rng) if n >= 2 and permutations > 0 else None
-    sd = float(diff.std(ddof=1)) if n >= 2 else 0.0
-    effect = mean / sd if sd > 0 else None
+    (interval,) = bootstrap(unit.reshape(n, 1), resamples, int(rng.integers(2**63)), confidence) if n else [None]
+    if interval is not None and scale > 0:
+        interval = (interval[0] * scale, interval[1] * scale)
+    p = permutation_p(unit, permutations, rng) if n >= 2 and permutations > 0 else None
+    sd = float(unit.std(ddof=1)) if n >= 2 else 0.0
+    effect = float(unit.mean()) / sd if sd > 0 else None
     direction = direction_of(metric)
     sign = {"higher": 1.0, "lower": -1.0}.get(direction, 0.0)
     better = None if not n or mean * sign == 0 else a if mean * sign > 0 else b

@@ -13,7 +13,7 @@ from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leader
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts
 from vst_core.data.csv_out import frame_csv
-from vst_core.data.exports import cannot_write, write_text_whole
+from vst_core.data.exports import cannot_write, json_text, write_text_whole
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
 
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     print_board(board)
     try:
         if args.json:
-            write_text_whole(args.json, json.dumps(board.to_json(), ensure_ascii=False, indent=1))
+            write_text_whole(args.json, json_text(board.to_json(), ensure_ascii=False, indent=1))  # NaN -> null
             note(f"wrote {args.json}")
         if args.csv:
             head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]

@@ -11,9 +11,12 @@ a full or read-only disk leaves the previous file (or none), never half of one.
 from __future__ import annotations
 
 import errno
+import json
+import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def write_text_whole(path: Path, text: str) -> None:
@@ -41,6 +44,28 @@ def write_text_whole(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """``value`` as strict JSON: a number that is not finite (NaN, ±Infinity, which ``JSON.parse``
+    and most readers refuse) becomes ``null``, meaning undefined.
+
+    >>> json_text({"d": float("nan"), "p": [0.5, float("inf")]})
+    '{"d": null, "p": [0.5, null]}'
+    """
+    return json.dumps(_finite(value), allow_nan=False, **options)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and getattr(value, "shape", None) == ():  # a numpy scalar
+        return _finite(value.item())
+    return value
 
 
 def cannot_write(exc: OSError) -> str:

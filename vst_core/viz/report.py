@@ -431,6 +431,8 @@ def markdown_text(text: object, *, line: bool = True) -> str:
     """
     chars = [" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in str(text) if ch not in _BIDI_CONTROLS]
     out = "".join("\\" + ch if ch in _MARKDOWN_SPECIAL else ch for ch in chars)
+    if line:  # leading spaces would make an indented code block, trailing ones a line break
+        out = out.strip()
     stripped = out.lstrip()
     if line and stripped and (stripped[0] in _MARKDOWN_LINE_START or re.match(r"\d+[.)]", stripped)):
         at = len(out) - len(stripped)
