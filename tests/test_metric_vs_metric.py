@@ -319,3 +319,17 @@ def test_the_csv_folder_holds_the_metric_vs_metric_tables_of_the_json(tmp_path: 
     assert head[1].startswith("# signature ") and "PERM-BOTH 200 permutations" in head[2]
     assert (folder / "metric_vs_metric_pairwise_accuracy.csv").exists()
     assert "CSV tables in" in capsys.readouterr().err
+
+
+def test_metric_against_metric_reads_the_same_at_any_scale() -> None:
+    """A correlation does not see a positive scale: metrics in units of 1e200 or 1e-300 give the
+    difference, Williams' p and the permutation p of the same metrics in their own units."""
+    from vst_core.analysis.meta_eval.versus import VersusSettings, correlation_difference
+
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=60)
+    a, b = h + rng.normal(size=60), h + 2 * rng.normal(size=60)
+    found = [correlation_difference(a * s, b * s, h * s, VersusSettings("pearson", 300, 0, 0.95)) for s in (1, 1e200, 1e-300)]
+    for other in found[1:]:
+        for key in ("difference", "p_williams", "p_permutation", "ci_low"):
+            assert other[key] == pytest.approx(found[0][key], rel=1e-9), key

@@ -83,6 +83,16 @@ def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, fl
     return float(t), float(2 * stats.t.sf(abs(t), n - 3))
 
 
+def _unit(x: np.ndarray) -> np.ndarray:
+    """``x`` divided by its largest magnitude (as it is when that is 0).
+
+    >>> _unit(np.array([2e200, -4e200])).tolist()
+    [0.5, -1.0]
+    """
+    top = float(np.abs(x).max()) if x.size else 0.0
+    return x / top if top > 0 else x
+
+
 def _standardised(x: np.ndarray) -> np.ndarray:
     centred: np.ndarray = x - x.mean()
     sd = float(x.std())
@@ -106,8 +116,9 @@ def correlation_difference(
     The permutation draws ``rng.random(n) < 0.5`` per permutation, then the bootstrap draws
     ``rng.integers(0, n, n)`` per resample, from ``numpy.random.default_rng(seed)`` in that order."""
     a, b, h = (np.asarray(v, dtype=float) for v in (a, b, human))
-    keep = ~(np.isnan(a) | np.isnan(b) | np.isnan(h))
-    a, b, h = a[keep], b[keep], h[keep]
+    keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(h)
+    # each scaled to at most 1 (a correlation does not see a positive scale): squares of 1e200 do not overflow
+    a, b, h = (_unit(v[keep]) for v in (a, b, h))
     n = int(a.size)
     out: dict[str, float | int | None] = {"n": n, "r_a": None, "r_b": None, "r_ab": None, "difference": None}
     out.update({"ci_low": None, "ci_high": None, "williams_t": None, "p_williams": None, "p_permutation": None})
