@@ -6,6 +6,7 @@ every file; and a property test damaging the stored files at random (budget: ``e
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -429,3 +430,13 @@ def test_an_export_that_cannot_be_written_is_one_error_line_and_no_half_file(
     assert len(lines) == 1 and "cannot write" in lines[0] and "Traceback" not in err
     assert sorted(p.name for p in out.iterdir()) == (["file"] if fault == "not-a-folder" else [])
     assert Path(os.devnull).exists() and not Path(os.devnull).is_file()
+
+
+def test_a_system_named_with_a_comma_can_be_selected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vst_core.cli import main
+
+    scores = write(tmp_path / "s.jsonl", [story(str(k), 0.5 + k / 20, s) for k in range(6) for s in ("a,b", "c", "d")])
+    out = tmp_path / "board.json"
+    assert main(["compare", str(scores), "--systems", '"a,b",c', "--permutations", "50", "--json", str(out)]) == 0
+    board = json.loads(out.read_text())
+    assert {row["system"] for row in board["leaderboard"]} == {"a,b", "c"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,17 @@ def bar(total: int, unit: str, desc: str, disable: bool = False) -> Any:
 
 
 def csv_list(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+    """A comma-separated option as its items, read as one CSV row: a name holding a comma is given
+    in double quotes.
+
+    >>> csv_list('a, "b,c" ,d'), csv_list(""), csv_list("x")
+    (['a', 'b,c', 'd'], None, ['x'])
+    """
+    if not value:
+        return None
+    row = next(csv.reader([value], skipinitialspace=True), [])
+    items = [v.strip() for v in row if v.strip()]
+    return items or None
 
 
 class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):

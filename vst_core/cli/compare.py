@@ -41,7 +41,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--csv", type=Path, default=None, metavar="DIR", help="write leaderboard.csv and pairwise.csv into DIR")
     p.add_argument("--latex", type=Path, default=None, metavar="FILE", help="write both tables as booktabs LaTeX")
     p.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="write both tables as Markdown")
-    p.add_argument("--systems", default=None, help="comma-separated systems to compare (default: all)")
+    p.add_argument(
+        "--systems",
+        default=None,
+        help='comma-separated systems to compare, a name holding a comma in double quotes: a,"b,c" (default: all)',
+    )
     p.add_argument("--metrics", default=None, help="comma-separated metric columns (default: all present)")
     p.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human (dHM)")
     p.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples (0: no intervals)")
