@@ -146,6 +146,9 @@ def test_workers_nobody_collects_are_stopped() -> None:
     from vst_core.bench.inputs import synthetic_sentences
     from vst_core.text.phrases import PhrasesAhead
 
+    done = PhrasesAhead(synthetic_sentences(20, seed=1), None, whole_pronouns=False, processes=2)
+    assert len(done.result()[1]) == 20
+    done.cancel()  # after the result: nothing left to stop, and no error
     ahead = PhrasesAhead(synthetic_sentences(3000, seed=1), None, whole_pronouns=False, processes=2)
     time.sleep(0.5)
     processes = list(ahead._pool._processes.values())  # type: ignore[attr-defined]

@@ -346,7 +346,7 @@ class PhrasesAhead:
 
     def cancel(self) -> None:
         """Stop the workers now, parts under way included (their phrases are not wanted)."""
-        processes = list(getattr(self._pool, "_processes", {}).values())  # the pool's own workers
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())  # the pool's own (None once shut down)
         self._pool.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             if process.is_alive():
