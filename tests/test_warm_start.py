@@ -158,3 +158,17 @@ def test_workers_nobody_collects_are_stopped() -> None:
         time.sleep(0.05)
     alive = [(p.pid, p.exitcode) for p in processes if p.is_alive()]
     assert not alive and time.monotonic() - start < 10, alive
+
+
+def test_vst_score_on_a_set_parsed_ahead_exits_cleanly(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    """The command line over a set large enough for worker processes: 0, every story written, and a
+    rerun into a new file the same numbers."""
+    from vst_core.bench.inputs import synthetic_story_set
+
+    story_set = synthetic_story_set(tmp_path / "set", 320, 1, (48, 40), stories_per_sequence=8)
+    common = ["--metrics", "grounding", *clip_args(tiny_clip), "--clip-activation", "gelu"]
+    common += ["--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    for name in ("a", "b"):
+        found = _score(["score", str(story_set.root / "stories.jsonl"), "--out", str(tmp_path / f"{name}.jsonl"), *common])
+        assert found["code"] == 0
+    assert len(_numbers(tmp_path / "a.jsonl")) == 320 and _numbers(tmp_path / "a.jsonl") == _numbers(tmp_path / "b.jsonl")
