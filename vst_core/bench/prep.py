@@ -94,15 +94,7 @@ class DeviceStepsEncoder(PrepOnlyEncoder):
 
 def noop_encoder(source: ClipEncoder, kind: type[PrepOnlyEncoder] = PrepOnlyEncoder, *, workers: int = 0) -> PrepOnlyEncoder:
     """``kind`` sharing ``source``'s model, preprocessing and signature (the model never runs)."""
-    return kind(
-        source.model,
-        source.preprocess,
-        source.tokenizer,
-        source.signature,
-        device=source.device,
-        batch_size=source.batch_size,
-        workers=workers or source.workers,
-    )
+    return kind.like(source, workers=workers)
 
 
 def prep_rates(

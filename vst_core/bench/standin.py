@@ -140,15 +140,7 @@ class StandInEncoder(ClipEncoder):
 
 def stand_in_encoder(source: ClipEncoder, crops_per_s: float, texts_per_s: float) -> StandInEncoder:
     """A :class:`StandInEncoder` sharing ``source``'s model, preprocessing and signature."""
-    encoder = StandInEncoder(
-        source.model,
-        source.preprocess,
-        source.tokenizer,
-        source.signature,
-        device=source.device,
-        batch_size=source.batch_size,
-        workers=source.workers,
-    )
+    encoder = StandInEncoder.like(source)
     encoder.crops_per_s, encoder.texts_per_s = crops_per_s, texts_per_s
     return encoder
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -69,6 +69,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound="ClipEncoder")
 
 
 #: The smallest batch of texts the text tower is given (see :attr:`ClipEncoder.text_batch_size`).
@@ -124,6 +125,21 @@ class ClipEncoder:
         self.texts_encoded = 0
         self.image_seconds = 0.0
         self.text_seconds = 0.0
+
+    @classmethod
+    def like(cls: type[E], source: ClipEncoder, *, workers: int = 0) -> E:
+        """An encoder of this class sharing ``source``'s model, preprocessing, tokenizer, signature,
+        device and batch size (``workers``: its own count, else ``source``'s): the benchmark's
+        encoders whose forwards or device steps are replaced."""
+        return cls(
+            source.model,
+            source.preprocess,
+            source.tokenizer,
+            source.signature,
+            device=source.device,
+            batch_size=source.batch_size,
+            workers=workers or source.workers,
+        )
 
     def _text_length(self, text: str) -> int | None:
         inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
@@ -327,7 +343,6 @@ class ClipEncoder:
             )
         chunks: list[Any] = []  # embeddings left on the device, copied once at the end
         order: list[int] = []  # row r of the chunks is crop order[r] (a batch's crops are grouped by shape)
-        done_count = [0]
         pending: list[tuple[Any, PixelBox]] = []
         overlap = self.overlaps
         # images decoded ahead: enough to cover a forward of a full batch (a GPU runs one while the
@@ -350,8 +365,8 @@ class ClipEncoder:
                         f.exception()
                 batch, rows = self._device_batch(pending, transform)
                 chunks.append(self._forward_device(batch))
-                order.extend(done_count[0] + r for r in rows)
-                done_count[0] += len(pending)
+                done = len(order)  # crops of the earlier batches
+                order.extend(done + r for r in rows)
                 self.images_encoded += len(pending)
                 pending.clear()
 
