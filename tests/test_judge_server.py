@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import SAMPLE
 
@@ -150,6 +151,11 @@ HOSTILE: dict[str, tuple[Callable[[dict[str, Any]], Reply], str]] = {
     "HTTP 503": (lambda body: Reply(503, b"overloaded"), "HTTP 503: overloaded after 2 tries"),
     "slow": (lambda body: Reply(200, completion(synthetic_logprobs(body)).body, delay=1.0), "timeout"),
     "positive log-probability": (lambda body: completion([("4", 2.0)]), "log-probability 2.0"),
+    "a token listed twice": (lambda body: completion([("4", -0.2), ("3", -2.0), ("4", -0.9)]), "token '4' twice"),
+    "another model's answer": (
+        lambda body: completion(synthetic_logprobs(body), model="cheap-model"),
+        "from model 'cheap-model', not the 'judge'",
+    ),
 }
 
 
@@ -506,6 +512,49 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     assert took < 6, took  # the old code waited as long as the server dripped (20 s here)
 
 
+@pytest.mark.parametrize("part", ["status line", "headers"])
+def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeout(part: str) -> None:
+    """The deadline holds before the answer's headers have ended too: every socket read of the
+    request is cut to what is left of its seconds."""
+    import threading
+    import time
+
+    from vst_core.models.judge_server import JudgeServerError
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+    head = b"HTTP/1.1 200 OK\r\n" if part == "headers" else b""
+    slow = b"HTTP/1.1 200 OK\r\n" if part == "status line" else b"X-Padding: " + b"a" * 200
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(head)
+            for byte in slow:
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.1)
+
+    worker = threading.Thread(target=drip, daemon=True)
+    worker.start()
+    judge = JudgeServer(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "judge", timeout=1.0, retries=0)
+    start = time.monotonic()
+    with pytest.raises(JudgeServerError, match="within 1s"):
+        judge._request("POST", "/chat/completions", {"model": "judge"})
+    took = time.monotonic() - start
+    stop.set()
+    judge.close()
+    listener.close()
+    assert took < 3, took  # a read timeout alone waits as long as the server drips (2-20 s here)
+
+
 @pytest.mark.parametrize("status", [400, 500, 401])
 def test_a_server_that_echoes_the_key_leaves_it_in_no_error_or_record(status: int, tmp_path: Path) -> None:
     from vst_core.models.judge_server import JudgeServerError
@@ -546,3 +595,24 @@ def test_a_compressed_or_overflowing_answer_is_its_storys_reason(tmp_path: Path)
     huge = {"choices": [{"logprobs": {"content": [{"token": "4", "logprob": -(10**400), "top_logprobs": []}]}}]}
     with pytest.raises(JudgeServerError, match="log-probability"):
         label_logprobs(huge, ["1", "2", "3", "4", "5"])
+
+
+def test_a_sent_rating_token_below_the_absent_value_still_outweighs_the_labels_never_sent() -> None:
+    """A label the server sent with a log-probability below -1e30 (the absent labels' value) keeps
+    a floor above it: the labels it never sent get none of the mass."""
+    from vst_core.models.judge_server import ABSENT, PRESENT_FLOOR, label_logprobs
+
+    answer = json.loads(completion([("4", -1e300), ("3", -1e35)]).body)
+    values = label_logprobs(answer, ["1", "2", "3", "4", "5"])
+    assert values == [ABSENT, ABSENT, PRESENT_FLOOR, PRESENT_FLOOR, ABSENT]
+    weights = np.exp(np.array(values) - max(values))
+    assert weights[[0, 1, 4]].sum() == 0 and weights[[2, 3]].sum() == 2
+
+
+def test_the_same_token_listed_twice_with_one_value_and_a_dated_snapshot_are_accepted() -> None:
+    from vst_core.models.judge_server import answering_model, label_logprobs
+
+    answer = json.loads(completion([("4", -0.2), ("3", -2.0), ("4", -0.2)], model="gpt-4o-2024-08-06").body)
+    assert label_logprobs(answer, ["3", "4"]) == [-2.0, -0.2]
+    assert answering_model(answer, "gpt-4o") is None
+    assert answering_model(answer, "gpt-4") is not None  # gpt-4o is another model than gpt-4

@@ -210,3 +210,35 @@ def test_on_the_sample_the_finder_uses_the_example_ratings() -> None:
     assert any("Ratings: made-up example ratings" in c.value for c in app.caption)
     found = next(d.value for d in app.dataframe if "p_bh" in getattr(d.value, "columns", []))
     assert found.empty  # 8 stories: no slice of 5 leaves a rest of 5
+
+
+@pytest.mark.parametrize("offset, scale", [(1e9, 1e-3), (0.0, 1e200), (0.0, 1e-300)])
+def test_slice_figures_do_not_move_when_values_are_shifted_or_scaled(offset: float, scale: float) -> None:
+    """A slice's p-value is unchanged by shifting and scaling the values, and its effect follows:
+    the sums are of centred, scaled values (1e9 ± 1e-3 keeps its 1e-3; 1e200 does not overflow)."""
+    rng = np.random.default_rng(2)
+    n = 400
+    sentences = rng.integers(3, 8, size=n)
+    d = rng.normal(0.0, 1.0, size=n) - 0.8 * (sentences == 7)
+    paired = pd.DataFrame({"story": [f"s{k}" for k in range(n)], "sentences": sentences, "difference": d})
+    moved = paired.assign(difference=offset + scale * d)
+    descriptors = story_descriptors(paired, ["sentences"], categorical=())
+    base = system_slices(paired, descriptors, pairs=False, resamples=50)
+    other = system_slices(moved, story_descriptors(moved, ["sentences"], categorical=()), pairs=False, resamples=50)
+    assert list(other["slice"]) == list(base["slice"])
+    inside = sentences == 7
+    values = moved["difference"].to_numpy()  # as stored: 1e9 + 1e-3·d is itself rounded
+    exact = (values - offset) / scale  # subtracting 1e9 from values near it is exact; so is a power-of-ten scale here to 1e-15
+    welch = stats.ttest_ind(exact[inside], exact[~inside], equal_var=False)
+    first = other.iloc[0]
+    assert first["slice"] == "sentences in (6, 7]" and first["p"] == pytest.approx(welch.pvalue, rel=1e-6)
+    assert first["effect"] == pytest.approx(values[inside].mean(), rel=1e-9)
+    # the metric finder: r is unchanged when the metric and the rating are shifted and scaled
+    table = _table(600, seed=3)
+    descriptors = story_descriptors(table, ["sentences"])
+    found = metric_slices(table, "NR", "overall", descriptors, min_size=60, resamples=50)
+    table = table.assign(NR=offset + scale * table["NR"], overall=offset + scale * table["overall"])
+    again = metric_slices(table, "NR", "overall", descriptors, min_size=60, resamples=50)
+    assert list(again["slice"]) == list(found["slice"])
+    assert again["p"].tolist() == pytest.approx(found["p"].tolist(), rel=1e-3 if offset else 1e-6)  # 1e9 + 1e-3·x is rounded
+    assert again["effect"].tolist() == pytest.approx(found["effect"].tolist(), abs=1e-4 if offset else 1e-9)

@@ -218,6 +218,30 @@ def _pearson_from_sums(
     return np.where((vx > 1e-12 * np.maximum(sxx, 1)) & (vy > 1e-12 * np.maximum(syy, 1)), np.clip(r, -1, 1), np.nan)
 
 
+def _standardised(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """``x`` scaled by its largest magnitude and centred on its mean where ``ok``, 0 elsewhere.
+
+    >>> _standardised(np.array([1e9, 1e9 + 2.0, 7.0]), np.array([True, True, False])).tolist()
+    [-1.0, 1.0, 0.0]
+    """
+    return _centred(x, ok)[0]
+
+
+def _centred(x: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """(v, centre, spread) with v = (x/2 − centre/2) / spread where ``ok`` (0 elsewhere), the
+    centre about the mean of ``x`` and the spread the largest |x/2 − centre/2|, so ``x`` =
+    2·spread·v + centre: halved, the values cannot overflow (±1e308), and centred before any
+    rounding, nearby values (1e9 ± 1e-3) keep their differences exactly."""
+    if not ok.any():
+        return np.zeros_like(x), 0.0, 1.0
+    top = float(np.abs(x[ok]).max())
+    centre = float(np.mean(x[ok] / top)) * top if top > 0 else 0.0
+    u = np.where(ok, x / 2 - centre / 2, 0.0)
+    spread = float(np.abs(u).max())
+    spread = spread if spread > 0 else 1.0
+    return u / spread, centre, spread
+
+
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
@@ -243,9 +267,11 @@ def metric_slices(
     y = table[human].to_numpy(dtype=float)
     ok = np.isfinite(x) & np.isfinite(y)
     descriptors = list(descriptors) if descriptors is not None else story_descriptors(table)
-    xs, ys = np.where(ok, x, 0.0), np.where(ok, y, 0.0)
+    # r is unchanged by centring and scaling each column: sums of standardised values keep a slice's
+    # variance from being the difference of two large sums (values of 1e9 ± 1e-3, or of 1e200)
+    xs, ys = _standardised(x, ok), _standardised(y, ok)
     total_n = int(ok.sum())
-    overall = _pearson(x[ok], y[ok])
+    overall = _pearson(xs[ok], ys[ok])
     sums_all = np.array([total_n, xs.sum(), ys.sum(), (xs * xs).sum(), (ys * ys).sum(), (xs * ys).sum()])
     found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
     for levels, codes, size in _candidates(descriptors, pairs):
@@ -262,7 +288,9 @@ def metric_slices(
         p = 2 * stats.norm.sf(np.abs(z))
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(r) & np.isfinite(p)):
             found.append((levels[g], float(n[g]), float(r[g] - overall), float(r[g]), float(p[g])))
-    return _ranked(found, overall, top, lambda members, rng: _boot_corr(x, y, ok, members, overall, resamples, rng), table, seed)
+    return _ranked(
+        found, overall, top, lambda members, rng: _boot_corr(xs, ys, ok, members, overall, resamples, rng), table, seed
+    )
 
 
 def _blocks(resamples: int, size: int) -> list[int]:
@@ -332,22 +360,28 @@ def system_slices(
     Benjamini–Hochberg over every candidate, and a bootstrap interval for the ``top`` shown."""
     d = paired["difference"].to_numpy(dtype=float)
     descriptors = list(descriptors) if descriptors is not None else story_descriptors(paired, categorical=())
-    total = np.array([d.size, d.sum(), (d * d).sum()])
     overall = float(d.mean()) if d.size else math.nan
+    # the sums are taken of v (:func:`_centred`): scaled (±1e308 cannot overflow) and centred, so a
+    # slice's variance is not the difference of two large sums (1e9 ± 1e-3 keeps its 1e-3); t is
+    # unchanged by both, and a slice's mean is centre + 2·spread·mean(v)
+    v, centre, spread = _centred(d, np.isfinite(d))
+    v = np.where(np.isfinite(d), v, d)  # a NaN difference stays NaN, as before
+    total = np.array([v.size, v.sum(), (v * v).sum()])
     found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
     for levels, codes, size in _candidates(descriptors, pairs):
-        n, s, ss = _grouped(codes, size, d, d * d)
+        n, s, ss = _grouped(codes, size, v, v * v)
         nr, sr, ssr = total[:, None] - np.vstack([n, s, ss])
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             mean, mean_r = s / n, sr / nr
-            var = (ss - n * mean**2) / (n - 1)
-            var_r = (ssr - nr * mean_r**2) / (nr - 1)
+            var = np.maximum(ss - n * mean**2, 0.0) / (n - 1)
+            var_r = np.maximum(ssr - nr * mean_r**2, 0.0) / (nr - 1)
             se2 = var / n + var_r / nr
             t = (mean - mean_r) / np.sqrt(se2)
             df = se2**2 / ((var / n) ** 2 / (n - 1) + (var_r / nr) ** 2 / (nr - 1))
+            effect = centre + 2 * spread * mean
         p = 2 * stats.t.sf(np.abs(t), df)
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(p)):
-            found.append((levels[g], float(n[g]), float(mean[g]), float(mean[g]), float(p[g])))
+            found.append((levels[g], float(n[g]), float(effect[g]), float(effect[g]), float(p[g])))
     return _ranked(found, overall, top, lambda members, rng: _boot_mean(d, members, resamples, rng), paired, seed)
 
 

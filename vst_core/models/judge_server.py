@@ -61,6 +61,9 @@ MAX_RETRY_AFTER = 30.0
 MAX_RESPONSE_BYTES = 4 << 20
 #: What a label outside the server's top K is stored as (p = 0, as the local path's impossible token).
 ABSENT = -1e30
+#: The lowest log-probability a token the server did send keeps: above :data:`ABSENT`, so a sent
+#: token never weighs less than one it did not send (p = 0 either way, far below float precision).
+PRESENT_FLOOR = -1e29
 #: How far above 0 a returned log-probability may be (float rounding on the server).
 LOGPROB_TOLERANCE = 1e-4
 #: How far the answer tokens' probabilities may sum above 1.
@@ -186,6 +189,9 @@ def label_logprobs(payload: Any, labels: Sequence[str]) -> list[float]:
     ...     "top_logprobs": [{"token": "4", "logprob": -0.2}, {"token": "3", "logprob": -2.0}]}]}}]}
     >>> label_logprobs(answer, ["1", "2", "3", "4", "5"])
     [-1e+30, -1e+30, -2.0, -0.2, -1e+30]
+
+    A token listed twice must have one log-probability; a token sent with less than
+    :data:`PRESENT_FLOOR` keeps that floor (it was sent, so it outweighs an absent label).
     """
     choices = payload.get("choices") if isinstance(payload, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -209,7 +215,12 @@ def label_logprobs(payload: Any, labels: Sequence[str]) -> list[float]:
         value = _number(entry.get("logprob"))
         if value is None or value > LOGPROB_TOLERANCE:
             raise JudgeServerError(f"the server gave token {entry['token']!r} the log-probability {entry.get('logprob')!r}")
-        found.setdefault(entry["token"], min(value, 0.0))
+        value = max(min(value, 0.0), PRESENT_FLOOR)
+        seen = found.setdefault(entry["token"], value)
+        if abs(seen - value) > LOGPROB_TOLERANCE * max(1.0, abs(value)):
+            raise JudgeServerError(
+                f"the server listed token {_short_text(entry['token'], 20)!r} twice, with log-probabilities {seen!r} and {value!r}"
+            )
     if not any(label in found for label in labels):
         shown = ", ".join(repr(t) for t in list(found)[:8])
         raise JudgeServerError(
@@ -220,6 +231,24 @@ def label_logprobs(payload: Any, labels: Sequence[str]) -> list[float]:
     if sum(math.exp(v) for v in values) > 1.0 + MASS_TOLERANCE:
         raise JudgeServerError("the server's log-probabilities of the answer tokens sum above probability 1")
     return values
+
+
+def answering_model(payload: Any, asked: str) -> str | None:
+    """Why an answer is not from the model ``asked`` (the answer's ``model``), or None when it is:
+    the same name, or a dated snapshot of it (``gpt-4o`` answered by ``gpt-4o-2024-08-06``). An
+    answer that names no model is taken as the asked one's.
+
+    >>> answering_model({"model": "gpt-4o-2024-08-06"}, "gpt-4o"), answering_model({}, "judge")
+    (None, None)
+    >>> answering_model({"model": "other"}, "judge")
+    "the answer came from model 'other', not the 'judge' asked for"
+    """
+    named = payload.get("model") if isinstance(payload, dict) else None
+    if not isinstance(named, str) or not named or named == asked:
+        return None
+    if named.startswith(asked + "-") and named[len(asked) + 1 :][:1].isdigit():
+        return None
+    return f"the answer came from model {_short_text(named, 60)!r}, not the {_short_text(asked, 60)!r} asked for"
 
 
 def answer_text(payload: Any) -> str:
@@ -241,6 +270,82 @@ def api_key(variable: str | None) -> str | None:
     if not value.strip():
         raise ModelLoadError(f"judge server: the environment variable {variable} (--judge-api-key-env) is not set")
     return value.strip()
+
+
+#: The deadline of the request the calling thread is making (monotonic seconds), read by the
+#: connections of :func:`deadline_transport`.
+_DEADLINE = threading.local()
+
+
+def _within_deadline(timeout: float | None) -> float | None:
+    """A socket operation's timeout cut to what is left of this thread's request deadline."""
+    at = getattr(_DEADLINE, "at", None)
+    if at is None:
+        return timeout
+    import httpcore
+
+    left = at - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the request did not end within its timeout")
+    return left if timeout is None else min(timeout, left)
+
+
+def deadline_transport(limits: Any) -> Any:
+    """httpx's own transport whose every socket read, write and connect is cut to the calling
+    thread's request deadline, so a server dripping its status line, headers or body one byte at a
+    time (never a read timeout) is cut off when the request has taken its seconds."""
+    import httpcore
+    import httpx
+
+    class Stream(httpcore.NetworkStream):
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return bytes(self._inner.read(max_bytes, _within_deadline(timeout)))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, _within_deadline(timeout))
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+            return Stream(self._inner.start_tls(ssl_context, server_hostname, _within_deadline(timeout)))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore.SyncBackend()
+
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
+            return Stream(self._inner.connect_tcp(host, port, _within_deadline(timeout), local_address, socket_options))
+
+        def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+            return Stream(self._inner.connect_unix_socket(path, _within_deadline(timeout), socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    transport = httpx.HTTPTransport(limits=limits, trust_env=False)
+    # httpx takes no network backend: its pool is built again as httpx builds it, with ours
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=transport._pool._ssl_context,
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=Backend(),
+    )
+    return transport
 
 
 class JudgeServer:
@@ -287,12 +392,13 @@ class JudgeServer:
         self._key = key or ""
         # answers are read as sent: a compressed one could inflate far beyond MAX_RESPONSE_BYTES
         headers = {"Accept-Encoding": "identity", **({"Authorization": f"Bearer {key}"} if key else {})}
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
         self._client = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
-            transport=transport,
-            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+            transport=transport if transport is not None else deadline_transport(limits),
+            limits=limits,
             trust_env=False,
         )
 
@@ -372,6 +478,7 @@ class JudgeServer:
         for attempt in range(retries + 1):
             wait = self.backoff * (2**attempt)
             deadline = time.monotonic() + self.timeout  # the whole request: a server dripping bytes is cut off too
+            _DEADLINE.at = deadline  # the connection's reads and writes stop there (deadline_transport)
             try:
                 with self._client.stream(method, url, json=body) as response:
                     if method == "POST":
@@ -410,6 +517,8 @@ class JudgeServer:
                 why = f"cannot reach the server ({type(exc).__name__}: {exc})"
             except httpx.HTTPError as exc:  # an answer httpx cannot decode: not retried
                 raise JudgeServerError(f"unreadable answer ({type(exc).__name__}: {exc})") from None
+            finally:
+                _DEADLINE.at = None
             if attempt < retries:
                 time.sleep(wait)
         tries = f" after {retries + 1} tries" if retries else ""
@@ -423,7 +532,11 @@ class JudgeServer:
     def _one(self, prompt: JudgePrompt, labels: Sequence[str], root: Path | None, images: bool) -> list[float] | str:
         try:
             body = rating_body(self.name, prompt, self._images(prompt, root, images), self.top_logprobs)
-            return label_logprobs(self._request("POST", "/chat/completions", body), labels)
+            payload = self._request("POST", "/chat/completions", body)
+            other = answering_model(payload, self.name)
+            if other is not None:
+                raise JudgeServerError(other)
+            return label_logprobs(payload, labels)
         except JudgeServerError as exc:
             return self.redact(str(exc))
         except OSError as exc:  # an image that cannot be read
