@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import unicodedata
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -248,12 +249,83 @@ _HOSTILE_MD = [
 ]
 
 
-@settings(max_examples=500, deadline=None)
-@given(
-    names=st.lists(st.one_of(st.sampled_from(_HOSTILE_MD), st.text(max_size=30)), min_size=3, max_size=3),
-    rows=st.integers(1, 6),
+_HOSTILE_TEX = [
+    "x}\\immediate\\write18{touch w}\\input{/etc/hostname}\\label{y",
+    "^^5cinput{/etc/passwd}",
+    "\\catcode`\\@=0 @input x",
+    "50% $x$ & #1 _a_ ~ ^",
+    "\\\\ \\hline",
+    "}{",
+    "\u2028\x00\x1b[31m\u202e",
+    "\\verb|x|",
+]
+_NAMES = st.lists(st.one_of(st.sampled_from(_HOSTILE_MD + _HOSTILE_TEX), st.text(max_size=30)), min_size=3, max_size=3)
+#: What the table template itself writes: every other control sequence came from the data.
+_TEMPLATE_COMMANDS = {"begin", "end", "centering", "small", "toprule", "midrule", "bottomrule", "caption", "label"}
+#: What :func:`latex_escape` writes for a character it escapes.
+_ESCAPES = re.compile(
+    r"\\textbackslash\{\}|\\textasciitilde\{\}|\\textasciicircum\{\}|\\textless\{\}|\\textgreater\{\}|\$\^\\dagger\$|\$\\cdot\$|\$\\times\$|\\[&%$#_{}]"
 )
+
+
+def check_latex_table(names: list[str], rows: int) -> None:
+    """A LaTeX table of hostile names keeps its rows and columns, and every cell, the caption and
+    the label are text: once the escapes are taken out, no character TeX reads as markup is left
+    (no command, group, math, comment, parameter, alignment or ``^^`` notation), nor a control or
+    direction character; the label is a key."""
+    cells = pd.DataFrame({names[0] or "c": [names[1]] * rows, "b": [names[2]] * rows}, index=pd.Index([names[2]] * rows))
+    tex = latex_table(cells, names[1], f"tab:{names[0]}")
+    lines = tex.splitlines()
+    assert lines[:5] == ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{lll}", "\\toprule"]
+    assert (
+        lines[6] == "\\midrule" and lines[-5:-2] == ["\\bottomrule", "\\end{tabular}", lines[-3]] and lines[-1] == "\\end{table}"
+    )
+    body = [lines[5], *lines[7:-5]]
+    assert len(body) == rows + 1  # the header and one line a row: nothing added, nothing lost
+    texts = []
+    for line in body:
+        assert line.endswith(" \\\\")
+        texts.extend(re.split(r"(?<!\\)&", line[: -len(" \\\\")]))
+        assert len(re.findall(r"(?<!\\)&", line)) == 2  # three columns in every row
+    caption, label = lines[-3], lines[-2]
+    assert caption.startswith("\\caption{") and caption.endswith("}")
+    texts.append(caption[len("\\caption{") : -1])
+    assert re.fullmatch(r"\\label\{[A-Za-z0-9:._-]+\}", label)
+    for text in texts:
+        left = _ESCAPES.sub("", text)
+        assert not set(left) & set("\\{}$%#^_~&"), (text, names)
+        assert not {unicodedata.category(ch) for ch in left} & {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}, (text, names)
+    commands = set(re.findall(r"\\([A-Za-z]+)", _ESCAPES.sub("", tex)))
+    assert commands <= _TEMPLATE_COMMANDS, commands
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(names=_NAMES, rows=st.integers(1, 6))
+def test_latex_tables_keep_their_rows_and_hold_text_only(names: list[str], rows: int) -> None:
+    check_latex_table(names, rows)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None)
+@given(names=_NAMES, rows=st.integers(1, 6))
+def test_latex_tables_keep_their_rows_and_hold_text_only_10000_examples(names: list[str], rows: int) -> None:
+    check_latex_table(names, rows)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(names=_NAMES, rows=st.integers(1, 6))
 def test_markdown_tables_render_to_their_rows_and_text_only(names: list[str], rows: int) -> None:
+    check_markdown_table(names, rows)
+
+
+@pytest.mark.slow
+@settings(max_examples=10_000, deadline=None)
+@given(names=_NAMES, rows=st.integers(1, 6))
+def test_markdown_tables_render_to_their_rows_and_text_only_10000_examples(names: list[str], rows: int) -> None:
+    check_markdown_table(names, rows)
+
+
+def check_markdown_table(names: list[str], rows: int) -> None:
     """Whatever the names and cells: as many table rows as the data has, and no element, image or
     link that the data did not ask to be text (CommonMark with tables, as GitHub renders)."""
     from markdown_it import MarkdownIt
