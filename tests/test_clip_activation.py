@@ -114,3 +114,33 @@ def test_the_cli_refuses_with_exit_4_and_scores_once_told(
     record = json.loads((tmp_path / "b.jsonl").read_text().splitlines()[0])
     assert "/quickgelu/" in record["signature"]["settings"]["clip_weights"]
     assert record["signature"]["settings"]["clip_activation"] == "quickgelu"
+
+
+@pytest.mark.parametrize("layout", ["plain", "under state_dict", "module. prefix", "legacy format"])
+def test_a_checkpoint_loads_the_same_tensors_by_memory_map_or_through_open_clip(
+    twin: tuple[Path, Path], tmp_path: Path, layout: str
+) -> None:
+    """A file that is exactly the model's state dict is read by memory map (``load_exact``); any
+    other layout falls back to open_clip's loader; every one gives open_clip's own model."""
+    import open_clip
+    import torch
+
+    from vst_core.models.clip_build import load_exact
+
+    _, checkpoint = twin
+    state = torch.load(checkpoint, weights_only=True)
+    path = tmp_path / "weights.pt"
+    if layout == "plain":
+        torch.save(state, path)
+    elif layout == "under state_dict":
+        torch.save({"state_dict": state, "epoch": 3}, path)
+    elif layout == "module. prefix":
+        torch.save({f"module.{k}": v for k, v in state.items()}, path)
+    else:
+        torch.save(state, path, _use_new_zipfile_serialization=False)
+    reference = open_clip.create_model("vst-twin-clip", pretrained=str(path))
+    fresh = open_clip.create_model("vst-twin-clip")
+    assert load_exact(fresh, path) is (layout in ("plain", "under state_dict"))
+    built = load_clip("vst-twin-clip", None, checkpoint=path, activation="gelu", device="cpu").model
+    for name, tensor in reference.state_dict().items():
+        assert torch.equal(built.state_dict()[name], tensor), name

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE, clip_args
+from conftest import ROOT, SAMPLE, clip_args
 
 pytestmark = pytest.mark.slow
 
@@ -104,6 +104,21 @@ def test_phrases_parsed_in_worker_processes_equal_one_process() -> None:
     assert parallel == alone and len(ids) == 1
     _, whole = PhrasesAhead(stories[:40], None, whole_pronouns=True, processes=2).result()
     assert whole == noun_phrases_many(stories[:40], load_spacy(), whole_pronouns=True)
+
+
+def test_a_worker_parses_with_spacys_own_components_without_importing_torch() -> None:
+    """thinc imports torch only to offer it: a worker whose pipeline needs none never imports it
+    (about 1 s of its start on 2 cores), and parses as a process with torch does (the test above)."""
+    from vst_core.text.phrases import needs_torch
+
+    assert not needs_torch(None)  # the installed English pipeline: tok2vec, tagger, parser, ...
+    code = (
+        "import sys; from vst_core.text.phrases import _parse_part; "
+        "_, found = _parse_part((None, [['A small dog ran to the old house.']], False)); "
+        "import thinc.compat; print(sys.modules.get('torch') is None, thinc.compat.has_torch, len(found[0]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.split() == ["True", "False", "2"], done.stdout + done.stderr
 
 
 def test_a_large_set_is_parsed_ahead_and_scores_as_one_process_does(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:

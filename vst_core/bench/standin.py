@@ -100,13 +100,48 @@ class _Clock:
         }
 
 
+#: Forwards a CUDA stream holds queued before the host blocks at the next launch (ViT-B/32 is a
+#: few hundred kernels a forward; CUDA queues about a thousand launches).
+QUEUED_FORWARDS = 2
+
+
+class _Device:
+    """A GPU's timeline as the host sees it: a forward is queued and the host goes on (blocking
+    only when :data:`QUEUED_FORWARDS` are already ahead of it, as a full launch queue does); a copy
+    to the host waits for everything queued."""
+
+    def __init__(self) -> None:
+        self.busy_until = 0.0
+        self.lock = threading.Lock()
+
+    def queue(self, seconds: float) -> None:
+        with self.lock:
+            now = time.perf_counter()
+            start = max(now, self.busy_until)
+            self.busy_until = start + seconds
+            blocked = start - now - QUEUED_FORWARDS * seconds
+        if blocked > 0:
+            time.sleep(blocked)
+
+    def sync(self) -> None:
+        left = self.busy_until - time.perf_counter()
+        if left > 0:
+            time.sleep(left)
+
+
+_DEVICE = _Device()
+_REAL_COLLECT = ClipEncoder._collect
+
+
 class StandInEncoder(ClipEncoder):
-    """The product's encoder with the accelerator replaced by waits: each image forward sleeps
-    ``batch / crops_per_s`` seconds and each text forward ``batch / texts_per_s`` (releasing the
-    GIL, as a host waiting on a GPU does) and returns random unit vectors of the model's width; the
-    upload and the device-side cut, resize and normalisation are part of the wait, as a GPU does
-    them beside the host. Everything else takes the path of a CUDA run: decoding overlaps the
-    forwards (:attr:`overlaps`), embeddings are collected once per call."""
+    """The product's encoder with the accelerator replaced by a timeline of waits: each image
+    forward takes ``batch / crops_per_s`` seconds of the device and each text forward
+    ``batch / texts_per_s``, and returns random unit vectors of the model's width. As on CUDA, a
+    forward is queued and the host goes on until it copies embeddings back (once per
+    :meth:`encode_crops` call; at once for texts) or runs :data:`QUEUED_FORWARDS` ahead; a waiting
+    host sleeps, releasing the GIL. The upload and the device-side cut, resize and normalisation
+    are part of the forward's time, as a GPU does them beside the host. Everything else takes the
+    path of a CUDA run: decoding overlaps the forwards (:attr:`overlaps`)."""
 
     crops_per_s: float = 20000.0
     texts_per_s: float = 80000.0
@@ -127,13 +162,18 @@ class StandInEncoder(ClipEncoder):
 
     def _forward_device(self, batch: Any) -> Any:
         seconds = len(batch) / self.crops_per_s
-        _wait(seconds, self.clock)
+        _queue(seconds, self.clock)
         self.image_seconds += seconds
         return _unit_rows(len(batch), self.embed_dim)
 
+    def _collect(self, parts: Sequence[Any]) -> np.ndarray:
+        _DEVICE.sync()
+        return _REAL_COLLECT(self, parts)
+
     def text_tower(self, tokens: Any) -> Any:
         seconds = len(tokens) / self.texts_per_s
-        _wait(seconds, self.clock)
+        _queue(seconds, self.clock)
+        _DEVICE.sync()  # the text vectors are read at once
         self.text_seconds += seconds
         return self._torch.from_numpy(_unit_rows(len(tokens), self.embed_dim))
 
@@ -145,10 +185,10 @@ def stand_in_encoder(source: ClipEncoder, crops_per_s: float, texts_per_s: float
     return encoder
 
 
-def _wait(seconds: float, clock: _Clock | None) -> None:
+def _queue(seconds: float, clock: _Clock | None) -> None:
     if clock is not None:
         clock.forward_started()
-    time.sleep(seconds)
+    _DEVICE.queue(seconds)
 
 
 _UNIT: dict[int, np.ndarray] = {}
@@ -168,7 +208,7 @@ def _unit_rows(n: int, width: int) -> np.ndarray:
 def install_stand_in(crops_per_s: float, texts_per_s: float, clock: _Clock | None = None) -> None:
     """Give every :class:`ClipEncoder` of this process :class:`StandInEncoder`'s waits (the rates
     and ``clock`` too): the models a ``vst`` command loads stand in for a GPU."""
-    for name in ("overlaps", "_upload", "_on_device", "_device_batch", "_forward_device", "text_tower"):
+    for name in ("overlaps", "_upload", "_on_device", "_device_batch", "_forward_device", "_collect", "text_tower"):
         setattr(ClipEncoder, name, StandInEncoder.__dict__[name])
     ClipEncoder.crops_per_s, ClipEncoder.texts_per_s = crops_per_s, texts_per_s  # type: ignore[attr-defined]
     ClipEncoder.clock = clock  # type: ignore[attr-defined]

@@ -304,9 +304,50 @@ def _story_phrases(
     return phrases
 
 
+#: The components of spaCy's own CPU pipelines (``en_core_web_sm``, ``_md``, ``_lg``): none runs on torch.
+TORCH_FREE_COMPONENTS = frozenset(
+    {
+        "tok2vec",
+        "tagger",
+        "morphologizer",
+        "parser",
+        "senter",
+        "sentencizer",
+        "attribute_ruler",
+        "lemmatizer",
+        "trainable_lemmatizer",
+        "ner",
+        "entity_ruler",
+    }
+)
+
+
+def needs_torch(name: str | None) -> bool:
+    """Whether the pipeline :func:`load_spacy` would load may need torch: True unless its meta
+    lists only :data:`TORCH_FREE_COMPONENTS` (a transformer pipeline, an unknown component or an
+    unreadable meta may).
+
+    >>> needs_torch("no_such_pipeline_installed")
+    True
+    """
+    meta = pipeline_meta(name)
+    components = meta.get("components") or meta.get("pipeline") if meta is not None else None
+    if not isinstance(components, list) or not components:
+        return True
+    return not set(map(str, components)) <= TORCH_FREE_COMPONENTS
+
+
 def _parse_part(job: tuple[str | None, list[list[str]], bool]) -> tuple[str, list[list[NounPhrase]]]:
-    """A worker process's share of :class:`PhrasesAhead`: the pipeline's id and the phrases."""
+    """A worker process's share of :class:`PhrasesAhead`: the pipeline's id and the phrases.
+
+    A worker that parses with spaCy's own CPU components keeps thinc from importing torch (thinc
+    imports it only to offer it: about 1 s of the worker's start on 2 cores, beside the model the
+    parent process is loading)."""
+    import sys
+
     name, stories, whole_pronouns = job
+    if "torch" not in sys.modules and not needs_torch(name):
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError here
     nlp = load_spacy(name)
     return pipeline_id(nlp), noun_phrases_many(stories, nlp, whole_pronouns=whole_pronouns)
 
