@@ -14,7 +14,7 @@ repository. Nothing is written into the repository or the user's caches (HF_HUB_
 Data (the choices, printed with the table):
 
 * judgements: ``Human_eval/AREL.csv`` and ``GLAC.csv`` read by
-  :func:`vst_core.analysis.meta_eval.judgements.read_vist_edit` (ids ``<sequence>:<system>``),
+  :func:`vst_core.analysis.meta_eval.reader.read_vist_edit` (ids ``<sequence>:<system>``),
   only the teams whose texts are released (``auto-gen`` -> system ``AREL``/``GLAC``, ``human-edit``
   -> ``AREL-human-edit``/``GLAC-human-edit``), six aspects, five raters per story; the two files are
   merged into one long-layout CSV so the 97 sequences both files rate give pairs across the two
@@ -74,8 +74,7 @@ def edit_text(story: dict, index: int) -> str:
 
 def build_data(mirror: Path, work: Path, edit_index: int) -> dict:
     """Write ``stories.jsonl`` and ``judgements.csv`` (long layout) into ``work``; check the ids."""
-    from vst_core.analysis.meta_eval.judgements import read_judgements
-    from vst_core.analysis.meta_eval.released_layouts import read_vist_edit
+    from vst_core.analysis.meta_eval.reader import read_judgements, read_vist_edit
     from vst_core.data import read_story_set
 
     raw_dir = work / "raw"
@@ -126,7 +125,7 @@ def build_data(mirror: Path, work: Path, edit_index: int) -> dict:
 
 def all_pairs(judgements: Path, stories: Path) -> pd.DataFrame:
     """Every ranked pair train-vrank will see (before the split), as a frame."""
-    from vst_core.analysis.meta_eval.judgements import read_judgements
+    from vst_core.analysis.meta_eval.reader import read_judgements
     from vst_core.data import read_story_set
     from vst_core.learned.pairs import pairs_of, story_texts
 

@@ -15,7 +15,8 @@ from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vst_core.analysis.meta_eval.judgements import JudgementsError, read_judgements
+from vst_core.analysis.meta_eval.judgements import JudgementsError
+from vst_core.analysis.meta_eval.reader import read_judgements
 
 #: Cells a careless export or an attacker puts where a number belongs.
 BAD_CELLS = ("x", "", "nan", "NaN", "inf", "-inf", "Infinity", "1e400", "-1e999", " ", "1,5", "0x1p3", "None", "∞")

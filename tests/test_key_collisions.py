@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, story_key
-from vst_core.analysis.meta_eval.judgements import Judgements, read_judgements
+from vst_core.analysis.meta_eval.judgements import Judgements
+from vst_core.analysis.meta_eval.reader import read_judgements
 from vst_core.analysis.meta_eval.released_layouts import joined_id, vhed_story_id
 
 part = st.text(alphabet=st.sampled_from("1a:() \\b"), min_size=1, max_size=6)

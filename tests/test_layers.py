@@ -75,3 +75,70 @@ def test_no_package_imports_another_in_a_circle() -> None:
         return any(n == b or (n not in seen and reaches(n, b, seen | {n})) for n in graph.get(a, ()))
 
     assert sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(b, a)}) == []
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each vst_core module and the vst_core modules it names in an import statement, wherever the
+    statement is (inside functions too): ``from a.b import c`` names ``a.b``, and ``a.b.c`` when
+    that is a module."""
+    modules: dict[str, Path] = {}
+    for path in ROOT.rglob("*.py"):
+        parts = ("vst_core", *path.relative_to(ROOT).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        named: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                named.update([base, *(f"{base}.{a.name}" for a in node.names)])
+            elif isinstance(node, ast.Import):
+                named.update(a.name for a in node.names)
+        graph[name] = {m for m in named if m in modules and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted.
+
+    >>> cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    [['a', 'b']]
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_imports_another_in_a_circle_not_even_inside_a_function() -> None:
+    graph = module_imports()
+    assert len(graph) > 150 and graph["vst_core.metric_spec"] >= {"vst_core.metric_spec.spec"}
+    assert cycles(graph) == []

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import WORDS
-from vst_core.analysis.meta_eval.judgements import read_judgements
+from vst_core.analysis.meta_eval.reader import read_judgements
 from vst_core.learned.card import held_out_table, read_card, wilson
 from vst_core.learned.pairs import RankedPair, examples, grouped_split, pairs_of, random_split, stories_of, vhed_texts
 from vst_core.metrics.ranking import story_margins

@@ -1,5 +1,5 @@
 """The benchmark's peak memory: a fresh Python process scores a synthetic set with every metric
-(random-weight models, the sizes of a :class:`vst_core.bench.harness.BenchConfig`) and reports its
+(random-weight models, the sizes of a :class:`vst_core.bench.run.BenchConfig`) and reports its
 peak resident memory (``ru_maxrss``), so the figure is that of a scoring run alone."""
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import vst_core
 from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_story_set
+from vst_core.bench.run import BenchConfig
 from vst_core.config import Settings
 from vst_core.metric_modules import clipscore, groovist, rovist_c, rovist_nr
-
-if TYPE_CHECKING:
-    from vst_core.bench.harness import BenchConfig
 
 
 def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
@@ -41,7 +39,6 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
 
 def rss_worker(payload: str) -> None:
     """Score a synthetic set with every metric (random-weight models) and print the peak RSS."""
-    from vst_core.bench.harness import BenchConfig
     from vst_core.grounding.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from vst_core.analysis.meta_eval.identity import story_key
-from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError, read_judgements
+from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError
+from vst_core.analysis.meta_eval.reader import read_judgements
 from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.data import StorySetError, read_story_set
 from vst_core.hashing import text_digest

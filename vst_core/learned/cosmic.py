@@ -220,7 +220,7 @@ def train_cosmic(
     import torch
 
     from vst_core.models.device import resolve_device
-    from vst_core.models.hub import load_hf
+    from vst_core.models.folders import load_hf
 
     torch.manual_seed(config.seed)
     device = resolve_device(config.device)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
-from vst_core.metric_spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need
+from vst_core.metric_spec.spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need
 
 #: Column names a story table already has: no metric field may take one.
 RESERVED_COLUMNS: frozenset[str] = frozenset(

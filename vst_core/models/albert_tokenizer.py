@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vst_core.models.folders import load_hf
 from vst_core.models.hub import (
     ModelLoadError,
     hub_file,
-    load_hf,
 )
 
 #: The hub name of the tokenizer the RoViST-C checkpoint was trained with.

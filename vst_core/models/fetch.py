@@ -224,7 +224,7 @@ def _check_rovist_vg(
     are the user's files, checked by scoring one word against one crop when both are given."""
     from transformers import ViTConfig, ViTImageProcessor, ViTModel
 
-    from vst_core.models.hub import load_hf
+    from vst_core.models.folders import load_hf
 
     def vit_loads() -> str:
         config = load_hf(vit, ViTConfig.from_pretrained, "ViT")

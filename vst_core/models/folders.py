@@ -22,12 +22,20 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from vst_core.models.hub import ModelLoadError, sniff_checkpoint
+from vst_core.models.hub import (
+    ModelLoadError,
+    WeightsUnavailableError,
+    hub_reachable,
+    missing_weights_message,
+    sniff_checkpoint,
+)
+
+T = TypeVar("T")
 
 #: Settings files are small: anything larger is not one of ours.
 MAX_SETTINGS_BYTES = 1_000_000
@@ -166,3 +174,33 @@ __all__ = [
     "read_settings",
     "regular_file",
 ]
+
+
+def load_hf(name: str, loader: Callable[..., T], what: str, extra: str = "", *, weights: bool = False) -> T:
+    """``loader(name, local_files_only=...)`` from a path or the cache, downloading only when reachable.
+
+    A local folder is checked first when it should hold ``weights`` (config and safetensors, see
+    :func:`vst_core.models.folders.check_transformers_folder`); any failure to read what is there
+    is one :class:`ModelLoadError` naming ``what``, absent weights a :class:`WeightsUnavailableError`."""
+    if Path(name).exists():
+        if weights and Path(name).is_dir():
+            check_transformers_folder(Path(name), f"{what} folder {name}")
+        with loading(f"{what} from {name}"):
+            return loader(name)
+    try:
+        return loader(name, local_files_only=True)
+    except OSError:
+        pass
+    except Exception as exc:  # a damaged file in the cache
+        raise ModelLoadError(
+            f"{what} {name!r} in the local cache does not load: {type(exc).__name__}: {str(exc)[:300]}"
+        ) from None
+    if not hub_reachable():
+        raise WeightsUnavailableError(missing_weights_message(what, name, extra))
+    try:
+        with loading(f"{what} {name!r}"):
+            return loader(name)
+    except ModelLoadError as exc:
+        if isinstance(exc.__context__, OSError):
+            raise WeightsUnavailableError(f"{missing_weights_message(what, name, extra)} ({exc})") from None
+        raise

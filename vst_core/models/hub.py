@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
@@ -152,38 +151,6 @@ def missing_weights_message(what: str, name: str, extra: str = "") -> str:
         f"cannot download them. Run `vst fetch-models` where the hub can be reached and copy that cache here, "
         f"or give a local checkpoint folder{extra}."
     )
-
-
-def load_hf(name: str, loader: Callable[..., T], what: str, extra: str = "", *, weights: bool = False) -> T:
-    """``loader(name, local_files_only=...)`` from a path or the cache, downloading only when reachable.
-
-    A local folder is checked first when it should hold ``weights`` (config and safetensors, see
-    :func:`vst_core.models.folders.check_transformers_folder`); any failure to read what is there
-    is one :class:`ModelLoadError` naming ``what``, absent weights a :class:`WeightsUnavailableError`."""
-    from vst_core.models.folders import check_transformers_folder, loading
-
-    if Path(name).exists():
-        if weights and Path(name).is_dir():
-            check_transformers_folder(Path(name), f"{what} folder {name}")
-        with loading(f"{what} from {name}"):
-            return loader(name)
-    try:
-        return loader(name, local_files_only=True)
-    except OSError:
-        pass
-    except Exception as exc:  # a damaged file in the cache
-        raise ModelLoadError(
-            f"{what} {name!r} in the local cache does not load: {type(exc).__name__}: {str(exc)[:300]}"
-        ) from None
-    if not hub_reachable():
-        raise WeightsUnavailableError(missing_weights_message(what, name, extra))
-    try:
-        with loading(f"{what} {name!r}"):
-            return loader(name)
-    except ModelLoadError as exc:
-        if isinstance(exc.__context__, OSError):
-            raise WeightsUnavailableError(f"{missing_weights_message(what, name, extra)} ({exc})") from None
-        raise
 
 
 def hub_file(repo: str, filenames: tuple[str, ...]) -> Path | None:

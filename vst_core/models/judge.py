@@ -30,7 +30,8 @@ import numpy as np
 from vst_core.config import JUDGE_MODEL, JUDGE_VLM
 from vst_core.judge.rubric import JudgePrompt
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import ModelLoadError, hf_weights_id, load_hf
+from vst_core.models.folders import load_hf
+from vst_core.models.hub import ModelLoadError, hf_weights_id
 from vst_core.models.protocols import JudgeAnswers
 
 #: Where to get the weights, for the messages of a missing model.

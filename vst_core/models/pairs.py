@@ -30,7 +30,7 @@ from vst_core.metrics.coherence import transitions
 from vst_core.metrics.variants import CoherenceContext
 from vst_core.models.albert_tokenizer import ROVIST_C_TOKENIZER, SPIECE_FILE, load_slow_albert_tokenizer
 from vst_core.models.device import resolve_device
-from vst_core.models.folders import check_transformers_folder
+from vst_core.models.folders import check_transformers_folder, load_hf
 from vst_core.models.hub import (
     HF_WEIGHT_FILES,
     ModelLoadError,
@@ -38,7 +38,6 @@ from vst_core.models.hub import (
     hf_weights_id,
     hub_file,
     load_allowlisted,
-    load_hf,
     numpy_scalar_globals,
     weights_digest,
 )

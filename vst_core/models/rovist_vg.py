@@ -36,8 +36,8 @@ from PIL import Image
 
 from vst_core.hashing import weights_digest
 from vst_core.models.device import resolve_device
-from vst_core.models.folders import loading, regular_file
-from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, load_hf, numpy_scalar_globals
+from vst_core.models.folders import load_hf, loading, regular_file
+from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, numpy_scalar_globals
 from vst_core.models.idf_table import FITTED_IDF, IdfTable, read_idf_table
 
 VIT_NAME = "google/vit-base-patch16-224-in21k"

@@ -17,7 +17,7 @@ from typing import Any
 
 from vst_core.data import StorySet
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import load_hf
+from vst_core.models.folders import load_hf
 from vst_core.models.pairs import SOP_META_FILE, pairs_of
 
 LABELS = {0: "swapped", 1: "in_order"}

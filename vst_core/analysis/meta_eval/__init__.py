@@ -1,6 +1,6 @@
 """Agreement of automatic metrics with human judgements: pure functions over pandas/numpy.
 
-:mod:`.judgements` reads the human side, :mod:`.stats` holds the statistics of the papers,
+:mod:`.judgements` holds the human side and :mod:`.reader` reads it in every layout, :mod:`.stats` holds the statistics of the papers,
 :mod:`.scored` turns scores into one row per story (and Vrank's margins), :mod:`.report` joins them
 with judgements into the report the CLI writes and the page shows,
 :mod:`.settings` the settings and their signature, :mod:`.versus` metric against metric (Williams' test,
@@ -10,15 +10,10 @@ PERM-BOTH). The names are re-exported here.
 from typing import Any
 
 from vst_core.analysis.meta_eval import report
-from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError, read_judgements
+from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError
 from vst_core.analysis.meta_eval.ratings import aggregate, inter_rater
-from vst_core.analysis.meta_eval.released_layouts import (
-    detect_layout,
-    read_vhed,
-    read_vist_edit,
-    vhed_story_id,
-    vist_edit_story_id,
-)
+from vst_core.analysis.meta_eval.reader import read_judgements, read_vhed, read_vist_edit
+from vst_core.analysis.meta_eval.released_layouts import detect_layout, vhed_story_id, vist_edit_story_id
 from vst_core.analysis.meta_eval.report import MetaReport, covariate_fields, metric_fields, run_meta_eval
 from vst_core.analysis.meta_eval.scored import match_report, score_frame
 from vst_core.analysis.meta_eval.settings import METHODS, MetaSettings, Method

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS
-from vst_core.hashing import text_digest
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
 ERROR_TAGS: dict[str, tuple[str, ...]] = {
@@ -243,51 +242,6 @@ def _require(frame: pd.DataFrame, needed: Iterable[str], layout: str) -> None:
             f"not a {layout} judgements file: no {', '.join(map(repr, sorted(missing)))} column "
             f"(columns: {', '.join(map(str, frame.columns)) or 'none'})"
         )
-
-
-def read_judgements(
-    source: str | Path | bytes | IO[Any],
-    *,
-    aspects: Sequence[str] | None = None,
-    layout: str = "auto",
-    model: str | None = None,
-) -> Judgements:
-    """Read a judgements CSV in any of the five layouts (:data:`LAYOUTS`).
-
-    * long: ``story_id, rater, aspect, value`` (``rater`` and ``system`` optional);
-    * wide: ``story_id`` plus one column per aspect (``rater``, ``system``, ``sequence_id`` optional);
-    * pairwise: ``story_a, story_b, rank_a, rank_b`` (``sequence_id``, ``agreement`` optional),
-      lower rank = better;
-    * vist-edit: a VIST-Edit ``Human_eval`` file (:func:`read_vist_edit` states the ids);
-    * vhed: the VHED ``VHED.csv`` of story pairs (:func:`read_vhed` states the ids).
-
-    ``layout="auto"`` tells them apart by the header (:func:`detect_layout`); a named layout the
-    file does not fit is a :class:`JudgementsError`. ``model`` names the system that generated the
-    stories of a VIST-Edit file (``AREL`` or ``GLAC``; by default read from the file name).
-
-    Aspects named after the VHED error taxonomy hold binary error labels. Exact duplicate rows,
-    empty cells and text in numeric columns are dropped and reported in ``problems``. In the wide
-    layout ``aspects`` names the aspect columns; without it, identifier-like columns (``album_id``,
-    ``worker``) are left out and reported, and a file with several groups' ratings under one id
-    (a ``team`` or ``condition`` column) is refused naming the column.
-    """
-    # the released layouts read their rows with this module's helpers: imported here, not at the top
-    from vst_core.analysis.meta_eval.released_layouts import _source_name, _vhed, _vist_edit, detect_layout
-
-    if layout not in LAYOUTS:
-        raise JudgementsError(f"unknown judgements layout {layout!r}; choose from {', '.join(LAYOUTS)}")
-    raw = _read_bytes(source)
-    frame, problems = _read_table(raw)
-    chosen = detect_layout(frame.columns) if layout == "auto" else layout
-    if chosen == "vist-edit":
-        judgements = _vist_edit(frame, aspects, model, _source_name(source), problems)
-    elif chosen == "vhed":
-        judgements = _vhed(frame, problems)
-    else:
-        judgements = _judgements(frame, aspects, problems, chosen)
-    judgements = _finite_only(judgements)
-    judgements.digest = text_digest(raw)
-    return judgements
 
 
 def _finite_only(judgements: Judgements) -> Judgements:

@@ -21,7 +21,6 @@ from vst_core.analysis.meta_eval.judgements import (
     _rating_notes,
     _require,
     _without_duplicates,
-    read_judgements,
 )
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS
 
@@ -126,33 +125,6 @@ def joined_id(story_id: str, system: str) -> str:
     return f"{escape(story_id)}:{escape(system)}"
 
 
-def read_vist_edit(
-    source: str | Path | bytes | IO[Any], *, aspects: Sequence[str] | None = None, model: str | None = None
-) -> Judgements:
-    """Read a VIST-Edit ``Human_eval`` file (Hsu et al. 2019, github.com/tingyaohsu/VIST-Edit).
-
-    Layout: a comma-separated header ``team,story_id,album_id,workerId,focused,coherent,share,
-    human,grounded,detailed`` (``AREL.csv`` ends it and every row in six empty fields; CRLF line
-    ends; no newline after the last row), one row per (team, story, rater) with the six aspects
-    rated 1-5. ``story_id`` is the photo sequence (five Flickr photo ids joined by ``-``, the name
-    of the story's JSON file in the repository's ``AREL/test`` or ``GLAC/test`` folder);
-    ``album_id`` is left unread (a spreadsheet rounded it to ``7.22E+16``); ``workerId`` is the
-    rater (a de-identified UUID). ``team`` says which story of the sequence was rated: ``auto-gen``
-    the model's story (``auto_story_text_normalized``), ``human-edit`` a crowd worker's edit of it
-    (one of the five ``edited_stories``; the release does not say which), the others the edits of
-    automatic post-editing models (LSTM or Transformer, text or text and image), whose texts are not
-    released.
-
-    Ids: the file holds no system name, so the system is ``model`` (``AREL`` or ``GLAC``, by default
-    read from the file name) for ``auto-gen`` and ``<model>-<team>`` for the others
-    (``AREL-human-edit``, ``GLAC-trans-text-img``); the story id is ``<sequence>:<system>``
-    (:func:`vist_edit_story_id`). A scores file matches when each story carries that ``story_id``,
-    the sequence as ``sequence_id`` and the system as ``system``. The two files rate the same 97
-    sequences, so the system is part of the id.
-    """
-    return read_judgements(source, aspects=aspects, layout="vist-edit", model=model)
-
-
 def _vist_edit(
     frame: pd.DataFrame, aspects: Sequence[str] | None, model: str | None, name: str | None, problems: list[str]
 ) -> Judgements:
@@ -220,27 +192,6 @@ def vhed_story_id(story_id: str, model: str) -> str:
     """The id of one story of a VHED pair: ``<story_id>:<model>`` (VHED's ``story_id`` column and
     the ``model_base`` or ``model_comp`` that wrote it)."""
     return joined_id(story_id.strip(), model.strip())
-
-
-def read_vhed(source: str | Path | bytes | IO[Any]) -> Judgements:
-    """Read VHED's ``VHED.csv`` (Hsu et al. 2022, Vrank; github.com/AcademiaSinicaNLPLab/VHED) as pairs.
-
-    Layout: ``sent1, sent2, label, story_id, model_base, model_comp, agreement, img_seq,
-    avg_rank_base, avg_rank_comp, order, rank_norm``; one row per story pair of one ranking task:
-    the texts of story 1 and 2, the systems that wrote them (``model_base``, ``model_comp``), their
-    average human ranks (lower = better), how many of the rankers agree on the order (3-5), the
-    image sequence and the ranking gap (``rank_norm``, the paper's normalised gap; ``label`` is the
-    gap before normalisation and ``order`` the number of rankers, neither read).
-
-    Pairs: the better story is the one with the lower average rank; equal ranks give no pair (VHED
-    removed them). Story ids are ``<story_id>:<model>`` (:func:`vhed_story_id`), so a scores file
-    matches when it holds each story text (``sent1`` under the ``model_base`` id, ``sent2`` under
-    the ``model_comp`` id) with that ``story_id``; give it ``system`` = the model to compare
-    systems. ``gap`` is ``|rank_norm|`` (without that column, the difference of the average ranks);
-    ``sequence_id`` the photo ids of ``img_seq`` joined by ``-``. Ids whose texts differ between rows
-    are reported (scores can match one text only).
-    """
-    return read_judgements(source, layout="vhed")
 
 
 def _photo_sequence(value: str) -> str:

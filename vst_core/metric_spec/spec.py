@@ -1,0 +1,299 @@
+"""The contract a metric declares (:class:`MetricSpec`, its fields, settings and hooks), apart
+from the registry that collects the specs (:mod:`vst_core.metric_spec`), so the plugin checks
+(:mod:`vst_core.metric_spec.checks`) read it without importing the registry.
+
+>>> MetricField("NR", "redundancy", "score", "repetition").direction
+'higher'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+#: Which way is better for a number: up, down, or neither (a descriptor).
+Direction = Literal["higher", "lower", "none"]
+#: What computing a metric needs beyond the story's text: its ``images`` (and their regions), the
+#: ``clip`` encoder, the whole image's CLIP vector beside its regions' (``image_vector``), ``idf`` weights fitted
+#: over the story set before the chunks, the other stories of its ``sequence``, a ``model`` given
+#: by the user's settings.
+Need = Literal["images", "clip", "image_vector", "idf", "sequence", "model"]
+#: A score card: label, value (None: undefined), hover text.
+Card = tuple[str, "float | None", str]
+#: The entry-point group other packages register metrics in.
+ENTRY_POINT_GROUP = "vst_eval.metrics"
+#: The built-in metrics (name -> module), in the order of tables, ``--help`` and the cards. The
+#: names are known without importing anything, so default settings never build the registry.
+BUILTIN_METRICS: dict[str, str] = {
+    "redundancy": "vst_core.metric_modules.rovist_nr",
+    "coherence": "vst_core.metric_modules.rovist_c",
+    "grounding": "vst_core.metric_modules.groovist",
+    "clipscore": "vst_core.metric_modules.clipscore",
+    "rovist_vg": "vst_core.metric_modules.rovist_vg",
+    "rovist_vg_clip": "vst_core.metric_modules.rovist_vg_clip",
+    "vrank": "vst_core.metric_modules.vrank",
+    "cosmic": "vst_core.metric_modules.cosmic",
+    "judge": "vst_core.metric_modules.judge",
+}
+BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
+NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+class _HasMetrics(Protocol):
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class MetricField:
+    """One number of a record: table/CSV ``column``, where it lives, and how it is used.
+
+    ``report`` is its name in meta-evaluation when it is a quality metric; ``covariate`` marks
+    story descriptors (T, P) used to bin stories; ``direction`` says which way is better:
+    ``higher``, ``lower`` (a repetition or misalignment) or ``none`` (a descriptor), and every
+    comparison, ranking and highlight reads it (:func:`vst_core.records.direction_of`). ``dhm`` marks
+    the number a dHM distance compares (:mod:`vst_core.analysis.dhm`): G, C or R (the paper's three
+    aspects) or J (the rubric judge's, on request)."""
+
+    column: str
+    metric: str
+    attr: str
+    help: str
+    report: str | None = None
+    covariate: bool = False
+    direction: Direction = "higher"
+    dhm: Literal["G", "C", "R", "J"] | None = None
+
+    def value(self, record: _HasMetrics) -> float | None:
+        scores = record.metrics.get(self.metric)
+        value = getattr(scores, self.attr, None) if scores is not None else None
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelField:
+    """A setting that names a file or folder a metric's model is read from, as it is asked for where
+    there is no command line: the dashboard draws a text box labelled ``label`` (with ``help``), keeps
+    what it names (a ``file`` or a ``folder``) inside the folders it may read, and shows the
+    messages that name the option ``flag`` in the box's terms. The metric is on there when every
+    ``required`` field of it is filled in. ``setting`` is a :class:`vst_core.config.Settings` field.
+
+    >>> ModelField("vrank_model", "Vrank model folder", "folder", "--vrank-model").required
+    True
+    """
+
+    setting: str
+    label: str
+    kind: Literal["file", "folder"]
+    flag: str
+    help: str = ""
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class Switch:
+    """The dashboard's own section for a metric whose model is named by one text setting (a keyword,
+    a hub name or a path; not a file box): under ``header``, a text box ``box`` for ``setting``
+    (with ``help``) and an on/off toggle ``label``led, with ``purpose`` as its help and ``off`` said
+    when the model does not load. ``loads`` are the settings its model is loaded with (what keeps
+    a loaded model for reuse); ``flags`` the CLI options of those settings, said in the box's terms
+    in messages; ``path(value)`` the part of the box's value read as a path ('' for a keyword or a
+    name), which the dashboard keeps inside the folders it may read. The toggle's key (and URL
+    parameter) is the metric's name, the box's the setting's; both are
+    :class:`dashboard.choices.Choices` fields.
+
+    >>> Switch("Coherence", "coherence_model", "Pair model", "Score sentence pairs").path("bert-nsp")
+    'bert-nsp'
+    """
+
+    header: str
+    setting: str
+    box: str
+    label: str
+    help: str = ""
+    purpose: str = ""
+    off: str = ""
+    loads: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    path: Callable[[str], str] = str.strip
+
+
+#: The settings a re-aggregation depends on, as it compares them: GROOVIST's (θ, penalty, weights).
+AgainKey = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Reaggregation:
+    """How a metric is computed again with no model when only some settings change, from numbers its
+    records keep for each of their items (GROOVIST: each phrase's best cosine and weight, under another
+    θ, penalty or weighting).
+
+    ``settings`` are those settings, ``what`` them in words; ``key(settings)`` what of them the numbers depend on (equal keys,
+    equal numbers); ``refuse(base, wanted)`` why records scored under ``base`` cannot be re-aggregated
+    to ``wanted`` (None: they can); ``record(record, key)`` one record again; ``items(json record)``
+    the (value, weight) of each item the scores index keeps from a record read from a file ([] when
+    the record keeps none); ``columns(values, weights, rows, n, key)`` the metric's table columns of
+    ``n`` rows again at once (``rows[k]``: the row of item k; NaN for a row without items);
+    ``provenance(key)`` what a signature records of it and ``describe(key)`` its words in footers.
+    At most one metric of a registry has one (the scores index keeps one set of items per story):
+    a package's metric has none."""
+
+    settings: tuple[str, ...]
+    what: str
+    key: Callable[[Any], AgainKey]
+    refuse: Callable[[Any, Any], str | None]
+    record: Callable[[Any, AgainKey], Any]
+    items: Callable[[Any], list[tuple[float, float]]]
+    columns: Callable[[Any, Any, Any, int, AgainKey], dict[str, Any]]
+    provenance: Callable[[AgainKey], dict[str, Any]]
+    describe: Callable[[AgainKey], str]
+
+
+#: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
+#: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
+#: the story set's folder, the set metrics computed before the chunks, shared image results).
+ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+#: An image metric of one story from the image work every image metric of a run shares: ``(grounder,
+#: story, entries) -> record``; ``grounder`` is the :class:`vst_core.grounding.grounder.Grounder` that
+#: chose the story's regions, encoded them and its texts (cached) and parsed its noun phrases, and
+#: ``entries`` are its images (:class:`vst_core.grounding.grounder.ImageEntry`). A metric with this
+#: hook needs no ``score``: it is scored through the shared work (``ScoringRun.image_records``).
+ImageRecordHook = Callable[[Any, Any, Sequence[Any]], Any]
+#: The texts an image metric embeds with CLIP beyond the story's phrase units, encoded with them
+#: before any story is scored: ``(settings, story, noun phrases) -> texts``.
+TextsHook = Callable[[Any, Any, Sequence[Any]], Iterable[str]]
+#: A metric over the stories of a sequence together, computed once per run before the chunks from
+#: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
+#: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
+SetHook = Callable[[Any, Sequence[Any], Any, Any, "Callable[[int], object] | None"], Mapping[tuple[str, str], Any]]
+#: A record holding only a score imported from another source: ``(value, note) -> record``.
+ImportHook = Callable[[float, str], Any]
+#: Loads what computing the metric needs from a :class:`vst_core.scoring.registry.Models` (called
+#: before any work, so a missing model is found up front); raises ``ModelLoadError`` with the reason.
+LoadHook = Callable[[Any], object]
+#: A model the grounder runs over each story's image regions in the same pass as CLIP (RoViST-VG's
+#: own): ``(models) -> model``, loaded through ``Models.own``.
+RegionModelHook = Callable[[Any], Any]
+#: The identity of what the metric's numbers depend on beyond the settings, for the signature:
+#: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
+IdentityHook = Callable[[Any], dict[str, str]]
+#: Its part of a run's one-line description, from the signature's recorded settings alone (so a
+#: footer and a record read back from a file say the same): ``(recorded settings) -> text``.
+CaptionHook = Callable[[Mapping[str, Any]], str]
+#: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
+CardsHook = Callable[[Any], list[Card]]
+#: A metric's own judgement of a story against the others of its sequence: ``(the metric's record) ->
+#: [(other system, other story id, margin)]``, margin > 0 when the story is preferred (Vrank's);
+#: meta-evaluation judges the metric's pairs by them instead of by the difference of its scores.
+MarginsHook = Callable[[Any], "Iterable[tuple[str, str, float]]"]
+#: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
+#: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
+SummaryHook = Callable[[Any], "tuple[list[str], list[str]]"]
+#: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
+#: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
+CompleteHook = Callable[[Any], Any]
+#: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
+#: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
+EvidenceHook = Callable[[Any], "tuple[str, str] | None"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Everything the product needs to know about one metric.
+
+    ``record`` is a frozen dataclass of JSON-able fields (str, int, float, bool, None, tuples,
+    nested frozen dataclasses), read back by its type hints; ``fields`` are its numbers (each
+    ``MetricField.metric`` is ``name``); ``settings`` the :class:`vst_core.config.Settings` fields
+    that change its numbers; ``main_value`` the attribute compared when two sources give the same
+    story's metric; ``card`` its metric card (a path in this project, a URL for a plugin);
+    ``version`` goes into the signature of every run that computes it (a plugin's package version);
+    ``aliases`` are other names of it in released score files (lower case: ``g``, ``groovist``) and
+    ``from_score`` makes a record of an imported score (None: it cannot be imported).
+    ``score`` computes it (None: it is only read from files); an image metric gives ``image_record``
+    instead (and ``texts``, what it embeds beyond the phrase units); ``together`` computes a metric of the
+    ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
+    ``identity`` names its weights in the signature and ``caption`` describes it in footers;
+    ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
+    ``model_fields`` are the settings naming its model's files, as the dashboard asks for them;
+    ``reaggregate`` computes it again under other settings from what its records keep; ``complete``
+    fills in what a run left out before a story is drawn (None: nothing is left out); ``summary`` is
+    what ``vst score`` says of it when the run ends; ``margins`` its own verdicts on pairs of stories
+    (a ranker's), which meta-evaluation judges its pairs by; ``region_model`` a model of its own the
+    grounder runs over the image regions; ``formerly`` the names earlier versions wrote its records
+    under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`);
+    ``switch`` its own section on the dashboard (RoViST-C's pair model); ``offered`` whether the
+    dashboard offers to compute it (the judge's chat model per story belongs to ``vst score``: its
+    records are read from files)."""
+
+    name: str
+    title: str
+    description: str
+    record: type
+    fields: tuple[MetricField, ...]
+    needs: frozenset[Need] = frozenset()
+    settings: tuple[str, ...] = ()
+    main_value: str = "score"
+    card: str = ""
+    version: str = ""
+    aliases: tuple[str, ...] = ()
+    from_score: ImportHook | None = None
+    score: ScoreHook | None = None
+    image_record: ImageRecordHook | None = None
+    texts: TextsHook | None = None
+    together: SetHook | None = None
+    load: LoadHook | None = None
+    identity: IdentityHook | None = None
+    caption: CaptionHook | None = None
+    cards: CardsHook | None = None
+    evidence: EvidenceHook | None = None
+    model_fields: tuple[ModelField, ...] = ()
+    reaggregate: Reaggregation | None = None
+    complete: CompleteHook | None = None
+    summary: SummaryHook | None = None
+    margins: MarginsHook | None = None
+    region_model: RegionModelHook | None = None
+    formerly: tuple[str, ...] = ()
+    switch: Switch | None = None
+    offered: bool = True
+    module: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.score is None and self.image_record is not None:
+            object.__setattr__(self, "score", _ImageScore(self.image_record, self.name))
+
+    def default_cards(self, story: _HasMetrics) -> list[Card]:
+        """One card per reported field (or the first field), its help as the hover text."""
+        shown = [f for f in self.fields if f.report] or list(self.fields[:1])
+        return [(f.column, f.value(story), f.help) for f in shown]
+
+    def cards_of(self, story: _HasMetrics) -> list[Card]:
+        """The story's score cards for this metric."""
+        return self.cards(story) if self.cards is not None else self.default_cards(story)
+
+
+@dataclass(frozen=True)
+class _ImageScore:
+    """The ``score`` hook of an image metric: its ``image_record`` on each story of the batch, over the
+    image work the run's image metrics share."""
+
+    build: ImageRecordHook
+    metric: str
+
+    def __call__(self, stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], Any]:
+        found: Mapping[tuple[str, str], Any] = run.image_records(stories, self.build, metric=self.metric)
+        return found
+
+
+#: Numbers outside the registry whose direction is known: the text-overlap baselines and dHM
+#: (a column named so, or starting with one and a space or ``-``, is theirs).
+OTHER_DIRECTIONS: dict[str, Direction] = {
+    "BLEU": "higher",
+    "ROUGE-L": "higher",
+    "CIDEr": "higher",
+    "METEOR": "higher",
+    "dHM": "lower",
+}
