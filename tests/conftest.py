@@ -99,6 +99,29 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"property tests: {_BUDGET}={budget}{tier}"
 
 
+#: What the fast tier never imports: a test that needs one of them is marked slow.
+HEAVY_MODULES = ("torch", "transformers", "open_clip", "spacy")
+_HEAVY_WORDS = re.compile(r"\b(torch|transformers|open_clip|spacy|load_spacy|noun_phrases\w*|load_clip)\b")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A docstring example that uses torch, transformers, open_clip or spaCy is a slow test."""
+    for item in items:
+        if isinstance(item, pytest.DoctestItem) and item.dtest is not None:
+            if any(_HEAVY_WORDS.search(example.source) for example in item.dtest.examples):
+                item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The fast tier fails when it imported torch, transformers, open_clip or spaCy: a test that
+    needs one is marked slow."""
+    if _FAST_TIER and session.testscollected:
+        heavy = [m for m in HEAVY_MODULES if m in sys.modules]
+        if heavy:
+            sys.stderr.write(f"\nerror: the fast tier imported {', '.join(heavy)}: mark the test that needs it slow\n")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What collection imported and built lives to the end of the run: ``gc.freeze()`` spares the
     collector walking it again at every full collection (pytest runs five at exit, about 2 s)."""
@@ -111,7 +134,11 @@ _MODULE_MARKS = re.compile(r"^pytestmark\s*=(.*)$", re.MULTILINE)
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A test module whose module-wide marks (``pytestmark = ...``) the ``-m`` expression rules out
     is not even imported: none of its tests could run, and importing it (AppTest, Playwright, the
-    real-layout replicas, torch) costs seconds of the fast tier."""
+    real-layout replicas, torch) costs seconds of the fast tier. The helper modules beside the
+    tests are never collected (``--doctest-modules`` would import them)."""
+    if collection_path.suffix == ".py" and collection_path.parent == Path(__file__).parent:
+        if not collection_path.name.startswith("test_"):
+            return True  # the tests' helper modules (replica builders, servers): no tests, no examples to run
     markexpr = config.getoption("markexpr", "") or ""
     if not markexpr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None

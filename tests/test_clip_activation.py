@@ -144,3 +144,34 @@ def test_a_checkpoint_loads_the_same_tensors_by_memory_map_or_through_open_clip(
     built = load_clip("vst-twin-clip", None, checkpoint=path, activation="gelu", device="cpu").model
     for name, tensor in reference.state_dict().items():
         assert torch.equal(built.state_dict()[name], tensor), name
+
+
+def test_the_pretrained_table_read_without_open_clip_is_open_clips() -> None:
+    """Every (architecture, tag) open_clip knows has the configuration open_clip gives it, read
+    from its table module alone (no torch, no open_clip package: a cached rerun names its weights
+    without them)."""
+    import open_clip
+    from open_clip.pretrained import get_pretrained_cfg
+
+    from vst_core.models.clip_weights import _open_clip_table, pretrained_cfg
+
+    table = _open_clip_table()
+    assert table is not None and table.__name__.startswith("_vst_open_clip_table")
+    tags = open_clip.list_pretrained()
+    assert len(tags) > 100
+    for arch, tag in tags:
+        assert table.get_pretrained_cfg(arch, tag) == get_pretrained_cfg(arch, tag), (arch, tag)
+        assert pretrained_cfg(arch, tag) == get_pretrained_cfg(arch, tag)
+    assert pretrained_cfg("ViT-B-32", "no-such-tag") == {}
+
+
+def test_naming_a_pretrained_tag_imports_neither_torch_nor_open_clip() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from vst_core.config import Settings; from vst_core.signature import signature; "
+        "signature(Settings()); print(sorted(m for m in ('torch', 'open_clip', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

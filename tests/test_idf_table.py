@@ -236,6 +236,7 @@ def crops() -> list[Image.Image]:
     return out
 
 
+@pytest.mark.slow  # torch / spaCy
 def test_crops_are_preprocessed_as_the_authors_feature_extractor() -> None:
     from transformers import ViTImageProcessor
 

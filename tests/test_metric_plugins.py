@@ -494,6 +494,7 @@ METRIC = MetricSpec("title_match", "Title match", "the first sentence's best reg
 """
 
 
+@pytest.mark.slow  # torch / spaCy
 def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_share(
     plugins: Path, monkeypatch: pytest.MonkeyPatch, tiny_clip: tuple[Path, Path]
 ) -> None:
@@ -540,6 +541,7 @@ def _image_variant(name: str, old: str, new: str) -> str:
     return body.replace("title_match", name).replace('"title"', f'"{name.replace("_", " ")}"')
 
 
+@pytest.mark.slow  # spaCy
 def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_harms_no_other_metric(
     plugins: Path, monkeypatch: pytest.MonkeyPatch, tiny_clip: tuple[Path, Path]
 ) -> None:

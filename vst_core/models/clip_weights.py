@@ -206,12 +206,67 @@ def short_error(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_PRETRAINED_TABLE: list[Any] = []
+
+
+def pretrained_cfg(arch: str, tag: str) -> dict[str, Any]:
+    """open_clip's configuration of a pretrained (arch, tag) (``{}`` when it has none), as
+    ``open_clip.pretrained.get_pretrained_cfg`` gives it, without importing open_clip: its table
+    module is read on its own, with no package around it and neither torch nor the hub client, which
+    only its download functions use (importing open_clip costs about 2.6 s on 2 cores, torch
+    included: a rerun whose vectors are all cached names its weights without it). Any failure falls
+    back to open_clip itself; ``tests/test_clip_activation.py`` checks every tag against it.
+
+    >>> pretrained_cfg("ViT-B-32", "openai")["quick_gelu"], pretrained_cfg("ViT-B-32", "no-such-tag")
+    (True, {})
+    """
+    if not _PRETRAINED_TABLE:
+        _PRETRAINED_TABLE.append(_open_clip_table())
+    table = _PRETRAINED_TABLE[0]
+    if table is None:
+        from open_clip.pretrained import get_pretrained_cfg
+
+        return dict(get_pretrained_cfg(arch, tag))
+    return dict(table.get_pretrained_cfg(arch, tag))
+
+
+def _open_clip_table() -> Any:
+    """open_clip's ``pretrained`` module loaded alone (see :func:`pretrained_cfg`), or None."""
+    import importlib.util
+    import sys
+    import types
+
+    try:
+        found = importlib.util.find_spec("open_clip")
+        folder = Path(next(iter(found.submodule_search_locations or []))) if found is not None else None
+        if folder is None:
+            return None
+        package = types.ModuleType("_vst_open_clip_table")
+        package.__path__ = [str(folder)]
+        blocked = [name for name in ("safetensors.torch", "huggingface_hub") if name not in sys.modules]
+        sys.modules["_vst_open_clip_table"] = package
+        try:
+            for name in blocked:
+                sys.modules[name] = None  # type: ignore[assignment]  # ImportError: the download helpers are left out
+            for part in ("constants", "version", "pretrained"):
+                spec = importlib.util.spec_from_file_location(f"_vst_open_clip_table.{part}", folder / f"{part}.py")
+                if spec is None or spec.loader is None:
+                    return None
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[spec.name] = module
+                spec.loader.exec_module(module)
+            return sys.modules["_vst_open_clip_table.pretrained"]
+        finally:
+            for name in blocked:
+                sys.modules.pop(name, None)
+    except Exception:
+        return None
+
+
 def cached_pretrained_file(arch: str, tag: str) -> str | None:
     """Local path of the weights of an open_clip (arch, tag), if already downloaded: the hub cache
     (safetensors first, as open_clip tries), then OpenAI's file in the ``clip.load`` folders."""
-    from open_clip.pretrained import get_pretrained_cfg
-
-    cfg = get_pretrained_cfg(arch, tag)
+    cfg = pretrained_cfg(arch, tag)
     if not cfg:
         return None
     hub = cfg.get("hf_hub", "")
@@ -247,9 +302,7 @@ def resolve_clip_weights(
         return _checkpoint_weights(arch, path, activation=activation)
     if not pretrained:
         raise ValueError("give a pretrained tag or a checkpoint path")
-    from open_clip.pretrained import get_pretrained_cfg
-
-    cfg = get_pretrained_cfg(arch, pretrained)
+    cfg = pretrained_cfg(arch, pretrained)
     if not cfg:
         import open_clip
 
@@ -258,7 +311,7 @@ def resolve_clip_weights(
     quick = bool(cfg.get("quick_gelu", False)) or arch.endswith("-quickgelu")
     if activation != "auto":
         quick = activation == "quickgelu"
-    preprocess = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
+    preprocess: dict[str, Any] = {k: cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in cfg}
     local = cached_pretrained_file(arch, pretrained)
     if local is None:
         return ClipWeights(arch, pretrained, "open_clip", quick, None, preprocess)

@@ -347,7 +347,11 @@ def _parse_part(job: tuple[str | None, list[list[str]], bool]) -> tuple[str, lis
 
     name, stories, whole_pronouns = job
     if "torch" not in sys.modules and not needs_torch(name):
-        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError here
+        sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError while spaCy loads
+        try:
+            load_spacy(name)
+        finally:
+            del sys.modules["torch"]  # thinc has decided; anything later may import torch (scipy looks for it)
     nlp = load_spacy(name)
     return pipeline_id(nlp), noun_phrases_many(stories, nlp, whole_pronouns=whole_pronouns)
 
