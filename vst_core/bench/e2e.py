@@ -90,6 +90,32 @@ class E2EConfig:
     stand_in: str | None = None  # "CROPS_PER_S[,TEXTS_PER_S]": forwards as waits
     metrics: str = "grounding,clipscore"
     seed: int = 0
+    #: ``tag``: the weights of the default tag (ViT-B-32/openai), found in a hub cache as a user's
+    #: first ``vst score`` finds them, and no weight options on the command line; ``file``: a local
+    #: checkpoint named by ``--clip-checkpoint``.
+    weights: str = "tag"
+
+
+def write_tag_cache(hf_home: Path, checkpoint: Path, arch: str = "ViT-B-32", tag: str = "openai") -> Path:
+    """``checkpoint`` as the weights of open_clip's (arch, tag) in a Hugging Face hub cache under
+    ``hf_home`` (``hub/models--org--name/snapshots/<rev>/<file>`` and ``refs/main``), where a
+    ``vst score`` with ``HF_HOME=hf_home`` and no weight options finds them. Returns the file."""
+    from vst_core.models.clip_weights import pretrained_cfg
+
+    repo = pretrained_cfg(arch, tag).get("hf_hub", "")
+    if not repo:
+        raise ValueError(f"open_clip has no hub file for {arch}/{tag}")
+    parts = repo.strip("/").split("/")
+    org_name, filename = "/".join(parts[:2]), parts[2] if len(parts) > 2 else "open_clip_pytorch_model.bin"
+    folder = hf_home / "hub" / f"models--{org_name.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True, exist_ok=True)
+    (folder / "refs" / "main").write_text("0" * 40, encoding="utf-8")
+    target = folder / "snapshots" / ("0" * 40) / filename
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() or target.is_symlink():
+        target.unlink()
+    target.symlink_to(checkpoint.resolve())
+    return target
 
 
 def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path, cache: Path, trace: Path) -> list[str]:
@@ -97,6 +123,19 @@ def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path,
     head = [sys.executable, "-m", "vst_core.bench.standin", "--trace", str(trace)]
     if config.stand_in:
         head += ["--stand-in", config.stand_in]
+    weights = (
+        []
+        if config.weights == "tag"
+        else [
+            "--clip-model",
+            config.arch,
+            "--clip-checkpoint",
+            str(checkpoint),
+            "--clip-activation",
+            "quickgelu",
+            *(["--clip-config", config.model_config] if config.model_config else []),
+        ]
+    )
     return [
         *head,
         "--",
@@ -106,13 +145,7 @@ def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path,
         str(out),
         "--metrics",
         config.metrics,
-        "--clip-model",
-        config.arch,
-        "--clip-checkpoint",
-        str(checkpoint),
-        "--clip-activation",
-        "quickgelu",
-        *(["--clip-config", config.model_config] if config.model_config else []),
+        *weights,
         "--top-b",
         str(config.regions),
         "--device",
@@ -129,9 +162,11 @@ def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path,
     ]
 
 
-def _run(command: list[str], trace: Path) -> tuple[float, dict[str, Any]]:
+def _run(command: list[str], trace: Path, hf_home: Path | None = None) -> tuple[float, dict[str, Any]]:
     """Seconds from process start to exit, and the child's trace (with the start's epoch)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if hf_home is not None:
+        env.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
     start_epoch, start = time.time(), time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -152,10 +187,20 @@ def end_to_end(
     say(f"e2e: writing {config.sequences} sequences x {config.images_per_story} photos")
     stories = write_story_set(folder / "set", config.sequences, config.images_per_story, config.image_size, seed=config.seed)
     checkpoint = write_checkpoint(folder / "clip.pt", config.arch, seed=config.seed, model_config=config.model_config)
+    hf_home = None
+    if config.weights == "tag":
+        if config.arch != "ViT-B-32" or config.model_config:
+            raise ValueError("weights 'tag' measures the default command (ViT-B-32/openai); use weights 'file' for another model")
+        hf_home = folder / "hf"
+        write_tag_cache(hf_home, checkpoint)
     setup = time.perf_counter() - start
     cache = folder / "cache"
     shutil.rmtree(cache, ignore_errors=True)
-    figures: dict[str, Any] = {"e2e_sequences": config.sequences, "e2e_setup_seconds": round(setup, 1)}
+    figures: dict[str, Any] = {
+        "e2e_sequences": config.sequences,
+        "e2e_weights": "ViT-B-32/openai from the hub cache" if config.weights == "tag" else "a local checkpoint",
+        "e2e_setup_seconds": round(setup, 1),
+    }
     if config.stand_in:
         figures["standin_rates"] = config.stand_in
     runs: dict[str, tuple[float, dict[str, Any]]] = {}
@@ -163,10 +208,12 @@ def end_to_end(
         trace = folder / f"trace-{name}.json"
         out = folder / f"scores-{name}.jsonl"
         say(f"e2e: vst score, {name} ({'empty cache' if name == 'cold' else 'every vector cached, a new --out'})")
-        runs[name] = _run(score_command(config, stories, checkpoint, out, cache, trace), trace)
+        runs[name] = _run(score_command(config, stories, checkpoint, out, cache, trace), trace, hf_home)
         lines = sum(1 for _ in out.open(encoding="utf-8"))
         if lines != config.sequences:
             raise RuntimeError(f"vst score wrote {lines} records of {config.sequences}")
+    shown = score_command(config, Path("stories.jsonl"), Path("clip.pt"), Path("scores.jsonl"), Path("cache"), Path("t"))
+    figures["e2e_command"] = " ".join(["vst", *shown[shown.index("--") + 1 :]])
     cold, found = runs["cold"]
     crops = int(found.get("crops") or config.sequences * config.images_per_story * config.regions)
     rate = crops / cold
@@ -199,12 +246,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--raw", type=float, default=None, help="the bare forward's crops/s on this machine")
+    parser.add_argument(
+        "--weights",
+        choices=("tag", "file"),
+        default="tag",
+        help="tag: the default command, weights found in a hub cache; file: --clip-checkpoint",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--folder", type=Path, default=None, help="work here and keep the set, cache and scores (default: a temporary folder)"
     )
     args = parser.parse_args(argv)
-    config = E2EConfig(sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size)
+    config = E2EConfig(
+        sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size, weights=args.weights
+    )
     say = lambda text: print(text, file=sys.stderr, flush=True)
     if args.folder is not None:
         figures = end_to_end(config, args.folder, say, raw_crops_per_s=args.raw)

@@ -167,6 +167,8 @@ def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
         workers=config.workers,
         stand_in=None if cuda else config.stand_in,
         seed=config.seed,
+        # the default command (weights of the default tag in a hub cache) where the model is the default
+        weights="tag" if config.arch == "ViT-B-32" and not config.clip_config else "file",
     )
     return end_to_end(e2e, run.folder / "e2e", run.say, raw_crops_per_s=raw_crops_per_s if cuda else None)
 
