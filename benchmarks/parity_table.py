@@ -1,8 +1,8 @@
-"""The README's parity table, generated from the parity tests.
+"""The parity table (docs/parity.md), generated from the parity tests.
 
 Runs every test marked ``parity`` (each records what it compared and the figure it measured),
 then prints the Markdown table, or with ``--write`` replaces the block between the
-``<!-- parity-table -->`` markers of README.md. A failing parity test fails the command and
+``<!-- parity-table -->`` markers of docs/parity.md. A failing parity test fails the command and
 changes nothing.
 
     python benchmarks/parity_table.py --write
@@ -63,14 +63,14 @@ def write(readme: Path, table: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="replace the table in README.md")
+    parser.add_argument("--write", action="store_true", help="replace the table in docs/parity.md")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (e.g. a file)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="vst-parity-") as tmp:
         table = render(collect(Path(tmp), args.pytest_args))
     if args.write:
-        write(ROOT / "README.md", table)
-        print(f"README.md parity table: {table.count(chr(10)) - 1} rows")
+        write(ROOT / "docs" / "parity.md", table)
+        print(f"docs/parity.md parity table: {table.count(chr(10)) - 1} rows")
     else:
         print(table)
     return 0

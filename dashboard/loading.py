@@ -42,8 +42,7 @@ from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
-from vst_core.scoring.sets import set_results
-from vst_core.scoring.story import score_story
+from vst_core.scoring.runs import score_records
 from vst_core.signature import inputs_of, signature
 from vst_core.viz import RunView
 
@@ -299,14 +298,8 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
         )
     loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
     models = Models(settings, **given, **loaded)
-    sig = signature(settings, inputs_of(_story_set))
-    stories = list(_story_set)
-    if registry().with_need("images") & set(settings.metrics):
-        models.grounder_for(_story_set).prepare([s for s in stories if not s.is_empty])
-    together = (
-        set_results(_story_set, stories, settings, models) if registry().with_need("sequence") & set(settings.metrics) else {}
-    )
-    return [score_story(s, settings, sig, models=models, root=_story_set.root, together=together.get(s.key)) for s in stories]
+    # the engine of `vst score` and the Python API: the same batches, set-level fits and records
+    return list(score_records(_story_set, settings, models=models, signature=signature(settings, inputs_of(_story_set))))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

@@ -249,7 +249,7 @@ def point_at(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
 
 
 class ParityLog:
-    """What a parity test compared and the figure it measured, for the README's parity table
+    """What a parity test compared and the figure it measured, for the parity table (docs/parity.md)
     (``python benchmarks/parity_table.py`` runs the ``parity`` tests and renders their rows).
 
     A row is written to ``$VST_PARITY_OUT`` (one JSON file per test) when that is set, else kept

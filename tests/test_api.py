@@ -69,7 +69,7 @@ def test_a_notebook_user_is_told_the_setting_to_pass_not_a_flag(tmp_path: Path) 
 
 @pytest.mark.slow  # trains a tiny BERT for an epoch
 def test_the_readmes_vrank_notebook_example_runs(tmp_path: Path, tokenizer_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's Vrank block, run as written on a generated VHED-layout file with a tiny local
+    """The Python API page's Vrank block, run as written on a generated VHED-layout file with a tiny local
     encoder in place of the named one (no hub here) and one epoch."""
     import re
 
@@ -78,7 +78,7 @@ def test_the_readmes_vrank_notebook_example_runs(tmp_path: Path, tokenizer_dir: 
 
     import vst_core as vst
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "python-api.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "train_vrank" in b)
     base = tmp_path / "base"
     base.mkdir()
@@ -87,7 +87,7 @@ def test_the_readmes_vrank_notebook_example_runs(tmp_path: Path, tokenizer_dir: 
     monkeypatch.chdir(tmp_path)
     code = block.replace("sentence-transformers/all-MiniLM-L6-v2", str(base)).replace("epochs=5", "epochs=1, max_length=48")
     namespace: dict[str, object] = {"vst": vst, "stories": vst.read_story_set(SAMPLE)}
-    exec(compile(code, "README.md (Vrank)", "exec"), namespace)
+    exec(compile(code, "docs/python-api.md (Vrank)", "exec"), namespace)
     records = namespace["records"]
     assert isinstance(records, list) and len(records) == 8 and (tmp_path / "vrank-model" / "head.safetensors").is_file()
 

@@ -15,7 +15,6 @@ signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vs
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -33,7 +32,8 @@ from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
-from vst_core.scoring.runs import score_story_set
+from vst_core.scoring.runs import score_records
+from vst_core.signature import weights_missing
 
 __all__ = ["compare", "human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
 
@@ -74,17 +74,13 @@ def score_stories(
     """
     story_set = stories if isinstance(stories, StorySet) else StorySet.of(stories, root)
     chosen = _settings(settings, metrics)
-    with tempfile.TemporaryDirectory(prefix="vst-score-") as folder:
-        out = Path(folder) / "scores.jsonl"
-        try:
-            score_story_set(story_set, chosen, out, models=models or Models(chosen))
-        except ModelLoadError as exc:  # the loaders speak the CLI's flags: say the setting to pass instead
-            raise type(exc)(in_python_terms(str(exc))) from None
-        records, problems = load_records(out)
-    if problems:  # pragma: no cover - the file was just written by the same code
-        raise RuntimeError("; ".join(map(str, problems)))
-    order = {s.key: k for k, s in enumerate(story_set)}
-    return sorted(records, key=lambda r: order.get((r.system, r.story_id), len(order)))
+    models = models or Models(chosen)
+    try:
+        if weights_missing(chosen):
+            models.load()  # as `vst score`: the signature then names the weights it downloaded
+        return list(score_records(story_set, chosen, models=models))
+    except ModelLoadError as exc:  # the loaders speak the CLI's flags: say the setting to pass instead
+        raise type(exc)(in_python_terms(str(exc))) from None
 
 
 def in_python_terms(message: str) -> str:

@@ -123,7 +123,7 @@ def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, s
 #: What the served judge's benchmark cannot measure on a machine without a GPU and a running server.
 VLLM_NOT_MEASURED = (
     "not measured by vst bench: a vLLM (or SGLang) server needs a GPU and model weights; start one and "
-    "time `vst score --metrics judge --judge-endpoint URL` on your stories (README: A large judge on your GPUs)"
+    "time `vst score --metrics judge --judge-endpoint URL` on your stories (docs/judge.md: A large judge on your GPUs)"
 )
 
 

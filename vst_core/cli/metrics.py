@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from vst_core.cli.common import EXIT_PLUGIN, DefaultsHelp
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import MetricSpec, registry
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=DefaultsHelp,
     )
     p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.add_argument("--markdown", action="store_true", help="a Markdown table (the README's, for the built-in metrics) instead")
 
 
 def listing() -> dict[str, Any]:
@@ -57,9 +59,45 @@ def listing() -> dict[str, Any]:
     }
 
 
+#: What each need means to a user, in the order shown.
+_NEEDS = {
+    "images": "the photos",
+    "clip": "CLIP",
+    "idf": "an idf table",
+    "sequence": "the other stories of its sequence",
+    "model": "its own model",
+}
+_ARROWS = {"higher": " ↑", "lower": " ↓", "none": ""}
+
+
+def markdown_table(specs: Sequence[MetricSpec]) -> str:
+    """The metrics as a Markdown table: name (``--metrics``), what it measures, its numbers with
+    which way is better, what it needs and its card; every text escaped (an installed metric's
+    description is the package's, not ours).
+
+    >>> print(markdown_table([registry().spec("redundancy")]).splitlines()[2])
+    | RoViST-NR (`redundancy`) | RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans | NR ↑, inter ↓, intra ↓ | the text only | [rovist\\_nr.md](docs/metrics/rovist_nr.md) |
+    """
+    from vst_core.viz.report import markdown_text
+
+    def code(text: str) -> str:
+        return f"`{text}`" if "`" not in text and text.isprintable() else markdown_text(text)
+
+    lines = ["| metric (`--metrics`) | measures | numbers (↑ higher is better) | needs | card |", "|---|---|---|---|---|"]
+    for spec in specs:
+        numbers = ", ".join(markdown_text(f.column) + _ARROWS[f.direction] for f in spec.fields)
+        needs = ", ".join(text for need, text in _NEEDS.items() if need in spec.needs) or "the text only"
+        card = f"[{markdown_text(spec.card.rsplit('/', 1)[-1])}]({spec.card})" if spec.card and "(" not in spec.card else ""
+        name = f"{markdown_text(spec.title)} ({code(spec.name)})"
+        lines.append(f"| {name} | {markdown_text(spec.description)} | {numbers} | {needs} | {card} |")
+    return "\n".join(lines) + "\n"
+
+
 def run(args: argparse.Namespace) -> int:
     data = listing()
-    if args.json:
+    if args.markdown:
+        print(markdown_table(list(registry().specs.values())), end="")
+    elif args.json:
         print(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         for m in data["metrics"]:

@@ -333,7 +333,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULTS.preprocess,
         help="how region crops are resized for CLIP: pil (Pillow in the worker threads, the GROOVIST code's pixels), "
         "device (each image decoded once, crops cut, resized and normalised on the model's device: the fast path on "
-        "a GPU; max |Δ cosine| 2.4e-7 against pil, see the README), auto (device on CUDA, pil on a CPU); recorded in "
+        "a GPU; max |Δ cosine| 2.4e-7 against pil, see docs/performance.md), auto (device on CUDA, pil on a CPU); recorded in "
         "the signature",
     )
     p.add_argument(

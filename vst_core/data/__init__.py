@@ -1,7 +1,7 @@
 """Story data: types (:mod:`.types`), image paths (:mod:`.paths`), story-set readers (:mod:`.readers`),
 browser uploads (:mod:`.uploads`) and the scores JSONL on disk (:mod:`.scores_io`).
 
-Formats (see the README):
+Formats (see docs/data-formats.md):
 
 * story set, JSON (a list of stories, ``{"stories": [...]}``, or ``{story_id: text}``) or JSONL
   (one story per line): ``story_id``, ``images`` (paths relative to the file's folder),

@@ -33,7 +33,7 @@ def keep_freed_memory() -> bool:
     recommends for CPU inference do: by default glibc gives a freed block above its mmap threshold
     (a batch's activations) back to the system, and the next forward faults every page in again,
     about 100,000 page faults and 5-10% of a ViT-B-32 forward at batch 32 on the build machine
-    (README, Performance). Sets ``M_MMAP_THRESHOLD`` to 32 MiB (glibc's largest) and
+    (docs/performance.md). Sets ``M_MMAP_THRESHOLD`` to 32 MiB (glibc's largest) and
     ``M_TRIM_THRESHOLD`` to its largest, once per process; the numbers computed do not change.
     ``VST_SYSTEM_MALLOC=1`` leaves glibc's defaults. Returns whether it is in force.
 
@@ -61,7 +61,7 @@ def torch_threads(threads: int) -> Iterator[int]:
     """Run the block with ``threads`` intra-op threads (0 leaves torch's choice) and restore the
     count after; yields the count in force. Small CPU steps wait on each other across OpenMP threads,
     which spin at every barrier: on a machine with other work on its cores, one thread can be many
-    times faster than all of them (see the README's Performance)."""
+    times faster than all of them (see docs/performance.md)."""
     import torch
 
     before = torch.get_num_threads()

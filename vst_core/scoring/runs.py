@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from vst_core.config import Settings
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
 from vst_core.metric_spec import registry
+from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
 from vst_core.scoring.sets import SetResults, set_results
 from vst_core.scoring.story import score_batch
@@ -196,6 +197,60 @@ def score_story_set(
         )  # fmt: skip
 
 
+def score_records(
+    story_set: StorySet,
+    settings: Settings,
+    stories: Sequence[Story] | None = None,
+    *,
+    models: Models | None = None,
+    signature: Mapping[str, Any] | None = None,
+    chunk_size: int | None = None,
+    progress: Progress | None = None,
+    spans: bool = True,
+    unavailable: Mapping[str, str] | None = None,
+    problems: list[str] | None = None,
+) -> Iterator[StoryScores]:
+    """The scoring engine: one :class:`StoryScores` per story of ``stories`` (default: every story
+    of ``story_set``), in their order, yielded chunk by chunk. The models are loaded before any
+    work (a :class:`ModelLoadError` says which and why), the set-level results (Vrank's pairs,
+    COSMic's references) are fitted over ``story_set`` first, and each chunk's stories share their
+    model batches (:func:`score_batch`). ``unavailable`` (metric -> reason) names metrics left out
+    of ``settings`` because their model cannot load: each record carries them as per-metric
+    errors. The regions file's problems are appended to ``problems``. The CLI writes what this
+    yields (:func:`score_story_set`), the Python API returns it and the dashboard caches it, so
+    the three give the same records.
+
+    >>> from vst_core.data.types import Story
+    >>> story_set = StorySet.of([Story.from_sentences(["A dog ran.", "A dog ran."], story_id="d")], ".")
+    >>> [round(r.metrics["redundancy"].score, 2) for r in score_records(story_set, Settings(metrics=("redundancy",)))]
+    [0.0]
+    """
+    models = models or Models(settings)
+    todo = list(story_set) if stories is None else list(stories)
+    signature = signature if signature is not None else settings_signature(settings, inputs_of(story_set))
+    chunk_size = chunk_size or chunk_size_for(settings)
+    if not todo:
+        return
+    models.load()
+    if registry().with_need("images") & set(settings.metrics) and problems is not None:
+        problems.extend(_regions_file_problems(story_set, models))
+    together: SetResults = {}
+    if registry().with_need("sequence") & set(settings.metrics):  # pairs and references first: one bar over Vrank's pairs
+        together = set_results(story_set, todo, settings, models, progress)
+    bar = progress(len(todo)) if progress else None
+    missing = {m: f"not run: {why}" for m, why in (unavailable or {}).items()}
+    try:
+        for start in range(0, len(todo), chunk_size):
+            chunk = todo[start : start + chunk_size]
+            for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together):
+                yield replace(record, errors={**record.errors, **missing}) if missing else record
+            if bar is not None:
+                bar.update(len(chunk))
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def _score_story_set(
     story_set: StorySet,
     settings: Settings,
@@ -221,34 +276,25 @@ def _score_story_set(
     mine: Sequence[Story] = shard_stories(story_set, *shard) if shard else list(story_set)
     todo = [s for s in mine if (s.system, s.story_id) not in done]
     summary.skipped = len(mine) - len(todo)
-    chunk_size = chunk_size or chunk_size_for(settings)
     if todo:
-        models.load()
-        if registry().with_need("images") & set(settings.metrics):
-            summary.problems.extend(_regions_file_problems(story_set, models))
-    together: SetResults = {}
-    sequence_metrics = registry().with_need("sequence") & set(settings.metrics)
-    if todo and sequence_metrics:  # pairs and references first: one bar over Vrank's story pairs
-        together = set_results(story_set, todo, settings, models, progress)
-    bar = progress(len(todo)) if progress else None
-    try:
-        with ScoresWriter(out) as writer:
-            for start in range(0, len(todo), chunk_size):
-                chunk = todo[start : start + chunk_size]
-                for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together):
-                    failed = bool(record.errors)
-                    if unavailable:
-                        record = replace(
-                            record, errors={**record.errors, **{m: f"not run: {why}" for m, why in unavailable.items()}}
-                        )
-                    writer.write(record)
-                    summary.scored += 1
-                    summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
-                    if failed:
-                        summary.failed.append(record.story_id)
-                if bar is not None:
-                    bar.update(len(chunk))
-    finally:
-        if bar is not None:
-            bar.close()
+        models.load()  # a model that does not load stops the run before --out is touched
+    records = score_records(
+        story_set,
+        settings,
+        todo,
+        models=models,
+        signature=signature,
+        chunk_size=chunk_size,
+        progress=progress,
+        spans=spans,
+        unavailable=unavailable,
+        problems=summary.problems,
+    )
+    with ScoresWriter(out) as writer:
+        for record in records:
+            writer.write(record)
+            summary.scored += 1
+            summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
+            if any(metric not in unavailable for metric in record.errors):
+                summary.failed.append(record.story_id)
     return summary
