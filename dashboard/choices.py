@@ -4,7 +4,6 @@ mapping from widgets to :class:`~vst_core.config.Settings` is unit-tested on its
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from vst_core.config import DEFAULT_METRICS, THETA_PRESETS, NRVariant, Settings,
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 from vst_core.metric_spec import MetricSpec, registry
+from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
 
@@ -325,46 +325,52 @@ def url_notices(params: Mapping[str, str]) -> list[str]:
     return notices
 
 
-#: CLI flags in model messages, and the sidebar control that does the same (and each metric's own
-#: box, :func:`sidebar_terms`).
-SIDEBAR_TERMS: dict[str, str] = {
-    "--clip-checkpoint PATH": "the sidebar's “…or local checkpoint file”",
-    "--clip-checkpoint": "“…or local checkpoint file”",
-    "--clip-model": "“CLIP architecture”",
-    "--clip-config JSON": "“open_clip model config”",
-    "--clip-config": "“open_clip model config”",
-    "--regions": "“Regions”",
-    "--clip-activation quickgelu": "a “CLIP architecture” ending in -quickgelu",
-    "--device cpu": "“Device” cpu",
-    "--device": "“Device”",
+#: The sidebar control of each setting a model's message may name (besides each metric's own boxes,
+#: :func:`sidebar_words`): (setting, value) first, then the setting alone.
+SIDEBAR_CONTROLS: dict[tuple[str, str], str] = {
+    ("clip_checkpoint", "PATH"): "the sidebar's “…or local checkpoint file”",
+    ("clip_checkpoint", ""): "“…or local checkpoint file”",
+    ("clip_arch", ""): "“CLIP architecture”",
+    ("clip_config", ""): "“open_clip model config”",
+    ("regions", ""): "“Regions”",
+    ("clip_activation", "quickgelu"): "a “CLIP architecture” ending in -quickgelu",
+    ("clip_activation", "gelu"): "a “CLIP architecture” without -quickgelu",
+    ("device", "cpu"): "“Device” cpu",
+    ("device", ""): "“Device”",
 }
 
 
-def sidebar_terms() -> dict[str, str]:
-    """:data:`SIDEBAR_TERMS` after each metric's own box (:class:`~vst_core.metric_spec.Switch`): its
-    flags with a path, then alone."""
-    boxes: dict[str, str] = {}
-    for sw in registry().switched.values():
-        boxes.update({f"{flag} PATH": f"the sidebar's “{sw.box}” (a local folder)" for flag in sw.flags})
-        boxes.update({flag: f"“{sw.box}”" for flag in sw.flags})
-    return {**boxes, **SIDEBAR_TERMS}
+def sidebar_words(setting: str, placeholder: str = "") -> str:
+    """The sidebar's words for a setting a model's message names (:func:`vst_core.models.hub.option`):
+    the box of a metric's model file, a metric's own box, or the control of :data:`SIDEBAR_CONTROLS`.
 
-
-def in_sidebar_terms(message: str) -> str:
-    """A model message with its CLI flags replaced by the sidebar controls that do the same (a
-    metric's model file options, with their placeholder, by the field's label).
-
-    >>> in_sidebar_terms("pass --vrank-model DIR")
-    'pass “Vrank model folder”'
-    >>> in_sidebar_terms("pass --coherence-model PATH")
-    "pass the sidebar's “Pair model” (a local folder)"
+    >>> sidebar_words("vrank_model", "DIR"), sidebar_words("coherence_model", "PATH")
+    ('“Vrank model folder”', "the sidebar's “Pair model” (a local folder)")
+    >>> sidebar_words("clip_activation", "quickgelu")
+    'a “CLIP architecture” ending in -quickgelu'
     """
-    for flag, control in sidebar_terms().items():
-        message = message.replace(flag, control)
     for spec in model_metrics().values():
         for f in spec.model_fields:
-            message = re.sub(rf"{re.escape(f.flag)}(?: [A-Z]+)?(?![\w-])", f"“{f.label}”", message)
-    return message
+            if f.setting == setting:
+                return f"“{f.label}”"
+    for sw in registry().switched.values():
+        if setting in (sw.setting, *sw.loads):
+            return f"the sidebar's “{sw.box}” (a local folder)" if placeholder else f"“{sw.box}”"
+    found = SIDEBAR_CONTROLS.get((setting, placeholder)) or SIDEBAR_CONTROLS.get((setting, ""))
+    if found is not None:
+        return found
+    return f"the setting {setting}" + (f" ({placeholder})" if placeholder else "")
+
+
+def in_sidebar_terms(error: BaseException) -> str:
+    """An error as the sidebar says it: a model's message with each setting it names in the
+    sidebar's words (:func:`sidebar_words`); any other error as it is.
+
+    >>> from vst_core.models.hub import ModelLoadError, option
+    >>> in_sidebar_terms(ModelLoadError(f"train one, then pass {option('vrank_model', 'DIR')}"))
+    'train one, then pass “Vrank model folder”'
+    """
+    return error.phrased(sidebar_words) if isinstance(error, Phrased) else str(error)
 
 
 def device_notice(device: str, cuda: bool | Callable[[], bool]) -> tuple[str, str | None]:

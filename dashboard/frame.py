@@ -81,7 +81,7 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
             )
             status[GROUNDING] = (keys[GROUNDING], None)
         except (ModelLoadError, ValueError, RuntimeError) as exc:
-            reason = in_sidebar_terms(str(exc))
+            reason = in_sidebar_terms(exc)
             notices.append(f"Grounding is off: {reason}")
             status[GROUNDING] = (keys[GROUNDING], reason)
             settings = without_clip(settings)
@@ -109,7 +109,7 @@ def _load_each(
             if name in switched:
                 status[name] = (keys[name], None)
         except Exception as exc:  # any metric's loader: the metric is off, the page goes on
-            reason = in_sidebar_terms(str(exc))
+            reason = in_sidebar_terms(exc)
             title = switched[name].header if name in switched else registry().spec(name).title
             notices.append(f"{title} is off: {reason}")
             if name in switched:

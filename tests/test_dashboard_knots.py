@@ -18,6 +18,7 @@ from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
 from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS
 from vst_core.data.options import Regions, parse_regions
+from vst_core.models.hub import ModelLoadError, option
 
 PACKAGES = ("dashboard", "app_pages")
 
@@ -135,9 +136,11 @@ def test_a_metric_asked_for_by_its_model_files_is_on_when_its_required_fields_ar
     assert (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf) == ("c.pth", "g.txt", None)
     assert "rovist_vg" not in settings_for(Choices(rovist_vg_checkpoint="c.pth")).metrics  # no GloVe file
     assert settings_for(replace(every, grounding=False)).metrics == ("redundancy", "coherence", "vrank")
-    assert in_sidebar_terms("pass --vrank-model DIR, --glove and --rovist-vg-idf, not --glove-x") == (
+    named = f"pass {option('vrank_model', 'DIR')}, {option('glove_file')} and {option('rovist_vg_idf', 'PATH')}, not --glove-x"
+    assert in_sidebar_terms(ModelLoadError(named)) == (
         "pass “Vrank model folder”, “GloVe file” and “RoViST-VG idf table”, not --glove-x"
     )
+    assert str(ModelLoadError(named)) == "pass --vrank-model DIR, --glove and --rovist-vg-idf PATH, not --glove-x"
     kept, notices = confined(replace(every, cosmic_model="/etc"), [Path("/nonexistent")])
     assert kept.cosmic_model == "" and notices and "COSMic model folder" in notices[0]
     assert own_controls() >= {"rovist_vg", "vrank", "cosmic", "redundancy", "coherence", "judge"}
@@ -263,8 +266,8 @@ def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_mode
         assert name not in settings_for(replace(Choices(grounding=False), **{name: False})).metrics
         assert url_notices({name: "maybe"}) and not url_notices({name: "false"})
         assert path_fields()[sw.setting][0] == sw.box
-        for flag in sw.flags:
-            assert in_sidebar_terms(f"pass {flag}") == f"pass “{sw.box}”"
+        for setting in sw.loads:
+            assert in_sidebar_terms(ModelLoadError(f"pass {option(setting)}")) == f"pass “{sw.box}”"
         base = Settings(metrics=("redundancy", name))
         for setting in sw.loads:
             moved = base.with_(**{setting: "reference" if setting.endswith("profile") else "elsewhere"})

@@ -14,9 +14,8 @@ signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vs
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, re
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import Story, StorySet, load_records
 from vst_core.data.merge import merge_records
-from vst_core.models.hub import ModelLoadError
+from vst_core.models.hub import ModelLoadError, SettingValueError, python_words
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
@@ -79,26 +78,9 @@ def score_stories(
         if weights_missing(chosen):
             models.load()  # as `vst score`: the signature then names the weights it downloaded
         return list(score_records(story_set, chosen, models=models))
-    except ModelLoadError as exc:  # the loaders speak the CLI's flags: say the setting to pass instead
-        raise type(exc)(in_python_terms(str(exc))) from None
-
-
-def in_python_terms(message: str) -> str:
-    """A loader's message with each CLI flag that is a setting written as the ``Settings`` field
-    to pass (``--vrank-model DIR`` becomes ``Settings(vrank_model=DIR)``).
-
-    >>> in_python_terms("pass --clip-checkpoint PATH, or run `vst fetch-models`")
-    'pass Settings(clip_checkpoint=PATH), or run `vst fetch-models`'
-    """
-    names = {f.name for f in fields(Settings)}
-
-    def setting(match: re.Match[str]) -> str:
-        name = match.group(1).replace("-", "_")
-        if name not in names:
-            return match.group(0)
-        return f"Settings({name}={match.group(2)})" if match.group(2) else f"Settings({name}=...)"
-
-    return re.sub(r"--([a-z][a-z0-9-]*)(?: ([A-Z][A-Z_|]*))?", setting, message)
+    except (ModelLoadError, SettingValueError) as exc:  # the settings it names, as the Settings fields to pass
+        exc.args = (exc.phrased(python_words),)
+        raise
 
 
 def read_scores(*paths: str | Path) -> tuple[list[StoryScores], list[Problem]]:

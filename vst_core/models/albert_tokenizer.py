@@ -15,6 +15,7 @@ from vst_core.models.folders import load_hf
 from vst_core.models.hub import (
     ModelLoadError,
     hub_file,
+    option,
 )
 
 #: The hub name of the tokenizer the RoViST-C checkpoint was trained with.
@@ -179,8 +180,8 @@ def _spiece_source(name: str) -> Path:
     only_fast = (
         f"the reference coherence profile reads text with the authors' slow ALBERT tokenizer, which needs the "
         f"sentencepiece model {SPIECE_FILE}; {name} has only a fast tokenizer (tokenizer.json). Put the "
-        f"{SPIECE_FILE} of albert-large-v1 beside it (or pass --coherence-tokenizer with a folder or hub id that "
-        "has it), or score with --coherence-profile paper"
+        f"{SPIECE_FILE} of albert-large-v1 beside it (or pass {option('coherence_tokenizer', 'DIR')} with a folder or hub "
+        f"id that has it), or score with {option('coherence_profile', 'paper')}"
     )
     folder = Path(name)
     if folder.is_dir():
@@ -188,11 +189,13 @@ def _spiece_source(name: str) -> Path:
             return folder / SPIECE_FILE
         if (folder / "tokenizer.json").is_file():
             raise ModelLoadError(f"{folder}: {only_fast}")
-        raise ModelLoadError(f"{folder} holds no ALBERT tokenizer ({SPIECE_FILE} not found); pass --coherence-tokenizer")
+        raise ModelLoadError(
+            f"{folder} holds no ALBERT tokenizer ({SPIECE_FILE} not found); pass {option('coherence_tokenizer', 'DIR')}"
+        )
     if folder.is_absolute() or name.startswith(".") or name.count("/") > 1:
         raise ModelLoadError(
-            f"{name} holds no ALBERT tokenizer: no such folder, and not a hub id; pass --coherence-tokenizer with "
-            f"the folder of albert-large-v1's {SPIECE_FILE}"
+            f"{name} holds no ALBERT tokenizer: no such folder, and not a hub id; pass {option('coherence_tokenizer', 'DIR')} "
+            f"with the folder of albert-large-v1's {SPIECE_FILE}"
         )
 
     def download(repo: str, **kwargs: Any) -> Path:
@@ -209,7 +212,7 @@ def _spiece_source(name: str) -> Path:
                 raise ModelLoadError(only_fast) from None
             raise
 
-    return load_hf(name, download, "slow ALBERT tokenizer", " with --coherence-tokenizer")
+    return load_hf(name, download, "slow ALBERT tokenizer", f" with {option('coherence_tokenizer', 'DIR')}")
 
 
 def load_slow_albert_tokenizer(name: str = ROVIST_C_TOKENIZER) -> SentencePieceAlbertTokenizer:

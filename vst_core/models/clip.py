@@ -45,7 +45,7 @@ from vst_core.models.clip_weights import (
     short_error,
 )
 from vst_core.models.device import resolve_device
-from vst_core.models.hub import ModelLoadError
+from vst_core.models.hub import ModelLoadError, SettingValueError, option
 
 __all__ = [
     "DEFAULT_ARCH",
@@ -337,9 +337,9 @@ class ClipEncoder:
         """
         transform = self._tensor
         if transform is None:
-            raise ValueError(
+            raise SettingValueError(
                 "this CLIP model's image preprocessing is not a resize and centre crop that can run on the device; "
-                "use --preprocess pil"
+                f"use {option('preprocess', 'pil')}"
             )
         chunks: list[Any] = []  # embeddings left on the device, copied once at the end
         order: list[int] = []  # row r of the chunks is crop order[r] (a batch's crops are grouped by shape)
@@ -476,7 +476,9 @@ def load_clip(
             raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {short_error(exc)}") from None
     weights = resolve_clip_weights(arch, pretrained, checkpoint, activation)
     if weights.kind == "open_clip" and arch not in open_clip.list_models():
-        raise ModelLoadError(f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass --clip-config JSON)")
+        raise ModelLoadError(
+            f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass {option('clip_config', 'JSON')})"
+        )
     device = resolve_device(device)
     if weights.path is None:
         weights = download_clip(weights)
@@ -488,7 +490,7 @@ def load_clip(
     except Exception as exc:
         raise ModelLoadError(
             f"CLIP weights {weights.path} do not load as {arch if weights.kind == 'open_clip' else 'an OpenAI CLIP model'}: "
-            f"{short_error(exc)}. Check --clip-model / --clip-checkpoint."
+            f"{short_error(exc)}. Check {option('clip_arch')} / {option('clip_checkpoint')}."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
 

@@ -21,7 +21,7 @@ from vst_core.models.clip_weights import (
     resolve_clip_weights,
     short_error,
 )
-from vst_core.models.hub import WeightsUnavailableError, hub_reachable, sniff_checkpoint
+from vst_core.models.hub import WeightsUnavailableError, hub_reachable, option, sniff_checkpoint
 
 
 def build_clip(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any]:
@@ -130,7 +130,7 @@ def download_clip(weights: ClipWeights) -> ClipWeights:
         raise WeightsUnavailableError(
             f"CLIP weights {weights.arch}/{weights.source} are not in the local cache ({clip_cache_hint()}) and "
             "cannot be downloaded from here. Either run `vst fetch-models` on a connected machine and copy its "
-            "cache folders here, or pass a local weights file with --clip-checkpoint PATH."
+            f"cache folders here, or pass a local weights file with {option('clip_checkpoint', 'PATH')}."
         )
     from open_clip.pretrained import download_pretrained, get_pretrained_cfg
 

@@ -17,6 +17,7 @@ from vst_core.models.hub import (
     WeightsUnavailableError,
     hf_cache_dir,
     hub_file,
+    option,
     sniff_checkpoint,
 )
 
@@ -155,13 +156,15 @@ def _checkpoint_weights(
     if _checkpoint_kind(path) == "openai":
         if activation == "gelu":
             raise ModelLoadError(
-                f"CLIP checkpoint {path} is OpenAI's format, whose weights use QuickGELU: drop --clip-activation gelu"
+                f"CLIP checkpoint {path} is OpenAI's format, whose weights use QuickGELU: drop {option('clip_activation', 'gelu')}"
             )
         return ClipWeights(arch, source, "openai", True, path, dict(OPENAI_PREPROCESS))
     prep = dict(preprocess or {})
     if activation != "auto":
         if activation == "gelu" and arch.endswith("-quickgelu"):
-            raise ModelLoadError(f"--clip-model {arch} is the QuickGELU version: use {arch[: -len('-quickgelu')]} for GELU")
+            raise ModelLoadError(
+                f"{option('clip_arch', arch)} is the QuickGELU version: use {arch[: -len('-quickgelu')]} for GELU"
+            )
         quick = activation == "quickgelu"
     elif arch.endswith("-quickgelu"):
         quick = True
@@ -179,8 +182,8 @@ def _checkpoint_weights(
             raise ActivationUnknownError(
                 f"CLIP checkpoint {path} does not say which activation its weights were trained with, and {arch} "
                 "exists with either. OpenAI's weights and models fine-tuned from them (GROOVIST's CLIP among them) "
-                f"need QuickGELU: add --clip-activation quickgelu (or --clip-model {arch}-quickgelu). Weights trained "
-                "with open_clip's default GELU: add --clip-activation gelu."
+                f"need QuickGELU: add {option('clip_activation', 'quickgelu')} (or {option('clip_arch', arch + '-quickgelu')}). "
+                f"Weights trained with open_clip's default GELU: add {option('clip_activation', 'gelu')}."
             )
         else:
             quick = bool(_model_config(arch).get("quick_gelu", False))

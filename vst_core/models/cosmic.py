@@ -20,7 +20,7 @@ from vst_core.data import Story
 from vst_core.data.paths import ImagePathError, check_image, resolve_image
 from vst_core.hashing import folder_signature
 from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
-from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, option
 from vst_core.records import CosmicScores, CosmicSentence
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ def load_cosmic(folder: str | None, *, device: str = "auto") -> CosmicModel:
     if not folder or not Path(folder).is_dir():
         where = f" ({folder} does not exist)" if folder else ""
         raise WeightsUnavailableError(
-            f"COSMic needs --cosmic-model DIR, a folder written by `vst train-cosmic TSV --images DIR --out DIR`{where}; "
+            f"COSMic needs {option('cosmic_model', 'DIR')}, a folder written by `vst train-cosmic TSV --images DIR --out DIR`{where}; "
             "its authors released no weights"
         )
     path = model_folder(folder, "COSMic")

@@ -22,7 +22,9 @@ def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' requested but no CUDA GPU is available; use --device cpu")
+        from vst_core.models.hub import ModelLoadError, option
+
+        raise ModelLoadError(f"device 'cuda' requested but no CUDA GPU is available; use {option('device', 'cpu')}")
     if device == "cpu":
         keep_freed_memory()
     return device

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlparse
@@ -14,8 +16,85 @@ from vst_core.hashing import weights_digest
 T = TypeVar("T")
 
 
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message names the model, the path tried and how to fix it."""
+#: How a front end words a setting an error names: (``Settings`` field, placeholder) -> its words.
+OptionWords = Callable[[str, str], str]
+_OPTION = re.compile(r"⟦([a-z][a-z0-9_]*)(?: ([^⟧]*))?⟧")
+
+
+def option(setting: str, placeholder: str = "") -> str:
+    """A setting named in a model's message, as data rather than as one front end's words: the
+    ``Settings`` field and the placeholder of its value, which :meth:`ModelLoadError.phrased` words
+    as each front end says it (``str()``: the command line's option).
+
+    >>> str(ModelLoadError(f"pass {option('vrank_model', 'DIR')}"))
+    'pass --vrank-model DIR'
+    """
+    return f"⟦{setting} {placeholder}⟧" if placeholder else f"⟦{setting}⟧"
+
+
+#: The command line's option of each setting whose option is not its name with dashes.
+CLI_OPTIONS = {
+    "clip_arch": "--clip-model",
+    "glove_file": "--glove",
+    "rovist_vg_checkpoint": "--rovist-vg-model",
+    "nr_ngram": "--nr-n",
+    "regions_file": "--regions",
+}
+
+
+def cli_words(setting: str, placeholder: str = "") -> str:
+    """The command line's words for a setting: its option, then its placeholder.
+
+    >>> cli_words("glove_file", "PATH"), cli_words("clip_activation", "gelu")
+    ('--glove PATH', '--clip-activation gelu')
+    """
+    flag = CLI_OPTIONS.get(setting) or "--" + setting.replace("_", "-")
+    return f"{flag} {placeholder}" if placeholder else flag
+
+
+def python_words(setting: str, placeholder: str = "") -> str:
+    """The Python API's words for a setting: the ``Settings`` field to pass.
+
+    >>> python_words("clip_checkpoint", "PATH"), python_words("clip_activation", "quickgelu")
+    ('Settings(clip_checkpoint=PATH)', "Settings(clip_activation='quickgelu')")
+    """
+    if not placeholder:
+        return f"Settings({setting}=...)"
+    value = placeholder if placeholder.isupper() or "|" in placeholder else repr(placeholder)
+    return f"Settings({setting}={value})"
+
+
+class Phrased(Exception):
+    """An error whose message names settings as data (:func:`option`): ``str()`` words them as the
+    command line does, :meth:`phrased` as another front end does (the Python API's ``Settings``
+    fields, the dashboard's boxes), so no front end rewrites another's words.
+
+    >>> exc = ModelLoadError(f"train one and pass {option('vrank_model', 'DIR')}")
+    >>> str(exc), exc.phrased(python_words)
+    ('train one and pass --vrank-model DIR', 'train one and pass Settings(vrank_model=DIR)')
+    """
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        self.template = message
+        super().__init__(self.phrased(cli_words), *args)
+
+    @property
+    def settings(self) -> list[str]:
+        """The ``Settings`` fields the message names, in order."""
+        return [m.group(1) for m in _OPTION.finditer(self.template)]
+
+    def phrased(self, words: OptionWords) -> str:
+        """The message with each setting it names in ``words``."""
+        return _OPTION.sub(lambda m: words(m.group(1), m.group(2) or ""), self.template)
+
+
+class ModelLoadError(Phrased, RuntimeError):
+    """A model could not be loaded; the message names the model, the path tried and how to fix it
+    (and the settings to change, as data: :class:`Phrased`)."""
+
+
+class SettingValueError(Phrased, ValueError):
+    """Settings that cannot work together; the message names the setting to change (:class:`Phrased`)."""
 
 
 class WeightsUnavailableError(ModelLoadError):

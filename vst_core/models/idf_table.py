@@ -33,14 +33,17 @@ from typing import Any
 from vst_core.data.access import PathNotAllowed, open_regular
 from vst_core.hashing import weights_digest
 from vst_core.models.folders import regular_file
-from vst_core.models.hub import ModelLoadError
+from vst_core.models.hub import ModelLoadError, option
 
 #: The largest idf file read (the authors' table over VIST's nouns is well under 1 MB).
 MAX_BYTES = 16 << 20  # the digest (weights_digest) covers a file of this size whole
 #: A RoViST-VG signature's idf entry when no table is given: idf fitted over the scored set.
 FITTED_IDF = "fitted"
 #: What to pass, for the messages.
-WHERE = "the authors' idf_dict.pkl is linked from RoViST_VG_Demo.ipynb (github.com/usydnlp/rovist); pass it with --rovist-vg-idf"
+WHERE = (
+    "the authors' idf_dict.pkl is linked from RoViST_VG_Demo.ipynb (github.com/usydnlp/rovist); "
+    f"pass it with {option('rovist_vg_idf', 'PATH')}"
+)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,11 @@ from vst_core.config import JUDGE_MODEL, JUDGE_VLM
 from vst_core.judge.rubric import JudgePrompt
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf
-from vst_core.models.hub import ModelLoadError, hf_weights_id
+from vst_core.models.hub import ModelLoadError, hf_weights_id, option
 from vst_core.models.protocols import JudgeAnswers
 
 #: Where to get the weights, for the messages of a missing model.
-WHERE = "run `vst fetch-models --judge` on a connected machine (same cache), or pass a local folder with --judge-model"
+WHERE = f"run `vst fetch-models --judge` on a connected machine (same cache), or pass a local folder with {option('judge_model', 'DIR')}"
 
 
 class JudgeModel:
@@ -194,7 +194,7 @@ def load_judge(name: str = JUDGE_MODEL, *, vision: bool = False, device: str = "
     resolved = resolve_device(device)
     dtype = _dtype(resolved)
     what = "judge vision-language model" if vision else "judge model"
-    extra = f" (--judge-model / --judge-vlm); {WHERE}"
+    extra = f" ({option('judge_model')} / {option('judge_vlm')}); {WHERE}"
     with quiet_transformers():
         if vision:
             processor = load_hf(name, AutoProcessor.from_pretrained, f"{what} processor", extra)

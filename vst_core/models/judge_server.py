@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from vst_core.judge.rubric import JudgePrompt
-from vst_core.models.hub import ModelLoadError
+from vst_core.models.hub import ModelLoadError, option
 from vst_core.models.protocols import JudgeAnswers
 
 #: Servers whose OpenAI-compatible chat endpoint returns ``logprobs`` / ``top_logprobs``.
@@ -268,7 +268,7 @@ def api_key(variable: str | None) -> str | None:
         return None
     value = os.environ.get(variable, "")
     if not value.strip():
-        raise ModelLoadError(f"judge server: the environment variable {variable} (--judge-api-key-env) is not set")
+        raise ModelLoadError(f"judge server: the environment variable {variable} ({option('judge_api_key_env')}) is not set")
     return value.strip()
 
 
@@ -426,7 +426,7 @@ class JudgeServer:
         if entry is None:
             listed = ", ".join(repr(s) for s in served[:10]) or "none"
             raise ModelLoadError(
-                f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see --judge-served-model"
+                f"judge server {self.host} does not serve {self.name!r} (it serves {listed}); see {option('judge_served_model')}"
             )
         revision = _short_text(entry.get("revision"))
         root = _short_text(entry.get("root"))

@@ -39,6 +39,7 @@ from vst_core.models.hub import (
     hub_file,
     load_allowlisted,
     numpy_scalar_globals,
+    option,
     weights_digest,
 )
 from vst_core.models.protocols import PairScores
@@ -161,7 +162,7 @@ class TransformerPairScorer:
 def _load_tokenizer(name: str, what: str) -> Any:
     from transformers import AutoTokenizer
 
-    return load_hf(name, AutoTokenizer.from_pretrained, f"{what} tokenizer", " with --coherence-tokenizer")
+    return load_hf(name, AutoTokenizer.from_pretrained, f"{what} tokenizer", f" with {option('coherence_tokenizer', 'DIR')}")
 
 
 def load_bert_nsp(name: str = DEFAULT_NSP_MODEL, *, device: str = "auto", batch_size: int = 32) -> TransformerPairScorer:
@@ -172,7 +173,7 @@ def load_bert_nsp(name: str = DEFAULT_NSP_MODEL, *, device: str = "auto", batch_
         with quiet_transformers():
             return BertForNextSentencePrediction.from_pretrained(source, output_loading_info=True, **kwargs)
 
-    model, info = load_hf(name, load, "next-sentence model", " with --coherence-model PATH", weights=True)
+    model, info = load_hf(name, load, "next-sentence model", f" with {option('coherence_model', 'PATH')}", weights=True)
     missing = [k for k in info.get("missing_keys", []) if "seq_relationship" in k]
     if missing:
         raise CheckpointShapeError(
@@ -296,7 +297,7 @@ def load_rovist_c(
     if not path.is_file():
         raise WeightsUnavailableError(
             f"RoViST-C checkpoint not found at {path}. Download the authors' checkpoint (see the RoViST "
-            "repository) and pass its path with --coherence-model rovist-c:PATH"
+            f"repository) and pass its path with {option('coherence_model', 'rovist-c:PATH')}"
         )
     checkpoint = read_rovist_checkpoint(path)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("model"), dict):
@@ -375,7 +376,7 @@ def load_pair_scorer(
     except Exception as exc:
         raise ModelLoadError(
             f"coherence model {spec!r} could not be loaded: {type(exc).__name__}: {str(exc)[:300]}. Check "
-            "--coherence-model / --coherence-tokenizer."
+            f"{option('coherence_model')} / {option('coherence_tokenizer')}."
         ) from None
     raise ValueError(
         f"unknown coherence model {spec!r}: use bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, "

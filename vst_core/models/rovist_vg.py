@@ -37,7 +37,7 @@ from PIL import Image
 from vst_core.hashing import weights_digest
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf, loading, regular_file
-from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, numpy_scalar_globals
+from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, numpy_scalar_globals, option
 from vst_core.models.idf_table import FITTED_IDF, IdfTable, read_idf_table
 
 VIT_NAME = "google/vit-base-patch16-224-in21k"
@@ -49,7 +49,8 @@ HEADS = ("image_encoder.linear.weight", "image_encoder.linear.bias", "text_encod
 #: Where to get what this metric needs, for the missing-file messages.
 WHERE = (
     "the RoViST-VG checkpoint (r2p_model_epoch2.pth.tar) and glove.6B.300d.txt are linked from the authors' "
-    "RoViST_VG_Demo.ipynb (github.com/usydnlp/rovist); pass them with --rovist-vg-model and --glove"
+    f"RoViST_VG_Demo.ipynb (github.com/usydnlp/rovist); pass them with {option('rovist_vg_checkpoint', 'PATH')} and "
+    f"{option('glove_file', 'PATH')}"
 )
 
 
@@ -288,7 +289,7 @@ def _load_rovist_vg(
     import torch
     from transformers import ViTConfig, ViTImageProcessor, ViTModel
 
-    extra = " (or pass a local folder with --rovist-vg-vit)"
+    extra = f" (or pass a local folder with {option('rovist_vg_vit', 'DIR')})"
     config = load_hf(vit, ViTConfig.from_pretrained, "ViT", extra)
     processor = load_hf(vit, ViTImageProcessor.from_pretrained, "ViT image processor", extra)
     vit_state = {k[len(VIT_PREFIX) :]: v for k, v in state.items() if k.startswith(VIT_PREFIX)}

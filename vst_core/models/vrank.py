@@ -20,7 +20,7 @@ import numpy as np
 from vst_core.hashing import folder_signature
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
-from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
+from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, option
 
 #: The encoder Vrank's recipe starts from: SimCSE (supervised) on BERT-base, as the paper describes.
 DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
@@ -133,7 +133,7 @@ def load_vrank(folder: str | Path | None, *, device: str = "auto", batch_size: i
         where = f" ({folder} is not a folder)" if folder else ""
         raise WeightsUnavailableError(
             f"Vrank needs a trained model folder{where}: train one with `vst train-vrank JUDGEMENTS --out DIR` "
-            "(VHED's CSV, a pairwise file or ratings) and pass --vrank-model DIR"
+            f"(VHED's CSV, a pairwise file or ratings) and pass {option('vrank_model', 'DIR')}"
         )
     path = model_folder(folder, "Vrank")
     what, fix = f"Vrank folder {path.name}", "write the folder again with vst train-vrank"
