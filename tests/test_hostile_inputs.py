@@ -550,3 +550,26 @@ def test_a_symbolic_link_to_the_output_shares_its_lock(tmp_path: Path) -> None:
         with pytest.raises(RunLockedError):
             with locked(real):
                 pass
+
+
+def test_a_record_that_names_no_system_is_said_to_be_read_as_unknown(tmp_path: Path) -> None:
+    """A scores line whose system is missing or empty is read as system 'unknown' (where it merges
+    with a story of a system named so): the index and the reader both say so, line by line."""
+    from conftest import SAMPLE
+
+    from vst_core.cli import main
+    from vst_core.data import load_records
+    from vst_core.data.index_store import load_index
+
+    out = tmp_path / "s.jsonl"
+    assert main(["score", str(SAMPLE), "--out", str(out), "--metrics", "redundancy", "--no-progress"]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    lines[0]["system"] = ""
+    del lines[1]["system"]
+    out.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    index = load_index([out])
+    said = [p for p in index.problems if "names no system" in p.message]
+    assert [p.line for p in said] == [1, 2] and "unknown" in set(index.table["system"])
+    records, problems = load_records(out)
+    assert any("2 record(s) name no system (the first on line 1)" in p.message for p in problems)
+    assert sum(r.system == "unknown" for r in records) == 2

@@ -50,8 +50,8 @@ from vst_core.records import RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout, or what a line's numbers are read as, changes (old indexes are
 #: then rebuilt, not misread): 5 reads a record an earlier version wrote under another metric's name
-#: as the metric now named so (``MetricSpec.formerly``).
-INDEX_FORMAT = 5
+#: as the metric now named so (``MetricSpec.formerly``); 6 says which lines name no system.
+INDEX_FORMAT = 6
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]
 

@@ -164,6 +164,10 @@ def _read_line(raw: bytes, number: int, offset: int, name: str, signatures: dict
         items = again.get(str(metric))
         if items is not None:  # the re-aggregated metric's (GROOVIST's phrases)
             phrases = items(value)
+    if data.get("system") in (None, ""):  # merged with any story of a system named "unknown": said, never silent
+        problems.append(
+            Problem(f"{name}: names no system: read as system 'unknown'", "line", "warning", line=number, story_id=sid)
+        )
     return _Line(
         sid, str(data.get("system") or "unknown"), str(data.get("sequence_id") or sid), len(sentences), " ".join(sentences),
         sig_id, is_imported(signature), errors, values, phrases, bool(_list(data.get("problems"))), offset, len(raw), number,

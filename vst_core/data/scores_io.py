@@ -271,11 +271,23 @@ def load_records(source: str | Path | IO[bytes]) -> tuple[list[StoryScores], lis
     a problem, never an exception (see :func:`vst_core.records.read_record`)."""
     raw, problems = read_score_lines(source)
     records: list[StoryScores] = []
+    unnamed: list[int] = []
     for number, data in raw:
         record, found = read_record(data, line=number)
         problems.extend(found)
         if record is not None:
             records.append(record)
+            if data.get("system") in (None, ""):
+                unnamed.append(number)
+    if unnamed:  # merged with any story of a system named "unknown": said, never silent
+        problems.append(
+            Problem(
+                f"{len(unnamed)} record(s) name no system (the first on line {unnamed[0]}): read as system 'unknown'",
+                "line",
+                "warning",
+                line=unnamed[0],
+            )
+        )
     return records, problems
 
 
