@@ -346,3 +346,49 @@ def test_an_unknown_correlation_method_is_refused(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as exc:
         main(["report", "scores.jsonl", "--out", "r.html", "--method", "foo"])
     assert exc.value.code == 2 and "invalid choice: 'foo'" in capsys.readouterr().err
+
+
+_TEX_PAYLOADS = [
+    "x}\\immediate\\write18{touch pwned-a}\\input{/etc/hostname}\\label{y",
+    "\\immediate\\write18{touch pwned-b}",
+    "^^5cimmediate^^5cwrite18{touch pwned-c}",
+    "\\input{/etc/hostname}",
+    "\\catcode`\\@=0 @immediate@write18{touch pwned-d}",
+    "50% $x$ & #1 _a_ ~ ^ {",
+    "}\\end{tabular}\\end{table}\\immediate\\write18{touch pwned-e}\\begin{table}\\begin{tabular}{l",
+    "<b>a</b> \\\\ \\hline",
+    "tab\tand\nnew line\x1b[31m\u202eevil\u2028end",
+]
+
+
+@pytest.mark.slow  # runs pdflatex
+def test_hostile_names_compile_with_pdflatex_and_run_or_read_nothing(tmp_path: Path) -> None:
+    """The tables of hostile names, captions and labels compile with pdflatex, even with
+    ``-shell-escape`` (as minted or svg users compile): exit 0, no command ran, no file was read."""
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed (Debian: texlive-latex-base texlive-latex-recommended)")
+    tables = [
+        latex_table(pd.DataFrame({name or "c": [name, "0.12"]}, index=pd.Index([name, "b"], name="metric")), name, f"tab:{name}")
+        for name in _TEX_PAYLOADS
+    ]
+    document = (
+        "\\documentclass{article}\n\\usepackage[T1]{fontenc}\n\\usepackage{booktabs}\n\\begin{document}\n"
+        + "\n".join(tables)
+        + "\n\\end{document}\n"
+    )
+    (tmp_path / "t.tex").write_text(document, encoding="utf-8")
+    done = subprocess.run(
+        ["pdflatex", "-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    log = (tmp_path / "t.log").read_text(encoding="latin-1")
+    assert done.returncode == 0, log[-3000:]
+    assert (tmp_path / "t.pdf").is_file()
+    assert not list(tmp_path.glob("pwned*"))  # no \write18 ran
+    assert "/etc/hostname" not in log  # no \input read a file
