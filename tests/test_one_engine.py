@@ -22,7 +22,7 @@ def test_the_cli_the_api_and_the_dashboard_give_identical_records(
     from vst_core.cli.score import add_parser
     from vst_core.cli.score_options import settings_from_args
 
-    metrics = "redundancy,grounding,clipscore"
+    metrics = "redundancy,grounding,clipscore,rovist_vg_clip"  # rovist_vg_clip: idf fitted over the whole set
     args = ["score", str(SAMPLE), "--out", str(tmp_path / "cli.jsonl"), "--metrics", metrics, *clip_args(tiny_clip)]
     assert main([*args, "--no-progress"]) == 0
     cli = [json.loads(line) for line in (tmp_path / "cli.jsonl").read_text(encoding="utf-8").splitlines()]
@@ -44,3 +44,4 @@ def test_the_cli_the_api_and_the_dashboard_give_identical_records(
     assert {r["signature"]["id"] for r in cli} == {cli[0]["signature"]["id"]}
     grounded = [r for r in cli if "grounding" in r["metrics"]]
     assert grounded and all(r["metrics"]["clipscore"]["score"] is not None for r in grounded)
+    assert all("rovist_vg_clip" in r["metrics"] for r in grounded)

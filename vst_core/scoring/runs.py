@@ -232,8 +232,10 @@ def score_records(
     if not todo:
         return
     models.load()
-    if registry().with_need("images") & set(settings.metrics) and problems is not None:
-        problems.extend(_regions_file_problems(story_set, models))
+    if registry().with_need("images") & set(settings.metrics):
+        models.grounder_for(story_set)  # idf and the like fitted over the whole set, before any chunk
+        if problems is not None:
+            problems.extend(_regions_file_problems(story_set, models))
     together: SetResults = {}
     if registry().with_need("sequence") & set(settings.metrics):  # pairs and references first: one bar over Vrank's pairs
         together = set_results(story_set, todo, settings, models, progress)
