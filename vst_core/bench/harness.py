@@ -122,6 +122,10 @@ def text_phase(run: BenchRun) -> Figures:
     }
 
 
+#: The batch the stand-in's GPU runs (a CPU's best batch is far smaller, and not what a GPU run does).
+STANDIN_BATCH = 256
+
+
 def standin_phase(run: BenchRun, settings: Settings) -> Figures:
     """standin: a cold grounding run of the set with the stand-in accelerator (the CPU's share of a GPU run)."""
     from vst_core.bench.standin import parse_rates, stand_in_encoder
@@ -131,7 +135,8 @@ def standin_phase(run: BenchRun, settings: Settings) -> Figures:
 
     crops_per_s, texts_per_s = parse_rates(run.config.stand_in)
     encoder = stand_in_encoder(run.clip, crops_per_s, texts_per_s)
-    device = settings.with_(preprocess="device")
+    encoder.batch_size = STANDIN_BATCH
+    device = settings.with_(preprocess="device", batch_size=STANDIN_BATCH)
     run.say(f"standin: grounding the set with forwards as waits ({crops_per_s:.0f} crops/s, {texts_per_s:.0f} texts/s)")
     models = Models(device, clip=encoder, cache=EmbeddingCache(run.folder / "standin-cache" / "embeddings.sqlite"))
     start = time.perf_counter()
@@ -163,7 +168,7 @@ def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
         arch=config.arch,
         model_config=config.clip_config,
         device=run.device,
-        batch_size=run.clip.batch_size,
+        batch_size=run.clip.batch_size if cuda else STANDIN_BATCH,
         workers=config.workers,
         stand_in=None if cuda else config.stand_in,
         seed=config.seed,
