@@ -242,3 +242,22 @@ def test_no_option_states_its_default_twice(capsys: pytest.CaptureFixture[str]) 
             command,
             re.findall(r"\(default[^)]*\) \(default: [^)]*\)", text),
         )
+
+
+@pytest.mark.parametrize("command", ["compare", "meta-eval", "dhm", "report"])
+def test_a_story_set_given_for_scores_says_what_to_run_first(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A story file where scores are expected is named as what it is, with the command that scores
+    it (exit 3), instead of a warning per line and an empty result."""
+    extra = {
+        "compare": [],
+        "meta-eval": [str(ROOT / "assets/sample/human_example.csv"), "--out", str(tmp_path / "r.json")],
+        "dhm": ["--out", str(tmp_path / "d.json")],
+        "report": ["--out", str(tmp_path / "r.html")],
+    }[command]
+    stories = ROOT / "assets/sample/stories.jsonl"
+    assert main([command, str(stories), *extra]) == 3
+    err = capsys.readouterr().err
+    assert "holds stories, not scores" in err and f"vst score {stories} --out scores.jsonl" in err
+    assert "another version" not in err and not list(tmp_path.iterdir())

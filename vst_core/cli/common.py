@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -77,3 +79,56 @@ def note_conflicts(conflicts: Sequence[Conflict]) -> None:
         )
         for c in found[:EXAMPLES]:
             note(f"  {c}")
+
+
+def story_set_given(paths: Sequence[Path]) -> bool:
+    """Whether one of ``paths`` is a story set rather than scores (its first lines are stories and
+    none holds scores); if so, says which and what to run first (one error line).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "stories.jsonl"
+    >>> _ = path.write_text('{"story_id": "a", "sentences": ["A dog ran."]}\\n')
+    >>> story_set_given([path])
+    True
+    """
+    for path in paths:
+        if _stories_not_scores(path):
+            error(
+                f"{path} holds stories, not scores (no line has metrics): score it first, e.g. "
+                f"`vst score {shlex.quote(str(path))} --out scores.jsonl`, then pass scores.jsonl"
+            )
+            return True
+    return False
+
+
+def _stories_not_scores(path: Path, lines: int = 50) -> bool:
+    """The first ``lines`` JSON lines of ``path`` (or its whole JSON document) are stories with
+    text and none has ``metrics`` or a scores ``format``."""
+    import json
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(1 << 20)
+    except OSError:
+        return False
+    text = head.decode("utf-8", "replace").lstrip()
+    rows: list[object] = []
+    if text.startswith("[") or (text.startswith("{") and "\n{" not in text[:4096]):
+        try:
+            whole = json.loads(text)
+        except ValueError:
+            whole = None
+        if isinstance(whole, dict) and not any(k in whole for k in ("sentences", "story", "text", "metrics")):
+            # a VIST-style file or a {story_id: text} map
+            return "annotations" in whole or (bool(whole) and all(isinstance(v, str) for v in whole.values()))
+        rows = whole[:lines] if isinstance(whole, list) else [whole]
+    else:
+        for line in text.splitlines()[:lines]:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    stories = [r for r in rows if isinstance(r, dict)]
+    if not stories or any("metrics" in r or "format" in r for r in stories):
+        return False
+    return all(any(k in r for k in ("sentences", "story", "text")) for r in stories)

@@ -11,7 +11,7 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, cluster_name, leaderboard, story_ratings
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts, story_set_given
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, json_text, write_text_whole
 from vst_core.data.index import IndexError_
@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             error(f"no scores file at {path}")
             return EXIT_INPUT
+    if story_set_given(args.scores):
+        return EXIT_INPUT
     try:  # read once per content, stories merged per (system, story_id) and metric
         index = load_index(args.scores)
     except IndexError_ as exc:

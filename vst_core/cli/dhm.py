@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
 from vst_core.data.exports import cannot_write, write_text_whole
@@ -151,6 +151,8 @@ def run_dhm(args: argparse.Namespace) -> int:
         if not path.is_file():
             error(f"no scores file at {path}")
             return EXIT_INPUT
+    if story_set_given(args.scores):
+        return EXIT_INPUT
     try:  # the files' index: read once per content, stories merged per (system, story_id) and metric
         index = load_index(args.scores)
     except IndexError_ as exc:

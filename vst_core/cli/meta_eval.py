@@ -21,7 +21,7 @@ from vst_core.analysis.meta_eval import (
 from vst_core.analysis.meta_eval.report import _plain
 from vst_core.analysis.meta_eval.scored import pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note, story_set_given
 from vst_core.data import load_records
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, write_text_whole
@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not args.scores.is_file():
         error(f"no scores file at {args.scores}")
+        return EXIT_INPUT
+    if story_set_given([args.scores]):
         return EXIT_INPUT
     found, problems = load_records(args.scores)
     for problem in problems:

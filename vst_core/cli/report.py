@@ -12,7 +12,7 @@ from typing import Any
 
 from vst_core.analysis.meta_eval import METHODS, JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
-from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note
+from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note, story_set_given
 from vst_core.data import load_records
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.merge import merge_records
@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.scores if not p.is_file()]
     if missing:
         error(f"no scores file at {', '.join(missing)}")
+        return EXIT_INPUT
+    if story_set_given(args.scores):
         return EXIT_INPUT
     records, warnings = _records(args.scores)
     for warning in warnings[:5]:
