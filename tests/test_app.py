@@ -83,10 +83,12 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
     assert document["signature"]["id"] == signature_id
     assert all(r["signature"]["id"] == signature_id for r in document["stories"])
     assert document["signature"]["inputs"] == {"stories": stories.content_digest()}
-    header = export_csv(pd.DataFrame({"x": [1]}), settings, inputs).splitlines()[:2]
-    assert (
-        header[0].startswith(f"# sig {signature_id}") and json.loads(header[1].removeprefix("# signature "))["id"] == signature_id
-    )
+    import io
+
+    exported = pd.read_csv(io.StringIO(export_csv(pd.DataFrame({"x": [1]}), settings, inputs)))  # a plain read_csv
+    about = str(exported["provenance"].iat[0])
+    assert list(exported.columns) == ["x", "provenance"] and about.startswith(f"sig {signature_id}")
+    assert json.loads(about.split(" | signature ", 1)[1])["id"] == signature_id
 
 
 def test_dataset_page_table_and_plot() -> None:

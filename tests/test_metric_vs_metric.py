@@ -310,13 +310,13 @@ def test_the_csv_folder_holds_the_metric_vs_metric_tables_of_the_json(tmp_path: 
     args = ["meta-eval", str(scores), str(human), "--out", str(out), "--csv", str(folder), "--no-progress", "--resamples", "0"]
     assert main([*args, "--permutations", "200"]) == 0
     document = json.loads(out.read_text())
-    table = pd.read_csv(folder / "metric_vs_metric_correlations.csv", comment="#")
+    table = pd.read_csv(folder / "metric_vs_metric_correlations.csv")  # a plain read_csv
     assert len(table) == len(document["metric_vs_metric"]["correlations"]) > 0
     assert list(table["p_permutation"]) == pytest.approx(
         [r["p_permutation"] for r in document["metric_vs_metric"]["correlations"]]
     )
-    head = (folder / "metric_vs_metric_correlations.csv").read_text().splitlines()[:3]
-    assert head[1].startswith("# signature ") and "PERM-BOTH 200 permutations" in head[2]
+    about = str(table["provenance"].iat[0]).split(" | ")
+    assert about[1].startswith("signature ") and "PERM-BOTH 200 permutations" in about[2]
     assert (folder / "metric_vs_metric_pairwise_accuracy.csv").exists()
     assert "CSV tables in" in capsys.readouterr().err
 

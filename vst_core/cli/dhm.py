@@ -13,7 +13,7 @@ import pandas as pd
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
 from vst_core.data import ScoresWriter
-from vst_core.data.csv_out import comment_lines, safe_cell, safe_row
+from vst_core.data.csv_out import PROVENANCE, provenance, safe_cell, safe_row
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
@@ -194,16 +194,14 @@ def run_dhm(args: argparse.Namespace) -> int:
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
     """``systems.csv`` and ``distances.csv`` in ``folder``, each written whole or not at all."""
-    head = comment_lines([f"dHM sig {report.signature['id']}", *([f"note: {report.note}"] if report.note else [])])
-    rows = report.table()
+    about = provenance([f"dHM sig {report.signature['id']}", *([f"note: {report.note}"] if report.note else [])])
+    rows = [{**row, PROVENANCE: about} for row in report.table()]
     systems = io.StringIO(newline="")
-    systems.write(head)
-    writer = csv.DictWriter(systems, fieldnames=list(rows[0]) if rows else ["system"])
+    writer = csv.DictWriter(systems, fieldnames=list(rows[0]) if rows else ["system", PROVENANCE])
     writer.writeheader()
     writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
     aspects = report.aspects  # the distances this report averages (all three, or those the scores have)
     distances = io.StringIO(newline="")
-    distances.write(head)
     writer2 = csv.writer(distances)
     writer2.writerow(
         [
@@ -214,6 +212,7 @@ def _write_csv(report: DHMReport, folder: Path) -> None:
             *(f"d_{a}" for a in aspects),
             "dHM",
             *(f"signed_{a}" for a in aspects),
+            PROVENANCE,
         ]
     )
     for d in report.distances:
@@ -226,6 +225,7 @@ def _write_csv(report: DHMReport, folder: Path) -> None:
                     " ".join(d.humans),
                     *(d.d.get(a) for a in (*aspects, "dHM")),
                     *(d.signed.get(a) for a in aspects),
+                    about,
                 ]
             )
         )

@@ -48,12 +48,30 @@ def safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def comment_lines(lines: Sequence[str]) -> str:
-    """``# line`` for each line, any line break inside a line turned into a space."""
-    return "".join("# " + " ".join(line.splitlines()) + "\r\n" for line in lines)
+#: The column of an exported table that says what produced its numbers (the settings' description
+#: and signature): beside the numbers, so a plain ``pandas.read_csv`` reads the table as it is.
+PROVENANCE = "provenance"
+
+
+def provenance(lines: Sequence[str]) -> str:
+    """The lines that say what produced a table, as one cell (line breaks inside a line as spaces).
+
+    >>> provenance(["meta-eval sig 0123", "signature {}"])
+    'meta-eval sig 0123 | signature {}'
+    """
+    return " | ".join(" ".join(line.splitlines()) for line in lines)
 
 
 def frame_csv(frame: pd.DataFrame, head: Sequence[str] = ()) -> str:
-    """``frame`` as CSV (no index) made safe by :func:`safe_frame`, headed by ``head`` as comment lines."""
+    """``frame`` as CSV (no index) made safe by :func:`safe_frame`, with ``head`` (what produced the
+    numbers: the settings and their signature) in a last column :data:`PROVENANCE` on every row.
+
+    >>> import io
+    >>> text = frame_csv(pd.DataFrame({"NR": [0.5]}), ["sig 01"])
+    >>> pd.read_csv(io.StringIO(text)).to_dict("records")
+    [{'NR': 0.5, 'provenance': 'sig 01'}]
+    """
+    if head:
+        frame = frame.assign(**{PROVENANCE: provenance(head)})
     body: str = safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
-    return comment_lines(head) + body
+    return body
