@@ -697,3 +697,24 @@ def test_a_cell_with_a_unicode_line_separator_keeps_its_row(tmp_path: Path) -> N
     judgements = read_judgements(path)
     assert len(judgements.ratings) == 30
     assert set(judgements.ratings["rater"]) == set(odd)
+
+
+def test_meta_eval_prints_its_table_with_the_coefficient_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``vst meta-eval`` prints the story-level agreement of each metric with each aspect, naming
+    the coefficient, each cell the JSON's value and N."""
+    from vst_core.cli import main
+
+    scores, out = tmp_path / "s.jsonl", tmp_path / "r.json"
+    assert main(["score", str(SAMPLE), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    capsys.readouterr()
+    args = ["meta-eval", str(scores), str(SAMPLE.parent / "human_example.csv"), "--out", str(out), "--no-progress"]
+    assert main([*args, "--resamples", "0", "--no-baselines", "--permutations", "0"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("Spearman ρ of each metric with the human ratings, story level")
+    row = next(line.split() for line in printed if line.strip().startswith("NR "))
+    want = next(
+        r for r in json.loads(out.read_text())["correlations"]
+        if (r["level"], r["metric"], r["aspect"], r["method"]) == ("story", "NR", "overall", "spearman")
+    )  # fmt: skip
+    overall = printed[1].split().index("overall")
+    assert float(row[1 + 3 * (overall - 1)]) == pytest.approx(want["value"], abs=5e-4) and f"{want['n']}" in row

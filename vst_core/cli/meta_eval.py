@@ -22,6 +22,7 @@ from vst_core.analysis.meta_eval.report import _plain
 from vst_core.analysis.meta_eval.scored import pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note, story_set_given
+from vst_core.cli.compare import one_line
 from vst_core.data import load_records
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, write_text_whole
@@ -177,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
     if match["matched"] == 0:
         error("no judged story has scores; nothing to correlate")
         return EXIT_INPUT
+    print_agreement(report)
     extra = None
     if args.permutations > 0:
         versus = VersusSettings(args.versus_method, args.permutations, args.seed, args.confidence)
@@ -187,6 +189,43 @@ def run(args: argparse.Namespace) -> int:
         error(cannot_write(exc))
         return EXIT_INPUT
     return 0
+
+
+#: The coefficients' names, as the table's title says them.
+COEFFICIENT = {"spearman": "Spearman ρ", "pearson": "Pearson r", "kendall_b": "Kendall τ-b", "kendall_c": "Kendall τ-c"}
+
+
+def print_agreement(report: MetaReport) -> None:
+    """The story-level agreement of each metric with each aspect, in the first method of the
+    settings, with its interval and N (every cell as the JSON has it), on stdout."""
+    table = report.correlations
+    if table.empty:
+        return
+    method = str(table["method"].iat[0])  # the settings' first method
+    rows = table[(table["level"] == "story") & (table["method"] == method)]
+    if rows.empty:
+        return
+    aspects = list(dict.fromkeys(rows["aspect"]))
+    metrics = list(dict.fromkeys(rows["metric"]))
+    cells = {(r.metric, r.aspect): r for r in rows.itertuples(index=False)}
+    width = max(6, *(len(one_line(m)) for m in metrics))
+    column = max(22, *(len(one_line(a)) for a in aspects))
+    intervals = rows["ci_low"].notna().any()
+    print(
+        f"{COEFFICIENT.get(method, method)} of each metric with the human ratings, story level"
+        + ("; [interval] and N:" if intervals else "; N (no intervals: --resamples 0, or too few stories):")
+    )
+    print(f"  {'metric':<{width}}  " + "  ".join(f"{one_line(a):<{column}}" for a in aspects))
+    for metric in metrics:
+        shown = []
+        for aspect in aspects:
+            r = cells.get((metric, aspect))
+            if r is None or r.value is None or r.value != r.value:
+                shown.append(f"{'—':<{column}}")
+                continue
+            interval = f" [{r.ci_low:.2f}, {r.ci_high:.2f}]" if r.ci_low is not None and r.ci_low == r.ci_low else ""
+            shown.append(f"{f'{r.value:+.3f}{interval} N {int(r.n)}':<{column}}")
+        print(f"  {one_line(metric):<{width}}  " + "  ".join(shown))
 
 
 def metric_versus(report: MetaReport, records: list[StoryScores], settings: VersusSettings) -> dict[str, Any]:
