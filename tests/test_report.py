@@ -392,3 +392,17 @@ def test_hostile_names_compile_with_pdflatex_and_run_or_read_nothing(tmp_path: P
     assert (tmp_path / "t.pdf").is_file()
     assert not list(tmp_path.glob("pwned*"))  # no \write18 ran
     assert "/etc/hostname" not in log  # no \input read a file
+
+
+@pytest.mark.slow  # scores the sample
+def test_each_paper_table_names_its_coefficient_interval_and_n(tmp_path: Path) -> None:
+    """The LaTeX and Markdown tables say what their numbers are: the agreement table its
+    coefficient (Spearman ρ, or --method's), its interval and N; the systems table its interval."""
+    tex, md = tmp_path / "t.tex", tmp_path / "t.md"
+    _report(tmp_path, "--latex", str(tex), "--markdown", str(md), "--method", "kendall_c")
+    captions = [line for line in tex.read_text(encoding="utf-8").splitlines() if line.startswith("\\caption")]
+    agreement = next(c for c in captions if c.startswith("\\caption{agreement:"))
+    assert "Kendall" in agreement and "bootstrap 95\\% interval" in agreement and "(N stories)" in agreement
+    systems = next(c for c in captions if c.startswith("\\caption{systems:"))
+    assert "mean [95\\% bootstrap interval, 200 resamples of stories] (N stories)" in systems
+    assert "Kendall" in md.read_text(encoding="utf-8")

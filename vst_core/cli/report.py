@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from vst_core.analysis.meta_eval import METHODS, JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
 from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note, story_set_given
@@ -107,7 +109,11 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.images is None:
         note("no --images: the story cards have no thumbnails (give the folder the stories' image paths are relative to)")
-    caption = f"{description}. Signature: {json.dumps(signature.get('meta_eval', {}).get('id', ''))}"
+    made_with = f"{description}. Signature: {json.dumps(signature.get('meta_eval', {}).get('id', ''))}"
+
+    def caption(table: pd.DataFrame) -> str:  # what the numbers are (the coefficient, interval, N), then what made them
+        return f"{table.attrs['caption']}. {made_with}" if table.attrs.get("caption") else made_with
+
     try:
         write_text_whole(args.out, html)
         note(
@@ -117,12 +123,12 @@ def run(args: argparse.Namespace) -> int:
             write_text_whole(
                 args.latex,
                 "% needs \\usepackage{booktabs}\n"
-                + "\n".join(latex_table(t, f"{n}: {caption}", f"tab:{n}") for n, t in tables.items()),
+                + "\n".join(latex_table(t, f"{n}: {caption(t)}", f"tab:{n}") for n, t in tables.items()),
             )
             note(f"wrote {args.latex}")
         if args.markdown:
             write_text_whole(
-                args.markdown, "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption) for n, t in tables.items())
+                args.markdown, "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption(t)) for n, t in tables.items())
             )
             note(f"wrote {args.markdown}")
     except OSError as exc:

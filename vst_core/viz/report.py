@@ -239,21 +239,23 @@ def build_report(
     figures: dict[str, Any] = {}
     for column in [c for c in columns if direction_of(c) != "none"][:6]:
         figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
+    # each exported table says what its numbers are (frame.attrs["caption"]): the coefficient, the interval, N
+    summary.attrs["caption"] = f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories)"
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
         cells = correlation_cells(meta.correlations, method)
+        cells.attrs["caption"] = f"{METHODS.get(method, method)} [bootstrap 95% interval], * p < 0.05, (N stories)"
         tables["agreement"] = cells
         figures["agreement"] = correlation_bars(meta.correlations, method, description)
-        html = table_html(
-            cells, f"{METHODS.get(method, method)} [bootstrap 95% interval], * p < 0.05, (N stories). {SMALL_N_NOTE}"
-        )
+        html = table_html(cells, f"{cells.attrs['caption']}. {SMALL_N_NOTE}")
         if versus is not None and len(versus):
             for aspect in list(dict.fromkeys(versus["aspect"])):
                 matrix = versus_matrix(versus[versus["aspect"] == aspect], meta.metrics)
-                tables[f"metric_vs_metric_{aspect}"] = matrix
-                html += f"<h3>Metric vs metric: {html_text(aspect)}</h3>" + table_html(
-                    matrix, "row − column of the correlation with people; * PERM-BOTH permutation p < 0.05 (two-sided)"
+                matrix.attrs["caption"] = (
+                    f"{aspect}: row − column of the correlation with people; * PERM-BOTH permutation p < 0.05 (two-sided)"
                 )
+                tables[f"metric_vs_metric_{aspect}"] = matrix
+                html += f"<h3>Metric vs metric: {html_text(aspect)}</h3>" + table_html(matrix, matrix.attrs["caption"])
         sections.append(Section("Agreement with people", html))
     plots = figures_html(list(figures.values()))
     sections.append(Section("Figures", "".join(plots)))
