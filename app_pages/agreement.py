@@ -236,6 +236,7 @@ def disagreements(report: MetaReport) -> None:
         "disagreements.csv",
         "text/csv",
         key="dl-disagreements",
+        on_click="ignore",
     )
 
 
@@ -273,6 +274,7 @@ def metric_vs_metric(report: MetaReport) -> None:
             "metric_vs_metric.tex",
             "text/x-tex",
             key="dl-versus-latex",
+            on_click="ignore",
         )
         y.download_button(
             "Matrix (Markdown)",
@@ -280,6 +282,7 @@ def metric_vs_metric(report: MetaReport) -> None:
             "metric_vs_metric.md",
             "text/markdown",
             key="dl-versus-markdown",
+            on_click="ignore",
         )
         st.dataframe(part.drop(columns=["aspect"]).round(4), hide_index=True, width="stretch")
     if len(accuracy):
@@ -293,11 +296,12 @@ def metric_vs_metric(report: MetaReport) -> None:
         "metric_vs_metric.csv",
         "text/csv",
         key="dl-versus",
+        on_click="ignore",
     )
 
 
 def download(name: str, label: str) -> None:
-    st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}")
+    st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}", on_click="ignore")
 
 
 tabs = st.tabs(
@@ -343,10 +347,20 @@ with tabs[0]:
     paper_caption = f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
     x, y = st.columns(2)
     x.download_button(
-        "Story-level table (LaTeX, booktabs)", latex_table(cells, paper_caption), "agreement.tex", "text/x-tex", key="dl-latex"
+        "Story-level table (LaTeX, booktabs)",
+        latex_table(cells, paper_caption),
+        "agreement.tex",
+        "text/x-tex",
+        key="dl-latex",
+        on_click="ignore",
     )
     y.download_button(
-        "Story-level table (Markdown)", markdown_table(cells, paper_caption), "agreement.md", "text/markdown", key="dl-markdown"
+        "Story-level table (Markdown)",
+        markdown_table(cells, paper_caption),
+        "agreement.md",
+        "text/markdown",
+        key="dl-markdown",
+        on_click="ignore",
     )
 with tabs[1]:
     disagreements(report)
@@ -447,6 +461,7 @@ st.download_button(
     key="dl-agreement-report",
     help="one self-contained file: the agreement table and figure, the metric-vs-metric matrices, "
     "the cards of the first judged stories with their evidence, the signature",
+    on_click="ignore",
 )
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

@@ -209,6 +209,7 @@ a.download_button(
     "scores.csv",
     "text/csv",
     key="dl-table",
+    on_click="ignore",
 )
 b.download_button(
     "Download records (JSON)",
@@ -220,6 +221,7 @@ b.download_button(
     help=f"every record with its evidence; narrow the slice to at most {MAX_JSON_RECORDS:,} stories"
     if len(rows) > MAX_JSON_RECORDS
     else "every record of the slice with its evidence, read from the scores files",
+    on_click="ignore",
 )
 c.download_button(
     "Report (HTML, opens offline)",
@@ -229,4 +231,5 @@ c.download_button(
     key="dl-report",
     help=f"one self-contained file: the slice's per-system means with intervals, figures, the cards of the first "
     f"{REPORT_CARDS} stories on this page with their evidence and images, the signature",
+    on_click="ignore",
 )

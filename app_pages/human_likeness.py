@@ -109,4 +109,4 @@ for col, a in zip(boxes, aspects, strict=True):
             help=f"against {', '.join(map(md, report.humans_of(int(top.row))))}; signed {getattr(top, f'signed_{a}'):+.3f}",
         )
 
-st.download_button("Download the distances (CSV)", report.csv, "dhm_distances.csv", "text/csv", key="dl-dhm")
+st.download_button("Download the distances (CSV)", report.csv, "dhm_distances.csv", "text/csv", key="dl-dhm", on_click="ignore")

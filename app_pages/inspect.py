@@ -198,6 +198,7 @@ left.download_button(
     f"{sequence_id}.json",
     "application/json",
     key="dl-json",
+    on_click="ignore",
 )
 right.download_button(
     "Download this view (CSV)",
@@ -205,6 +206,7 @@ right.download_button(
     f"{sequence_id}.csv",
     "text/csv",
     key="dl-csv",
+    on_click="ignore",
 )
 st.download_button(
     "Download this view (HTML report, opens offline)",
@@ -213,4 +215,5 @@ st.download_button(
     "text/html",
     key="dl-report",
     help="one self-contained file: this sequence's stories as cards with their evidence and images, their scores, the signature",
+    on_click="ignore",
 )

@@ -79,18 +79,35 @@ st.caption(
 st.dataframe(board.pairs_frame(), hide_index=True, width="stretch", key="board_pairs")
 head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
 left, middle, right = st.columns(3)
-left.download_button("Leaderboard (CSV)", frame_csv(board.standings_frame(), head), "leaderboard.csv", "text/csv", key="dl-board")
-middle.download_button("Pairwise tests (CSV)", frame_csv(board.pairs_frame(), head), "pairwise.csv", "text/csv", key="dl-pairs")
+left.download_button(
+    "Leaderboard (CSV)",
+    frame_csv(board.standings_frame(), head),
+    "leaderboard.csv",
+    "text/csv",
+    key="dl-board",
+    on_click="ignore",
+)
+middle.download_button(
+    "Pairwise tests (CSV)", frame_csv(board.pairs_frame(), head), "pairwise.csv", "text/csv", key="dl-pairs", on_click="ignore"
+)
 right.download_button(
     "Everything (JSON)",
     json.dumps(board.to_json(), ensure_ascii=False, indent=1),
     "compare.json",
     "application/json",
     key="dl-compare",
+    on_click="ignore",
 )
 exports = leaderboard_exports(board)
 left.download_button(
-    "Both tables (LaTeX, booktabs)", exports["leaderboard.tex"], "leaderboard.tex", "text/plain", key="dl-board-tex"
+    "Both tables (LaTeX, booktabs)",
+    exports["leaderboard.tex"],
+    "leaderboard.tex",
+    "text/plain",
+    key="dl-board-tex",
+    on_click="ignore",
 )
-middle.download_button("Both tables (Markdown)", exports["leaderboard.md"], "leaderboard.md", "text/markdown", key="dl-board-md")
+middle.download_button(
+    "Both tables (Markdown)", exports["leaderboard.md"], "leaderboard.md", "text/markdown", key="dl-board-md", on_click="ignore"
+)
 st.caption(signed)

@@ -67,4 +67,5 @@ if metric:
         f"{a}-vs-{b}.csv",
         "text/csv",
         key="dl-systems",
+        on_click="ignore",
     )

@@ -720,3 +720,30 @@ def test_leaderboard_page_in_chromium(server: str) -> None:
         board = leaderboard(load_index([scores]).table)
     cells = {s.system: cell(s) for s in board.standings if s.metric == "NR"}
     assert _column(rows, "NR") == [cells[s] for s in systems]
+
+
+@pytest.mark.parametrize("path", ["/", "/dataset", "/agreement", "/leaderboard"])
+def test_two_downloads_clicked_02_s_apart_both_arrive(server: str, path: str) -> None:
+    """Every page's downloads deliver their file however fast they are clicked: the first two
+    buttons clicked 0.2 s apart give two complete files (a click does not rerun the page, which
+    would drop the other's file)."""
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p)
+        page.goto(server + path)  # type: ignore[attr-defined]
+        _settled(page)
+        buttons = page.locator('[data-testid="stDownloadButton"] button:visible')  # type: ignore[attr-defined]
+        assert buttons.count() >= 2, buttons.count()
+        arrived: list[Any] = []
+        page.on("download", lambda download: arrived.append(download))  # type: ignore[attr-defined]
+        buttons.nth(0).click()
+        page.wait_for_timeout(200)  # type: ignore[attr-defined]
+        buttons.nth(1).click()
+        deadline = time.monotonic() + 90
+        while len(arrived) < 2 and time.monotonic() < deadline:
+            page.wait_for_timeout(250)  # type: ignore[attr-defined]
+        assert len(arrived) == 2, f"{len(arrived)} of 2 downloads arrived"
+        for download in arrived:
+            assert download.failure() is None, download.failure()
+            assert Path(download.path()).stat().st_size > 0, download.suggested_filename
+        assert page.locator('[data-testid="stException"]').count() == 0  # type: ignore[attr-defined]
+        browser.close()  # type: ignore[attr-defined]
