@@ -178,6 +178,21 @@ def find_slices() -> None:
         f"({found.attrs.get('candidates', 0)} tested); p_bh: Benjamini–Hochberg over all of them; 95% bootstrap interval "
         "(1000 resamples). Most negative effect first; click a row to open the slice in the table above."
     )
+    items = int(found.attrs.get("items", 0))
+    if not found.attrs.get("candidates", 0):
+        what = (
+            "stories with both the metric and a rating" if question.startswith("a metric") else "image sequences both wrote for"
+        )
+        st.info(
+            f"No slice could be tested: a slice and the rest both need at least {min_size} items, and there are "
+            f"{items} {what}"
+            + (
+                f". Lower “Smallest slice” to {max(items // 2, 5)}, or load more stories."
+                if items >= 10
+                else ", too few to split (10 are needed at the smallest slice of 5): load more stories."
+            )
+        )
+        return
     event = st.dataframe(
         found.drop(columns=["conditions"]).round(4),
         hide_index=True,

@@ -208,8 +208,10 @@ def test_on_the_sample_the_finder_uses_the_example_ratings() -> None:
 
     app = make("dataset", find_min=5)
     assert any("Ratings: made-up example ratings" in c.value for c in app.caption)
-    found = next(d.value for d in app.dataframe if "p_bh" in getattr(d.value, "columns", []))
-    assert found.empty  # 8 stories: no slice of 5 leaves a rest of 5
+    # 8 stories: no slice of 5 leaves a rest of 5, and the page says so instead of an empty table
+    assert not any("p_bh" in getattr(d.value, "columns", []) for d in app.dataframe)
+    said = [i.value for i in app.info if "No slice could be tested" in i.value]
+    assert said and "8 stories with both the metric and a rating" in said[0] and "load more stories" in said[0]
 
 
 @pytest.mark.parametrize("offset, scale", [(1e9, 1e-3), (0.0, 1e200), (0.0, 1e-300)])

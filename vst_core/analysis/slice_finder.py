@@ -288,9 +288,9 @@ def metric_slices(
         p = 2 * stats.norm.sf(np.abs(z))
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(r) & np.isfinite(p)):
             found.append((levels[g], float(n[g]), float(r[g] - overall), float(r[g]), float(p[g])))
-    return _ranked(
-        found, overall, top, lambda members, rng: _boot_corr(xs, ys, ok, members, overall, resamples, rng), table, seed
-    )
+    out = _ranked(found, overall, top, lambda members, rng: _boot_corr(xs, ys, ok, members, overall, resamples, rng), table, seed)
+    out.attrs["items"] = total_n  # stories with the metric and the rating: a slice and the rest need min_size each
+    return out
 
 
 def _blocks(resamples: int, size: int) -> list[int]:
@@ -382,7 +382,9 @@ def system_slices(
         p = 2 * stats.t.sf(np.abs(t), df)
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(p)):
             found.append((levels[g], float(n[g]), float(effect[g]), float(effect[g]), float(p[g])))
-    return _ranked(found, overall, top, lambda members, rng: _boot_mean(d, members, resamples, rng), paired, seed)
+    out = _ranked(found, overall, top, lambda members, rng: _boot_mean(d, members, resamples, rng), paired, seed)
+    out.attrs["items"] = int(d.size)  # image sequences both systems wrote for
+    return out
 
 
 def _boot_mean(d: np.ndarray, members: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[float, float]:
