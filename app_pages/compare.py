@@ -29,9 +29,20 @@ view = page(
     "from released scores), matched by story: (system, story id).",
 )
 upload = st.file_uploader("Other scores (JSONL)", type=["jsonl"], key="compare_upload")
+
+
+def _reference_nr() -> None:
+    """Turning the example on sets the sidebar's NR to the example's own profile (the reference), so
+    the two agree and the page shows what agreement looks like; a paper-definition view then shows
+    where the definitions part."""
+    if st.session_state.get("compare_example"):
+        st.session_state["variant"] = "reference"
+
+
 example = upload is None and st.toggle(
     "Try it with the bundled example: the sample's RoViST-NR as the authors' code computes it",
     key="compare_example",
+    on_change=_reference_nr,
     help=f"`{EXAMPLE.relative_to(ROOT)}`, written by `vst score assets/sample/stories.jsonl --metrics redundancy "
     "--nr-variant reference`: compared with the sample's paper-definition NR, it shows where the two definitions part",
 )
@@ -69,6 +80,12 @@ if example and not result.n:
     st.info("The bundled example holds the bundled sample's stories: load the sample to compare with it.")
     st.stop()
 figures = result.figures()
+if example and column == "NR" and st.session_state.get("variant", "paper") != "reference":
+    st.info(
+        "The example holds NR as the authors' code computes it (the reference profile); this view uses the paper's "
+        "definition (Eq. 7), so the two differ on every story by design. Set “NR variant” to reference in the sidebar "
+        "to see them agree."
+    )
 equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(
     f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in {theirs_name} · "

@@ -651,8 +651,13 @@ def test_the_bundled_second_scores_file_is_current_and_opens_on_compare() -> Non
     app.toggle(key="compare_example").set_value(True).run()
     assert not app.exception
     text = "".join(m.value for m in app.markdown)
-    assert "**8** stories in both" in text and "equal to 1e-9: **0.00%**" in text
+    # the example opens on its own profile: the two agree on every story
+    assert "**8** stories in both" in text and "equal to 1e-9: **100.00%**" in text
     assert len(app.get("plotly_chart")) == 1
+    app.session_state["variant"] = "paper"  # the paper's definition: where the two part, and the page says why
+    app.run()
+    text = "".join(m.value for m in app.markdown)
+    assert "equal to 1e-9: **0.00%**" in text and any("differ on every story by design" in i.value for i in app.info)
 
 
 def test_many_problems_are_summarised_not_one_box_each(tmp_path: Path) -> None:
