@@ -273,7 +273,8 @@ def check_latex_table(names: list[str], rows: int) -> None:
     the label are text: once the escapes are taken out, no character TeX reads as markup is left
     (no command, group, math, comment, parameter, alignment or ``^^`` notation), nor a control or
     direction character; the label is a key."""
-    cells = pd.DataFrame({names[0] or "c": [names[1]] * rows, "b": [names[2]] * rows}, index=pd.Index([names[2]] * rows))
+    # two columns whatever the names (a name may equal the other column's)
+    cells = pd.DataFrame([[names[1], names[2]]] * rows, columns=[names[0] or "c", "b"], index=pd.Index([names[2]] * rows))
     tex = latex_table(cells, names[1], f"tab:{names[0]}")
     lines = tex.splitlines()
     assert lines[:5] == ["\\begin{table}[t]", "\\centering", "\\small", "\\begin{tabular}{lll}", "\\toprule"]
