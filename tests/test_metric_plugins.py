@@ -710,3 +710,34 @@ def test_a_plugin_that_exits_at_import_is_left_out_and_the_rest_keeps_working(
     reg = _install(plugins, monkeypatch, exiting_metric="import sys\nsys.exit(7)\n", good_metric=GOOD)
     assert "word_count" in reg.specs and "redundancy" in reg.specs
     assert any("exiting_metric" in p and "SystemExit: 7" in p for p in reg.problems), reg.problems
+
+
+def test_a_plugin_number_outside_its_declared_range_is_that_storys_error(plugins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field's ``bounds`` are its definition: a record outside them is refused with the reason,
+    as that story's error, and the other stories are scored."""
+    body = GOOD.replace('direction="none")', "bounds=(0.0, 10.0))").replace(
+        "float(len(s.text.split()))", "float(len(s.text.split())) * (1e6 if s.story_id.startswith('space') else 0.1)"
+    )
+    _module(plugins, "bounded_metric", body)
+    points = [metadata.EntryPoint("b", "bounded_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(
+        metric_spec.metadata, "entry_points", lambda group: points if group == metric_spec.ENTRY_POINT_GROUP else []
+    )
+    metric_spec.reload()
+    import vst_core as vst
+
+    records = vst.score_stories(vst.read_story_set(SAMPLE), "word_count")
+    refused = [r for r in records if "word_count" in r.errors]
+    assert refused and all("is outside [0, 10], the range it is defined on" in r.errors["word_count"] for r in refused)
+    assert len(refused) < len(records) and all(0 <= r.metrics["word_count"].score <= 10 for r in records if r not in refused)
+
+
+def test_an_imported_score_outside_its_metrics_range_is_refused_naming_the_story(tmp_path: Path) -> None:
+    from vst_core.data.importing import ImportError_, imported_records
+
+    source = tmp_path / "nr_scores.json"
+    source.write_text("{}", encoding="utf-8")
+    values = {("model", "s1"): {"redundancy": 0.8}, ("model", "s2"): {"redundancy": 1e308}}
+    with pytest.raises(ImportError_, match=r"story 's2' of 'model': redundancy: NR = 1e\+308 is outside \[0, 1\]"):
+        imported_records(values, source, {})
+    assert len(imported_records({("model", "s1"): {"redundancy": 0.8}}, source, {})) == 1

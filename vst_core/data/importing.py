@@ -150,6 +150,9 @@ def metric_record(metric: str, value: float, note: str) -> MetricScores:
     )
     if problem:
         raise ImportError_(f"{metric}: its from_score {problem}")
+    outside = next((why for f in spec.fields if (why := f.outside(record)) is not None), None)
+    if outside:
+        raise ImportError_(f"{metric}: {outside}")
     found: MetricScores = record
     return found
 
@@ -176,13 +179,20 @@ def imported_records(
     payload = {"imported": imported}
     signature = {"id": json_digest(payload, 12), **payload}
     note = f"imported from {source.name} (sha256 {digest[:12]}): the score only, no evidence"
+
+    def record(system: str, sid: str, metric: str, value: float) -> MetricScores:
+        try:
+            return metric_record(metric, value, note)
+        except ImportError_ as exc:  # a value its metric cannot hold (outside its range): say which story
+            raise ImportError_(f"{source.name}: story {sid!r} of {system or 'unknown'!r}: {exc}") from None
+
     return [
         StoryScores(
             story_id=sid,
             sequence_id=(sequences or {}).get((system, sid)) or sid,
             system=system,
             sentences=(),
-            metrics={m: metric_record(m, v, note) for m, v in metrics.items()},
+            metrics={m: record(system, sid, m, v) for m, v in metrics.items()},
             signature=signature,
         )
         for (system, sid), metrics in values.items()

@@ -48,7 +48,11 @@ METRIC = MetricSpec(
     title="CLIPScore",
     description="CLIPScore: 2.5 * max(cos(sentence i, image i), 0), mean over the story",
     record=ClipScoreScores,
-    fields=(MetricField("CLIPScore", NAME, "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore"),),
+    fields=(
+        MetricField(
+            "CLIPScore", NAME, "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore", bounds=(0.0, 2.5)
+        ),
+    ),
     needs=frozenset({"images", "clip", "image_vector"}),
     settings=(*IMAGE_SETTINGS, "clipscore_prompt"),
     card="docs/metrics/clipscore.md",

@@ -76,7 +76,12 @@ METRIC = MetricSpec(
     record=CosmicScores,
     fields=(
         MetricField(
-            "COSMic", NAME, "score", "COSMic recipe: mean rating of sentence i against reference sentence i", report="COSMic"
+            "COSMic",
+            NAME,
+            "score",
+            "COSMic recipe: mean rating of sentence i against reference sentence i",
+            report="COSMic",
+            bounds=(0.0, 1.0),
         ),
     ),
     needs=frozenset({"sequence", "clip", "model"}),

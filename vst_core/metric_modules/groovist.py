@@ -172,7 +172,7 @@ METRIC = MetricSpec(
     "also temporal misalignment T and noun-phrase proportion P",
     record=GroundingScores,
     fields=(
-        MetricField("GROOVIST", NAME, "score", "GROOVIST, tanh-bounded", report="GROOVIST"),
+        MetricField("GROOVIST", NAME, "score", "GROOVIST, tanh-bounded", report="GROOVIST", bounds=(-1.0, 1.0)),
         MetricField("GROOVIST raw", NAME, "unbounded", "GROOVIST before tanh", dhm="G"),
         MetricField(
             "T", NAME, "temporal_misalignment", "temporal misalignment (GROOVIST Eq. 3)", covariate=True, direction="lower"

@@ -142,18 +142,32 @@ METRIC = MetricSpec(
     record=JudgeScores,
     fields=(
         MetricField(
-            "judge overall", NAME, "overall", "rubric judge, overall: Σ k·p(k) over ratings 1-5", report="judge overall", dhm="J"
+            "judge overall",
+            NAME,
+            "overall",
+            "rubric judge, overall: Σ k·p(k) over ratings 1-5",
+            report="judge overall",
+            dhm="J",
+            bounds=(1.0, 5.0),
         ),
         MetricField(
-            "judge grounding", NAME, "grounding", "rubric judge, relevance to the images: Σ k·p(k)", report="judge grounding"
+            "judge grounding",
+            NAME,
+            "grounding",
+            "rubric judge, relevance to the images: Σ k·p(k)",
+            report="judge grounding",
+            bounds=(1.0, 5.0),
         ),
-        MetricField("judge coherence", NAME, "coherence", "rubric judge, coherence: Σ k·p(k)", report="judge coherence"),
+        MetricField(
+            "judge coherence", NAME, "coherence", "rubric judge, coherence: Σ k·p(k)", report="judge coherence", bounds=(1.0, 5.0)
+        ),
         MetricField(
             "judge non-redundancy",
             NAME,
             "non_redundancy",
             "rubric judge, non-redundancy: Σ k·p(k)",
             report="judge non-redundancy",
+            bounds=(1.0, 5.0),
         ),
     ),
     needs=frozenset({"model"}),

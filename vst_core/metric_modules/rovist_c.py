@@ -103,7 +103,11 @@ METRIC = MetricSpec(
     title="RoViST-C",
     description="RoViST-C coherence: mean P(sentence i+1 follows sentence i) from a sentence-pair model",
     record=CoherenceScores,
-    fields=(MetricField("coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C", dhm="C"),),
+    fields=(
+        MetricField(
+            "coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C", dhm="C", bounds=(0.0, 1.0)
+        ),
+    ),
     needs=frozenset({"model"}),
     settings=(
         "coherence_model",

@@ -88,7 +88,7 @@ METRIC = MetricSpec(
     description="RoViST-NR non-redundancy: 1 - mean(inter-, intra-sentence Jaccard), with repeated spans",
     record=RedundancyScores,
     fields=(
-        MetricField("NR", NAME, "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR", dhm="R"),
+        MetricField("NR", NAME, "score", "RoViST-NR: 1 − mean(inter, intra)", report="NR", dhm="R", bounds=(0.0, 1.0)),
         MetricField(
             "inter", NAME, "inter", "repetition across sentences: mean Jaccard with earlier sentences", direction="lower"
         ),

@@ -140,7 +140,14 @@ METRIC = MetricSpec(
     "noun's best cosine, Eq. 3 in (-1, 1); needs --rovist-vg-model and --glove",
     record=RovistVGScores,
     fields=(
-        MetricField("RoViST-VG", NAME, "score", "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S", report="RoViST-VG"),
+        MetricField(
+            "RoViST-VG",
+            NAME,
+            "score",
+            "RoViST-VG (authors' model): Eq. 3 of the log-sum-exp S",
+            report="RoViST-VG",
+            bounds=(-1.0, 1.0),
+        ),
         MetricField("RoViST-VG S", NAME, "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
     ),
     needs=frozenset({"images", "model", "idf"}),

@@ -49,7 +49,14 @@ METRIC = MetricSpec(
     "cosine): not the RoViST-VG model",
     record=RovistVGClipScores,
     fields=(
-        MetricField("RoViST-VG (CLIP)", NAME, "score", "RoViST-VG's aggregation of CLIP similarities", report="RoViST-VG (CLIP)"),
+        MetricField(
+            "RoViST-VG (CLIP)",
+            NAME,
+            "score",
+            "RoViST-VG's aggregation of CLIP similarities",
+            report="RoViST-VG (CLIP)",
+            bounds=(-1.0, 1.0),
+        ),
     ),
     needs=frozenset({"images", "clip", "idf"}),
     settings=(*IMAGE_SETTINGS, "spacy_model"),

@@ -65,6 +65,28 @@ class MetricField:
     covariate: bool = False
     direction: Direction = "higher"
     dhm: Literal["G", "C", "R", "J"] | None = None
+    #: The closed interval the number lies in by its definition (None: any finite number): a
+    #: plugin's record or an imported score outside it is refused with the reason (:meth:`outside`).
+    bounds: tuple[float, float] | None = None
+
+    def outside(self, scores: object) -> str | None:
+        """Why ``scores`` (a metric's record) holds this number outside :attr:`bounds`, or None.
+
+        >>> from types import SimpleNamespace
+        >>> f = MetricField("CLIPScore", "clipscore", "score", "h", bounds=(0.0, 2.5))
+        >>> f.outside(SimpleNamespace(score=1e308)), f.outside(SimpleNamespace(score=2.5))
+        ('CLIPScore = 1e+308 is outside [0, 2.5], the range it is defined on', None)
+        """
+        if self.bounds is None:
+            return None
+        value = getattr(scores, self.attr, None)
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return None
+        low, high = self.bounds
+        slack = 1e-9 * max(1.0, abs(low), abs(high))  # float rounding at an end
+        if low - slack <= float(value) <= high + slack:
+            return None
+        return f"{self.column} = {float(value):g} is outside [{low:g}, {high:g}], the range it is defined on"
 
     def value(self, record: _HasMetrics) -> float | None:
         scores = record.metrics.get(self.metric)

@@ -279,6 +279,7 @@ def _checked(spec: MetricSpec, found: object) -> dict[Key, MetricScores | str]:
             out[key] = value  # type: ignore[assignment]
         else:
             problem = record_problem(spec.record, value, MAX_PLUGIN_RECORD_BYTES)
+            problem = problem or next((why for f in spec.fields if (why := f.outside(value)) is not None), None)
             out[key] = value if problem is None else f"{spec.name}'s record cannot be written: {problem}"  # type: ignore[assignment]
     return out
 
