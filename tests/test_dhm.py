@@ -137,7 +137,9 @@ def test_the_papers_numbers_from_the_released_vist_scores(
         "system story without all three scores": 2,
         "every human story sharing its story id lacks one of the three scores": 156,  # every LLaVA story has a human one
     }
-    assert (tmp_path / "csv" / "distances.csv").read_text().count("\n") == 4897 + 1  # the header and a row a story (what made them: the provenance column)
+    assert (tmp_path / "csv" / "distances.csv").read_text().count(
+        "\n"
+    ) == 4897 + 1  # the header and a row a story (what made them: the provenance column)
     worst = max(abs(row[ours] - want[theirs]) for ours, theirs in (("d_G", "G"), ("d_C", "C"), ("d_R", "R"), ("dHM", "dHM")))
     parity.record(
         metric="dHM (`vst dhm --pairing story`)",
