@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import streamlit as st
 
 from dashboard import loading
 from dashboard.frame import page
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
-from vst_core.analysis.intervals import SMALL_N_NOTE
-from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES
+from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE
+from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, cluster_name
 from vst_core.data.csv_out import frame_csv
 from vst_core.viz.report import leaderboard_exports
 from vst_core.viz.safe import md
@@ -68,7 +69,18 @@ st.dataframe(board.glance(), hide_index=True, width="stretch", key="board_glance
 for message in board.notes:
     st.info(md(message))
 with st.expander("Every number of the leaderboard"):
-    st.dataframe(board.standings_frame(), hide_index=True, width="stretch", key="board_standings")
+    numbers = board.standings_frame()  # as the CSV has them; shown with the glance's cluster letters and † marks
+    numbers = numbers.assign(
+        cluster=numbers["cluster"].map(lambda c: cluster_name(None if pd.isna(c) else int(c))),
+        ci_low=[SMALL_N_MARK if small else v for v, small in zip(numbers["ci_low"], numbers["small_n"], strict=True)],
+        ci_high=[SMALL_N_MARK if small else v for v, small in zip(numbers["ci_high"], numbers["small_n"], strict=True)],
+    ).drop(columns=["small_n"])
+    st.dataframe(
+        numbers.rename(columns={"ci_low": "95% low", "ci_high": "95% high", "n": "N"}),
+        hide_index=True,
+        width="stretch",
+        key="board_standings",
+    )
 
 st.subheader("Pairwise tests", divider="gray")
 st.caption(

@@ -375,6 +375,9 @@ def test_the_page_shows_the_commands_numbers(tmp_path: Path, monkeypatch: pytest
 
     for row in document["leaderboard"]:
         assert glance.loc[row["system"], row["metric"]] == cell(Standing(**row))
+    numbers = next(d.value for d in app.dataframe if "95% low" in d.value.columns)  # "Every number": no raw None
+    assert set(numbers["cluster"]) <= {"A", "B", "C", "D", "E", "—", ""} and "small_n" not in numbers.columns
+    assert all(v is not None for v in numbers["95% low"])
     pairs = next(d.value for d in app.dataframe if "p_holm" in d.value.columns)
     assert list(pairs["p"]) == [row["p"] for row in document["pairwise"]]
     assert list(pairs["p_holm"]) == [row["p_holm"] for row in document["pairwise"]]
