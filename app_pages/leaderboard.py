@@ -88,7 +88,13 @@ st.caption(
     f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}); p_holm: Holm over "
     f"the {len(board.pairs)} tests shown; effect size d_z = mean(d) / sd(d); better: by the metric's direction."
 )
-st.dataframe(board.pairs_frame(), hide_index=True, width="stretch", key="board_pairs")
+tests = board.pairs_frame()  # shown with † where N is below the minimum for an interval (the CSV keeps None)
+st.dataframe(
+    tests.assign(**{c: [SMALL_N_MARK if v is None or pd.isna(v) else v for v in tests[c]] for c in ("ci_low", "ci_high")}),
+    hide_index=True,
+    width="stretch",
+    key="board_pairs",
+)
 head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
 left, middle, right = st.columns(3)
 left.download_button(

@@ -371,6 +371,7 @@ def test_the_page_shows_the_commands_numbers(tmp_path: Path, monkeypatch: pytest
     assert app.title[0].value == "Leaderboard"
     glance = next(d.value for d in app.dataframe if "NR" in d.value.columns and "system" in d.value.columns)
     glance = glance.set_index("system")
+    from vst_core.analysis.intervals import SMALL_N_MARK
     from vst_core.analysis.leaderboard import Standing
 
     for row in document["leaderboard"]:
@@ -382,7 +383,7 @@ def test_the_page_shows_the_commands_numbers(tmp_path: Path, monkeypatch: pytest
     assert list(pairs["p"]) == [row["p"] for row in document["pairwise"]]
     assert list(pairs["p_holm"]) == [row["p_holm"] for row in document["pairwise"]]
     assert list(pairs["mean_difference"]) == pytest.approx([row["mean_difference"] for row in document["pairwise"]])
-    assert list(pairs["ci_low"]) == [row["ci_low"] for row in document["pairwise"]]
+    assert list(pairs["ci_low"]) == [SMALL_N_MARK if row["ci_low"] is None else row["ci_low"] for row in document["pairwise"]]
     assert any(f"compare sig {document['signature']['id']} · " in c.value for c in app.caption)
     assert {"dl-board", "dl-pairs", "dl-compare", "dl-board-tex", "dl-board-md"} <= {b.key for b in app.get("download_button")}
 
