@@ -261,3 +261,15 @@ def test_a_story_set_given_for_scores_says_what_to_run_first(
     err = capsys.readouterr().err
     assert "holds stories, not scores" in err and f"vst score {stories} --out scores.jsonl" in err
     assert "another version" not in err and not list(tmp_path.iterdir())
+
+
+def test_vst_dhm_marks_distances_over_too_few_stories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dHM over fewer stories than an interval needs is marked †, with the note, as the pages mark it."""
+    scores = tmp_path / "s.jsonl"
+    assert main(["score", str(SAMPLE), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["dhm", str(scores), "--out", str(tmp_path / "d.json")]) == 0
+    err = capsys.readouterr().err
+    rows = [line for line in err.splitlines() if line.startswith("model-")]
+    assert len(rows) == 3 and all(line.rstrip().endswith("†") for line in rows)
+    assert "† N < 10: no interval is given" in err

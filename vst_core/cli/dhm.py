@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
+from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
+from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import PROVENANCE, provenance, safe_cell, safe_row
 from vst_core.data.exports import cannot_write, write_text_whole
@@ -122,13 +124,18 @@ def _print(report: DHMReport) -> None:
         return "   -  " if value is None else f"{value:.4f}"
 
     note(f"{'system':<24} {'N':>6}  {'d_G':>7} {'d_C':>7} {'d_R':>7} {'dHM':>7}   signed G/C/R (system - human)")
+    small = False
     for s in report.systems:
         signed = " ".join(fmt(s.signed[a]) for a in ("G", "C", "R"))
         means = " ".join(f"{fmt(s.mean[k]):>7}" for k in ("G", "C", "R", "dHM"))
-        note(f"{s.system:<24} {s.n:>6}  {means}   {signed}")
+        mark = "" if has_interval(s.n) else f" {SMALL_N_MARK}"  # as the pages and the reports mark it
+        small = small or bool(mark)
+        note(f"{one_line(s.system):<24} {s.n:>6}  {means}   {signed}{mark}")
         for reason, count in s.missing.items():
             if count:
                 note(f"{'':<24} left out: {count} ({reason})")
+    if small:
+        note(SMALL_N_NOTE)
     note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
 
 
