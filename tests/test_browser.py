@@ -732,6 +732,7 @@ def test_two_downloads_clicked_02_s_apart_both_arrive(server: str, path: str) ->
         page.goto(server + path)  # type: ignore[attr-defined]
         _settled(page)
         buttons = page.locator('[data-testid="stDownloadButton"] button:visible')  # type: ignore[attr-defined]
+        sync_api.expect(buttons.nth(1)).to_be_visible(timeout=60_000)  # drawn once the page has finished
         assert buttons.count() >= 2, buttons.count()
         arrived: list[Any] = []
         page.on("download", lambda download: arrived.append(download))  # type: ignore[attr-defined]
