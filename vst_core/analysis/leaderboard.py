@@ -160,9 +160,19 @@ class Leaderboard:
         }
 
 
+def fixed(value: float, digits: int = 4) -> str:
+    """``value`` with ``digits`` decimals, a value that rounds to zero written without a minus sign.
+
+    >>> fixed(-0.00001), fixed(-0.5), fixed(0.12345)
+    ('0.0000', '-0.5000', '0.1235')
+    """
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def _value_cell(mean: float, low: float | None, high: float | None, n: int) -> str:
-    interval = f" [{low:.4f}, {high:.4f}]" if low is not None and high is not None else ""
-    return f"{mean:.4f}{interval}" + (f" {SMALL_N_MARK}" if not has_interval(n) else "")
+    interval = f" [{fixed(low)}, {fixed(high)}]" if low is not None and high is not None else ""
+    return f"{fixed(mean)}{interval}" + (f" {SMALL_N_MARK}" if not has_interval(n) else "")
 
 
 def cell(s: Standing) -> str:

@@ -9,7 +9,16 @@ from pathlib import Path
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
-from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, cluster_name, leaderboard, story_ratings
+from vst_core.analysis.leaderboard import (
+    ALPHA,
+    PERMUTATIONS,
+    RESAMPLES,
+    Leaderboard,
+    cluster_name,
+    fixed,
+    leaderboard,
+    story_ratings,
+)
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts, story_set_given
 from vst_core.data.csv_out import frame_csv
@@ -62,7 +71,7 @@ def one_line(text: object) -> str:
 
 
 def _num(value: float | None, width: int = 8, digits: int = 4) -> str:
-    return f"{'—':>{width}}" if value is None else f"{value:>{width}.{digits}f}"
+    return f"{'—':>{width}}" if value is None else f"{fixed(value, digits):>{width}}"
 
 
 def _interval(low: float | None, high: float | None, n: int) -> str:
