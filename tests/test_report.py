@@ -407,3 +407,17 @@ def test_each_paper_table_names_its_coefficient_interval_and_n(tmp_path: Path) -
     systems = next(c for c in captions if c.startswith("\\caption{systems:"))
     assert "mean [95\\% bootstrap interval, 200 resamples of stories] (N stories)" in systems
     assert "Kendall" in md.read_text(encoding="utf-8")
+
+
+def test_a_report_card_marks_content_word_repeats_as_the_inspect_page_does() -> None:
+    """The report's story cards mark the repeats the Inspect page marks by default: content words,
+    not every repeated "the"."""
+    import vst_core as vst
+    from vst_core.viz.story import story_html
+
+    story = vst.Story.from_sentences(["We went to the park.", "Then the dog saw the park."], story_id="s")
+    record = vst.score_stories([story], "redundancy")[0]
+    card = story_card_html(record, ["redundancy"])
+    content = story_html(record.sentences, record.redundancy, None, None, content_only=True).count("vst-repeat")
+    every = story_html(record.sentences, record.redundancy, None, None, content_only=False).count("vst-repeat")
+    assert 0 < content < every and card.count("vst-repeat") == content

@@ -147,7 +147,8 @@ def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Pa
         f"<div><b>{html_text(record.story_id)}</b> · system {html_text(record.system)} · sequence {html_text(record.sequence_id)}</div>"
         + (f'<div class="vst-thumbs">{"".join(thumbs)}</div>' if thumbs else "")
         + score_cards_html(story_cards(record, metrics))
-        + story_html(record.sentences, record.redundancy, record.coherence, record.grounding)
+        # content words' repeats only, the Inspect page's default (a repeated "the" says nothing)
+        + story_html(record.sentences, record.redundancy, record.coherence, record.grounding, content_only=True)
         + "".join(f"<details><summary>{html_text(title)}</summary>{body}</details>" for title, body in evidence_blocks(record))
         + "</div>"
     )
