@@ -123,3 +123,18 @@ def test_a_record_naming_sentences_the_story_lacks_still_shows() -> None:
     damaged = dataclasses.replace(record, metrics={"redundancy": dataclasses.replace(nr, inter_repeats=tuple(bad))})
     shown = vst.show(damaged)._repr_html_()
     assert "The dog ran" in shown and "repeats sentence 1" in shown
+
+
+def test_the_leaderboard_and_the_dhm_report_display_as_tables_in_a_notebook_escaped(tmp_path: Path) -> None:
+    import vst_core as vst
+
+    stories = [
+        vst.Story.from_sentences(["A <b>dog</b> ran.", "The dog ran home."], story_id=f"s{k}", system=system)
+        for k in range(3)
+        for system in ("<script>x</script>", "human")
+    ]
+    records = vst.score_stories(stories, "redundancy")
+    board = vst.compare(records, permutations=100)._repr_html_()
+    dhm = vst.human_likeness(records)._repr_html_()
+    for shown in (board, dhm):
+        assert "<table" in shown and "<script>x" not in shown and "&lt;script&gt;x" in shown and " sig " in shown

@@ -30,6 +30,7 @@ numbers and 100,000 stories take seconds.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -320,6 +321,12 @@ class DHMReport:
             )
             for i, (system, story, sequence) in enumerate(zip(f["system"], f["story_id"], f["sequence_id"], strict=True))
         ]
+
+    def _repr_html_(self) -> str:
+        """In a notebook: one row per system (:meth:`table`), every name from a file escaped by pandas,
+        with the signature beneath."""
+        sig = html.escape(str(self.signature.get("id", "")))
+        return pd.DataFrame(self.table()).to_html(index=False, escape=True) + f"<p><small>dHM sig {sig}</small></p>"
 
     def table(self) -> list[dict[str, Any]]:
         """One row per system: N, the four means with intervals, signed differences, left-out counts."""

@@ -31,6 +31,7 @@ p-value and interval do not depend on which other systems are compared.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -148,6 +149,12 @@ class Leaderboard:
             if name not in extra:
                 extra.append(name)
         return pd.DataFrame(list(rows.values()), columns=["system", *self.metrics, *extra]).fillna("—")
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the glance table (every system on every metric), every name from a file
+        escaped by pandas, with the signature beneath."""
+        sig = html.escape(str(self.signature.get("id", "")))
+        return self.glance().to_html(index=False, escape=True) + f"<p><small>compare sig {sig}</small></p>"
 
     def to_json(self) -> dict[str, Any]:
         return {
