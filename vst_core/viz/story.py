@@ -96,7 +96,14 @@ FUNCTION_WORDS = frozenset(
 
 
 def _shown(sentence: str, start: int, end: int, content_only: bool) -> bool:
-    return not content_only or sentence[start:end].strip().lower() not in FUNCTION_WORDS
+    """Whether a repeated span is marked: always, or with ``content_only`` when it is a word that is not
+    a function word (a repeated comma or full stop, which the reference profile's tokens include, is not).
+
+    >>> _shown("a, b, c", 1, 2, True), _shown("the dog", 0, 3, True), _shown("the dog", 4, 7, True)
+    (False, False, True)
+    """
+    text = sentence[start:end].strip().lower()
+    return not content_only or (text not in FUNCTION_WORDS and any(c.isalnum() for c in text))
 
 
 def story_html(
