@@ -68,6 +68,14 @@ KEPT_FIELDS = (
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]
 
 
+def _text_input(label: str, default: str, *, key: str, **kwargs: Any) -> str:
+    """``st.text_input`` whose default is set in the session state once, not passed with a key the
+    session state already holds (Streamlit then prints a warning on every fresh process)."""
+    if key not in st.session_state:
+        st.session_state[key] = default
+    return str(st.text_input(label, key=key, **kwargs))
+
+
 def render() -> tuple[Choices, Input]:
     """Draw the sidebar; its choices (server paths confined to the allowed folders) and the data it
     loaded, with a notice for each value of a link it could not take."""
@@ -299,7 +307,7 @@ def _switches() -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, sw in registry().switched.items():
         st.header(sw.header)
-        model = st.text_input(sw.box, str(getattr(DEFAULTS, sw.setting)), key=sw.setting, help=sw.help or None)
+        model = _text_input(sw.box, str(getattr(DEFAULTS, sw.setting)), key=sw.setting, help=sw.help or None)
         values[name] = _model_toggle(name, model, sw.label, sw.purpose, sw.off)
         values[sw.setting] = model
     return {**values, **_model_fields(images=False, idle=False)}
@@ -314,7 +322,7 @@ def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
             continue
         for k, f in enumerate(spec.model_fields):
             label = f"{f.label} (optional)" if k == 0 or not f.required else f.label
-            values[f.setting] = st.text_input(label, "", key=f.setting, disabled=idle, help=f.help or None)
+            values[f.setting] = _text_input(label, "", key=f.setting, disabled=idle, help=f.help or None)
     return values
 
 
@@ -339,10 +347,10 @@ def _plugins() -> dict[str, Any]:
 def _grounding() -> dict[str, Any]:
     st.header("Grounding")
     values: dict[str, Any] = {
-        "clip_arch": st.text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
-        "clip_pretrained": st.text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
-        "clip_checkpoint": st.text_input("…or local checkpoint file", "", key="clip_checkpoint"),
-        "clip_config": st.text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
+        "clip_arch": _text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
+        "clip_pretrained": _text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
+        "clip_checkpoint": _text_input("…or local checkpoint file", "", key="clip_checkpoint"),
+        "clip_config": _text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
     }
     values[GROUNDING] = _model_toggle(
         GROUNDING,
@@ -353,7 +361,7 @@ def _grounding() -> dict[str, Any]:
     )
     idle = not values[GROUNDING]
     reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
-    values["regions"] = st.text_input(
+    values["regions"] = _text_input(
         "Regions",
         DEFAULTS.regions,
         key="regions",

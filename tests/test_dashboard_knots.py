@@ -273,3 +273,20 @@ def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_mode
             moved = base.with_(**{setting: "reference" if setting.endswith("profile") else "elsewhere"})
             assert model_key(name, moved) != model_key(name, base), setting
         assert model_key(name, base.with_(theta="0.3", regions="detector")) == model_key(name, base)
+
+
+@pytest.mark.slow  # AppTest
+def test_a_box_set_in_the_session_draws_no_streamlit_warning(capfd: pytest.CaptureFixture[str]) -> None:
+    """The sidebar's text boxes take their defaults from the session state, so a value set there (a
+    shared link, a page switch keeping a typed path) draws no "default value ... Session State"
+    warning stack in the server's log."""
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    app.run()
+    app.session_state["coherence_model"] = "bert-nsp"
+    app.session_state["clip_arch"] = "ViT-B-32"
+    app.run()
+    assert not app.exception
+    captured = capfd.readouterr()
+    assert "default value but also had its value set" not in captured.out + captured.err
