@@ -421,3 +421,17 @@ def test_a_report_card_marks_content_word_repeats_as_the_inspect_page_does() -> 
     content = story_html(record.sentences, record.redundancy, None, None, content_only=True).count("vst-repeat")
     every = story_html(record.sentences, record.redundancy, None, None, content_only=False).count("vst-repeat")
     assert 0 < content < every and card.count("vst-repeat") == content
+
+
+def test_a_one_sequence_report_draws_no_box_of_one_story_and_carries_no_plotly() -> None:
+    """A report of one story per system (Inspect's report of a sequence) has no per-system box plots
+    (one point is no distribution), so it carries no plotly.js; its table says no interval was asked."""
+    import vst_core as vst
+    from vst_core.viz.report import build_report
+
+    records = vst.score_stories(vst.read_story_set(SAMPLE / "stories.jsonl"), "redundancy")
+    one = [r for r in records if r.sequence_id == records[0].sequence_id]
+    table = vst.scores_frame(one)
+    html, figures, tables = build_report("Sequence", table, one, one[0].signature, "sig x", resamples=0)
+    assert figures == {} and "Plotly" not in html and len(html) < 500_000
+    assert tables["systems"].attrs["caption"] == "mean (N stories); no intervals were asked for"

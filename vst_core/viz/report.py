@@ -231,17 +231,17 @@ def build_report(
     columns = [c for c in table_columns() if c in table and table[c].notna().any()]
     sections = []
     summary = system_summary(table, columns, resamples)
-    sections.append(
-        Section(
-            "Systems",
-            table_html(summary, f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories); {SMALL_N_NOTE}"),
-        )
-    )
-    figures: dict[str, Any] = {}
-    for column in [c for c in columns if direction_of(c) != "none"][:6]:
-        figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
     # each exported table says what its numbers are (frame.attrs["caption"]): the coefficient, the interval, N
-    summary.attrs["caption"] = f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories)"
+    summary.attrs["caption"] = (
+        f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories)"
+        if resamples > 0
+        else "mean (N stories); no intervals were asked for"
+    )
+    sections.append(Section("Systems", table_html(summary, f"{summary.attrs['caption']}; {SMALL_N_NOTE}")))
+    figures: dict[str, Any] = {}
+    if table.groupby("system").size().max() > 1:  # a box plot of one story per system shows nothing
+        for column in [c for c in columns if direction_of(c) != "none"][:6]:
+            figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
         cells = correlation_cells(meta.correlations, method)
