@@ -448,3 +448,18 @@ def test_the_embedding_cache_leaves_out_vectors_that_are_not_dim_finite_floats(t
     found = cache.get_many(["a", "nan", "c", "inf", "short", "zero", "text", "absent"])
     assert sorted(found) == ["a", "c"]
     assert np.array_equal(found["a"], good4) and np.array_equal(found["c"], good8)
+
+
+def test_a_cache_whose_header_says_read_only_is_set_aside_not_kept_refusing_writes(tmp_path: Path) -> None:
+    """A flipped bit in SQLite's write-version byte makes a writable file refuse writes as read-only:
+    that is damage (set aside and started anew), not a full disk or a read-only folder."""
+    path = tmp_path / "judge.sqlite"
+    JudgeCache(path).put_many({"k": [-1.2, -2.0, -3.0, -4.0, -5.0]})
+    raw = bytearray(path.read_bytes())
+    raw[18] ^= 1 << 1  # the file format write version: 1 -> 3, unknown to SQLite, so read-only
+    path.write_bytes(bytes(raw))
+    cache = JudgeCache(path)
+    good = [-1.2, -2.0, -3.0, -4.0, -5.0]
+    cache.put_many({"after": good})
+    assert cache.get_many(["after"], "rating") == {"after": good}
+    assert path.with_name(path.name + ".damaged").exists()

@@ -28,9 +28,12 @@ T = TypeVar("T")
 #: What a damaged file is renamed to, beside the new one.
 DAMAGED_SUFFIX = ".damaged"
 
+#: SQLite's result code for a write to a read-only database.
+SQLITE_READONLY = 8
 #: SQLite's primary result codes that say nothing about the file's content: a full disk, a read-only
 #: file or folder, an I/O error, a file that cannot be opened, another writer holding it. A store
-#: never sets a file aside for one of these: the write is skipped, the file kept.
+#: never sets a file aside for one of these (but a read-only refusal of a file it may write, whose
+#: header is damaged): the write is skipped, the file kept.
 _NOT_DAMAGE = frozenset({5, 6, 8, 10, 13, 14})  # BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN
 
 
@@ -111,6 +114,14 @@ class SqliteStore:
             log.warning("%s could not be read (%s) nor set aside (%s); this run keeps its cache in memory", self.path, why, exc)
             return self._connect(":memory:")
 
+    def _writable_yet_refused(self, exc: sqlite3.DatabaseError) -> bool:
+        """Whether SQLite calls a file read-only that this process may write, with its folder: its
+        header says so (a damaged write-version byte), which is damage, not a refusal."""
+        code = getattr(exc, "sqlite_errorcode", None)
+        readonly = (code & 0xFF) == SQLITE_READONLY if isinstance(code, int) else "readonly" in str(exc).lower()
+        path = self.path
+        return bool(readonly and path is not None and os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
     def run(self, query: Callable[[sqlite3.Connection], T], *, default: T) -> T:
         """``query(connection)`` under the lock; when the file turns out damaged, it is set aside, a
         new one started and the query run once more there (a write lands in the new file), else
@@ -122,7 +133,8 @@ class SqliteStore:
             except sqlite3.DatabaseError as exc:
                 if self.path is None:
                     raise
-                if not is_damage(exc):  # a full disk or a read-only file: this write is skipped, the file kept
+                if not is_damage(exc) and not self._writable_yet_refused(exc):
+                    # a full disk or a read-only file: this write is skipped, the file kept
                     if not self._refused:
                         log.warning("%s refused a write (%s); what it holds stays, what is new is not kept", self.path, exc)
                     self._refused = True

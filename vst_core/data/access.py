@@ -38,7 +38,7 @@ SHOWN_CHARS = 80
 #: What a visitor can do about a path outside the allowed folders.
 FIX = (
     "upload the file instead, or ask whoever runs the dashboard to allow its folder "
-    "(start it with `-- --data FOLDER`, or list the folder in VST_DATA_DIRS)"
+    "(start it with “-- --data FOLDER”, or list the folder in VST_DATA_DIRS)"
 )
 #: What a visitor can ask for: a regular file, a folder, or either (a model folder or file).
 Want = Literal["file", "folder", "any"]
