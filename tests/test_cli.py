@@ -273,3 +273,15 @@ def test_vst_dhm_marks_distances_over_too_few_stories(tmp_path: Path, capsys: py
     rows = [line for line in err.splitlines() if line.startswith("model-")]
     assert len(rows) == 3 and all(line.rstrip().endswith("†") for line in rows)
     assert "† N < 10: no interval is given" in err
+
+
+@pytest.mark.slow  # an interpreter start
+def test_a_command_piped_into_head_ends_quietly() -> None:
+    """``vst metrics | head -1``: the reader closes the pipe early; the command ends without a traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        f"{sys.executable} -m vst_core metrics | head -1", shell=True, capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert done.stdout.startswith("redundancy") and "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

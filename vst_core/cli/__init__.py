@@ -63,4 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
-    return _runner(args.command)(args)
+    try:
+        return _runner(args.command)(args)
+    except BrokenPipeError:  # `vst metrics | head`: the reader has what it wanted
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 0
