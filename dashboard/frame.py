@@ -149,6 +149,13 @@ def build(choices: Choices, data: Input) -> Frame:
     notices: list[str] = list(data.messages) + list(registry().problems)  # installed metrics left out, and why
     if data.index is not None:  # scores files: the numbers from their index, no model runs
         return _indexed(choices, data, notices)
+    if data.story_set is None:  # nothing loaded yet: no model is loaded, and none is said to be off
+        return Frame(
+            None,
+            notices,
+            [data.error] if data.error else [],
+            empty_hint=None if data.error else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
+        )
     device, device_message = device_notice(choices.device, _has_cuda)
     settings = settings_for(replace(choices, device=device))
     if device_message:
@@ -164,13 +171,6 @@ def build(choices: Choices, data: Input) -> Frame:
         st.session_state[MODEL_STATUS] = status
         st.session_state[LINK_NOTICES] = data.link_notices
         st.rerun()
-    if data.story_set is None:
-        return Frame(
-            None,
-            notices,
-            [data.error] if data.error else [],
-            empty_hint=None if data.error else "Upload a story set (or images and stories) to begin, or pick the bundled sample.",
-        )
     return Frame(_view(data, settings, notices), notices, [data.error] if data.error else [], data.story_set.all_problems())
 
 

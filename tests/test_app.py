@@ -759,3 +759,17 @@ def test_human_likeness_page_command_and_python_api_give_one_answer(tmp_path: Pa
     for s in api.systems:
         shown = page.loc[s.system, "dHM"]
         assert shown == f"{s.mean['dHM']:.4f} {SMALL_N_MARK}"  # the same number, marked small, no interval
+
+
+@pytest.mark.parametrize("source", ["Upload a story file", "Upload images + stories", "Scores JSONL (no model needed)"])
+def test_a_source_with_nothing_loaded_yet_says_no_model_is_off(source: str) -> None:
+    """Before any data is loaded no model is loaded, so no page says a model is off (the sample, which
+    is scored at once, still does when weights are missing)."""
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    app.session_state["source"] = source
+    app.run()
+    assert not app.exception
+    assert not [w.value for w in app.warning if "is off" in w.value]
+    assert any("to begin" in i.value or "Upload" in i.value for i in app.info)
