@@ -472,9 +472,10 @@ def test_judge_bias_asks_the_served_judge(tmp_path: Path, capsys: pytest.Capture
     assert "follows position" in captured.out and "served:judge@unreported" in captured.err
 
 
-def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
-    """``--judge-timeout`` bounds the whole request: a server sending one byte every 0.2 s (never a
-    read timeout) is cut off once the request has taken its seconds, not when it stops dripping."""
+def dripped_request(head: bytes, slow: bytes, pause: float) -> float:
+    """Seconds a 1 s-timeout request took from a server on 127.0.0.1 that sends ``head`` at once,
+    then ``slow`` one byte every ``pause`` seconds (never a read timeout); it must have failed on
+    the timeout."""
     import threading
     import time
 
@@ -484,49 +485,6 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
     stop = threading.Event()
-
-    def drip() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
-            for _ in range(100):  # 20 s of one byte at a time
-                if stop.is_set():
-                    return
-                try:
-                    conn.sendall(b" ")
-                except OSError:
-                    return
-                time.sleep(0.2)
-
-    worker = threading.Thread(target=drip, daemon=True)
-    worker.start()
-    judge = JudgeServer(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", "judge", timeout=1.0, retries=0)
-    start = time.monotonic()
-    with pytest.raises(JudgeServerError, match="within 1s"):
-        judge._request("POST", "/chat/completions", {"model": "judge"})
-    took = time.monotonic() - start
-    stop.set()
-    judge.close()
-    listener.close()
-    assert took < 6, took  # the old code waited as long as the server dripped (20 s here)
-
-
-@pytest.mark.parametrize("part", ["status line", "headers"])
-def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeout(part: str) -> None:
-    """The deadline holds before the answer's headers have ended too: every socket read of the
-    request is cut to what is left of its seconds."""
-    import threading
-    import time
-
-    from vst_core.models.judge_server import JudgeServerError
-
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    stop = threading.Event()
-    head = b"HTTP/1.1 200 OK\r\n" if part == "headers" else b""
-    slow = b"HTTP/1.1 200 OK\r\n" if part == "status line" else b"X-Padding: " + b"a" * 200
 
     def drip() -> None:
         conn, _ = listener.accept()
@@ -540,7 +498,7 @@ def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeou
                     conn.sendall(bytes([byte]))
                 except OSError:
                     return
-                time.sleep(0.1)
+                time.sleep(pause)
 
     worker = threading.Thread(target=drip, daemon=True)
     worker.start()
@@ -552,6 +510,24 @@ def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeou
     stop.set()
     judge.close()
     listener.close()
+    return took
+
+
+def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
+    """``--judge-timeout`` bounds the whole request: a server sending one byte every 0.2 s (never a
+    read timeout) is cut off once the request has taken its seconds, not when it stops dripping."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    took = dripped_request(head, b" " * 100, 0.2)  # 20 s of one byte at a time
+    assert took < 6, took  # the old code waited as long as the server dripped (20 s here)
+
+
+@pytest.mark.parametrize("part", ["status line", "headers"])
+def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeout(part: str) -> None:
+    """The deadline holds before the answer's headers have ended too: every socket read of the
+    request is cut to what is left of its seconds."""
+    head = b"HTTP/1.1 200 OK\r\n" if part == "headers" else b""
+    slow = b"HTTP/1.1 200 OK\r\n" if part == "status line" else b"X-Padding: " + b"a" * 200
+    took = dripped_request(head, slow, 0.1)
     assert took < 3, took  # a read timeout alone waits as long as the server drips (2-20 s here)
 
 

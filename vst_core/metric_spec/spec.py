@@ -77,31 +77,34 @@ class MetricField:
         >>> f.outside(SimpleNamespace(score=1e308)), f.outside(SimpleNamespace(score=2.5))
         ('CLIPScore = 1e+308 is outside [0, 2.5], the range it is defined on', None)
         """
-        if self.bounds is None:
-            return None
-        value = getattr(scores, self.attr, None)
-        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        value = self.number(scores)
+        if self.bounds is None or value is None or value != value:
             return None
         low, high = self.bounds
         slack = 1e-9 * max(1.0, abs(low), abs(high))  # float rounding at an end
-        if low - slack <= float(value) <= high + slack:
+        if low - slack <= value <= high + slack:
             return None
-        return f"{self.column} = {float(value):g} is outside [{low:g}, {high:g}], the range it is defined on"
+        return f"{self.column} = {value:g} is outside [{low:g}, {high:g}], the range it is defined on"
 
-    def value(self, record: _HasMetrics) -> float | None:
-        scores = record.metrics.get(self.metric)
+    def number(self, scores: object) -> float | None:
+        """This field's number in a metric's record (``scores``), or None when it holds none."""
         value = getattr(scores, self.attr, None) if scores is not None else None
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
         return float(value)
+
+    def value(self, record: _HasMetrics) -> float | None:
+        return self.number(record.metrics.get(self.metric))
 
 
 @dataclass(frozen=True, slots=True)
 class ModelField:
     """A setting that names a file or folder a metric's model is read from, as it is asked for where
     there is no command line: the dashboard draws a text box labelled ``label`` (with ``help``), keeps
-    what it names (a ``file`` or a ``folder``) inside the folders it may read, and shows the
-    messages that name the option ``flag`` in the box's terms. The metric is on there when every
+    what it names (a ``file`` or a ``folder``) inside the folders it may read; a model's message names
+    the ``setting`` (:func:`vst_core.models.hub.option`), which the sidebar words as the box's
+    ``label``. ``flag`` (the command line's option) is no longer read and stays so that installed
+    metrics that give it keep working. The metric is on there when every
     ``required`` field of it is filled in. ``setting`` is a :class:`vst_core.config.Settings` field.
 
     >>> ModelField("vrank_model", "Vrank model folder", "folder", "--vrank-model").required
@@ -122,8 +125,9 @@ class Switch:
     a hub name or a path; not a file box): under ``header``, a text box ``box`` for ``setting``
     (with ``help``) and an on/off toggle ``label``led, with ``purpose`` as its help and ``off`` said
     when the model does not load. ``loads`` are the settings its model is loaded with (what keeps
-    a loaded model for reuse); ``flags`` the CLI options of those settings, said in the box's terms
-    in messages; ``path(value)`` the part of the box's value read as a path ('' for a keyword or a
+    a loaded model for reuse; a message naming one is said in the box's terms); ``flags`` the CLI
+    options of those settings (no longer read, kept for installed metrics that give them);
+    ``path(value)`` the part of the box's value read as a path ('' for a keyword or a
     name), which the dashboard keeps inside the folders it may read. The toggle's key (and URL
     parameter) is the metric's name, the box's the setting's; both are
     :class:`dashboard.choices.Choices` fields.
