@@ -43,7 +43,6 @@ from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_records
-from vst_core.signature import inputs_of, signature
 from vst_core.viz import RunView
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,7 +298,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
     models = Models(settings, **given, **loaded)
     # the engine of `vst score` and the Python API: the same batches, set-level fits and records
-    return list(score_records(_story_set, settings, models=models, signature=signature(settings, inputs_of(_story_set))))
+    return list(score_records(_story_set, settings, models=models))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

@@ -32,7 +32,6 @@ from vst_core.problems import Problem
 from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_records
-from vst_core.signature import weights_missing
 
 __all__ = ["compare", "human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
 
@@ -75,8 +74,6 @@ def score_stories(
     chosen = _settings(settings, metrics)
     models = models or Models(chosen)
     try:
-        if weights_missing(chosen):
-            models.load()  # as `vst score`: the signature then names the weights it downloaded
         return list(score_records(story_set, chosen, models=models))
     except (ModelLoadError, SettingValueError) as exc:  # the settings it names, as the Settings fields to pass
         exc.args = (exc.phrased(python_words),)

@@ -197,6 +197,15 @@ def score_story_set(
         )  # fmt: skip
 
 
+def run_signature(story_set: StorySet, settings: Settings, models: Models) -> dict[str, Any]:
+    """The signature of a run of ``story_set`` under ``settings``. A model still to download is
+    fetched first, so the signature names the weights the run used, exactly as a later run from the
+    filled cache will."""
+    if weights_missing(settings):
+        models.load()
+    return settings_signature(settings, inputs_of(story_set))
+
+
 def score_records(
     story_set: StorySet,
     settings: Settings,
@@ -227,7 +236,7 @@ def score_records(
     """
     models = models or Models(settings)
     todo = list(story_set) if stories is None else list(stories)
-    signature = signature if signature is not None else settings_signature(settings, inputs_of(story_set))
+    signature = signature if signature is not None else run_signature(story_set, settings, models)
     chunk_size = chunk_size or chunk_size_for(settings)
     if not todo:
         return
@@ -265,11 +274,7 @@ def _score_story_set(
     spans: bool,
     unavailable: dict[str, str],
 ) -> RunSummary:
-    if weights_missing(settings):
-        # a model still to download: fetch it first, so this run's signature names the weights it
-        # used, exactly as a later run from the filled cache will
-        models.load()
-    signature = settings_signature(settings, inputs_of(story_set))
+    signature = run_signature(story_set, settings, models)
     if overwrite and out.exists():
         out.unlink()
     made_with = settings_id(signature)
