@@ -91,7 +91,7 @@ class SqliteStore:
         try:
             return self._connect(str(self.path))
         except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):  # a read-only folder, a full disk: the file (if any) is left as it is
+            if not self._damage(exc):  # a read-only folder, a full disk: the file (if any) is left as it is
                 return self._in_memory(f"{type(exc).__name__}: {exc}")
             return self._aside(f"{type(exc).__name__}: {exc}")
 
@@ -114,9 +114,12 @@ class SqliteStore:
             log.warning("%s could not be read (%s) nor set aside (%s); this run keeps its cache in memory", self.path, why, exc)
             return self._connect(":memory:")
 
-    def _writable_yet_refused(self, exc: sqlite3.DatabaseError) -> bool:
-        """Whether SQLite calls a file read-only that this process may write, with its folder: its
-        header says so (a damaged write-version byte), which is damage, not a refusal."""
+    def _damage(self, exc: sqlite3.DatabaseError) -> bool:
+        """Whether ``exc`` says this store's file is damaged (:func:`is_damage`), a read-only refusal
+        of a file this process may write, with its folder, included: its header says so (a damaged
+        write-version byte), which is damage, not a refusal."""
+        if is_damage(exc):
+            return True
         code = getattr(exc, "sqlite_errorcode", None)
         readonly = (code & 0xFF) == SQLITE_READONLY if isinstance(code, int) else "readonly" in str(exc).lower()
         path = self.path
@@ -133,7 +136,7 @@ class SqliteStore:
             except sqlite3.DatabaseError as exc:
                 if self.path is None:
                     raise
-                if not is_damage(exc) and not self._writable_yet_refused(exc):
+                if not self._damage(exc):
                     # a full disk or a read-only file: this write is skipped, the file kept
                     if not self._refused:
                         log.warning("%s refused a write (%s); what it holds stays, what is new is not kept", self.path, exc)

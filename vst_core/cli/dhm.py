@@ -124,17 +124,15 @@ def _print(report: DHMReport) -> None:
         return "   -  " if value is None else f"{value:.4f}"
 
     note(f"{'system':<24} {'N':>6}  {'d_G':>7} {'d_C':>7} {'d_R':>7} {'dHM':>7}   signed G/C/R (system - human)")
-    small = False
     for s in report.systems:
         signed = " ".join(fmt(s.signed[a]) for a in ("G", "C", "R"))
         means = " ".join(f"{fmt(s.mean[k]):>7}" for k in ("G", "C", "R", "dHM"))
         mark = "" if has_interval(s.n) else f" {SMALL_N_MARK}"  # as the pages and the reports mark it
-        small = small or bool(mark)
         note(f"{one_line(s.system):<24} {s.n:>6}  {means}   {signed}{mark}")
         for reason, count in s.missing.items():
             if count:
                 note(f"{'':<24} left out: {count} ({reason})")
-    if small:
+    if not all(has_interval(s.n) for s in report.systems):
         note(SMALL_N_NOTE)
     note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
 
