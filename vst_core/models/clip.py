@@ -31,6 +31,7 @@ from vst_core.models.clip_preprocess import (
     resized_size,
     tensor_transform,
 )
+from vst_core.models.clip_torch import plain_config
 from vst_core.models.clip_weights import (
     DEFAULT_ARCH,
     DEFAULT_PRETRAINED,
@@ -430,7 +431,7 @@ def _trimmable(model: Any) -> bool:
 
 def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
     """open_clip's ``encode_text`` on the tokens up to the batch's last non-padding position."""
-    from open_clip.transformer import text_global_pool
+    import torch
 
     used = (tokens != 0).any(dim=0).nonzero()
     length = int(used.max()) + 1 if len(used) else 1
@@ -439,11 +440,9 @@ def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
     x = model.token_embedding(tokens).to(cast_dtype) + model.positional_embedding[:length].to(cast_dtype)
     x = model.transformer(x, attn_mask=model.attn_mask[:length, :length])
     x = model.ln_final(x)
-    x = text_global_pool(x, tokens, model.text_pool_type)
+    x = x[torch.arange(x.shape[0], device=x.device), tokens.argmax(dim=-1)]  # open_clip's argmax pooling (the end token)
     proj = model.text_projection
     if proj is not None:
-        import torch
-
         x = proj(x) if isinstance(proj, torch.nn.Linear) else x @ proj
     return x
 
@@ -467,15 +466,15 @@ def load_clip(
     architecture and always get QuickGELU; a checkpoint that does not say which activation it needs
     must be told (``activation``, see :func:`resolve_clip_weights`). Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
     """
-    import open_clip
-
     if model_config is not None:
+        import open_clip
+
         try:
             open_clip.add_model_config(str(model_config))
         except Exception as exc:
             raise ModelLoadError(f"CLIP model config {model_config} cannot be read: {short_error(exc)}") from None
     weights = resolve_clip_weights(arch, pretrained, checkpoint, activation)
-    if weights.kind == "open_clip" and arch not in open_clip.list_models():
+    if weights.kind == "open_clip" and not known_arch(arch):
         raise ModelLoadError(
             f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass {option('clip_config', 'JSON')})"
         )
@@ -484,7 +483,7 @@ def load_clip(
         weights = download_clip(weights)
     assert weights.path is not None
     try:
-        model, preprocess, tokenizer = build_clip(weights, arch)
+        model, preprocess, tokenizer = build_clip(weights, arch, registered=model_config is not None)
     except ModelLoadError:
         raise
     except Exception as exc:
@@ -493,6 +492,16 @@ def load_clip(
             f"{short_error(exc)}. Check {option('clip_arch')} / {option('clip_checkpoint')}."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
+
+
+def known_arch(arch: str) -> bool:
+    """Whether open_clip knows ``arch``: a plain built-in configuration is read as a file
+    (:func:`vst_core.models.clip_torch.plain_config`), any other name is asked of open_clip."""
+    if plain_config(arch) is not None:
+        return True
+    import open_clip
+
+    return arch in open_clip.list_models()
 
 
 class LazyClipEncoder:

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vst_core.models.clip_preprocess import EvalTransform
+from vst_core.models.clip_torch import build_plain_clip, plain_config, simple_tokenizer
 from vst_core.models.clip_weights import (
     OPENAI_META,
     OPENAI_PREPROCESS,
@@ -24,11 +26,18 @@ from vst_core.models.clip_weights import (
 from vst_core.models.hub import WeightsUnavailableError, hub_reachable, option, sniff_checkpoint
 
 
-def build_clip(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any]:
-    """(model, image preprocessing, tokenizer) from resolved weights, on the CPU."""
+def build_clip(weights: ClipWeights, arch: str, *, registered: bool = False) -> tuple[Any, Any, Any]:
+    """(model, image preprocessing, tokenizer) from resolved weights, on the CPU: by
+    :mod:`vst_core.models.clip_torch` for a plain open_clip configuration whose checkpoint holds
+    exactly its parameters (torch alone: no open_clip import), else by open_clip. ``registered``:
+    ``arch`` was registered from a model-config JSON of the user's (then open_clip builds it)."""
+    assert weights.path is not None
+    if weights.kind == "open_clip" and not registered:
+        plain = plain_build(weights, arch)
+        if plain is not None:
+            return plain
     import open_clip
 
-    assert weights.path is not None
     if weights.kind == "openai":
         model, preprocess = _build_openai(weights.path)
         return model, preprocess, open_clip.get_tokenizer("ViT-B-32")
@@ -50,6 +59,34 @@ def build_clip(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any]:
     if not load_exact(model, weights.path):
         open_clip.load_checkpoint(model, str(weights.path), strict=True)  # open_clip's conversions of other layouts
     return model, preprocess, open_clip.get_tokenizer(arch)
+
+
+#: open_clip's default normalisation (OpenAI's dataset mean and std).
+OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def plain_build(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any] | None:
+    """(model, :class:`EvalTransform`, tokenizer) built by :mod:`vst_core.models.clip_torch` when
+    ``arch`` is a plain open_clip configuration, its preprocessing a shortest-side resize and its
+    checkpoint exactly the model's parameters; None otherwise (open_clip builds it then)."""
+    config = plain_config(arch)
+    p = weights.preprocess
+    if (
+        config is None
+        or p.get("resize_mode") not in (None, "shortest")
+        or p.get("interpolation") not in (None, "bicubic", "bilinear")
+    ):
+        return None
+    size = int(config["vision_cfg"]["image_size"])
+    mean, std = p.get("mean") or OPENAI_MEAN, p.get("std") or OPENAI_STD
+    transform = EvalTransform(size, (size, size), p.get("interpolation") or "bicubic", tuple(mean), tuple(std))
+    with no_random_init():
+        model = build_plain_clip(config, quick_gelu=weights.quick_gelu)
+    assert weights.path is not None
+    if not load_exact(model, weights.path):
+        return None
+    return model.eval(), transform, simple_tokenizer(int(config["text_cfg"].get("context_length", 77)))
 
 
 def load_exact(model: Any, path: Path) -> bool:

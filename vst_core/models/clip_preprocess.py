@@ -28,10 +28,76 @@ class TensorTransform:
     mode: str
 
 
+@dataclass(frozen=True)
+class Normalise:
+    """One Normalize step: ``(x - mean) / std`` per channel."""
+
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class EvalTransform:
+    """CLIP's evaluation transform without torchvision: the shorter side resized to ``size`` by
+    Pillow (``mode``, as torchvision's ``Resize(int)`` on a PIL image), a centre crop of ``crop``
+    (H, W) padded with zeros where the image is smaller (torchvision's ``CenterCrop``), RGB, then
+    ``x / 255`` and :class:`Normalise`. open_clip's ``image_transform`` for ``resize_mode="shortest"``
+    gives the same pixels (``tests/test_clip_torch.py``).
+
+    >>> from PIL import Image
+    >>> t = EvalTransform(8, (8, 8), "bicubic", (0.5, 0.5, 0.5), (0.25, 0.25, 0.25))
+    >>> t.pil_part(Image.new("RGB", (20, 10), (255, 0, 0))).size
+    (8, 8)
+    """
+
+    size: int
+    crop: tuple[int, int]
+    mode: str
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+    def pil_part(self, image: Any) -> Any:
+        """The Pillow steps: resize, centre crop, RGB."""
+        from PIL import Image
+
+        width, height = image.size
+        new_h, new_w = resized_size(height, width, self.size)
+        if (new_h, new_w) != (height, width):
+            resample = Image.Resampling.BICUBIC if self.mode == "bicubic" else Image.Resampling.BILINEAR
+            image = image.resize((new_w, new_h), resample)
+        crop_h, crop_w = self.crop
+        if crop_w > new_w or crop_h > new_h:
+            left, top = (crop_w - new_w) // 2 if crop_w > new_w else 0, (crop_h - new_h) // 2 if crop_h > new_h else 0
+            right, bottom = (crop_w - new_w + 1) // 2 if crop_w > new_w else 0, (crop_h - new_h + 1) // 2 if crop_h > new_h else 0
+            padded = Image.new(image.mode, (new_w + left + right, new_h + top + bottom), 0)
+            padded.paste(image, (left, top))
+            image, (new_w, new_h) = padded, padded.size
+        if (new_h, new_w) != (crop_h, crop_w):
+            top, left = int(round((new_h - crop_h) / 2.0)), int(round((new_w - crop_w) / 2.0))
+            image = image.crop((left, top, left + crop_w, top + crop_h))
+        return image.convert("RGB")
+
+    @property
+    def norms(self) -> list[Normalise]:
+        return [Normalise(self.mean, self.std)]
+
+    def __call__(self, image: Any) -> Any:
+        """(3, H, W) float32, normalised, as torchvision's ``ToTensor`` and ``Normalize`` give it."""
+        import numpy as np
+        import torch
+
+        x = torch.from_numpy(np.array(self.pil_part(image), dtype=np.uint8, copy=True)).permute(2, 0, 1).float().div(255)
+        mean = torch.as_tensor(self.mean, dtype=torch.float32).view(-1, 1, 1)
+        std = torch.as_tensor(self.std, dtype=torch.float32).view(-1, 1, 1)
+        return x.sub_(mean).div_(std)
+
+
 def tensor_transform(preprocess: Any) -> TensorTransform | None:
-    """The :class:`TensorTransform` of a torchvision ``Compose`` of ``Resize(int)`` (bicubic or
-    bilinear), ``CenterCrop``, RGB conversion, ``ToTensor`` and ``Normalize`` (open_clip's and
-    OpenAI's evaluation transform); None for any other preprocessing."""
+    """The :class:`TensorTransform` of an :class:`EvalTransform` or of a torchvision ``Compose`` of
+    ``Resize(int)`` (bicubic or bilinear), ``CenterCrop``, RGB conversion, ``ToTensor`` and
+    ``Normalize`` (open_clip's and OpenAI's evaluation transform); None for any other preprocessing."""
+    if isinstance(preprocess, EvalTransform):
+        return TensorTransform(preprocess.size, preprocess.crop, preprocess.mode)
     try:
         from torchvision.transforms import CenterCrop, InterpolationMode, Normalize, Resize, ToTensor
     except ImportError:  # pragma: no cover - open_clip needs torchvision
@@ -127,6 +193,8 @@ def _cut(image: Any, box: PixelBox) -> Any:
 def _split_preprocess(preprocess: Any) -> tuple[Any, list[Any]] | None:
     """(PIL part, Normalize steps) of a torchvision ``Compose`` ending in ToTensor + Normalize;
     None for any other preprocess (then it runs whole in the worker threads)."""
+    if isinstance(preprocess, EvalTransform):
+        return preprocess.pil_part, preprocess.norms
     try:
         from torchvision.transforms import Compose, Normalize, ToTensor
     except ImportError:  # pragma: no cover - open_clip needs torchvision
