@@ -13,7 +13,7 @@ from dashboard import loading
 from dashboard.frame import page
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE
-from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, cluster_name
+from vst_core.analysis.leaderboard import ALPHA, PERMUTATION_CAP, PERMUTATIONS, RESAMPLES, cluster_name
 from vst_core.data.csv_out import frame_csv
 from vst_core.viz.report import leaderboard_exports
 from vst_core.viz.safe import md
@@ -60,7 +60,8 @@ st.caption(
     f"Mean over the image sequences every compared system wrote for (N per metric) [percentile bootstrap 95% interval, "
     f"{resamples:,} resamples of the sequences] · #rank by the metric's direction (lower is better for inter, intra "
     f"and T; a descriptor such as P is not ranked) · cluster: best first, a system opens a new cluster (A, B, …) when "
-    f"the paired test against the one ranked just above it gives Holm-adjusted p < {ALPHA}. dHM: distance from the "
+    f"its paired test against any system of the current cluster gives Holm-adjusted p < {ALPHA}, so no two systems of "
+    f"one cluster differ significantly (the pairwise tests below give every pair). dHM: distance from the "
     f"human stories over each system's own stories (lower is more human-like)."
     + (f" People: mean rating over each system's rated stories ({md(label)})." if board.ratings else "")
     + f" {SMALL_N_NOTE}"
@@ -85,12 +86,23 @@ with st.expander("Every number of the leaderboard"):
 st.subheader("Pairwise tests", divider="gray")
 st.caption(
     f"d = A − B per sequence: mean difference with its paired-bootstrap 95% interval; p: paired approximate "
-    f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}); p_holm: Holm over "
-    f"the {len(board.pairs)} tests shown; effect size d_z = mean(d) / sd(d); better: by the metric's direction."
+    f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}; doubled, up to "
+    f"{PERMUTATION_CAP:,}, while a Holm threshold lay within 3 Monte-Carlo standard errors of p: column permutations) "
+    f"with its Monte-Carlo standard error p_se; p_holm: Holm over the "
+    f"{len(board.systems) * (len(board.systems) - 1) // 2} pairs of systems of each metric (the family: a metric's "
+    f"verdicts do not change with the other columns loaded); effect size d_z = mean(d) / sd(d) († below the minimum N); "
+    f"better: by the metric's direction. Two-sided p is twice WMT's one-sided p for the system ahead."
 )
 tests = board.pairs_frame()  # shown with † where N is below the minimum for an interval (the CSV keeps None)
+small = tests["small_n"].tolist()
 st.dataframe(
-    tests.assign(**{c: [SMALL_N_MARK if v is None or pd.isna(v) else v for v in tests[c]] for c in ("ci_low", "ci_high")}),
+    tests.assign(
+        **{c: [SMALL_N_MARK if v is None or pd.isna(v) else v for v in tests[c]] for c in ("ci_low", "ci_high")},
+        effect_size=[
+            f"{v:.4f} {SMALL_N_MARK}" if s and v is not None and not pd.isna(v) else v
+            for v, s in zip(tests["effect_size"], small, strict=True)
+        ],
+    ).drop(columns=["small_n"]),
     hide_index=True,
     width="stretch",
     key="board_pairs",

@@ -36,8 +36,10 @@ st.caption(
     "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
     f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured, with their "
     f"paired-bootstrap 95% interval ({RESAMPLES:,} resamples of the sequences), the paired approximate-randomization "
-    f"p ({PERMUTATIONS:,} random sign flips, two-sided, seed 0), p Holm-adjusted over the metrics shown and the effect "
-    f"size d_z = mean / sd of the differences; the Leaderboard page ranks every system. {SMALL_N_NOTE}"
+    f"p ({PERMUTATIONS:,} random sign flips, two-sided, seed 0; more while α = 0.05 lies within 3 Monte-Carlo "
+    f"standard errors, p_se) — Holm's family is one metric, as on the Leaderboard, so p_holm = p for one pair — and "
+    f"the effect size d_z = mean / sd of the differences (column d_z † true below the minimum N); the Leaderboard page "
+    f"ranks every system. {SMALL_N_NOTE}"
 )
 counts = ["wins", "ties", "losses"]  # none for a descriptor: shown as a dash, not "None"
 st.dataframe(

@@ -158,21 +158,54 @@ def test_holm_never_lowers_a_p_value_and_keeps_their_order(p: list[float | None]
         assert a == pytest.approx(min(1.0, v * len(known)))
 
 
-def test_the_boards_holm_is_over_every_test_it_shows() -> None:
+def _holm_by_hand(p: list[float]) -> list[float]:
+    order = sorted(range(len(p)), key=lambda i: p[i])  # Holm, step by step
+    out = [0.0] * len(p)
+    running = 0.0
+    for j, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - j) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_the_boards_holm_family_is_stated_and_kept() -> None:
+    """Per metric by default (a metric's verdicts do not move when other columns are loaded), or
+    over every test with ``family="all"``; the family is in the signature."""
     rng = np.random.default_rng(8)
     base = rng.normal(0.5, 0.1, 80)
     values = {s: base + shift + rng.normal(0, 0.05, 80) for s, shift in (("a", 0.03), ("b", 0.0), ("c", 0.01))}
     table = table_of(values).merge(table_of({s: 1 - v for s, v in values.items()}, "inter"))
+    every = leaderboard(table, resamples=0, permutations=2000, family="all")
+    assert len(every.pairs) == 6 and every.signature["holm_family"] == "all"  # 3 pairs × 2 metrics
+    assert [t.p_holm for t in every.pairs] == pytest.approx(_holm_by_hand([t.p for t in every.pairs]))
     board = leaderboard(table, resamples=0, permutations=2000)
-    assert len(board.pairs) == 6  # 3 pairs × 2 metrics
-    p = [t.p for t in board.pairs]
-    order = sorted(range(6), key=lambda i: p[i])  # Holm, step by step
-    by_hand = [0.0] * 6
-    running = 0.0
-    for j, i in enumerate(order):
-        running = max(running, min(1.0, (6 - j) * p[i]))
-        by_hand[i] = running
-    assert [t.p_holm for t in board.pairs] == pytest.approx(by_hand)
+    assert board.signature["holm_family"] == "metric" and board.signature["id"] != every.signature["id"]
+    for metric in ("NR", "inter"):
+        tests = [t for t in board.pairs if t.metric == metric]
+        assert [t.p_holm for t in tests] == pytest.approx(_holm_by_hand([t.p for t in tests]))
+    alone = leaderboard(table_of(values), resamples=0, permutations=2000)  # NR without the inter column
+    assert [t.p_holm for t in alone.pairs] == [t.p_holm for t in board.pairs if t.metric == "NR"]
+    with pytest.raises(ValueError, match="Holm family"):
+        leaderboard(table, resamples=0, permutations=10, family="systems")
+
+
+def test_clusters_never_hold_two_significantly_different_systems() -> None:
+    """Four systems 0.01 apart in steps: neighbours do not differ, the first and the last do. The
+    chain of neighbours used to put all four in cluster A."""
+    rng = np.random.default_rng(5)
+    base = rng.normal(0.5, 0.1, 600)
+    values = {
+        s: base + shift + rng.normal(0, 0.02, 600) for s, shift in (("w", 0.0), ("x", -0.002), ("y", -0.004), ("z", -0.006))
+    }
+    board = leaderboard(table_of(values), resamples=0, permutations=4000)
+    p = {frozenset((t.system_a, t.system_b)): t.p_holm for t in board.pairs}
+    assert p[frozenset("wz")] < 0.05  # the ends differ
+    cluster = {s.system: s.cluster for s in board.standings}
+    for a in cluster:
+        for b in cluster:
+            if a < b and cluster[a] == cluster[b]:
+                assert p[frozenset((a, b))] >= 0.05, (a, b)
+    assert len(set(cluster.values())) >= 2
 
 
 def test_a_pairs_numbers_do_not_depend_on_the_other_systems_or_their_order() -> None:
@@ -281,7 +314,7 @@ def test_the_command_writes_the_pairwise_fields_and_the_signature(tmp_path: Path
     rows = document["pairwise"]
     assert rows and all(set(REQUIRED) <= set(row) for row in rows)
     assert {row["metric"] for row in rows} == {"NR", "coherence", "GROOVIST", "GROOVIST raw"}
-    assert len(rows) == 4 * 3 and all(row["n"] == 14 and row["permutations"] == 2000 for row in rows)
+    assert len(rows) == 4 * 3 and all(row["n"] == 14 and row["permutations"] >= 2000 and row["p_se"] > 0 for row in rows)
     signature = document["signature"]
     assert signature["permutations"] == 2000 and signature["resamples"] == 1000 and len(signature["id"]) == 12
     assert f"compare sig {signature['id']}" in printed and "2,000 sign-flip permutations" in printed

@@ -11,11 +11,15 @@ enter (so each metric has its own N, the same for every system). Then
     rank             1 = best by the metric's direction (:func:`~vst_core.records.direction_of`:
                      lower is better for ``inter``, ``intra``, ``T``); none for a descriptor (``P``)
     cluster          systems sorted best first; a system opens a new cluster when its paired test
-                     against the one ranked just above it gives ``p_holm < alpha``
+                     against any system of the current cluster gives ``p_holm < alpha``, so no two
+                     systems of one cluster differ significantly (a chain of small steps, each not
+                     significant, no longer joins two systems that differ)
     d = a − b        per sequence; mean difference, its paired-bootstrap interval, a paired
                      approximate-randomization p-value (two-sided: ``|mean(s·d)| ≥ |mean(d)|`` for
-                     random signs ``s``; p = (1 + hits) / (1 + permutations)), Holm-adjusted p over
-                     every test of the result, and the effect size d_z = mean(d) / sd(d) (ddof 1)
+                     random signs ``s``; p = (1 + hits) / (1 + permutations), with its Monte-Carlo
+                     standard error, permutations added while a threshold is within 3 SE), Holm-adjusted
+                     p over a stated family (``family``: the pairs of one metric by default, or every
+                     test of the result), and the effect size d_z = mean(d) / sd(d) (ddof 1)
 
 Intervals follow :mod:`vst_core.analysis.intervals` (none below its minimum N). Each test's random
 stream is seeded by ``seed``, the metric and the two systems' names (in either order), so a pair's
@@ -43,11 +47,15 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS, bootstrap, dhm_report
 from vst_core.analysis.dhm_aspects import ASPECTS, columns, dhm_aspects
 from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
 from vst_core.analysis.paired_tests import (
+    ALPHA,
+    FAMILIES,
+    PERMUTATION_CAP,
     PERMUTATIONS,
     RESAMPLES,
     PairTest,
     adjusted,
     holm,
+    holm_thresholds,
     paired_test,
     paired_tests,
     permutation_p,
@@ -56,8 +64,6 @@ from vst_core.analysis.paired_tests import (
 from vst_core.metric_spec import Direction, registry
 from vst_core.records import direction_of
 
-#: Significance level of the clusters.
-ALPHA = 0.05
 #: The columns of the story table that are metrics, in the registry's order (read when asked).
 METRIC_COLUMNS: tuple[str, ...]
 
@@ -128,8 +134,10 @@ class Leaderboard:
         return frame.assign(small_n=[not has_interval(int(n)) for n in frame["n"]])
 
     def pairs_frame(self) -> pd.DataFrame:
-        """One row per test: the JSON fields of ``vst compare``."""
-        return pd.DataFrame([asdict(p) for p in self.pairs], columns=list(PairTest.__slots__))
+        """One row per test: the JSON fields of ``vst compare``; ``small_n`` marks N below the
+        minimum of an interval (the effect size is then as unreliable)."""
+        frame = pd.DataFrame([asdict(p) for p in self.pairs], columns=list(PairTest.__slots__))
+        return frame.assign(small_n=[not has_interval(int(n)) for n in frame["n"]])
 
     def glance(self) -> pd.DataFrame:
         """One row per system, one column per metric: ``mean [low, high] #rank·cluster`` (4 decimals;
@@ -236,6 +244,7 @@ def leaderboard(
     seed: int = 0,
     confidence: float = 0.95,
     alpha: float = ALPHA,
+    family: str = "metric",
     human: Sequence[str] = HUMAN_SYSTEMS,
     ratings: pd.DataFrame | None = None,
     scores_signatures: Sequence[str] = (),
@@ -246,7 +255,8 @@ def leaderboard(
 
     ``systems``/``metrics`` default to all (metrics: the registry's columns with a value).
     Every pair of systems is tested on every metric with a direction, and ``p_holm`` is adjusted
-    over all those tests. dHM per system is added when some of ``human`` is among the systems
+    over each ``family``: the pairs of one metric (the default: a metric's verdicts do not depend on
+    which other columns were loaded) or every test (``"all"``). dHM per system is added when some of ``human`` is among the systems
     and the scores have a dHM metric; ``ratings`` (one row per story, ``system`` and one column per
     aspect: :func:`story_ratings`) adds the mean human rating per system and aspect."""
     if systems is None:
@@ -255,6 +265,11 @@ def leaderboard(
     if metrics is None:
         metrics = [f.column for f in registry().fields if f.column in table and table[f.column].notna().any()]
     metrics = [m for m in metrics if m in table]
+    if family not in FAMILIES:
+        raise ValueError(f"unknown Holm family {family!r}: one of {', '.join(FAMILIES)}")
+    tested = [m for m in metrics if direction_of(m) != "none"]
+    pairs_per_metric = len(systems) * (len(systems) - 1) // 2
+    thresholds = holm_thresholds(alpha, pairs_per_metric * (len(tested) if family == "all" else 1))
     notes: list[str] = []
     standings: list[Standing] = []
     tests: list[PairTest] = []
@@ -284,6 +299,7 @@ def leaderboard(
                         permutations=permutations,
                         seed=seed,
                         confidence=confidence,
+                        thresholds=thresholds,
                     )
                 )
         ranks = _ranks(means, direction) if direction != "none" else None
@@ -294,11 +310,15 @@ def leaderboard(
             low, high = interval if interval is not None else (None, None)
             rank = int(ranks[k]) if ranks is not None else None
             standings.append(Standing(metric, systems[k], direction, n, float(means[k]), low, high, rank, None))
-    tests = adjusted(tests)
+    tests = adjusted(tests, family)
     standings = _clustered(standings, tests, order, alpha)
     payload = {
         "method": "paired by image sequence; percentile bootstrap over sequences; paired approximate randomization "
-        "(sign flips of the differences, two-sided); Holm over every pairwise test; d_z effect size",
+        "(sign flips of the differences, two-sided; permutations doubled while a Holm threshold is within 3 Monte-Carlo "
+        f"SE of p, up to {PERMUTATION_CAP:,}); Holm over "
+        + ("the pairs of each metric" if family == "metric" else "every pairwise test")
+        + "; clusters: no two systems of one cluster differ at p_holm < alpha; d_z effect size",
+        "holm_family": family,
         "systems": systems,
         "metrics": list(metrics),
         "resamples": resamples,
@@ -329,7 +349,15 @@ def leaderboard(
 
 def _clustered(standings: list[Standing], tests: list[PairTest], order: dict[str, list[str]], alpha: float) -> list[Standing]:
     """Standings with their cluster: walking each metric's systems best first, a system opens a new
-    cluster when the test against the one just above it has ``p_holm < alpha``."""
+    cluster when its test against any member of the current cluster has ``p_holm < alpha``; so no
+    two systems of one cluster differ significantly.
+
+    >>> t = lambda a, b, p: PairTest("NR", a, b, 9, 0.0, None, None, p, p, None, None, 0)
+    >>> s = [Standing("NR", x, "higher", 9, 0.0, None, None, k + 1, None) for k, x in enumerate("abcd")]
+    >>> tests = [t("a", "b", 0.3), t("b", "c", 0.3), t("c", "d", 0.3), t("a", "c", 0.2), t("b", "d", 0.2), t("a", "d", 0.01)]
+    >>> [x.cluster for x in _clustered(s, tests, {"NR": list("abcd")}, 0.05)]
+    [1, 1, 1, 2]
+    """
     from dataclasses import replace
 
     p = {(t.metric, frozenset((t.system_a, t.system_b))): t.p_holm for t in tests}
@@ -337,12 +365,12 @@ def _clustered(standings: list[Standing], tests: list[PairTest], order: dict[str
     for metric, ranked in order.items():
         if direction_of(metric) == "none":
             continue
-        current = 1
-        for k, system in enumerate(ranked):
-            if k:
-                found = p.get((metric, frozenset((ranked[k - 1], system))))
-                if found is not None and found < alpha:
-                    current += 1
+        current, members = 1, list[str]()
+        for system in ranked:
+            found = [p.get((metric, frozenset((m, system)))) for m in members]
+            if any(v is not None and v < alpha for v in found):
+                current, members = current + 1, list[str]()
+            members.append(system)
             clusters[(metric, system)] = current
     return [replace(s, cluster=clusters.get((s.metric, s.system))) for s in standings]
 
@@ -412,6 +440,8 @@ def story_ratings(table: pd.DataFrame, judgements: Any, how: str = "mean") -> pd
 
 __all__ = [
     "ALPHA",
+    "FAMILIES",
+    "PERMUTATION_CAP",
     "PERMUTATIONS",
     "RESAMPLES",
     "Leaderboard",
@@ -423,6 +453,7 @@ __all__ = [
     "cell",
     "cluster_name",
     "holm",
+    "holm_thresholds",
     "leaderboard",
     "paired_test",
     "paired_tests",

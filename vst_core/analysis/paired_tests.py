@@ -5,6 +5,17 @@ random signs ``s``; p = (1 + hits) / (1 + permutations)), Holm's adjustment over
 and the effect size d_z = mean(d) / sd(d) (ddof 1). Each test's random stream is seeded by
 ``seed``, the metric and the two systems' names (in either order).
 
+A p from random flips is an estimate: its Monte-Carlo standard error is √(p(1 − p) / permutations)
+(``p_se``). While a decision threshold (α, and α/k for every k of a Holm family of k tests) lies
+within :data:`SE_MARGIN` standard errors of p, the test doubles its permutations (continuing the
+same random stream) up to :data:`PERMUTATION_CAP`, so a verdict at α does not depend on the seed.
+
+How these p relate to other tools: the test is two-sided (a difference in either direction), as
+SacreBLEU's paired approximate randomization; WMT's ``mt-metrics-eval`` reports one-sided p for
+"a is better than b", half of a two-sided p when a is ahead. A flip whose statistic equals the
+observed one counts as a hit (the data is one of its own flips), where SacreBLEU counts only
+strictly greater ones and so can call a system different from itself.
+
 >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03])]
 [0.03, 0.06, 0.06]
 """
@@ -28,6 +39,14 @@ PERMUTATIONS = 10_000
 RESAMPLES = 1000
 #: Random signs held at once by the permutation test (permutations × sequences per block).
 PERMUTATION_BLOCK = 1 << 22
+#: The most permutations a test is extended to while a threshold lies near its p.
+PERMUTATION_CAP = 1_000_000
+#: Monte-Carlo standard errors between p and every decision threshold before a test stops adding permutations.
+SE_MARGIN = 3.0
+#: Significance level of decisions (clusters, the ``*`` of significant differences).
+ALPHA = 0.05
+#: Which tests one Holm adjustment covers: those of one metric (every pair of systems), or all of a result.
+FAMILIES = ("metric", "all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +67,7 @@ class PairTest:
     effect_size: float | None
     better: str | None
     permutations: int
+    p_se: float | None = None  # the Monte-Carlo standard error of p: √(p(1 − p) / permutations)
 
 
 def holm(p: Sequence[float | None]) -> list[float | None]:
@@ -71,6 +91,52 @@ def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator)
     """Two-sided paired approximate randomization: the share of random sign flips ``s`` with
     ``|Σ s·d| ≥ |Σ d|``, counted as (1 + hits) / (1 + permutations). Every flip of a block is one
     row of a ±1 matrix, and the statistics of the block one matrix product with ``d``."""
+    return (1 + _flip_hits(diff, permutations, rng)) / (1 + permutations)
+
+
+def p_standard_error(p: float, permutations: int) -> float:
+    """The Monte-Carlo standard error of a p estimated from ``permutations`` random draws.
+
+    >>> round(p_standard_error(0.05, 10_000), 5)
+    0.00218
+    """
+    return float(np.sqrt(p * (1 - p) / permutations)) if permutations > 0 else float("nan")
+
+
+def holm_thresholds(alpha: float, family: int) -> tuple[float, ...]:
+    """The raw-p thresholds Holm's procedure can compare a test with in a family of ``family``:
+    α / k for k = 1 … family.
+
+    >>> holm_thresholds(0.05, 3)
+    (0.05, 0.025, 0.016666666666666666)
+    """
+    return tuple(alpha / k for k in range(1, max(family, 1) + 1))
+
+
+def adaptive_permutation_p(
+    diff: np.ndarray,
+    permutations: int,
+    rng: np.random.Generator,
+    thresholds: Sequence[float] = (),
+    cap: int = PERMUTATION_CAP,
+) -> tuple[float, float, int]:
+    """(p, its Monte-Carlo standard error, permutations drawn): :func:`permutation_p`, then, while
+    some threshold t has |p − t| < :data:`SE_MARGIN` · SE and fewer than ``cap`` permutations were
+    drawn, as many more again from the same stream. The first ``permutations`` draws are those of
+    :func:`permutation_p`, so a p far from every threshold is unchanged."""
+    hits, used = _flip_hits(diff, permutations, rng), permutations
+    while True:
+        p = (1 + hits) / (1 + used)
+        se = p_standard_error(p, used)
+        if used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
+            return p, se, used
+        more = min(used, cap - used)
+        hits += _flip_hits(diff, more, rng)
+        used += more
+
+
+def _flip_hits(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> int:
+    """How many of ``permutations`` random sign flips of ``diff`` have ``|Σ s·d| ≥ |Σ d|``."""
     n = len(diff)
     observed = abs(float(diff.sum()))
     tolerance = 1e-12 * float(np.abs(diff).sum())  # relative: a flip equal to the data counts as a hit, at any scale
@@ -84,7 +150,7 @@ def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator)
         bits = np.unpackbits(rng.integers(0, 2**64, size=(rows, words), dtype=np.uint64, endpoint=False).view(np.uint8), axis=1)
         flipped = 2.0 * (bits[:, :n].astype(np.float64) @ diff) - total
         hits += int((np.abs(flipped) >= observed - tolerance).sum())
-    return (1 + hits) / (1 + permutations)
+    return hits
 
 
 def _rng(seed: int, metric: str, a: str, b: str) -> np.random.Generator:
@@ -104,9 +170,12 @@ def paired_test(
     permutations: int = PERMUTATIONS,
     seed: int = 0,
     confidence: float = 0.95,
+    thresholds: Sequence[float] = (ALPHA,),
 ) -> PairTest:
     """The test of a against b on the per-sequence differences ``diff`` (a − b, no NaN); ``p_holm``
-    is left as ``p`` (:func:`adjusted` sets it over a family). No p below two sequences."""
+    is left as ``p`` (:func:`adjusted` sets it over a family). No p below two sequences.
+    ``thresholds``: where p must be told apart (:func:`adaptive_permutation_p`; a Holm family's
+    are :func:`holm_thresholds`)."""
     diff = np.asarray(diff, dtype=float)
     n = len(diff)
     if n and not np.isfinite(diff).all():  # a difference too large for a float (or none at all): nothing is told
@@ -119,20 +188,31 @@ def paired_test(
     (interval,) = bootstrap(unit.reshape(n, 1), resamples, int(rng.integers(2**63)), confidence) if n else [None]
     if interval is not None and scale > 0:
         interval = (interval[0] * scale, interval[1] * scale)
-    p = permutation_p(unit, permutations, rng) if n >= 2 and permutations > 0 else None
+    p, p_se, used = (
+        adaptive_permutation_p(unit, permutations, rng, thresholds) if n >= 2 and permutations > 0 else (None, None, 0)
+    )
     sd = float(unit.std(ddof=1)) if n >= 2 else 0.0
     effect = float(unit.mean()) / sd if sd > 0 else None
     direction = direction_of(metric)
     sign = {"higher": 1.0, "lower": -1.0}.get(direction, 0.0)
     better = None if not n or mean * sign == 0 else a if mean * sign > 0 else b
     low, high = interval if interval else (None, None)
-    return PairTest(metric, a, b, n, mean, low, high, p, p, effect, better, permutations)
+    return PairTest(metric, a, b, n, mean, low, high, p, p, effect, better, used or permutations, p_se)
 
 
-def adjusted(tests: Sequence[PairTest]) -> list[PairTest]:
-    """``tests`` with ``p_holm`` adjusted over all of them (:func:`holm`)."""
-
-    return [replace(t, p_holm=h) for t, h in zip(tests, holm([t.p for t in tests]), strict=True)]
+def adjusted(tests: Sequence[PairTest], family: str = "all") -> list[PairTest]:
+    """``tests`` with ``p_holm`` adjusted by :func:`holm` over each family: every test given
+    (``"all"``) or the tests of one metric (``"metric"``)."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown Holm family {family!r}: one of {', '.join(FAMILIES)}")
+    groups: dict[str, list[int]] = {}
+    for k, t in enumerate(tests):
+        groups.setdefault(t.metric if family == "metric" else "", []).append(k)
+    out = list(tests)
+    for members in groups.values():
+        for k, h in zip(members, holm([tests[k].p for k in members]), strict=True):
+            out[k] = replace(tests[k], p_holm=h)
+    return out
 
 
 def paired_tests(
@@ -145,11 +225,17 @@ def paired_tests(
     permutations: int = PERMUTATIONS,
     seed: int = 0,
     confidence: float = 0.95,
+    family: str = "metric",
+    alpha: float = ALPHA,
 ) -> list[PairTest]:
     """The tests of a against b on :func:`vst_core.analysis.systems.paired_sequences`' differences,
-    one per metric with a direction, Holm-adjusted over those metrics (the comparisons shown)."""
+    one per metric with a direction. Holm's family (:func:`adjusted`): ``"metric"`` (the default,
+    as the leaderboard's: one pair per metric here, so ``p_holm`` = p) or ``"all"`` (over the
+    metrics given)."""
     if "sequence" in paired:  # the leaderboard's order of sequences, so both draw the same resamples
         paired = paired.sort_values("sequence", kind="stable")
+    tested = [m for m in metrics if m in paired and direction_of(m) != "none"]
+    thresholds = holm_thresholds(alpha, len(tested) if family == "all" else 1)
     tests = [
         paired_test(
             paired[m].dropna().to_numpy(float),
@@ -160,16 +246,18 @@ def paired_tests(
             permutations=permutations,
             seed=seed,
             confidence=confidence,
+            thresholds=thresholds,
         )
-        for m in metrics
-        if m in paired and direction_of(m) != "none"
+        for m in tested
     ]
-    return adjusted(tests)
+    return adjusted(tests, family)
 
 
 def with_tests(summary: pd.DataFrame, tests: Sequence[PairTest]) -> pd.DataFrame:
     """:func:`vst_core.analysis.systems.win_tie_loss`'s table with each metric's test beside it:
-    ``95% interval`` of the mean difference (``†`` below the minimum N), ``p``, ``p_holm``, ``d_z``."""
+    ``95% interval`` of the mean difference (``†`` below the minimum N), ``p`` with its Monte-Carlo
+    standard error ``p_se``, ``p_holm``, ``d_z`` (``d_z †``: True where N is below the minimum N of
+    an interval, so the effect size is as unreliable as an interval would be)."""
     by_metric = {t.metric: t for t in tests}
 
     def interval(t: PairTest | None) -> str:
@@ -184,7 +272,9 @@ def with_tests(summary: pd.DataFrame, tests: Sequence[PairTest]) -> pd.DataFrame
         **{
             "95% interval": [interval(t) for t in found],
             "p": [t.p if t is not None else None for t in found],
+            "p_se": [t.p_se if t is not None else None for t in found],
             "p_holm": [t.p_holm if t is not None else None for t in found],
             "d_z": [t.effect_size if t is not None else None for t in found],
+            "d_z †": [t is not None and t.effect_size is not None and not has_interval(t.n) for t in found],
         }
-    ).astype({"p": "Float64", "p_holm": "Float64", "d_z": "Float64"})
+    ).astype({"p": "Float64", "p_se": "Float64", "p_holm": "Float64", "d_z": "Float64"})

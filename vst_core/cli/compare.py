@@ -11,6 +11,8 @@ from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import (
     ALPHA,
+    FAMILIES,
+    PERMUTATION_CAP,
     PERMUTATIONS,
     RESAMPLES,
     Leaderboard,
@@ -36,8 +38,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "sequence averaged): each system's mean with a percentile bootstrap interval over sequences, its rank "
             "by the metric's direction (lower is better for inter, intra and T; descriptors such as P are shown, "
             "not ranked) and significance clusters; for every two systems the mean difference a - b with its paired "
-            "bootstrap interval, a paired approximate-randomization p-value (random sign flips of the differences), "
-            "Holm-adjusted p-values over every test shown and the effect size d_z = mean / sd of the differences. "
+            "bootstrap interval, a paired approximate-randomization p-value (random sign flips of the differences, "
+            "two-sided; shown with its Monte-Carlo standard error, and more permutations are drawn while a decision "
+            "threshold is within 3 standard errors), Holm-adjusted p-values over a stated family (--holm-family: the "
+            "pairs of each metric by default) and the effect size d_z = mean / sd of the differences. "
             "dHM per system when the human system is loaded, and the mean human rating per system and aspect "
             "with --judgements. The numbers are the ones the dashboard's Leaderboard page shows."
         ),
@@ -62,6 +66,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples and permutations")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level")
     p.add_argument("--alpha", type=float, default=ALPHA, help="significance level of the clusters (on Holm-adjusted p)")
+    p.add_argument(
+        "--holm-family",
+        choices=FAMILIES,
+        default="metric",
+        help="which tests one Holm adjustment covers: the pairs of systems of each metric, or every test shown",
+    )
 
 
 def one_line(text: object) -> str:
@@ -80,8 +90,20 @@ def _interval(low: float | None, high: float | None, n: int) -> str:
     return SMALL_N_MARK if not has_interval(n) else "—"
 
 
+def _dagger(n: int, value: float | None) -> str:
+    """``†`` after a statistic computed on fewer sequences than an interval needs, else a space."""
+    return SMALL_N_MARK if value is not None and not has_interval(n) else " "
+
+
 def _p(value: float | None) -> str:
     return f"{'—':>8}" if value is None else f"{value:>8.4f}"
+
+
+def _p_se(value: float | None, se: float | None) -> str:
+    """p ± its Monte-Carlo standard error, 16 wide."""
+    if value is None:
+        return f"{'—':>16}"
+    return f"{value:>7.4f} ± {se:<6.4f}" if se is not None else f"{value:>16.4f}"
 
 
 def print_board(board: Leaderboard) -> None:
@@ -112,20 +134,27 @@ def print_board(board: Leaderboard) -> None:
         print("\npairwise: d = A - B per sequence")
         print(
             f"  {'metric':<14} {'A':<{width}} {'B':<{width}} {'N':>6} {'mean d':>9}  {'95% interval':<22}"
-            f" {'p':>8} {'p Holm':>8} {'d_z':>7}  better"
+            f" {'p ± MC SE':>16} {'p Holm':>8} {'d_z':>8}  better"
         )
         for t in board.pairs:
             interval = f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]" if t.ci_low is not None and t.ci_high is not None else SMALL_N_MARK
             print(
                 f"  {t.metric:<14} {one_line(t.system_a):<{width}} {one_line(t.system_b):<{width}} {t.n:>6}"
-                f" {t.mean_difference:>+9.4f}  {interval:<22} {_p(t.p)} {_p(t.p_holm)} {_num(t.effect_size, 7, 2)}"
+                f" {t.mean_difference:>+9.4f}  {interval:<22} {_p_se(t.p, t.p_se)} {_p(t.p_holm)} {_num(t.effect_size, 7, 2)}{_dagger(t.n, t.effect_size)}"
                 f"  {one_line(t.better) if t.better else '—'}"
             )
     settings = board.signature
     print(
         f"\npaired approximate randomization with {settings['permutations']:,} sign-flip permutations, "
         f"paired bootstrap with {settings['resamples']:,} resamples (seed {settings['seed']}), "
-        f"Holm over {len(board.pairs)} tests; clusters at p_holm < {settings['alpha']}. {SMALL_N_NOTE}"
+        f"p two-sided ± its Monte-Carlo standard error (permutations doubled, up to {PERMUTATION_CAP:,}, while a "
+        f"threshold was within 3 SE; most drawn: {max((t.permutations for t in board.pairs), default=0):,}); Holm over "
+        + (
+            f"the {len(board.systems) * (len(board.systems) - 1) // 2} pairs of each metric"
+            if settings.get("holm_family") == "metric"
+            else f"all {len(board.pairs)} tests"
+        )
+        + f"; clusters: no two systems of one cluster differ at p_holm < {settings['alpha']}. {SMALL_N_NOTE}"
     )
     for message in board.notes:
         print(f"note: {message}")
@@ -179,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         confidence=args.confidence,
         alpha=args.alpha,
+        family=args.holm_family,
         human=human,
         ratings=ratings,
         scores_signatures=[index.provenance()["id"]],  # as the dashboard signs the same files

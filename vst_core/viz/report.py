@@ -484,7 +484,7 @@ def leaderboard_cells(board: Leaderboard) -> tuple[pd.DataFrame, pd.DataFrame]:
                 "A − B": f"{t.system_a} − {t.system_b}",
                 "N": f"{t.n:,}",
                 "mean d": f"{t.mean_difference:+.4f}{interval}",
-                "p": p_cell(t.p),
+                "p": p_cell(t.p) + (f" ± {t.p_se:.4f}" if t.p is not None and t.p_se is not None else ""),
                 "p (Holm)": p_cell(t.p_holm) + mark,
                 "better": t.better or "—",
             }
