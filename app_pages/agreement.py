@@ -17,6 +17,7 @@ from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.identity import keys_of
 from vst_core.analysis.meta_eval.report import narrowed
+from vst_core.analysis.meta_eval.stats import resampled_unit
 from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSettings, versus_matrix
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
@@ -323,7 +324,8 @@ with tabs[0]:
     best = best_per_aspect(report.correlations, method)
     cells = correlation_cells(report.correlations, method)
     st.caption(
-        f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). "
+        f"{METHODS[method]} [bootstrap {settings.confidence:.0%} interval, {resampled_unit(report.correlations)} "
+        "resampled: the stories of one sequence are not independent], * p < 0.05, (N stories). "
         f"{SMALL_N_NOTE} "
         "Where two or more metrics are defined for an aspect, the best is highlighted."
     )
@@ -340,11 +342,22 @@ with tabs[0]:
     counted = report.system_correlations[report.system_correlations["method"] == method]["n"]
     systems = int(counted.max()) if len(counted) and counted.notna().any() else 0
     st.subheader(f"System level: means of {systems} systems", divider="gray")
-    st.caption("Each system's mean metric score against its mean human rating; N is the number of systems with both.")
+    st.caption(
+        "Each system's mean metric score against its mean human rating; N is the number of systems with both. "
+        f"Intervals resample {resampled_unit(report.system_correlations)}"
+        + (
+            " (the system means recomputed on each resample)."
+            if "sequence" in resampled_unit(report.system_correlations)
+            else "."
+        )
+    )
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
     download("agreement_with_humans", "Story-level table (CSV)")
     download("system_level", "System-level table (CSV)")
-    paper_caption = f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
+    paper_caption = (
+        f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval, {resampled_unit(report.correlations)} "
+        f"resampled], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
+    )
     x, y = st.columns(2)
     x.download_button(
         "Story-level table (LaTeX, booktabs)",

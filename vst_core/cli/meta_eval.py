@@ -66,6 +66,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--aggregate", choices=("mean", "median"), default=DEFAULTS.aggregate, help="how raters are combined")
     p.add_argument("--resamples", type=int, default=DEFAULTS.resamples, help="bootstrap resamples (0: no intervals)")
+    p.add_argument(
+        "--resample-unit",
+        choices=("sequence", "item"),
+        default=DEFAULTS.resample_unit,
+        help="what a correlation interval resamples: image sequences (every story of a drawn sequence with it; "
+        "the stories of one sequence are not independent) or the stories / systems themselves",
+    )
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="bootstrap seed")
     p.add_argument("--confidence", type=float, default=DEFAULTS.confidence, help="bootstrap interval level")
     p.add_argument("--gap-bins", default=None, help="ranking-gap bin edges, e.g. 0,0.1,0.2,0.3,1 (default: quartiles)")
@@ -109,6 +116,7 @@ def settings_from_args(args: argparse.Namespace) -> MetaSettings:
         baselines=not args.no_baselines,
         meteor=args.meteor,
         pair_aspect=args.pair_aspect,
+        resample_unit=args.resample_unit,
     )
 
 
@@ -211,9 +219,10 @@ def print_agreement(report: MetaReport) -> None:
     width = max(6, *(len(one_line(m)) for m in metrics))
     column = max(22, *(len(one_line(a)) for a in aspects))
     intervals = rows["ci_low"].notna().any()
+    unit = str(rows["resampled"].iat[0]) if "resampled" in rows else "stories"
     print(
         f"{COEFFICIENT.get(method, method)} of each metric with the human ratings, story level"
-        + ("; [interval] and N:" if intervals else "; N (no intervals: --resamples 0, or too few stories):")
+        + (f"; [interval: {unit} resampled] and N:" if intervals else "; N (no intervals: --resamples 0, or too few stories):")
     )
     print(f"  {'metric':<{width}}  " + "  ".join(f"{one_line(a):<{column}}" for a in aspects))
     for metric in metrics:

@@ -34,6 +34,7 @@ import pandas as pd
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import Leaderboard
 from vst_core.analysis.meta_eval import METHODS, MetaReport
+from vst_core.analysis.meta_eval.stats import resampled_unit
 from vst_core.analysis.meta_eval.versus import versus_matrix
 from vst_core.data.images import thumbnail
 from vst_core.data.paths import resolve_image
@@ -182,20 +183,36 @@ def legend_section() -> str:
 
 def system_summary(table: pd.DataFrame, columns: Sequence[str], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """System × metric cells 'mean [low, high] (N n)': the mean over the system's stories with a 95%
-    percentile bootstrap interval (stories resampled, ``numpy.random.default_rng(seed)``); fewer
-    than :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` stories: no interval, marked."""
+    percentile bootstrap interval (``numpy.random.default_rng(seed)``) that resamples the image
+    sequences (column ``sequence``: every story of a drawn sequence with it, as the leaderboard and
+    the agreement tables do), or the stories where the table has no sequences; fewer than
+    :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` stories: no interval, marked."""
+    from vst_core.analysis.meta_eval.stats import group_counts
+
     rng = np.random.default_rng(seed)
     cells: dict[str, dict[str, str]] = {}
     for system, part in table.groupby("system", sort=True):
         for column in columns:
             if column not in part:
                 continue
-            v = part[column].to_numpy(dtype=float)
-            v = v[np.isfinite(v)]
+            values = part[column].to_numpy(dtype=float)
+            finite = np.isfinite(values)
+            v = values[finite]
+            sequences = part["sequence"].astype(str).to_numpy()[finite] if "sequence" in part else None
             if not v.size:
                 text = "–"
             elif not has_interval(v.size) or resamples < 1:
                 text = f"{v.mean():.3f} (N {v.size})" + (SMALL_N_MARK if not has_interval(v.size) else "")
+            elif sequences is not None:
+                step = max(1, 4_000_000 // v.size)
+                means = np.concatenate(
+                    [
+                        (lambda c: (c @ v) / c.sum(axis=1))(group_counts(sequences, min(step, resamples - k), rng))
+                        for k in range(0, resamples, step)
+                    ]
+                )
+                low, high = np.percentile(means, [2.5, 97.5])
+                text = f"{v.mean():.3f} [{low:.3f}, {high:.3f}] (N {v.size})"
             else:
                 step = max(1, 4_000_000 // v.size)
                 means = np.concatenate(
@@ -233,7 +250,7 @@ def build_report(
     summary = system_summary(table, columns, resamples)
     # each exported table says what its numbers are (frame.attrs["caption"]): the coefficient, the interval, N
     summary.attrs["caption"] = (
-        f"mean [95% bootstrap interval, {resamples} resamples of stories] (N stories)"
+        f"mean [95% bootstrap interval, {resamples} resamples of {'image sequences' if 'sequence' in table else 'stories'}] (N stories)"
         if resamples > 0
         else "mean (N stories); no intervals were asked for"
     )
@@ -245,7 +262,10 @@ def build_report(
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
         cells = correlation_cells(meta.correlations, method)
-        cells.attrs["caption"] = f"{METHODS.get(method, method)} [bootstrap 95% interval], * p < 0.05, (N stories)"
+        cells.attrs["caption"] = (
+            f"{METHODS.get(method, method)} [bootstrap 95% interval, {resampled_unit(meta.correlations)} resampled], "
+            "* p < 0.05, (N stories)"
+        )
         tables["agreement"] = cells
         figures["agreement"] = correlation_bars(meta.correlations, method, description)
         html = table_html(cells, f"{cells.attrs['caption']}. {SMALL_N_NOTE}")

@@ -41,6 +41,8 @@ class MetaSettings:
     baselines: bool = True
     meteor: bool = False  # METEOR's Java scorer loads its paraphrase tables for about 13 s: asked for, not by default
     pair_aspect: str | None = None  # pairs from ratings: None = "overall" if judged, else the last; "mean" = mean of aspects
+    # what a correlation interval resamples: the image sequences (their stories are not independent), or the items
+    resample_unit: Literal["sequence", "item"] = "sequence"
 
     def __post_init__(self) -> None:
         if self.aggregate not in ("mean", "median"):
@@ -48,6 +50,8 @@ class MetaSettings:
         unknown = [m for m in (*self.methods, self.bin_method) if m not in METHODS]
         if unknown or not self.methods:
             raise ValueError(f"unknown correlation method(s) {unknown}; choose from {', '.join(METHODS)}")
+        if self.resample_unit not in ("sequence", "item"):
+            raise ValueError(f"resample_unit must be sequence or item, not {self.resample_unit!r}")
         if self.resamples < 0:
             raise ValueError("resamples must be >= 0 (0 turns bootstrap intervals off)")
         if not 0 < self.confidence < 1:

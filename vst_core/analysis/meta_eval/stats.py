@@ -115,6 +115,81 @@ def bootstrap_samples(method: str, x: np.ndarray, y: np.ndarray, resamples: int,
     return out
 
 
+#: Rows of replicate counts held at once by a grouped bootstrap (resamples × pairs per block).
+_COUNTS_BLOCK = 1 << 22
+
+
+def group_counts(groups: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """(resamples, n) replicate counts of n items when their G groups are drawn with replacement
+    (G draws per resample): item i counts as often as its group was drawn.
+
+    >>> c = group_counts(np.array([0, 0, 1]), 4, np.random.default_rng(0))
+    >>> c.shape, bool((c[:, 0] == c[:, 1]).all()), set(c.sum(axis=1) % 1) == {0.0}
+    ((4, 3), True, True)
+    """
+    _, codes = np.unique(groups, return_inverse=True)
+    size = int(codes.max()) + 1 if codes.size else 0
+    drawn = rng.integers(0, max(size, 1), size=(resamples, size))
+    per_group = np.zeros((resamples, size))
+    np.add.at(per_group, (np.repeat(np.arange(resamples), size), drawn.ravel()), 1.0)
+    return per_group[:, codes]
+
+
+def _weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Pearson r of every row's weighted pairs (x, y: (n,) or (R, n); w: (R, n) replicate counts):
+    the coefficient of the data with each pair repeated w times."""
+    total = w.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = (w * x).sum(axis=1, keepdims=True) / total
+        my = (w * y).sum(axis=1, keepdims=True) / total
+        dx, dy = x - mx, y - my
+        num = (w * dx * dy).sum(axis=1)
+        denom = np.sqrt((w * dx * dx).sum(axis=1) * (w * dy * dy).sum(axis=1))
+        return np.where(denom > 1e-12 * np.maximum(total[:, 0], 1), num / np.where(denom > 0, denom, 1), np.nan)
+
+
+def _weighted_midranks(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(R, n): the midrank of each x_i in row r's data, where pair i is repeated w[r, i] times
+    (scipy's ``rankdata`` of the repeated data, average method)."""
+    values, inverse = np.unique(x, return_inverse=True)
+    per_value = np.zeros((w.shape[0], values.size))
+    np.add.at(per_value.T, inverse, w.T)
+    below = np.cumsum(per_value, axis=1) - per_value
+    return (below + (per_value + 1) / 2)[:, inverse]
+
+
+def counts_samples(method: str, x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The coefficient of every resample given as replicate counts (R, n) of the pairs; NaN where a
+    side is constant. Equal to the coefficient of the pairs repeated as counted."""
+    if method == "pearson":
+        return _weighted_pearson(x, y, counts)
+    if method == "spearman":
+        return _weighted_pearson(_weighted_midranks(x, counts), _weighted_midranks(y, counts), counts)
+    variant = method[-1]
+    if x.size > 1000:  # the n x n sign matrices cost more than scipy's O(n log n) per resample
+        out = np.empty(len(counts))
+        for k, row in enumerate(counts):
+            idx = np.repeat(np.arange(x.size), row.astype(int))
+            xs, ys = x[idx], y[idx]
+            out[k] = _coefficient(method, xs, ys)[0] if xs.size > 1 and np.ptp(xs) > 0 and np.ptp(ys) > 0 else np.nan
+        return out
+    matrices = _kendall_matrices(x, y, variant)
+    return _kendall_resampled(matrices, x, y, counts, variant)
+
+
+def grouped_samples(method: str, x: np.ndarray, y: np.ndarray, groups: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The coefficient on ``resamples`` resamples that draw the groups of the pairs (image
+    sequences) with replacement, every pair of a drawn group with it (the stories of one sequence
+    are not independent). ``numpy.random.default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    step = max(1, _COUNTS_BLOCK // max(x.size, 1))
+    parts = [
+        counts_samples(method, x, y, group_counts(groups, min(step, resamples - start), rng))
+        for start in range(0, resamples, step)
+    ]
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
 def correlate(
     metric: Sequence[float] | np.ndarray | pd.Series,
     human: Sequence[float] | np.ndarray | pd.Series,
@@ -123,17 +198,25 @@ def correlate(
     resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    groups: Sequence[Any] | np.ndarray | pd.Series | None = None,
 ) -> dict[str, Correlation]:
     """Spearman ρ, Pearson r, Kendall τ-b and τ-c of paired values (pairs with a NaN are left out),
     each with scipy's p-value, N and a percentile bootstrap interval (none below
-    :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` pairs: the one interval rule). Fewer than 3 pairs or a
-    constant side make a coefficient undefined, with the reason; nothing is filled with 0."""
+    :data:`~vst_core.analysis.intervals.MIN_INTERVAL_N` resampled units: the one interval rule). Fewer than 3 pairs or a
+    constant side make a coefficient undefined, with the reason; nothing is filled with 0.
+
+    ``groups`` (one label per pair, e.g. its image sequence): the bootstrap draws groups, not pairs
+    (:func:`grouped_samples`); without it, pairs are drawn (:func:`bootstrap_samples`)."""
     x = np.asarray(metric, dtype=float)
     y = np.asarray(human, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"metric and human values differ in length ({x.size} vs {y.size})")
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
+    if groups is not None and len(groups) != keep.size:
+        raise ValueError(f"groups must give one label per pair ({len(groups)} labels for {keep.size} pairs)")
+    labels = None if groups is None else np.asarray(pd.Series(list(groups)).astype(str))[keep]
+    units = int(np.unique(labels).size) if labels is not None else int(x.size)
     n = int(x.size)
     reason = None
     if n < 3:
@@ -149,8 +232,12 @@ def correlate(
             continue
         value, p = _coefficient(method, x, y)
         low = high = None
-        if resamples > 0 and has_interval(n):
-            boot = bootstrap_samples(method, x, y, resamples, seed)
+        if resamples > 0 and has_interval(units):
+            boot = (
+                bootstrap_samples(method, x, y, resamples, seed)
+                if labels is None
+                else grouped_samples(method, x, y, labels, resamples, seed)
+            )
             boot = boot[~np.isnan(boot)]
             if boot.size >= resamples / 2:
                 tail = (1 - confidence) / 2 * 100
@@ -163,10 +250,71 @@ def correlate(
             low,
             high,
             None
-            if low is not None or resamples == 0 or not has_interval(n)
+            if low is not None or resamples == 0 or not has_interval(units)
             else "bootstrap interval undefined: most resamples were constant",
         )
     return out
+
+
+def _rowwise_kendall(x: np.ndarray, y: np.ndarray, variant: str) -> np.ndarray:
+    """Kendall τ-b or τ-c of every row of (R, S) values (S small: systems), scipy's formulas."""
+    sx = np.sign(x[:, :, None] - x[:, None, :])
+    sy = np.sign(y[:, :, None] - y[:, None, :])
+    con = (sx * sy).sum(axis=(1, 2)) / 2
+    size = x.shape[1]
+    if variant == "b":
+        denom = np.sqrt((np.abs(sx).sum(axis=(1, 2)) / 2) * (np.abs(sy).sum(axis=(1, 2)) / 2))
+    else:
+        kx = 1 + (np.diff(np.sort(x, axis=1), axis=1) != 0).sum(axis=1)
+        ky = 1 + (np.diff(np.sort(y, axis=1), axis=1) != 0).sum(axis=1)
+        classes = np.minimum(kx, ky).astype(float)
+        denom = np.where(classes > 1, size**2 * (classes - 1) / np.where(classes > 1, classes, 1) / 2, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, con / np.where(denom > 0, denom, 1), np.nan)
+
+
+def system_level_samples(
+    data: pd.DataFrame, metric: str, aspect: str, methods: Sequence[str], resamples: int, seed: int
+) -> dict[str, np.ndarray]:
+    """System-level coefficients on ``resamples`` resamples of the image sequences (``sequence_id``):
+    each resample draws the sequences with replacement, each system's mean metric and mean human
+    score are taken over its stories of the drawn sequences (as often as drawn), and the
+    coefficient is computed over those system means. ``numpy.random.default_rng(seed)``."""
+    part = data[["system", "sequence_id", metric, aspect]].dropna(subset=["system"])
+    systems, system_codes = np.unique(part["system"].astype(str), return_inverse=True)
+    x, y = part[metric].to_numpy(float), part[aspect].to_numpy(float)
+    has_x, has_y = ~np.isnan(x), ~np.isnan(y)
+    x0, y0 = np.where(has_x, x, 0.0), np.where(has_y, y, 0.0)
+    onehot = np.zeros((x.size, systems.size))
+    onehot[np.arange(x.size), system_codes] = 1.0
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[np.ndarray]] = {m: [] for m in methods}
+    step = max(1, _COUNTS_BLOCK // max(x.size, 1))
+    for start in range(0, resamples, step):
+        counts = group_counts(part["sequence_id"].astype(str).to_numpy(), min(step, resamples - start), rng)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mx = ((counts * x0) @ onehot) / ((counts * has_x) @ onehot)
+            my = ((counts * y0) @ onehot) / ((counts * has_y) @ onehot)
+        complete = ~(np.isnan(mx).any(axis=1) | np.isnan(my).any(axis=1))  # a system absent from a resample: undefined
+        for method in methods:
+            if method == "pearson":
+                values = _rowwise_pearson(mx, my)
+            elif method == "spearman":
+                values = _rowwise_pearson(stats.rankdata(mx, axis=1), stats.rankdata(my, axis=1))
+            else:
+                values = _rowwise_kendall(mx, my, method[-1])
+            out[method].append(np.where(complete, values, np.nan))
+    return {m: np.concatenate(v) if v else np.empty(0) for m, v in out.items()}
+
+
+def _percentile_interval(boot: np.ndarray, resamples: int, confidence: float) -> tuple[float | None, float | None]:
+    """The percentile interval of the defined resamples; none when fewer than half are defined."""
+    boot = boot[~np.isnan(boot)]
+    if boot.size < resamples / 2 or not boot.size:
+        return None, None
+    tail = (1 - confidence) / 2 * 100
+    low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
+    return low, high
 
 
 def system_means(data: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
@@ -185,27 +333,73 @@ def correlation_table(
     tick: Callable[[], object] | None = None,
 ) -> pd.DataFrame:
     """Every metric × aspect × method (RoViST Table 1), story level or over system means;
-    ``tick`` is called after each metric × aspect cell (for a progress bar)."""
+    ``tick`` is called after each metric × aspect cell (for a progress bar).
+
+    Intervals resample what is independent (``settings.resample_unit``): with ``"sequence"`` (the
+    default, where ``data`` has ``sequence_id``) the image sequences, every story of a drawn
+    sequence with it, at both levels (system level: the system means are recomputed on each
+    resample), as the leaderboard does; with ``"item"`` the stories or the systems themselves.
+    Column ``resampled`` names what was drawn."""
+    by_sequence = settings.resample_unit == "sequence" and "sequence_id" in data
     frame = system_means(data, [*metrics, *aspects]) if level == "system" else data
+    unit = "sequences" if by_sequence else ("systems" if level == "system" else "stories")
     rows = []
     for metric in metrics:
         for aspect in aspects:
             if metric not in frame or aspect not in frame:
                 continue
-            results = correlate(
-                frame[metric],
-                frame[aspect],
-                settings.methods,
-                resamples=settings.resamples,
-                seed=settings.seed,
-                confidence=settings.confidence,
-            )
+            if level == "system" and by_sequence:
+                results = _system_level(data, frame, metric, aspect, settings)
+            else:
+                results = correlate(
+                    frame[metric],
+                    frame[aspect],
+                    settings.methods,
+                    resamples=settings.resamples,
+                    seed=settings.seed,
+                    confidence=settings.confidence,
+                    groups=frame["sequence_id"] if by_sequence else None,
+                )
             for r in results.values():
-                rows.append({"level": level, "metric": metric, "aspect": aspect, **asdict(r)})
+                rows.append({"level": level, "metric": metric, "aspect": aspect, **asdict(r), "resampled": unit})
             if tick is not None:
                 tick()
-    columns = ["level", "metric", "aspect", "method", "value", "p", "n", "ci_low", "ci_high", "undefined"]
+    columns = ["level", "metric", "aspect", "method", "value", "p", "n", "ci_low", "ci_high", "undefined", "resampled"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def resampled_unit(table: pd.DataFrame) -> str:
+    """What the intervals of a correlation table resampled, in words (``image sequences``,
+    ``stories``, ``systems``), from its ``resampled`` column; ``stories`` for an older table.
+
+    >>> resampled_unit(pd.DataFrame({"resampled": ["sequences"]}))
+    'image sequences'
+    """
+    found = [str(v) for v in dict.fromkeys(table["resampled"])] if "resampled" in table and len(table) else ["stories"]
+    return " and ".join("image sequences" if v == "sequences" else v for v in found)
+
+
+def _system_level(
+    data: pd.DataFrame, means: pd.DataFrame, metric: str, aspect: str, settings: MetaSettings
+) -> dict[str, Correlation]:
+    """System-level coefficients over ``means`` with intervals from :func:`system_level_samples`
+    (none below the minimum N of sequences, or where the coefficient itself is undefined)."""
+    from dataclasses import replace
+
+    results = correlate(means[metric], means[aspect], settings.methods, resamples=0)
+    both = data[data[metric].notna() & data[aspect].notna()]
+    sequences = int(both["sequence_id"].nunique())
+    defined = [m for m, r in results.items() if r.value is not None]
+    if settings.resamples == 0 or not defined:
+        return results
+    if not has_interval(sequences):
+        return results
+    boots = system_level_samples(data, metric, aspect, defined, settings.resamples, settings.seed)
+    for method in defined:
+        low, high = _percentile_interval(boots[method], settings.resamples, settings.confidence)
+        why = None if low is not None else "bootstrap interval undefined: most resamples lacked a system or were constant"
+        results[method] = replace(results[method], ci_low=low, ci_high=high, undefined=why)
+    return results
 
 
 def best_per_aspect(table: pd.DataFrame, method: str, tolerance: float = 1e-9) -> dict[str, set[str]]:
