@@ -394,6 +394,18 @@ with tabs[3]:
             st.caption("agreement = k: k raters order the pair as the aggregate does (VHED keeps pairs with k ≥ 4 of 5).")
         st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
     download("pairwise_accuracy", "Pairwise accuracy (CSV)")
+    calibrated = report.tie_calibrated
+    if len(calibrated):
+        st.markdown("**With ties: WMT's tie calibration**")
+        st.caption(
+            "acc_eq (Deutsch, Foster and Freitag 2023, as WMT's mt-metrics-eval computes it): the people's ties join the "
+            f"pairs ({int(calibrated['human_ties'].max())} tied pairs here); the metric ties a pair when its difference is "
+            "at most ε, and a pair is right when both tie or both order it alike; ε is chosen to maximise the accuracy "
+            "(accuracy_at_0: with ε = 0). vrank_accuracy: the rule above, on the ranked pairs only. A pairwise file's "
+            "pairs have no ties, so ε only decides how the metric's own near-ties count."
+        )
+        st.dataframe(calibrated.round(4), hide_index=True, width="stretch")
+        download("pairwise_tie_calibrated", "Pairwise accuracy with tie calibration (CSV)")
     download("pairs", "The pairs, with gap and common raters (CSV)")
     if "Vrank" in report.metrics:
         learned_workbench(report, card, vrank_folder)

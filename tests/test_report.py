@@ -403,7 +403,11 @@ def test_each_paper_table_names_its_coefficient_interval_and_n(tmp_path: Path) -
     _report(tmp_path, "--latex", str(tex), "--markdown", str(md), "--method", "kendall_c")
     captions = [line for line in tex.read_text(encoding="utf-8").splitlines() if line.startswith("\\caption")]
     agreement = next(c for c in captions if c.startswith("\\caption{agreement:"))
-    assert "Kendall" in agreement and "bootstrap 95\\% interval, image sequences resampled" in agreement and "(N stories)" in agreement
+    assert (
+        "Kendall" in agreement
+        and "bootstrap 95\\% interval, image sequences resampled" in agreement
+        and "(N stories)" in agreement
+    )
     systems = next(c for c in captions if c.startswith("\\caption{systems:"))
     assert "mean [95\\% bootstrap interval, 200 resamples of image sequences] (N stories)" in systems
     assert "Kendall" in md.read_text(encoding="utf-8")

@@ -23,6 +23,8 @@ from vst_core.analysis.meta_eval.stats import (
     mode_split,
     pairs_from_ratings,
     pairwise_table,
+    tie_calibration_table,
+    tied_pairs,
 )
 from vst_core.data.csv_out import frame_csv
 from vst_core.metric_spec import registry
@@ -83,6 +85,8 @@ class MetaReport:
     # pairwise accuracy of every metric on the pairs none of whose stories a learned metric was trained on
     held_out: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)  # what was done, as information (not problems)
+    # pairwise accuracy with the people's ties and WMT's tie calibration (acc_eq, its ε), beside Vrank's rule
+    tie_calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The downloadable tables by file stem."""
@@ -90,6 +94,7 @@ class MetaReport:
             "agreement_with_humans": self.correlations,
             "system_level": self.system_correlations,
             "pairwise_accuracy": self.pairwise,
+            "pairwise_tie_calibrated": self.tie_calibrated,
             "bins": self.bins,
             "error_correlations": self.error_correlations,
             "inter_rater": self.agreement,
@@ -260,6 +265,8 @@ def run_meta_eval(
     if margins is None and not isinstance(records, pd.DataFrame):
         margins = pair_margins(records)
     pairwise = pairwise_table(pairs, scores if len(judgements.pairs) else data, chosen, settings.gap_edges, margins)
+    ties = _story_ties(judgements, data, chosen_aspects, settings)
+    tie_calibrated = tie_calibration_table(pairs, ties, scores if len(judgements.pairs) else data, chosen, margins)
     if len(judgements.pairs):
         unknown = (~pairs["better"].isin(scores.index) | ~pairs["worse"].isin(scores.index)).sum()
         if unknown:
@@ -297,6 +304,7 @@ def run_meta_eval(
         pairs=pairs,
         pairs_source=pairs_source,
         pairwise=pairwise,
+        tie_calibrated=tie_calibrated,
         bins=bins,
         error_correlations=error_table(data, [*chosen, *chosen_aspects], errors),
         unavailable=unavailable,
@@ -337,6 +345,7 @@ def narrowed(report: MetaReport, metrics: Sequence[str], settings: MetaSettings)
         system_correlations=only(report.system_correlations, "metric", keep),
         pairwise=only(report.pairwise, "metric", keep),
         held_out=only(report.held_out, "metric", keep),
+        tie_calibrated=only(report.tie_calibrated, "metric", keep),
         bins=only(report.bins, "metric", keep),
         error_correlations=only(report.error_correlations, "column", [*keep, *report.aspects]),
     )
@@ -364,6 +373,17 @@ def _story_pairs(
         aspect = aspects[-1]
     pairs = pairs_from_ratings(data[aspect], data["sequence_id"], judgements.ratings, aspect)
     return pairs, f"every two stories of a sequence, ordered by the {settings.aggregate} '{aspect}' rating"
+
+
+def _story_ties(judgements: Judgements, data: pd.DataFrame, aspects: list[str], settings: MetaSettings) -> pd.DataFrame:
+    """The stories people rated equally, by the rating :func:`_story_pairs` orders pairs with
+    (none for a pairwise file: its pairs are ranked)."""
+    if len(judgements.pairs) or not aspects or "sequence_id" not in data:
+        return tied_pairs(pd.Series(dtype=float), pd.Series(dtype=str))
+    if settings.pair_aspect == "mean":
+        return tied_pairs(data[aspects].mean(axis=1), data["sequence_id"])
+    aspect = settings.pair_aspect or ("overall" if "overall" in aspects else aspects[-1])
+    return tied_pairs(data[aspect if aspect in data else aspects[-1]], data["sequence_id"])
 
 
 def _bins(

@@ -496,6 +496,97 @@ def pairwise_accuracy(
     }
 
 
+def tie_calibrated_accuracy(delta: np.ndarray, human: np.ndarray) -> dict[str, Any]:
+    """Pairwise accuracy with ties and tie calibration (Deutsch, Foster and Freitag 2023, "Ties
+    Matter", as WMT's ``mt-metrics-eval`` computes ``acc_eq``): over pairs with the metric's
+    difference ``delta`` (oriented: > 0 prefers the first story) and the people's verdict ``human``
+    (+1 first better, −1 second better, 0 a tie), the metric ties a pair when |delta| ≤ ε, and a pair
+    is right when both tie or both order it the same way. ε is chosen to maximise the accuracy
+    (the smallest such ε), from 0 and every |delta|; without ties among the people, ε = 0 gives
+    the Vrank rule except that a metric's exact tie is right only against a people's tie.
+
+    >>> r = tie_calibrated_accuracy(np.array([0.5, 0.01, -0.2, 0.0]), np.array([1, 0, 1, 0]))
+    >>> r["accuracy"], r["epsilon"], r["accuracy_at_0"]
+    (0.75, 0.01, 0.5)
+    """
+    delta, human = np.asarray(delta, float), np.sign(np.asarray(human, float))
+    keep = np.isfinite(delta) & np.isfinite(human)
+    delta, human = delta[keep], human[keep]
+    n = int(delta.size)
+    out: dict[str, Any] = {
+        "n": n,
+        "human_ties": int((human == 0).sum()),
+        "accuracy": None,
+        "epsilon": None,
+        "accuracy_at_0": None,
+    }
+    if not n:
+        return out
+    size = np.abs(delta)
+    order = np.argsort(size, kind="stable")
+    size, tie_ok = size[order], (human == 0)[order]
+    ordered_ok = ((np.sign(delta) == human) & (human != 0))[order]
+    cum_tie, cum_ordered = np.cumsum(tie_ok), np.cumsum(ordered_ok)
+    last = np.r_[np.flatnonzero(np.diff(size) > 0), n - 1]  # the last pair of each distinct |delta|
+    correct = cum_tie[last] + (cum_ordered[-1] - cum_ordered[last])
+    candidates = size[last]
+    if candidates[0] > 0:  # ε = 0 ties nothing when no difference is exactly 0
+        candidates, correct = np.r_[0.0, candidates], np.r_[cum_ordered[-1], correct]
+    best = int(np.argmax(correct))  # the first maximum: the smallest ε
+    out.update(accuracy=float(correct[best]) / n, epsilon=float(candidates[best]), accuracy_at_0=float(correct[0]) / n)
+    return out
+
+
+def tied_pairs(human: pd.Series, sequences: pd.Series) -> pd.DataFrame:
+    """Every two stories of the same image sequence that people rated equally (aggregated ratings
+    equal to :data:`GAP_DECIMALS`): the pairs :func:`pairs_from_ratings` leaves out, as
+    ``sequence_id, first, second``."""
+    frame = pd.DataFrame({"h": human, "seq": sequences}).dropna()
+    rows = []
+    for seq, group in frame.groupby("seq", sort=False):
+        ids = list(group.index)
+        for i, a in enumerate(ids):
+            for b in ids[i + 1 :]:
+                if round(abs(float(group.at[a, "h"]) - float(group.at[b, "h"])), GAP_DECIMALS) == 0:
+                    rows.append({"sequence_id": seq, "first": a, "second": b})
+    return pd.DataFrame(rows, columns=["sequence_id", "first", "second"])
+
+
+def tie_calibration_table(
+    pairs: pd.DataFrame,
+    ties: pd.DataFrame,
+    data: pd.DataFrame,
+    metrics: Sequence[str],
+    margins: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
+) -> pd.DataFrame:
+    """Per metric, :func:`tie_calibrated_accuracy` over the ranked ``pairs`` (better, worse) and
+    the people's ``ties`` (first, second), beside the Vrank rule's accuracy on the ranked pairs."""
+    columns = ["metric", "n", "human_ties", "accuracy", "epsilon", "accuracy_at_0", "vrank_accuracy"]
+    rows = []
+    for metric in metrics:
+        if metric not in data:
+            continue
+        own = (margins or {}).get(metric)
+        scores = _oriented(data[metric], metric)
+
+        def delta(
+            a: pd.Series, b: pd.Series, own: Mapping[tuple[str, str], float] | None = own, scores: pd.Series = scores
+        ) -> np.ndarray:
+            if own is not None:
+                return np.array(
+                    [own.get((x, y), -own[(y, x)] if (y, x) in own else np.nan) for x, y in zip(a, b, strict=True)], float
+                )
+            found: np.ndarray = (a.map(scores) - b.map(scores)).to_numpy(float)
+            return found
+
+        ranked = delta(pairs["better"], pairs["worse"]) if len(pairs) else np.empty(0)
+        tied = delta(ties["first"], ties["second"]) if len(ties) else np.empty(0)
+        result = tie_calibrated_accuracy(np.r_[ranked, tied], np.r_[np.ones(ranked.size), np.zeros(tied.size)])
+        vrank = pairwise_accuracy(pairs, scores, own)["accuracy"] if len(pairs) else None
+        rows.append({"metric": metric, **result, "vrank_accuracy": vrank})
+    return pd.DataFrame(rows, columns=columns)
+
+
 def gap_edges(gaps: pd.Series, bins: int = 4) -> list[float]:
     """Edges splitting the ranking gaps into ``bins`` groups of about equal size (quantiles, rounded
     as the gaps are); the first bin is closed on the left so it holds the smallest gap."""
