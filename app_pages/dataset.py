@@ -170,13 +170,17 @@ def find_slices() -> None:
         found = loading.found_slices(table, view.key, metric, (first, second), pairs, min_size)
         systems = [first]
         st.caption(
-            f"Per image sequence both wrote for: d = {md(first)} − {md(second)} on {md(metric)} (higher = better); "
-            f"descriptors of {md(first)}'s story. Effect = mean d in the slice; p: Welch's t, slice against the rest."
+            f"Per image sequence both wrote for: d = {md(first)} − {md(second)} on {md(metric)} (higher = better), "
+            f"each system's value being the mean of its stories on the sequence (as on the Leaderboard); descriptors "
+            f"of {md(first)}'s stories there. Effect = mean d in the slice; p: Welch's t, slice against the rest."
         )
     st.caption(
         f"Candidates: every descriptor (quantile bins of 4) and every two together with at least {min_size} items "
         f"({found.attrs.get('candidates', 0)} tested); p_bh: Benjamini–Hochberg over all of them; 95% bootstrap interval "
-        "(1000 resamples). Most negative effect first; click a row to open the slice in the table above."
+        "(1000 resamples). Ranked by bound, most negative first: the end nearest zero of the effect's interval that holds "
+        "for every candidate at once (Bonferroni over those tested), so a slice ranks high when it is surely bad, not "
+        "when it is small (by raw effect, random parts of a bad slice outrank it). Click a row to open the slice in the "
+        "table above."
     )
     items = int(found.attrs.get("items", 0))
     if not found.attrs.get("candidates", 0):

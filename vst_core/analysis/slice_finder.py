@@ -20,6 +20,16 @@ p-values are two-sided and adjusted over every candidate tested by Benjamini–H
 discovery rate, ``p_bh``); the slices shown carry a percentile bootstrap interval of the effect
 (items of the slice resampled; for a correlation, r_all held fixed).
 
+Slices are ranked by ``bound``, the end nearest zero of the effect's simultaneous 95% interval
+over the K candidates tested (Bonferroni: z_K = Φ⁻¹(1 − 0.025/K); for a mean, effect + z_K·sd/√n;
+for a correlation, tanh(atanh r_slice + z_K/√(n − 3)) − r_all), most negative first: a slice is
+listed high when it is surely bad after looking at every candidate, not when it is small. Ranking
+by the raw effect rewarded sub-slices: a part of a bad slice, cut smaller, has a more extreme
+effect by chance (random quarters of a planted slice of 961 outranked it); a 95% bound per slice
+still let a lucky quarter win, the simultaneous one widens with the search as chance winners
+become likelier. It needs no prior (as shrinkage would) and, unlike ranking by p, does not put a
+large mildly worse slice above a large much worse one.
+
 >>> frame = pd.DataFrame({"words": [3, 5, 8, 13]})
 >>> [c.label() for c in numeric_conditions(frame["words"], "words", 2)]
 ['words in [3, 6.5]', 'words in (6.5, 13]']
@@ -204,7 +214,9 @@ def benjamini_hochberg(p: np.ndarray) -> np.ndarray:
     return out
 
 
-COLUMNS = ["slice", "size", "effect", "ci_low", "ci_high", "value", "overall", "p", "p_bh", "conditions"]
+COLUMNS = ["slice", "size", "effect", "bound", "ci_low", "ci_high", "value", "overall", "p", "p_bh", "conditions"]
+#: The two-sided level of the simultaneous interval whose end ranks the slices.
+BOUND_LEVEL = 0.05
 
 
 def _pearson_from_sums(
@@ -273,7 +285,7 @@ def metric_slices(
     total_n = int(ok.sum())
     overall = _pearson(xs[ok], ys[ok])
     sums_all = np.array([total_n, xs.sum(), ys.sum(), (xs * xs).sum(), (ys * ys).sum(), (xs * ys).sum()])
-    found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
+    found: list[Candidate] = []
     for levels, codes, size in _candidates(descriptors, pairs):
         codes = np.where(ok, codes, -1)
         n, sx, sy, sxx, syy, sxy = _grouped(codes, size, xs, ys, xs * xs, ys * ys, xs * ys)
@@ -286,10 +298,36 @@ def metric_slices(
                 1 / (n - 3) + 1 / (nr - 3)
             )
         p = 2 * stats.norm.sf(np.abs(z))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            centre, scale = np.arctanh(np.clip(r, -0.999999, 0.999999)), 1 / np.sqrt(n - 3)
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(r) & np.isfinite(p)):
-            found.append((levels[g], float(n[g]), float(r[g] - overall), float(r[g]), float(p[g])))
+            found.append(
+                (
+                    levels[g],
+                    float(n[g]),
+                    float(r[g] - overall),
+                    float(r[g]),
+                    float(p[g]),
+                    (float(centre[g]), float(scale[g]), True),
+                )
+            )
     out = _ranked(found, overall, top, lambda members, rng: _boot_corr(xs, ys, ok, members, overall, resamples, rng), table, seed)
     out.attrs["items"] = total_n  # stories with the metric and the rating: a slice and the rest need min_size each
+    return out
+
+
+#: A candidate slice: (conditions, size, effect, value, p, (centre, scale, is_correlation)): its bound
+#: is centre + z·scale, through tanh and minus r_all for a correlation (see :func:`_bounds`).
+Candidate = tuple[tuple[Condition, ...], float, float, float, float, tuple[float, float, bool]]
+
+
+def _bounds(found: Sequence[Candidate], overall: float) -> np.ndarray:
+    """Each candidate's ranking bound: the end nearest zero of its simultaneous interval over all
+    of ``found`` (Bonferroni, :data:`BOUND_LEVEL`)."""
+    z = float(stats.norm.isf(BOUND_LEVEL / 2 / max(len(found), 1)))
+    out = np.empty(len(found))
+    for k, (_, _, _, _, _, (centre, scale, correlation)) in enumerate(found):
+        out[k] = math.tanh(centre + z * scale) - overall if correlation else centre + z * scale
     return out
 
 
@@ -335,13 +373,26 @@ def with_human(table: pd.DataFrame, judgements: Judgements, how: str = "mean") -
 
 
 def paired_differences(table: pd.DataFrame, metric: str, system_a: str, system_b: str) -> pd.DataFrame:
-    """A's rows of ``table`` for the image sequences both systems wrote for (one story per system
-    and sequence: the first), with ``difference`` = A − B of the metric oriented higher = better."""
+    """One row per image sequence both systems wrote for, with ``difference`` = A − B of the metric
+    oriented higher = better, each system's value on a sequence being the mean of its stories there
+    (the leaderboard's definition, :func:`vst_core.analysis.leaderboard.sequence_matrix`). The
+    row's descriptors are A's: numbers averaged over A's stories of the sequence, anything else
+    from its first; ``stories_a`` counts them."""
     sign = -1.0 if direction_of(metric) == "lower" else 1.0
-    a = table[table["system"] == system_a].drop_duplicates("sequence")
-    b = table[table["system"] == system_b].drop_duplicates("sequence").set_index("sequence")[metric]
-    out = a[a["sequence"].isin(b.index)].copy()
-    out["difference"] = sign * (out[metric].to_numpy(dtype=float) - b.reindex(out["sequence"]).to_numpy(dtype=float))
+    mine = table[table["system"] == system_a]
+    theirs = table[table["system"] == system_b].groupby("sequence", sort=False)[metric].mean()
+    numeric = [
+        c
+        for c in mine.columns
+        if c != "sequence" and pd.api.types.is_numeric_dtype(mine[c]) and not pd.api.types.is_bool_dtype(mine[c])
+    ]
+    grouped = mine.groupby("sequence", sort=False)
+    out = grouped.first()
+    out[numeric] = grouped[numeric].mean()
+    out["stories_a"] = grouped.size()
+    out = out.reset_index()
+    out = out[out["sequence"].isin(theirs.index)].copy()
+    out["difference"] = sign * (out[metric].to_numpy(dtype=float) - theirs.reindex(out["sequence"]).to_numpy(dtype=float))
     return out[np.isfinite(out["difference"].to_numpy(dtype=float))].reset_index(drop=True)
 
 
@@ -367,7 +418,7 @@ def system_slices(
     v, centre, spread = _centred(d, np.isfinite(d))
     v = np.where(np.isfinite(d), v, d)  # a NaN difference stays NaN, as before
     total = np.array([v.size, v.sum(), (v * v).sum()])
-    found: list[tuple[tuple[Condition, ...], float, float, float, float]] = []
+    found: list[Candidate] = []
     for levels, codes, size in _candidates(descriptors, pairs):
         n, s, ss = _grouped(codes, size, v, v * v)
         nr, sr, ssr = total[:, None] - np.vstack([n, s, ss])
@@ -379,9 +430,12 @@ def system_slices(
             t = (mean - mean_r) / np.sqrt(se2)
             df = se2**2 / ((var / n) ** 2 / (n - 1) + (var_r / nr) ** 2 / (nr - 1))
             effect = centre + 2 * spread * mean
+            se = 2 * spread * np.sqrt(var / n)
         p = 2 * stats.t.sf(np.abs(t), df)
         for g in np.flatnonzero((n >= min_size) & (nr >= min_size) & np.isfinite(p)):
-            found.append((levels[g], float(n[g]), float(effect[g]), float(effect[g]), float(p[g])))
+            found.append(
+                (levels[g], float(n[g]), float(effect[g]), float(effect[g]), float(p[g]), (float(effect[g]), float(se[g]), False))
+            )
     out = _ranked(found, overall, top, lambda members, rng: _boot_mean(d, members, resamples, rng), paired, seed)
     out.attrs["items"] = int(d.size)  # image sequences both systems wrote for
     return out
@@ -396,22 +450,25 @@ def _boot_mean(d: np.ndarray, members: np.ndarray, resamples: int, rng: np.rando
 
 
 def _ranked(
-    found: list[tuple[tuple[Condition, ...], float, float, float, float]],
+    found: list[Candidate],
     overall: float,
     top: int,
     interval: Callable[[np.ndarray, np.random.Generator], tuple[float, float]],
     table: pd.DataFrame,
     seed: int,
 ) -> pd.DataFrame:
-    """The candidates by effect (most negative first), BH-adjusted over all of them, the ``top`` with intervals."""
+    """The candidates by ``bound`` (:func:`_bounds`, most negative first; then the effect, then p),
+    BH-adjusted over all of them, the ``top`` with intervals."""
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     p_bh = benjamini_hochberg(np.array([f[4] for f in found]))
-    order = sorted(range(len(found)), key=lambda i: (found[i][2], found[i][4]))[:top]
+    bounds = _bounds(found, overall)
+    order = sorted(range(len(found)), key=lambda i: (bounds[i], found[i][2], found[i][4]))[:top]
     rng = np.random.default_rng(seed)
     rows = []
     for i in order:
-        conditions, n, effect, value, p = found[i]
+        conditions, n, effect, value, p, _ = found[i]
+        bound = float(bounds[i])
         members = np.ones(len(table), dtype=bool)
         for c in conditions:
             members &= c.mask(table)
@@ -421,6 +478,7 @@ def _ranked(
                 "slice": " & ".join(c.label() for c in conditions),
                 "size": int(n),
                 "effect": effect,
+                "bound": bound,
                 "ci_low": low,
                 "ci_high": high,
                 "value": value,
