@@ -95,15 +95,24 @@ def _dagger(n: int, value: float | None) -> str:
     return SMALL_N_MARK if value is not None and not has_interval(n) else " "
 
 
+def _short(value: float) -> str:
+    """A p or its standard error in 7 characters: 4 decimals, or 1.0e-06 below 0.0001."""
+    return f"{value:.4f}" if round(value, 4) >= 1e-4 or value == 0 else f"{value:.1e}"
+
+
 def _p(value: float | None) -> str:
-    return f"{'—':>8}" if value is None else f"{value:>8.4f}"
+    return f"{'—':>8}" if value is None else f"{_short(value):>8}"
 
 
 def _p_se(value: float | None, se: float | None) -> str:
-    """p ± its Monte-Carlo standard error, 16 wide."""
+    """p ± its Monte-Carlo standard error, 18 wide.
+
+    >>> _p_se(0.04841, 0.00021), _p_se(1e-06, 1e-06)
+    ('  0.0484 ± 0.0002 ', ' 1.0e-06 ± 1.0e-06')
+    """
     if value is None:
-        return f"{'—':>16}"
-    return f"{value:>7.4f} ± {se:<6.4f}" if se is not None else f"{value:>16.4f}"
+        return f"{'—':>18}"
+    return f"{_short(value):>8} ± {_short(se):<7}" if se is not None else f"{_short(value):>18}"
 
 
 def print_board(board: Leaderboard) -> None:
@@ -134,7 +143,7 @@ def print_board(board: Leaderboard) -> None:
         print("\npairwise: d = A - B per sequence")
         print(
             f"  {'metric':<14} {'A':<{width}} {'B':<{width}} {'N':>6} {'mean d':>9}  {'95% interval':<22}"
-            f" {'p ± MC SE':>16} {'p Holm':>8} {'d_z':>8}  better"
+            f" {'p ± MC SE':>18} {'p Holm':>8} {'d_z':>8}  better"
         )
         for t in board.pairs:
             interval = f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]" if t.ci_low is not None and t.ci_high is not None else SMALL_N_MARK
@@ -150,7 +159,9 @@ def print_board(board: Leaderboard) -> None:
         f"p two-sided ± its Monte-Carlo standard error (permutations doubled, up to {PERMUTATION_CAP:,}, while a "
         f"threshold was within 3 SE; most drawn: {max((t.permutations for t in board.pairs), default=0):,}); Holm over "
         + (
-            f"the {len(board.systems) * (len(board.systems) - 1) // 2} pairs of each metric"
+            (lambda k: f"the {k} pair{'s' if k != 1 else ''} of systems of each metric")(
+                len(board.systems) * (len(board.systems) - 1) // 2
+            )
             if settings.get("holm_family") == "metric"
             else f"all {len(board.pairs)} tests"
         )

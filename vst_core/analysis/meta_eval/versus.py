@@ -12,9 +12,11 @@ oriented so that higher = better, :func:`~vst_core.analysis.meta_eval.stats._ori
 
   (defined for Pearson r; applied to Spearman ρ it is the same test on ranks).
 * **PERM-BOTH** (Deutsch, Dror and Roth 2021): per story, the two metrics' standardised scores are
-  swapped with probability ½; p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + permutations), two-sided, Δ = r(a,h) − r(b,h).
-  Standardising (z-scores) makes swapping meaningful between metrics on different scales and leaves
-  every correlation unchanged.
+  swapped with probability ½; p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + permutations), two-sided, Δ = r(a,h) − r(b,h),
+  with its Monte-Carlo standard error; permutations are doubled (up to 100,000) while α is within 3
+  standard errors of p. Williams' p and this p are two-sided; WMT's ``mt-metrics-eval`` reports
+  one-sided p (a better than b): half of these for the metric ahead. Standardising (z-scores) makes
+  swapping meaningful between metrics on different scales and leaves every correlation unchanged.
 * a **paired bootstrap** interval of Δ: stories resampled with replacement, both correlations
   recomputed on the same resample.
 * **pairwise accuracy** (Vrank Eq. 1-2, ties wrong) compared the same way: per judged pair the two
@@ -28,7 +30,7 @@ oriented so that higher = better, :func:`~vst_core.analysis.meta_eval.stats._ori
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +45,24 @@ VERSUS_METHODS = ("pearson", "spearman")
 ALPHA = 0.05
 #: Rows of resamples processed at once (bounds memory at about BLOCK × N floats).
 _BLOCK = 256
+#: The most permutations a PERM-BOTH or accuracy test is extended to while α lies near its p.
+VERSUS_PERMUTATION_CAP = 100_000
+
+
+def _extended(hits: int, used: int, draw: Callable[[int], int], cap: int = VERSUS_PERMUTATION_CAP) -> tuple[float, float, int]:
+    """(p, its Monte-Carlo standard error, permutations drawn): p = (1 + hits) / (1 + used), then,
+    while α is within 3 standard errors of p and fewer than ``cap`` were drawn, as many again by
+    ``draw(k)`` (the hits of k more permutations, from the same stream)."""
+    from vst_core.analysis.paired_tests import SE_MARGIN, p_standard_error
+
+    while True:
+        p = (1 + hits) / (1 + used)
+        se = p_standard_error(p, used)
+        if used >= cap or abs(p - ALPHA) >= SE_MARGIN * se:
+            return p, se, used
+        more = min(used, cap - used)
+        hits += draw(more)
+        used += more
 
 
 @dataclass(frozen=True)
@@ -131,16 +151,21 @@ def correlation_difference(
     za, zb = _standardised(a), _standardised(b)
     h_ranked = stats.rankdata(h) if method == "spearman" else h
     rng = np.random.default_rng(settings.seed)
-    hits = 0
-    for start in range(0, settings.permutations, _BLOCK):
-        rows = min(_BLOCK, settings.permutations - start)
-        swap = rng.random((rows, n)) < 0.5
-        pa, pb = np.where(swap, zb, za), np.where(swap, za, zb)
-        if method == "spearman":  # the human side is the same in every permutation: ranked once
-            pa, pb = stats.rankdata(pa, axis=1), stats.rankdata(pb, axis=1)
-        hh = np.broadcast_to(h_ranked, (rows, n))
-        d = _rowwise_pearson(pa, hh) - _rowwise_pearson(pb, hh)
-        hits += int(np.sum(np.abs(d) >= abs(diff) - 1e-12))
+
+    def draw(count: int) -> int:
+        hits = 0
+        for start in range(0, count, _BLOCK):
+            rows = min(_BLOCK, count - start)
+            swap = rng.random((rows, n)) < 0.5
+            pa, pb = np.where(swap, zb, za), np.where(swap, za, zb)
+            if method == "spearman":  # the human side is the same in every permutation: ranked once
+                pa, pb = stats.rankdata(pa, axis=1), stats.rankdata(pb, axis=1)
+            hh = np.broadcast_to(h_ranked, (rows, n))
+            d = _rowwise_pearson(pa, hh) - _rowwise_pearson(pb, hh)
+            hits += int(np.sum(np.abs(d) >= abs(diff) - 1e-12))
+        return hits
+
+    hits = draw(settings.permutations)
     boot = np.empty(settings.permutations)
     for start in range(0, settings.permutations, _BLOCK):
         rows = min(_BLOCK, settings.permutations - start)
@@ -159,10 +184,15 @@ def correlation_difference(
             "ci_high": high,
             "williams_t": None if math.isnan(t) else t,
             "p_williams": None if math.isnan(p) else p,
-            "p_permutation": (1 + hits) / (1 + settings.permutations),
+            **_permutation_fields(_extended(hits, settings.permutations, draw)),
         }
     )
     return out
+
+
+def _permutation_fields(found: tuple[float, float, int]) -> dict[str, float | int]:
+    p, se, used = found
+    return {"p_permutation": p, "p_permutation_se": se, "permutations": used}
 
 
 def pair_verdicts(
@@ -199,11 +229,16 @@ def accuracy_difference(
     d = ca - cb
     diff = float(d.mean())
     rng = np.random.default_rng(settings.seed)
-    hits = 0
-    for start in range(0, settings.permutations, _BLOCK):
-        rows = min(_BLOCK, settings.permutations - start)
-        sign = np.where(rng.random((rows, n)) < 0.5, -1.0, 1.0)
-        hits += int(np.sum(np.abs((sign * d).mean(axis=1)) >= abs(diff) - 1e-12))
+
+    def draw(count: int) -> int:
+        hits = 0
+        for start in range(0, count, _BLOCK):
+            rows = min(_BLOCK, count - start)
+            sign = np.where(rng.random((rows, n)) < 0.5, -1.0, 1.0)
+            hits += int(np.sum(np.abs((sign * d).mean(axis=1)) >= abs(diff) - 1e-12))
+        return hits
+
+    hits = draw(settings.permutations)
     boot = np.empty(settings.permutations)
     for start in range(0, settings.permutations, _BLOCK):
         rows = min(_BLOCK, settings.permutations - start)
@@ -217,7 +252,7 @@ def accuracy_difference(
             "difference": diff,
             "ci_low": low,
             "ci_high": high,
-            "p_permutation": (1 + hits) / (1 + settings.permutations),
+            **_permutation_fields(_extended(hits, settings.permutations, draw)),
         }
     )
     return out
@@ -225,10 +260,11 @@ def accuracy_difference(
 
 CORRELATION_COLUMNS = [
     "aspect", "method", "metric_a", "metric_b", "n", "r_a", "r_b", "r_ab", "difference",
-    "ci_low", "ci_high", "williams_t", "p_williams", "p_permutation", "permutations",
+    "ci_low", "ci_high", "williams_t", "p_williams", "p_permutation", "p_permutation_se", "permutations",
 ]  # fmt: skip
 ACCURACY_COLUMNS = [
-    "metric_a", "metric_b", "n", "accuracy_a", "accuracy_b", "difference", "ci_low", "ci_high", "p_permutation", "permutations",
+    "metric_a", "metric_b", "n", "accuracy_a", "accuracy_b", "difference", "ci_low", "ci_high", "p_permutation",
+    "p_permutation_se", "permutations",
 ]  # fmt: skip
 
 
@@ -254,8 +290,8 @@ def versus_correlations(
                         "method": settings.method,
                         "metric_a": a,
                         "metric_b": b,
-                        **found,
                         "permutations": settings.permutations,
+                        **found,  # the permutations drawn, where the test was extended
                     }
                 )
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
@@ -278,7 +314,7 @@ def versus_accuracy(
     for i, a in enumerate(present):
         for b in present[i + 1 :]:
             found = accuracy_difference(verdicts[a], verdicts[b], settings)
-            rows.append({"metric_a": a, "metric_b": b, **found, "permutations": settings.permutations})
+            rows.append({"metric_a": a, "metric_b": b, "permutations": settings.permutations, **found})
     return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
 
 
