@@ -517,16 +517,20 @@ def leaderboard_exports(board: Leaderboard) -> dict[str, str]:
     """``leaderboard.tex`` (booktabs) and ``leaderboard.md``: the two tables of
     :func:`leaderboard_cells`, each with a caption that states the method and the signature."""
     glance, pairs = leaderboard_cells(board)
-    permutations = board.pairs[0].permutations if board.pairs else 0
+    permutations = int(board.signature.get("permutations", board.pairs[0].permutations if board.pairs else 0))
     sig = f"compare sig {board.signature.get('id', '?')}"
     board_caption = (
         "Mean over the image sequences every system wrote for [95% bootstrap interval over sequences]; #rank by the "
-        "metric's direction and significance cluster (a new letter where Holm's p against the system above is < 0.05). "
-        f"{SMALL_N_NOTE} {sig}"
+        "metric's direction and significance cluster (a new letter where Holm's p against any system of the current "
+        f"cluster is < 0.05: no two systems of one cluster differ significantly). {SMALL_N_NOTE} {sig}"
     )
+    per_metric = board.signature.get("holm_family", "metric") == "metric"
+    k = len(board.systems) * (len(board.systems) - 1) // 2
+    family = f"the {k} pair{'s' if k != 1 else ''} of systems of each metric" if per_metric else f"all {len(board.pairs)} tests"
     pairs_caption = (
-        f"Paired tests per sequence: mean difference d = A − B [95% paired bootstrap interval]; p: paired approximate "
-        f"randomization, {permutations:,} sign flips, two-sided; * Holm's p < 0.05 over the {len(board.pairs)} tests. {sig}"
+        f"Paired tests per sequence: mean difference d = A − B [95% paired bootstrap interval]; p ± its Monte-Carlo "
+        f"standard error: paired approximate randomization, {permutations:,} sign flips (more where a threshold was "
+        f"within 3 standard errors), two-sided; * Holm's p < 0.05 over {family}. {sig}"
     )
     return {
         "leaderboard.tex": latex_table(glance, board_caption, "tab:leaderboard")
