@@ -8,6 +8,8 @@ file (two systems under the same ids, ``vst_core.scoring.synthetic``) typed into
 checkout:
 
     python benchmarks/screenshots.py assets/screenshots
+
+``--narrow-all`` saves every page at 900 px too (for looking at, not for the README).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ PAGES = {
 FOOTER = "text=/(Settings|Scores): sig/"  # the footer, the run's last line (scores files name their own signature)
 SCORES_SOURCE = "/dataset?source=Scores+JSONL+%28no+model+needed%29"  # a link selects the source, never a path
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+NARROW_ALL = "--narrow-all" in sys.argv
 RUNNING = "[data-testid='stApp']:not([data-test-script-state='notRunning'])"
 
 
@@ -105,7 +108,7 @@ def _shoot(url: str, out: Path, scores: Path) -> None:
         for width in (1600, 900):
             page = browser.new_page(viewport={"width": width, "height": 1500})
             for name, path in PAGES.items():
-                if width != 1600 and name != "inspect":  # narrow screens: the page whose layout changes
+                if width != 1600 and name != "inspect" and not NARROW_ALL:  # narrow: the page whose layout changes
                     continue
                 page.goto(url + path.split("#")[0])
                 expect(page.locator(FOOTER).first).to_be_visible(timeout=300_000)
@@ -121,7 +124,8 @@ def _shoot(url: str, out: Path, scores: Path) -> None:
 
 
 def main() -> None:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "screenshots").resolve()
+    args = [a for a in sys.argv[1:] if a != "--narrow-all"]
+    out = Path(args[0] if args else "screenshots").resolve()
     out.mkdir(parents=True, exist_ok=True)
     sys.path.insert(0, str(ROOT / "tests"))
     from real_layout import build_real_layout

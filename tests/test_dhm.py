@@ -210,3 +210,31 @@ def test_the_rubric_judge_as_a_fourth_distance() -> None:
     assert m4["G"] == pytest.approx(m3["G"]) and m4["R"] == pytest.approx(m3["R"])
     assert m4["dHM"] == pytest.approx((m3["G"] + m3["C"] + m3["R"] + m4["J"]) / 4)
     assert four.systems[0].signed["J"] == pytest.approx(((2 - 4) / 4 + (4 - 5) / 4) / 2)
+
+
+def test_the_commands_csv_is_the_reports_own(tmp_path: Path) -> None:
+    """``vst dhm --csv`` writes :meth:`DHMReport.csv` and :meth:`DHMReport.systems_csv` (one
+    writer for the command, the notebook and the dashboard); both read with a plain CSV reader."""
+    import pandas as pd
+
+    src = tmp_path / "long.csv"
+    rows = ["story_id,metric,value,system"]
+    for k in range(12):
+        for system, shift in (("human", 0.0), ("m", 0.1)):
+            rows += [
+                f"s{k},G,{0.3 + 0.01 * k + shift},{system}",
+                f"s{k},C,{0.5 + shift},{system}",
+                f"s{k},R,{0.9 - shift},{system}",
+            ]
+    src.write_text("\n".join(rows) + "\n")
+    scores = tmp_path / "imported.jsonl"
+    assert main(["import-scores", str(src), "--long", "--out", str(scores)]) == 0
+    assert main(["dhm", str(scores), "--human", "human", "--csv", str(tmp_path / "csv"), "--out", str(tmp_path / "d.json")]) == 0
+    report = dhm_report(load_records(scores)[0], human_systems=("human",))  # signed without the command's file stamp
+    for name, text in (("distances.csv", report.csv()), ("systems.csv", report.systems_csv())):
+        written = pd.read_csv(tmp_path / "csv" / name)
+        same = pd.read_csv(io.StringIO(text))
+        pd.testing.assert_frame_equal(written.drop(columns="provenance"), same.drop(columns="provenance"))
+    distances = pd.read_csv(tmp_path / "csv" / "distances.csv")
+    assert list(distances.columns[:4]) == ["system", "story_id", "sequence_id", "humans"] and len(distances) == 12
+    assert distances.columns[-1] == "provenance" and distances["provenance"].str.contains("dHM sig").all()

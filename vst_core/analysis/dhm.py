@@ -298,11 +298,26 @@ class DHMReport:
         top = self.frame.nlargest(k, column) if len(self.frame) else self.frame
         return top.assign(row=top.index.to_numpy())
 
+    def csv_head(self) -> list[str]:
+        """What every CSV of this report is stamped with: its signature, and the partial-dHM note."""
+        note = [f"note: {self.note}"] if self.note else []
+        return [f"dHM sig {self.signature['id']}", *note, f"signature {json.dumps(self.signature, sort_keys=True)}"]
+
     def csv(self) -> str:
-        """Every distance as CSV (the human stories compared with in ``humans``), headed by the signature."""
-        humans = [" ".join(self.humans_of(i)) for i in range(len(self.frame))]
-        head = [f"dHM sig {self.signature['id']}", f"signature {json.dumps(self.signature, sort_keys=True)}"]
-        return frame_csv(self.frame.assign(humans=humans), head)
+        """Every distance as CSV: system, story_id, sequence_id, the human stories compared with
+        (``humans``), each distance, dHM and the signed differences; stamped by :meth:`csv_head`.
+        ``vst dhm --csv`` writes it as ``distances.csv``, the dashboard offers it."""
+        f = self.frame
+        humans = [" ".join(self.humans_of(i)) for i in range(len(f))]
+        ids = ["system", "story_id", "sequence_id"]
+        columns = [*ids, "humans", *(c for c in f.columns if c not in ids)]
+        return frame_csv(f.assign(humans=humans)[columns], self.csv_head())
+
+    def systems_csv(self) -> str:
+        """One row per system (:meth:`table`) as CSV, stamped by :meth:`csv_head`."""
+        rows = self.table()
+        frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["system"])
+        return frame_csv(frame, self.csv_head())
 
     @cached_property
     def distances(self) -> list[Distance]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 from pathlib import Path
 
@@ -15,7 +13,6 @@ from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
 from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
-from vst_core.data.csv_out import PROVENANCE, provenance, safe_cell, safe_row
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
@@ -198,41 +195,7 @@ def run_dhm(args: argparse.Namespace) -> int:
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
-    """``systems.csv`` and ``distances.csv`` in ``folder``, each written whole or not at all."""
-    about = provenance([f"dHM sig {report.signature['id']}", *([f"note: {report.note}"] if report.note else [])])
-    rows = [{**row, PROVENANCE: about} for row in report.table()]
-    systems = io.StringIO(newline="")
-    writer = csv.DictWriter(systems, fieldnames=list(rows[0]) if rows else ["system", PROVENANCE])
-    writer.writeheader()
-    writer.writerows({k: safe_cell(v) for k, v in row.items()} for row in rows)
-    aspects = report.aspects  # the distances this report averages (all three, or those the scores have)
-    distances = io.StringIO(newline="")
-    writer2 = csv.writer(distances)
-    writer2.writerow(
-        [
-            "system",
-            "story_id",
-            "sequence_id",
-            "humans",
-            *(f"d_{a}" for a in aspects),
-            "dHM",
-            *(f"signed_{a}" for a in aspects),
-            PROVENANCE,
-        ]
-    )
-    for d in report.distances:
-        writer2.writerow(
-            safe_row(
-                [
-                    d.system,
-                    d.story_id,
-                    d.sequence_id,
-                    " ".join(d.humans),
-                    *(d.d.get(a) for a in (*aspects, "dHM")),
-                    *(d.signed.get(a) for a in aspects),
-                    about,
-                ]
-            )
-        )
-    write_text_whole(folder / "systems.csv", systems.getvalue())
-    write_text_whole(folder / "distances.csv", distances.getvalue())
+    """``systems.csv`` and ``distances.csv`` in ``folder`` (:meth:`DHMReport.systems_csv`,
+    :meth:`DHMReport.csv`: the notebook's and the dashboard's tables), each written whole or not at all."""
+    write_text_whole(folder / "systems.csv", report.systems_csv())
+    write_text_whole(folder / "distances.csv", report.csv())
