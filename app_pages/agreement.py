@@ -130,9 +130,9 @@ if "Vrank" in view.table:  # the card of the Vrank model: what it was trained on
         st.warning(shown(str(exc)))
 trained = tuple(card.get("train_stories") or ())
 full = loading.meta_report(view.table, key, signatures, data, settings, (), (), view, trained)
-left, right = st.columns(2)
-metrics = left.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
-aspects = right.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
+# one under the other: side by side, at 900 px each showed three chips of eleven
+metrics = st.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
+aspects = st.multiselect("Aspects", full.aspects, default=full.aspects, key="meta_aspects")
 if not metrics or not aspects or (metrics, aspects) == (full.metrics, full.aspects):
     report = full
 elif aspects == full.aspects:  # fewer metrics: the full report's cells, filtered (instant, same numbers)

@@ -33,7 +33,7 @@ view = page("Dataset")
 table = view.table
 numeric = [c for c in table_columns() if c in table.columns]
 systems = sorted(table["system"].unique())
-left, right = st.columns([2, 3])
+left, right = st.columns([3, 2])  # the systems' chips need the room (at 900 px, 2 of 4 showed in a narrower column)
 chosen = left.multiselect("Systems", systems, default=systems, key=f"systems-{view.key[:12]}")  # per data set
 search = right.text_input("Search the story text", "", key="search").strip().lower()
 

@@ -722,23 +722,24 @@ def test_leaderboard_page_in_chromium(server: str) -> None:
     assert _column(rows, "NR") == [cells[s] for s in systems]
 
 
-@pytest.mark.parametrize("path", ["/", "/dataset", "/agreement", "/leaderboard"])
+@pytest.mark.parametrize("path", ["/", "/dataset", "/agreement", "/leaderboard", "/human_likeness", "/systems"])
 def test_two_downloads_clicked_02_s_apart_both_arrive(server: str, path: str) -> None:
     """Every page's downloads deliver their file however fast they are clicked: the first two
     buttons clicked 0.2 s apart give two complete files (a click does not rerun the page, which
-    would drop the other's file)."""
+    would drop the other's file); a page with one download gets it clicked twice."""
     with sync_api.sync_playwright() as p:
         browser, page = _browser(p)
         page.goto(server + path)  # type: ignore[attr-defined]
         _settled(page)
         buttons = page.locator('[data-testid="stDownloadButton"] button:visible')  # type: ignore[attr-defined]
-        sync_api.expect(buttons.nth(1)).to_be_visible(timeout=60_000)  # drawn once the page has finished
-        assert buttons.count() >= 2, buttons.count()
+        sync_api.expect(buttons.nth(0)).to_be_visible(timeout=60_000)  # drawn once the page has finished
+        page.wait_for_timeout(1000)  # type: ignore[attr-defined]  # every button of the page drawn
+        second = min(buttons.count() - 1, 1)
         arrived: list[Any] = []
         page.on("download", lambda download: arrived.append(download))  # type: ignore[attr-defined]
         buttons.nth(0).click()
         page.wait_for_timeout(200)  # type: ignore[attr-defined]
-        buttons.nth(1).click()
+        buttons.nth(second).click()
         deadline = time.monotonic() + 90
         while len(arrived) < 2 and time.monotonic() < deadline:
             page.wait_for_timeout(250)  # type: ignore[attr-defined]

@@ -18,27 +18,34 @@ from vst_core.signature import Inputs, describe
 from vst_core.viz.safe import plot_text, redact
 
 
-def caption_figure(fig: Any, text: str, bottom: int = 110, y: float = -0.32, width: int = 100) -> Any:
-    """Write the settings line under a figure, so a screenshot or export carries it (wrapped
-    at ' · ' so long signatures stay inside the figure; a typed model path by its last name only)."""
+def caption_figure(fig: Any, text: str, width: int = 100) -> Any:
+    """Write the settings line on a figure, so a screenshot or export carries it (wrapped at ' · '
+    so long signatures stay inside the figure; a typed model path by its last name only). It sits
+    between the title and the plotting area, where nothing else is drawn: below the plot it met
+    the axis title or tick labels turned by a narrow width, whatever offset was chosen."""
     lines: list[str] = []
     for part in text.split(" · "):
         if lines and len(lines[-1]) + len(part) < width:
             lines[-1] += " · " + part
         else:
             lines.append(part)
-    fig.update_layout(margin={"t": 40, "b": bottom + 12 * (len(lines) - 1)})
+    title = 34 if fig.layout.title.text else 8
+    fig.update_layout(
+        margin={"t": title + 13 * len(lines) + 12},
+        title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
+    )
     fig.add_annotation(
         text="<br>".join(plot_text(redact(line)) for line in lines),
         align="left",
         xref="paper",
         yref="paper",
         x=0,
-        y=y,
+        y=1,
+        yshift=6,
         showarrow=False,
         font={"size": 10, "color": "#718096"},
         xanchor="left",
-        yanchor="top",
+        yanchor="bottom",
     )
     return fig
 
@@ -217,7 +224,7 @@ def error_heatmap(errors: pd.DataFrame, caption: str) -> Any:
         labels={"y": "metric or human aspect", "x": "error label", "color": "r_pb"},
     )
     fig.update_layout(title="Point-biserial correlation with error labels (negative: the error lowers the score)")
-    return caption_figure(fig, caption, bottom=90, y=-0.18)
+    return caption_figure(fig, caption)
 
 
 def distributions_figure(values: dict[str, list[float]], aspect: str, caption: str) -> Any:
