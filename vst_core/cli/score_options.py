@@ -350,7 +350,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
         "--shard 1/N ... N/N cover every story exactly once; θ 'dataset' and idf still use the whole INPUT",
     )
     p.add_argument(
-        "--vist-images", type=Path, default=None, help="images folder of a VIST annotation file (default: INPUT's folder/images)"
+        "--vist-images",
+        type=Path,
+        default=None,
+        help="images folder of a VIST annotation file or a VWP table (default: INPUT's folder/images)",
     )
     p.add_argument(
         "--vist-text-field", choices=("text", "original_text"), default="text", help="which VIST field gives the sentences"

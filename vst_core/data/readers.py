@@ -7,6 +7,7 @@ kept and carries the problem, so metrics that can still run do.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,6 +22,7 @@ from vst_core.data.paths import (
     resolve_image,
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
+from vst_core.data.vwp import GROUP_MARK, is_vwp, table_rows, vwp_records
 from vst_core.hashing import json_line, short_sha1
 from vst_core.text.public import split_story
 
@@ -132,10 +134,17 @@ def story_from_record(
     if raw_id in (None, ""):
         problems.append(Problem(f"no story_id: named {story_id!r}", "id", "warning", line, story_id))
     images = _as_str_list(record.get("images", []), "images")
-    if "sentences" in record and record["sentences"] is not None:
+    frames: tuple[int, ...] = ()
+    if record.get("groups") is not None:
+        sentences, frames = grouped_sentences(_groups(record["groups"]), splitter)
+    elif "sentences" in record and record["sentences"] is not None:
         sentences = tuple(s.strip() for s in _as_str_list(record["sentences"], "sentences"))
     elif isinstance(record.get("text"), str):
-        sentences = tuple((splitter or _default_splitter())(record["text"]))
+        text = record["text"]
+        if GROUP_MARK.search(text):  # "[SEP]"/"[SENT]" between the images' texts, as VWP and VLM story papers write them
+            sentences, frames = grouped_sentences(GROUP_MARK.split(text), splitter)
+        else:
+            sentences = tuple((splitter or _default_splitter())(text))
     elif "text" in record:
         raise ValueError("'text' must be a string")
     else:
@@ -144,15 +153,8 @@ def story_from_record(
         problems.append(Problem("empty story: no sentences", "empty", line=line, story_id=story_id))
     elif any(not s for s in sentences):
         problems.append(Problem("some sentences are empty", "empty", "warning", line, story_id))
-    if images and len(sentences) > len(images):
-        problems.append(
-            Problem(
-                f"{len(sentences)} sentences but {len(images)} images: sentence-image alignment is undefined",
-                "alignment",
-                line=line,
-                story_id=story_id,
-            )
-        )
+    problems.extend(alignment_problems(len(sentences), frames, len(images), story_id, line))
+    characters = _characters(record.get("characters"))
     problems.extend(_image_problems(root, images, story_id, line, check_images))
     system = record.get("system")
     sequence_id = record.get("sequence_id")
@@ -163,7 +165,93 @@ def story_from_record(
         sentences=sentences,
         images=images,
         problems=tuple(problems),
+        frames=frames,
+        characters=characters,
     )
+
+
+def _characters(value: Any) -> tuple[tuple[str, str], ...]:
+    """``characters``: names, or [name, crop file] pairs (VWP's named characters)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError("'characters' must be a list of names or [name, crop] pairs")
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            out.append((item, ""))
+        elif isinstance(item, list) and 1 <= len(item) <= 2 and all(isinstance(v, str) for v in item):
+            out.append((item[0], item[1] if len(item) == 2 else ""))
+        else:
+            raise ValueError("'characters' must be a list of names or [name, crop] pairs")
+    return tuple(out)
+
+
+def _groups(value: Any) -> list[str | list[str]]:
+    """``groups``: one entry per image, a text or a list of its sentences."""
+    if not isinstance(value, list):
+        raise ValueError("'groups' must be a list (one entry per image: a text or a list of sentences)")
+    out: list[str | list[str]] = []
+    for k, group in enumerate(value):
+        if isinstance(group, str):
+            out.append(group)
+        elif isinstance(group, list) and all(isinstance(s, str) for s in group):
+            out.append(list(group))
+        else:
+            raise ValueError(f"'groups'[{k}] must be a text or a list of sentences")
+    return out
+
+
+def grouped_sentences(
+    groups: Sequence[str | Sequence[str]], splitter: Splitter | None = None
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """(sentences, frames) of a story written as one group per image: a group given as a text is
+    split into sentences (``splitter``), a list is taken as its sentences. An empty group keeps its
+    image's place (no sentence points at it); empty groups at the end leave those images without
+    text (:func:`alignment_problems` says so).
+
+    >>> grouped_sentences(["Ann waves. Bob smiles.", "", ["They leave."]], lambda t: t.replace(". ", ".|").split("|"))
+    (('Ann waves.', 'Bob smiles.', 'They leave.'), (0, 0, 2))
+    """
+    split = splitter or _default_splitter()
+    sentences: list[str] = []
+    frames: list[int] = []
+    for k, group in enumerate(groups):
+        parts = (split(group) if group.strip() else []) if isinstance(group, str) else list(group)
+        found = [p.strip() for p in parts if p.strip()]
+        sentences.extend(found)
+        frames.extend([k] * len(found))
+    return tuple(sentences), tuple(frames)
+
+
+def alignment_problems(sentences: int, frames: Sequence[int], images: int, story_id: str, line: int | None) -> list[Problem]:
+    """How a story's text and its images fail to line up: more groups (or sentences, without
+    groups) than images is an error (the alignment is undefined); fewer is a warning (the last
+    images have no text: CLIPScore pairs what there is, T is over the groups there are)."""
+    if not images:
+        return []
+    groups = (max(frames) + 1) if frames else sentences
+    unit = "sentence groups" if frames else "sentences"
+    if groups > images:
+        return [
+            Problem(
+                f"{groups} {unit} but {images} images: {unit[:-1]}-image alignment is undefined",
+                "alignment",
+                line=line,
+                story_id=story_id,
+            )
+        ]
+    if frames and groups < images:
+        return [
+            Problem(
+                f"{groups} {unit} for {images} images: the last {images - groups} have no text",
+                "alignment",
+                "warning",
+                line,
+                story_id,
+            )
+        ]
+    return []
 
 
 def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
@@ -180,7 +268,7 @@ def _dedupe(stories: list[Story], problems: list[Problem]) -> list[Story]:
                 k += 1
             new_id = f"{story.story_id}#{k}"
             problems.append(Problem(f"duplicate story_id: renamed to {new_id!r}", "id", "warning", story_id=story.story_id))
-            story = Story(new_id, story.sequence_id, story.system, story.sentences, story.images, story.problems)
+            story = dataclasses.replace(story, story_id=new_id)
         used.add(story.key)
         out.append(story)
     return out
@@ -357,7 +445,12 @@ def read_story_set(
     path = Path(path)
     if not path.is_file():
         raise StorySetError(f"story file not found: {path}")
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet"):  # a table: VWP's release is the one read
+        return read_vwp(table_rows(path), path, images_dir=vist_images, splitter=splitter, check_images=check_images)
     if path.suffix.lower() == ".jsonl":
+        first = _first_record(path)
+        if isinstance(first, dict) and is_vwp(first):
+            return read_vwp(table_rows(path), path, images_dir=vist_images, splitter=splitter, check_images=check_images)
         return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
     raw = path.read_bytes()
     try:
@@ -380,7 +473,53 @@ def read_story_set(
         except RecordLimitError as exc:
             raise StorySetError(f"{path.name}: the VIST annotations {exc}") from None
         return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
+    if isinstance(data, list) and data and isinstance(data[0], dict) and is_vwp(data[0]):
+        return read_vwp(data, path, images_dir=vist_images, splitter=splitter, check_images=check_images)
     return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
+
+
+def _first_record(path: Path) -> Any:
+    """The first JSON line of a JSONL file, read as every line is (None when it is not one)."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                if raw.strip():
+                    return load_json(raw.decode("utf-8-sig")) if len(raw) <= MAX_LINE_BYTES else None
+    except (UnicodeDecodeError, ValueError, RecordLimitError, RecursionError, OSError):
+        return None
+    return None
+
+
+def read_vwp(
+    rows: Iterable[Any],
+    path: Path,
+    *,
+    images_dir: Path | None = None,
+    system: str = "human",
+    splitter: Splitter | None = None,
+    check_images: bool = True,
+) -> StorySet:
+    """VWP's rows (:mod:`vst_core.data.vwp`) as a story set: one story per row, in groups per
+    shot, with its named characters; the shots' images found by file name in ``images_dir``
+    (default: an ``images`` folder beside the file, else the file's folder)."""
+    root = path.parent
+    if images_dir is None:
+        images_dir = root / "images" if (root / "images").is_dir() else root
+    try:
+        rel = images_dir.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise StorySetError(f"VWP images folder {images_dir} must be inside {root}") from None
+    records, problems = vwp_records(rows, rel.as_posix() if rel.parts else "", system)
+    stories: list[Story] = []
+    for record in records:
+        line = record.pop("_line")
+        try:
+            stories.append(story_from_record(record, root=root, line=line, splitter=splitter, check_images=check_images))
+        except ValueError as exc:
+            problems.append(Problem(f"row {line}: {exc}; skipped", "line", line=line))
+    if not stories and not problems:
+        problems.append(Problem(f"{path.name} holds no VWP row", "line"))
+    return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
 
 
 def _looks_like_jsonl(text: str) -> bool:
@@ -405,14 +544,27 @@ class StoryFields(Protocol):
 
 
 def story_object(story: StoryFields) -> dict[str, Any]:
-    """The story-set object of a story: its ids, system, image paths and sentences."""
-    return {
+    """The story-set object of a story: its ids, system, image paths and sentences (as ``groups``,
+    one list of sentences per image, for a story written in groups)."""
+    out: dict[str, Any] = {
         "story_id": story.story_id,
         "sequence_id": story.sequence_id,
         "system": story.system,
         "images": list(story.images),
-        "sentences": list(story.sentences),
     }
+    frames = tuple(getattr(story, "frames", ()) or ())
+    if frames:
+        groups: list[list[str]] = [[] for _ in range(max(frames) + 1)]
+        for sentence, frame in zip(story.sentences, frames, strict=True):
+            if sentence:
+                groups[frame].append(sentence)
+        out["groups"] = groups
+    else:
+        out["sentences"] = list(story.sentences)
+    characters = tuple(getattr(story, "characters", ()) or ())
+    if characters:
+        out["characters"] = [list(c) for c in characters]
+    return out
 
 
 def write_story_set(stories: Iterable[Story], path: str | Path) -> None:

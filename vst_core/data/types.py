@@ -25,6 +25,10 @@ class Story:
     """One candidate (or reference) story for an image sequence.
 
     ``images`` are references as written in the input, relative to the story set's root.
+    ``frames``: the image each sentence belongs to (0-based, non-decreasing), for stories written
+    as sentence groups per image (VWP, ``[SEP]``-separated model outputs); empty when sentence i
+    belongs to image i. Non-redundancy and coherence read the sentences; grounding, CLIPScore and
+    T read the groups (:attr:`frame_texts`).
     """
 
     story_id: str
@@ -33,6 +37,8 @@ class Story:
     sentences: tuple[str, ...]
     images: tuple[str, ...] = ()
     problems: tuple[Problem, ...] = ()
+    frames: tuple[int, ...] = ()
+    characters: tuple[tuple[str, str], ...] = ()  # named characters: (name, crop file name or ''), as VWP gives them
 
     @classmethod
     def from_sentences(
@@ -50,6 +56,29 @@ class Story:
         ('candidate', 's1')
         """
         return cls(story_id, sequence_id or story_id, system, tuple(sentences), tuple(images))
+
+    def frame_of(self, sentence: int) -> int:
+        """The image (group) sentence ``sentence`` belongs to.
+
+        >>> Story("s", "q", "m", ("A.", "B.", "C."), frames=(0, 0, 1)).frame_of(2)
+        1
+        """
+        return self.frames[sentence] if self.frames else sentence
+
+    @property
+    def frame_texts(self) -> tuple[str, ...]:
+        """One text per sentence group (the group's sentences joined), in image order; the
+        sentences themselves when the story has no groups.
+
+        >>> Story("s", "q", "m", ("A.", "B.", "C."), frames=(0, 0, 2)).frame_texts
+        ('A. B.', '', 'C.')
+        """
+        if not self.frames:
+            return self.sentences
+        groups: list[list[str]] = [[] for _ in range(max(self.frames) + 1 if self.frames else 0)]
+        for sentence, frame in zip(self.sentences, self.frames, strict=True):
+            groups[frame].append(sentence)
+        return tuple(" ".join(g) for g in groups)
 
     @property
     def is_empty(self) -> bool:

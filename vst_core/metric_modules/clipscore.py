@@ -22,24 +22,25 @@ NAME = "clipscore"
 
 
 def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
-    """What CLIPScore embeds: each sentence after the prompt ("A photo depicts " by default)."""
-    return [settings.clipscore_prompt + t for t in story.sentences if t]
+    """What CLIPScore embeds: each sentence (or image group, :attr:`Story.frame_texts`) after the
+    prompt ("A photo depicts " by default)."""
+    return [settings.clipscore_prompt + t for t in story.frame_texts if t]
 
 
 def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> ClipScoreScores:
-    """CLIPScore of sentence i, after the prompt, with the whole image i; pairs up to the shorter side."""
+    """CLIPScore of sentence (or image group) i, after the prompt, with the whole image i; pairs up
+    to the shorter side, the rest said in a note."""
     from vst_core.grounding.builders import clipscore_scores
     from vst_core.metrics.grounding import clipscore
 
-    n = min(len(story.sentences), len(entries))
+    texts = story.frame_texts
+    n = min(len(texts), len(entries))
     prompt = grounder.settings.clipscore_prompt
-    cosines = [
-        float(grounder.text_vector(prompt + story.sentences[i]) @ entries[i].whole_emb) if story.sentences[i] else 0.0
-        for i in range(n)
-    ]
-    aligned = n == len(story.sentences) == len(entries)
+    cosines = [float(grounder.text_vector(prompt + texts[i]) @ entries[i].whole_emb) if texts[i] else 0.0 for i in range(n)]
+    aligned = n == len(texts) == len(entries)
+    unit = "sentence groups" if story.frames else "sentences"
     return clipscore_scores(
-        clipscore(cosines), [] if aligned else [f"{len(story.sentences)} sentences, {len(entries)} images: {n} pairs scored"]
+        clipscore(cosines), [] if aligned else [f"{len(texts)} {unit}, {len(entries)} images: {n} pairs scored"]
     )
 
 

@@ -52,11 +52,17 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> G
     g = groovist_score(best_cos, grounder.weights(units), s.theta_value, penalize=s.penalize, weight=s.weighting != "none")
     matched = [owner[j] for j in best.tolist()]
     notes = [e.note for e in entries if e.note]
-    if len(story.sentences) <= len(story.images):
-        misalignment = temporal_misalignment([p.sentence for _, p in units], matched, len(story.sentences))
+    # a phrase's position is its sentence, or the image group its sentence belongs to (VWP's groups)
+    groups = len(story.frame_texts)
+    if groups <= len(story.images):
+        misalignment = temporal_misalignment([story.frame_of(p.sentence) for _, p in units], matched, groups)
+        if story.frames:
+            notes.append(f"T per image group: {len(story.sentences)} sentences in {groups} groups")
     else:
-        misalignment = Misalignment(None, tuple(None for _ in story.sentences))
-        notes.append("more sentences than images: temporal misalignment T is undefined")
+        misalignment = Misalignment(None, tuple(None for _ in range(groups)))
+        notes.append(
+            f"more {'sentence groups' if story.frames else 'sentences'} than images: temporal misalignment T is undefined"
+        )
     # a letters-or-digits token is a word without looking at each character
     n_words = sum(1 for sent in story.sentences for t in token_texts(sent) if t.isalnum() or not is_punctuation(t))
     return grounding_scores(

@@ -71,8 +71,25 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
         signature=signature if isinstance(signature, Mapping) else {},
         problems=tuple(str(p) for p in _list(data.get("problems"))),
         format=SCORES_FORMAT,
+        frames=_frames(data.get("frames"), len(sentences), problems, problem),
     )
     return record, problems
+
+
+def _frames(value: Any, sentences: int, problems: list[Any], problem: Any) -> tuple[int, ...]:
+    """A record's ``frames`` (one non-negative, non-decreasing integer per sentence), or none with a problem."""
+    if value is None:
+        return ()
+    ok = (
+        isinstance(value, list)
+        and len(value) == sentences
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        and all(a <= b for a, b in zip(value, value[1:], strict=False))
+    )
+    if not ok:
+        problems.append(problem("unreadable 'frames' (one image index per sentence, non-decreasing) ignored", "warning"))
+        return ()
+    return tuple(value)
 
 
 def _mapping(value: Any) -> Mapping[Any, Any]:

@@ -40,6 +40,7 @@ class StoryScores:
     signature: Mapping[str, Any] = field(default_factory=dict)  # JSON as written by signature()
     problems: tuple[str, ...] = ()
     format: int = SCORES_FORMAT
+    frames: tuple[int, ...] = ()  # the image each sentence belongs to (sentence groups); empty: one per image
 
     @property
     def redundancy(self) -> RedundancyScores | None:
@@ -101,6 +102,8 @@ class StoryScores:
         }
         if self.problems:
             out["problems"] = list(self.problems)
+        if self.frames:
+            out["frames"] = list(self.frames)
         return out
 
 

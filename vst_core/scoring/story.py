@@ -388,6 +388,7 @@ def score_batch(
                 warnings=tuple([str(p) for p in story.problems if p.severity == "warning"] + run.warnings.get(story.key, [])),
                 signature=signature,
                 problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
+                frames=story.frames,
             )
         )
     return out

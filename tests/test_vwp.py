@@ -1,0 +1,195 @@
+"""VWP as released (Hong et al. 2023): 5–10 film shots, a group of sentences per shot, named
+characters; and stories written as groups (``[SEP]``/``[SENT]``, ``groups``). The files here are
+generated in VWP's layout (its columns, as ``column_explain.csv`` names them); no row and no image
+of the release is shipped (its frames are for academic use)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from vst_core.cli import main
+from vst_core.data import load_records, read_story_set
+from vst_core.data.readers import grouped_sentences, story_object
+from vst_core.data.types import Story
+from vst_core.data.vwp import is_vwp
+
+COLUMNS = [
+    "index", "assignmentID", "writerId", "scene_full_id",
+    *(f"link{k}" for k in range(10)),
+    *(f"char{k}" for k in range(5)), *(f"char{k}_url" for k in range(5)),
+    *(f"text{k}" for k in range(10)),
+    "nums_used_imgs", "story", "sep_story",
+]  # fmt: skip
+
+SERVER = "https://example.org/vwp/images"
+
+
+def vwp_row(scene: str, assignment: str, groups: list[str], characters: list[str], shots: int | None = None) -> dict[str, str]:
+    """One row in VWP's layout: ``shots`` links (default: one per group), the groups in ``text*``."""
+    shots = len(groups) if shots is None else shots
+    row = dict.fromkeys(COLUMNS, "")
+    row.update({"index": assignment, "assignmentID": assignment, "writerId": "w1", "scene_full_id": scene})
+    for k in range(shots):
+        row[f"link{k}"] = f"{SERVER}/{scene}/{scene}_{k}.jpg"
+    for k, name in enumerate(characters):
+        row[f"char{k}"] = name
+        row[f"char{k}_url"] = f"{SERVER}/{scene}/char_{k}.jpg"
+    for k, text in enumerate(groups):
+        row[f"text{k}"] = text
+    row["story"] = " ".join(groups)
+    row["sep_story"] = " [SEP] ".join(groups)
+    row["nums_used_imgs"] = str(shots)
+    return row
+
+
+def write_images(folder: Path, rows: list[dict[str, str]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for row in rows:
+        for k in range(10):
+            link = row[f"link{k}"]
+            if link:
+                Image.new("RGB", (32, 24), (k * 20, 100, 150)).save(folder / link.rsplit("/", 1)[1])
+
+
+ROWS = [
+    vwp_row(
+        "tt001_0001",
+        "A1",
+        [
+            "Ann walks into the bar. She looks around.",
+            "Bob waves at her.",
+            "They sit down together. Ann orders a drink.",
+            "The barman pours it.",
+            "Ann smiles at Bob.",
+            "Bob tells a story. Ann laughs. The night goes on.",
+            "They leave together.",
+        ],
+        ["Ann", "Bob"],
+    ),
+    vwp_row("tt002_0005", "A2", [f"Shot {k} shows the ship." for k in range(10)], ["Captain"]),
+    vwp_row("tt002_0005", "A3", ["Only two.", "Groups here."], [], shots=5),  # fewer groups than shots
+]
+
+
+def write_csv(folder: Path, rows: list[dict[str, str]] = ROWS) -> Path:
+    path = folder / "vwp_v2.1_test.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    write_images(folder / "images", rows)
+    return path
+
+
+def test_the_release_csv_reads_as_stories_in_groups(tmp_path: Path) -> None:
+    stories = read_story_set(write_csv(tmp_path))
+    assert [s.story_id for s in stories] == ["A1", "A2", "A3"]
+    first = stories.get("A1", "human")
+    assert first.sequence_id == "tt001_0001" and len(first.images) == 7
+    assert first.images[0] == "images/tt001_0001_0.jpg" and first.images_ok
+    assert len(first.sentences) == 11 and first.frames[:3] == (0, 0, 1) and max(first.frames) == 6
+    assert first.frame_texts[0] == "Ann walks into the bar. She looks around." and len(first.frame_texts) == 7
+    assert first.characters == (("Ann", "char_0.jpg"), ("Bob", "char_1.jpg"))
+    ten = stories.get("A2", "human")
+    assert len(ten.images) == 10 and len(ten.frame_texts) == 10 and not ten.problems
+    short = stories.get("A3", "human")
+    assert [p.kind for p in short.problems] == ["alignment"] and short.problems[0].severity == "warning"
+    assert "2 sentence groups for 5 images: the last 3 have no text" in short.problems[0].message
+
+
+def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
+    import pandas as pd
+
+    csv_path = write_csv(tmp_path)
+    want = [(s.key, s.sentences, s.frames, s.images, s.characters) for s in read_story_set(csv_path)]
+    (tmp_path / "rows.json").write_text(json.dumps(ROWS))
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in ROWS) + "\n")
+    pd.DataFrame(ROWS).to_parquet(tmp_path / "rows.parquet")
+    for name in ("rows.json", "rows.jsonl", "rows.parquet"):
+        got = [(s.key, s.sentences, s.frames, s.images, s.characters) for s in read_story_set(tmp_path / name)]
+        assert got == want, name
+
+
+def test_sep_story_is_read_when_the_text_columns_are_absent(tmp_path: Path) -> None:
+    rows = [{k: v for k, v in row.items() if not k.startswith("text")} for row in ROWS[:1]]
+    (tmp_path / "sep.json").write_text(json.dumps(rows))
+    write_images(tmp_path / "images", rows)
+    (story,) = read_story_set(tmp_path / "sep.json")
+    assert story.frame_texts == read_story_set(write_csv(tmp_path)).get("A1", "human").frame_texts
+
+
+def test_markers_split_groups_and_are_never_words(tmp_path: Path) -> None:
+    """A ``{story_id: text}`` file of a VLM's outputs with ``[SENT]`` between shots: the markers
+    are separators, not words (RoViST-NR counted ``[sent]`` as a repeated word in every story)."""
+    texts = {"q1": "A man runs. He is fast. [SENT] The man stops. [sent] He rests [SEP] Night falls."}
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps(texts))
+    (story,) = read_story_set(path)
+    assert story.sentences == ("A man runs.", "He is fast.", "The man stops.", "He rests", "Night falls.")
+    assert story.frames == (0, 0, 1, 2, 3)
+    out = tmp_path / "nr.jsonl"
+    assert main(["score", str(path), "--out", str(out), "--metrics", "redundancy", "--system", "vlm", "--no-progress"]) == 0
+    (record,), _ = load_records(out)
+    assert record.frames == story.frames and record.sentences == story.sentences
+    assert not any("[" in s or "sent" in s.lower() for s in record.sentences)  # NR reads these: no marker among its words
+
+
+def test_nr_reads_the_sentences_not_the_groups(tmp_path: Path) -> None:
+    """The same words as sentences in groups and as one 'sentence' per shot give different NR:
+    the grouped story's NR is that of its real sentences."""
+    grouped = Story(
+        "g", "q", "m", ("The dog runs in the park.", "The dog runs in the park again.", "A cat sleeps."), frames=(0, 0, 1)
+    )
+    real = Story("r", "q", "m", grouped.sentences)
+    per_shot = Story("p", "q", "m", grouped.frame_texts)  # what a converter without groups had to write
+    out = tmp_path / "stories.jsonl"
+    out.write_text("\n".join(json.dumps(story_object(s)) for s in (grouped, real, per_shot)) + "\n")
+    assert json.loads(out.read_text().splitlines()[0])["groups"] == [list(grouped.sentences[:2]), ["A cat sleeps."]]
+    scores = tmp_path / "nr.jsonl"
+    assert main(["score", str(out), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
+    records = {r.story_id: r for r in load_records(scores)[0]}
+    assert records["g"].redundancy.score == records["r"].redundancy.score  # type: ignore[union-attr]
+    assert records["g"].redundancy.score != records["p"].redundancy.score  # type: ignore[union-attr]
+    assert records["g"].frames == (0, 0, 1) and records["r"].frames == ()
+
+
+def test_more_groups_than_images_is_an_error_on_the_story(tmp_path: Path) -> None:
+    rows = [vwp_row("tt003_0001", "A9", ["One.", "Two.", "Three.", "Four.", "Five.", "Six."], [], shots=5)]
+    (story,) = read_story_set(write_csv(tmp_path, rows))
+    (problem,) = story.problems
+    assert problem.kind == "alignment" and problem.severity == "error" and "6 sentence groups but 5 images" in problem.message
+
+
+def test_a_table_that_is_not_vwp_is_refused_with_what_it_needs(tmp_path: Path) -> None:
+    from vst_core.data.types import StorySetError
+
+    path = tmp_path / "other.csv"
+    path.write_text("story_id,text\n1,hello\n")
+    with pytest.raises(StorySetError, match="scene_full_id, link0"):
+        read_story_set(path)
+    assert is_vwp(COLUMNS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.just(""), st.lists(st.sampled_from(["A dog runs.", "It barks.", "[x] ok.", "Ann, Bob."]), min_size=1, max_size=3)
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_groups_keep_every_sentence_and_its_shot(groups: list[list[str] | str]) -> None:
+    sentences, frames = grouped_sentences(groups)
+    assert len(sentences) == len(frames) and list(frames) == sorted(frames)
+    for k, group in enumerate(groups):
+        mine = [s for s, f in zip(sentences, frames, strict=True) if f == k]
+        assert mine == ([s.strip() for s in group if s.strip()] if isinstance(group, list) else [])
