@@ -193,3 +193,36 @@ def test_groups_keep_every_sentence_and_its_shot(groups: list[list[str] | str]) 
     for k, group in enumerate(groups):
         mine = [s for s, f in zip(sentences, frames, strict=True) if f == k]
         assert mine == ([s.strip() for s in group if s.strip()] if isinstance(group, list) else [])
+
+
+@pytest.mark.slow  # builds the tiny CLIP
+def test_grounding_keeps_the_shot_alignment(tmp_path: Path, tiny_clip: tuple[Path, Path]) -> None:
+    """GROOVIST, T and CLIPScore on VWP stories: CLIPScore pairs each shot with its group (7 and
+    10 shots), T is over the groups, and a story with fewer groups than shots is scored on the
+    pairs it has and says so."""
+    from conftest import clip_args
+
+    out = tmp_path / "scores.jsonl"
+    code = main(
+        [
+            "score",
+            str(write_csv(tmp_path)),
+            "--out",
+            str(out),
+            "--metrics",
+            "grounding,clipscore",
+            "--device",
+            "cpu",
+            "--no-progress",
+            *clip_args(tiny_clip),
+        ]
+    )
+    assert code == 0
+    records = {r.story_id: r for r in load_records(out)[0]}
+    seven, ten, short = records["A1"], records["A2"], records["A3"]
+    assert len(seven.clipscore.pairs) == 7 and len(ten.clipscore.pairs) == 10  # type: ignore[union-attr]
+    assert seven.grounding.temporal_misalignment is not None  # type: ignore[union-attr]
+    assert len(seven.grounding.misalignment_per_sentence) == 7  # type: ignore[union-attr]  # one per group
+    assert any("T per image group: 11 sentences in 7 groups" in n for n in seven.grounding.notes)  # type: ignore[union-attr]
+    assert len(short.clipscore.pairs) == 2 and any("2 sentence groups, 5 images" in n for n in short.clipscore.notes)  # type: ignore[union-attr]
+    assert any("2 sentence groups for 5 images" in w for w in short.warnings)
