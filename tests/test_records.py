@@ -163,6 +163,8 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
         "judge grounding",
         "judge coherence",
         "judge non-redundancy",
+        "char coherence",
+        "char continuity",
     } and COVARIATES == (
         "T",
         "P",

@@ -69,13 +69,14 @@ def vwp_images(row: Mapping[str, Any]) -> list[str]:
 
 
 def vwp_characters(row: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(name, crop file name) of a row's named characters, ``char0`` … ``char4``."""
+    """(name, crop file name) of a row's named characters, ``char0`` … ``char4`` (the release
+    writes ``{}`` for an empty slot)."""
     out = []
     for k in range(MAX_CHARACTERS):
         name = _cell(row, f"char{k}")
-        if name:
+        if name and name != "{}":
             url = _cell(row, f"char{k}_url")
-            out.append((name, PurePosixPath(urlparse(url).path).name if url else ""))
+            out.append((name, PurePosixPath(urlparse(url).path).name if url and url != "{}" else ""))
     return out
 
 
@@ -99,7 +100,7 @@ def vwp_records(
     rows: Iterable[Mapping[str, Any]], images_prefix: str = "", system: str = "human"
 ) -> tuple[list[dict[str, Any]], list[Problem]]:
     """Story-set objects of VWP's rows (one per row; rows without ``scene_full_id`` are problems):
-    the id (``assignmentID``, else ``index``, else ``<scene>-<row>``), the sequence, ``system``
+    the id (``story_id``, else ``assignmentID``, else ``index``, else ``<scene>-<row>``), the sequence, ``system``
     (the release's stories are people's), the shots' file names under ``images_prefix``, the
     groups (:func:`vwp_groups`) and the named characters (:func:`vwp_characters`)."""
     records: list[dict[str, Any]] = []
@@ -110,7 +111,7 @@ def vwp_records(
         if not sequence:
             problems.append(Problem(f"row {number} has no scene_full_id; skipped", "line", line=number))
             continue
-        story_id = _cell(row, "assignmentID") or _cell(row, "index") or f"{sequence}-{number}"
+        story_id = _cell(row, "story_id") or _cell(row, "assignmentID") or _cell(row, "index") or f"{sequence}-{number}"
         seen[story_id] = seen.get(story_id, 0) + 1
         if seen[story_id] > 1:
             story_id = f"{story_id}#{seen[story_id]}"

@@ -36,6 +36,7 @@ BUILTIN_METRICS: dict[str, str] = {
     "vrank": "vst_core.metric_modules.vrank",
     "cosmic": "vst_core.metric_modules.cosmic",
     "judge": "vst_core.metric_modules.judge",
+    "characters": "vst_core.metric_modules.characters",
 }
 BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
