@@ -12,6 +12,7 @@ from dashboard.frame import page, story_link
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.dhm_aspects import available_aspects, columns, dhm_aspects, partial_note
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
+from vst_core.data.csv_out import frame_csv
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 
@@ -52,7 +53,56 @@ aspects = dhm_aspects(view.table, judge=with_judge)  # the rule vst dhm and vst.
 if not human:
     st.info("Pick the system whose stories are human (written by people) to compare the others with.")
     st.stop()
+
+
+def cell(mean: float | None, interval: tuple[float, float] | None, n: int) -> str:
+    if mean is None:
+        return "undefined"
+    if not has_interval(n):
+        return f"{mean:.4f} {SMALL_N_MARK}"
+    return f"{mean:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
+
+
+def profile_section() -> None:
+    """Every measure against the human stories: dHM's distance for any measure, with its test."""
+    found = loading.profile(view.table, view.key, human, resamples)
+    st.subheader("Profile: every measure against the human stories", divider="gray")
+    if found.empty:
+        st.info("No other system shares an image sequence with the human stories on any measure.")
+        return
+    st.caption(
+        "Per system and measure, over the image sequences both it and the human stories have (each side's value on a "
+        "sequence is the mean of its stories there): difference = mean of (system − human) [paired bootstrap 95% "
+        f"interval, {resamples} resamples of the sequences], p: paired approximate randomization (two-sided, ± its "
+        "Monte-Carlo standard error), p_holm over the system's measures; distance = mean |system − human| [bootstrap "
+        "interval], dHM's per-aspect distance for any measure (GROOVIST over tanh, as dHM). Direction: which way the "
+        f"measure is better (none: a descriptor, to compare with people, not to rank). N: sequences. {SMALL_N_NOTE}"
+    )
+    shown = found.assign(
+        difference=[
+            cell(d, (lo, hi) if lo is not None and not pd.isna(lo) else None, int(n))
+            for d, lo, hi, n in zip(found["difference"], found["ci_low"], found["ci_high"], found["n"], strict=True)
+        ],
+        distance=[
+            cell(d, (lo, hi) if lo is not None and not pd.isna(lo) else None, int(n))
+            for d, lo, hi, n in zip(found["distance"], found["distance_low"], found["distance_high"], found["n"], strict=True)
+        ],
+        p=["—" if p is None or pd.isna(p) else f"{p:.4f} ± {se:.4f}" for p, se in zip(found["p"], found["p_se"], strict=True)],
+    )[["system", "measure", "direction", "n", "human_mean", "system_mean", "difference", "distance", "p", "p_holm"]]
+    st.dataframe(shown.rename(columns={"n": "N"}).round(4), hide_index=True, width="stretch", key="profile")
+    head = [f"profile · {view.footer()}", f"human systems: {', '.join(human)}"]
+    st.download_button(
+        "Download the profile (CSV)",
+        frame_csv(found, head),
+        "human_likeness_profile.csv",
+        "text/csv",
+        key="dl-profile",
+        on_click="ignore",
+    )
+
+
 if not available_aspects(view.table):
+    profile_section()
     st.info(
         "No story has a grounding, coherence or non-redundancy score: run those metrics, or load a scores file that has them."
     )
@@ -62,14 +112,6 @@ if partial_note(aspects):
 
 report = loading.dhm(view.table, view.key, loading.signature_ids(view, view.key), human, pairing, resamples, aspects)
 caption = f"dHM sig {report.signature['id']} · {view.footer()}"
-
-
-def cell(mean: float | None, interval: tuple[float, float] | None, n: int) -> str:
-    if mean is None:
-        return "undefined"
-    if not has_interval(n):
-        return f"{mean:.4f} {SMALL_N_MARK}"
-    return f"{mean:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
 
 
 rows = []
@@ -87,6 +129,8 @@ st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 if not report.systems:
     st.info("Every loaded story belongs to the human system(s): nothing to compare.")
     st.stop()
+
+profile_section()
 
 st.subheader("Distributions", divider="gray")
 order = [*human, *(s.system for s in report.systems)]  # the human stories first, then the table's order

@@ -412,6 +412,15 @@ def dhm(
     )
 
 
+@st.cache_data(show_spinner="Testing every measure against the human stories…")
+def profile(_scored: pd.DataFrame, key: str, human: tuple[str, ...], resamples: int) -> pd.DataFrame:
+    """:func:`~vst_core.analysis.profile.human_likeness_profile` of the view's table (cached by the
+    view's content key and the options)."""
+    from vst_core.analysis.profile import human_likeness_profile
+
+    return human_likeness_profile(_scored, human, resamples=resamples)
+
+
 @st.cache_data(show_spinner="Ranking the systems and testing every two of them…")
 def board(
     _scored: pd.DataFrame,

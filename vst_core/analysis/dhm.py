@@ -57,8 +57,9 @@ from vst_core.data.merge import Conflict
 from vst_core.records import StoryScores
 
 Pairing = Literal["sequence", "story"]
-#: Systems whose stories are the human ones, unless told otherwise.
-HUMAN_SYSTEMS: tuple[str, ...] = ("reference",)
+#: The systems whose stories are people's unless told otherwise: VIST's references and VWP's
+#: stories as the VWP reader names them (``human``).
+HUMAN_SYSTEMS: tuple[str, ...] = ("reference", "human")
 
 
 KEYS: tuple[str, ...] = ("G", "C", "R", "dHM")

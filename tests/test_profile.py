@@ -1,0 +1,59 @@
+"""The human-likeness profile: dHM's distance for any measure, each with its paired test against
+the human stories, checked against a plain pandas computation and the paired tests of the product."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from vst_core.analysis.paired_tests import paired_test
+from vst_core.analysis.profile import human_likeness_profile
+
+
+def table(seed: int = 0, sequences: int = 40) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(sequences):
+        base = rng.normal(0.7, 0.1)
+        for system, shift, stories in (("human", 0.0, 2), ("close", 0.001, 1), ("far", -0.2, 1)):
+            for k in range(stories):
+                rows.append(
+                    {
+                        "story": f"{system}-{q}-{k}",
+                        "sequence": f"q{q:02d}",
+                        "system": system,
+                        "NR": base + shift + rng.normal(0, 0.02),
+                        "char spread": rng.uniform(0, 1),
+                        "GROOVIST raw": rng.normal(0.5, 0.3),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_each_measure_against_the_human_stories_as_pandas_computes_it() -> None:
+    t = table()
+    found = human_likeness_profile(t, ["human"], ["NR", "char spread", "GROOVIST raw"], resamples=500, permutations=2000)
+    assert set(found["system"]) == {"close", "far"} and len(found) == 6
+    for row in found.itertuples(index=False):
+        values = t.assign(v=np.tanh(t[row.measure]) if row.measure == "GROOVIST raw" else t[row.measure])
+        per = values.groupby(["sequence", "system"])["v"].mean().unstack()
+        d = (per[row.system] - per["human"]).sort_index().to_numpy()
+        assert row.n == len(d) == 40
+        assert row.difference == pytest.approx(d.mean()) and row.distance == pytest.approx(np.abs(d).mean())
+        test = paired_test(d, row.measure, row.system, "human", resamples=500, permutations=2000)
+        assert row.p == test.p and row.ci_low == pytest.approx(test.ci_low)
+        assert row.distance_low is not None and row.distance_low <= row.distance <= row.distance_high
+    far = found[(found["system"] == "far") & (found["measure"] == "NR")].iloc[0]
+    close = found[(found["system"] == "close") & (found["measure"] == "NR")].iloc[0]
+    assert far["p"] < 0.001 and far["difference"] < -0.15 and close["p"] > 0.01
+    assert far["p_holm"] >= far["p"] and found["direction"].tolist()[:2] == ["higher", "none"]
+
+
+def test_several_human_systems_are_one_side_and_small_n_has_no_interval() -> None:
+    t = table(1, sequences=5)
+    t["system"] = t["system"].replace({"human": "reference"})
+    t.loc[t.index % 2 == 0, "system"] = t.loc[t.index % 2 == 0, "system"].replace({"reference": "human"})
+    found = human_likeness_profile(t, ["human", "reference"], ["NR"], resamples=200, permutations=200)
+    assert set(found["system"]) == {"close", "far"} and (found["n"] == 5).all()
+    assert found["distance_low"].isna().all() and found["ci_low"].isna().all()  # 5 sequences: below the interval rule

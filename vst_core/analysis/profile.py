@@ -1,0 +1,112 @@
+"""A human-likeness profile: dHM's distance generalised to any set of measures, each with its own
+paired test against the human stories (not one number).
+
+For a system s, the human stories H and a measure m, over the image sequences both wrote for
+(each side's value on a sequence is the mean of its stories there, as the leaderboard pairs them):
+
+    d_q        = m(s, q) − m(H, q)                         the signed difference per sequence
+    difference = mean_q d_q, with its paired bootstrap interval and the paired
+                 approximate-randomization p (two-sided, with its Monte-Carlo standard error;
+                 :func:`vst_core.analysis.paired_tests.paired_test`), Holm over the system's measures
+    distance   = mean_q |d_q|, with its bootstrap interval  (dHM's per-aspect distance, for any m)
+
+For GROOVIST the distance is taken over tanh(G), as dHM takes it. A measure where a system is as
+people are has a difference near 0 (and a distance near the humans' own spread between stories).
+
+>>> t = pd.DataFrame({"story": list("abcd"), "sequence": ["q", "q", "r", "r"], "system": ["human", "m"] * 2, "NR": [0.9, 0.7, 0.8, 0.8]})
+>>> p = human_likeness_profile(t, ["human"], ["NR"], resamples=0, permutations=0)
+>>> p[["system", "measure", "n", "difference", "distance"]].round(3).to_dict("records")
+[{'system': 'm', 'measure': 'NR', 'n': 2, 'difference': -0.1, 'distance': 0.1}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from vst_core.analysis.dhm import bootstrap
+from vst_core.analysis.paired_tests import ALPHA, PERMUTATIONS, RESAMPLES, holm, holm_thresholds, paired_test
+from vst_core.analysis.systems import paired_sequences
+from vst_core.records import direction_of
+
+#: The columns of a profile table.
+COLUMNS = [
+    "system", "measure", "direction", "n", "system_mean", "human_mean", "difference", "ci_low", "ci_high",
+    "distance", "distance_low", "distance_high", "p", "p_se", "p_holm", "permutations",
+]  # fmt: skip
+#: The human side's name in the paired table.
+HUMAN = "\x00human"
+
+
+def human_likeness_profile(
+    table: pd.DataFrame,
+    human: Sequence[str],
+    measures: Sequence[str] | None = None,
+    *,
+    systems: Sequence[str] | None = None,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """One row per (system, measure): the signed difference from the ``human`` systems' stories
+    with its interval and paired test, and the distance mean |d| with its interval (module
+    docstring). ``table``: one row per story (``story``, ``sequence``, ``system``, measure
+    columns); ``measures`` default to every numeric column with a value."""
+    from vst_core.metric_spec import registry
+
+    if measures is None:
+        measures = [f.column for f in registry().fields if f.column in table and table[f.column].notna().any()]
+    measures = [m for m in measures if m in table]
+    people = set(human)
+    merged = table.assign(system=[HUMAN if s in people else str(s) for s in table["system"]])
+    if "GROOVIST raw" in merged:  # dHM's G: the distance of tanh(G)
+        merged = merged.assign(**{"GROOVIST raw": np.tanh(merged["GROOVIST raw"].astype(float))})
+    others = [s for s in (systems or sorted(set(merged["system"]) - {HUMAN})) if s != HUMAN and s not in people]
+    rows = []
+    for system in others:
+        paired = paired_sequences(merged, system, HUMAN, measures).sort_values("sequence", kind="stable")
+        found: list[dict[str, object]] = []
+        pvalues: list[float | None] = []
+        for measure in measures:
+            d = paired[measure].dropna().to_numpy(float) if measure in paired else np.zeros(0)
+            if not len(d):
+                continue
+            test = paired_test(
+                d, measure, system, "human", resamples=resamples, permutations=permutations, seed=seed,
+                confidence=confidence, thresholds=holm_thresholds(alpha, len(measures)),
+            )  # fmt: skip
+            (interval,) = bootstrap(np.abs(d).reshape(-1, 1), resamples, seed, confidence) if resamples > 0 else [None]
+            pvalues.append(test.p)
+            own = merged[merged["system"] == system][measure].astype(float)
+            theirs = merged[merged["system"] == HUMAN][measure].astype(float)
+            found.append(
+                {
+                    "system": system,
+                    "measure": measure,
+                    "direction": direction_of(measure),
+                    "n": len(d),
+                    "system_mean": float(own.mean()),
+                    "human_mean": float(theirs.mean()),
+                    "difference": test.mean_difference,
+                    "ci_low": test.ci_low,
+                    "ci_high": test.ci_high,
+                    "distance": float(np.abs(d).mean()),
+                    "distance_low": interval[0] if interval else None,
+                    "distance_high": interval[1] if interval else None,
+                    "p": test.p,
+                    "p_se": test.p_se,
+                    "p_holm": None,
+                    "permutations": test.permutations,
+                }
+            )
+        for row, adjusted in zip(found, holm(pvalues), strict=True):
+            row["p_holm"] = adjusted
+        rows.extend(found)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+__all__ = ["COLUMNS", "human_likeness_profile"]
