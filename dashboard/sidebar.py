@@ -206,7 +206,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
     values.update(dict.fromkeys(registry().switched, False))
     if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
         st.header("Grounding")
-        values.update(_theta_controls(False, None))
+        values.update(_theta_controls(False, None, recorded.theta))
         st.caption(
             "θ, −P and −C are re-applied to the stored similarities of computed GROOVIST scores; imported ones stay as released."
         )
@@ -234,11 +234,26 @@ def _judge_server() -> None:
         st.caption("Empty: the position-bias button loads the local judge model the scores were made with.")
 
 
-def _theta_controls(idle: bool, reason: str | None) -> dict[str, Any]:
-    """θ (preset or slider) and the −P / −C ablations: re-applied to stored similarities, no model."""
+def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None) -> dict[str, Any]:
+    """θ (preset or slider) and the −P / −C ablations: re-applied to stored similarities, no model.
+    ``recorded``: the θ a scores file was computed with, which the default entry keeps (so it is
+    labelled with it, not with the default preset's name)."""
     values: dict[str, Any] = {}
+
+    def label(name: str) -> str:
+        if recorded is None or name != DEFAULTS.theta or str(recorded) == DEFAULTS.theta:
+            return name
+        try:
+            value = float(recorded)
+        except ValueError:
+            return f"as the file: {recorded}"
+        presets = [k for k, v in THETA_PRESETS.items() if v is not None and abs(float(v) - value) < 1e-9]
+        if presets and presets[0] == DEFAULTS.theta:
+            return name
+        return f"as the file: {presets[0]} ({value:g})" if presets else f"as the file: {value:g}"
+
     values["theta_name"] = st.selectbox(
-        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason
+        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason, format_func=label
     )
     if values["theta_name"] == SLIDER:
         values["theta_value"] = st.slider(
