@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,23 @@ from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
 from vst_core.viz.report import build_report, latex_table, markdown_table, markdown_text, write_figure
 from vst_core.viz.tables import scores_table
+
+
+def card_records(records: Sequence[StoryScores], k: int, how: str = "sequences") -> list[StoryScores]:
+    """The stories that get cards: ``file``: the first ``k``; ``sequences``: every system's story
+    of the first image sequences in file order, until ``k`` (so one sequence's stories sit side by
+    side and every system is seen).
+
+    >>> rs = [StoryScores(s, q, m, ("A.",)) for s, q, m in [("1", "a", "x"), ("2", "b", "x"), ("3", "a", "y")]]
+    >>> [r.story_id for r in card_records(rs, 2)], [r.story_id for r in card_records(rs, 2, "file")]
+    (['1', '3'], ['1', '2'])
+    """
+    if how == "file":
+        return list(records[:k])
+    by_sequence: dict[str, list[StoryScores]] = {}
+    for r in records:
+        by_sequence.setdefault(r.sequence_id, []).append(r)
+    return [r for group in by_sequence.values() for r in group][:k]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +59,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--judgements", type=Path, default=None, help="human judgements (any layout meta-eval reads)")
     p.add_argument("--judgements-format", default="auto", help="layout of --judgements (see meta-eval)")
     p.add_argument("--images", type=Path, default=None, help="folder the stories' image paths are relative to (thumbnails)")
-    p.add_argument("--stories", type=int, default=8, help="story cards to include (the first stories of the files)")
+    p.add_argument("--stories", type=int, default=8, help="story cards to include")
+    p.add_argument(
+        "--cards",
+        choices=("sequences", "file"),
+        default="sequences",
+        help="which stories get cards: every system's story of the first image sequences (side by side), or the "
+        "first stories of the files",
+    )
     p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the intervals")
     p.add_argument("--permutations", type=int, default=1000, help="permutations of the metric-vs-metric tests")
     p.add_argument("--method", default="spearman", choices=tuple(METHODS), help="correlation of the agreement table")
@@ -97,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     html, figures, tables = build_report(
         args.title,
         table,
-        records[: max(args.stories, 0)],
+        card_records(records, max(args.stories, 0), args.cards),
         signature,
         description,
         metrics=metrics,

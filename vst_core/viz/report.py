@@ -257,7 +257,7 @@ def build_report(
     sections.append(Section("Systems", table_html(summary, f"{summary.attrs['caption']}; {SMALL_N_NOTE}")))
     figures: dict[str, Any] = {}
     if table.groupby("system").size().max() > 1:  # a box plot of one story per system shows nothing
-        for column in [c for c in columns if direction_of(c) != "none"][:6]:
+        for column in [c for c in columns if direction_of(c) != "none"]:  # every ranked metric (not the first six)
             figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
