@@ -140,15 +140,16 @@ def print_board(board: Leaderboard) -> None:
                 f"  {_interval(r.ci_low, r.ci_high, r.n)}"
             )
     if board.pairs:
+        named = max([14, *(len(one_line(t.metric)) for t in board.pairs)])
         print("\npairwise: d = A - B per sequence")
         print(
-            f"  {'metric':<14} {'A':<{width}} {'B':<{width}} {'N':>6} {'mean d':>9}  {'95% interval':<22}"
+            f"  {'metric':<{named}} {'A':<{width}} {'B':<{width}} {'N':>6} {'mean d':>9}  {'95% interval':<22}"
             f" {'p ± MC SE':>18} {'p Holm':>8} {'d_z':>8}  better"
         )
         for t in board.pairs:
             interval = f"[{t.ci_low:+.4f}, {t.ci_high:+.4f}]" if t.ci_low is not None and t.ci_high is not None else SMALL_N_MARK
             print(
-                f"  {t.metric:<14} {one_line(t.system_a):<{width}} {one_line(t.system_b):<{width}} {t.n:>6}"
+                f"  {one_line(t.metric):<{named}} {one_line(t.system_a):<{width}} {one_line(t.system_b):<{width}} {t.n:>6}"
                 f" {t.mean_difference:>+9.4f}  {interval:<22} {_p_se(t.p, t.p_se)} {_p(t.p_holm)} {_num(t.effect_size, 7, 2)}{_dagger(t.n, t.effect_size)}"
                 f"  {one_line(t.better) if t.better else '—'}"
             )
