@@ -88,6 +88,7 @@ def profile_section() -> None:
             for d, lo, hi, n in zip(found["distance"], found["distance_low"], found["distance_high"], found["n"], strict=True)
         ],
         p=["—" if p is None or pd.isna(p) else f"{p:.4f} ± {se:.4f}" for p, se in zip(found["p"], found["p_se"], strict=True)],
+        p_holm=["—" if p is None or pd.isna(p) else f"{p:.4f}" for p in found["p_holm"]],
     )[["system", "measure", "direction", "n", "human_mean", "system_mean", "difference", "distance", "p", "p_holm"]]
     st.dataframe(shown.rename(columns={"n": "N"}).round(4), hide_index=True, width="stretch", key="profile")
     head = [f"profile · {view.footer()}", f"human systems: {', '.join(human)}"]
