@@ -84,14 +84,15 @@ with st.expander("Every number of the leaderboard"):
     )
 
 st.subheader("Pairwise tests", divider="gray")
+pairs = len(board.systems) * (len(board.systems) - 1) // 2
 st.caption(
     f"d = A − B per sequence: mean difference with its paired-bootstrap 95% interval; p: paired approximate "
     f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}; doubled, up to "
     f"{PERMUTATION_CAP:,}, while a Holm threshold lay within 3 Monte-Carlo standard errors of p: column permutations) "
-    f"with its Monte-Carlo standard error p_se; p_holm: Holm over the "
-    f"{len(board.systems) * (len(board.systems) - 1) // 2} pairs of systems of each metric (the family: a metric's "
-    f"verdicts do not change with the other columns loaded); effect size d_z = mean(d) / sd(d) († below the minimum N); "
-    f"better: by the metric's direction. Two-sided p is twice WMT's one-sided p for the system ahead."
+    f"with its Monte-Carlo standard error p_se; p_holm: Holm over the {pairs} pair{'s' if pairs != 1 else ''} of "
+    f"systems of each metric (the family: a metric's verdicts do not change with the other columns loaded); effect "
+    f"size d_z = mean(d) / sd(d) († below the minimum N); —: not defined (no p below 2 sequences, no d_z without "
+    f"spread); better: by the metric's direction. Two-sided p is twice WMT's one-sided p for the system ahead."
 )
 tests = board.pairs_frame()  # shown with † where N is below the minimum for an interval (the CSV keeps None)
 small = tests["small_n"].tolist()
@@ -99,9 +100,10 @@ st.dataframe(
     tests.assign(
         **{c: [SMALL_N_MARK if v is None or pd.isna(v) else v for v in tests[c]] for c in ("ci_low", "ci_high")},
         effect_size=[
-            f"{v:.4f} {SMALL_N_MARK}" if s and v is not None and not pd.isna(v) else v
+            "—" if v is None or pd.isna(v) else f"{v:.4f} {SMALL_N_MARK}" if s else f"{v:.4f}"
             for v, s in zip(tests["effect_size"], small, strict=True)
         ],
+        **{c: ["—" if v is None or pd.isna(v) else f"{v:.4g}" for v in tests[c]] for c in ("p", "p_holm", "p_se")},
     ).drop(columns=["small_n"]),
     hide_index=True,
     width="stretch",
