@@ -103,7 +103,7 @@ st.dataframe(
             "—" if v is None or pd.isna(v) else f"{v:.4f} {SMALL_N_MARK}" if s else f"{v:.4f}"
             for v, s in zip(tests["effect_size"], small, strict=True)
         ],
-        **{c: ["—" if v is None or pd.isna(v) else f"{v:.4g}" for v in tests[c]] for c in ("p", "p_holm", "p_se")},
+        **{c: ["—" if v is None or pd.isna(v) else v for v in tests[c]] for c in ("p", "p_holm", "p_se")},
     ).drop(columns=["small_n"]),
     hide_index=True,
     width="stretch",

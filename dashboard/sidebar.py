@@ -342,19 +342,22 @@ def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
 
 
 def _plugins() -> dict[str, Any]:
-    """The installed metrics (other packages' ``vst_eval.metrics`` entry points), all on by default;
-    nothing is drawn when none is installed."""
+    """The metrics without a control of their own: other packages' (``vst_eval.metrics`` entry
+    points, on by default) and built-in ones such as character consistency (off by default: it
+    needs stories with named characters); nothing is drawn when there is none."""
+    from vst_core.metric_spec import BUILTIN_METRICS
+
     found = plugin_metrics()
     if not found:
         return {}
     chosen = st.multiselect(
         "More metrics",
         list(found),
-        default=list(found),
+        default=[name for name in found if name not in BUILTIN_METRICS],
         format_func=lambda name: f"{found[name]} ({name})",
         key="plugins",
-        help="metrics without a control of their own here, such as those other packages add (the vst_eval.metrics "
-        "entry-point group; `vst metrics` lists them all)",
+        help="metrics without a control of their own here: character consistency (for stories with named characters, "
+        "as VWP's) and those other packages add (the vst_eval.metrics entry-point group; `vst metrics` lists them all)",
     )
     return {"plugins": tuple(chosen)}
 

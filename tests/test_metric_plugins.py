@@ -412,6 +412,7 @@ print(json.dumps({
     "meta": list(meta.dataframe[0].value.index),
     "live": list(live.dataframe[0].value.columns),
     "offered": [w.options for w in live.sidebar.multiselect if w.label == "More metrics"],
+    "chosen": [w.value for w in live.sidebar.multiselect if w.label == "More metrics"],
 }))
 """
 
@@ -447,7 +448,10 @@ def test_an_installed_metric_package_is_scored_read_back_shown_ranked_and_drawn(
     assert "variety" in got["ranked"] and "variety" in got["meta"]
     assert got["inspect_card"] == 4 and got["evidence_html"]  # one card per candidate of the first sequence
     assert got["inspect_evidence"] and all(re.search(r"\d+ repeated words?$", label) for label in got["inspect_evidence"])
-    assert "variety" in got["live"] and got["offered"] == [["Lexical variety (lexical_variety)"]]
+    assert "variety" in got["live"]
+    # offered beside the built-in character consistency, and on by default (the built-in one is not)
+    assert got["offered"] == [["Character consistency (characters)", "Lexical variety (lexical_variety)"]]
+    assert got["chosen"] == [["lexical_variety"]]
     # without the package the same file still opens: its records are reported as unknown, the rest is read
     plain = {**os.environ, "PYTHONPATH": str(ROOT)}
     check = (

@@ -398,6 +398,9 @@ def dhm_report(
     stories = table["story"].to_numpy(object)
     sequences = table["sequence"].to_numpy(object)
     values = _values(table, aspects)
+    present = set(pd.unique(names).tolist())
+    # the human systems these stories have: a default naming a system the data lacks changes no number, nor the signature
+    human_systems = [h for h in human_systems if h in present] or list(human_systems)
     is_human = np.isin(names, list(human_systems))
     systems = sorted(set(pd.unique(names[~is_human]).tolist()))
     summaries, frames, offsets, partners = [], [], [np.zeros(1, int)], []

@@ -326,7 +326,7 @@ def leaderboard(
         "seed": seed,
         "confidence": confidence,
         "alpha": alpha,
-        "human_systems": list(human),
+        "human_systems": [h for h in human if h in set(table["system"].astype(str))],  # those these stories have
         "scores_signatures": list(scores_signatures),
         "judgements": judgements_digest,
     }

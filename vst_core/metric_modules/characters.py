@@ -97,12 +97,13 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
 
 
 def cards(story: Any) -> list[Card]:
-    """One card: the characters' coherence, with continuity and spread on hover."""
+    """One card: the characters' coherence, with continuity and spread on hover; none for a story
+    given no named characters."""
     from vst_core.viz.story import format_score
 
     found = story.metrics.get(NAME)
-    if found is None:
-        return [("Characters", None, "")]
+    if found is None or not found.named:  # a story given no characters has nothing to show
+        return []
     tip = f"continuity {format_score(found.continuity)} · spread {format_score(found.spread)} · {found.found} of {found.named} named"
     return [("Characters", found.score, tip)]
 
