@@ -90,7 +90,7 @@ class SqliteStore:
             return self._aside("not a regular file")
         try:
             return self._connect(str(self.path))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # text that is not UTF-8: a flipped byte
             if not self._damage(exc):  # a read-only folder, a full disk: the file (if any) is left as it is
                 return self._in_memory(f"{type(exc).__name__}: {exc}")
             return self._aside(f"{type(exc).__name__}: {exc}")
@@ -114,11 +114,12 @@ class SqliteStore:
             log.warning("%s could not be read (%s) nor set aside (%s); this run keeps its cache in memory", self.path, why, exc)
             return self._connect(":memory:")
 
-    def _damage(self, exc: sqlite3.DatabaseError) -> bool:
-        """Whether ``exc`` says this store's file is damaged (:func:`is_damage`), a read-only refusal
-        of a file this process may write, with its folder, included: its header says so (a damaged
-        write-version byte), which is damage, not a refusal."""
-        if is_damage(exc):
+    def _damage(self, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> bool:
+        """Whether ``exc`` says this store's file is damaged (:func:`is_damage`; text SQLite returns
+        that is not UTF-8 is a damaged page), a read-only refusal of a file this process may write,
+        with its folder, included: its header says so (a damaged write-version byte), which is
+        damage, not a refusal."""
+        if isinstance(exc, UnicodeDecodeError) or is_damage(exc):
             return True
         code = getattr(exc, "sqlite_errorcode", None)
         readonly = (code & 0xFF) == SQLITE_READONLY if isinstance(code, int) else "readonly" in str(exc).lower()
@@ -133,7 +134,7 @@ class SqliteStore:
         with self.lock:
             try:
                 return query(self.db)
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 if self.path is None:
                     raise
                 if not self._damage(exc):
@@ -149,7 +150,7 @@ class SqliteStore:
                 self.db = self._aside(f"{type(exc).__name__}: {exc}")
             try:
                 return query(self.db)
-            except sqlite3.DatabaseError:
+            except (sqlite3.DatabaseError, UnicodeDecodeError):
                 return default
 
 
