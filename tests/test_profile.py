@@ -3,6 +3,8 @@ the human stories, checked against a plain pandas computation and the paired tes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -57,3 +59,28 @@ def test_several_human_systems_are_one_side_and_small_n_has_no_interval() -> Non
     found = human_likeness_profile(t, ["human", "reference"], ["NR"], resamples=200, permutations=200)
     assert set(found["system"]) == {"close", "far"} and (found["n"] == 5).all()
     assert found["distance_low"].isna().all() and found["ci_low"].isna().all()  # 5 sequences: below the interval rule
+
+
+def test_the_command_and_the_library_give_the_same_profile(tmp_path: Path) -> None:
+    """``vst dhm --profile --csv`` writes and prints the profile ``vst.human_likeness_profile`` gives."""
+    import io
+    import json
+
+    import vst_core as vst
+    from vst_core.cli import main
+
+    src = tmp_path / "long.csv"
+    rows = ["story_id,metric,value,system"]
+    for k in range(12):
+        rows += [f"s{k},G,{0.1 * k},reference", f"s{k},C,0.8,reference", f"s{k},R,{0.9 - 0.01 * k},reference"]
+        rows += [f"s{k},G,{0.05 * k},model", f"s{k},C,{0.5 + 0.02 * k},model", f"s{k},R,0.7,model"]
+    src.write_text("\n".join(rows) + "\n")
+    scores = tmp_path / "imported.jsonl"
+    assert main(["import-scores", str(src), "--long", "--out", str(scores)]) == 0
+    out = tmp_path / "dhm.json"
+    assert main(["dhm", str(scores), "--out", str(out), "--profile", "--csv", str(tmp_path / "csv"), "--pairing", "story"]) == 0
+    records, _ = vst.read_scores(scores)
+    want = vst.human_likeness_profile(records)
+    written = pd.read_csv(tmp_path / "csv" / "profile.csv").drop(columns="provenance")
+    pd.testing.assert_frame_equal(written, pd.read_csv(io.StringIO(want.to_csv(index=False))), check_dtype=False)
+    assert [r["measure"] for r in json.loads(out.read_text())["profile"]] == list(want["measure"])

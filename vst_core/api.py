@@ -141,6 +141,23 @@ def human_likeness(
     return dhm_report(scores, human_systems=human, pairing=pairing, resamples=resamples, seed=seed, judge=judge)
 
 
+def human_likeness_profile(
+    scores: Sequence[StoryScores] | pd.DataFrame,
+    *,
+    human: Sequence[str] = HUMAN_SYSTEMS,
+    measures: Sequence[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every measure against the human stories, as ``vst dhm --profile`` and the Human-likeness
+    page compute it (:func:`vst_core.analysis.profile.human_likeness_profile`): per system and
+    measure the signed difference with its paired test and the distance mean |system − human|."""
+    from vst_core.analysis.profile import human_likeness_profile as profile
+
+    table = scores if isinstance(scores, pd.DataFrame) else scores_frame(list(scores))
+    return profile(table, human, measures, resamples=resamples, seed=seed)
+
+
 def compare(
     scores: Sequence[StoryScores] | pd.DataFrame,
     *,

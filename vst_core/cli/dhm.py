@@ -13,6 +13,7 @@ from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
 from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
+from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
@@ -68,6 +69,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     dhm.add_argument("--pairing", choices=("sequence", "story"), default="sequence", help="pair by image sequence or by story id")
     dhm.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
     dhm.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    dhm.add_argument(
+        "--profile",
+        action="store_true",
+        help="also every measure against the human stories: the signed difference with its paired test and the "
+        "distance mean |system - human| per measure (the Human-likeness page's profile; profile.csv with --csv)",
+    )
     dhm.add_argument(
         "--with-judge",
         action="store_true",
@@ -176,6 +183,12 @@ def run_dhm(args: argparse.Namespace) -> int:
         note(f"note: {report.note}")
     _print(report)
     _hint(report, table, human)
+    profile = None
+    if args.profile:
+        from vst_core.analysis.profile import human_likeness_profile
+
+        profile = human_likeness_profile(table, human, resamples=args.resamples, seed=args.seed)
+        _print_profile(profile)
     conflicts = index.conflicts
     document = {
         "signature": report.signature,
@@ -184,14 +197,35 @@ def run_dhm(args: argparse.Namespace) -> int:
         "distances": len(report.frame),
         "conflicts": {m: sum(c.metric == m for c in conflicts) for m in dict.fromkeys(c.metric for c in conflicts)},
     }
+    if profile is not None:
+        document["profile"] = json.loads(profile.to_json(orient="records"))
     try:
         write_text_whole(args.out, json.dumps(document, indent=1))
         if args.csv:
             _write_csv(report, args.csv)
+            if profile is not None:
+                write_text_whole(args.csv / "profile.csv", frame_csv(profile, report.csv_head()))
     except OSError as exc:
         error(cannot_write(exc))
         return EXIT_INPUT
     return 0
+
+
+def _print_profile(profile: pd.DataFrame) -> None:
+    """The profile, one line per system and measure: N, difference [interval], p ± SE, distance."""
+    if profile.empty:
+        print("\nprofile: no system shares an image sequence with the human stories on any measure")
+        return
+    width = max(14, *(len(one_line(str(m))) for m in profile["measure"]))
+    print("\nprofile: every measure against the human stories (system − human per image sequence)")
+    print(f"  {'system':<12} {'measure':<{width}} {'N':>5}  {'difference':>10}  {'95% interval':<22} {'p ± MC SE':>18}  distance")
+    for r in profile.itertuples(index=False):
+        interval = f"[{r.ci_low:+.4f}, {r.ci_high:+.4f}]" if r.ci_low is not None and r.ci_low == r.ci_low else SMALL_N_MARK
+        p = f"{r.p:.4f} ± {r.p_se:.4f}" if r.p is not None and r.p == r.p else "—"
+        print(
+            f"  {one_line(str(r.system)):<12} {one_line(str(r.measure)):<{width}} {r.n:>5}  {r.difference:>+10.4f}  "
+            f"{interval:<22} {p:>18}  {r.distance:.4f}"
+        )
 
 
 def _write_csv(report: DHMReport, folder: Path) -> None:
