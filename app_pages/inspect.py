@@ -164,7 +164,14 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
     people(record.story_id, record.system)
     st.markdown(
-        story_html(record.sentences, record.redundancy, record.coherence, record.grounding, content_only=content_only),
+        story_html(
+            record.sentences,
+            record.redundancy,
+            record.coherence,
+            record.grounding,
+            content_only=content_only,
+            frames=record.frames,
+        ),
         unsafe_allow_html=True,
     )
     if story is not None:

@@ -226,3 +226,12 @@ def test_grounding_keeps_the_shot_alignment(tmp_path: Path, tiny_clip: tuple[Pat
     assert any("T per image group: 11 sentences in 7 groups" in n for n in seven.grounding.notes)  # type: ignore[union-attr]
     assert len(short.clipscore.pairs) == 2 and any("2 sentence groups, 5 images" in n for n in short.clipscore.notes)  # type: ignore[union-attr]
     assert any("2 sentence groups for 5 images" in w for w in short.warnings)
+
+
+def test_the_story_view_marks_each_image_group() -> None:
+    """Inspect, the report and ``vst.show`` open each group with its image's number."""
+    from vst_core.viz.story import story_html
+
+    html = story_html(("Ann waves.", "Bob smiles.", "They leave."), None, frames=(0, 0, 2))
+    assert html.count('class="vst-frame"') == 2 and "[image 1]" in html and "[image 3]" in html and "[image 2]" not in html
+    assert 'class="vst-frame"' not in story_html(("One.", "Two."), None)  # no groups: nothing added

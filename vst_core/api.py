@@ -229,7 +229,7 @@ class StoryView:
         r = self.record
         head = f"<div style='font-weight:600'>{html_text(r.system)} · {html_text(r.story_id)}</div>"
         cards = score_cards_html(story_cards(r, list(r.metrics)))
-        body = story_html(r.sentences, r.redundancy, r.coherence, r.grounding, content_only=self.content_only)
+        body = story_html(r.sentences, r.redundancy, r.coherence, r.grounding, content_only=self.content_only, frames=r.frames)
         more = "".join(f"<details><summary>{html_text(title)}</summary>{block}</details>" for title, block in evidence_blocks(r))
         return f"<div class='vst-story'>{head}{cards}{body}{more}</div>"
 

@@ -149,7 +149,9 @@ def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Pa
         + (f'<div class="vst-thumbs">{"".join(thumbs)}</div>' if thumbs else "")
         + score_cards_html(story_cards(record, metrics))
         # content words' repeats only, the Inspect page's default (a repeated "the" says nothing)
-        + story_html(record.sentences, record.redundancy, record.coherence, record.grounding, content_only=True)
+        + story_html(
+            record.sentences, record.redundancy, record.coherence, record.grounding, content_only=True, frames=record.frames
+        )
         + "".join(f"<details><summary>{html_text(title)}</summary>{body}</details>" for title, body in evidence_blocks(record))
         + "</div>"
     )

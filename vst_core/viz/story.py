@@ -113,11 +113,13 @@ def story_html(
     grounding: GroundingScores | None = None,
     *,
     content_only: bool = False,
+    frames: Sequence[int] = (),
 ) -> str:
     """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
     underlined by grounding contribution (hover: score, concreteness, matched image), and a
     coherence chip between consecutive sentences. ``content_only`` leaves repeats of
-    :data:`FUNCTION_WORDS` unmarked (the scores are unchanged)."""
+    :data:`FUNCTION_WORDS` unmarked (the scores are unchanged). ``frames`` (a story in sentence
+    groups per image): each group opens with its image's number, so the grouping is seen."""
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
@@ -163,6 +165,10 @@ def story_html(
     weakest = coherence.weakest if coherence else None
     parts = []
     for k, sentence in enumerate(sentences):
+        if frames and len(frames) == len(sentences) and (k == 0 or frames[k] != frames[k - 1]):
+            parts.append(
+                f'<span class="vst-frame" style="color:#2b6cb0;font-size:0.8em;font-weight:600">[image {frames[k] + 1}]</span>'
+            )
         body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
         if k in pairs:
