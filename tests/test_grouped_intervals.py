@@ -131,3 +131,12 @@ def test_the_table_says_what_it_resampled_and_keeps_the_old_way_as_a_choice() ->
     assert MetaSettings().signature()["meta_settings"]["resample_unit"] == "sequence"
     with pytest.raises(ValueError, match="resample_unit"):
         MetaSettings(resample_unit="story")  # type: ignore[arg-type]
+
+
+def test_a_system_without_values_does_not_take_every_interval_away() -> None:
+    """A system with no rating is left out of the system-level coefficient; the resamples leave
+    it out too (it made every resample incomplete, so no interval was ever given)."""
+    data = table(np.random.default_rng(5))
+    data.loc[data["system"] == "sys3", "overall"] = np.nan
+    by_sequence = correlation_table(data, ["NR"], ["overall"], MetaSettings(resamples=200), "system")
+    assert (by_sequence["n"] == 3).all() and by_sequence["ci_low"].notna().all(), by_sequence[["method", "undefined"]]

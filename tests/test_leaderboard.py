@@ -455,3 +455,20 @@ def test_a_paired_test_reads_the_same_at_any_scale_and_says_nothing_of_overflowi
         undefined = paired_test(huge, "NR", "A", "B", permutations=200)
     assert undefined.p is None and undefined.better is None and undefined.effect_size is None
     assert json_text({"mean": undefined.mean_difference}) == '{"mean": null}'
+
+
+def test_a_pairs_p_near_alpha_is_the_same_with_a_third_system_and_on_the_two_system_page() -> None:
+    """The refinement near α follows one rule for every pair: adding a system adds no threshold, so
+    the pair's p (and its permutations) do not move, and the Compare two systems page agrees."""
+    rng = np.random.default_rng(116)
+    x = rng.normal(0.5, 0.1, 60)
+    y = x - 0.0105 + rng.normal(0, 0.035, 60)  # p of a - b 0.0252 at 10,000 flips: near 0.025 = 0.05 / 2
+    z = x + rng.normal(0, 0.05, 60)
+    two = leaderboard(table_of({"a": x, "b": y}), resamples=0, permutations=10_000)
+    three = leaderboard(table_of({"a": x, "b": y, "c": z}), resamples=0, permutations=10_000)
+    ab = next(t for t in three.pairs if {t.system_a, t.system_b} == {"a", "b"})
+    assert (ab.p, ab.permutations) == (two.pairs[0].p, two.pairs[0].permutations)
+    (page,) = paired_tests(
+        paired_sequences(table_of({"a": x, "b": y}), "a", "b", ["NR"]), ["NR"], "a", "b", resamples=0, permutations=10_000
+    )
+    assert (page.p, page.permutations) == (ab.p, ab.permutations)

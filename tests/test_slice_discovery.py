@@ -300,3 +300,22 @@ def test_a_systems_value_on_a_sequence_is_the_mean_of_its_stories_there() -> Non
     assert paired["difference"].to_dict() == pytest.approx((matrix["A"] - matrix["B"]).to_dict())
     assert paired.at["q1", "difference"] == pytest.approx(0.4 - 0.5) and paired.at["q2", "difference"] == pytest.approx(0.9 - 0.2)
     assert paired.at["q1", "words"] == 15 and paired.at["q1", "stories_a"] == 2
+
+
+def test_a_slice_a_wins_is_never_listed_above_one_it_loses() -> None:
+    """A tight slice where A is better and a noisy one where A loses badly: neither is surely bad,
+    and the losing one comes first (the upper bound alone put the winning one above it)."""
+    rng = np.random.default_rng(2)
+    kinds = np.repeat(["x", "y", "z"], [40, 400, 400])
+    diff = np.where(
+        kinds == "x",
+        rng.normal(-0.42, 2.5, kinds.size),
+        np.where(kinds == "y", rng.normal(0.02, 0.05, kinds.size), rng.normal(0, 0.05, kinds.size)),
+    )
+    paired = pd.DataFrame({"difference": diff, "kind": kinds})
+    found = system_slices(paired, story_descriptors(paired, categorical=("kind",)), min_size=30, resamples=0)
+    effects = found.set_index("slice")["effect"]
+    assert effects["kind = y"] > 0 and effects["kind = x"] < 0
+    order = list(found["slice"])
+    assert order.index("kind = x") < order.index("kind = y")
+    assert (found["effect"] >= 0).tolist() == sorted((found["effect"] >= 0).tolist())  # every losing slice first

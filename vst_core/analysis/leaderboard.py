@@ -17,7 +17,7 @@ enter (so each metric has its own N, the same for every system). Then
     d = a − b        per sequence; mean difference, its paired-bootstrap interval, a paired
                      approximate-randomization p-value (two-sided: ``|mean(s·d)| ≥ |mean(d)|`` for
                      random signs ``s``; p = (1 + hits) / (1 + permutations), with its Monte-Carlo
-                     standard error, permutations added while a threshold is within 3 SE), Holm-adjusted
+                     standard error, permutations added while α is within 3 SE), Holm-adjusted
                      p over a stated family (``family``: the pairs of one metric by default, or every
                      test of the result), and the effect size d_z = mean(d) / sd(d) (ddof 1)
 
@@ -55,7 +55,6 @@ from vst_core.analysis.paired_tests import (
     PairTest,
     adjusted,
     holm,
-    holm_thresholds,
     paired_test,
     paired_tests,
     permutation_p,
@@ -267,9 +266,9 @@ def leaderboard(
     metrics = [m for m in metrics if m in table]
     if family not in FAMILIES:
         raise ValueError(f"unknown Holm family {family!r}: one of {', '.join(FAMILIES)}")
-    tested = [m for m in metrics if direction_of(m) != "none"]
-    pairs_per_metric = len(systems) * (len(systems) - 1) // 2
-    thresholds = holm_thresholds(alpha, pairs_per_metric * (len(tested) if family == "all" else 1))
+    # more permutations while alpha is near p: the same rule for every pair, whichever systems are compared,
+    # so a pair's p is the Compare page's and does not move when a system joins
+    thresholds = (alpha,)
     notes: list[str] = []
     standings: list[Standing] = []
     tests: list[PairTest] = []
@@ -314,7 +313,7 @@ def leaderboard(
     standings = _clustered(standings, tests, order, alpha)
     payload = {
         "method": "paired by image sequence; percentile bootstrap over sequences; paired approximate randomization "
-        "(sign flips of the differences, two-sided; permutations doubled while a Holm threshold is within 3 Monte-Carlo "
+        "(sign flips of the differences, two-sided; permutations doubled while alpha is within 3 Monte-Carlo "
         f"SE of p, up to {PERMUTATION_CAP:,}); Holm over "
         + ("the pairs of each metric" if family == "metric" else "every pairwise test")
         + "; clusters: no two systems of one cluster differ at p_holm < alpha; d_z effect size",
@@ -453,7 +452,6 @@ __all__ = [
     "cell",
     "cluster_name",
     "holm",
-    "holm_thresholds",
     "leaderboard",
     "paired_test",
     "paired_tests",

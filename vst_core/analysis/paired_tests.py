@@ -6,9 +6,12 @@ and the effect size d_z = mean(d) / sd(d) (ddof 1). Each test's random stream is
 ``seed``, the metric and the two systems' names (in either order).
 
 A p from random flips is an estimate: its Monte-Carlo standard error is √(p(1 − p) / permutations)
-(``p_se``). While a decision threshold (α, and α/k for every k of a Holm family of k tests) lies
-within :data:`SE_MARGIN` standard errors of p, the test doubles its permutations (continuing the
-same random stream) up to :data:`PERMUTATION_CAP`, so a verdict at α does not depend on the seed.
+(``p_se``). While α lies within :data:`SE_MARGIN` standard errors of p, the test doubles its
+permutations (continuing the same random stream) up to :data:`PERMUTATION_CAP`, so a verdict at α
+does not depend on the seed. The rule is the same for every pair whichever systems are compared (a
+pair's p does not move when a system joins, and the leaderboard and the two-system page agree); a
+Holm-adjusted p near α carries about k times p's standard error in a family of k
+(:func:`holm_thresholds` gives the thresholds a caller may refine against instead).
 
 How these p relate to other tools: the test is two-sided (a difference in either direction), as
 SacreBLEU's paired approximate randomization; WMT's ``mt-metrics-eval`` reports one-sided p for
@@ -235,7 +238,7 @@ def paired_tests(
     if "sequence" in paired:  # the leaderboard's order of sequences, so both draw the same resamples
         paired = paired.sort_values("sequence", kind="stable")
     tested = [m for m in metrics if m in paired and direction_of(m) != "none"]
-    thresholds = holm_thresholds(alpha, len(tested) if family == "all" else 1)
+    thresholds = (alpha,)  # the leaderboard's rule: the same p for the pair there and here
     tests = [
         paired_test(
             paired[m].dropna().to_numpy(float),

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.dhm import bootstrap
-from vst_core.analysis.paired_tests import ALPHA, PERMUTATIONS, RESAMPLES, holm, holm_thresholds, paired_test
+from vst_core.analysis.paired_tests import ALPHA, PERMUTATIONS, RESAMPLES, holm, paired_test
 from vst_core.analysis.systems import paired_sequences
 from vst_core.records import direction_of
 
@@ -77,7 +77,7 @@ def human_likeness_profile(
                 continue
             test = paired_test(
                 d, measure, system, "human", resamples=resamples, permutations=permutations, seed=seed,
-                confidence=confidence, thresholds=holm_thresholds(alpha, len(measures)),
+                confidence=confidence, thresholds=(alpha,),
             )  # fmt: skip
             (interval,) = bootstrap(np.abs(d).reshape(-1, 1), resamples, seed, confidence) if resamples > 0 else [None]
             pvalues.append(test.p)

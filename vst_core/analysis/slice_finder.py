@@ -20,10 +20,12 @@ p-values are two-sided and adjusted over every candidate tested by Benjamini–H
 discovery rate, ``p_bh``); the slices shown carry a percentile bootstrap interval of the effect
 (items of the slice resampled; for a correlation, r_all held fixed).
 
-Slices are ranked by ``bound``, the end nearest zero of the effect's simultaneous 95% interval
-over the K candidates tested (Bonferroni: z_K = Φ⁻¹(1 − 0.025/K); for a mean, effect + z_K·sd/√n;
-for a correlation, tanh(atanh r_slice + z_K/√(n − 3)) − r_all), most negative first: a slice is
-listed high when it is surely bad after looking at every candidate, not when it is small. Ranking
+Slices where the effect is negative come first, ranked by ``bound``, the upper end of the
+effect's simultaneous 95% interval over the K candidates tested (Bonferroni: z_K = Φ⁻¹(1 −
+0.025/K); for a mean, effect + z_K·sd/√n; for a correlation, tanh(atanh r_slice + z_K/√(n − 3)) −
+r_all; for a bad slice, the end nearest zero), most negative first: a slice is listed high when it
+is surely bad after looking at every candidate, not when it is small; slices with an effect of 0
+or more follow (a tight slice where A wins is never listed above a noisy one where A loses). Ranking
 by the raw effect rewarded sub-slices: a part of a bad slice, cut smaller, has a more extreme
 effect by chance (random quarters of a planted slice of 961 outranked it); a 95% bound per slice
 still let a lucky quarter win, the simultaneous one widens with the search as chance winners
@@ -322,8 +324,8 @@ Candidate = tuple[tuple[Condition, ...], float, float, float, float, tuple[float
 
 
 def _bounds(found: Sequence[Candidate], overall: float) -> np.ndarray:
-    """Each candidate's ranking bound: the end nearest zero of its simultaneous interval over all
-    of ``found`` (Bonferroni, :data:`BOUND_LEVEL`)."""
+    """Each candidate's ranking bound: the upper end of its simultaneous interval over all of
+    ``found`` (Bonferroni, :data:`BOUND_LEVEL`)."""
     z = float(stats.norm.isf(BOUND_LEVEL / 2 / max(len(found), 1)))
     out = np.empty(len(found))
     for k, (_, _, _, _, _, (centre, scale, correlation)) in enumerate(found):
@@ -457,13 +459,13 @@ def _ranked(
     table: pd.DataFrame,
     seed: int,
 ) -> pd.DataFrame:
-    """The candidates by ``bound`` (:func:`_bounds`, most negative first; then the effect, then p),
-    BH-adjusted over all of them, the ``top`` with intervals."""
+    """The candidates with a negative effect first, each part by ``bound`` (:func:`_bounds`, most
+    negative first; then the effect, then p), BH-adjusted over all of them, the ``top`` with intervals."""
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     p_bh = benjamini_hochberg(np.array([f[4] for f in found]))
     bounds = _bounds(found, overall)
-    order = sorted(range(len(found)), key=lambda i: (bounds[i], found[i][2], found[i][4]))[:top]
+    order = sorted(range(len(found)), key=lambda i: (found[i][2] >= 0, bounds[i], found[i][2], found[i][4]))[:top]
     rng = np.random.default_rng(seed)
     rows = []
     for i in order:

@@ -39,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "by the metric's direction (lower is better for inter, intra and T; descriptors such as P are shown, "
             "not ranked) and significance clusters; for every two systems the mean difference a - b with its paired "
             "bootstrap interval, a paired approximate-randomization p-value (random sign flips of the differences, "
-            "two-sided; shown with its Monte-Carlo standard error, and more permutations are drawn while a decision "
-            "threshold is within 3 standard errors), Holm-adjusted p-values over a stated family (--holm-family: the "
+            "two-sided; shown with its Monte-Carlo standard error, and more permutations are drawn while --alpha "
+            "is within 3 standard errors), Holm-adjusted p-values over a stated family (--holm-family: the "
             "pairs of each metric by default) and the effect size d_z = mean / sd of the differences. "
             "dHM per system when the human system is loaded, and the mean human rating per system and aspect "
             "with --judgements. The numbers are the ones the dashboard's Leaderboard page shows."
@@ -157,8 +157,8 @@ def print_board(board: Leaderboard) -> None:
     print(
         f"\npaired approximate randomization with {settings['permutations']:,} sign-flip permutations, "
         f"paired bootstrap with {settings['resamples']:,} resamples (seed {settings['seed']}), "
-        f"p two-sided ± its Monte-Carlo standard error (permutations doubled, up to {PERMUTATION_CAP:,}, while a "
-        f"threshold was within 3 SE; most drawn: {max((t.permutations for t in board.pairs), default=0):,}); Holm over "
+        f"p two-sided ± its Monte-Carlo standard error (permutations doubled, up to {PERMUTATION_CAP:,}, while "
+        f"{settings['alpha']} was within 3 SE; most drawn: {max((t.permutations for t in board.pairs), default=0):,}); Holm over "
         + (
             (lambda k: f"the {k} pair{'s' if k != 1 else ''} of systems of each metric")(
                 len(board.systems) * (len(board.systems) - 1) // 2

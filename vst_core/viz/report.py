@@ -531,7 +531,7 @@ def leaderboard_exports(board: Leaderboard) -> dict[str, str]:
     family = f"the {k} pair{'s' if k != 1 else ''} of systems of each metric" if per_metric else f"all {len(board.pairs)} tests"
     pairs_caption = (
         f"Paired tests per sequence: mean difference d = A − B [95% paired bootstrap interval]; p ± its Monte-Carlo "
-        f"standard error: paired approximate randomization, {permutations:,} sign flips (more where a threshold was "
+        f"standard error: paired approximate randomization, {permutations:,} sign flips (more where 0.05 was "
         f"within 3 standard errors), two-sided; * Holm's p < 0.05 over {family}. {sig}"
     )
     return {

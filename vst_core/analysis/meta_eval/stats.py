@@ -281,6 +281,9 @@ def system_level_samples(
     score are taken over its stories of the drawn sequences (as often as drawn), and the
     coefficient is computed over those system means. ``numpy.random.default_rng(seed)``."""
     part = data[["system", "sequence_id", metric, aspect]].dropna(subset=["system"])
+    # the systems the point estimate has: one with no value of either side would be NaN in every resample
+    kept = part.groupby("system")[[metric, aspect]].mean().dropna().index
+    part = part[part["system"].isin(kept)]
     systems, system_codes = np.unique(part["system"].astype(str), return_inverse=True)
     x, y = part[metric].to_numpy(float), part[aspect].to_numpy(float)
     has_x, has_y = ~np.isnan(x), ~np.isnan(y)
