@@ -134,8 +134,8 @@ def _data(source: str) -> Input:
         return _scores()
     if source == UPLOAD_FILE:
         files = st.file_uploader(
-            "Story set (JSON, JSONL or VIST) with its images",
-            type=["json", "jsonl", "zip", *IMAGE_TYPES],
+            "Story set (JSON, JSONL, VIST, or a VWP table) with its images",
+            type=["json", "jsonl", "csv", "tsv", "parquet", "zip", *IMAGE_TYPES],
             accept_multiple_files=True,
             key="upload",
             help="add the images the file names (several files, or one .zip keeping their folders) to see them and score grounding",

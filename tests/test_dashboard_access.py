@@ -113,7 +113,8 @@ def test_an_upload_never_writes_outside_its_folder(tmp_path: Path) -> None:
 
 def test_upload_shapes_are_explained(tmp_path: Path) -> None:
     assert (
-        story_set_from_files([("a.png", b"x")], tmp_path / "a")[1] == "no story file (.json or .jsonl) among the uploaded files"
+        story_set_from_files([("a.png", b"x")], tmp_path / "a")[1]
+        == "no story file (.json or .jsonl or .csv or .tsv or .parquet) among the uploaded files"
     )
     two = story_set_from_files([("a.json", b"{}"), ("b.jsonl", b"")], tmp_path / "b")[1]
     assert two is not None and "2 story files uploaded" in two

@@ -235,3 +235,17 @@ def test_the_story_view_marks_each_image_group() -> None:
     html = story_html(("Ann waves.", "Bob smiles.", "They leave."), None, frames=(0, 0, 2))
     assert html.count('class="vst-frame"') == 2 and "[image 1]" in html and "[image 3]" in html and "[image 2]" not in html
     assert 'class="vst-frame"' not in story_html(("One.", "Two."), None)  # no groups: nothing added
+
+
+def test_a_vwp_table_uploaded_with_its_shots_reads_with_its_images(tmp_path: Path) -> None:
+    """The dashboard's "Upload a story file": VWP's CSV chosen with the shot files it names."""
+    from vst_core.data.uploads import story_set_from_files
+
+    source = tmp_path / "src"
+    source.mkdir()
+    csv_path = write_csv(source)
+    files = [(csv_path.name, csv_path.read_bytes())] + [(p.name, p.read_bytes()) for p in sorted((source / "images").iterdir())]
+    found, error, messages = story_set_from_files(files, tmp_path / "upload")
+    assert error is None and found is not None, (error, messages)
+    first = found.get("A1", "human")
+    assert len(first.images) == 7 and first.images_ok and first.frames and first.characters

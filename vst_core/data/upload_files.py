@@ -32,7 +32,7 @@ from typing import IO
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.scores_io import size_text
 
-STORY_SUFFIXES = (".json", ".jsonl")
+STORY_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")  # a story set, or VWP's release as a table
 #: The name every session's upload folder starts with (the dashboard's temporary folders).
 SESSION_PREFIX = "vst-upload-"
 #: Members one zip may hold (its central directory is measured before it is parsed).

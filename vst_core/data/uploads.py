@@ -121,7 +121,7 @@ def story_set_from_files(
     splitter: Splitter | None = None,
     budget: UploadBudget | None = None,
 ) -> tuple[StorySet | None, str | None, list[str]]:
-    """A story file (JSON, JSONL or VIST) uploaded with its images, unpacked within ``budget`` (see
+    """A story file (JSON, JSONL, VIST, or a VWP table) uploaded with its images, unpacked within ``budget`` (see
     :func:`place_upload`): (set, whole-upload error, messages); the set is read with its images
     checked, so a missing or broken image is a problem of its story."""
     from vst_core.data.readers import read_story_set
