@@ -17,27 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metrics.characters import Track  # the record's per-character part (pure, stdlib only)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.scoring.story import ScoringRun
 
 NAME = "characters"
-
-
-@dataclass(frozen=True, slots=True)
-class CharacterTrack:
-    """One named character: the sentences and image groups that name it, and its measures."""
-
-    name: str
-    sentences: tuple[int, ...]
-    frames: tuple[int, ...]
-    continuity: float
-    spread: float
-    coherence: float
-    persistence: float
-    introduction: float
-    frame_share: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +39,7 @@ class CharacterScores:
     frame_share: float | None
     named: int
     found: int
-    tracks: tuple[CharacterTrack, ...] = ()
+    tracks: tuple[Track, ...] = ()  # each character's sentences, images and measures
     notes: tuple[str, ...] = ()
 
 
@@ -72,12 +58,6 @@ def record(story: Story) -> CharacterScores:
         notes.append("fewer than 2 sentences: continuity and spread are undefined")
     elif not found:
         notes.append(f"none of the {len(names)} named characters is named in the story")
-    kept = tuple(
-        CharacterTrack(
-            t.name, t.sentences, t.frames, t.continuity, t.spread, t.coherence, t.persistence, t.introduction, t.frame_share
-        )
-        for t in found
-    )
     return CharacterScores(
         mean_of(found, "coherence"),
         mean_of(found, "continuity"),
@@ -86,7 +66,7 @@ def record(story: Story) -> CharacterScores:
         mean_of(found, "frame_share"),
         len(dict.fromkeys(names)),
         len(found),
-        kept,
+        tuple(found),
         tuple(notes),
     )
 
