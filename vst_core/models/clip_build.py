@@ -61,11 +61,6 @@ def build_clip(weights: ClipWeights, arch: str, *, registered: bool = False) -> 
     return model, preprocess, open_clip.get_tokenizer(arch)
 
 
-#: open_clip's default normalisation (OpenAI's dataset mean and std).
-OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
-OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
-
-
 def plain_build(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any] | None:
     """(model, :class:`EvalTransform`, tokenizer) built by :mod:`vst_core.models.clip_torch` when
     ``arch`` is a plain open_clip configuration, its preprocessing a shortest-side resize and its
@@ -79,7 +74,7 @@ def plain_build(weights: ClipWeights, arch: str) -> tuple[Any, Any, Any] | None:
     ):
         return None
     size = int(config["vision_cfg"]["image_size"])
-    mean, std = p.get("mean") or OPENAI_MEAN, p.get("std") or OPENAI_STD
+    mean, std = p.get("mean") or OPENAI_PREPROCESS["mean"], p.get("std") or OPENAI_PREPROCESS["std"]  # open_clip's defaults
     transform = EvalTransform(size, (size, size), p.get("interpolation") or "bicubic", tuple(mean), tuple(std))
     with no_random_init():
         model = build_plain_clip(config, quick_gelu=weights.quick_gelu)

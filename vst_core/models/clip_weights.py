@@ -239,9 +239,10 @@ def _open_clip_table() -> Any:
     import sys
     import types
 
+    from vst_core.models.clip_torch import open_clip_folder
+
     try:
-        found = importlib.util.find_spec("open_clip")
-        folder = Path(next(iter(found.submodule_search_locations or []))) if found is not None else None
+        folder = open_clip_folder()
         if folder is None:
             return None
         package = types.ModuleType("_vst_open_clip_table")
