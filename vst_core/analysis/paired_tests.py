@@ -26,7 +26,7 @@ strictly greater ones and so can call a system different from itself.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -127,14 +127,23 @@ def adaptive_permutation_p(
     some threshold t has |p − t| < :data:`SE_MARGIN` · SE and fewer than ``cap`` permutations were
     drawn, as many more again from the same stream. The first ``permutations`` draws are those of
     :func:`permutation_p`, so a p far from every threshold is unchanged."""
-    hits, used = _flip_hits(diff, permutations, rng), permutations
+    return extended_p(_flip_hits(diff, permutations, rng), permutations, lambda k: _flip_hits(diff, k, rng), thresholds, cap)
+
+
+def extended_p(
+    hits: int, used: int, draw: Callable[[int], int], thresholds: Sequence[float], cap: int
+) -> tuple[float, float, int]:
+    """(p, its Monte-Carlo standard error, permutations drawn) of any permutation test from its
+    ``hits`` in ``used`` permutations: p = (1 + hits) / (1 + used), then, while some threshold is
+    within :data:`SE_MARGIN` standard errors of p and fewer than ``cap`` were drawn, as many again
+    by ``draw(k)`` (the hits of k more permutations, from the test's own stream)."""
     while True:
         p = (1 + hits) / (1 + used)
         se = p_standard_error(p, used)
         if used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
             return p, se, used
         more = min(used, cap - used)
-        hits += _flip_hits(diff, more, rng)
+        hits += draw(more)
         used += more
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from vst_core.analysis.meta_eval.stats import _oriented, _rowwise_pearson
+from vst_core.analysis.meta_eval.stats import _oriented, _rowwise_pearson, margins_of
 
 #: The correlations Williams' test and the permutation are computed for.
 VERSUS_METHODS = ("pearson", "spearman")
@@ -50,19 +50,10 @@ VERSUS_PERMUTATION_CAP = 100_000
 
 
 def _extended(hits: int, used: int, draw: Callable[[int], int], cap: int = VERSUS_PERMUTATION_CAP) -> tuple[float, float, int]:
-    """(p, its Monte-Carlo standard error, permutations drawn): p = (1 + hits) / (1 + used), then,
-    while α is within 3 standard errors of p and fewer than ``cap`` were drawn, as many again by
-    ``draw(k)`` (the hits of k more permutations, from the same stream)."""
-    from vst_core.analysis.paired_tests import SE_MARGIN, p_standard_error
+    """The paired tests' extension (:func:`vst_core.analysis.paired_tests.extended_p`) near α."""
+    from vst_core.analysis.paired_tests import extended_p
 
-    while True:
-        p = (1 + hits) / (1 + used)
-        se = p_standard_error(p, used)
-        if used >= cap or abs(p - ALPHA) >= SE_MARGIN * se:
-            return p, se, used
-        more = min(used, cap - used)
-        hits += draw(more)
-        used += more
+    return extended_p(hits, used, draw, (ALPHA,), cap)
 
 
 @dataclass(frozen=True)
@@ -201,11 +192,7 @@ def pair_verdicts(
     """Per judged pair: 1.0 when the metric (oriented) scores the better story strictly higher (or
     its own margin m(better, worse) > 0), 0.0 when not (ties are wrong), NaN when a story is unscored."""
     if margins is not None:
-        found = [
-            margins.get((b, w), -margins[(w, b)] if (w, b) in margins else np.nan)
-            for b, w in zip(pairs["better"], pairs["worse"], strict=True)
-        ]
-        m = pd.Series(found, index=pairs.index, dtype=float)
+        m = pd.Series(margins_of(margins, pairs["better"], pairs["worse"]), index=pairs.index, dtype=float)
         return (m > 0).astype(float).where(m.notna())
     s = _oriented(scores.astype(float), metric)
     better, worse = pairs["better"].map(s), pairs["worse"].map(s)
