@@ -380,9 +380,11 @@ def paired_differences(table: pd.DataFrame, metric: str, system_a: str, system_b
     (the leaderboard's definition, :func:`vst_core.analysis.leaderboard.sequence_matrix`). The
     row's descriptors are A's: numbers averaged over A's stories of the sequence, anything else
     from its first; ``stories_a`` counts them."""
+    from vst_core.analysis.systems import paired_sequences
+
     sign = -1.0 if direction_of(metric) == "lower" else 1.0
     mine = table[table["system"] == system_a]
-    theirs = table[table["system"] == system_b].groupby("sequence", sort=False)[metric].mean()
+    theirs = paired_sequences(table, system_a, system_b, [metric]).set_index("sequence")[metric]  # A − B, per-sequence means
     numeric = [
         c
         for c in mine.columns
@@ -393,8 +395,8 @@ def paired_differences(table: pd.DataFrame, metric: str, system_a: str, system_b
     out[numeric] = grouped[numeric].mean()
     out["stories_a"] = grouped.size()
     out = out.reset_index()
-    out = out[out["sequence"].isin(theirs.index)].copy()
-    out["difference"] = sign * (out[metric].to_numpy(dtype=float) - theirs.reindex(out["sequence"]).to_numpy(dtype=float))
+    out = out[out["sequence"].astype(str).isin(theirs.index)].copy()  # paired_sequences names sequences as text
+    out["difference"] = sign * theirs.reindex(out["sequence"].astype(str)).to_numpy(dtype=float)
     return out[np.isfinite(out["difference"].to_numpy(dtype=float))].reset_index(drop=True)
 
 

@@ -7,7 +7,7 @@ binary error labels (Vrank Table 5)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -465,6 +465,19 @@ def _common_raters(per_rater: pd.DataFrame | None, better: str, worse: str) -> t
     return float(both.sum()), float((x[both] > y[both]).sum())
 
 
+def margins_of(margins: Mapping[tuple[str, str], float], first: Iterable[str], second: Iterable[str]) -> np.ndarray:
+    """A pairwise metric's verdict m(a, b) on each pair (−m(b, a) when only that was asked; NaN
+    when neither was): > 0 when it prefers the first story.
+
+    >>> margins_of({("a", "b"): 0.3}, ["a", "b", "a"], ["b", "a", "c"]).tolist()
+    [0.3, -0.3, nan]
+    """
+    return np.array(
+        [margins.get((x, y), -margins[(y, x)] if (y, x) in margins else np.nan) for x, y in zip(first, second, strict=True)],
+        float,
+    )
+
+
 def pairwise_accuracy(
     pairs: pd.DataFrame, scores: Mapping[str, float] | pd.Series, margins: Mapping[tuple[str, str], float] | None = None
 ) -> dict[str, Any]:
@@ -474,11 +487,7 @@ def pairwise_accuracy(
     ``margins`` are a pairwise metric's own verdicts, m(a, b) > 0 when it prefers a (Vrank's
     margins): a pair is then judged by m(better, worse) (or −m(worse, better)), not by the scores."""
     if margins is not None:
-        found = [
-            margins.get((b, w), -margins[(w, b)] if (w, b) in margins else np.nan)
-            for b, w in zip(pairs["better"], pairs["worse"], strict=True)
-        ]
-        m = pd.Series(found, index=pairs.index, dtype=float)
+        m = pd.Series(margins_of(margins, pairs["better"], pairs["worse"]), index=pairs.index, dtype=float)
         known = m.notna()
         a, b = m, pd.Series(0.0, index=pairs.index)
     else:
@@ -576,9 +585,7 @@ def tie_calibration_table(
             a: pd.Series, b: pd.Series, own: Mapping[tuple[str, str], float] | None = own, scores: pd.Series = scores
         ) -> np.ndarray:
             if own is not None:
-                return np.array(
-                    [own.get((x, y), -own[(y, x)] if (y, x) in own else np.nan) for x, y in zip(a, b, strict=True)], float
-                )
+                return margins_of(own, a, b)
             found: np.ndarray = (a.map(scores) - b.map(scores)).to_numpy(float)
             return found
 
