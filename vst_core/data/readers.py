@@ -368,6 +368,18 @@ def _image_index(folder: Path) -> dict[str, str]:
     return index
 
 
+def _images_folder(root: Path, images_dir: Path | None, layout: str) -> tuple[Path, Path]:
+    """(the images folder of a VIST or VWP file in ``root``, its path relative to ``root``):
+    ``images_dir``, by default an ``images`` folder beside the file, else the file's folder; one
+    outside ``root`` is refused."""
+    if images_dir is None:
+        images_dir = root / "images" if (root / "images").is_dir() else root
+    try:
+        return images_dir, images_dir.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise StorySetError(f"{layout} images folder {images_dir} must be inside {root}") from None
+
+
 def _order(value: Any) -> float:
     """A photo's position; a missing or non-numeric one sorts last."""
     try:
@@ -394,12 +406,7 @@ def read_vist(
     ``images_dir`` (default: an ``images`` folder next to the file, else the file's folder).
     """
     root = path.parent
-    if images_dir is None:
-        images_dir = root / "images" if (root / "images").is_dir() else root
-    try:
-        rel_dir = images_dir.resolve().relative_to(root.resolve())
-    except ValueError:
-        raise StorySetError(f"VIST images folder {images_dir} must be inside {root}") from None
+    images_dir, rel_dir = _images_folder(root, images_dir, "VIST")
     index = _image_index(images_dir)
     groups: dict[str, list[dict[str, Any]]] = {}
     problems: list[Problem] = []
@@ -503,12 +510,7 @@ def read_vwp(
     shot, with its named characters; the shots' images found by file name in ``images_dir``
     (default: an ``images`` folder beside the file, else the file's folder)."""
     root = path.parent
-    if images_dir is None:
-        images_dir = root / "images" if (root / "images").is_dir() else root
-    try:
-        rel = images_dir.resolve().relative_to(root.resolve())
-    except ValueError:
-        raise StorySetError(f"VWP images folder {images_dir} must be inside {root}") from None
+    _, rel = _images_folder(root, images_dir, "VWP")
     records, problems = vwp_records(rows, rel.as_posix() if rel.parts else "", system)
     stories: list[Story] = []
     for record in records:
