@@ -238,10 +238,7 @@ def correlate(
                 if labels is None
                 else grouped_samples(method, x, y, labels, resamples, seed)
             )
-            boot = boot[~np.isnan(boot)]
-            if boot.size >= resamples / 2:
-                tail = (1 - confidence) / 2 * 100
-                low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
+            low, high = _percentile_interval(boot, resamples, confidence)
         out[method] = Correlation(
             method,
             value,
