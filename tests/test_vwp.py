@@ -249,3 +249,23 @@ def test_a_vwp_table_uploaded_with_its_shots_reads_with_its_images(tmp_path: Pat
     assert error is None and found is not None, (error, messages)
     first = found.get("A1", "human")
     assert len(first.images) == 7 and first.images_ok and first.frames and first.characters
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=400), st.sampled_from([".csv", ".tsv", ".parquet"]), st.integers(0, 3000))
+def test_a_damaged_table_is_refused_whole_never_raised_otherwise(noise: bytes, suffix: str, cut: int) -> None:
+    """Random bytes, or the release's CSV cut anywhere and followed by them: the file reads, or is
+    refused with a StorySetError saying why (a parser's own exception used to escape)."""
+    import tempfile
+
+    from vst_core.data.types import StorySetError
+
+    with tempfile.TemporaryDirectory() as folder:
+        good = write_csv(Path(folder)).read_bytes()
+        for k, data in enumerate((noise, good[:cut] + noise)):
+            path = Path(folder) / f"t{k}{suffix}"
+            path.write_bytes(data)
+            try:
+                read_story_set(path, check_images=False)
+            except StorySetError:
+                pass

@@ -133,6 +133,19 @@ def vwp_records(
 def table_rows(path: Path) -> list[Mapping[str, Any]]:
     """The rows of a VWP release file: CSV/TSV, Parquet, or JSON (a list of row objects, or one
     object per line); a file that is not VWP's is refused with the columns it needs."""
+    try:
+        rows = _read_rows(path)
+    except StorySetError:
+        raise
+    except Exception as exc:  # a damaged file of any of the formats: the whole file cannot be read
+        raise StorySetError(f"{path}: cannot be read as a table ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not rows or not all(isinstance(r, Mapping) for r in rows) or not is_vwp(rows[0].keys()):
+        raise StorySetError(f"{path}: not a VWP table (it needs the columns {', '.join(VWP_MARKERS)})")
+    return rows
+
+
+def _read_rows(path: Path) -> list[Mapping[str, Any]]:
+    """The rows of a CSV/TSV, Parquet or JSON(L) file, as its format's reader gives them."""
     suffix = path.suffix.lower()
     rows: list[Mapping[str, Any]]
     if suffix == ".parquet":
@@ -151,8 +164,6 @@ def table_rows(path: Path) -> list[Mapping[str, Any]]:
         except json.JSONDecodeError:
             data = [json.loads(line) for line in text.splitlines() if line.strip()]
         rows = data if isinstance(data, list) else [data]
-    if not rows or not all(isinstance(r, Mapping) for r in rows) or not is_vwp(rows[0].keys()):
-        raise StorySetError(f"{path}: not a VWP table (it needs the columns {', '.join(VWP_MARKERS)})")
     return rows
 
 
