@@ -133,7 +133,9 @@ def test_cache_hits_and_model_signature_invalidation(tiny_clip: tuple[Path, Path
     score_story_set(stories, s2, tmp_path / "c.jsonl", models=Models(s2, cache=cache3))
     assert cache3.hits == 0 and cache3.misses == first_misses
     count, size = cache3.size()
-    assert count == 2 * first_misses and size > 0
+    by_dim = cache3.report()["by_dim"]
+    assert isinstance(by_dim, dict) and by_dim[16] == 2 * first_misses and size > 0  # 16: the tiny model's vectors
+    assert count == sum(by_dim.values()) and set(by_dim) == {2, 16}  # 2: each text's [tokens, context length]
 
 
 def test_bad_images_are_reported_per_story(tiny_clip: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

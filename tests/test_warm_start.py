@@ -46,6 +46,11 @@ def _numbers(path: Path) -> dict[tuple[str, str], dict[str, object]]:
     return out
 
 
+def _notes(path: Path) -> dict[tuple[str, str], list[str]]:
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return {(r["system"], r["story_id"]): r["metrics"]["clipscore"].get("notes", []) for r in records}
+
+
 def test_a_rerun_with_everything_cached_imports_no_model_library(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     common = ["--metrics", "grounding,clipscore", *clip_args(tiny_clip), "--clip-activation", "gelu"]
@@ -55,6 +60,10 @@ def test_a_rerun_with_everything_cached_imports_no_model_library(tiny_clip: tupl
     warm = _score(["score", str(SAMPLE), "--out", str(tmp_path / "warm.jsonl"), *common])
     assert warm == {"code": 0, "loaded": []}
     assert _numbers(tmp_path / "warm.jsonl") == _numbers(tmp_path / "cold.jsonl")
+    # a sentence over CLIP's context (16 tokens for the tiny model) is said on its story, cold and cached alike
+    cut = _notes(tmp_path / "cold.jsonl")
+    assert any("truncated to CLIP's 16" in n for notes in cut.values() for n in notes)
+    assert _notes(tmp_path / "warm.jsonl") == cut
     first = json.loads((tmp_path / "cold.jsonl").read_text().splitlines()[0])["signature"]
     again = json.loads((tmp_path / "warm.jsonl").read_text().splitlines()[0])["signature"]
     assert first == again  # the weights, spaCy and NLTK named alike without loading them

@@ -25,6 +25,11 @@ def text_key(model: str, text: str) -> str:
     return text_digest(f"{model}|text|{text}")
 
 
+def tokens_key(model: str, text: str) -> str:
+    """The cache key of a text's token count under ``model`` (stored as ``[tokens, context length]``)."""
+    return text_digest(f"{model}|tokens|{text}")
+
+
 #: The condition a stored row meets to be read back: an integer width and that many float32 bytes.
 _WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob' AND length(vec) = 4 * dim"
 

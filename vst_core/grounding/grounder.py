@@ -15,7 +15,7 @@ import numpy as np
 from vst_core.config import Settings
 from vst_core.data import Story
 from vst_core.data.regions import RegionsTable
-from vst_core.grounding.embeddings import text_key
+from vst_core.grounding.embeddings import text_key, tokens_key
 from vst_core.grounding.image_regions import (
     KEEP_BETWEEN_CHUNKS,
     ImageEntry,
@@ -120,6 +120,7 @@ class Grounder(ImageRegions):
         # text vectors and phrase weights by their text (words), kept from chunk to chunk (the newest
         # KEEP_BETWEEN_CHUNKS): a phrase met again is not read from the cache again
         self._text: dict[str, np.ndarray] = {}
+        self._tokens: dict[str, tuple[int, int]] = {}  # text -> (tokens, context length)
         self._weight_of: dict[tuple[tuple[str, ...], tuple[str, ...] | None], float] = {}
         self._pipeline: tuple[object, str] | None = None  # (spaCy pipeline, its pipeline_id)
         self._named: tuple[str | None, str | None] | None = None  # (pipeline name, its id from its files)
@@ -264,6 +265,39 @@ class Grounder(ImageRegions):
             )
             vectors.setflags(write=False)  # its rows are kept from chunk to chunk and shared by the image metrics
             self._text.update(zip(texts, vectors))
+            self._count_tokens(texts, model)
+
+    def _count_tokens(self, texts: Sequence[str], model: str) -> None:
+        """Each text's token count and the model's context length (:meth:`truncation`): from what the
+        encoder saw this run, else the cache, else counted now (a text cached before counts were
+        kept; this builds the model)."""
+        assert self.encoder is not None
+        seen: dict[str, int] = getattr(self.encoder, "token_counts", {})
+        fresh: dict[str, np.ndarray] = {}
+        context = 0
+        for text in texts:
+            if text in seen:
+                context = context or int(getattr(self.encoder, "context_length", 0) or 0)
+                fresh[tokens_key(model, text)] = np.array([seen[text], context], np.float32)
+        seen.clear()
+        keys = {t: tokens_key(model, t) for t in texts}
+        found = {**self.cache.get_many([k for k in keys.values() if k not in fresh]), **fresh}
+        missing = [t for t, k in keys.items() if k not in found]
+        count = getattr(self.encoder, "token_count", None) if missing else None
+        if count is not None:
+            context = int(getattr(self.encoder, "context_length", 0) or 0)
+            for text in missing:
+                tokens = count(text)
+                if tokens is not None:
+                    fresh[keys[text]] = found[keys[text]] = np.array([tokens, context], np.float32)
+        if fresh:
+            self.cache.put_many(fresh)
+        self._tokens.update({t: (int(found[k][0]), int(found[k][1])) for t, k in keys.items() if k in found and len(found[k]) == 2})
+
+    def truncation(self, text: str) -> tuple[int, int] | None:
+        """(tokens, context length) of a text :meth:`prepare` encoded when CLIP truncated it, else None."""
+        tokens = self._tokens.get(text)
+        return tokens if tokens is not None and tokens[1] and tokens[0] > tokens[1] else None
 
     def texts_of(self, stories: Sequence[Story]) -> list[str]:
         """Every distinct text the CLIP metrics of the settings encode for ``stories``, in order: the
@@ -332,6 +366,7 @@ class Grounder(ImageRegions):
         self.phrases.clear()
         self.nouns.clear()
         _keep_newest(self._text, KEEP_BETWEEN_CHUNKS)
+        _keep_newest(self._tokens, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._weight_of, KEEP_BETWEEN_CHUNKS)
 
     # ------------------------------------------------------------------ scoring

@@ -39,9 +39,12 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> C
     cosines = [float(grounder.text_vector(prompt + texts[i]) @ entries[i].whole_emb) if texts[i] else 0.0 for i in range(n)]
     aligned = n == len(texts) == len(entries)
     unit = "sentence groups" if story.frames else "sentences"
-    return clipscore_scores(
-        clipscore(cosines), [] if aligned else [f"{len(texts)} {unit}, {len(entries)} images: {n} pairs scored"]
-    )
+    notes = [] if aligned else [f"{len(texts)} {unit}, {len(entries)} images: {n} pairs scored"]
+    for i in range(n):
+        cut = grounder.truncation(prompt + texts[i]) if texts[i] else None
+        if cut is not None:
+            notes.append(f"{unit[:-1]} {i + 1} ({cut[0]} tokens) truncated to CLIP's {cut[1]}: its end is not scored")
+    return clipscore_scores(clipscore(cosines), notes)
 
 
 METRIC = MetricSpec(

@@ -120,6 +120,8 @@ class ClipEncoder:
         self._split = _split_preprocess(preprocess)
         self._tensor = tensor_transform(preprocess)
         self._ring: dict[int, Any] = {}
+        #: tokens (start and end included) of each text :meth:`text_batches` saw since last cleared
+        self.token_counts: dict[str, int] = {}
         self._norm_tensors: list[tuple[Any, Any]] | None = None
         # for throughput reports: crops and texts through each tower, and the seconds of their forwards
         self.images_encoded = 0
@@ -141,6 +143,10 @@ class ClipEncoder:
             batch_size=source.batch_size,
             workers=workers or source.workers,
         )
+
+    def token_count(self, text: str) -> int | None:
+        """Tokens of ``text``, start and end included (None when the tokenizer cannot say)."""
+        return self._text_length(text)
 
     def _text_length(self, text: str) -> int | None:
         inner = getattr(self.tokenizer, "tokenizer", self.tokenizer)
@@ -185,6 +191,7 @@ class ClipEncoder:
             lengths.append(length or self.context_length)
             if length is not None and length > self.context_length:
                 log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
+        self.token_counts.update(zip(texts, lengths))  # read (and cleared) by whoever records truncation
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         batches = []
         size = self.text_batch_size
@@ -569,6 +576,11 @@ class LazyClipEncoder:
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
         return self.encoder.encode_text(texts)
+
+    @property
+    def token_counts(self) -> dict[str, int]:
+        """The built encoder's (empty while nothing was built: no text was encoded)."""
+        return self._encoder.token_counts if self._encoder is not None else {}
 
     def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray:
         return self.encoder.encode_images(images, load=load)
