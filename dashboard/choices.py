@@ -84,9 +84,16 @@ class Choices:
 
 def clip_builtins() -> tuple[str, ...]:
     """The built-in metrics that need CLIP and no model of their own, in the registry's order: the
-    first (GROOVIST) comes with the grounding toggle, the others with “Also …” (:func:`extra_clip_label`)."""
+    first (GROOVIST) comes with the grounding toggle, the others with “Also …” (:func:`extra_clip_label`);
+    one that needs images beyond the story's own (character alignment, the characters' crops) is
+    offered by name under "More metrics", off by default."""
     own, installed = model_metrics(), {s.name for s in registry().plugins}
-    return tuple(m for m in available_metrics() if m in registry().with_need("clip") and m not in own and m not in installed)
+    beside = {s.name for s in registry().specs.values() if s.image_refs is not None}  # offered by name: crops of characters
+    return tuple(
+        m
+        for m in available_metrics()
+        if m in registry().with_need("clip") and m not in own and m not in installed and m not in beside
+    )
 
 
 def extra_clip_label() -> str:
@@ -115,7 +122,7 @@ def own_controls() -> frozenset[str]:
     section of its own (RoViST-C's), the built-in CLIP metrics and every metric asked for by its
     model's files; every other metric that can be computed is offered by name."""
     reg = registry()
-    clip = {s.name for s in reg.specs.values() if "clip" in s.needs and s not in reg.plugins}
+    clip = {s.name for s in reg.specs.values() if "clip" in s.needs and s not in reg.plugins and s.image_refs is None}
     hidden = {name for name, s in reg.specs.items() if not s.offered}
     return frozenset({*DEFAULT_METRICS, *reg.switched, *hidden, *clip, *model_metrics()})
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from dashboard.choices import Choices, confined, device_notice, in_sidebar_terms, own_controls, settings_for
+from dashboard.choices import Choices, confined, device_notice, in_sidebar_terms, own_controls, plugin_metrics, settings_for
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
 from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS
@@ -116,8 +116,10 @@ def test_the_regions_field_is_confined_as_it_is_parsed(tmp_path: Path) -> None:
 
 def test_clip_metrics_come_from_the_settings_registry() -> None:
     every = Choices(extra_clip=True).clip_metrics
-    computed_from_phrases = [m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and m != "cosmic"]
-    assert list(every) == computed_from_phrases  # COSMic comes with its own model folder
+    # COSMic comes with its own model folder; character alignment is offered by name (it needs the characters' crops)
+    computed_from_phrases = [m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and m not in ("cosmic", "char_alignment")]
+    assert list(every) == computed_from_phrases
+    assert "char_alignment" in plugin_metrics() and "char_alignment" not in settings_for(Choices(extra_clip=True)).metrics
     assert Choices(extra_clip=True, cosmic_model="m").clip_metrics == (*computed_from_phrases, "cosmic")
     assert Choices(extra_clip=False).clip_metrics == ("grounding",)
     assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg_clip")

@@ -165,6 +165,7 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
         "judge non-redundancy",
         "char coherence",
         "char continuity",
+        "char alignment",
     } and COVARIATES == (
         "T",
         "P",

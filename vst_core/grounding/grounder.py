@@ -250,7 +250,8 @@ class Grounder(ImageRegions):
         the encoder crops and preprocesses them a model batch ahead of the forward pass.
         """
         model = self.encoder.signature if self.encoder is not None else ""
-        pending = self.pending([ref for story in stories for ref in story.images])
+        extra = self.extra_images(stories)
+        pending = self.pending([*(ref for story in stories for ref in story.images), *extra])
         if pending:
             self._encode_regions(pending, model)
         if self.vg is not None:
@@ -292,12 +293,30 @@ class Grounder(ImageRegions):
                     fresh[keys[text]] = found[keys[text]] = np.array([tokens, context], np.float32)
         if fresh:
             self.cache.put_many(fresh)
-        self._tokens.update({t: (int(found[k][0]), int(found[k][1])) for t, k in keys.items() if k in found and len(found[k]) == 2})
+        self._tokens.update(
+            {t: (int(found[k][0]), int(found[k][1])) for t, k in keys.items() if k in found and len(found[k]) == 2}
+        )
 
     def truncation(self, text: str) -> tuple[int, int] | None:
         """(tokens, context length) of a text :meth:`prepare` encoded when CLIP truncated it, else None."""
         tokens = self._tokens.get(text)
         return tokens if tokens is not None and tokens[1] and tokens[0] > tokens[1] else None
+
+    def extra_images(self, stories: Sequence[Story]) -> list[str]:
+        """The images beyond the stories' own that the settings' metrics need whole vectors of
+        (their ``image_refs``: the characters' crops), marked to be encoded whole, without regions."""
+        s = self.settings
+        hooks = [spec.image_refs for name, spec in registry().specs.items() if name in s.metrics and spec.image_refs is not None]
+        if not hooks or self.encoder is None:
+            return []
+        own = {ref for story in stories for ref in story.images}
+        refs = [ref for story in stories for hook in hooks for ref in hook(story) if ref not in own]
+        self.whole_only.update(refs)
+        return refs
+
+    def image(self, ref: str) -> ImageEntry:
+        """The entry of an image :meth:`prepare` saw (a story's, or one of :meth:`extra_images`)."""
+        return self._image(ref)
 
     def texts_of(self, stories: Sequence[Story]) -> list[str]:
         """Every distinct text the CLIP metrics of the settings encode for ``stories``, in order: the

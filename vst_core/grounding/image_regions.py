@@ -104,6 +104,7 @@ class ImageRegions:
         self._region_vectors: dict[str, np.ndarray] = {}
         self._grid: dict[tuple[int, int], list[Box]] = {}
         self._box_key: dict[Box, str] = {}
+        self.whole_only: set[str] = set()  # refs encoded whole, without regions (a character's crop)
 
     def forget_images(self) -> None:
         """Drop the batch's images (vectors stay in the cache; the newest look-ups by content stay)."""
@@ -138,10 +139,14 @@ class ImageRegions:
             digests = self._digests(pending, pool)
             pending = [e for e in pending if e.error is None]
             decoded: dict[int, Future[Image.Image]] = {}
+            whole_only = [e for e in pending if e.ref in self.whole_only]  # encoded whole, no regions
+            pending = [e for e in pending if e.ref not in self.whole_only]
             if s.regions == "detector" and self.detector is not None:
                 pending = self._detect(pending, decoded)
             else:
                 self._regions(pending, {})
+            for entry in whole_only:
+                entry.boxes = []
             if self.vg is not None:
                 self._encode_vg(pending, digests, decoded)
             if self.encoder is None:  # no CLIP metric: the regions are chosen, nothing else to encode
@@ -149,6 +154,7 @@ class ImageRegions:
                     entry.region_emb = np.zeros((len(entry.boxes), 0), np.float32)
                 return
             whole = bool(registry().with_need("image_vector") & set(s.metrics))  # encoded only when asked for
+            pending += whole_only if whole else []
             keys, found, unique = self._lookup(pending, digests, model, whole)
             if not unique:
                 vectors = np.zeros((0, 0), np.float32)

@@ -37,6 +37,7 @@ BUILTIN_METRICS: dict[str, str] = {
     "cosmic": "vst_core.metric_modules.cosmic",
     "judge": "vst_core.metric_modules.judge",
     "characters": "vst_core.metric_modules.characters",
+    "char_alignment": "vst_core.metric_modules.character_alignment",
 }
 BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
@@ -193,6 +194,10 @@ ImageRecordHook = Callable[[Any, Any, Sequence[Any]], Any]
 #: The texts an image metric embeds with CLIP beyond the story's phrase units, encoded with them
 #: before any story is scored: ``(settings, story, noun phrases) -> texts``.
 TextsHook = Callable[[Any, Any, Sequence[Any]], Iterable[str]]
+#: Images an image metric needs beside the story's own, as the story names them (relative to the
+#: set's folder): ``(story) -> refs``; each is encoded whole (no regions) before any story is scored,
+#: and its :class:`vst_core.grounding.grounder.ImageEntry` is ``grounder.image(ref)`` (the characters' crops).
+ImageRefsHook = Callable[[Any], Sequence[str]]
 #: A metric over the stories of a sequence together, computed once per run before the chunks from
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
 #: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
@@ -241,7 +246,8 @@ class MetricSpec:
     ``aliases`` are other names of it in released score files (lower case: ``g``, ``groovist``) and
     ``from_score`` makes a record of an imported score (None: it cannot be imported).
     ``score`` computes it (None: it is only read from files); an image metric gives ``image_record``
-    instead (and ``texts``, what it embeds beyond the phrase units); ``together`` computes a metric of the
+    instead (and ``texts``, what it embeds beyond the phrase units, ``image_refs`` the images beyond
+    the story's own it needs whole vectors of); ``together`` computes a metric of the
     ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
     ``identity`` names its weights in the signature and ``caption`` describes it in footers;
     ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
@@ -271,6 +277,7 @@ class MetricSpec:
     score: ScoreHook | None = None
     image_record: ImageRecordHook | None = None
     texts: TextsHook | None = None
+    image_refs: ImageRefsHook | None = None
     together: SetHook | None = None
     load: LoadHook | None = None
     identity: IdentityHook | None = None

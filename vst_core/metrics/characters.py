@@ -136,4 +136,59 @@ def mean_of(found: Sequence[Track], attr: str) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-__all__ = ["EPSILON", "Track", "mean_of", "name_pattern", "presence_by_names", "presence_from_clusters", "track", "tracks"]
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """A named character in the text of image ``frame``: how well that image shows it (``rank``: the
+    share of the story's other images whose best match to the character's crop is lower, ties
+    counting half; 0.5 is chance) and the image that shows it best."""
+
+    name: str
+    frame: int
+    rank: float
+    cosine: float
+    best_frame: int
+
+
+def mention_alignment(
+    similarity: Mapping[str, Sequence[float]], mentions: Mapping[str, Iterable[int]]
+) -> tuple[float | None, list[Mention]]:
+    """(mean rank over mentions, each :class:`Mention`): for character c with ``similarity[c][j]``
+    the best cosine between c's crop and image j's regions, a mention of c in image i's text
+    scores
+
+        rank(c, i) = (#{j ≠ i: s_cj < s_ci} + ½ #{j ≠ i: s_cj = s_ci}) / (F − 1)
+
+    over the story's F ≥ 2 images: 1 when the image it is named beside shows it best, 0 when it
+    shows it worst, 0.5 by chance. None without a mention (or with fewer than 2 images).
+
+    >>> score, found = mention_alignment({"Ann": [0.9, 0.2, 0.5]}, {"Ann": [0, 2]})
+    >>> score, [(m.frame, m.rank, m.best_frame) for m in found]
+    (0.75, [(0, 1.0, 0), (2, 0.5, 0)])
+    """
+    found: list[Mention] = []
+    for name in sorted(mentions):
+        values = list(similarity.get(name, ()))
+        if len(values) < 2:
+            continue
+        best = max(range(len(values)), key=lambda j: values[j])
+        for i in sorted(set(mentions[name])):
+            if not 0 <= i < len(values):
+                continue
+            below = sum(1 for j, v in enumerate(values) if j != i and v < values[i])
+            ties = sum(1 for j, v in enumerate(values) if j != i and v == values[i])
+            found.append(Mention(name, i, (below + 0.5 * ties) / (len(values) - 1), float(values[i]), best))
+    return (sum(m.rank for m in found) / len(found) if found else None), found
+
+
+__all__ = [
+    "EPSILON",
+    "Mention",
+    "Track",
+    "mean_of",
+    "mention_alignment",
+    "name_pattern",
+    "presence_by_names",
+    "presence_from_clusters",
+    "track",
+    "tracks",
+]

@@ -1,0 +1,93 @@
+"""Character alignment: a named character's mentions against the images that show it (its crop's
+CLIP vector against each image's regions), by hand on small cases and end to end on a VWP-layout
+file whose crops are cut from known shots."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from test_grounding_pipeline import settings_for
+from test_vwp import COLUMNS, vwp_row
+
+from vst_core.data import read_scores, read_story_set
+from vst_core.grounding.embeddings import EmbeddingCache
+from vst_core.metrics.characters import mention_alignment
+from vst_core.scoring.registry import Models
+from vst_core.scoring.runs import score_story_set
+
+
+def test_a_mention_ranks_its_image_among_the_others_ties_counting_half() -> None:
+    score, found = mention_alignment({"Ann": [0.2, 0.9, 0.5, 0.9]}, {"Ann": [1, 0]})
+    by_frame = {m.frame: m for m in found}
+    assert by_frame[1].rank == pytest.approx((2 + 0.5) / 3)  # above 0.2 and 0.5, tied with 0.9
+    assert by_frame[0].rank == 0.0 and by_frame[0].best_frame == 1
+    assert score == pytest.approx(((2.5 / 3) + 0.0) / 2)
+
+
+def test_no_value_without_a_mention_another_image_or_a_crop() -> None:
+    assert mention_alignment({"Ann": [0.4]}, {"Ann": [0]}) == (None, [])  # one image: nothing to rank against
+    assert mention_alignment({"Ann": [0.4, 0.1]}, {"Ann": []}) == (None, [])
+    assert mention_alignment({}, {"Ann": [0, 1]}) == (None, [])  # no crop
+    assert mention_alignment({"Ann": [0.4, 0.1]}, {"Ann": [5]}) == (None, [])  # a group past the images
+    score, found = mention_alignment({"Ann": [0.4, 0.1], "Bob": [0.1, 0.4]}, {"Ann": [0], "Bob": [0]})
+    assert score == 0.5 and [(m.name, m.rank) for m in found] == [("Ann", 1.0), ("Bob", 0.0)]
+
+
+def _vwp_with_crops(folder: Path) -> Path:
+    """Two scenes of three shots (distinct noise); Ann's crop is shot 2 of its scene itself, so
+    that image shows her best. Story A1 names her beside shot 2, A2 beside shot 1; A3's crop is
+    missing from the folder."""
+    rng = np.random.default_rng(3)
+    rows = [
+        vwp_row("tt001_0001", "A1", ["A quiet street.", "Ann walks in. Ann smiles.", "The end."], ["Ann"]),
+        vwp_row("tt001_0001", "A2", ["Ann is outside.", "Someone walks in.", "The end."], ["Ann"]),
+        vwp_row("tt002_0002", "A3", ["Ann waits.", "Ann leaves.", "Rain."], ["Ann"]),
+    ]
+    images = folder / "images"
+    images.mkdir(parents=True)
+    for row in rows:
+        row["char0_url"] = row["char0_url"].replace("char_0", f"{row['scene_full_id']}_char_0")
+        for k in range(3):
+            name = row[f"link{k}"].rsplit("/", 1)[1]
+            if not (images / name).exists():
+                Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(images / name)
+    crop = rows[0]["char0_url"].rsplit("/", 1)[1]
+    (images / crop).write_bytes((images / rows[0]["link1"].rsplit("/", 1)[1]).read_bytes())  # Ann = shot 2
+    path = folder / "vwp.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+@pytest.mark.slow  # tiny CLIP end to end
+def test_a_character_named_beside_the_shot_it_was_cut_from_ranks_first(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    path = _vwp_with_crops(tmp_path)
+    stories = read_story_set(path)
+    settings = settings_for(tiny_clip, metrics=("grounding", "char_alignment"))
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    score_story_set(stories, settings, tmp_path / "out.jsonl", models=Models(settings, cache=cache))
+    records = {r["story_id"]: r for r in read_scores(tmp_path / "out.jsonl")[0]}
+    first = records["A1"]["metrics"]["char_alignment"]
+    assert first["score"] == 1.0 and first["crops"] == 1 and first["named"] == 1
+    assert [(m["frame"], m["best_frame"]) for m in first["mentions"]] == [(1, 1)]  # two mentions, one group
+    assert first["mentions"][0]["cosine"] == pytest.approx(1.0, abs=1e-5)  # the crop is the shot itself
+    second = records["A2"]["metrics"]["char_alignment"]
+    assert [(m["frame"], m["best_frame"]) for m in second["mentions"]] == [(0, 1)] and second["score"] < 1.0
+    third = records["A3"]["metrics"]["char_alignment"]
+    assert third["score"] is None and third["crops"] == 0
+    assert any("crop" in note and "cannot read" in note for note in third["notes"])
+    assert records["A1"]["metrics"]["grounding"]["score"] is not None  # the shots keep their regions
+    # a rerun reads every vector, the crop's too, from the cache: the same records
+    again = EmbeddingCache(tmp_path / "emb.sqlite")
+    score_story_set(stories, settings, tmp_path / "again.jsonl", models=Models(settings, cache=again))
+    assert again.misses == 0
+    assert [json.dumps(r["metrics"], sort_keys=True) for r in read_scores(tmp_path / "again.jsonl")[0]] == [
+        json.dumps(r["metrics"], sort_keys=True) for r in read_scores(tmp_path / "out.jsonl")[0]
+    ]
