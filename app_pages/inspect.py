@@ -13,6 +13,7 @@ from dashboard.frame import page, shown
 from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
 from vst_core.hashing import json_digest
+from vst_core.metric_modules.character_alignment import crop_ref
 from vst_core.records import StoryScores
 from vst_core.scoring.story import completed
 from vst_core.viz import (
@@ -93,6 +94,25 @@ def images(stories: list[Story]) -> None:
             col.caption(f"⚠️ {shown(why)}")
         else:
             col.image(picture, width="stretch")
+
+
+def characters(stories: list[Story]) -> None:
+    """The sequence's named characters, each with its crop (VWP's) under its name, above the stories
+    that name them (where each is named: the cards' Characters and Character alignment evidence)."""
+    first = next((s for s in stories if s.characters), None)
+    if first is None:
+        return
+    st.caption("Named characters (crops as the story set gives them; where each is named: the cards' Characters evidence)")
+    named = list(dict.fromkeys(first.characters))
+    for col, (name, crop) in zip(st.columns(max(len(named), 6)), named):
+        try:
+            picture, _, why = shown_image(view.image_path(crop_ref(first, crop))) if crop else (None, (0, 0), "no crop given")
+        except ValueError as exc:  # a crop named outside the story set's folder
+            picture, why = None, str(exc)
+        if picture is None:
+            col.caption(f"**{md(name)}** · {shown(why)}")
+        else:
+            col.image(picture, width="stretch", caption=md(name))
 
 
 def shown_image(path: Path) -> tuple[Image.Image | None, tuple[int, int], str | None]:
@@ -187,6 +207,7 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
 
 
 images([s for _, _, s in stories if s is not None])
+characters([s for _, _, s in stories if s is not None])
 per_row = min(4, max(2, len(stories)))
 with st.container(key="vst-cards"):  # on a narrow screen the cards wrap two per row (the frame's CSS)
     for start in range(0, len(stories), per_row):

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import text_digest
@@ -18,6 +19,15 @@ Splitter = Callable[[str], list[str]]
 
 class StorySetError(ValueError):
     """The file as a whole cannot be read (not found, not UTF-8 JSON, unknown layout)."""
+
+
+def _identity(story: Story) -> list[Any]:
+    """What names a story in a set's digests: groups and characters only where given, so a set
+    without them keeps the digest it had before they existed."""
+    base: list[Any] = [story.story_id, story.system, story.sequence_id, story.sentences, story.images]
+    if story.frames or story.characters:
+        base += [story.frames, story.characters]
+    return base
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,15 +161,16 @@ class StorySet:
         return resolve_image(self.root, ref)
 
     def digest(self) -> str:
-        """Content hash of the stories (ids, systems, sequences, sentences, image refs) and root."""
+        """Content hash of the stories (:meth:`content_digest`'s parts) and root."""
         parts = [str(self.root.resolve())]
-        parts += [json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]) for st in self.stories]
+        parts += [json.dumps(_identity(st)) for st in self.stories]
         return text_digest("".join(parts))
 
     def content_digest(self) -> str:
-        """16 hex digits of sha256 over the stories (ids, systems, sequences, sentences, image refs),
-        wherever the file lies: what a signature names as the input."""
-        parts = [json.dumps([st.story_id, st.system, st.sequence_id, st.sentences, st.images]) for st in self.stories]
+        """16 hex digits of sha256 over the stories (ids, systems, sequences, sentences, image refs,
+        and where given their image groups and named characters), wherever the file lies: what a
+        signature names as the input."""
+        parts = [json.dumps(_identity(st)) for st in self.stories]
         return text_digest("\n".join(parts), 16)
 
     def all_problems(self) -> list[Problem]:
