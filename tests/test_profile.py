@@ -84,3 +84,18 @@ def test_the_command_and_the_library_give_the_same_profile(tmp_path: Path) -> No
     written = pd.read_csv(tmp_path / "csv" / "profile.csv").drop(columns="provenance")
     pd.testing.assert_frame_equal(written, pd.read_csv(io.StringIO(want.to_csv(index=False))), check_dtype=False)
     assert [r["measure"] for r in json.loads(out.read_text())["profile"]] == list(want["measure"])
+
+
+def test_the_default_measures_hold_groovist_once() -> None:
+    """GROOVIST is tanh of its raw score, which is what dHM's G distance reads: with both columns
+    there, the default profile shows one GROOVIST row, not the same numbers twice."""
+    import pandas as pd
+
+    from vst_core.analysis.profile import human_likeness_profile
+
+    raw = [0.2, 0.9, 0.4, 1.3]
+    t = pd.DataFrame(
+        {"story": list("abcd"), "sequence": ["q", "q", "r", "r"], "system": ["human", "m"] * 2, "GROOVIST raw": raw}
+    ).assign(GROOVIST=np.tanh(raw))
+    found = human_likeness_profile(t, ["human"], resamples=0, permutations=0)
+    assert list(found["measure"]) == ["GROOVIST"]

@@ -10,7 +10,9 @@ For a system s, the human stories H and a measure m, over the image sequences bo
                  :func:`vst_core.analysis.paired_tests.paired_test`), Holm over the system's measures
     distance   = mean_q |d_q|, with its bootstrap interval  (dHM's per-aspect distance, for any m)
 
-For GROOVIST the distance is taken over tanh(G), as dHM takes it. A measure where a system is as
+For GROOVIST the distance is taken over tanh(G), as dHM takes it: the GROOVIST column is that
+already, so its raw column is left out of the default measures (named explicitly, it is taken
+through tanh too). A measure where a system is as
 people are has a difference near 0 (and a distance near the humans' own spread between stories).
 
 >>> t = pd.DataFrame({"story": list("abcd"), "sequence": ["q", "q", "r", "r"], "system": ["human", "m"] * 2, "NR": [0.9, 0.7, 0.8, 0.8]})
@@ -60,6 +62,8 @@ def human_likeness_profile(
 
     if measures is None:
         measures = [f.column for f in registry().fields if f.column in table and table[f.column].notna().any()]
+        if "GROOVIST" in measures:  # tanh of the raw score, which is dHM's G: one row, not the same twice
+            measures = [m for m in measures if m != "GROOVIST raw"]
     measures = [m for m in measures if m in table]
     people = set(human)
     merged = table.assign(system=[HUMAN if s in people else str(s) for s in table["system"]])
