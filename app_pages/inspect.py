@@ -204,6 +204,8 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
             st.caption(shown(note))
     for message in record.problems:
         st.caption(f"⚠️ {shown(message)}")
+    for message in record.warnings:  # what the reader found and scoring went on with (a group missing, an empty sentence)
+        st.caption(f"ℹ️ {shown(message)}")
 
 
 images([s for _, _, s in stories if s is not None])

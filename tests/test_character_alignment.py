@@ -91,3 +91,17 @@ def test_a_character_named_beside_the_shot_it_was_cut_from_ranks_first(tiny_clip
     assert [json.dumps(r["metrics"], sort_keys=True) for r in read_scores(tmp_path / "again.jsonl")[0]] == [
         json.dumps(r["metrics"], sort_keys=True) for r in read_scores(tmp_path / "out.jsonl")[0]
     ]
+
+
+def test_a_scores_record_keeps_its_characters_and_refuses_broken_ones_alone() -> None:
+    """The story's named characters travel in its scores record (Inspect shows their crops from a
+    scores file); a malformed ``characters`` is a warning on that record, not a refused file."""
+    from vst_core.records.reader import read_record
+    from vst_core.records.story import StoryScores
+
+    record = StoryScores("A1", "q", "human", ("Ann waves.",), ("1.jpg",), characters=(("Ann", "c0.jpg"), ("Bob", "")))
+    back, problems = read_record(record.to_json())
+    assert back is not None and back.characters == record.characters and not problems
+    broken = {**record.to_json(), "characters": [{"name": "Ann"}]}
+    back, problems = read_record(broken)
+    assert back is not None and back.characters == () and any("characters" in str(p) for p in problems)

@@ -24,6 +24,7 @@ from vst_core.data.paths import (
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
 from vst_core.data.vwp import GROUP_MARK, is_vwp, table_rows, vwp_records
 from vst_core.hashing import json_line, short_sha1
+from vst_core.records.reader import characters_of
 from vst_core.text.public import split_story
 
 #: Limits of what one record may hold; a record over one is a reported problem, the rest is read.
@@ -154,7 +155,7 @@ def story_from_record(
     elif any(not s for s in sentences):
         problems.append(Problem("some sentences are empty", "empty", "warning", line, story_id))
     problems.extend(alignment_problems(len(sentences), frames, len(images), story_id, line))
-    characters = _characters(record.get("characters"))
+    characters = characters_of(record.get("characters"))
     problems.extend(_image_problems(root, images, story_id, line, check_images))
     system = record.get("system")
     sequence_id = record.get("sequence_id")
@@ -168,23 +169,6 @@ def story_from_record(
         frames=frames,
         characters=characters,
     )
-
-
-def _characters(value: Any) -> tuple[tuple[str, str], ...]:
-    """``characters``: names, or [name, crop file] pairs (VWP's named characters)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError("'characters' must be a list of names or [name, crop] pairs")
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            out.append((item, ""))
-        elif isinstance(item, list) and 1 <= len(item) <= 2 and all(isinstance(v, str) for v in item):
-            out.append((item[0], item[1] if len(item) == 2 else ""))
-        else:
-            raise ValueError("'characters' must be a list of names or [name, crop] pairs")
-    return tuple(out)
 
 
 def _groups(value: Any) -> list[str | list[str]]:

@@ -72,8 +72,37 @@ def read_record(data: Any, *, line: int | None = None) -> tuple[StoryScores | No
         problems=tuple(str(p) for p in _list(data.get("problems"))),
         format=SCORES_FORMAT,
         frames=_frames(data.get("frames"), len(sentences), problems, problem),
+        characters=_characters(data.get("characters"), problems, problem),
     )
     return record, problems
+
+
+def characters_of(value: Any) -> tuple[tuple[str, str], ...]:
+    """``characters``: names, or [name, crop file] pairs (VWP's named characters)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ValueError("'characters' must be a list of names or [name, crop] pairs")
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            out.append((item, ""))
+        elif isinstance(item, list) and 1 <= len(item) <= 2 and all(isinstance(v, str) for v in item):
+            out.append((item[0], item[1] if len(item) == 2 else ""))
+        else:
+            raise ValueError("'characters' must be a list of names or [name, crop] pairs")
+    return tuple(out)
+
+
+def _characters(value: Any, problems: list[Any], problem: Any) -> tuple[tuple[str, str], ...]:
+    """A record's ``characters`` (names, or [name, crop] pairs), or none with a problem."""
+    if value is None:
+        return ()
+    try:
+        return characters_of(value)
+    except ValueError as exc:
+        problems.append(problem(f"unreadable 'characters' ignored: {exc}", "warning"))
+        return ()
 
 
 def _frames(value: Any, sentences: int, problems: list[Any], problem: Any) -> tuple[int, ...]:

@@ -41,6 +41,7 @@ class StoryScores:
     problems: tuple[str, ...] = ()
     format: int = SCORES_FORMAT
     frames: tuple[int, ...] = ()  # the image each sentence belongs to (sentence groups); empty: one per image
+    characters: tuple[tuple[str, str], ...] = ()  # the story's named characters: (name, crop file or '')
 
     @property
     def redundancy(self) -> RedundancyScores | None:
@@ -104,6 +105,8 @@ class StoryScores:
             out["problems"] = list(self.problems)
         if self.frames:
             out["frames"] = list(self.frames)
+        if self.characters:
+            out["characters"] = [list(c) for c in self.characters]
         return out
 
 

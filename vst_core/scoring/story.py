@@ -389,6 +389,7 @@ def score_batch(
                 signature=signature,
                 problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
                 frames=story.frames,
+                characters=story.characters,
             )
         )
     return out

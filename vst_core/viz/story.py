@@ -204,10 +204,20 @@ def score_cards_html(cards: Sequence[tuple[str, str, str]]) -> str:
         f'<div class="vst-card" title="{html_text(tip)}" style="flex:1 1 70px;min-width:70px;'
         f'border:1px solid #e2e8f0;border-radius:6px;padding:2px 6px">'
         f'<div style="font-size:0.72em;color:#718096">{html_text(label)}</div>'
-        f'<div style="font-size:1.3em;font-weight:600">{html_text(value)}</div></div>'
+        # a word ("undefined", "error") smaller than a number, so it never breaks inside a narrow card
+        f'<div style="font-size:{"1.3em" if _numeric(value) else "0.9em;padding-top:0.35em"};font-weight:600">{html_text(value)}</div></div>'
         for label, value, tip in cards
     )
     return f'<div style="display:flex;flex-wrap:wrap;gap:6px;margin-bottom:8px">{items}</div>'
+
+
+def _numeric(text: str) -> bool:
+    """Whether a card's value is a number (as :func:`format_score` writes one).
+
+    >>> _numeric("0.963"), _numeric("-1.2"), _numeric("undefined")
+    (True, True, False)
+    """
+    return bool(text) and (text[0].isdigit() or (text[0] in "+-−" and text[1:2].isdigit()))
 
 
 def format_score(value: float | None, digits: int = 3) -> str:
