@@ -110,3 +110,19 @@ def test_the_metric_scores_vwp_stories(tmp_path: Path) -> None:
     assert ann.sentences == (0, 4, 6, 8) and ann.frames == (0, 2, 4, 5)  # "Ann" in shots 1, 3, 5, 6
     assert ann.frame_share == pytest.approx(4 / 7)
     assert records["A3"].metrics["characters"].score is None  # no characters given
+
+
+def test_introduction_is_where_each_character_first_appears() -> None:
+    """The record's introduction: the mean over present characters of (first sentence) / (N − 1)."""
+    from vst_core.data import Story
+    from vst_core.metric_modules.characters import record
+
+    story = Story(
+        "s",
+        "q",
+        "m",
+        ("Ann waves.", "A dog runs.", "Bob arrives.", "Ann and Bob leave.", "The end."),
+        characters=(("Ann", ""), ("Bob", "")),
+    )
+    found = record(story)
+    assert found.introduction == pytest.approx((0 / 4 + 2 / 4) / 2)

@@ -450,7 +450,9 @@ def test_an_installed_metric_package_is_scored_read_back_shown_ranked_and_drawn(
     assert got["inspect_evidence"] and all(re.search(r"\d+ repeated words?$", label) for label in got["inspect_evidence"])
     assert "variety" in got["live"]
     # offered beside the built-in character consistency, and on by default (the built-in one is not)
-    assert got["offered"] == [["Character consistency (characters)", "Lexical variety (lexical_variety)"]]
+    assert got["offered"] == [
+        ["Character consistency (characters)", "Character alignment (char_alignment)", "Lexical variety (lexical_variety)"]
+    ]
     assert got["chosen"] == [["lexical_variety"]]
     # without the package the same file still opens: its records are reported as unknown, the rest is read
     plain = {**os.environ, "PYTHONPATH": str(ROOT)}

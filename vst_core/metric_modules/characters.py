@@ -41,6 +41,7 @@ class CharacterScores:
     found: int
     tracks: tuple[Track, ...] = ()  # each character's sentences, images and measures
     notes: tuple[str, ...] = ()
+    introduction: float | None = None  # mean (first sentence naming it) / (N − 1): 0 all introduced at once
 
 
 def record(story: Story) -> CharacterScores:
@@ -68,6 +69,7 @@ def record(story: Story) -> CharacterScores:
         len(found),
         tuple(found),
         tuple(notes),
+        mean_of(found, "introduction"),
     )
 
 
@@ -101,7 +103,8 @@ def evidence(record: Any) -> tuple[str, str] | None:
         + f" (continuity {t.continuity:.2f}, spread {t.spread:.2f})</li>"
         for t in found.tracks
     )
-    return f"Characters: {found.found} of {found.named} named", f"<ul>{rows}</ul>"
+    how = "<p><small>present where named (whole word, any case); pronouns are not resolved: no coreference model runs here</small></p>"
+    return f"Characters: {found.found} of {found.named} named", f"<ul>{rows}</ul>{how}"
 
 
 METRIC = MetricSpec(
@@ -142,6 +145,14 @@ METRIC = MetricSpec(
             NAME,
             "frame_share",
             "mean share of image groups that name the character (stories in groups)",
+            direction="none",
+            bounds=(0.0, 1.0),
+        ),
+        MetricField(
+            "char introduction",
+            NAME,
+            "introduction",
+            "mean (first sentence naming the character) / (N − 1): 0 when every character is named in the first sentence",
             direction="none",
             bounds=(0.0, 1.0),
         ),
