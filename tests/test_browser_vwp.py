@@ -86,6 +86,27 @@ def test_a_vwp_release_and_a_models_stories_on_every_page(vwp_server: str, vwp_s
         assert "truncated to CLIP's 16" in shown  # a group over the tiny CLIP's context
         cards = page.locator(".vst-card").all_inner_texts()
         assert any(c.startswith("Char alignment") for c in cards) and any(c.startswith("Characters") for c in cards)
+        judgements = folder / "judgements.csv"  # people's ratings of the four stories (long layout)
+        judgements.write_text(
+            "story_id,system,rater,aspect,value\n"
+            + "".join(
+                f"A{k},{system},r{r},overall,{1 + (k + r + len(system)) % 5}\n"
+                for k in (1, 2)
+                for system in ("human", "llava")
+                for r in (1, 2, 3)
+            ),
+            encoding="utf-8",
+        )
+        for name, upload in (("Agreement with humans", judgements), ("Compare with other scores", scores[0])):
+            since = time.perf_counter()
+            page.get_by_role("link", name=name).click()
+            sync_api.expect(page.locator(f"h1:has-text('{name}')")).to_be_visible(timeout=60_000)
+            _finished(page, since)
+            page.locator('[data-testid="stMain"] [data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(upload))
+            sync_api.expect(page.locator(FOOTER).first).to_be_visible(timeout=90_000)
+            page.wait_for_timeout(2500)
+            assert page.locator('[data-testid="stException"]').count() == 0, name
+            page.screenshot(path=str(ARTIFACTS / f"vwp_{name.split()[0].lower()}.png"), full_page=True)
         for name, shot in (
             ("Dataset", "vwp_dataset_back.png"),
             ("Compare two systems", "vwp_systems.png"),
