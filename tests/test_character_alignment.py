@@ -105,3 +105,54 @@ def test_a_scores_record_keeps_its_characters_and_refuses_broken_ones_alone() ->
     broken = {**record.to_json(), "characters": [{"name": "Ann"}]}
     back, problems = read_record(broken)
     assert back is not None and back.characters == () and any("characters" in str(p) for p in problems)
+
+
+def _noise(folder: Path, names: list[str]) -> None:
+    rng = np.random.default_rng(0)
+    for name in names:
+        Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(folder / name)
+
+
+def _score(
+    tiny_clip: tuple[Path, Path], folder: Path, stories: list[dict[str, object]], chunk: int
+) -> dict[str, dict[str, object]]:
+    path = folder / "set.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in stories), encoding="utf-8")
+    settings = settings_for(tiny_clip, metrics=("grounding", "clipscore", "char_alignment"))
+    out = folder / f"out-{chunk}.jsonl"
+    out.unlink(missing_ok=True)
+    score_story_set(read_story_set(path), settings, out, models=Models(settings, cache=EmbeddingCache(None)), chunk_size=chunk)
+    return {str(r["story_id"]): r for r in read_scores(out)[0]}
+
+
+@pytest.mark.slow  # tiny CLIP end to end
+def test_a_file_that_is_a_crop_then_a_frame_keeps_its_regions_in_every_chunk(
+    tiny_clip: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A character's crop is its own entry: the same file as a later story's image still gets its
+    regions there (a crop used to make the file whole-only for the rest of the run, changing that
+    story's GROOVIST and T with the chunk size, and a frame without regions gave a cosine of -inf
+    that stopped the run)."""
+    _noise(tmp_path, ["a1.png", "a2.png", "b2.png", "x.png"])
+    a = {"story_id": "A", "system": "s", "sequence_id": "qa", "sentences": ["Ann is here.", "Ann left."], "images": ["a1.png", "a2.png"], "characters": [["Ann", "x.png"]]}  # fmt: skip
+    b = {"story_id": "B", "system": "s", "sequence_id": "qb", "sentences": ["A dog runs.", "A cat sits."], "images": ["x.png", "b2.png"]}  # fmt: skip
+    c = {"story_id": "C", "system": "s", "sequence_id": "qc", "sentences": ["Ann runs.", "A cat sits."], "images": ["x.png", "b2.png"], "characters": [["Ann", "x.png"]]}  # fmt: skip
+    together, apart = _score(tiny_clip, tmp_path, [a, b, c], 10), _score(tiny_clip, tmp_path, [a, b, c], 1)
+    for story in ("B", "C"):  # the same regions matched, the same numbers (to float noise from other batches)
+        one, two = together[story]["metrics"]["grounding"], apart[story]["metrics"]["grounding"]
+        assert [(p["box"], p["image"]) for p in one["phrases"]] == [(p["box"], p["image"]) for p in two["phrases"]], story
+        assert one["score"] == pytest.approx(two["score"], abs=1e-6) and one["temporal_misalignment"] == two["temporal_misalignment"], story
+    third = apart["C"]["metrics"]["char_alignment"]
+    assert third["score"] == 1.0 and third["mentions"][0]["cosine"] == pytest.approx(1.0, abs=1e-5)  # its crop is its image 1
+
+
+@pytest.mark.slow  # tiny CLIP end to end
+def test_a_mention_is_ranked_among_every_image_and_names_are_read_trimmed(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
+    """Three images and two texts: Ann, named beside image 2, is shown best by image 3 (her crop):
+    ranked among all three (0.5, best image 3), not among the first two; a name given with spaces
+    around it is the same name."""
+    _noise(tmp_path, ["a1.png", "a2.png", "a3.png"])
+    story = {"story_id": "A", "system": "s", "sequence_id": "q", "sentences": ["A street.", "Ann waves."], "images": ["a1.png", "a2.png", "a3.png"], "characters": [[" Ann ", "a3.png"]]}  # fmt: skip
+    found = _score(tiny_clip, tmp_path, [story], 10)["A"]["metrics"]["char_alignment"]
+    assert [(m["name"], m["frame"], m["best_frame"]) for m in found["mentions"]] == [("Ann", 1, 2)]
+    assert found["score"] == 0.5 and found["named"] == 1

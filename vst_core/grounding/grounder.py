@@ -250,8 +250,8 @@ class Grounder(ImageRegions):
         the encoder crops and preprocesses them a model batch ahead of the forward pass.
         """
         model = self.encoder.signature if self.encoder is not None else ""
-        extra = self.extra_images(stories)
-        pending = self.pending([*(ref for story in stories for ref in story.images), *extra])
+        pending = self.pending([ref for story in stories for ref in story.images])
+        pending += [e for e in self.extra_images(stories) if e.error is None and e.region_emb is None]
         if pending:
             self._encode_regions(pending, model)
         if self.vg is not None:
@@ -302,21 +302,16 @@ class Grounder(ImageRegions):
         tokens = self._tokens.get(text)
         return tokens if tokens is not None and tokens[1] and tokens[0] > tokens[1] else None
 
-    def extra_images(self, stories: Sequence[Story]) -> list[str]:
-        """The images beyond the stories' own that the settings' metrics need whole vectors of
-        (their ``image_refs``: the characters' crops), marked to be encoded whole, without regions."""
+    def extra_images(self, stories: Sequence[Story]) -> list[ImageEntry]:
+        """The entries of the images beyond the stories' own that the settings' metrics need whole
+        vectors of (their ``image_refs``: the characters' crops), each distinct one once; each is
+        encoded whole, without regions, and read back with :meth:`crop`."""
         s = self.settings
         hooks = [spec.image_refs for name, spec in registry().specs.items() if name in s.metrics and spec.image_refs is not None]
         if not hooks or self.encoder is None:
             return []
-        own = {ref for story in stories for ref in story.images}
-        refs = [ref for story in stories for hook in hooks for ref in hook(story) if ref not in own]
-        self.whole_only.update(refs)
-        return refs
-
-    def image(self, ref: str) -> ImageEntry:
-        """The entry of an image :meth:`prepare` saw (a story's, or one of :meth:`extra_images`)."""
-        return self._image(ref)
+        refs = dict.fromkeys(ref for story in stories for hook in hooks for ref in hook(story))
+        return [self.crop(ref) for ref in refs]
 
     def texts_of(self, stories: Sequence[Story]) -> list[str]:
         """Every distinct text the CLIP metrics of the settings encode for ``stories``, in order: the

@@ -55,6 +55,7 @@ class ImageEntry:
     whole_emb: np.ndarray | None = None  # (D,)
     vg_emb: np.ndarray | None = None  # (R, 1024): the RoViST-VG model's unit vectors of the same regions
     note: str | None = None
+    whole_only: bool = False  # encoded whole, without regions (a character's crop; never a story's image)
 
 
 def _probe(entry: ImageEntry) -> tuple[str, str | None]:
@@ -104,7 +105,7 @@ class ImageRegions:
         self._region_vectors: dict[str, np.ndarray] = {}
         self._grid: dict[tuple[int, int], list[Box]] = {}
         self._box_key: dict[Box, str] = {}
-        self.whole_only: set[str] = set()  # refs encoded whole, without regions (a character's crop)
+        self.crops: dict[str, ImageEntry] = {}  # images encoded whole, without regions (characters' crops), by ref
 
     def forget_images(self) -> None:
         """Drop the batch's images (vectors stay in the cache; the newest look-ups by content stay)."""
@@ -121,6 +122,18 @@ class ImageRegions:
             if entry.error is None and entry.region_emb is None:
                 found.setdefault(id(entry), entry)
         return list(found.values())
+
+    def crop(self, ref: str) -> ImageEntry:
+        """The entry of an image encoded whole, without regions (a character's crop): its own entry,
+        apart from a story's image of the same file, which keeps its regions."""
+        if ref not in self.crops:
+            try:
+                if self._base is None:
+                    self._base = self.root.resolve()
+                self.crops[ref] = ImageEntry(resolve_image(self.root, ref, base=self._base), ref, whole_only=True)
+            except ValueError as exc:
+                self.crops[ref] = ImageEntry(Path(ref), ref, error=str(exc), whole_only=True)
+        return self.crops[ref]
 
     def _image(self, ref: str) -> ImageEntry:
         if ref not in self.images:
@@ -139,8 +152,8 @@ class ImageRegions:
             digests = self._digests(pending, pool)
             pending = [e for e in pending if e.error is None]
             decoded: dict[int, Future[Image.Image]] = {}
-            whole_only = [e for e in pending if e.ref in self.whole_only]  # encoded whole, no regions
-            pending = [e for e in pending if e.ref not in self.whole_only]
+            whole_only = [e for e in pending if e.whole_only]  # encoded whole, no regions
+            pending = [e for e in pending if not e.whole_only]
             if s.regions == "detector" and self.detector is not None:
                 pending = self._detect(pending, decoded)
             else:

@@ -63,24 +63,22 @@ def image_refs(story: Story) -> list[str]:
 
 
 def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> CharacterAlignmentScores:
-    """The alignment of each mention of a named character with the image it is named beside."""
+    """The alignment of each mention of a named character with the image it is named beside, ranked
+    among every image of the story that has vectors (one that cannot be read is left out, said)."""
     from vst_core.metrics.characters import mention_alignment, presence_by_names
 
-    named = list(dict.fromkeys(name for name, _ in story.characters if name))
+    named = list(dict.fromkeys(name.strip() for name, _ in story.characters if name.strip()))
     notes: list[str] = []
+    seen = [j for j, e in enumerate(entries) if e.whole_emb is not None or (e.region_emb is not None and len(e.region_emb))]
+    if len(seen) < len(entries):
+        notes.append(f"{len(entries) - len(seen)} of {len(entries)} images cannot be read: left out of the ranking")
     similarity: dict[str, list[float]] = {}
-    for name, crop in dict((n, c) for n, c in story.characters if n and c).items():
-        entry = grounder.image(crop_ref(story, crop))
+    for name, crop in {n.strip(): c for n, c in story.characters if n.strip() and c}.items():
+        entry = grounder.crop(crop_ref(story, crop))
         if entry.error is not None or entry.whole_emb is None:
             notes.append(f"{name}'s crop: {entry.error or 'not encoded'}")
             continue
-        vector = entry.whole_emb
-        similarity[name] = [
-            float(np.max(np.concatenate([e.region_emb @ vector, [e.whole_emb @ vector] if e.whole_emb is not None else []])))
-            if e.region_emb is not None and len(e.region_emb)
-            else float("-inf")
-            for e in entries
-        ]
+        similarity[name] = [_best(entries[j], entry.whole_emb) for j in seen]
     texts = story.frame_texts
     n = min(len(texts), len(entries))
     if not named:
@@ -90,13 +88,25 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> C
     if len(texts) != len(entries):
         unit = "sentence groups" if story.frames else "sentences"
         notes.append(f"{len(texts)} {unit}, {len(entries)} images: mentions in the first {n} compared")
-    if n < 2:
-        notes.append("fewer than 2 images: no other image to compare with")
-    mentions = presence_by_names(texts[:n], similarity)
-    score, found = mention_alignment({k: v[:n] for k, v in similarity.items()}, mentions) if n >= 2 else (None, [])
-    if named and similarity and n >= 2 and not found:
+    if len(seen) < 2:
+        notes.append("fewer than 2 readable images: no other image to compare with")
+        return CharacterAlignmentScores(None, (), len(named), len(similarity), tuple(notes))
+    at = {j: k for k, j in enumerate(seen)}  # a story image's place among the readable ones
+    named_in = presence_by_names(texts[:n], similarity)
+    mentions = {name: {at[i] for i in frames if i in at} for name, frames in named_in.items()}
+    score, found = mention_alignment(similarity, mentions)
+    found = [Mention(m.name, seen[m.frame], m.rank, m.cosine, seen[m.best_frame]) for m in found]
+    if named and similarity and not found:
         notes.append("no character with a crop is named in the text of an image")
     return CharacterAlignmentScores(score, tuple(found), len(named), len(similarity), tuple(notes))
+
+
+def _best(entry: ImageEntry, vector: np.ndarray) -> float:
+    """The best cosine of ``vector`` with the image's regions and its whole-image vector."""
+    parts = [entry.region_emb @ vector] if entry.region_emb is not None and len(entry.region_emb) else []
+    if entry.whole_emb is not None:
+        parts.append(np.array([entry.whole_emb @ vector]))
+    return float(np.max(np.concatenate(parts)))
 
 
 def cards(story: Any) -> list[Card]:

@@ -153,6 +153,12 @@ class ClipEncoder:
         encode = getattr(inner, "encode", None)
         if encode is None:
             return None
+        try:  # a Hugging Face tokenizer adds its start and end tokens itself when asked to
+            return len(encode(text, add_special_tokens=False)) + 2
+        except TypeError:
+            pass
+        except Exception:
+            return None
         try:
             return len(encode(text)) + 2  # start and end tokens
         except Exception:
