@@ -141,7 +141,9 @@ def test_a_file_that_is_a_crop_then_a_frame_keeps_its_regions_in_every_chunk(
     for story in ("B", "C"):  # the same regions matched, the same numbers (to float noise from other batches)
         one, two = together[story]["metrics"]["grounding"], apart[story]["metrics"]["grounding"]
         assert [(p["box"], p["image"]) for p in one["phrases"]] == [(p["box"], p["image"]) for p in two["phrases"]], story
-        assert one["score"] == pytest.approx(two["score"], abs=1e-6) and one["temporal_misalignment"] == two["temporal_misalignment"], story
+        assert (
+            one["score"] == pytest.approx(two["score"], abs=1e-6) and one["temporal_misalignment"] == two["temporal_misalignment"]
+        ), story
     third = apart["C"]["metrics"]["char_alignment"]
     assert third["score"] == 1.0 and third["mentions"][0]["cosine"] == pytest.approx(1.0, abs=1e-5)  # its crop is its image 1
 
