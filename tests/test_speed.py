@@ -172,7 +172,8 @@ def test_cache_gives_identical_vectors_and_is_keyed_by_model(tiny_clip: tuple[Pa
     cache2 = EmbeddingCache(cache.path)
     score_story_set(stories, settings, tmp_path / "b.jsonl", models=Models(settings, clip=other, cache=cache2))
     assert cache2.hits == 0 and cache2.misses == misses
-    assert cache2.size()[0] == 2 * misses
+    by_dim = cache2.report()["by_dim"]  # 16: the tiny model's vectors; 2: each text's [tokens, context length]
+    assert isinstance(by_dim, dict) and by_dim[16] == 2 * misses and cache2.size()[0] == sum(by_dim.values())
 
 
 def test_shards_cover_every_story_once_and_keep_sequences_together() -> None:
