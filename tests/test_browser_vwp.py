@@ -116,6 +116,16 @@ def test_a_vwp_release_and_a_models_stories_on_every_page(vwp_server: str, vwp_s
             found = visit(name, shot)
             assert "llava" in found, name
         assert "Profile: every measure against the human stories" in found
+        narrow = browser.new_page(viewport={"width": 900, "height": 1500})  # a laptop split screen
+        narrow.goto(page.url)
+        narrow.wait_for_selector(IDLE, state="attached", timeout=90_000)
+        sync_api.expect(narrow.locator(FOOTER).first).to_be_visible(timeout=90_000)
+        narrow.get_by_role("link", name="Inspect a story").click()
+        sync_api.expect(narrow.locator(".vst-card").first).to_be_visible(timeout=90_000)
+        _finished(narrow, time.perf_counter())
+        narrow.wait_for_timeout(1500)
+        assert narrow.locator('[data-testid="stException"]').count() == 0
+        narrow.screenshot(path=str(ARTIFACTS / "vwp_inspect_900.png"), full_page=True)
         browser.close()
     for shot in ("vwp_dataset.png", "vwp_inspect.png", "vwp_systems.png", "vwp_leaderboard.png", "vwp_human_likeness.png"):
         assert (ARTIFACTS / shot).stat().st_size > 10_000
