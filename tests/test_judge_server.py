@@ -286,6 +286,9 @@ def test_settings_refuse_an_endpoint_they_cannot_use_and_local_signatures_are_un
         Settings(metrics=("judge",), judge_endpoint="http://user:pw@127.0.0.1:8000/v1", judge_served_model="m")
     with pytest.raises(SettingsError, match="http"):
         Settings(metrics=("judge",), judge_endpoint="file:///etc/passwd", judge_served_model="m")
+    for malformed in ("http://[", "http://127.0.0.1:port/v1"):  # urllib raised its own ValueError on these
+        with pytest.raises(SettingsError, match="http"):
+            Settings(metrics=("judge",), judge_endpoint=malformed, judge_served_model="m")
     # the server's options change no local number: the local settings' signature keys are as before
     local = Settings(metrics=("judge",)).as_dict()
     assert not {k for k in local if k.startswith("judge_")} - {"judge_images"}

@@ -237,8 +237,12 @@ class Settings:
         if self.judge_endpoint is not None:
             from urllib.parse import urlsplit
 
-            parts = urlsplit(self.judge_endpoint)
-            if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+            try:
+                parts = urlsplit(self.judge_endpoint)
+                port_ok = parts.port is None or parts.port > 0  # reading the port checks it is a number
+            except ValueError:  # "Invalid IPv6 URL", a port that is not a number
+                parts, port_ok = urlsplit(""), False
+            if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
                 raise SettingsError(
                     f"judge_endpoint must be an http(s) base URL without credentials, e.g. http://127.0.0.1:8000/v1; "
                     f"got {self.judge_endpoint!r}"

@@ -57,6 +57,20 @@ def _cell(row: Mapping[str, Any], name: str) -> str:
     return str(value).strip()
 
 
+def _file_name(link: str) -> str:
+    """The file name a link ends in (its path's last part, without query or fragment); the link
+    itself when it has none. A malformed address (a cut ``[`` host) is read as text, never raised.
+
+    >>> _file_name("https://example.org/vwp/tt01_0.jpg?x=1"), _file_name("https://[bad/a/b.jpg"), _file_name("c.jpg")
+    ('tt01_0.jpg', 'b.jpg', 'c.jpg')
+    """
+    try:
+        path = urlparse(link).path
+    except ValueError:  # e.g. "Invalid IPv6 URL": the part after the last slash, query and fragment cut
+        path = link.split("?", 1)[0].split("#", 1)[0]
+    return PurePosixPath(path).name or link
+
+
 def vwp_images(row: Mapping[str, Any]) -> list[str]:
     """The file names of a row's shots, in order, from ``link0`` … ``link9`` (empty links end it)."""
     names = []
@@ -64,7 +78,7 @@ def vwp_images(row: Mapping[str, Any]) -> list[str]:
         link = _cell(row, f"link{k}")
         if not link:
             break
-        names.append(PurePosixPath(urlparse(link).path).name or link)
+        names.append(_file_name(link))
     return names
 
 
@@ -76,7 +90,7 @@ def vwp_characters(row: Mapping[str, Any]) -> list[tuple[str, str]]:
         name = _cell(row, f"char{k}")
         if name and name != "{}":
             url = _cell(row, f"char{k}_url")
-            out.append((name, PurePosixPath(urlparse(url).path).name if url and url != "{}" else ""))
+            out.append((name, _file_name(url) if url and url != "{}" else ""))
     return out
 
 
