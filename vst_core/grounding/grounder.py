@@ -273,26 +273,22 @@ class Grounder(ImageRegions):
         encoder saw this run, else the cache, else counted now (a text cached before counts were
         kept; this builds the model)."""
         assert self.encoder is not None
-        seen: dict[str, int] = getattr(self.encoder, "token_counts", {})
-        fresh: dict[str, np.ndarray] = {}
-        context = 0
-        for text in texts:
-            if text in seen:
-                context = context or int(getattr(self.encoder, "context_length", 0) or 0)
-                fresh[tokens_key(model, text)] = np.array([seen[text], context], np.float32)
-        seen.clear()
         keys = {t: tokens_key(model, t) for t in texts}
-        found = {**self.cache.get_many([k for k in keys.values() if k not in fresh]), **fresh}
-        missing = [t for t, k in keys.items() if k not in found]
+        seen: dict[str, int] = getattr(self.encoder, "token_counts", {})
+        counted = {t: seen[t] for t in texts if t in seen}
+        seen.clear()
+        found = self.cache.get_many([keys[t] for t in texts if t not in counted])
+        missing = [t for t in texts if t not in counted and keys[t] not in found]
         count = getattr(self.encoder, "token_count", None) if missing else None
         if count is not None:
-            context = int(getattr(self.encoder, "context_length", 0) or 0)
             for text in missing:
-                tokens = count(text)
-                if tokens is not None:
-                    fresh[keys[text]] = found[keys[text]] = np.array([tokens, context], np.float32)
-        if fresh:
+                if (tokens := count(text)) is not None:
+                    counted[text] = tokens
+        if counted:  # the encoder is built by now: asking its context length loads nothing
+            context = int(getattr(self.encoder, "context_length", 0) or 0)
+            fresh = {keys[t]: np.array([n, context], np.float32) for t, n in counted.items()}
             self.cache.put_many(fresh)
+            found.update(fresh)
         self._tokens.update(
             {t: (int(found[k][0]), int(found[k][1])) for t, k in keys.items() if k in found and len(found[k]) == 2}
         )

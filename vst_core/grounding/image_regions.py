@@ -127,23 +127,22 @@ class ImageRegions:
         """The entry of an image encoded whole, without regions (a character's crop): its own entry,
         apart from a story's image of the same file, which keeps its regions."""
         if ref not in self.crops:
-            try:
-                if self._base is None:
-                    self._base = self.root.resolve()
-                self.crops[ref] = ImageEntry(resolve_image(self.root, ref, base=self._base), ref, whole_only=True)
-            except ValueError as exc:
-                self.crops[ref] = ImageEntry(Path(ref), ref, error=str(exc), whole_only=True)
+            self.crops[ref] = self._entry(ref, whole_only=True)
         return self.crops[ref]
 
     def _image(self, ref: str) -> ImageEntry:
         if ref not in self.images:
-            try:
-                if self._base is None:
-                    self._base = self.root.resolve()
-                self.images[ref] = ImageEntry(resolve_image(self.root, ref, base=self._base), ref)
-            except ValueError as exc:
-                self.images[ref] = ImageEntry(Path(ref), ref, error=str(exc))
+            self.images[ref] = self._entry(ref)
         return self.images[ref]
+
+    def _entry(self, ref: str, *, whole_only: bool = False) -> ImageEntry:
+        """A new entry for ``ref``, its path resolved inside the set's folder, or why it cannot be."""
+        try:
+            if self._base is None:
+                self._base = self.root.resolve()
+            return ImageEntry(resolve_image(self.root, ref, base=self._base), ref, whole_only=whole_only)
+        except ValueError as exc:
+            return ImageEntry(Path(ref), ref, error=str(exc), whole_only=whole_only)
 
     def _encode_regions(self, pending: list[ImageEntry], model: str) -> None:
         s = self.settings

@@ -196,7 +196,7 @@ ImageRecordHook = Callable[[Any, Any, Sequence[Any]], Any]
 TextsHook = Callable[[Any, Any, Sequence[Any]], Iterable[str]]
 #: Images an image metric needs beside the story's own, as the story names them (relative to the
 #: set's folder): ``(story) -> refs``; each is encoded whole (no regions) before any story is scored,
-#: and its :class:`vst_core.grounding.grounder.ImageEntry` is ``grounder.image(ref)`` (the characters' crops).
+#: and its :class:`vst_core.grounding.grounder.ImageEntry` is ``grounder.crop(ref)`` (the characters' crops).
 ImageRefsHook = Callable[[Any], Sequence[str]]
 #: A metric over the stories of a sequence together, computed once per run before the chunks from
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
