@@ -119,7 +119,7 @@ vrank_folder, card = "", {}
 if "Vrank" in view.table:  # the card of the Vrank model: what it was trained on
     vrank_folder = st.text_input(
         "Vrank model folder (for its card: what it was trained on)",
-        view.settings.vrank_model or st.session_state.get("vrank_model") or "",
+        view.settings.option("vrank_model") or st.session_state.get("vrank_model") or "",
         key="meta_vrank_folder",
         help="the folder `vst train-vrank` wrote; its card names the training pairs, so pairs it saw are set apart",
     ).strip()

@@ -43,17 +43,32 @@ class Choices:
     clip_config: str = ""
     regions: str = DEFAULTS.regions
     extra_clip: bool = True
-    rovist_vg_checkpoint: str = ""  # the authors' RoViST-VG checkpoint: with glove_file, turns rovist_vg on
-    glove_file: str = ""
-    rovist_vg_idf: str = ""  # the authors' idf_dict.pkl (or JSON/CSV); empty: idf fitted over the set
-    vrank_model: str = ""  # a `vst train-vrank` folder: turns vrank on
-    cosmic_model: str = ""  # a `vst train-cosmic` folder: with grounding on, turns cosmic on
+    # the metrics' model files as typed, by setting (each metric's model_fields: Vrank's folder turns vrank
+    # on, RoViST-VG's checkpoint with a GloVe file rovist_vg); given as a mapping, kept as sorted pairs
+    files: tuple[tuple[str, str], ...] = ()
     device: str = DEFAULTS.device
     theta_name: str = DEFAULTS.theta
     theta_value: float = 0.6
     penalize: bool = DEFAULTS.penalize
     concreteness: bool = True
     plugins: tuple[str, ...] = ()  # installed metrics (the vst_eval.metrics entry points) turned on
+
+    def __post_init__(self) -> None:
+        given = self.files
+        pairs = given.items() if isinstance(given, Mapping) else given
+        object.__setattr__(self, "files", tuple(sorted((str(k), str(v)) for k, v in pairs if str(v).strip())))
+
+    def value(self, name: str) -> str:
+        """A sidebar field's value: one of its own, or a metric's model file ('' when not given)."""
+        if name in self.__dataclass_fields__:
+            return str(getattr(self, name))
+        return dict(self.files).get(name, "")
+
+    def changed(self, **changes: Any) -> Choices:
+        """A copy with some fields changed, a metric's model file among them."""
+        own = {k: v for k, v in changes.items() if k in self.__dataclass_fields__}
+        files = {**dict(self.files), **{k: v for k, v in changes.items() if k not in own}}
+        return replace(self, **own, files=tuple(files.items()))
 
     @property
     def theta(self) -> str:
@@ -79,7 +94,7 @@ class Choices:
 
     def filled(self, spec: MetricSpec) -> bool:
         """Whether every required model field of a metric is filled in."""
-        return all(getattr(self, f.setting, "").strip() for f in spec.model_fields if f.required)
+        return all(self.value(f.setting).strip() for f in spec.model_fields if f.required)
 
 
 def clip_builtins() -> tuple[str, ...]:
@@ -150,7 +165,7 @@ def settings_for(choices: Choices) -> Settings:
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     paths: dict[str, Any] = {
-        f.setting: getattr(choices, f.setting, "").strip() or None for s in model_metrics().values() for f in s.model_fields
+        f.setting: choices.value(f.setting).strip() or None for s in model_metrics().values() for f in s.model_fields
     }
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
@@ -168,7 +183,7 @@ def settings_for(choices: Choices) -> Settings:
         device=choices.device,
         regions=regions.kind,
         regions_file=regions.file,
-        **paths,
+        options=tuple(paths.items()),
     )
 
 
@@ -262,7 +277,7 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
     notices: list[str] = []
     changes: dict[str, str] = {}
     for name, (label, default, kind) in path_fields().items():
-        part = _path_part(name, getattr(choices, name))
+        part = _path_part(name, choices.value(name))
         if not part:
             continue
         try:
@@ -275,7 +290,7 @@ def confined(choices: Choices, roots: Sequence[Path]) -> tuple[Choices, list[str
         except PathNotAllowed as exc:
             notices.append(f"{exc}; “{label}” is back to {default or 'empty'}")
             changes[name] = default
-    return replace(choices, **changes), notices  # type: ignore[arg-type]
+    return choices.changed(**changes), notices
 
 
 def _is_bool(v: str) -> bool:

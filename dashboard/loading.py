@@ -210,8 +210,9 @@ def model_key(name: str, settings: Settings) -> str:
     lists, by all of those."""
     spec = registry().spec(name)
     own = [f.setting for f in spec.model_fields] + list(spec.switch.loads if spec.switch is not None else ())
-    keys = (
-        list(spec.settings) if spec in registry().plugins else own + [k for k in spec.settings if k in UNSIGNED and k not in own]
+    own += [o.setting for o in spec.options if not o.signed and o.setting not in own]  # named by digest, as files are
+    keys = list(
+        dict.fromkeys([*spec.settings, *own] if spec in registry().plugins else own + [k for k in spec.settings if k in UNSIGNED])
     )
     parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in keys}}
     for f in spec.model_fields:

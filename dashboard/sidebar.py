@@ -93,7 +93,9 @@ def render() -> tuple[Choices, Input]:
         if data.index is not None:  # the numbers come from the files: show their settings, ask nothing
             values: dict[str, Any] = {"source": source, **_from_files(data.index)}
         else:
-            values = {"source": source, **_redundancy(), **_switches(), **_grounding(), **_plugins()}
+            switches, grounding = _switches(), _grounding()
+            files = {**switches.pop("files"), **grounding.pop("files")}
+            values = {"source": source, **_redundancy(), **switches, **grounding, **_plugins(), "files": files}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -325,7 +327,7 @@ def _switches() -> dict[str, Any]:
         model = _text_input(sw.box, str(getattr(DEFAULTS, sw.setting)), key=sw.setting, help=sw.help or None)
         values[name] = _model_toggle(name, model, sw.label, sw.purpose, sw.off)
         values[sw.setting] = model
-    return {**values, **_model_fields(images=False, idle=False)}
+    return {**values, "files": _model_fields(images=False, idle=False)}
 
 
 def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
@@ -387,7 +389,7 @@ def _grounding() -> dict[str, Any]:
         help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
     )
     values["extra_clip"] = st.checkbox(extra_clip_label(), value=True, key="extra_clip", bind=URL, disabled=idle)
-    values.update(_model_fields(images=True, idle=idle))
+    values["files"] = _model_fields(images=True, idle=idle)
     values["device"] = st.selectbox("Device", ["auto", "cpu", "cuda"], key="device", bind=URL)
     values.update(_theta_controls(idle, reason))
     return values

@@ -120,7 +120,7 @@ def test_clip_metrics_come_from_the_settings_registry() -> None:
     computed_from_phrases = [m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and m not in ("cosmic", "char_alignment")]
     assert list(every) == computed_from_phrases
     assert "char_alignment" in plugin_metrics() and "char_alignment" not in settings_for(Choices(extra_clip=True)).metrics
-    assert Choices(extra_clip=True, cosmic_model="m").clip_metrics == (*computed_from_phrases, "cosmic")
+    assert Choices(extra_clip=True, files={"cosmic_model": "m"}).clip_metrics == (*computed_from_phrases, "cosmic")
     assert Choices(extra_clip=False).clip_metrics == ("grounding",)
     assert settings_for(Choices(coherence=False)).metrics == ("redundancy", "grounding", "clipscore", "rovist_vg_clip")
 
@@ -129,22 +129,22 @@ def test_a_metric_asked_for_by_its_model_files_is_on_when_its_required_fields_ar
     """The model boxes come from each module's ``model_fields``: RoViST-VG needs its checkpoint and a
     GloVe file (the idf table is optional) and comes with grounding, as COSMic does; Vrank does not.
     The metrics keep the order the sidebar always gave them (it is in the signature)."""
-    every = Choices(rovist_vg_checkpoint=" c.pth ", glove_file="g.txt", cosmic_model="m", vrank_model="v")
+    every = Choices(files={"rovist_vg_checkpoint": " c.pth ", "glove_file": "g.txt", "cosmic_model": "m", "vrank_model": "v"})
     settings = settings_for(every)
     assert settings.metrics == (
         *("redundancy", "coherence", "grounding", "clipscore", "rovist_vg_clip"),
         *("rovist_vg", "cosmic", "vrank"),
     )
     assert (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf) == ("c.pth", "g.txt", None)
-    assert "rovist_vg" not in settings_for(Choices(rovist_vg_checkpoint="c.pth")).metrics  # no GloVe file
+    assert "rovist_vg" not in settings_for(Choices(files={"rovist_vg_checkpoint": "c.pth"})).metrics  # no GloVe file
     assert settings_for(replace(every, grounding=False)).metrics == ("redundancy", "coherence", "vrank")
     named = f"pass {option('vrank_model', 'DIR')}, {option('glove_file')} and {option('rovist_vg_idf', 'PATH')}, not --glove-x"
     assert in_sidebar_terms(ModelLoadError(named)) == (
         "pass “Vrank model folder”, “GloVe file” and “RoViST-VG idf table”, not --glove-x"
     )
     assert str(ModelLoadError(named)) == "pass --vrank-model DIR, --glove and --rovist-vg-idf PATH, not --glove-x"
-    kept, notices = confined(replace(every, cosmic_model="/etc"), [Path("/nonexistent")])
-    assert kept.cosmic_model == "" and notices and "COSMic model folder" in notices[0]
+    kept, notices = confined(every.changed(cosmic_model="/etc"), [Path("/nonexistent")])
+    assert kept.value("cosmic_model") == "" and notices and "COSMic model folder" in notices[0]
     assert own_controls() >= {"rovist_vg", "vrank", "cosmic", "redundancy", "coherence", "judge"}
 
 
@@ -217,19 +217,18 @@ def test_a_rerun_does_not_digest_the_records_again(page: str, monkeypatch: pytes
 
 
 def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_model() -> None:
-    """Each metric's ``model_fields`` name a Settings field and a Choices field (the sidebar keeps
-    its value), and the dashboard's model cache key of a built-in metric moves with its model files
+    """Each metric's ``model_fields`` name one of its own options (the sidebar keeps its value in
+    ``Choices.files``), and the dashboard's model cache key of a built-in metric moves with its model files
     and the device, not with settings its loader never reads (regions, CLIP, the reference system)."""
-    import dataclasses
 
     from dashboard.choices import model_metrics
     from dashboard.loading import model_key
     from vst_core.config import Settings
+    from vst_core.metric_spec import registry
 
-    settings_fields = {f.name for f in dataclasses.fields(Settings)}
-    choice_fields = {f.name for f in dataclasses.fields(Choices)}
-    found = [f.setting for spec in model_metrics().values() for f in spec.model_fields]
-    assert found and set(found) <= settings_fields & choice_fields
+    found = [(spec.name, f.setting) for spec in model_metrics().values() for f in spec.model_fields]
+    assert found and all(registry().options[setting][0].name == name for name, setting in found)
+    assert all(Choices(files={s: "x"}).value(s) == "x" for _, s in found)
     base = Settings(metrics=("redundancy", "grounding", "rovist_vg", "cosmic", "vrank"))
     for name in ("rovist_vg", "cosmic", "vrank"):
         key = model_key(name, base)

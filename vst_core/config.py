@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import platform
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vst_core.metric_spec import BUILTIN_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
@@ -115,9 +116,9 @@ ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "nr_ngram", "nr_variant", 
 #: model, file or server the signature names by its digest (``signature`` adds those ids).
 UNSIGNED: frozenset[str] = frozenset(
     {
+        "options",  # each metric's own settings: signed by their Option (signed, while_set) when the metric runs
         *("device", "batch_size", "workers", "judge_rationale", "judge_concurrency", "judge_timeout"),
         *("judge_model", "judge_vlm", "judge_template", "judge_endpoint", "judge_served_model", "judge_api_key_env"),
-        *("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "vrank_model", "cosmic_model"),
     }
 )
 #: Settings signed in every run with a metric that has one of the needs: the CLIP encoder's and the
@@ -154,8 +155,6 @@ class Settings:
     # auto: from the weights (OpenAI's files and tags: QuickGELU; a hub snapshot's open_clip_config.json);
     # a checkpoint file that does not say is refused for an architecture that exists with either activation
     clip_activation: Literal["auto", "gelu", "quickgelu"] = "auto"
-    # CLIPScore's caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence
-    clipscore_prompt: str = "A photo depicts "
     theta: str = "VIST"  # preset name (VIST, AESOP, VWP, custom) or a number
     regions: Literal["grid", "csv", "detector"] = "grid"
     regions_file: str | None = None
@@ -172,14 +171,6 @@ class Settings:
     # "device" (cut, resized and normalised as tensors on the model's device), "auto" (device on CUDA, pil
     # on a CPU, where Pillow is faster); the pixels differ slightly, so the signature records the choice
     preprocess: Literal["auto", "pil", "device"] = "auto"
-    rovist_vg_checkpoint: str | None = None  # RoViST-VG: the authors' Region2Phrase checkpoint file
-    rovist_vg_vit: str = "google/vit-base-patch16-224-in21k"  # its ViT (config, image processor) by hub name or folder
-    glove_file: str | None = None  # RoViST-VG: glove.6B.300d.txt (or its word2vec-format copy)
-    rovist_vg_idf: str | None = None  # RoViST-VG: the authors' idf_dict.pkl (or JSON/CSV); None: idf fitted over the set
-    vrank_model: str | None = None  # a folder written by `vst train-vrank`
-    cosmic_model: str | None = None  # a folder written by `vst train-cosmic`
-    # the system whose story of a sequence is the reference (COSMic); None: the first of REFERENCE_SYSTEMS present
-    reference_system: str | None = None
     judge_model: str = JUDGE_MODEL  # the rubric judge's text-only chat model (hub name or folder)
     judge_vlm: str = JUDGE_VLM  # its vision-language model, used with judge_images
     judge_template: str | None = None  # a rubric template file; None: the built-in rubric_v1.json
@@ -198,9 +189,15 @@ class Settings:
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
+    # the metrics' own settings (each metric's ``options``), the ones set: ((name, value), ...) sorted;
+    # given as keywords (``Settings(vrank_model=DIR)``) or as a mapping, read with :meth:`option`
+    options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         parse_metrics(self.metrics)
+        object.__setattr__(self, "options", _own_options(self.options))
+        for reason in _refused(self):
+            raise SettingsError(reason)
         if self.nr_ngram < 1:
             raise SettingsError(f"nr_ngram must be >= 1, got {self.nr_ngram}")
         if self.device not in ("auto", "cpu", "cuda"):
@@ -280,6 +277,27 @@ class Settings:
 
         return "device" if torch.cuda.is_available() else "pil"
 
+    def option(self, name: str) -> Any:
+        """A metric's own setting (:class:`vst_core.metric_spec.Option`): its value, or its default.
+
+        >>> Settings(vrank_model="runs/vrank").option("vrank_model"), Settings().option("clipscore_prompt")
+        ('runs/vrank', 'A photo depicts ')
+        """
+        for key, value in self.options:
+            if key == name:
+                return value
+        found = metric_options().get(name)
+        if found is None:
+            raise SettingsError(f"unknown setting {name!r}")
+        return found[1].default
+
+    if not TYPE_CHECKING:  # ``settings.option("vrank_model")`` reads a metric's option, as earlier versions' field did
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_") or name not in metric_options():
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            return self.option(name)
+
     def with_(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
@@ -297,13 +315,16 @@ class Settings:
         specs = registry().specs
         run = [specs[m] for m in self.metrics if m in specs]
         listed = {key for spec in run for key in spec.settings}
+        whiles = {o.setting: o.while_set for spec in run for o in spec.options if o.while_set}
         needs = {need for spec in run for need in spec.needs}
+        values = {**{k: v for k, v in asdict(self).items() if k != "options"}, **self._all_options(run)}
         data = {
             key: value
-            for key, value in asdict(self).items()
+            for key, value in values.items()
             if key not in UNSIGNED
             and (key in ALWAYS_SIGNED or key in listed or bool(SIGNED_WITH_NEED.get(key, frozenset()) & needs))
             and (key not in SIGNED_WHILE_SET or getattr(self, SIGNED_WHILE_SET[key]) is not None)
+            and (key not in whiles or values.get(whiles[key]) is not None)
         }
         if "theta" in data:
             data["theta"] = self.theta_value
@@ -311,6 +332,65 @@ class Settings:
             data["preprocess"] = self.image_preprocess
         data["metrics"] = list(self.metrics)
         return data
+
+    def _all_options(self, run: list[Any]) -> dict[str, Any]:
+        """The options of the metrics of ``run``, each set or at its default."""
+        return {o.setting: self.option(o.setting) for spec in run for o in spec.options}
+
+
+_FIELDS = frozenset(Settings.__dataclass_fields__)
+_fields_init = Settings.__init__
+
+
+def _init(self: Settings, *args: Any, **changes: Any) -> None:
+    """``Settings(...)``: a keyword that is a metric's option goes into ``options``."""
+    own = {k: changes.pop(k) for k in [k for k in changes if k not in _FIELDS]}
+    if own:
+        given = changes.get("options", ())
+        changes["options"] = {**(dict(given) if given else {}), **own}
+    _fields_init(self, *args, **changes)
+
+
+Settings.__init__ = _init  # type: ignore[method-assign]
+
+
+def metric_options() -> dict[str, tuple[Any, Any]]:
+    """Every metric's own settings by name: (its spec, its :class:`~vst_core.metric_spec.Option`),
+    less any whose name is a field of :class:`Settings` (which it cannot be set apart from)."""
+    return {k: v for k, v in registry().options.items() if k not in _FIELDS}
+
+
+def _own_options(given: Any) -> tuple[tuple[str, Any], ...]:
+    """``options`` as stored: known names only (SettingsError naming the others), each value checked
+    by its option, those at their default left out, sorted by name."""
+    if not given:
+        return ()
+    pairs = dict(given.items() if isinstance(given, Mapping) else given)
+    known = metric_options()
+    unknown = sorted(k for k in pairs if k not in known)
+    if unknown:
+        raise SettingsError(
+            f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"the metrics' own: {', '.join(sorted(known))}"
+        )
+    kept = []
+    for name, value in sorted(pairs.items()):
+        option = known[name][1]
+        reason = option.refuse(value)
+        if reason:
+            raise SettingsError(reason)
+        if value != option.default:
+            kept.append((name, value))
+    return tuple(kept)
+
+
+def _refused(settings: Settings) -> list[str]:
+    """Why the metrics whose options are set cannot run under ``settings`` (their ``check`` hooks)."""
+    if not settings.options:
+        return []
+    known = metric_options()
+    specs = {known[name][0].name: known[name][0] for name, _ in settings.options}
+    return [r for spec in specs.values() if spec.check is not None for r in [spec.check(settings)] if r]
 
 
 def library_versions() -> dict[str, str]:
@@ -333,8 +413,8 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
     >>> s.nr_ngram, s.theta, found
     (3, 'VIST', ["theta='nonsense' (theta must be a number or one of VIST, AESOP, VWP, custom; got 'nonsense')"])
     """
-    known = set(Settings.__dataclass_fields__)
-    values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known}
+    known = _FIELDS | set(metric_options())
+    values = {k: v for k, v in (signature.get("settings") or {}).items() if k in known and k != "options"}
     if "metrics" in values:
         values["metrics"] = tuple(m for m in values["metrics"] if m in available_metrics()) or DEFAULT_METRICS
     if "theta" in values and "preprocess" not in values:  # recorded before the choice existed: Pillow's pixels

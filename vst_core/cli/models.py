@@ -40,7 +40,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fetch.add_argument(
         "--rovist-vg", action="store_true", help="also fetch the ViT of RoViST-VG's image encoder (--rovist-vg-vit)"
     )
-    fetch.add_argument("--rovist-vg-vit", default=DEFAULTS.rovist_vg_vit, help="the ViT of RoViST-VG (hub name or folder)")
+    fetch.add_argument(
+        "--rovist-vg-vit", default=DEFAULTS.option("rovist_vg_vit"), help="the ViT of RoViST-VG (hub name or folder)"
+    )
     fetch.add_argument(
         "--rovist-vg-model", default=None, metavar="FILE", help="also check the authors' RoViST-VG checkpoint (with --glove)"
     )

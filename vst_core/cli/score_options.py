@@ -1,5 +1,5 @@
 """``vst score``'s options, grouped by what they set (the story's identity, text, CLIP and regions,
-RoViST-VG, the learned metrics, the judge, the run), and the :class:`~vst_core.config.Settings`
+each metric's own options, the judge, the run), and the :class:`~vst_core.config.Settings`
 they describe. Every default comes from ``Settings``."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.cli.common import EXIT_PARTIAL
-from vst_core.config import Settings, parse_metrics
+from vst_core.config import Settings, SettingsError, metric_options, parse_metrics
 from vst_core.data import StorySet
 from vst_core.data.options import parse_regions
+from vst_core.metric_spec import registry
 
 DEFAULTS = Settings()
 
@@ -21,8 +22,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """Every option of ``vst score`` after INPUT, --out and --metrics."""
     _text_arguments(p)
     _clip_arguments(p)
-    _rovist_vg_arguments(p)
-    _learned_arguments(p)
+    _metric_arguments(p)
     _judge_arguments(p)
     _run_arguments(p)
 
@@ -142,11 +142,6 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
         help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
         f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
     )
-    p.add_argument(
-        "--clipscore-prompt",
-        default=DEFAULTS.clipscore_prompt,
-        help='CLIPScore caption prefix; default "A photo depicts " as in Hessel et al. (2021); "" for the bare sentence',
-    )
     p.add_argument("--top-b", type=int, default=DEFAULTS.top_b, help="regions kept per image")
     p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
     p.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
@@ -172,55 +167,40 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _rovist_vg_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--rovist-vg-model",
-        default=DEFAULTS.rovist_vg_checkpoint,
-        metavar="FILE",
-        help="rovist_vg: the authors' RoViST-VG checkpoint (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo "
-        "notebook), read as their training script saved it",
-    )
-    p.add_argument(
-        "--glove",
-        default=DEFAULTS.glove_file,
-        metavar="FILE",
-        help="rovist_vg: GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
-    )
-    p.add_argument(
-        "--rovist-vg-idf",
-        default=DEFAULTS.rovist_vg_idf,
-        metavar="FILE",
-        help="rovist_vg: the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of "
-        "noun,idf; without it idf is fitted over INPUT (log(N / (1 + df)))",
-    )
-    p.add_argument(
-        "--rovist-vg-vit",
-        default=DEFAULTS.rovist_vg_vit,
-        help="rovist_vg: the ViT whose configuration and image processor the checkpoint's image encoder uses "
-        "(hub name in the cache, or a local folder)",
-    )
+def _metric_arguments(p: argparse.ArgumentParser) -> None:
+    """Each metric's own settings (its spec's ``options``), one group per metric, in the registry's order."""
+    for spec in registry().specs.values():
+        if not spec.options:
+            continue
+        group = p.add_argument_group(f"{spec.title} ({spec.name})")
+        for option in spec.options:
+            shown = "" if option.default in (None, "") else f" (default: {option.default!r})"
+            group.add_argument(
+                option.cli_flag,
+                dest=_dest(option.setting),
+                default=None,
+                metavar=option.metavar or {"int": "N", "float": "X", "bool": "true|false"}.get(option.kind, "TEXT"),
+                help=f"{spec.name}: {option.help}{shown}".replace("%", "%%"),
+            )
 
 
-def _learned_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--vrank-model",
-        default=DEFAULTS.vrank_model,
-        metavar="DIR",
-        help="vrank: a model folder written by `vst train-vrank`",
-    )
-    p.add_argument(
-        "--cosmic-model",
-        default=DEFAULTS.cosmic_model,
-        metavar="DIR",
-        help="cosmic: a model folder written by `vst train-cosmic`",
-    )
-    p.add_argument(
-        "--reference-system",
-        default=DEFAULTS.reference_system,
-        metavar="NAME",
-        help="cosmic: the system whose story of a sequence is the reference (default: the first of "
-        "reference, human, gt, ground_truth, gold present)",
-    )
+def _dest(setting: str) -> str:
+    return f"metric_option__{setting}"
+
+
+def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics' own settings the command line gave, read by their kinds (SettingsError with the
+    option when one cannot be read)."""
+    found: dict[str, Any] = {}
+    for setting, (_spec, option) in metric_options().items():
+        text = getattr(args, _dest(setting), None)
+        if text is None:
+            continue
+        try:
+            found[setting] = option.parse(text)
+        except ValueError as exc:
+            raise SettingsError(f"{option.cli_flag}: {exc}") from None
+    return found
 
 
 def _judge_arguments(p: argparse.ArgumentParser) -> None:
@@ -384,7 +364,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         coherence_repeat_zero=not args.keep_repeated_pairs,
         coherence_context=args.coherence_context,
         coherence_profile=args.coherence_profile,
-        clipscore_prompt=args.clipscore_prompt,
         device=args.device,
         batch_size=args.batch_size,
         workers=args.workers,
@@ -404,17 +383,11 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         units="nouns" if args.nouns else "phrases",
         expressions=args.expressions,
         grounding_profile=args.grounding_profile,
-        rovist_vg_checkpoint=args.rovist_vg_model,
-        rovist_vg_vit=args.rovist_vg_vit,
-        glove_file=args.glove,
-        rovist_vg_idf=args.rovist_vg_idf,
-        vrank_model=args.vrank_model,
-        cosmic_model=args.cosmic_model,
-        reference_system=args.reference_system,
         judge_model=args.judge_model,
         judge_vlm=args.judge_vlm,
         judge_template=args.judge_template,
         judge_images=args.judge_images,
         judge_rationale=args.judge_rationale,
         **judge_server_settings(args),
+        options=tuple(metric_options_from_args(args).items()),
     )

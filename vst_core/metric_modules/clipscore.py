@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import MetricField, MetricSpec, Option
 from vst_core.records import ClipScoreScores
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ NAME = "clipscore"
 def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
     """What CLIPScore embeds: each sentence (or image group, :attr:`Story.frame_texts`) after the
     prompt ("A photo depicts " by default)."""
-    return [settings.clipscore_prompt + t for t in story.frame_texts if t]
+    return [settings.option("clipscore_prompt") + t for t in story.frame_texts if t]
 
 
 def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> ClipScoreScores:
@@ -35,7 +35,7 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> C
 
     texts = story.frame_texts
     n = min(len(texts), len(entries))
-    prompt = grounder.settings.clipscore_prompt
+    prompt = grounder.settings.option("clipscore_prompt")
     cosines = [float(grounder.text_vector(prompt + texts[i]) @ entries[i].whole_emb) if texts[i] else 0.0 for i in range(n)]
     aligned = n == len(texts) == len(entries)
     unit = "sentence groups" if story.frames else "sentences"
@@ -58,7 +58,14 @@ METRIC = MetricSpec(
         ),
     ),
     needs=frozenset({"images", "clip", "image_vector"}),
-    settings=(*IMAGE_SETTINGS, "clipscore_prompt"),
+    settings=IMAGE_SETTINGS,
+    options=(
+        Option(
+            "clipscore_prompt",
+            "A photo depicts ",
+            help='the caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence',
+        ),
+    ),
     card="docs/metrics/clipscore.md",
     image_record=record,
     texts=texts,

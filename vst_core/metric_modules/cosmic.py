@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
 from vst_core.records import CosmicScores
 
 if TYPE_CHECKING:
@@ -29,17 +29,17 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
 def identity(settings: Any) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
-    return {"cosmic_weights": folder_signature(settings.cosmic_model, "cosmic")}
+    return {"cosmic_weights": folder_signature(settings.option("cosmic_model"), "cosmic")}
 
 
 def model(models: Models) -> CosmicModel:
-    """The rater of ``settings.cosmic_model`` (a ``vst train-cosmic`` folder), loaded once per
+    """The rater of ``settings.option("cosmic_model")`` (a ``vst train-cosmic`` folder), loaded once per
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., cosmic=...)``)."""
 
     def build(m: Models) -> CosmicModel:
         from vst_core.models.cosmic import load_cosmic
 
-        return load_cosmic(m.settings.cosmic_model, device=m.settings.device)
+        return load_cosmic(m.settings.option("cosmic_model"), device=m.settings.device)
 
     return models.own(NAME, build)
 
@@ -85,7 +85,7 @@ METRIC = MetricSpec(
         ),
     ),
     needs=frozenset({"sequence", "clip", "model"}),
-    settings=("cosmic_model", "reference_system", "clip_arch", "clip_pretrained", "clip_checkpoint"),
+    settings=("clip_arch", "clip_pretrained", "clip_checkpoint"),
     card="docs/metrics/cosmic.md",
     score=score,
     together=together,
@@ -93,14 +93,22 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
-    model_fields=(
-        ModelField(
+    options=(
+        Option(
             "cosmic_model",
-            "COSMic model folder",
-            "folder",
-            "--cosmic-model",
-            "a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
+            help="a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
             "sentence i (a story of system reference or human in the same sequence)",
+            kind="folder",
+            label="COSMic model folder",
+            required=True,
+            signed=False,  # identity() signs the folder's digest
+            metavar="DIR",
+        ),
+        Option(
+            "reference_system",
+            help="the system whose story of a sequence is the reference (default: the first of "
+            "reference, human, gt, ground_truth, gold present)",
+            metavar="NAME",
         ),
     ),
 )

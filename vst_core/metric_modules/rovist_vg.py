@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
 from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
@@ -88,7 +88,10 @@ def identity(settings: Any) -> dict[str, str]:
     from vst_core.text.public import splitter_name
 
     weights = vg_signature(
-        settings.rovist_vg_checkpoint or "", settings.rovist_vg_vit, settings.glove_file or "", settings.rovist_vg_idf
+        settings.option("rovist_vg_checkpoint") or "",
+        settings.option("rovist_vg_vit"),
+        settings.option("glove_file") or "",
+        settings.option("rovist_vg_idf"),
     )
     return {"rovist_vg_weights": weights, "rovist_vg_tagger": rovist_vg_tagger_id(settings.spacy_model), "punkt": splitter_name()}
 
@@ -106,10 +109,10 @@ def model(models: Models) -> RovistVGModel:
 
         s = m.settings
         return load_rovist_vg(
-            s.rovist_vg_checkpoint,
-            vit=s.rovist_vg_vit,
-            glove=s.glove_file,
-            idf=s.rovist_vg_idf,
+            s.option("rovist_vg_checkpoint"),
+            vit=s.option("rovist_vg_vit"),
+            glove=s.option("glove_file"),
+            idf=s.option("rovist_vg_idf"),
             device=s.device,
             batch_size=s.batch_size,
         )
@@ -151,7 +154,7 @@ METRIC = MetricSpec(
         MetricField("RoViST-VG S", NAME, "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
     ),
     needs=frozenset({"images", "model", "idf"}),
-    settings=("rovist_vg_checkpoint", "rovist_vg_vit", "glove_file", "rovist_vg_idf", "regions", "top_b", "spacy_model"),
+    settings=("regions", "top_b", "spacy_model"),
     card="docs/metrics/rovist_vg.md",
     image_record=record,
     load=model,
@@ -160,24 +163,45 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     evidence=evidence,
-    model_fields=(
-        ModelField(
+    # the files are signed by their digests (identity), not by their paths
+    options=(
+        Option(
             "rovist_vg_checkpoint",
-            "RoViST-VG checkpoint",
-            "file",
-            "--rovist-vg-model",
-            "the authors' RoViST-VG file (r2p_model_epoch2.pth.tar); with a GloVe file it adds RoViST-VG with their "
-            "model (a regions CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
+            help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo notebook), "
+            "read as their training script saved it; with a GloVe file it adds RoViST-VG with their model (a regions "
+            "CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
+            kind="file",
+            flag="--rovist-vg-model",
+            label="RoViST-VG checkpoint",
+            required=True,
+            signed=False,
+            metavar="FILE",
         ),
-        ModelField("glove_file", "GloVe file", "file", "--glove", "glove.6B.300d.txt (or its word2vec-format copy)"),
-        ModelField(
+        Option(
+            "glove_file",
+            help="GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
+            kind="file",
+            flag="--glove",
+            label="GloVe file",
+            required=True,
+            signed=False,
+            metavar="FILE",
+        ),
+        Option(
             "rovist_vg_idf",
-            "RoViST-VG idf table",
-            "file",
-            "--rovist-vg-idf",
-            "the authors' idf_dict.pkl (read without running pickle code), or a JSON or CSV table of noun and idf; "
-            "empty: idf fitted over the loaded stories",
-            required=False,
+            help="the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of noun,idf; "
+            "without it idf is fitted over the stories (log(N / (1 + df)))",
+            kind="file",
+            label="RoViST-VG idf table",
+            signed=False,
+            metavar="FILE",
+        ),
+        Option(
+            "rovist_vg_vit",
+            "google/vit-base-patch16-224-in21k",
+            help="the ViT whose configuration and image processor the checkpoint's image encoder uses "
+            "(hub name in the cache, or a local folder)",
+            signed=False,
         ),
     ),
 )

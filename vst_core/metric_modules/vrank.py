@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelField
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
 from vst_core.records import VrankScores
 
 if TYPE_CHECKING:
@@ -30,17 +30,17 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
 def identity(settings: Any) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
-    return {"vrank_weights": folder_signature(settings.vrank_model, "vrank")}
+    return {"vrank_weights": folder_signature(settings.option("vrank_model"), "vrank")}
 
 
 def model(models: Models) -> VrankModel:
-    """The ranker of ``settings.vrank_model`` (a ``vst train-vrank`` folder), loaded once per
+    """The ranker of ``settings.option("vrank_model")`` (a ``vst train-vrank`` folder), loaded once per
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., vrank=...)``)."""
 
     def build(m: Models) -> VrankModel:
         from vst_core.models.vrank import load_vrank
 
-        return load_vrank(m.settings.vrank_model, device=m.settings.device, batch_size=m.settings.batch_size)
+        return load_vrank(m.settings.option("vrank_model"), device=m.settings.device, batch_size=m.settings.batch_size)
 
     return models.own(NAME, build)
 
@@ -87,7 +87,6 @@ METRIC = MetricSpec(
         ),
     ),
     needs=frozenset({"sequence", "model"}),
-    settings=("vrank_model",),
     card="docs/metrics/vrank.md",
     score=score,
     margins=margins,
@@ -96,13 +95,15 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
-    model_fields=(
-        ModelField(
+    options=(
+        Option(
             "vrank_model",
-            "Vrank model folder",
-            "folder",
-            "--vrank-model",
-            "a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
+            help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
+            kind="folder",
+            label="Vrank model folder",
+            required=True,
+            signed=False,  # identity() signs the folder's digest
+            metavar="DIR",
         ),
     ),
 )

@@ -59,10 +59,14 @@ from vst_core.metric_spec.spec import (
     MetricSpec,
     ModelField,
     Need,
+    Option,
+    OptionKind,
+    OptionValue,
     Reaggregation,
     RegionModelHook,
     ScoreHook,
     SetHook,
+    SettingsCheckHook,
     SummaryHook,
     Switch,
     TextsHook,
@@ -92,12 +96,16 @@ __all__ = [
     "MetricSpec",
     "ModelField",
     "Need",
+    "Option",
+    "OptionKind",
+    "OptionValue",
     "Reaggregation",
     "RegionModelHook",
     "Registry",
     "RegistryBusyError",
     "ScoreHook",
     "SetHook",
+    "SettingsCheckHook",
     "SummaryHook",
     "Switch",
     "TextsHook",
@@ -166,6 +174,11 @@ class Registry:
             if required <= keys and not keys & only_own:
                 return spec.name
         return name
+
+    @functools.cached_property
+    def options(self) -> dict[str, tuple[MetricSpec, Option]]:
+        """Every metric's own settings (:class:`Option`), by name: the metric and the option."""
+        return {o.setting: (s, o) for s in self.specs.values() for o in s.options}
 
     @property
     def switched(self) -> dict[str, Switch]:

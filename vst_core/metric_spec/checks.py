@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
-from vst_core.metric_spec.spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need
+from vst_core.metric_spec.spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need, OptionKind
 
 #: Column names a story table already has: no metric field may take one.
 RESERVED_COLUMNS: frozenset[str] = frozenset(
@@ -28,8 +28,8 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
-    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); it has no
-    ``model_fields``, no ``switch``, no ``region_model``, no ``dhm`` aspect, no ``reaggregate`` and
+    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); its
+    ``model_fields`` name its own options (names no other metric's options have), no ``switch``, no ``region_model``, no ``dhm`` aspect, no ``reaggregate`` and
     no ``formerly`` name that is in use."""
     if not NAME_PATTERN.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
@@ -66,8 +66,19 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
     if spec.main_value not in attrs:
         raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
-    if spec.model_fields or spec.switch is not None:  # they name fields of Settings, which a package cannot add to
-        raise ValueError("model_fields and a switch are the built-in metrics' (they name the product's own settings)")
+    own = {o.setting for o in spec.options}
+    if any(f.setting not in own for f in spec.model_fields) or spec.switch is not None:
+        raise ValueError("a model field names one of the metric's own options; a switch is the built-in RoViST-C's")
+    taken_options = {o.setting: s.name for s in taken.values() for o in s.options}
+    for o in spec.options:
+        if not NAME_PATTERN.fullmatch(o.setting):
+            raise ValueError(f"option {o.setting!r} must be lower-case letters, digits and _ (at most 40)")
+        if o.setting in taken_options:
+            raise ValueError(f"option {o.setting!r} is metric {taken_options[o.setting]!r}'s")
+        if o.kind not in typing.get_args(OptionKind):
+            raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
+        if o.refuse(o.default) is not None:
+            raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
     if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
         raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
     for old in spec.formerly:  # another metric's records are never read as this one's

@@ -121,6 +121,86 @@ class ModelField:
     required: bool = True
 
 
+#: A value a metric's own setting takes.
+OptionValue = str | int | float | bool | None
+#: How an :class:`Option` is given: text, a file or a folder (a path: the dashboard keeps it inside
+#: the folders it may read), a whole number, a number, or on/off.
+OptionKind = Literal["text", "file", "folder", "int", "float", "bool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A setting a metric owns: declared here once, it is a ``vst score`` option (``flag``, by default
+    ``--`` and the name with dashes), a keyword of :class:`vst_core.config.Settings` (kept in its
+    ``options``), a sidebar box when it has a ``label`` (a ``file`` or ``folder`` is a model's file:
+    the metric is on there when its ``required`` ones are filled in), and a part of the signature of
+    every run of the metric when ``signed`` (a model's file is not: the metric's ``identity`` names it
+    by its digest); ``while_set`` signs it only while that other option is set. ``check(value)`` says
+    why a value cannot be used (None: it can).
+
+    >>> o = Option("vrank_model", kind="folder", label="Vrank model folder", required=True, signed=False)
+    >>> o.cli_flag, o.parse("runs/vrank"), Option("top_k", 5, kind="int").parse("7")
+    ('--vrank-model', 'runs/vrank', 7)
+    """
+
+    setting: str
+    default: OptionValue = None
+    help: str = ""
+    kind: OptionKind = "text"
+    flag: str = ""
+    label: str = ""
+    required: bool = False
+    signed: bool = True
+    while_set: str = ""
+    metavar: str = ""
+    check: Callable[[Any], str | None] | None = None
+
+    @property
+    def cli_flag(self) -> str:
+        """The command line's option: ``flag``, or ``--`` and the setting's name with dashes."""
+        return self.flag or "--" + self.setting.replace("_", "-")
+
+    def parse(self, text: str | None) -> OptionValue:
+        """The value ``text`` (the command line's or a box's) stands for: None for none given; a number
+        or on/off read by its kind (ValueError with the reason when it is none)."""
+        if text is None:
+            return None
+        if self.kind == "int":
+            return int(text)
+        if self.kind == "float":
+            return float(text)
+        if self.kind == "bool":
+            if isinstance(text, bool):
+                return text
+            lowered = str(text).strip().lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(f"{self.setting} must be true or false, got {text!r}")
+            return lowered in ("true", "1", "yes", "on")
+        return text
+
+    def refuse(self, value: Any) -> str | None:
+        """Why ``value`` cannot be this option's (its kind, then ``check``), or None.
+
+        >>> Option("top_k", 5, kind="int").refuse("7"), Option("top_k", 5, kind="int").refuse(7)
+        ("top_k must be a whole number, got '7'", None)
+        """
+        wanted: dict[str, tuple[tuple[type, ...], str]] = {
+            "int": ((int,), "a whole number"),
+            "float": ((int, float), "a number"),
+            "bool": ((bool,), "true or false"),
+        }
+        types, words = wanted.get(self.kind, ((str,), "text"))
+        if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
+            return f"{self.setting} must be {words}, got {value!r}"
+        return self.check(value) if self.check is not None else None
+
+    def model_field(self) -> ModelField | None:
+        """The sidebar's box of a file or folder option with a ``label`` (None for any other)."""
+        if self.kind not in ("file", "folder") or not self.label:
+            return None
+        return ModelField(self.setting, self.label, self.kind, self.cli_flag, self.help, self.required)
+
+
 @dataclass(frozen=True)
 class Switch:
     """The dashboard's own section for a metric whose model is named by one text setting (a keyword,
@@ -228,6 +308,10 @@ SummaryHook = Callable[[Any], "tuple[list[str], list[str]]"]
 #: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
 #: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
 CompleteHook = Callable[[Any], Any]
+#: Why a run's settings cannot be used for this metric (its options together: the judge's server needs
+#: the name it serves the model under): ``(settings) -> reason or None``; called when a
+#: :class:`vst_core.config.Settings` is made with the metric's options set.
+SettingsCheckHook = Callable[[Any], "str | None"]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
 #: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
 EvidenceHook = Callable[[Any], "tuple[str, str] | None"]
@@ -293,9 +377,18 @@ class MetricSpec:
     formerly: tuple[str, ...] = ()
     switch: Switch | None = None
     offered: bool = True
+    options: tuple[Option, ...] = ()
+    check: SettingsCheckHook | None = None
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
+        own = tuple(f for f in (o.model_field() for o in self.options) if f is not None)
+        known = {f.setting for f in self.model_fields}
+        if any(f.setting not in known for f in own):  # an option with a box is its model field
+            object.__setattr__(self, "model_fields", self.model_fields + tuple(f for f in own if f.setting not in known))
+        signed = tuple(o.setting for o in self.options if o.signed and o.setting not in self.settings)
+        if signed:  # what a run of the metric signs: its signed options, declared once
+            object.__setattr__(self, "settings", self.settings + signed)
         if self.score is None and self.image_record is not None:
             object.__setattr__(self, "score", _ImageScore(self.image_record, self.name))
 

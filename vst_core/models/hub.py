@@ -32,11 +32,10 @@ def option(setting: str, placeholder: str = "") -> str:
     return f"⟦{setting} {placeholder}⟧" if placeholder else f"⟦{setting}⟧"
 
 
-#: The command line's option of each setting whose option is not its name with dashes.
+#: The command line's option of each shared setting whose option is not its name with dashes (a
+#: metric's own settings give theirs in their :class:`~vst_core.metric_spec.Option`).
 CLI_OPTIONS = {
     "clip_arch": "--clip-model",
-    "glove_file": "--glove",
-    "rovist_vg_checkpoint": "--rovist-vg-model",
     "nr_ngram": "--nr-n",
     "regions_file": "--regions",
 }
@@ -48,7 +47,10 @@ def cli_words(setting: str, placeholder: str = "") -> str:
     >>> cli_words("glove_file", "PATH"), cli_words("clip_activation", "gelu")
     ('--glove PATH', '--clip-activation gelu')
     """
-    flag = CLI_OPTIONS.get(setting) or "--" + setting.replace("_", "-")
+    from vst_core.metric_spec import registry
+
+    own = registry().options.get(setting)
+    flag = CLI_OPTIONS.get(setting) or (own[1].cli_flag if own else "--" + setting.replace("_", "-"))
     return f"{flag} {placeholder}" if placeholder else flag
 
 

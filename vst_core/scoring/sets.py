@@ -93,12 +93,12 @@ def cosmic_results(
     jobs: list[tuple[Story, Story]] = []
     out: MetricResults = {}
     for group in sequences_of(story_set).values():
-        reference = reference_of(group, settings.reference_system)
+        reference = reference_of(group, settings.option("reference_system"))
         for story in group:
             if story.key not in wanted or story.is_empty:
                 continue
             if reference is None:
-                named = settings.reference_system or " / ".join(REFERENCE_SYSTEMS)
+                named = settings.option("reference_system") or " / ".join(REFERENCE_SYSTEMS)
                 out[story.key] = f"COSMic needs a reference story: no story of system {named} in sequence {story.sequence_id!r}"
             elif story.key == reference.key:
                 out[story.key] = CosmicScores(None, (), f"{story.system}:{story.story_id}", (REFERENCE_NOTE,), model.name)
