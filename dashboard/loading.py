@@ -266,7 +266,7 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
     from vst_core.metric_modules import judge
     from vst_core.scoring.judge import pair_verdicts
 
-    template = settings.judge_template
+    template = settings.option("judge_template")
     if template and not Path(template).is_file():  # a scores file's signature names the template by its id
         if template != rubric_id(None):
             raise ValueError(

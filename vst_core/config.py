@@ -117,8 +117,7 @@ ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "nr_ngram", "nr_variant", 
 UNSIGNED: frozenset[str] = frozenset(
     {
         "options",  # each metric's own settings: signed by their Option (signed, while_set) when the metric runs
-        *("device", "batch_size", "workers", "judge_rationale", "judge_concurrency", "judge_timeout"),
-        *("judge_model", "judge_vlm", "judge_template", "judge_endpoint", "judge_served_model", "judge_api_key_env"),
+        *("device", "batch_size", "workers"),
     }
 )
 #: Settings signed in every run with a metric that has one of the needs: the CLIP encoder's and the
@@ -130,8 +129,8 @@ SIGNED_WITH_NEED: dict[str, frozenset[str]] = {
     ),
     **dict.fromkeys(("regions", "regions_file", "top_b", "whole_image"), frozenset({"clip", "images"})),
 }
-#: Settings signed only while another is set: the log-probabilities asked of a served judge.
-SIGNED_WHILE_SET: dict[str, str] = {"judge_top_logprobs": "judge_endpoint"}
+#: Settings signed only while another is set (a metric's own say so in their Option's ``while_set``).
+SIGNED_WHILE_SET: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -171,21 +170,6 @@ class Settings:
     # "device" (cut, resized and normalised as tensors on the model's device), "auto" (device on CUDA, pil
     # on a CPU, where Pillow is faster); the pixels differ slightly, so the signature records the choice
     preprocess: Literal["auto", "pil", "device"] = "auto"
-    judge_model: str = JUDGE_MODEL  # the rubric judge's text-only chat model (hub name or folder)
-    judge_vlm: str = JUDGE_VLM  # its vision-language model, used with judge_images
-    judge_template: str | None = None  # a rubric template file; None: the built-in rubric_v1.json
-    judge_images: bool = False  # the vision-language model sees the images (and is asked without them too)
-    judge_rationale: bool = False  # also generate a short rationale (shown, never scored)
-    # the judge served behind an OpenAI-compatible endpoint (vLLM, SGLang, ...) instead of the local model:
-    # its base URL (http://HOST:PORT/v1), the name it serves the model under, the environment variable
-    # holding its key (the name only: the key is never kept), requests in flight, seconds per request,
-    # and how many top log-probabilities an answer carries (a rating token outside them counts as p = 0)
-    judge_endpoint: str | None = None
-    judge_served_model: str | None = None
-    judge_api_key_env: str | None = None
-    judge_concurrency: int = 8
-    judge_timeout: float = 60.0
-    judge_top_logprobs: int = 20
     device: str = "auto"
     batch_size: int = 32
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
@@ -231,25 +215,6 @@ class Settings:
                 "the reference grounding profile crops and resizes with Pillow, as the GROOVIST code does; "
                 "use preprocess 'pil' (or 'auto') with it"
             )
-        if self.judge_endpoint is not None:
-            from urllib.parse import urlsplit
-
-            try:
-                parts = urlsplit(self.judge_endpoint)
-                port_ok = parts.port is None or parts.port > 0  # reading the port checks it is a number
-            except ValueError:  # "Invalid IPv6 URL", a port that is not a number
-                parts, port_ok = urlsplit(""), False
-            if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
-                raise SettingsError(
-                    f"judge_endpoint must be an http(s) base URL without credentials, e.g. http://127.0.0.1:8000/v1; "
-                    f"got {self.judge_endpoint!r}"
-                )
-            if not self.judge_served_model:
-                raise SettingsError("judge_endpoint needs judge_served_model (the model name the server serves)")
-        if self.judge_concurrency < 1 or self.judge_top_logprobs < 1:
-            raise SettingsError("judge_concurrency and judge_top_logprobs must be >= 1")
-        if not self.judge_timeout > 0:
-            raise SettingsError(f"judge_timeout must be > 0 seconds, got {self.judge_timeout}")
         if self.nr_variant not in ("paper", "reference"):
             raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 

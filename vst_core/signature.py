@@ -57,10 +57,10 @@ def judge_weights_id(settings: Settings) -> str:
     >>> judge_weights_id(Settings(metrics=("judge",), judge_endpoint="http://10.0.0.5:8000/v1", judge_served_model="qwen72"))
     'served:qwen72 at 10.0.0.5:8000 (weights not digestible from here)'
     """
-    if settings.judge_endpoint and settings.judge_served_model:
-        host = endpoint_host(settings.judge_endpoint)
-        return f"served:{settings.judge_served_model} at {host} (weights not digestible from here)"
-    return hf_weights_id(settings.judge_vlm if settings.judge_images else settings.judge_model)
+    if settings.option("judge_endpoint") and settings.option("judge_served_model"):
+        host = endpoint_host(settings.option("judge_endpoint"))
+        return f"served:{settings.option('judge_served_model')} at {host} (weights not digestible from here)"
+    return hf_weights_id(settings.option("judge_vlm") if settings.option("judge_images") else settings.option("judge_model"))
 
 
 def text_ids(settings: Settings) -> dict[str, str]:

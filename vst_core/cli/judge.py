@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, error, note
-from vst_core.cli.score_options import judge_server_arguments, judge_server_settings
+from vst_core.cli.score_options import metric_arguments, metric_options_from_args
 from vst_core.config import Settings, SettingsError
 
 DEFAULTS = Settings()
@@ -26,16 +26,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=DefaultsHelp,
     )
     p.add_argument("input", type=Path, metavar="STORIES", help="story set (as for vst score)")
-    p.add_argument("--judge-model", default=DEFAULTS.judge_model, help="text-only chat model (hub name or folder)")
-    p.add_argument("--judge-vlm", default=DEFAULTS.judge_vlm, help="vision-language model for --judge-images")
-    p.add_argument("--judge-template", default=None, metavar="FILE", help="rubric template JSON (default: the built-in one)")
-    p.add_argument("--judge-images", action="store_true", help="the vision-language model sees the images (and not)")
-    judge_server_arguments(p)
     p.add_argument("--no-ratings", action="store_true", help="pairwise position bias only (no per-story ratings)")
     p.add_argument("--cache-dir", type=Path, default=None, help="cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where the model runs")
     p.add_argument("--batch-size", type=int, default=8, help="prompts per model call")
     p.add_argument("--out", type=Path, default=None, help="also write the table as CSV")
+    metric_arguments(p, only="judge")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,11 +47,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = Settings(
             metrics=(judge_metric.NAME,),
-            judge_model=args.judge_model,
-            judge_vlm=args.judge_vlm,
-            judge_template=args.judge_template,
-            judge_images=args.judge_images,
-            **judge_server_settings(args),
+            options=tuple(metric_options_from_args(args).items()),
             device=args.device,
             batch_size=args.batch_size,
         )

@@ -58,18 +58,18 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     fetch.add_argument(
         "--judge",
         nargs="?",
-        const=DEFAULTS.judge_model,
+        const=DEFAULTS.option("judge_model"),
         default=None,
         metavar="NAME",
-        help=f"also fetch the rubric judge's chat model (default {DEFAULTS.judge_model})",
+        help=f"also fetch the rubric judge's chat model (default {DEFAULTS.option('judge_model')})",
     )
     fetch.add_argument(
         "--judge-vlm",
         nargs="?",
-        const=DEFAULTS.judge_vlm,
+        const=DEFAULTS.option("judge_vlm"),
         default=None,
         metavar="NAME",
-        help=f"also fetch the judge's vision-language model for --judge-images (default {DEFAULTS.judge_vlm})",
+        help=f"also fetch the judge's vision-language model for --judge-images (default {DEFAULTS.option('judge_vlm')})",
     )
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")

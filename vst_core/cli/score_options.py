@@ -22,8 +22,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
     """Every option of ``vst score`` after INPUT, --out and --metrics."""
     _text_arguments(p)
     _clip_arguments(p)
-    _metric_arguments(p)
-    _judge_arguments(p)
+    metric_arguments(p)
     _run_arguments(p)
 
 
@@ -167,20 +166,25 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _metric_arguments(p: argparse.ArgumentParser) -> None:
-    """Each metric's own settings (its spec's ``options``), one group per metric, in the registry's order."""
+def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> None:
+    """Each metric's own settings (its spec's ``options``; of metric ``only`` alone when given), one
+    group per metric, in the registry's order: an on/off option is a flag that turns it on."""
     for spec in registry().specs.values():
-        if not spec.options:
+        if not spec.options or only not in (None, spec.name):
             continue
         group = p.add_argument_group(f"{spec.title} ({spec.name})")
         for option in spec.options:
-            shown = "" if option.default in (None, "") else f" (default: {option.default!r})"
+            shown = "" if option.default in (None, "", False) else f" (default: {option.default!r})"
+            words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
+            if option.kind == "bool":
+                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=True, help=words)
+                continue
             group.add_argument(
                 option.cli_flag,
                 dest=_dest(option.setting),
                 default=None,
-                metavar=option.metavar or {"int": "N", "float": "X", "bool": "true|false"}.get(option.kind, "TEXT"),
-                help=f"{spec.name}: {option.help}{shown}".replace("%", "%%"),
+                metavar=option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+                help=words,
             )
 
 
@@ -201,96 +205,6 @@ def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         except ValueError as exc:
             raise SettingsError(f"{option.cli_flag}: {exc}") from None
     return found
-
-
-def _judge_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--judge-model",
-        default=DEFAULTS.judge_model,
-        help="judge: the text-only chat model (hub name in the cache, or a local folder)",
-    )
-    p.add_argument(
-        "--judge-vlm",
-        default=DEFAULTS.judge_vlm,
-        help="judge: the vision-language model used with --judge-images (hub name in the cache, or a local folder)",
-    )
-    p.add_argument(
-        "--judge-template",
-        default=DEFAULTS.judge_template,
-        metavar="FILE",
-        help="judge: a rubric template JSON (aspects with two or more paraphrases each; see vst_core/judge/rubric_v1.json, "
-        "the default); its sha256 is in the signature",
-    )
-    p.add_argument(
-        "--judge-images",
-        action="store_true",
-        help="judge: the vision-language model sees the story's images (and is asked without them as well, to measure "
-        "what the images change)",
-    )
-    p.add_argument(
-        "--judge-rationale",
-        action="store_true",
-        help="judge: also generate a short rationale per story (greedy decoding; shown, never scored)",
-    )
-    judge_server_arguments(p)
-
-
-def judge_server_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of a judge served behind an OpenAI-compatible endpoint (vLLM, SGLang, ...)."""
-    p.add_argument(
-        "--judge-endpoint",
-        default=None,
-        metavar="URL",
-        help="judge: ask the judge served at this OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, from "
-        "`vllm serve`) instead of loading --judge-model here; its answers need log-probabilities",
-    )
-    p.add_argument(
-        "--judge-served-model",
-        default=None,
-        metavar="NAME",
-        help="judge: the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
-    )
-    p.add_argument(
-        "--judge-api-key-env",
-        default=None,
-        metavar="VAR",
-        help="judge: the environment variable holding the server's API key (the key itself is never written anywhere)",
-    )
-    p.add_argument(
-        "--judge-concurrency",
-        type=int,
-        default=DEFAULTS.judge_concurrency,
-        metavar="N",
-        help="judge: requests in flight to the server",
-    )
-    p.add_argument(
-        "--judge-timeout",
-        type=float,
-        default=DEFAULTS.judge_timeout,
-        metavar="SECONDS",
-        help="judge: seconds a whole request may take, its answer read to the end (retried with backoff on "
-        "timeouts, 429 and 5xx)",
-    )
-    p.add_argument(
-        "--judge-top-logprobs",
-        type=int,
-        default=DEFAULTS.judge_top_logprobs,
-        metavar="K",
-        help="judge: log-probabilities asked per answer (vLLM allows up to its --max-logprobs, default 20); a rating "
-        "token outside the top K counts as probability 0",
-    )
-
-
-def judge_server_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The :class:`Settings` fields of :func:`judge_server_arguments`."""
-    return {
-        "judge_endpoint": args.judge_endpoint or None,
-        "judge_served_model": args.judge_served_model or None,
-        "judge_api_key_env": args.judge_api_key_env or None,
-        "judge_concurrency": args.judge_concurrency,
-        "judge_timeout": args.judge_timeout,
-        "judge_top_logprobs": args.judge_top_logprobs,
-    }
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -383,11 +297,5 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         units="nouns" if args.nouns else "phrases",
         expressions=args.expressions,
         grounding_profile=args.grounding_profile,
-        judge_model=args.judge_model,
-        judge_vlm=args.judge_vlm,
-        judge_template=args.judge_template,
-        judge_images=args.judge_images,
-        judge_rationale=args.judge_rationale,
-        **judge_server_settings(args),
         options=tuple(metric_options_from_args(args).items()),
     )

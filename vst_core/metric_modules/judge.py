@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.config import JUDGE_MODEL, JUDGE_VLM
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
 from vst_core.records import JudgeScores
 
 if TYPE_CHECKING:
@@ -23,6 +24,113 @@ if TYPE_CHECKING:
     from vst_core.scoring.story import ScoringRun
 
 NAME = "judge"
+
+
+def _at_least_one(value: Any) -> str | None:
+    return None if value is None or value >= 1 else f"must be >= 1, got {value}"
+
+
+def _positive(value: Any) -> str | None:
+    return None if value is None or value > 0 else f"must be > 0 seconds, got {value}"
+
+
+#: The judge's settings: its models and template are signed by their digests (identity), a served
+#: model by its name and host; what the server is asked and how fast, only where it changes numbers.
+OPTIONS = (
+    Option("judge_model", JUDGE_MODEL, "the text-only chat model (hub name in the cache, or a local folder)", signed=False),
+    Option(
+        "judge_vlm",
+        JUDGE_VLM,
+        "the vision-language model used with --judge-images (hub name in the cache, or a local folder)",
+        signed=False,
+    ),
+    Option(
+        "judge_template",
+        help="a rubric template JSON (aspects with two or more paraphrases each; see vst_core/judge/rubric_v1.json, "
+        "the default); its sha256 is in the signature",
+        kind="file",
+        signed=False,
+        metavar="FILE",
+    ),
+    Option(
+        "judge_images",
+        False,
+        "the vision-language model sees the story's images (and is asked without them as well, to measure what the "
+        "images change)",
+        kind="bool",
+    ),
+    Option(
+        "judge_rationale",
+        False,
+        "also generate a short rationale per story (greedy decoding; shown, never scored)",
+        kind="bool",
+        signed=False,
+    ),
+    Option(
+        "judge_endpoint",
+        help="ask the judge served at this OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, from `vllm serve`) "
+        "instead of loading --judge-model here; its answers need log-probabilities",
+        signed=False,
+        metavar="URL",
+    ),
+    Option(
+        "judge_served_model",
+        help="the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
+        signed=False,
+        metavar="NAME",
+    ),
+    Option(
+        "judge_api_key_env",
+        help="the environment variable holding the server's API key (the key itself is never written anywhere)",
+        signed=False,
+        metavar="VAR",
+    ),
+    Option("judge_concurrency", 8, "requests in flight to the server", kind="int", signed=False, check=_at_least_one),
+    Option(
+        "judge_timeout",
+        60.0,
+        "seconds a whole request may take, its answer read to the end (retried with backoff on timeouts, 429 and 5xx)",
+        kind="float",
+        signed=False,
+        metavar="SECONDS",
+        check=_positive,
+    ),
+    Option(
+        "judge_top_logprobs",
+        20,
+        "log-probabilities asked per answer (vLLM allows up to its --max-logprobs, default 20); a rating token outside "
+        "the top K counts as probability 0",
+        kind="int",
+        while_set="judge_endpoint",
+        metavar="K",
+        check=_at_least_one,
+    ),
+)
+
+
+def check(settings: Any) -> str | None:
+    """Why the judge's settings cannot be used: an endpoint that is no http(s) base URL without
+    credentials, or one without the name the server serves the model under.
+
+    >>> from types import SimpleNamespace
+    >>> check(SimpleNamespace(option={"judge_endpoint": "http://127.0.0.1:8000/v1", "judge_served_model": None}.get))
+    'judge_endpoint needs judge_served_model (the model name the server serves)'
+    """
+    endpoint = settings.option("judge_endpoint")
+    if endpoint is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(endpoint)
+        port_ok = parts.port is None or parts.port > 0  # reading the port checks it is a number
+    except ValueError:  # "Invalid IPv6 URL", a port that is not a number
+        parts, port_ok = urlsplit(""), False
+    if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        return f"judge_endpoint must be an http(s) base URL without credentials, e.g. http://127.0.0.1:8000/v1; got {endpoint!r}"
+    if not settings.option("judge_served_model"):
+        return "judge_endpoint needs judge_served_model (the model name the server serves)"
+    return None
 
 
 def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
@@ -51,22 +159,22 @@ def model(models: Models) -> Judge:
 
     def build(m: Models) -> Judge:
         s = m.settings
-        if s.judge_endpoint and s.judge_served_model:
+        if s.option("judge_endpoint") and s.option("judge_served_model"):
             from vst_core.models.judge_server import load_judge_server
 
             return load_judge_server(
-                s.judge_endpoint,
-                s.judge_served_model,
-                api_key_env=s.judge_api_key_env,
-                vision=s.judge_images,
-                concurrency=s.judge_concurrency,
-                timeout=s.judge_timeout,
-                top_logprobs=s.judge_top_logprobs,
+                s.option("judge_endpoint"),
+                s.option("judge_served_model"),
+                api_key_env=s.option("judge_api_key_env"),
+                vision=s.option("judge_images"),
+                concurrency=s.option("judge_concurrency"),
+                timeout=s.option("judge_timeout"),
+                top_logprobs=s.option("judge_top_logprobs"),
             )
         from vst_core.models.judge import load_judge
 
-        name = s.judge_vlm if s.judge_images else s.judge_model
-        return load_judge(name, vision=s.judge_images, device=s.device, batch_size=min(s.batch_size, 16))
+        name = s.option("judge_vlm") if s.option("judge_images") else s.option("judge_model")
+        return load_judge(name, vision=s.option("judge_images"), device=s.device, batch_size=min(s.batch_size, 16))
 
     return models.own(NAME, build)
 
@@ -75,7 +183,7 @@ def rubric(models: Models) -> Rubric:
     """The rubric template of the settings (their file, else the built-in one), read once."""
     from vst_core.judge.rubric import load_rubric
 
-    return models.own("judge_rubric", lambda m: load_rubric(m.settings.judge_template))
+    return models.own("judge_rubric", lambda m: load_rubric(m.settings.option("judge_template")))
 
 
 def answers(models: Models) -> JudgeCache:
@@ -91,7 +199,7 @@ def identity(settings: Any) -> dict[str, str]:
     from vst_core.judge.rubric import rubric_id
     from vst_core.signature import judge_weights_id
 
-    return {"judge_weights": judge_weights_id(settings), "judge_template": rubric_id(settings.judge_template)}
+    return {"judge_weights": judge_weights_id(settings), "judge_template": rubric_id(settings.option("judge_template"))}
 
 
 def caption(recorded: Mapping[str, Any]) -> str:
@@ -120,7 +228,9 @@ def summary(models: Any) -> tuple[list[str], list[str]]:
     """The judge's calls, its cache's hits and misses (and any damage set aside), and the prompts a
     server answered with nothing usable."""
     judge, cache = model(models), answers(models)
-    calls = "chat requests to the server (after one /models look-up)" if models.settings.judge_endpoint else "model calls"
+    calls = (
+        "chat requests to the server (after one /models look-up)" if models.settings.option("judge_endpoint") else "model calls"
+    )
     notes = [
         f"judge: {judge.calls} {calls}, {cache.hits} answers from the cache and {cache.misses} computed "
         f"({judge.signature}, {rubric(models).id}; cache {cache.path})"
@@ -171,16 +281,8 @@ METRIC = MetricSpec(
         ),
     ),
     needs=frozenset({"model"}),
-    settings=(
-        "judge_model",
-        "judge_vlm",
-        "judge_images",
-        "judge_template",
-        "judge_endpoint",
-        "judge_served_model",
-        "judge_top_logprobs",
-        "judge_rationale",
-    ),
+    options=OPTIONS,
+    check=check,
     card="docs/metrics/judge.md",
     score=score,
     summary=summary,

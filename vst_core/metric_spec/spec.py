@@ -153,6 +153,7 @@ class Option:
     signed: bool = True
     while_set: str = ""
     metavar: str = ""
+    #: why a value cannot be used, said after the setting's name ("must be >= 1, got 0"), or None
     check: Callable[[Any], str | None] | None = None
 
     @property
@@ -192,7 +193,8 @@ class Option:
         types, words = wanted.get(self.kind, ((str,), "text"))
         if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
             return f"{self.setting} must be {words}, got {value!r}"
-        return self.check(value) if self.check is not None else None
+        reason = self.check(value) if self.check is not None else None
+        return f"{self.setting} {reason}" if reason else None
 
     def model_field(self) -> ModelField | None:
         """The sidebar's box of a file or folder option with a ``label`` (None for any other)."""

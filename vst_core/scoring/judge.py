@@ -86,10 +86,10 @@ def judge_records(
     root: Path,
 ) -> dict[Key, JudgeScores | str]:
     """The judge's record of every story (or the reason it has none), keyed by ``(system, story_id)``."""
-    runs = (True, False) if settings.judge_images else (False,)
+    runs = (True, False) if settings.option("judge_images") else (False,)
     out: dict[Key, JudgeScores | str] = {}
     texts = [s for s in stories if not s.is_empty]
-    if settings.judge_images:
+    if settings.option("judge_images"):
         for story in texts:
             if not story.images or not story.images_ok:
                 out[story.key] = "the judge was asked to see the images, but this story's images cannot be read"
@@ -121,7 +121,7 @@ def judge_records(
             if key not in out
         }
     texts = [s for s in texts if s.key not in out]
-    rationales = _rationales(texts, settings, model, rubric, cache, root) if settings.judge_rationale else {}
+    rationales = _rationales(texts, settings, model, rubric, cache, root) if settings.option("judge_rationale") else {}
     for story in texts:
         main = by_run[runs[0]][story.key]
         scores = {a.aspect: a.score for a in main}
@@ -132,9 +132,9 @@ def judge_records(
             grounding=scores.get("grounding"),
             coherence=scores.get("coherence"),
             non_redundancy=scores.get("non_redundancy"),
-            without_images=tuple(by_run[False][story.key]) if settings.judge_images else (),
+            without_images=tuple(by_run[False][story.key]) if settings.option("judge_images") else (),
             rationale=rationales.get(story.key),
-            model=model.signature + (" (images)" if settings.judge_images else ""),
+            model=model.signature + (" (images)" if settings.option("judge_images") else ""),
             template=rubric.id,
             notes=(f"rationale: {RATIONALE_LABEL}",) if story.key in rationales else (),
         )
@@ -144,7 +144,7 @@ def judge_records(
 def _rationales(
     stories: Sequence[Story], settings: Settings, model: Judge, rubric: Rubric, cache: JudgeCache, root: Path
 ) -> dict[Key, str]:
-    images = settings.judge_images
+    images = settings.option("judge_images")
     keys = [
         JudgeKey("rationale", rubric.digest, model.signature, story_digest(s, root, images), "overall", 0, images).digest()
         for s in stories
@@ -190,7 +190,7 @@ def pair_verdicts(
     """The pairwise question for every two stories of a sequence, each pair in both orders, each
     pairwise paraphrase; P("1") renormalised over the answers "1" and "2" (cached like ratings)."""
     root = story_set.root
-    images = settings.judge_images
+    images = settings.option("judge_images")
     keys: list[str] = []
     prompts: list[JudgePrompt] = []
     found_pairs = pairs_of(story_set)
