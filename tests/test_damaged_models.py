@@ -54,7 +54,7 @@ def make_vrank(folder: Path, tokenizer_dir: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from vst_core.models.vrank import ENCODER_DIR, HEAD_FILE, META_FILE
+    from vst_core.metric_modules.vrank.ranker import ENCODER_DIR, HEAD_FILE, META_FILE
 
     folder.mkdir(parents=True)
     _tiny_bert(folder / ENCODER_DIR, tokenizer_dir)
@@ -180,7 +180,7 @@ VRANK_DAMAGE: list[tuple[str, str, Callable[[Path], None]]] = [
 def test_a_damaged_vrank_folder_is_one_model_load_error(
     case: tuple[str, str, Callable[[Path], None]], good_vrank: Path, tmp_path: Path
 ) -> None:
-    from vst_core.models.vrank import load_vrank
+    from vst_core.metric_modules.vrank.ranker import load_vrank
 
     name, file, damage = case
     bad = _copy(good_vrank, tmp_path / "bad")
@@ -192,7 +192,7 @@ def test_a_damaged_vrank_folder_is_one_model_load_error(
 
 @TORCH
 def test_the_good_vrank_folder_loads(good_vrank: Path) -> None:
-    from vst_core.models.vrank import load_vrank
+    from vst_core.metric_modules.vrank.ranker import load_vrank
 
     model = load_vrank(good_vrank, device="cpu")
     assert all(math.isfinite(v) for v in model.predict([("a dog ran .", "the sun .")]))
@@ -302,8 +302,8 @@ def _files(folder: Path) -> list[str]:
 def test_random_damage_to_a_model_folder_is_a_load_error_or_finite_numbers(
     good_vrank: Path, good_cosmic: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, how: str, which: str
 ) -> None:
+    from vst_core.metric_modules.vrank.ranker import load_vrank
     from vst_core.models.cosmic import load_cosmic
-    from vst_core.models.vrank import load_vrank
 
     good = good_vrank if which == "vrank" else good_cosmic
     bad = _copy(good, tmp_path_factory.mktemp("damaged") / which)

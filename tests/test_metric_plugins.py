@@ -748,3 +748,61 @@ def test_an_imported_score_outside_its_metrics_range_is_refused_naming_the_story
     with pytest.raises(ImportError_, match=r"story 's2' of 'model': redundancy: NR = 1e\+308 is outside \[0, 1\]"):
         imported_records(values, source, {})
     assert len(imported_records({("model", "s1"): {"redundancy": 0.8}}, source, {})) == 1
+
+
+def test_no_module_of_a_metric_package_shadows_a_name_of_its_spec_module() -> None:
+    """Importing ``pkg.model`` sets the attribute ``model`` of ``pkg``: a package whose ``__init__``
+    defines a hook named like one of its modules would lose the hook once that module is imported."""
+    import ast
+
+    folder = ROOT / "vst_core" / "metric_modules"
+    packages = [p for p in folder.iterdir() if (p / "__init__.py").is_file()]
+    assert any(p.name == "vrank" for p in packages)
+    for package in packages:
+        tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+        defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+        assert not defined & modules, (package.name, defined & modules)
+
+
+def test_the_example_plugins_own_setting_is_a_flag_a_keyword_a_sidebar_box_and_signed_by_its_file(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric's setting is declared once, in its package (the toy plugin's stopword file): the
+    registry makes it a ``vst score`` option, a ``Settings`` keyword, a sidebar box, and the run's
+    signature names the file by its content; no file of vst_core names it."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    point = metadata.EntryPoint("lexical_variety", "vst_toy_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
+    reg = metric_spec.reload()
+    assert "lexical_variety" in reg.specs and not reg.problems
+    from dashboard.choices import Choices, path_fields, settings_for
+    from vst_core.api import score_stories
+    from vst_core.cli.score_options import settings_from_args
+    from vst_core.config import Settings
+    from vst_core.data import read_story_set
+    from vst_core.signature import signature
+
+    stop = tmp_path / "stop.txt"
+    stop.write_text("the a\nan\n", encoding="utf-8")
+    from vst_core.cli import build_parser
+
+    args = build_parser("score").parse_args(
+        ["score", str(SAMPLE), "--out", str(tmp_path / "o.jsonl"), "--metrics", "redundancy,lexical_variety"]
+        + ["--lexical-variety-stopwords", str(stop)]
+    )
+    settings = settings_from_args(args)
+    assert settings == Settings(metrics=("redundancy", "lexical_variety"), lexical_variety_stopwords=str(stop))
+    assert path_fields()["lexical_variety_stopwords"][0] == "Lexical variety stopwords"
+    chosen = settings_for(Choices(plugins=("lexical_variety",), files={"lexical_variety_stopwords": str(stop)}))
+    assert chosen.option("lexical_variety_stopwords") == str(stop)
+    records = score_stories(read_story_set(SAMPLE), settings=settings)
+    plain = score_stories(read_story_set(SAMPLE), settings=settings.with_(options=()))
+    assert all(
+        r.metrics["lexical_variety"].words < p.metrics["lexical_variety"].words for r, p in zip(records, plain, strict=True)
+    )
+    signed = signature(settings)["settings"]["lexical_variety_stopwords"]
+    stop.write_text("the\n", encoding="utf-8")
+    assert signature(settings)["settings"]["lexical_variety_stopwords"] != signed  # the file's content, not its name
+    assert "lexical_variety_stopwords" not in "".join(p.read_text(encoding="utf-8") for p in (ROOT / "vst_core").rglob("*.py"))

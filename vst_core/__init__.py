@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from vst_core.config import THETA_PRESETS, Settings
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
-    from vst_core.learned.vrank import VrankConfig, train_vrank
+    from vst_core.metric_modules.vrank.train import VrankConfig, train_vrank
     from vst_core.metric_spec import MetricField, MetricSpec, registry
     from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
@@ -62,8 +62,8 @@ _WHERE = {
     "read_judgements": "vst_core.analysis.meta_eval",
     "Models": "vst_core.scoring.registry",
     "StoryScores": "vst_core.records",
-    "VrankConfig": "vst_core.learned.vrank",
-    "train_vrank": "vst_core.learned.vrank",
+    "VrankConfig": "vst_core.metric_modules.vrank.train",
+    "train_vrank": "vst_core.metric_modules.vrank.train",
     "pairs_of": "vst_core.learned.pairs",
     "grouped_split": "vst_core.learned.pairs",
     "MetricSpec": "vst_core.metric_spec",

@@ -7,20 +7,27 @@ against people's ratings and the Inspect page draws its card and its evidence (t
 story repeats). Nothing in vst-eval names it: its ``pyproject.toml`` registers :data:`METRIC` in
 the ``vst_eval.metrics`` entry-point group.
 
+It owns one setting, declared once as an :class:`~vst_core.metric_spec.Option`: a file of words
+not to count (``--lexical-variety-stopwords FILE`` on the command line,
+``Settings(lexical_variety_stopwords=FILE)`` in Python, a box in the dashboard's sidebar; the
+signature names the file by its digest, from :func:`identity`).
+
 >>> variety(("A dog ran.", "The dog sat."))
 LexicalVariety(score=0.8333333333333334, words=6, distinct=5, repeated=('dog',))
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import MetricField, MetricSpec, Option
 
 NAME = "lexical_variety"
 _WORD = re.compile(r"[a-z0-9']+")
@@ -37,17 +44,34 @@ class LexicalVariety:
     repeated: tuple[str, ...] = ()
 
 
-def variety(sentences: Sequence[str]) -> LexicalVariety:
-    """Lexical variety of a story's sentences (lower-cased words, apostrophes kept)."""
-    words = [w for s in sentences for w in _WORD.findall(s.lower())]
+def variety(sentences: Sequence[str], stopwords: frozenset[str] = frozenset()) -> LexicalVariety:
+    """Lexical variety of a story's sentences (lower-cased words, apostrophes kept, ``stopwords`` not counted)."""
+    words = [w for s in sentences for w in _WORD.findall(s.lower()) if w not in stopwords]
     counts = Counter(words)
     repeated = tuple(w for w, n in counts.most_common() if n > 1)
     return LexicalVariety(len(counts) / len(words) if words else None, len(words), len(counts), repeated)
 
 
+STOPWORDS = "lexical_variety_stopwords"
+
+
+def stopwords(path: str | None) -> frozenset[str]:
+    """The words of the stopword file (one or more per line, lower-cased), or none without a file."""
+    if not path:
+        return frozenset()
+    return frozenset(_WORD.findall(Path(path).read_text(encoding="utf-8").lower()))
+
+
 def score(stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], LexicalVariety]:
     """The hook vst-eval calls on each batch: ``{(system, story_id): record}``."""
-    return {story.key: variety(story.sentences) for story in stories}
+    left_out = stopwords(run.settings.option(STOPWORDS))
+    return {story.key: variety(story.sentences, left_out) for story in stories}
+
+
+def identity(settings: Any) -> dict[str, str]:
+    """The stopword file in the signature, by its content: ``{"lexical_variety_stopwords": sha256 prefix}``."""
+    path = settings.option(STOPWORDS)
+    return {STOPWORDS: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "none"}
 
 
 def evidence(record: Any) -> tuple[str, str] | None:
@@ -73,4 +97,15 @@ METRIC = MetricSpec(
     version="0.1.0",
     score=score,
     evidence=evidence,
+    identity=identity,
+    options=(
+        Option(
+            STOPWORDS,
+            help="a text file of words not to count (a stopword list)",
+            kind="file",
+            label="Lexical variety stopwords",
+            signed=False,  # identity() signs the file's content
+            metavar="FILE",
+        ),
+    ),
 )

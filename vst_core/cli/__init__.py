@@ -23,7 +23,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "score": ("score", "add_parser", "run"),
     "train-sop": ("train_sop", "add_parser", "run"),
     "train-cosmic": ("train_cosmic", "add_parser", "run"),
-    "train-vrank": ("train_vrank", "add_parser", "run"),
     "fetch-models": ("models", "add_parsers", "run_fetch"),
     "cache": ("models", "add_parsers", "run_cache"),
     "bench": ("bench", "add_parser", "run"),
@@ -37,9 +36,18 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def commands() -> dict[str, tuple[str, str, str]]:
+    """:data:`COMMANDS` (modules of this package) and each metric's own (its spec's ``commands``:
+    full module names), in that order."""
+    from vst_core.metric_spec import registry
+
+    own = {name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.commands.items()}
+    return {**{k: (f"vst_core.cli.{m}", a, r) for k, (m, a, r) in COMMANDS.items()}, **own}
+
+
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:
-    module, _, run = COMMANDS[command]
-    found: Callable[[argparse.Namespace], int] = getattr(import_module(f"vst_core.cli.{module}"), run)
+    module, _, run = commands()[command]
+    found: Callable[[argparse.Namespace], int] = getattr(import_module(module), run)
     return found
 
 
@@ -50,17 +58,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     added: set[tuple[str, str]] = set()
-    for command, (module, add, _) in COMMANDS.items():
+    for command, (module, add, _) in commands().items():
         if (only is not None and command != only) or (module, add) in added:
             continue
         added.add((module, add))
-        getattr(import_module(f"vst_core.cli.{module}"), add)(sub)
+        getattr(import_module(module), add)(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    only = argv[0] if argv and argv[0] in COMMANDS else None
+    only = argv[0] if argv and (argv[0] in COMMANDS or argv[0] in commands()) else None
     args = build_parser(only).parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:

@@ -9,8 +9,8 @@ from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
+from vst_core.metric_modules.vrank.ranker import DEFAULT_BASE as VRANK_BASE
 from vst_core.models.pairs import DEFAULT_NSP_MODEL
-from vst_core.models.vrank import DEFAULT_BASE as VRANK_BASE
 
 DEFAULTS = Settings()
 

@@ -346,7 +346,10 @@ class MetricSpec:
     under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`);
     ``switch`` its own section on the dashboard (RoViST-C's pair model); ``offered`` whether the
     dashboard offers to compute it (the judge's chat model per story belongs to ``vst score``: its
-    records are read from files)."""
+    records are read from files); ``options`` the settings it owns (:class:`Option`: its flags, its
+    sidebar boxes, its part of the signature) and ``check`` why a run's values of them cannot be
+    used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
+    ``run(args)``: Vrank's ``train-vrank``)."""
 
     name: str
     title: str
@@ -381,6 +384,7 @@ class MetricSpec:
     offered: bool = True
     options: tuple[Option, ...] = ()
     check: SettingsCheckHook | None = None
+    commands: Mapping[str, str] = field(default_factory=dict)
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

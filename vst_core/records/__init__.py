@@ -39,12 +39,10 @@ from vst_core.records.types import (
     NounMatch,
     NounRegion,
     PhraseMatch,
-    Preference,
     RedundancyScores,
     RovistVGClipScores,
     RovistVGScores,
     Span,
-    VrankScores,
 )
 
 __all__ = [
@@ -97,8 +95,19 @@ FIELDS: tuple[MetricField, ...]
 FIELD_BY_COLUMN: dict[str, MetricField]
 
 
+#: Record types that live in their metric's package, kept here under their former names
+#: (``from vst_core.records import VrankScores``): name -> (metric, attribute of its module).
+MOVED: dict[str, tuple[str, str]] = {"VrankScores": ("vrank", "VrankScores"), "Preference": ("vrank", "Preference")}
+
+
 def __getattr__(name: str) -> Any:
-    """The registry's views, read when asked (a metric installed later is seen after a reload)."""
+    """The registry's views, read when asked (a metric installed later is seen after a reload), and
+    the record types of :data:`MOVED` from their metric's module, as the registry names it."""
+    if name in MOVED:
+        import importlib
+
+        metric, attr = MOVED[name]
+        return getattr(importlib.import_module(registry().spec(metric).module), attr)
     if name not in ("METRIC_TYPES", "FIELDS", "FIELD_BY_COLUMN"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reg = registry()

@@ -17,7 +17,6 @@ from vst_core.records.types import (
     RedundancyScores,
     RovistVGClipScores,
     RovistVGScores,
-    VrankScores,
 )
 
 #: Layout version written into every record; bumped when the layout changes.
@@ -68,8 +67,9 @@ class StoryScores:
         return _of_type(self.metrics, RovistVGClipScores)
 
     @property
-    def vrank(self) -> VrankScores | None:
-        return _of_type(self.metrics, VrankScores)
+    def vrank(self) -> Any:
+        """Vrank's record of the story (its package's ``VrankScores``), or None."""
+        return self.metrics.get("vrank")
 
     @property
     def cosmic(self) -> CosmicScores | None:

@@ -6,6 +6,7 @@ defines its own there."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
 
@@ -159,28 +160,6 @@ class RovistVGScores:
 
 
 @dataclass(frozen=True, slots=True)
-class Preference:
-    """Vrank's verdict on this story against another story of its image sequence: ``margin`` =
-    (f(this, other) − f(other, this)) / 2, the predicted ranking gap in both orders averaged;
-    > 0 means Vrank prefers this story."""
-
-    system: str
-    story_id: str
-    margin: float
-
-
-@dataclass(frozen=True, slots=True)
-class VrankScores:
-    """Vrank (Hsu et al., 2022) on one story: ``score`` the mean margin over the other stories of
-    its image sequence (None when it has none), one :class:`Preference` per other story."""
-
-    score: float | None
-    preferences: tuple[Preference, ...]
-    notes: tuple[str, ...] = ()
-    model: str = ""  # the model folder's name and weights digest
-
-
-@dataclass(frozen=True, slots=True)
 class CosmicSentence:
     """COSMic's rating of sentence ``index`` (with image ``index``) against the reference
     sentence ``index``; ``label`` and ``reference_label`` are the coherence labels used
@@ -256,7 +235,7 @@ MetricScores = (
     | ClipScoreScores
     | RovistVGClipScores
     | RovistVGScores
-    | VrankScores
     | CosmicScores
     | JudgeScores
+    | Any  # a record that lives in its metric's package (Vrank's) or an installed metric's
 )

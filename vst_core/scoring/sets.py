@@ -1,5 +1,6 @@
-"""Metrics of a story that need the other stories of its image sequence: Vrank (every two stories
-compared) and COSMic (each story against the sequence's reference story).
+"""Metrics of a story that need the other stories of its image sequence: the sequences of a set,
+and COSMic (each story against the sequence's reference story); Vrank's pairs are its package's
+(:mod:`vst_core.metric_modules.vrank.sets`).
 
 They are computed once per run for the stories to score, before the chunks, from the whole set
 (so a shard or a resumed run compares a story with the same stories a single run would), and
@@ -11,18 +12,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from vst_core.config import REFERENCE_SYSTEMS, Settings
 from vst_core.data import Story, StorySet
 from vst_core.metric_spec import registry
-from vst_core.metrics.ranking import story_margins
-from vst_core.records import CosmicScores, MetricScores, Preference, VrankScores
+from vst_core.records import CosmicScores, MetricScores
 
 if TYPE_CHECKING:
     from vst_core.models.cosmic import CosmicModel
     from vst_core.models.protocols import ImageTextEncoder
-    from vst_core.models.vrank import VrankModel
     from vst_core.scoring.registry import Models
 
 Key = tuple[str, str]
@@ -51,35 +48,6 @@ def reference_of(group: Sequence[Story], system: str | None) -> Story | None:
         if found is not None:
             return found
     return None
-
-
-def vrank_results(
-    story_set: StorySet,
-    todo: Sequence[Story],
-    model: VrankModel,
-    progress: Callable[[int], object] | None = None,
-) -> MetricResults:
-    """Vrank on every story of ``todo``: each ordered pair of distinct non-empty stories of its
-    sequence (from the whole set) through the ranker once, margins by :func:`story_margins`."""
-    wanted = {s.key for s in todo}
-    groups = [g for g in sequences_of(story_set).values() if any(s.key in wanted for s in g)]
-    ordered: list[tuple[Story, Story]] = []
-    for group in groups:
-        texts = [s for s in group if not s.is_empty]
-        ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
-    out: MetricResults = {}
-    gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else np.zeros(0)
-    predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
-    for group in groups:
-        keys = [s.key for s in group if not s.is_empty]
-        scores, margins = story_margins(keys, predicted)
-        for story in group:
-            if story.key not in wanted or story.is_empty:
-                continue
-            prefs = tuple(Preference(other[0], other[1], m) for other, m in margins[story.key].items())
-            notes = () if prefs else ("no other story of this image sequence to compare with",)
-            out[story.key] = VrankScores(scores[story.key], prefs, notes, model.name)
-    return out
 
 
 def cosmic_results(

@@ -276,11 +276,11 @@ def _checked(spec: MetricSpec, found: object) -> dict[Key, MetricScores | str]:
         elif not isinstance(value, spec.record):
             out[key] = f"TypeError: {spec.name} gave a {type(value).__name__}, not a {spec.record.__name__}"
         elif builtin:
-            out[key] = value  # type: ignore[assignment]
+            out[key] = value
         else:
             problem = record_problem(spec.record, value, MAX_PLUGIN_RECORD_BYTES)
             problem = problem or next((why for f in spec.fields if (why := f.outside(value)) is not None), None)
-            out[key] = value if problem is None else f"{spec.name}'s record cannot be written: {problem}"  # type: ignore[assignment]
+            out[key] = value if problem is None else f"{spec.name}'s record cannot be written: {problem}"
     return out
 
 

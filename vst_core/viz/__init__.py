@@ -32,7 +32,6 @@ from vst_core.viz.story import (
     score_cards_html,
     story_cards,
     story_html,
-    vrank_html,
 )
 from vst_core.viz.tables import (
     MIN_INTERVAL_N,
@@ -74,7 +73,6 @@ __all__ = [
     "probability_colour",
     "cosmic_html",
     "rovist_vg_html",
-    "vrank_html",
     "score_cards_html",
     "scores_table",
     "story_cards",

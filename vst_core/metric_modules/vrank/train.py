@@ -33,9 +33,18 @@ import pandas as pd
 from vst_core.hashing import folder_signature, json_digest
 from vst_core.learned.card import PREDICTION_COLUMNS, write_card
 from vst_core.learned.pairs import RankedPair, examples, stories_of
+from vst_core.metric_modules.vrank.ranker import (
+    DEFAULT_BASE,
+    ENCODER_DIR,
+    HEAD_FILE,
+    META_FILE,
+    Pooling,
+    _pooling_of,
+    _Ranker,
+    predict,
+)
 from vst_core.models.device import resolve_device, torch_threads
 from vst_core.models.folders import load_hf
-from vst_core.models.vrank import DEFAULT_BASE, ENCODER_DIR, HEAD_FILE, META_FILE, Pooling, _pooling_of, _Ranker, predict
 
 CHECKPOINT_DIR = "checkpoint"
 

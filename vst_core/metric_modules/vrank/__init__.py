@@ -1,9 +1,10 @@
 """Vrank (Hsu et al., 2022): a ranker trained on people's story rankings; every two stories of a
 sequence compared in both orders, a story's score is its mean margin.
 
-Margins: :mod:`vst_core.metrics.ranking`; the model: :mod:`vst_core.models.vrank`; training:
-:mod:`vst_core.learned.vrank`; over the set: :func:`vst_core.scoring.sets.vrank_results` (before the
-chunks). Card: ``docs/metrics/vrank.md``.
+Everything the product knows of Vrank is in this package: the spec (here), its record
+(:mod:`.record`), its margins (:mod:`.ranking`), the ranker (:mod:`.ranker`), its training
+(:mod:`.train`) and ``vst train-vrank`` (:mod:`.command`), its pairs over the set before the chunks
+(:mod:`.sets`) and its evidence (:mod:`.html`). Card: ``docs/metrics/vrank.md``.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.vrank.record import Preference, VrankScores
 from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
-from vst_core.records import VrankScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.models.vrank import VrankModel
+    from vst_core.metric_modules.vrank.ranker import VrankModel
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
@@ -38,7 +39,7 @@ def model(models: Models) -> VrankModel:
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., vrank=...)``)."""
 
     def build(m: Models) -> VrankModel:
-        from vst_core.models.vrank import load_vrank
+        from vst_core.metric_modules.vrank.ranker import load_vrank
 
         return load_vrank(m.settings.option("vrank_model"), device=m.settings.device, batch_size=m.settings.batch_size)
 
@@ -49,7 +50,7 @@ def together(
     story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
 ) -> Mapping[tuple[str, str], Any]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
-    from vst_core.scoring.sets import vrank_results
+    from vst_core.metric_modules.vrank.sets import vrank_results
 
     return vrank_results(story_set, todo, model(models), progress)
 
@@ -61,7 +62,7 @@ def cards(story: Any) -> list[Card]:
 
 
 def evidence(story: Any) -> tuple[str, str] | None:
-    from vst_core.viz.story import vrank_html
+    from vst_core.metric_modules.vrank.html import vrank_html
 
     vr = story.metrics.get(NAME)
     if vr is None or not vr.preferences:
@@ -95,6 +96,7 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
+    commands={"train-vrank": "vst_core.metric_modules.vrank.command"},
     options=(
         Option(
             "vrank_model",
@@ -107,3 +109,5 @@ METRIC = MetricSpec(
         ),
     ),
 )
+
+__all__ = ["METRIC", "NAME", "Preference", "VrankScores"]

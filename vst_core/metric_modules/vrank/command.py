@@ -9,12 +9,12 @@ from pathlib import Path
 from vst_core.analysis.meta_eval.identity import story_key
 from vst_core.analysis.meta_eval.judgements import LAYOUTS, JudgementsError
 from vst_core.analysis.meta_eval.reader import read_judgements
-from vst_core.cli.common import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.data import StorySetError, read_story_set
 from vst_core.hashing import text_digest
 from vst_core.learned.pairs import PairsError, grouped_split, pairs_of, random_split, story_texts, vhed_texts
-from vst_core.learned.vrank import NonFiniteLossError, VrankConfig, train_vrank
+from vst_core.metric_modules.vrank.train import NonFiniteLossError, VrankConfig, train_vrank
 from vst_core.models.hub import ModelLoadError, hf_weights_id
+from vst_core.terminal import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 
 DEFAULTS = VrankConfig()
 
