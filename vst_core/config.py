@@ -256,7 +256,7 @@ class Settings:
             raise SettingsError(f"unknown setting {name!r}")
         return found[1].default
 
-    if not TYPE_CHECKING:  # ``settings.option("vrank_model")`` reads a metric's option, as earlier versions' field did
+    if not TYPE_CHECKING:  # ``settings.vrank_model`` reads a metric's option, as earlier versions' field did
 
         def __getattr__(self, name: str) -> Any:
             if name.startswith("_") or name not in metric_options():
