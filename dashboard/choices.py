@@ -35,7 +35,7 @@ class Choices:
     variant: NRVariant = DEFAULTS.nr_variant
     ngram: int = DEFAULTS.nr_ngram
     coherence: bool = True
-    coherence_model: str = DEFAULTS.coherence_model
+    coherence_model: str = DEFAULTS.option("coherence_model")
     grounding: bool = True
     clip_arch: str = DEFAULTS.clip_arch
     clip_pretrained: str = DEFAULTS.clip_pretrained or ""
@@ -172,7 +172,6 @@ def settings_for(choices: Choices) -> Settings:
         metrics=metrics,
         nr_variant=choices.variant,
         nr_ngram=choices.ngram,
-        coherence_model=choices.coherence_model,
         clip_arch=choices.clip_arch,
         clip_pretrained=choices.clip_pretrained or None,
         clip_checkpoint=choices.clip_checkpoint.strip() or None,
@@ -183,7 +182,7 @@ def settings_for(choices: Choices) -> Settings:
         device=choices.device,
         regions=regions.kind,
         regions_file=regions.file,
-        options=tuple(paths.items()),
+        options=tuple({**paths, **{sw.setting: choices.value(sw.setting) for sw in registry().switched.values()}}.items()),
     )
 
 
@@ -249,7 +248,7 @@ def path_fields() -> dict[str, tuple[str, str, Want]]:
     name; the metrics' own boxes (their :class:`~vst_core.metric_spec.Switch`) first, then the
     sidebar's own fields, then the metrics' model files (their ``model_fields``)."""
     boxes: dict[str, tuple[str, str, Want]] = {
-        sw.setting: (sw.box, str(getattr(DEFAULTS, sw.setting)), "any") for sw in registry().switched.values()
+        sw.setting: (sw.box, str(DEFAULTS.option(sw.setting)), "any") for sw in registry().switched.values()
     }
     models = {f.setting: (f.label, "", f.kind) for s in model_metrics().values() for f in s.model_fields}
     return {**boxes, **_PATH_FIELDS, **models}

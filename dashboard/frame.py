@@ -58,7 +58,7 @@ def model_keys(settings: Settings) -> dict[str, str]:
     keys): each metric's own box (its :class:`~vst_core.metric_spec.Switch`), and CLIP's fields for
     the Grounding toggle."""
     clip = clip_key(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
-    boxes = {name: str(getattr(settings, sw.setting)) for name, sw in registry().switched.items()}
+    boxes = {name: str(settings.option(sw.setting)) for name, sw in registry().switched.items()}
     return {**boxes, GROUNDING: clip}
 
 

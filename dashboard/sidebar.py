@@ -324,7 +324,7 @@ def _switches() -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, sw in registry().switched.items():
         st.header(sw.header)
-        model = _text_input(sw.box, str(getattr(DEFAULTS, sw.setting)), key=sw.setting, help=sw.help or None)
+        model = _text_input(sw.box, str(DEFAULTS.option(sw.setting)), key=sw.setting, help=sw.help or None)
         values[name] = _model_toggle(name, model, sw.label, sw.purpose, sw.off)
         values[sw.setting] = model
     return {**values, "files": _model_fields(images=False, idle=False)}

@@ -247,7 +247,7 @@ def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_m
 
 def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_model_by_what_it_loads_with() -> None:
     """Each metric's :class:`Switch` (RoViST-C's "Pair model" and toggle) names a Choices field for its
-    toggle and its box and a Settings field for its box; the toggle turns the metric on in the
+    toggle and its box and one of the metric's own options for its box; the toggle turns the metric on in the
     settings, its value is checked on a link, its flags are said as the box, the box's path part is
     confined like a typed path, and the model cache key moves with the settings the model loads with."""
     import dataclasses
@@ -260,9 +260,9 @@ def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_mode
     switched = registry().switched
     assert list(switched) == ["coherence"]
     choice_fields = {f.name for f in dataclasses.fields(Choices)}
-    settings_fields = {f.name for f in dataclasses.fields(Settings)}
+    own = {o.setting for o in registry().spec("coherence").options}  # the switch's settings are the metric's own options
     for name, sw in switched.items():
-        assert {name, sw.setting} <= choice_fields and {sw.setting, *sw.loads} <= settings_fields
+        assert {name, sw.setting} <= choice_fields and {sw.setting, *sw.loads} <= own
         assert name in settings_for(Choices(grounding=False)).metrics
         assert name not in settings_for(replace(Choices(grounding=False), **{name: False})).metrics
         assert url_notices({name: "maybe"}) and not url_notices({name: "false"})

@@ -24,7 +24,7 @@ import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE
 
 from vst_core import metric_spec
-from vst_core.config import Settings
+from vst_core.config import Settings, SettingsError
 from vst_core.metric_spec import BUILTIN, MetricField, MetricSpec, registry
 
 EXAMPLE = ROOT / "examples" / "vst-toy-metric"
@@ -806,3 +806,31 @@ def test_the_example_plugins_own_setting_is_a_flag_a_keyword_a_sidebar_box_and_s
     stop.write_text("the\n", encoding="utf-8")
     assert signature(settings)["settings"]["lexical_variety_stopwords"] != signed  # the file's content, not its name
     assert "lexical_variety_stopwords" not in "".join(p.read_text(encoding="utf-8") for p in (ROOT / "vst_core").rglob("*.py"))
+
+
+def test_a_metrics_own_settings_are_signed_under_the_keys_earlier_versions_wrote() -> None:
+    """Settings that moved into their metric's ``options`` keep their names, values and rules in the
+    signature (a scores file written before the move reads as the same settings): RoViST-C's are
+    signed, a served judge's log-probabilities only with its endpoint, model files only by digest."""
+    from vst_core.config import Settings
+
+    coherence = Settings(metrics=("redundancy", "coherence"), coherence_context="prefix", coherence_repeat_zero=False)
+    assert {k: v for k, v in coherence.as_dict().items() if k.startswith("coherence")} == {
+        "coherence_model": "bert-nsp",
+        "coherence_tokenizer": None,
+        "coherence_repeat_zero": False,
+        "coherence_context": "prefix",
+        "coherence_profile": "paper",
+    }
+    assert Settings(metrics=("clipscore",)).as_dict()["clipscore_prompt"] == "A photo depicts "
+    local = Settings(metrics=("judge",), judge_top_logprobs=5, judge_images=True).as_dict()
+    served = Settings(metrics=("judge",), judge_endpoint="http://127.0.0.1:8000/v1", judge_served_model="m", judge_top_logprobs=5)
+    assert "judge_top_logprobs" not in local and local["judge_images"] is True
+    assert served.as_dict()["judge_top_logprobs"] == 5 and "judge_endpoint" not in served.as_dict()
+    files = Settings(metrics=("vrank", "cosmic"), vrank_model="/x", cosmic_model="/y", reference_system="human").as_dict()
+    assert "vrank_model" not in files and "cosmic_model" not in files and files["reference_system"] == "human"
+    assert Settings(vrank_model=None) == Settings() and Settings(coherence_model="bert-nsp").options == ()
+    with pytest.raises(SettingsError, match="unknown setting 'vrank_modle'"):
+        Settings(vrank_modle="/x")
+    with pytest.raises(SettingsError, match="coherence_context must be 'pair' or 'prefix'"):
+        Settings(coherence_context="both")

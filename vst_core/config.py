@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from vst_core.metric_spec import BUILTIN_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
-from vst_core.metrics.variants import CoherenceContext, CoherenceProfile, GroundingProfile, NRVariant
+from vst_core.metrics.variants import GroundingProfile, NRVariant
 
 _log = logging.getLogger(__name__)
 
@@ -142,11 +142,6 @@ class Settings:
     nr_variant: NRVariant = "paper"
     splitter: Literal["punkt", "spacy"] = "punkt"  # sentences of a story given as one text (NLTK Punkt, as the public code)
     spacy_model: str | None = None  # None: first installed English pipeline
-    coherence_model: str = "bert-nsp"  # bert-nsp[:NAME|PATH], rovist-c:PATH, or a train-sop directory
-    coherence_tokenizer: str | None = None  # for rovist-c (default albert-large-v1)
-    coherence_repeat_zero: bool = True  # identical adjacent sentences -> 0, as the public RoViST code
-    coherence_context: CoherenceContext = "pair"  # prefix: P(s_i+1 | s_1..s_i), the dHM variant
-    coherence_profile: CoherenceProfile = "paper"  # reference: the authors' slow tokenizer, over-long stories left out
     clip_arch: str = "ViT-B-32"
     clip_pretrained: str | None = "openai"
     clip_checkpoint: str | None = None  # a local file instead of the pretrained tag
@@ -200,14 +195,10 @@ class Settings:
             raise SettingsError(str(exc)) from None
         if self.grounding_profile not in ("paper", "reference"):
             raise SettingsError(f"grounding_profile must be 'paper' or 'reference', got {self.grounding_profile!r}")
-        if self.coherence_context not in ("pair", "prefix"):
-            raise SettingsError(f"coherence_context must be 'pair' or 'prefix', got {self.coherence_context!r}")
         if self.splitter not in ("punkt", "spacy"):
             raise SettingsError(f"splitter must be 'punkt' or 'spacy', got {self.splitter!r}")
         if self.clip_activation not in ("auto", "gelu", "quickgelu"):
             raise SettingsError(f"clip_activation must be auto, gelu or quickgelu, got {self.clip_activation!r}")
-        if self.coherence_profile not in ("paper", "reference"):
-            raise SettingsError(f"coherence_profile must be 'paper' or 'reference', got {self.coherence_profile!r}")
         if self.preprocess not in ("auto", "pil", "device"):
             raise SettingsError(f"preprocess must be auto, pil or device, got {self.preprocess!r}")
         if self.preprocess == "device" and self.grounding_profile == "reference":

@@ -72,37 +72,6 @@ def _text_arguments(p: argparse.ArgumentParser) -> None:
         "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
     )
     p.add_argument(
-        "--coherence-model",
-        default=DEFAULTS.coherence_model,
-        help="sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
-        "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
-    )
-    p.add_argument(
-        "--coherence-tokenizer",
-        default=DEFAULTS.coherence_tokenizer,
-        help="tokenizer for rovist-c (hub id or folder; default albert-large-v1)",
-    )
-    p.add_argument(
-        "--coherence-context",
-        choices=("pair", "prefix"),
-        default=DEFAULTS.coherence_context,
-        help="pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows "
-        "sentences 1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
-    )
-    p.add_argument(
-        "--coherence-profile",
-        choices=("paper", "reference"),
-        default=DEFAULTS.coherence_profile,
-        help="paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST "
-        "authors' code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input "
-        "left unscored with the reason)",
-    )
-    p.add_argument(
-        "--keep-repeated-pairs",
-        action="store_true",
-        help="ask the model about identical adjacent sentences too (the public RoViST code sets them to 0)",
-    )
-    p.add_argument(
         "--split",
         choices=("punkt", "spacy"),
         default=DEFAULTS.splitter,
@@ -176,14 +145,16 @@ def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> Non
         for option in spec.options:
             shown = "" if option.default in (None, "", False) else f" (default: {option.default!r})"
             words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
-            if option.kind == "bool":
-                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=True, help=words)
+            if option.kind == "bool":  # the flag sets the other value than the default
+                const = not option.default
+                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
                 continue
             group.add_argument(
                 option.cli_flag,
                 dest=_dest(option.setting),
                 default=None,
-                metavar=option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+                choices=option.choices or None,
+                metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
                 help=words,
             )
 
@@ -273,11 +244,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         nr_variant=args.nr_variant,
         spacy_model=args.spacy_model,
         splitter=args.split,
-        coherence_model=args.coherence_model,
-        coherence_tokenizer=args.coherence_tokenizer,
-        coherence_repeat_zero=not args.keep_repeated_pairs,
-        coherence_context=args.coherence_context,
-        coherence_profile=args.coherence_profile,
         device=args.device,
         batch_size=args.batch_size,
         workers=args.workers,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Switch
+from vst_core.metric_spec import Card, MetricField, MetricSpec, Option, Switch
 from vst_core.records import CoherenceScores
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     problem = profile_problem(scorer, s)
     if problem:
         return {story.key: f"ValueError: {problem}" for story in stories}
-    scored = pair_scores_for(stories, scorer, s.coherence_context, repeat_is_zero=s.coherence_repeat_zero)
+    scored = pair_scores_for(stories, scorer, s.option("coherence_context"), repeat_is_zero=s.option("coherence_repeat_zero"))
     out: dict[tuple[str, str], Any] = {}
     for story in stories:
         try:
@@ -54,9 +54,9 @@ def model(models: Models) -> PairScorer:
 
         s = m.settings
         return load_pair_scorer(
-            s.coherence_model,
-            tokenizer=s.coherence_tokenizer,
-            profile=s.coherence_profile,
+            s.option("coherence_model"),
+            tokenizer=s.option("coherence_tokenizer"),
+            profile=s.option("coherence_profile"),
             device=s.device,
             batch_size=s.batch_size,
         )
@@ -69,7 +69,9 @@ def identity(settings: Any) -> dict[str, str]:
     from vst_core.models.pairs import pair_weights_id
 
     return {
-        "coherence_weights": pair_weights_id(settings.coherence_model, settings.coherence_tokenizer, settings.coherence_profile)
+        "coherence_weights": pair_weights_id(
+            settings.option("coherence_model"), settings.option("coherence_tokenizer"), settings.option("coherence_profile")
+        )
     }
 
 
@@ -109,13 +111,37 @@ METRIC = MetricSpec(
         ),
     ),
     needs=frozenset({"model"}),
-    settings=(
-        "coherence_model",
-        "coherence_tokenizer",
-        "coherence_repeat_zero",
-        "coherence_context",
-        "coherence_profile",
-        "splitter",
+    settings=("splitter",),
+    options=(
+        Option(
+            "coherence_model",
+            "bert-nsp",
+            "the sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
+            "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+        ),
+        Option("coherence_tokenizer", help="the tokenizer for rovist-c (hub id or folder; default albert-large-v1)"),
+        Option(
+            "coherence_repeat_zero",
+            True,
+            "identical adjacent sentences score 0, as the public RoViST code sets them; the flag asks the model about them too",
+            kind="bool",
+            flag="--keep-repeated-pairs",
+        ),
+        Option(
+            "coherence_context",
+            "pair",
+            "pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows sentences "
+            "1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
+            choices=("pair", "prefix"),
+        ),
+        Option(
+            "coherence_profile",
+            "paper",
+            "paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST authors' "
+            "code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input left unscored "
+            "with the reason)",
+            choices=("paper", "reference"),
+        ),
     ),
     card="docs/metrics/rovist_c.md",
     aliases=("c", "rovist-c"),

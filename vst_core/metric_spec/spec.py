@@ -136,7 +136,8 @@ class Option:
     the metric is on there when its ``required`` ones are filled in), and a part of the signature of
     every run of the metric when ``signed`` (a model's file is not: the metric's ``identity`` names it
     by its digest); ``while_set`` signs it only while that other option is set. ``check(value)`` says
-    why a value cannot be used (None: it can).
+    why a value cannot be used (None: it can); ``choices`` the values it may take. An on/off option's
+    flag sets the opposite of its default (``--keep-repeated-pairs`` turns ``coherence_repeat_zero`` off).
 
     >>> o = Option("vrank_model", kind="folder", label="Vrank model folder", required=True, signed=False)
     >>> o.cli_flag, o.parse("runs/vrank"), Option("top_k", 5, kind="int").parse("7")
@@ -153,6 +154,8 @@ class Option:
     signed: bool = True
     while_set: str = ""
     metavar: str = ""
+    #: the values it may take (none: any of its kind)
+    choices: tuple[str, ...] = ()
     #: why a value cannot be used, said after the setting's name ("must be >= 1, got 0"), or None
     check: Callable[[Any], str | None] | None = None
 
@@ -193,6 +196,8 @@ class Option:
         types, words = wanted.get(self.kind, ((str,), "text"))
         if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
             return f"{self.setting} must be {words}, got {value!r}"
+        if self.choices and value not in self.choices:
+            return f"{self.setting} must be {' or '.join(map(repr, self.choices))}, got {value!r}"
         reason = self.check(value) if self.check is not None else None
         return f"{self.setting} {reason}" if reason else None
 

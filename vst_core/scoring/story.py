@@ -134,12 +134,12 @@ def coherence_of(story: Story, settings: Settings, scores: PairScores, model: st
     """RoViST-C of one story from its pair probabilities. An over-long pair (``scores.truncated``)
     counts truncated under the paper profile; under the reference profile the story has no score
     and its notes say why (:func:`vst_core.metrics.coherence.coherence`, ``over_long``)."""
-    context = settings.coherence_context
-    reference = settings.coherence_profile == "reference"
+    context = settings.option("coherence_context")
+    reference = settings.option("coherence_profile") == "reference"
     result = coherence(
         list(scores.probabilities),
         story.sentences,
-        repeat_is_zero=settings.coherence_repeat_zero,
+        repeat_is_zero=settings.option("coherence_repeat_zero"),
         context=context,
         over_long=scores.truncated if reference and len(scores.truncated) == len(scores.probabilities) else None,
     )
@@ -150,7 +150,11 @@ def profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
     """Why ``scorer`` cannot give the reference profile's numbers (a RoViST-C scorer loaded with the
     fast tokenizer, e.g. one injected or cached under other settings), or None."""
     tokenizer = getattr(scorer, "tokenizer", None)
-    if settings.coherence_profile == "reference" and scorer.name.startswith("rovist-c:") and getattr(tokenizer, "is_fast", False):
+    if (
+        settings.option("coherence_profile") == "reference"
+        and scorer.name.startswith("rovist-c:")
+        and getattr(tokenizer, "is_fast", False)
+    ):
         return (
             "the reference coherence profile needs the authors' slow ALBERT tokenizer, but this RoViST-C scorer "
             "was loaded with the fast one; load it with load_pair_scorer(..., profile='reference')"
