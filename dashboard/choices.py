@@ -35,7 +35,7 @@ class Choices:
     variant: NRVariant = DEFAULTS.nr_variant
     ngram: int = DEFAULTS.nr_ngram
     coherence: bool = True
-    coherence_model: str = DEFAULTS.option("coherence_model")
+    coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
     grounding: bool = True
     clip_arch: str = DEFAULTS.clip_arch
     clip_pretrained: str = DEFAULTS.clip_pretrained or ""
@@ -121,8 +121,15 @@ def extra_clip_label() -> str:
 
 
 def model_metrics() -> dict[str, MetricSpec]:
-    """The metrics whose models the sidebar asks for by their files (their ``model_fields``), in the
-    registry's order."""
+    """The metrics whose models the sidebar asks for by their files (a required one among their
+    ``model_fields``: the metric is on when those are filled in), in the registry's order."""
+    return {name: spec for name, spec in registry().specs.items() if any(f.required for f in spec.model_fields)}
+
+
+def boxed_metrics() -> dict[str, MetricSpec]:
+    """The metrics with a box in the sidebar for a file of theirs (any ``model_fields``: those of
+    :func:`model_metrics`, and metrics offered by name with an optional file, as the example
+    plugin's stopword list), in the registry's order."""
     return {name: spec for name, spec in registry().specs.items() if spec.model_fields}
 
 
@@ -165,7 +172,7 @@ def settings_for(choices: Choices) -> Settings:
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     paths: dict[str, Any] = {
-        f.setting: choices.value(f.setting).strip() or None for s in model_metrics().values() for f in s.model_fields
+        f.setting: choices.value(f.setting).strip() or None for s in boxed_metrics().values() for f in s.model_fields
     }
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
@@ -182,7 +189,9 @@ def settings_for(choices: Choices) -> Settings:
         device=choices.device,
         regions=regions.kind,
         regions_file=regions.file,
-        options=tuple({**paths, **{sw.setting: choices.value(sw.setting) for sw in registry().switched.values()}}.items()),
+        options=tuple(
+            {**paths, **{sw.setting: box for sw in registry().switched.values() if (box := choices.value(sw.setting))}}.items()
+        ),
     )
 
 
@@ -250,7 +259,7 @@ def path_fields() -> dict[str, tuple[str, str, Want]]:
     boxes: dict[str, tuple[str, str, Want]] = {
         sw.setting: (sw.box, str(DEFAULTS.option(sw.setting)), "any") for sw in registry().switched.values()
     }
-    models = {f.setting: (f.label, "", f.kind) for s in model_metrics().values() for f in s.model_fields}
+    models = {f.setting: (f.label, "", f.kind) for s in boxed_metrics().values() for f in s.model_fields}
     return {**boxes, **_PATH_FIELDS, **models}
 
 
@@ -370,7 +379,7 @@ def sidebar_words(setting: str, placeholder: str = "") -> str:
     >>> sidebar_words("clip_activation", "quickgelu")
     'a “CLIP architecture” ending in -quickgelu'
     """
-    for spec in model_metrics().values():
+    for spec in boxed_metrics().values():
         for f in spec.model_fields:
             if f.setting == setting:
                 return f"“{f.label}”"

@@ -21,6 +21,7 @@ from dashboard.choices import (
     UPLOAD_FILE,
     UPLOAD_IMAGES,
     Choices,
+    boxed_metrics,
     clip_key,
     confined,
     extra_clip_label,
@@ -81,7 +82,7 @@ def render() -> tuple[Choices, Input]:
     loaded, with a notice for each value of a link it could not take."""
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
-    models = [f.setting for spec in model_metrics().values() for f in spec.model_fields]
+    models = [f.setting for spec in boxed_metrics().values() for f in spec.model_fields]
     boxes = [sw.setting for sw in registry().switched.values()]
     for key in (*KEPT_FIELDS, *boxes, *models):  # a page switch (a click in a table) would otherwise forget the typed paths
         if key in st.session_state:
@@ -93,9 +94,9 @@ def render() -> tuple[Choices, Input]:
         if data.index is not None:  # the numbers come from the files: show their settings, ask nothing
             values: dict[str, Any] = {"source": source, **_from_files(data.index)}
         else:
-            switches, grounding = _switches(), _grounding()
-            files = {**switches.pop("files"), **grounding.pop("files")}
-            values = {"source": source, **_redundancy(), **switches, **grounding, **_plugins(), "files": files}
+            switches, grounding, more = _switches(), _grounding(), _plugins()
+            files = {**switches.pop("files"), **grounding.pop("files"), **more.pop("files", {})}
+            values = {"source": source, **_redundancy(), **switches, **grounding, **more, "files": files}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -361,7 +362,13 @@ def _plugins() -> dict[str, Any]:
         help="metrics without a control of their own here: character consistency (for stories with named characters, "
         "as VWP's) and those other packages add (the vst_eval.metrics entry-point group; `vst metrics` lists them all)",
     )
-    return {"plugins": tuple(chosen)}
+    files = {  # an optional file of a metric offered here (the example plugin's stopword list)
+        f.setting: _text_input(f"{f.label} (optional)", "", key=f.setting, disabled=name not in chosen, help=f.help or None)
+        for name, spec in boxed_metrics().items()
+        if name in found and name not in model_metrics()
+        for f in spec.model_fields
+    }
+    return {"plugins": tuple(chosen), "files": files}
 
 
 def _grounding() -> dict[str, Any]:

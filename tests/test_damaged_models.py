@@ -68,7 +68,7 @@ def make_cosmic(folder: Path, tokenizer_dir: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from vst_core.models.cosmic import CONFIG_FILE, FORMAT, LABELS, WEIGHTS_FILE, _rater_module
+    from vst_core.metric_modules.cosmic.rater import CONFIG_FILE, FORMAT, LABELS, WEIGHTS_FILE, _rater_module
 
     folder.mkdir(parents=True)
     _tiny_bert(folder, tokenizer_dir)
@@ -237,7 +237,7 @@ COSMIC_DAMAGE: list[tuple[str, str, Callable[[Path], None]]] = [
 def test_a_damaged_cosmic_folder_is_one_model_load_error(
     case: tuple[str, str, Callable[[Path], None]], good_cosmic: Path, tmp_path: Path
 ) -> None:
-    from vst_core.models.cosmic import load_cosmic
+    from vst_core.metric_modules.cosmic.rater import load_cosmic
 
     _name, file, damage = case
     bad = _copy(good_cosmic, tmp_path / "bad")
@@ -302,8 +302,8 @@ def _files(folder: Path) -> list[str]:
 def test_random_damage_to_a_model_folder_is_a_load_error_or_finite_numbers(
     good_vrank: Path, good_cosmic: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, how: str, which: str
 ) -> None:
+    from vst_core.metric_modules.cosmic.rater import load_cosmic
     from vst_core.metric_modules.vrank.ranker import load_vrank
-    from vst_core.models.cosmic import load_cosmic
 
     good = good_vrank if which == "vrank" else good_cosmic
     bad = _copy(good, tmp_path_factory.mktemp("damaged") / which)

@@ -22,7 +22,6 @@ __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "score": ("score", "add_parser", "run"),
     "train-sop": ("train_sop", "add_parser", "run"),
-    "train-cosmic": ("train_cosmic", "add_parser", "run"),
     "fetch-models": ("models", "add_parsers", "run_fetch"),
     "cache": ("models", "add_parsers", "run_cache"),
     "bench": ("bench", "add_parser", "run"),

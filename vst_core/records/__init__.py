@@ -28,8 +28,6 @@ from vst_core.records.types import (
     ClipScoreScores,
     CoherencePair,
     CoherenceScores,
-    CosmicScores,
-    CosmicSentence,
     GroundingScores,
     InterRepeat,
     IntraRepeat,
@@ -97,7 +95,12 @@ FIELD_BY_COLUMN: dict[str, MetricField]
 
 #: Record types that live in their metric's package, kept here under their former names
 #: (``from vst_core.records import VrankScores``): name -> (metric, attribute of its module).
-MOVED: dict[str, tuple[str, str]] = {"VrankScores": ("vrank", "VrankScores"), "Preference": ("vrank", "Preference")}
+MOVED: dict[str, tuple[str, str]] = {
+    "VrankScores": ("vrank", "VrankScores"),
+    "Preference": ("vrank", "Preference"),
+    "CosmicScores": ("cosmic", "CosmicScores"),
+    "CosmicSentence": ("cosmic", "CosmicSentence"),
+}
 
 
 def __getattr__(name: str) -> Any:

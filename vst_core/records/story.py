@@ -10,7 +10,6 @@ from vst_core.records.codec import encode
 from vst_core.records.types import (
     ClipScoreScores,
     CoherenceScores,
-    CosmicScores,
     GroundingScores,
     JudgeScores,
     MetricScores,
@@ -72,8 +71,9 @@ class StoryScores:
         return self.metrics.get("vrank")
 
     @property
-    def cosmic(self) -> CosmicScores | None:
-        return _of_type(self.metrics, CosmicScores)
+    def cosmic(self) -> Any:
+        """COSMic's record of the story (its package's ``CosmicScores``), or None."""
+        return self.metrics.get("cosmic")
 
     @property
     def judge(self) -> JudgeScores | None:

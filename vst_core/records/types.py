@@ -160,32 +160,6 @@ class RovistVGScores:
 
 
 @dataclass(frozen=True, slots=True)
-class CosmicSentence:
-    """COSMic's rating of sentence ``index`` (with image ``index``) against the reference
-    sentence ``index``; ``label`` and ``reference_label`` are the coherence labels used
-    (Visible, Subjective, Story, Meta), ``labels_from`` says whether they were given or predicted."""
-
-    index: int
-    rating: float | None
-    label: str
-    reference_label: str
-    reference: str
-    labels_from: str = "predicted"
-
-
-@dataclass(frozen=True, slots=True)
-class CosmicScores:
-    """COSMic's recipe on a story: ``score`` the mean sentence rating, against the reference story
-    ``reference`` (``system:story_id``) of the same sequence."""
-
-    score: float | None
-    sentences: tuple[CosmicSentence, ...]
-    reference: str = ""
-    notes: tuple[str, ...] = ()
-    model: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class JudgeAspect:
     """A rubric judge's answer on one aspect (G-Eval's rule, :mod:`vst_core.metrics.judge`):
     ``score`` = Σ k·p(k) of ``distribution`` p(1..5), both averaged over the rubric's
@@ -235,7 +209,6 @@ MetricScores = (
     | ClipScoreScores
     | RovistVGClipScores
     | RovistVGScores
-    | CosmicScores
     | JudgeScores
     | Any  # a record that lives in its metric's package (Vrank's) or an installed metric's
 )

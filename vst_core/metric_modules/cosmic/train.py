@@ -13,7 +13,7 @@ another caption of the same image (:func:`cosmic_examples`); the output goes thr
 optimizer is Adam, not SGD.
 
 The training data (the RaCCoon/COIN TSV layout, the rows' images, the examples and their split)
-is read by :mod:`vst_core.learned.cosmic_data`.
+is read by :mod:`.examples`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import numpy as np
 
 from vst_core.hashing import folder_signature
 from vst_core.learned.card import CARD_FILE, PREDICTIONS_FILE
-from vst_core.models.cosmic import (
+from vst_core.metric_modules.cosmic.rater import (
     FORMAT,
     LABELS,
     WEIGHTS_FILE,
@@ -43,7 +43,7 @@ from vst_core.problems import Problem
 
 if TYPE_CHECKING:
     from vst_core.models.protocols import ImageTextEncoder
-from vst_core.learned.cosmic_data import (
+from vst_core.metric_modules.cosmic.examples import (
     CosmicDataError,
     CosmicExample,
     ExampleCounts,

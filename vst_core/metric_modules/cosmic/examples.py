@@ -1,4 +1,4 @@
-"""The training data of COSMic's recipe (:mod:`vst_core.learned.cosmic`): the rated captions of the
+"""The training data of COSMic's recipe (:mod:`.train`): the rated captions of the
 authors' TSV files, the images of their rows, one example per (row, rated label), and the split by image.
 
 Layout of the TSV files (``data/RaCCoon.tsv`` and ``data/COIN.tsv`` of the authors' repository,
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from vst_core.data.paths import IMAGE_SUFFIXES, check_image
-from vst_core.models.cosmic import (
+from vst_core.metric_modules.cosmic.rater import (
     LABELS,
 )
 from vst_core.problems import Problem

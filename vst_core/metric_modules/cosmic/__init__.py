@@ -1,8 +1,8 @@
 """COSMic's recipe (Inan et al., 2021): sentence i with image i rated against the reference story's
 sentence i by a model trained on people's ratings; the story's score is the mean rating.
 
-The model: :mod:`vst_core.models.cosmic`; training: :mod:`vst_core.learned.cosmic`; over the set:
-:func:`vst_core.scoring.sets.cosmic_results` (before the chunks). Card: ``docs/metrics/cosmic.md``.
+The model: :mod:`.rater`; training: :mod:`.train`; over the set:
+:func:`.sets.cosmic_results` (before the chunks). Card: ``docs/metrics/cosmic.md``.
 """
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.cosmic.record import CosmicScores, CosmicSentence
 from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
-from vst_core.records import CosmicScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.models.cosmic import CosmicModel
+    from vst_core.metric_modules.cosmic.rater import CosmicModel
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
@@ -37,7 +37,7 @@ def model(models: Models) -> CosmicModel:
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., cosmic=...)``)."""
 
     def build(m: Models) -> CosmicModel:
-        from vst_core.models.cosmic import load_cosmic
+        from vst_core.metric_modules.cosmic.rater import load_cosmic
 
         return load_cosmic(m.settings.option("cosmic_model"), device=m.settings.device)
 
@@ -48,7 +48,7 @@ def together(
     story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
 ) -> Mapping[tuple[str, str], Any]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
-    from vst_core.scoring.sets import cosmic_results
+    from vst_core.metric_modules.cosmic.sets import cosmic_results
 
     return cosmic_results(story_set, todo, settings, model(models), models.clip)
 
@@ -60,7 +60,7 @@ def cards(story: Any) -> list[Card]:
 
 
 def evidence(story: Any) -> tuple[str, str] | None:
-    from vst_core.viz.story import cosmic_html
+    from vst_core.metric_modules.cosmic.html import cosmic_html
 
     cm = story.metrics.get(NAME)
     if cm is None or not cm.sentences:
@@ -93,6 +93,7 @@ METRIC = MetricSpec(
     identity=identity,
     cards=cards,
     evidence=evidence,
+    commands={"train-cosmic": "vst_core.metric_modules.cosmic.command"},
     options=(
         Option(
             "cosmic_model",
@@ -112,3 +113,5 @@ METRIC = MetricSpec(
         ),
     ),
 )
+
+__all__ = ["METRIC", "NAME", "CosmicScores", "CosmicSentence"]

@@ -1,5 +1,5 @@
 """COSMic's rater (Inan et al., 2021) as a model: loading a folder written by ``vst train-cosmic``
-(:mod:`vst_core.learned.cosmic`, where the recipe and its stated deviations are) and rating each
+(:mod:`.train`, where the recipe and its stated deviations are) and rating each
 sentence of a story with its image against the reference story's sentence.
 
 The rater is an MLP over BERT's [CLS] vector of the candidate and of the reference, a one-hot
@@ -19,9 +19,9 @@ import numpy as np
 from vst_core.data import Story
 from vst_core.data.paths import ImagePathError, check_image, resolve_image
 from vst_core.hashing import folder_signature
+from vst_core.metric_modules.cosmic.record import CosmicScores, CosmicSentence
 from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, option
-from vst_core.records import CosmicScores, CosmicSentence
 
 if TYPE_CHECKING:
     from vst_core.models.protocols import ImageTextEncoder

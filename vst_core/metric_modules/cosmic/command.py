@@ -1,17 +1,17 @@
 """``vst train-cosmic TSV --images DIR --out DIR``: train COSMic's rater (Inan et al., 2021) on a
 RaCCoon-layout TSV with the images downloaded into DIR. Defaults come from
-:class:`~vst_core.learned.cosmic.CosmicConfig`; the CLIP options are those of ``vst score``."""
+:class:`~vst_core.metric_modules.cosmic.train.CosmicConfig`; the CLIP options are those of ``vst score``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.config import Settings
-from vst_core.learned.cosmic import CosmicConfig, train_cosmic
+from vst_core.metric_modules.cosmic.train import CosmicConfig, train_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 from vst_core.models.protocols import ImageTextEncoder
+from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 
 DEFAULTS = CosmicConfig()
 SCORE_DEFAULTS = Settings()
