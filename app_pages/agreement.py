@@ -12,7 +12,6 @@ from dashboard.choices import with_judge_server
 from dashboard.frame import page, shown, story_table
 from dashboard.keys import JUDGE_SERVER, JUDGEMENTS
 from vst_core.analysis.intervals import SMALL_N_NOTE
-from vst_core.analysis.judge_bias import judge_bias_table
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.identity import keys_of
@@ -22,6 +21,7 @@ from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSett
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
+from vst_core.metric_modules.judge.bias import judge_bias_table
 from vst_core.models.hub import ModelLoadError
 from vst_core.viz import (
     MIN_INTERVAL_N,

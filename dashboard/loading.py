@@ -261,10 +261,10 @@ def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], setting
     """The rubric judge's position bias on the stories of ``rows`` (cached by the view's key, the rows and
     the judge settings): the pairwise question in both orders for every two stories of a sequence
     (answers from the judge's own cache when asked before). ModelLoadError when the judge cannot load."""
-    from vst_core.analysis.judge_bias import position_rows
-    from vst_core.judge.rubric import rubric_id
     from vst_core.metric_modules import judge
-    from vst_core.scoring.judge import pair_verdicts
+    from vst_core.metric_modules.judge.batch import pair_verdicts
+    from vst_core.metric_modules.judge.bias import position_rows
+    from vst_core.metric_modules.judge.template import rubric_id
 
     template = settings.option("judge_template")
     if template and not Path(template).is_file():  # a scores file's signature names the template by its id

@@ -19,17 +19,17 @@ from conftest import SAMPLE, WORDS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import vst_core.judge.cache
+import vst_core.metric_modules.judge.cache
 import vst_core.models.folders
 import vst_core.stores
-from vst_core.judge.cache import JudgeCache, valid_answer
+from vst_core.metric_modules.judge.cache import JudgeCache, valid_answer
 from vst_core.models.hub import ModelLoadError
 
 TORCH = pytest.mark.slow  # builds tiny transformers models
 
 
 def test_module_examples_hold() -> None:
-    for module in (vst_core.models.folders, vst_core.stores, vst_core.judge.cache):
+    for module in (vst_core.models.folders, vst_core.stores, vst_core.metric_modules.judge.cache):
         failed, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert tried and not failed, module.__name__
 
@@ -249,7 +249,7 @@ def test_a_damaged_cosmic_folder_is_one_model_load_error(
 
 @TORCH
 def test_a_pickle_only_sentence_order_folder_and_judge_folder_are_refused(tmp_path: Path, tokenizer_dir: Path) -> None:
-    from vst_core.models.judge import load_judge
+    from vst_core.metric_modules.judge.local import load_judge
     from vst_core.models.pairs import load_pair_scorer
 
     folder = tmp_path / "sop"
@@ -333,7 +333,7 @@ def test_valid_answers_are_log_probabilities_of_one_distribution() -> None:
 
 def _fill(path: Path, value: str, keys: list[str]) -> None:
     """Store ``value`` under ``keys`` with a valid checksum (as a buggy writer would)."""
-    from vst_core.judge.cache import _checksum
+    from vst_core.metric_modules.judge.cache import _checksum
 
     with sqlite3.connect(path) as db:
         db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", [(k, value, _checksum(k, value)) for k in keys])

@@ -120,9 +120,9 @@ def test_judge_bias_prints_the_pairwise_position_bias_of_the_sample(judge_hub: P
 
 
 def test_the_vision_language_judge_sees_the_images(judge_env: Path, tmp_path: Path) -> None:
-    from vst_core.analysis.judge_bias import judge_bias_table
     from vst_core.config import Settings
     from vst_core.data import read_story_set
+    from vst_core.metric_modules.judge.bias import judge_bias_table
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 
@@ -215,7 +215,7 @@ def test_a_damaged_judge_cache_never_fails_a_run_and_gives_the_same_scores(judge
 
     from vst_core.config import Settings
     from vst_core.data import read_story_set
-    from vst_core.judge.cache import _checksum
+    from vst_core.metric_modules.judge.cache import _checksum
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 

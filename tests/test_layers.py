@@ -18,7 +18,6 @@ LAYER = {
     "metric_spec": 0,
     "text": 1,
     "config": 1,
-    "judge": 1,
     "data": 2,
     "models": 3,
     "grounding": 4,

@@ -46,9 +46,6 @@ __all__ = [
 #: Metrics this installation knows (built-in and installed), with a one-line description for
 #: --help and the app: the registry's (:mod:`vst_core.metric_spec`).
 AVAILABLE_METRICS: dict[str, str]
-#: The rubric judge's default models (hub names; see vst_core.models.judge for why these).
-JUDGE_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
-JUDGE_VLM = "HuggingFaceTB/SmolVLM-256M-Instruct"
 #: Metrics computed over the stories of a sequence together (pairs of stories, a reference story).
 SET_METRICS: frozenset[str]
 #: Metrics computed from a story's images and their regions.

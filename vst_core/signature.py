@@ -13,8 +13,6 @@ from vst_core.hashing import json_digest, weights_digest
 from vst_core.metric_spec import registry
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
-from vst_core.models.hub import hf_weights_id
-from vst_core.models.judge_server import endpoint_host
 from vst_core.records import StoryScores
 from vst_core.text.phrases import SpacyUnavailableError, load_spacy, pipeline_meta, reference_spacy_model, spacy_model_name
 from vst_core.text.public import splitter_name
@@ -47,20 +45,6 @@ def weights_ids(settings: Settings) -> dict[str, str]:
         found = detector_weights_path()
         ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
     return ids
-
-
-def judge_weights_id(settings: Settings) -> str:
-    """The judge's weights: ``name@digest`` of the local model's file, or for a served judge its
-    served name, the endpoint's host and that its weights cannot be digested from here (the answers'
-    cache keys and records carry the revision the server reports). Never the key, nor its variable.
-
-    >>> judge_weights_id(Settings(metrics=("judge",), judge_endpoint="http://10.0.0.5:8000/v1", judge_served_model="qwen72"))
-    'served:qwen72 at 10.0.0.5:8000 (weights not digestible from here)'
-    """
-    if settings.option("judge_endpoint") and settings.option("judge_served_model"):
-        host = endpoint_host(settings.option("judge_endpoint"))
-        return f"served:{settings.option('judge_served_model')} at {host} (weights not digestible from here)"
-    return hf_weights_id(settings.option("judge_vlm") if settings.option("judge_images") else settings.option("judge_model"))
 
 
 def text_ids(settings: Settings) -> dict[str, str]:

@@ -1,6 +1,7 @@
-"""What every command says on the terminal, below the commands themselves (the CLI's and a
-metric package's own, such as ``vst train-vrank``): exit codes, errors and notes on stderr, a
-progress bar, a comma-separated option, ``--help`` with defaults.
+"""What every command says and reads on the terminal, below the commands themselves (the CLI's and
+a metric package's own, such as ``vst train-vrank``): exit codes, errors and notes on stderr, a
+progress bar, a comma-separated option, ``--help`` with defaults, and each metric's own settings
+as flags (:func:`metric_arguments`, from its spec's ``Option`` rows).
 
 >>> EXIT_USAGE, EXIT_WEIGHTS
 (2, 4)
@@ -12,6 +13,9 @@ import argparse
 import csv
 import sys
 from typing import Any
+
+from vst_core.config import SettingsError, metric_options
+from vst_core.metric_spec import registry
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -59,3 +63,46 @@ class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         if "(default" in text or action.default in (None, "", argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)
+
+
+def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> None:
+    """Each metric's own settings (its spec's ``options``; of metric ``only`` alone when given), one
+    group per metric, in the registry's order: an on/off option is a flag that turns it on."""
+    for spec in registry().specs.values():
+        if not spec.options or only not in (None, spec.name):
+            continue
+        group = p.add_argument_group(f"{spec.title} ({spec.name})")
+        for option in spec.options:
+            shown = "" if option.default in (None, "", False) else f" (default: {option.default!r})"
+            words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
+            if option.kind == "bool":  # the flag sets the other value than the default
+                const = not option.default
+                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
+                continue
+            group.add_argument(
+                option.cli_flag,
+                dest=_dest(option.setting),
+                default=None,
+                choices=option.choices or None,
+                metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+                help=words,
+            )
+
+
+def _dest(setting: str) -> str:
+    return f"metric_option__{setting}"
+
+
+def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The metrics' own settings the command line gave, read by their kinds (SettingsError with the
+    option when one cannot be read)."""
+    found: dict[str, Any] = {}
+    for setting, (_spec, option) in metric_options().items():
+        text = getattr(args, _dest(setting), None)
+        if text is None:
+            continue
+        try:
+            found[setting] = option.parse(text)
+        except ValueError as exc:
+            raise SettingsError(f"{option.cli_flag}: {exc}") from None
+    return found

@@ -1,4 +1,4 @@
-"""The rubric judge's cost: stories/s of :func:`vst_core.scoring.judge.judge_records` on synthetic
+"""The rubric judge's cost: stories/s of :func:`vst_core.metric_modules.judge.batch.judge_records` on synthetic
 stories with a random-weight Qwen2 (the default judge's architecture), cold and from the cache.
 
 ``size="full"`` is Qwen/Qwen2.5-0.5B-Instruct's configuration (24 layers of width 896, 494 M
@@ -76,14 +76,14 @@ def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, s
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from vst_core.judge.cache import JudgeCache
-    from vst_core.judge.rubric import load_rubric
-    from vst_core.models.judge import JudgeModel
-    from vst_core.scoring.judge import judge_records
+    from vst_core.metric_modules.judge.batch import judge_records
+    from vst_core.metric_modules.judge.cache import JudgeCache
+    from vst_core.metric_modules.judge.local import JudgeModel
+    from vst_core.metric_modules.judge.template import load_rubric
 
     rubric = load_rubric()
     texts = synthetic_sentences(stories, seed=seed)
-    rubric_lines = json.loads(resources.files("vst_core.judge").joinpath("rubric_v1.json").read_text())
+    rubric_lines = json.loads(resources.files("vst_core.metric_modules.judge").joinpath("rubric_v1.json").read_text())
     corpus = [s for t in texts for s in t] + [q for v in rubric_lines["aspects"].values() for q in v] + [rubric_lines["story"]]
     tokenizer = _tokenizer(corpus * 3)
     torch.manual_seed(seed)
@@ -130,16 +130,16 @@ VLLM_NOT_MEASURED = (
 def judge_server_throughput(
     stories: int, *, latency: float = 0.05, concurrencies: tuple[int, ...] = (1, 8, 32), seed: int = 0
 ) -> dict[str, Any]:
-    """Stories/s of the served-judge client (:class:`vst_core.models.judge_server.JudgeServer`)
+    """Stories/s of the served-judge client (:class:`vst_core.metric_modules.judge.served.JudgeServer`)
     against a local server that answers every request after ``latency`` seconds
     (:func:`vst_core.bench.chat_server.fixed_latency_answer`), at each concurrency, cold (every
     answer a request) and from the answer cache. With 12 prompts a story the bound is
     ``concurrency / (12 · latency)`` stories/s; the gap to it is the client's own cost."""
     from vst_core.bench.chat_server import ChatServer, fixed_latency_answer
-    from vst_core.judge.cache import JudgeCache
-    from vst_core.judge.rubric import load_rubric
-    from vst_core.models.judge_server import JudgeServer
-    from vst_core.scoring.judge import judge_records
+    from vst_core.metric_modules.judge.batch import judge_records
+    from vst_core.metric_modules.judge.cache import JudgeCache
+    from vst_core.metric_modules.judge.served import JudgeServer
+    from vst_core.metric_modules.judge.template import load_rubric
 
     rubric = load_rubric()
     texts = synthetic_sentences(stories, seed=seed)

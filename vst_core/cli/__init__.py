@@ -28,7 +28,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "meta-eval": ("meta_eval", "add_parser", "run"),
     "import-scores": ("dhm", "add_parsers", "run_import"),
     "dhm": ("dhm", "add_parsers", "run_dhm"),
-    "judge-bias": ("judge", "add_parser", "run"),
     "compare": ("compare", "add_parser", "run"),
     "report": ("report", "add_parser", "run"),
     "metrics": ("metrics", "add_parser", "run"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
@@ -95,13 +95,21 @@ def run_fetch(args: argparse.Namespace) -> int:
         rovist_vg_vit=args.rovist_vg_vit,
         rovist_vg_checkpoint=args.rovist_vg_model,
         glove=args.glove,
-        vrank_base=args.vrank_base,
-        judge=args.judge,
-        judge_vlm=args.judge_vlm,
+        more=_metric_checks(args),
         log=note,
     )
     note(report.summary())
     return 0 if report.ok else EXIT_WEIGHTS
+
+
+def _metric_checks(args: argparse.Namespace) -> list[tuple[str, bool, Any]]:
+    """The metrics' own models asked for (--vrank-base, --judge, --judge-vlm), as their packages check them."""
+    from vst_core.metric_modules import judge, vrank
+
+    checks = [vrank.fetch_check(args.vrank_base)] if args.vrank_base else []
+    checks += [judge.fetch_check(args.judge)] if args.judge else []
+    checks += [judge.fetch_check(args.judge_vlm, vision=True)] if args.judge_vlm else []
+    return checks
 
 
 def run_cache(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.data.scores_io import scored_keys
-from vst_core.judge.rubric import TemplateError
+from vst_core.metric_modules.judge.template import TemplateError
 from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
 from vst_core.scoring.registry import Models

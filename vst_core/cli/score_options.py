@@ -7,13 +7,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from vst_core.cli.common import EXIT_PARTIAL
-from vst_core.config import Settings, SettingsError, metric_options, parse_metrics
+from vst_core.config import Settings, parse_metrics
 from vst_core.data import StorySet
 from vst_core.data.options import parse_regions
-from vst_core.metric_spec import registry
+from vst_core.terminal import metric_arguments, metric_options_from_args
 
 DEFAULTS = Settings()
 
@@ -133,49 +132,6 @@ def _clip_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
     )
-
-
-def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> None:
-    """Each metric's own settings (its spec's ``options``; of metric ``only`` alone when given), one
-    group per metric, in the registry's order: an on/off option is a flag that turns it on."""
-    for spec in registry().specs.values():
-        if not spec.options or only not in (None, spec.name):
-            continue
-        group = p.add_argument_group(f"{spec.title} ({spec.name})")
-        for option in spec.options:
-            shown = "" if option.default in (None, "", False) else f" (default: {option.default!r})"
-            words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
-            if option.kind == "bool":  # the flag sets the other value than the default
-                const = not option.default
-                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
-                continue
-            group.add_argument(
-                option.cli_flag,
-                dest=_dest(option.setting),
-                default=None,
-                choices=option.choices or None,
-                metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
-                help=words,
-            )
-
-
-def _dest(setting: str) -> str:
-    return f"metric_option__{setting}"
-
-
-def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The metrics' own settings the command line gave, read by their kinds (SettingsError with the
-    option when one cannot be read)."""
-    found: dict[str, Any] = {}
-    for setting, (_spec, option) in metric_options().items():
-        text = getattr(args, _dest(setting), None)
-        if text is None:
-            continue
-        try:
-            found[setting] = option.parse(text)
-        except ValueError as exc:
-            raise SettingsError(f"{option.cli_flag}: {exc}") from None
-    return found
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ file is missing and the hub is reachable, downloads it first; then one input is 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,13 +78,13 @@ def fetch_models(
     rovist_vg_vit: str = VIT_NAME,
     rovist_vg_checkpoint: str | None = None,
     glove: str | None = None,
-    vrank_base: str | None = None,
-    judge: str | None = None,
-    judge_vlm: str | None = None,
+    more: Sequence[tuple[str, bool, Callable[[], str]]] = (),
     log: Callable[[str], None] = lambda line: None,
 ) -> FetchReport:
     """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
-    authors' RoViST-C file with its tokenizer and the detector; see the module doc."""
+    authors' RoViST-C file with its tokenizer and the detector, then each of ``more``: a metric's
+    own model as its package checks it, (name, cached already, load and use it -> what it did);
+    see the module doc."""
 
     report = FetchReport()
     _check_clip(report, clip_arch, clip_pretrained, log)
@@ -95,12 +95,8 @@ def fetch_models(
         _check_detector(report, log)
     if rovist_vg or rovist_vg_checkpoint or glove:
         _check_rovist_vg(report, rovist_vg_vit, rovist_vg_checkpoint, glove, log)
-    if vrank_base:
-        _check_vrank_base(report, vrank_base, log)
-    if judge:
-        _check_judge(report, judge, False, log)
-    if judge_vlm:
-        _check_judge(report, judge_vlm, True, log)
+    for name, cached, run in more:
+        _check(report, name, cached, run, log)
     report.folders = {
         "Hugging Face hub cache (HF_HUB_CACHE, by default HF_HOME/hub)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
@@ -122,39 +118,6 @@ def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[
         report.models.append(ModelStatus(f"CLIP {arch}/{pretrained}", "broken", str(exc)))
     else:
         _check(report, f"CLIP {arch}/{pretrained}", cached, clip, log)
-
-
-def _check_vrank_base(report: FetchReport, model: str, log: Callable[[str], None]) -> None:
-
-    def encoder() -> str:
-        from transformers import AutoModel, AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        hidden = AutoModel.from_pretrained(model)(**tokenizer(*_PAIRS[0], return_tensors="pt")).last_hidden_state
-        return f"loads and encodes a story pair ({hidden.shape[-1]}-dimensional [CLS])"
-
-    _check(report, f"Vrank base encoder {model}", hub_file(model, HF_WEIGHT_FILES) is not None, encoder, log)
-
-
-def _check_judge(report: FetchReport, model: str, vision: bool, log: Callable[[str], None]) -> None:
-    """The rubric judge (text-only, or vision-language with ``vision``): loads and rates one story."""
-
-    def judge() -> str:
-        from vst_core.judge.rubric import load_rubric
-        from vst_core.metrics.judge import rating
-        from vst_core.models.judge import load_judge
-
-        loaded = load_judge(model, vision=vision, device="cpu", batch_size=1)
-        prompt = load_rubric().prompt(list(_PAIRS[0]), "coherence", 0)
-        (row,) = loaded.logprobs([prompt], [str(k) for k in range(1, 6)])
-        found = rating(list(row))
-        return (
-            f"{loaded.signature} loads and rates a story (coherence {found.score:.2f}; the ratings 1-5 hold "
-            f"{found.mass:.1%} of the next-token probability)"
-        )
-
-    kind = "judge vision-language model" if vision else "judge model"
-    _check(report, f"{kind} {model}", hub_file(model, HF_WEIGHT_FILES) is not None, judge, log)
 
 
 def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> None:

@@ -31,8 +31,6 @@ from vst_core.records.types import (
     GroundingScores,
     InterRepeat,
     IntraRepeat,
-    JudgeAspect,
-    JudgeScores,
     MetricScores,
     NounMatch,
     NounRegion,
@@ -100,6 +98,8 @@ MOVED: dict[str, tuple[str, str]] = {
     "Preference": ("vrank", "Preference"),
     "CosmicScores": ("cosmic", "CosmicScores"),
     "CosmicSentence": ("cosmic", "CosmicSentence"),
+    "JudgeScores": ("judge", "JudgeScores"),
+    "JudgeAspect": ("judge", "JudgeAspect"),
 }
 
 

@@ -11,7 +11,6 @@ from vst_core.records.types import (
     ClipScoreScores,
     CoherenceScores,
     GroundingScores,
-    JudgeScores,
     MetricScores,
     RedundancyScores,
     RovistVGClipScores,
@@ -76,8 +75,9 @@ class StoryScores:
         return self.metrics.get("cosmic")
 
     @property
-    def judge(self) -> JudgeScores | None:
-        return _of_type(self.metrics, JudgeScores)
+    def judge(self) -> Any:
+        """The rubric judge's record of the story (its package's ``JudgeScores``), or None."""
+        return self.metrics.get("judge")
 
     @property
     def signature_id(self) -> str | None:

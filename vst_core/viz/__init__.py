@@ -16,7 +16,6 @@ from vst_core.viz.figures import (
     metric_scatter,
     system_figure,
 )
-from vst_core.viz.judge import judge_html
 from vst_core.viz.story import (
     INTER_COLOUR,
     INTRA_COLOUR,
@@ -46,7 +45,6 @@ from vst_core.viz.tables import (
 __all__ = [
     "INTER_COLOUR",
     "INTRA_COLOUR",
-    "judge_html",
     "TABLE_COLUMNS",
     "table_columns",
     "RunView",

@@ -1,14 +1,14 @@
 """The rubric judge on stories: prompts from the rubric, answers from the cache or the model in
-batches, G-Eval's rule (:mod:`vst_core.metrics.judge`) into :class:`~vst_core.records.JudgeScores`.
+batches, G-Eval's rule (:mod:`vst_core.metric_modules.judge.rule`) into :class:`~vst_core.records.JudgeScores`.
 
-Every answer is cached (:mod:`vst_core.judge.cache`) by the template's digest, the model's weights
+Every answer is cached (:mod:`vst_core.metric_modules.judge.cache`) by the template's digest, the model's weights
 id, the story's content digest (its sentences, and its image files' sha256 when the model sees
 them), the aspect, the paraphrase and whether images were shown; only the missing answers go to
 the model, all of a chunk's in one batched call per kind. A served judge
-(:mod:`vst_core.models.judge_server`) is keyed by its served name and reported revision; a prompt
+(:mod:`vst_core.metric_modules.judge.served`) is keyed by its served name and reported revision; a prompt
 it could not answer makes its story an error with the reason, and nothing of it is cached. Pairwise verdicts (which of two stories
 of a sequence is better, asked in both orders) feed the position-bias analysis
-(:mod:`vst_core.analysis.judge_bias`)."""
+(:mod:`vst_core.metric_modules.judge.bias`)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from pathlib import Path
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.hashing import file_digest, json_digest
-from vst_core.judge.cache import JudgeCache, JudgeKey
-from vst_core.judge.rubric import JudgePrompt, Rubric
-from vst_core.metrics.judge import RATINGS, AspectRating, PairVerdict, combine, first_probability, rating
-from vst_core.models.protocols import Judge
-from vst_core.records import JudgeAspect, JudgeScores
+from vst_core.metric_modules.judge.cache import JudgeCache, JudgeKey
+from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
+from vst_core.metric_modules.judge.rule import RATINGS, AspectRating, PairVerdict, combine, first_probability, rating
+from vst_core.metric_modules.judge.seam import Judge
+from vst_core.metric_modules.judge.template import JudgePrompt, Rubric
 
 Key = tuple[str, str]
 RATING_LABELS: tuple[str, ...] = tuple(str(k) for k in RATINGS)

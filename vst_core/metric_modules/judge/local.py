@@ -2,16 +2,16 @@
 
 Two kinds, both loaded by their real Hugging Face names from the local cache (or a folder):
 
-* text only, default ``Qwen/Qwen2.5-0.5B-Instruct`` (:data:`vst_core.config.JUDGE_MODEL`): the
+* text only, default ``Qwen/Qwen2.5-0.5B-Instruct`` (:data:`.defaults.JUDGE_MODEL`): the
   smallest instruction-tuned model of a current open family (0.5 B parameters, about 1 GB in bf16,
   2 GB in fp32, Apache-2.0) with a chat template and single-token digits (its tokenizer splits every
   digit), so the rating tokens "1".."5" are one token each and it runs on a laptop CPU;
-* vision-language, default ``HuggingFaceTB/SmolVLM-256M-Instruct`` (:data:`vst_core.config.JUDGE_VLM`):
+* vision-language, default ``HuggingFaceTB/SmolVLM-256M-Instruct`` (:data:`.defaults.JUDGE_VLM`):
   Idefics3's architecture, which transformers ships (``Idefics3ForConditionalGeneration``), 256 M
   parameters, a SigLIP encoder whose 512-pixel image costs 64 tokens once image splitting is off,
   so five images add about 330 tokens to a prompt; Apache-2.0.
 
-:meth:`JudgeModel.logprobs` renders each :class:`~vst_core.judge.rubric.JudgePrompt` with the
+:meth:`JudgeModel.logprobs` renders each :class:`~vst_core.metric_modules.judge.template.JudgePrompt` with the
 model's chat template (system and user turns, the generation prompt, then the answer prefix),
 runs batches of them left-padded (position ids from the attention mask, so a prompt's numbers do
 not depend on its batch neighbours' lengths), keeps only the last position's logits and returns
@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from vst_core.config import JUDGE_MODEL, JUDGE_VLM
-from vst_core.judge.rubric import JudgePrompt
+from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
+from vst_core.metric_modules.judge.seam import JudgeAnswers
+from vst_core.metric_modules.judge.template import JudgePrompt
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf
 from vst_core.models.hub import ModelLoadError, hf_weights_id, option
-from vst_core.models.protocols import JudgeAnswers
 
 #: Where to get the weights, for the messages of a missing model.
 WHERE = f"run `vst fetch-models --judge` on a connected machine (same cache), or pass a local folder with {option('judge_model', 'DIR')}"
@@ -152,7 +152,7 @@ class JudgeModel:
     def answers(
         self, prompts: Sequence[JudgePrompt], labels: Sequence[str], *, root: Path | None = None, images: bool = False
     ) -> JudgeAnswers:
-        """:meth:`logprobs` as :class:`~vst_core.models.protocols.JudgeAnswers` (a local model answers
+        """:meth:`logprobs` as :class:`~vst_core.metric_modules.judge.seam.JudgeAnswers` (a local model answers
         every prompt or raises)."""
         return JudgeAnswers(self.logprobs(prompts, labels, root=root, images=images), (None,) * len(prompts))
 

@@ -228,7 +228,7 @@ def parse_rubric(raw: bytes, source: str) -> Rubric:
 def load_rubric(path: str | Path | None = None) -> Rubric:
     """The template at ``path``, or the built-in one (``rubric_v1.json``) when None."""
     if path is None:
-        raw = resources.files("vst_core.judge").joinpath(BUILTIN).read_bytes()
+        raw = resources.files("vst_core.metric_modules.judge").joinpath(BUILTIN).read_bytes()
         return parse_rubric(raw, BUILTIN)
     try:
         with Path(path).open("rb") as fh:

@@ -6,9 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, error, note
-from vst_core.cli.score_options import metric_arguments, metric_options_from_args
 from vst_core.config import Settings, SettingsError
+from vst_core.terminal import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    EXIT_WEIGHTS,
+    DefaultsHelp,
+    error,
+    metric_arguments,
+    metric_options_from_args,
+    note,
+)
 
 DEFAULTS = Settings()
 
@@ -35,13 +43,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    from vst_core.analysis.judge_bias import judge_bias_table
     from vst_core.data import StorySetError, read_story_set
-    from vst_core.judge.rubric import TemplateError
     from vst_core.metric_modules import judge as judge_metric
+    from vst_core.metric_modules.judge.batch import judge_records, pair_verdicts
+    from vst_core.metric_modules.judge.bias import judge_bias_table
+    from vst_core.metric_modules.judge.record import JudgeScores
+    from vst_core.metric_modules.judge.template import TemplateError
     from vst_core.models.hub import ModelLoadError
-    from vst_core.records import JudgeScores, StoryScores
-    from vst_core.scoring.judge import judge_records, pair_verdicts
+    from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
 
     try:

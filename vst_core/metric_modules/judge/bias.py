@@ -1,6 +1,6 @@
 """The rubric judge's biases, measured on the stories it judged: one small table.
 
-Three measures (formulas in :mod:`vst_core.metrics.judge`):
+Three measures (formulas in :mod:`vst_core.metric_modules.judge.rule`):
 
 * **position** (pairwise mode): every two stories of a sequence asked "which is better?" in both
   orders; ``follows position`` is the share of pairs whose answer picked the same position in both
@@ -21,9 +21,10 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from vst_core.metrics.judge import paraphrase_agreement, position_bias, spearman
-from vst_core.records import JudgeScores, StoryScores
-from vst_core.scoring.judge import PairResult
+from vst_core.metric_modules.judge.batch import PairResult
+from vst_core.metric_modules.judge.record import JudgeScores
+from vst_core.metric_modules.judge.rule import paraphrase_agreement, position_bias, spearman
+from vst_core.records import StoryScores
 
 COLUMNS = ["bias", "scope", "measure", "value", "n"]
 

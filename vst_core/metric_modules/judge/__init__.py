@@ -1,25 +1,25 @@
 """The rubric judge (G-Eval's rule, Liu et al., 2023): a chat model asked rubric questions; an
 aspect's score = Σ k·p(k) over the next-token probabilities of the ratings 1..5.
 
-Rule and biases: :mod:`vst_core.metrics.judge`; the model: :mod:`vst_core.models.judge` (local) or
-:mod:`vst_core.models.judge_server` (served); rubric and answer cache: :mod:`vst_core.judge`; a
-batch: :func:`vst_core.scoring.judge.judge_records`. Card: ``docs/metrics/judge.md``.
+Rule and biases: :mod:`vst_core.metric_modules.judge.rule`; the model: :mod:`vst_core.metric_modules.judge.local` (local) or
+:mod:`vst_core.metric_modules.judge.served` (served); rubric and answer cache: :mod:`vst_core.judge`; a
+batch: :func:`vst_core.metric_modules.judge.batch.judge_records`. Card: ``docs/metrics/judge.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.config import JUDGE_MODEL, JUDGE_VLM
+from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
+from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
-from vst_core.records import JudgeScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.judge.cache import JudgeCache
-    from vst_core.judge.rubric import Rubric
-    from vst_core.models.protocols import Judge
+    from vst_core.metric_modules.judge.cache import JudgeCache
+    from vst_core.metric_modules.judge.seam import Judge
+    from vst_core.metric_modules.judge.template import Rubric
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
@@ -46,7 +46,7 @@ OPTIONS = (
     ),
     Option(
         "judge_template",
-        help="a rubric template JSON (aspects with two or more paraphrases each; see vst_core/judge/rubric_v1.json, "
+        help="a rubric template JSON (aspects with two or more paraphrases each; see vst_core/metric_modules/judge/rubric_v1.json, "
         "the default); its sha256 is in the signature",
         kind="file",
         signed=False,
@@ -136,8 +136,8 @@ def check(settings: Any) -> str | None:
 def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
     """The batch's prompts in shared model calls; a chunk the model cannot take gives each story the
     reason; a model that cannot load stops the run (:class:`~vst_core.models.hub.ModelLoadError`)."""
+    from vst_core.metric_modules.judge.batch import judge_records
     from vst_core.models.hub import ModelLoadError
-    from vst_core.scoring.judge import judge_records
 
     texts = [s for s in stories if not s.is_empty]
     m = run.models
@@ -160,7 +160,7 @@ def model(models: Models) -> Judge:
     def build(m: Models) -> Judge:
         s = m.settings
         if s.option("judge_endpoint") and s.option("judge_served_model"):
-            from vst_core.models.judge_server import load_judge_server
+            from vst_core.metric_modules.judge.served import load_judge_server
 
             return load_judge_server(
                 s.option("judge_endpoint"),
@@ -171,7 +171,7 @@ def model(models: Models) -> Judge:
                 timeout=s.option("judge_timeout"),
                 top_logprobs=s.option("judge_top_logprobs"),
             )
-        from vst_core.models.judge import load_judge
+        from vst_core.metric_modules.judge.local import load_judge
 
         name = s.option("judge_vlm") if s.option("judge_images") else s.option("judge_model")
         return load_judge(name, vision=s.option("judge_images"), device=s.device, batch_size=min(s.batch_size, 16))
@@ -181,7 +181,7 @@ def model(models: Models) -> Judge:
 
 def rubric(models: Models) -> Rubric:
     """The rubric template of the settings (their file, else the built-in one), read once."""
-    from vst_core.judge.rubric import load_rubric
+    from vst_core.metric_modules.judge.template import load_rubric
 
     return models.own("judge_rubric", lambda m: load_rubric(m.settings.option("judge_template")))
 
@@ -189,17 +189,58 @@ def rubric(models: Models) -> Rubric:
 def answers(models: Models) -> JudgeCache:
     """The judge's answers on disk (``judge.sqlite`` in the models' cache folder), opened once."""
     from vst_core.config import default_cache_dir
-    from vst_core.judge.cache import FILE_NAME, JudgeCache
+    from vst_core.metric_modules.judge.cache import FILE_NAME, JudgeCache
 
     return models.own("judge_cache", lambda m: JudgeCache((m.cache_dir or default_cache_dir()) / FILE_NAME))
 
 
 def identity(settings: Any) -> dict[str, str]:
     """The judge's weights (or the served model) and the rubric template by digest."""
-    from vst_core.judge.rubric import rubric_id
-    from vst_core.signature import judge_weights_id
+    from vst_core.metric_modules.judge.template import rubric_id
 
-    return {"judge_weights": judge_weights_id(settings), "judge_template": rubric_id(settings.option("judge_template"))}
+    return {"judge_weights": weights_id(settings), "judge_template": rubric_id(settings.option("judge_template"))}
+
+
+def weights_id(settings: Any) -> str:
+    """The judge's weights: ``name@digest`` of the local model's file, or for a served judge its
+    served name, the endpoint's host and that its weights cannot be digested from here (the answers'
+    cache keys and records carry the revision the server reports). Never the key, nor its variable.
+
+    >>> from vst_core.config import Settings
+    >>> weights_id(Settings(metrics=("judge",), judge_endpoint="http://10.0.0.5:8000/v1", judge_served_model="qwen72"))
+    'served:qwen72 at 10.0.0.5:8000 (weights not digestible from here)'
+    """
+    from vst_core.metric_modules.judge.served import endpoint_host
+    from vst_core.models.hub import hf_weights_id
+
+    if settings.option("judge_endpoint") and settings.option("judge_served_model"):
+        host = endpoint_host(settings.option("judge_endpoint"))
+        return f"served:{settings.option('judge_served_model')} at {host} (weights not digestible from here)"
+    return hf_weights_id(settings.option("judge_vlm") if settings.option("judge_images") else settings.option("judge_model"))
+
+
+def fetch_check(model: str, vision: bool = False) -> tuple[str, bool, Callable[[], str]]:
+    """``vst fetch-models --judge`` (or ``--judge-vlm`` with ``vision``): the model's name, whether
+    its weights are cached, and a check that loads it and rates one story."""
+    from vst_core.models.fetch import _PAIRS
+    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
+
+    def rate() -> str:
+        from vst_core.metric_modules.judge.local import load_judge
+        from vst_core.metric_modules.judge.rule import rating
+        from vst_core.metric_modules.judge.template import load_rubric
+
+        loaded = load_judge(model, vision=vision, device="cpu", batch_size=1)
+        prompt = load_rubric().prompt(list(_PAIRS[0]), "coherence", 0)
+        (row,) = loaded.logprobs([prompt], [str(k) for k in range(1, 6)])
+        found = rating(list(row))
+        return (
+            f"{loaded.signature} loads and rates a story (coherence {found.score:.2f}; the ratings 1-5 hold "
+            f"{found.mass:.1%} of the next-token probability)"
+        )
+
+    kind = "judge vision-language model" if vision else "judge model"
+    return f"{kind} {model}", hub_file(model, HF_WEIGHT_FILES) is not None, rate
 
 
 def caption(recorded: Mapping[str, Any]) -> str:
@@ -208,14 +249,14 @@ def caption(recorded: Mapping[str, Any]) -> str:
 
 
 def cards(story: Any) -> list[Card]:
-    from vst_core.viz.judge import judge_detail
+    from vst_core.metric_modules.judge.html import judge_detail
 
     jd = story.metrics.get(NAME)
     return [("judge", jd.score if jd else None, judge_detail(jd) if jd else "")]
 
 
 def evidence(story: Any) -> tuple[str, str] | None:
-    from vst_core.viz.judge import judge_html
+    from vst_core.metric_modules.judge.html import judge_html
 
     jd = story.metrics.get(NAME)
     if jd is None or not jd.aspects:
@@ -291,5 +332,8 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     evidence=evidence,
+    commands={"judge-bias": "vst_core.metric_modules.judge.command"},
     offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
 )
+
+__all__ = ["JUDGE_MODEL", "JUDGE_VLM", "METRIC", "NAME", "JudgeAspect", "JudgeScores"]

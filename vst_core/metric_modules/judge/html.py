@@ -5,7 +5,7 @@ a generated rationale labelled as such. Every text from a record goes through
 
 from __future__ import annotations
 
-from vst_core.records import JudgeAspect, JudgeScores
+from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.viz.safe import html_text
 
 ASPECT_LABELS = {

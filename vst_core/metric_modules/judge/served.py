@@ -3,7 +3,7 @@
 A 7B-72B judge runs where it is served (tensor parallel, continuous batching, prefix caching); this
 adapter sends each rubric prompt as one chat completion and reads the rating token's
 log-probabilities from the answer, so the numbers follow G-Eval's rule exactly as the local
-``transformers`` path (:class:`vst_core.models.judge.JudgeModel`) computes them.
+``transformers`` path (:class:`vst_core.metric_modules.judge.local.JudgeModel`) computes them.
 
 One prompt is one request::
 
@@ -22,7 +22,7 @@ an error). Images go as ``data:`` URLs before the text, as the local vision path
 Requests run in a bounded thread pool (``concurrency``) with a timeout each, and are retried with
 exponential backoff on 429 and 5xx (a ``Retry-After`` in seconds instead, up to :data:`MAX_RETRY_AFTER`) and on
 connection errors and timeouts. Redirects are never followed (the key would go to another host).
-Every failure of one prompt is a reason string (:class:`~vst_core.models.protocols.JudgeAnswers`),
+Every failure of one prompt is a reason string (:class:`~vst_core.metric_modules.judge.seam.JudgeAnswers`),
 never a number, so nothing wrong is cached.
 
 The API key is read from an environment variable named by the settings and only ever sent in the
@@ -45,9 +45,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from vst_core.judge.rubric import JudgePrompt
+from vst_core.metric_modules.judge.seam import JudgeAnswers
+from vst_core.metric_modules.judge.template import JudgePrompt
 from vst_core.models.hub import ModelLoadError, option
-from vst_core.models.protocols import JudgeAnswers
 
 #: Servers whose OpenAI-compatible chat endpoint returns ``logprobs`` / ``top_logprobs``.
 LOGPROB_SERVERS = "vLLM, SGLang, llama.cpp's server and OpenAI's own chat models"
