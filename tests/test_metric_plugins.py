@@ -37,6 +37,7 @@ def test_vst_metrics_lists_the_builtin_metrics_and_exits_0(capsys: pytest.Captur
     out = capsys.readouterr().out
     assert out.startswith("redundancy       RoViST-NR  [text only]  vst_core.metric_modules.rovist_nr")
     assert "    inter                  lower  repetition across sentences" in out
+    assert "    --vrank-model                 a folder written by `vst train-vrank`" in out  # each metric's own options
 
 
 def test_every_builtin_metric_is_one_module_with_its_card_fields_and_settings() -> None:

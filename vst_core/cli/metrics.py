@@ -32,8 +32,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def listing() -> dict[str, Any]:
-    """The registry as JSON data: each metric's name, title, module, version, needs, settings and
-    fields (column, attribute, direction, whether meta-evaluation ranks it), and the problems."""
+    """The registry as JSON data: each metric's name, title, module, version, needs, settings,
+    fields (column, attribute, direction, whether meta-evaluation ranks it) and its own options (the
+    setting, its ``vst score`` flag, kind, default, whether it is signed), and the problems."""
     reg = registry()
     return {
         "metrics": [
@@ -51,6 +52,17 @@ def listing() -> dict[str, Any]:
                 "fields": [
                     {"column": f.column, "attr": f.attr, "direction": f.direction, "report": f.report, "help": f.help}
                     for f in s.fields
+                ],
+                "options": [
+                    {
+                        "setting": o.setting,
+                        "flag": o.cli_flag,
+                        "kind": o.kind,
+                        "default": o.default,
+                        "signed": o.signed,
+                        "help": o.help,
+                    }
+                    for o in s.options
                 ],
             }
             for s in reg.specs.values()
@@ -107,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
             for f in m["fields"]:
                 ranked = f"  (ranked as {f['report']!r})" if f["report"] else ""
                 print(f"    {f['column']:<22} {f['direction']:<6} {f['help']}{ranked}")
+            for o in m["options"]:
+                print(f"    {o['flag']:<29} {o['help']}")
     for problem in data["problems"]:
         print(f"warning: {problem}", file=sys.stderr)
     return EXIT_PLUGIN if data["problems"] else 0
