@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
+from vst_core.metric_modules.rovist_c import CoherenceScores
 from vst_core.records import (
     ClipScoreScores,
-    CoherenceScores,
     GroundingScores,
     MetricScores,
     RedundancyScores,

@@ -250,7 +250,7 @@ def test_a_damaged_cosmic_folder_is_one_model_load_error(
 @TORCH
 def test_a_pickle_only_sentence_order_folder_and_judge_folder_are_refused(tmp_path: Path, tokenizer_dir: Path) -> None:
     from vst_core.metric_modules.judge.local import load_judge
-    from vst_core.models.pairs import load_pair_scorer
+    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
 
     folder = tmp_path / "sop"
     folder.mkdir()

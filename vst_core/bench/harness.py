@@ -203,7 +203,7 @@ def nr_phase(run: BenchRun) -> Figures:
 
 def coherence_phase(run: BenchRun) -> Figures:
     """coherence: sentence pairs/s of the random-weight pair scorer over every consecutive pair of the set."""
-    from vst_core.models.pairs import pairs_of
+    from vst_core.metric_modules.rovist_c.scorers import pairs_of
 
     config = run.config
     scorer = random_pair_scorer(config.coherence_size, run.folder, device=run.device, batch_size=32, seed=config.seed)

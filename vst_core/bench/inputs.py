@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from vst_core.data import StorySet, read_story_set
+from vst_core.metric_modules.rovist_c.scorers import TransformerPairScorer
 from vst_core.models.clip import ClipEncoder
-from vst_core.models.pairs import TransformerPairScorer
 
 _ADJECTIVES = (
     "old red small big wooden bright dark happy tall green blue white black young quiet busy sunny "

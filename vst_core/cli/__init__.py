@@ -21,7 +21,6 @@ __all__ = ["EXIT_INPUT", "EXIT_USAGE", "EXIT_WEIGHTS", "build_parser", "main"]
 #: never pays for the statistics and the report's imports.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "score": ("score", "add_parser", "run"),
-    "train-sop": ("train_sop", "add_parser", "run"),
     "fetch-models": ("models", "add_parsers", "run_fetch"),
     "cache": ("models", "add_parsers", "run_cache"),
     "bench": ("bench", "add_parser", "run"),

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
+from vst_core.metric_modules.rovist_c.scorers import DEFAULT_NSP_MODEL
 from vst_core.metric_modules.vrank.ranker import DEFAULT_BASE as VRANK_BASE
-from vst_core.models.pairs import DEFAULT_NSP_MODEL
 
 DEFAULTS = Settings()
 
@@ -85,11 +85,8 @@ def run_fetch(args: argparse.Namespace) -> int:
     from vst_core.models.fetch import fetch_models
 
     report = fetch_models(
-        coherence_model=args.coherence_model,
         clip_arch=args.clip_model,
         clip_pretrained=args.clip_pretrained,
-        rovist_c=args.rovist_c,
-        coherence_tokenizer=args.coherence_tokenizer,
         detector=args.detector,
         rovist_vg=args.rovist_vg,
         rovist_vg_vit=args.rovist_vg_vit,
@@ -103,10 +100,12 @@ def run_fetch(args: argparse.Namespace) -> int:
 
 
 def _metric_checks(args: argparse.Namespace) -> list[tuple[str, bool, Any]]:
-    """The metrics' own models asked for (--vrank-base, --judge, --judge-vlm), as their packages check them."""
-    from vst_core.metric_modules import judge, vrank
+    """The metrics' own models asked for (the next-sentence model always, --rovist-c, --vrank-base,
+    --judge, --judge-vlm), as their packages check them."""
+    from vst_core.metric_modules import judge, rovist_c, vrank
 
-    checks = [vrank.fetch_check(args.vrank_base)] if args.vrank_base else []
+    checks = rovist_c.fetch_checks(args.coherence_model, args.rovist_c, args.coherence_tokenizer)
+    checks += [vrank.fetch_check(args.vrank_base)] if args.vrank_base else []
     checks += [judge.fetch_check(args.judge)] if args.judge else []
     checks += [judge.fetch_check(args.judge_vlm, vision=True)] if args.judge_vlm else []
     return checks

@@ -14,7 +14,6 @@ from pathlib import Path
 from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector, detector_weights_path
 from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
-from vst_core.models.pairs import ROVIST_C_TOKENIZER, load_bert_nsp, load_rovist_c
 from vst_core.models.rovist_vg import VIT_NAME, WHERE, load_rovist_vg
 
 _PAIRS = [
@@ -68,11 +67,8 @@ def _check(report: FetchReport, name: str, was_cached: bool, run: Callable[[], s
 
 def fetch_models(
     *,
-    coherence_model: str = "bert-base-uncased",
     clip_arch: str = "ViT-B-32",
     clip_pretrained: str = "openai",
-    rovist_c: str | None = None,
-    coherence_tokenizer: str | None = None,
     detector: bool = False,
     rovist_vg: bool = False,
     rovist_vg_vit: str = VIT_NAME,
@@ -81,22 +77,18 @@ def fetch_models(
     more: Sequence[tuple[str, bool, Callable[[], str]]] = (),
     log: Callable[[str], None] = lambda line: None,
 ) -> FetchReport:
-    """Check (and fetch when missing) the default CLIP, the next-sentence model, optionally the
-    authors' RoViST-C file with its tokenizer and the detector, then each of ``more``: a metric's
-    own model as its package checks it, (name, cached already, load and use it -> what it did);
-    see the module doc."""
+    """Check (and fetch when missing) CLIP, then each of ``more`` (a metric's own model as its
+    package checks it: (name, cached already, load and use it -> what it did), RoViST-C's
+    next-sentence model first), then optionally the detector and RoViST-VG's files; see the module doc."""
 
     report = FetchReport()
     _check_clip(report, clip_arch, clip_pretrained, log)
-    _check_nsp(report, coherence_model, log)
-    if rovist_c:
-        _check_rovist_c(report, rovist_c, coherence_tokenizer, log)
+    for name, cached, run in more:
+        _check(report, name, cached, run, log)
     if detector:
         _check_detector(report, log)
     if rovist_vg or rovist_vg_checkpoint or glove:
         _check_rovist_vg(report, rovist_vg_vit, rovist_vg_checkpoint, glove, log)
-    for name, cached, run in more:
-        _check(report, name, cached, run, log)
     report.folders = {
         "Hugging Face hub cache (HF_HUB_CACHE, by default HF_HOME/hub)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
@@ -118,28 +110,6 @@ def _check_clip(report: FetchReport, arch: str, pretrained: str, log: Callable[[
         report.models.append(ModelStatus(f"CLIP {arch}/{pretrained}", "broken", str(exc)))
     else:
         _check(report, f"CLIP {arch}/{pretrained}", cached, clip, log)
-
-
-def _check_nsp(report: FetchReport, model: str, log: Callable[[str], None]) -> None:
-
-    def nsp() -> str:
-        scorer = load_bert_nsp(model, device="cpu")
-        related, unrelated = scorer.score_pairs(_PAIRS)
-        return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
-
-    _check(report, f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp, log)
-
-
-def _check_rovist_c(report: FetchReport, path: str, tokenizer: str | None, log: Callable[[str], None]) -> None:
-
-    name = tokenizer or ROVIST_C_TOKENIZER
-
-    def rovist() -> str:
-        scorer = load_rovist_c(path, tokenizer=name, device="cpu")
-        p = scorer.score_pairs(_PAIRS[:1])[0]
-        return f"{Path(path).name} with tokenizer {name} loads and scores (P(in order) {p:.3f})"
-
-    _check(report, f"RoViST-C {path}", hub_file(name, ("spiece.model", "tokenizer.json")) is not None, rovist, log)
 
 
 def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:

@@ -204,3 +204,20 @@ def load_hf(name: str, loader: Callable[..., T], what: str, extra: str = "", *, 
         if isinstance(exc.__context__, OSError):
             raise WeightsUnavailableError(f"{missing_weights_message(what, name, extra)} ({exc})") from None
         raise
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' load report and progress bars off while loading (errors still raise)."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -1,12 +1,11 @@
 """The seams between scoring and models: what an encoder, a pair scorer and an embedding store
 must offer. The real adapters (:class:`~vst_core.models.clip.ClipEncoder`,
-:class:`~vst_core.models.pairs.TransformerPairScorer`, :class:`~vst_core.grounding.embeddings.EmbeddingCache`)
+:class:`~vst_core.grounding.embeddings.EmbeddingCache`)
 satisfy them, and so can a tiny model built in a test."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -35,24 +34,6 @@ class CropEncoder(Protocol):
     def encode_crops(
         self, sources: Sequence[Any], load: Callable[[Any], tuple[np.ndarray, list[tuple[int, int, int, int]]]]
     ) -> np.ndarray: ...
-
-
-@dataclass(frozen=True)
-class PairScores:
-    """Probabilities (NaN where a pair could not be scored) and which pairs were truncated."""
-
-    probabilities: np.ndarray
-    truncated: tuple[bool, ...]
-
-
-class PairScorer(Protocol):
-    """Anything that gives P(B follows A) for sentence pairs."""
-
-    name: str
-
-    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray: ...
-
-    def score_pairs_detailed(self, pairs: list[tuple[str, str]]) -> PairScores: ...
 
 
 class EmbeddingStore(Protocol):

@@ -26,8 +26,6 @@ from vst_core.records.reader import EXPECTED_FIELDS, read_record
 from vst_core.records.story import SCORES_FORMAT, StoryScores
 from vst_core.records.types import (
     ClipScoreScores,
-    CoherencePair,
-    CoherenceScores,
     GroundingScores,
     InterRepeat,
     IntraRepeat,
@@ -100,6 +98,8 @@ MOVED: dict[str, tuple[str, str]] = {
     "CosmicSentence": ("cosmic", "CosmicSentence"),
     "JudgeScores": ("judge", "JudgeScores"),
     "JudgeAspect": ("judge", "JudgeAspect"),
+    "CoherenceScores": ("coherence", "CoherenceScores"),
+    "CoherencePair": ("coherence", "CoherencePair"),
 }
 
 

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 from vst_core.records.codec import encode
 from vst_core.records.types import (
     ClipScoreScores,
-    CoherenceScores,
     GroundingScores,
     MetricScores,
     RedundancyScores,
@@ -45,8 +44,9 @@ class StoryScores:
         return _of_type(self.metrics, RedundancyScores)
 
     @property
-    def coherence(self) -> CoherenceScores | None:
-        return _of_type(self.metrics, CoherenceScores)
+    def coherence(self) -> Any:
+        """RoViST-C's record of the story (its package's ``CoherenceScores``), or None."""
+        return self.metrics.get("coherence")
 
     @property
     def grounding(self) -> GroundingScores | None:

@@ -5,10 +5,10 @@ defines its own there."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from vst_core.metrics.variants import CoherenceContext, RecordedNRVariant
+from vst_core.metrics.variants import RecordedNRVariant
 
 Span = tuple[int, int]
 
@@ -49,28 +49,6 @@ class RedundancyScores:
     notes: tuple[str, ...] = ()
     inter_repeats: tuple[InterRepeat, ...] | None = None
     intra_repeats: tuple[IntraRepeat, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class CoherencePair:
-    """P(sentence ``to`` follows sentence ``from``); None where undefined."""
-
-    from_: int = field(metadata={"json": "from"})
-    to: int
-    probability: float | None
-    truncated: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CoherenceScores:
-    """RoViST-C: mean transition probability; ``weakest`` is the index of the lowest pair."""
-
-    score: float | None
-    pairs: tuple[CoherencePair, ...]
-    weakest: int | None
-    model: str
-    notes: tuple[str, ...] = ()
-    context: CoherenceContext = "pair"  # "prefix": P(sentence i+1 follows sentences 1..i)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +139,6 @@ class RovistVGScores:
 
 MetricScores = (
     RedundancyScores
-    | CoherenceScores
     | GroundingScores
     | ClipScoreScores
     | RovistVGClipScores

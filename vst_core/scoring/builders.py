@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vst_core.metrics.coherence import Coherence
 from vst_core.metrics.redundancy import NonRedundancy
-from vst_core.metrics.variants import CoherenceContext, NRVariant
+from vst_core.metrics.variants import NRVariant
 from vst_core.records import (
-    CoherencePair,
-    CoherenceScores,
     InterRepeat,
     IntraRepeat,
     RedundancyScores,
@@ -77,19 +74,3 @@ def redundancy_numbers(
 ) -> RedundancyScores:
     """RoViST-NR record without repeated spans, saying ``why`` (default: a ``--no-spans`` run)."""
     return RedundancyScores(score, inter, intra, variant, n, (*notes, why), None, None)
-
-
-def coherence_scores(
-    result: Coherence, truncated: Sequence[bool], model: str, context: CoherenceContext = "pair"
-) -> CoherenceScores:
-    """RoViST-C record: one pair per adjacent sentences, flagged when the model truncated it."""
-    return CoherenceScores(
-        score=result.score,
-        pairs=tuple(
-            CoherencePair(i, i + 1, p, bool(truncated[i]) if i < len(truncated) else False) for i, p in enumerate(result.pairs)
-        ),
-        weakest=result.weakest,
-        model=model,
-        notes=tuple(result.notes),
-        context=context,
-    )

@@ -25,8 +25,6 @@ from pathlib import Path
 from vst_core.hashing import json_line
 from vst_core.metric_spec import registry
 from vst_core.records import (
-    CoherencePair,
-    CoherenceScores,
     GroundingScores,
     InterRepeat,
     PhraseMatch,
@@ -73,6 +71,8 @@ def synthetic_record(
         round(math.tanh(unbounded), 6), unbounded, 0.6159241924121119, rng.random(),
         tuple(rng.random() for _ in range(5)), rng.uniform(0.1, 0.4), tuple(phrases),
     )  # fmt: skip
+    from vst_core.records import CoherencePair, CoherenceScores  # RoViST-C's, read through the registry
+
     pairs = tuple(CoherencePair(i, i + 1, rng.random()) for i in range(4))
     coherence = CoherenceScores(sum(p.probability or 0 for p in pairs) / 4, pairs, 0, "bert-nsp")
     inter = []
@@ -115,7 +115,7 @@ def write_scores_file(
     from vst_core.signature import signature as settings_signature
 
     rng = random.Random(seed)
-    settings = Settings(metrics=tuple(_name_of(kind) for kind in (RedundancyScores, CoherenceScores, GroundingScores)))
+    settings = Settings(metrics=(_name_of(RedundancyScores), "coherence", _name_of(GroundingScores)))
     signature: dict[str, object] = settings_signature(settings, {"stories": f"synthetic-{n}-{seed}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:

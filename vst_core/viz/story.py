@@ -11,8 +11,6 @@ from vst_core.config import DEFAULT_METRICS
 from vst_core.metric_spec import registry
 from vst_core.models.idf_table import idf_source
 from vst_core.records import (
-    CoherencePair,
-    CoherenceScores,
     GroundingScores,
     RedundancyScores,
     RovistVGScores,
@@ -65,7 +63,7 @@ def probability_colour(p: float) -> str:
     return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
 
 
-def coherence_chip(pair: CoherencePair, weakest: bool, context: str = "pair") -> str:
+def coherence_chip(pair: Any, weakest: bool, context: str = "pair") -> str:
     """A small badge between sentences i and i+1 with P(i+1 follows i)."""
     p = pair.probability
     if p is None:
@@ -107,7 +105,7 @@ def _shown(sentence: str, start: int, end: int, content_only: bool) -> bool:
 def story_html(
     sentences: Sequence[str],
     record: RedundancyScores | None,
-    coherence: CoherenceScores | None = None,
+    coherence: Any = None,  # RoViST-C's record (metric_modules.rovist_c.record.CoherenceScores) or None
     grounding: GroundingScores | None = None,
     *,
     content_only: bool = False,

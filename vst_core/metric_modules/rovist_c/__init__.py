@@ -1,7 +1,7 @@
 """RoViST-C (Wang et al., 2022): coherence = mean P(sentence i+1 follows sentence i).
 
-Formula: :mod:`vst_core.metrics.coherence`; the pair scorer: :mod:`vst_core.models.pairs`; every
-transition of a batch in one model call (:func:`vst_core.scoring.story.pair_scores_for`).
+Formula: :mod:`vst_core.metrics.coherence`; the pair scorer: :mod:`vst_core.metric_modules.rovist_c.scorers`; every
+transition of a batch in one model call (:func:`.batch.pair_scores_for`).
 Card: ``docs/metrics/rovist_c.md``.
 """
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
 from vst_core.metric_spec import Card, MetricField, MetricSpec, Option, Switch
-from vst_core.records import CoherenceScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.models.protocols import PairScorer
+    from vst_core.metric_modules.rovist_c.seam import PairScorer
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import ScoringRun
 
@@ -24,7 +24,7 @@ NAME = "coherence"
 
 def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
     """Every transition of the batch through the pair scorer once; a truncated pair is a warning."""
-    from vst_core.scoring.story import coherence_of, pair_scores_for, profile_problem, truncation_warnings
+    from vst_core.metric_modules.rovist_c.batch import coherence_of, pair_scores_for, profile_problem, truncation_warnings
 
     s, scorer = run.settings, model(run.models)
     problem = profile_problem(scorer, s)
@@ -50,7 +50,7 @@ def model(models: Models) -> PairScorer:
     ``Models(..., coherence=scorer)``)."""
 
     def build(m: Models) -> PairScorer:
-        from vst_core.models.pairs import load_pair_scorer
+        from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
 
         s = m.settings
         return load_pair_scorer(
@@ -66,13 +66,46 @@ def model(models: Models) -> PairScorer:
 
 def identity(settings: Any) -> dict[str, str]:
     """The pair scorer's weights (and, for RoViST-C, its tokenizer) by digest."""
-    from vst_core.models.pairs import pair_weights_id
+    from vst_core.metric_modules.rovist_c.scorers import pair_weights_id
 
     return {
         "coherence_weights": pair_weights_id(
             settings.option("coherence_model"), settings.option("coherence_tokenizer"), settings.option("coherence_profile")
         )
     }
+
+
+def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None = None) -> list[tuple[str, bool, Any]]:
+    """``vst fetch-models``: the next-sentence model ``model`` and, with ``rovist_c``, the authors'
+    RoViST-C file with its tokenizer, each as (name, whether its weights are cached, a check that
+    loads it and scores a sentence pair)."""
+    from pathlib import Path
+
+    from vst_core.models.fetch import _PAIRS
+    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
+
+    def nsp() -> str:
+        from vst_core.metric_modules.rovist_c.scorers import load_bert_nsp
+
+        scorer = load_bert_nsp(model, device="cpu")
+        related, unrelated = scorer.score_pairs(_PAIRS)
+        return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
+
+    checks: list[tuple[str, bool, Any]] = [(f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp)]
+    if rovist_c:
+        from vst_core.metric_modules.rovist_c.albert_tokenizer import ROVIST_C_TOKENIZER
+
+        name, path = tokenizer or ROVIST_C_TOKENIZER, rovist_c
+
+        def rovist() -> str:
+            from vst_core.metric_modules.rovist_c.scorers import load_rovist_c
+
+            scorer = load_rovist_c(path, tokenizer=name, device="cpu")
+            p = scorer.score_pairs(_PAIRS[:1])[0]
+            return f"{Path(path).name} with tokenizer {name} loads and scores (P(in order) {p:.3f})"
+
+        checks.append((f"RoViST-C {path}", hub_file(name, ("spiece.model", "tokenizer.json")) is not None, rovist))
+    return checks
 
 
 def caption(recorded: Mapping[str, Any]) -> str:
@@ -151,6 +184,7 @@ METRIC = MetricSpec(
     identity=identity,
     caption=caption,
     cards=cards,
+    commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
     switch=Switch(
         header="Coherence",
         setting="coherence_model",
@@ -164,3 +198,5 @@ METRIC = MetricSpec(
         path=_model_path,
     ),
 )
+
+__all__ = ["METRIC", "NAME", "CoherencePair", "CoherenceScores"]

@@ -11,7 +11,7 @@ Backends, all fed ``[CLS] A [SEP] B [SEP]`` with segment ids 0 for A and 1 for B
 
 Profiles (``coherence_profile``): ``paper`` tokenizes with transformers' fast tokenizer and truncates
 an over-long pair; ``reference`` reads RoViST-C's text with the authors' slow sentencepiece ALBERT
-tokenizer (:class:`~vst_core.models.albert_tokenizer.SentencePieceAlbertTokenizer`) and sends no over-long pair to the model (see
+tokenizer (:class:`~vst_core.metric_modules.rovist_c.albert_tokenizer.SentencePieceAlbertTokenizer`) and sends no over-long pair to the model (see
 :class:`TransformerPairScorer`, ``overlong="skip"``).
 """
 
@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from vst_core.metric_modules.rovist_c.albert_tokenizer import ROVIST_C_TOKENIZER, SPIECE_FILE, load_slow_albert_tokenizer
+from vst_core.metric_modules.rovist_c.seam import PairScores
 from vst_core.metrics.coherence import transitions
 from vst_core.metrics.variants import CoherenceContext
-from vst_core.models.albert_tokenizer import ROVIST_C_TOKENIZER, SPIECE_FILE, load_slow_albert_tokenizer
 from vst_core.models.device import resolve_device
-from vst_core.models.folders import check_transformers_folder, load_hf
+from vst_core.models.folders import check_transformers_folder, load_hf, quiet_transformers
 from vst_core.models.hub import (
     HF_WEIGHT_FILES,
     ModelLoadError,
@@ -42,7 +42,6 @@ from vst_core.models.hub import (
     option,
     weights_digest,
 )
-from vst_core.models.protocols import PairScores
 
 log = logging.getLogger(__name__)
 
@@ -59,23 +58,6 @@ _ALBERT_SHAPES: dict[int, tuple[int, int]] = {768: (12, 12), 1024: (24, 16), 204
 
 class CheckpointShapeError(ModelLoadError, ValueError):
     """A checkpoint whose tensors do not have the expected shapes."""
-
-
-@contextmanager
-def quiet_transformers() -> Iterator[None]:
-    """transformers' load report and progress bars off while loading (errors still raise)."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 class TransformerPairScorer:

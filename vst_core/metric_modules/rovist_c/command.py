@@ -1,15 +1,15 @@
 """``vst train-sop STORIES --out DIR``: fine-tune a sentence-order classifier for coherence.
-Defaults come from :class:`~vst_core.models.sop_train.SOPConfig`."""
+Defaults come from :class:`~vst_core.metric_modules.rovist_c.sop_train.SOPConfig`."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 from vst_core.data import StorySetError, read_story_set
+from vst_core.metric_modules.rovist_c.sop_train import SOPConfig, train_sop
 from vst_core.models.hub import WeightsUnavailableError
-from vst_core.models.sop_train import SOPConfig, train_sop
+from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 
 DEFAULTS = SOPConfig()
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.data import StorySet
+from vst_core.metric_modules.rovist_c.scorers import SOP_META_FILE, pairs_of
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf
-from vst_core.models.pairs import SOP_META_FILE, pairs_of
 
 LABELS = {0: "swapped", 1: "in_order"}
 
