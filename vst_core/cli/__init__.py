@@ -1,7 +1,8 @@
 """The ``vst`` command line, one module per command: :mod:`.score`, :mod:`.meta_eval`,
-:mod:`.train_sop`, :mod:`.models` (fetch-models, cache), :mod:`.bench`, :mod:`.dhm` (import-scores, dhm)
-and :mod:`.compare` (the leaderboard and paired tests), :mod:`.report` and :mod:`.metrics` (the metrics
-this installation knows)."""
+:mod:`.models` (fetch-models, cache), :mod:`.bench`, :mod:`.dhm` (import-scores, dhm), :mod:`.compare`
+(the leaderboard and paired tests), :mod:`.report` and :mod:`.metrics` (the metrics this installation
+knows); a metric's own commands (train-sop, train-vrank, train-cosmic, judge-bias) come from its
+spec's ``commands`` (:func:`commands`)."""
 
 from __future__ import annotations
 

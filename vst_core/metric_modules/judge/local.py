@@ -189,7 +189,7 @@ def load_judge(name: str = JUDGE_MODEL, *, vision: bool = False, device: str = "
     ``vision``. Missing weights raise :class:`~vst_core.models.hub.WeightsUnavailableError`."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
-    from vst_core.metric_modules.rovist_c.scorers import quiet_transformers
+    from vst_core.models.folders import quiet_transformers
 
     resolved = resolve_device(device)
     dtype = _dtype(resolved)
