@@ -46,6 +46,24 @@ def allow_test_folders(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.setenv("VST_DATA_DIRS", str(tmp_path_factory.getbasetemp()))
 
 
+@pytest.fixture(autouse=True, scope="module")
+def no_models_from_earlier_tests(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """These pages run where no weights are: a model an earlier test of this process loaded (the
+    real-layout replicas, kept by the dashboard's resource cache) or recorded in its cache folder's
+    memo is not seen here."""
+    import os
+
+    import streamlit as st
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    before = os.environ.get("VST_CACHE_DIR")
+    os.environ["VST_CACHE_DIR"] = str(tmp_path_factory.mktemp("app-cache"))
+    yield
+    if before is not None:
+        os.environ["VST_CACHE_DIR"] = before
+
+
 @pytest.fixture
 def at() -> AppTest:
     return make()
