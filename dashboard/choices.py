@@ -56,7 +56,7 @@ class Choices:
     def __post_init__(self) -> None:
         given = self.files
         pairs = given.items() if isinstance(given, Mapping) else given
-        object.__setattr__(self, "files", tuple(sorted((str(k), str(v)) for k, v in pairs if str(v).strip())))
+        object.__setattr__(self, "files", tuple(sorted((str(k), str(v)) for k, v in pairs if v is not None and str(v).strip())))
 
     def value(self, name: str) -> str:
         """A sidebar field's value: one of its own, or a metric's model file ('' when not given)."""

@@ -835,3 +835,50 @@ def test_a_metrics_own_settings_are_signed_under_the_keys_earlier_versions_wrote
         Settings(vrank_modle="/x")
     with pytest.raises(SettingsError, match="coherence_context must be 'pair' or 'prefix'"):
         Settings(coherence_context="both")
+
+
+def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_metrics(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An option named like a shared setting, a flag another metric's option has, or a command of vst
+    itself or of another metric would break every command or silently replace one: the package is
+    left out with the reason. A package that imports a record type from its former place in
+    ``vst_core.records`` at its top still loads (the alias does not ask the registry)."""
+    import dataclasses
+
+    from vst_core.cli import COMMANDS, commands
+    from vst_core.metric_spec.spec import CLI_COMMANDS, SHARED_SETTINGS
+
+    assert SHARED_SETTINGS == {f.name for f in dataclasses.fields(Settings)} and CLI_COMMANDS == set(COMMANDS)
+    option = "from vst_core.metric_spec import Option\n"
+    reg = _install(
+        plugins,
+        monkeypatch,
+        shared=option + _good_as("shared", "s1", "options=(Option('top_b', 3, kind='int'),)"),
+        flagged=option + _good_as("flagged", "s2", "options=(Option('flag_x', flag='--vrank-model'),)"),
+        scored=_good_as("scored", "s3", "commands={'score': 'x'}"),
+        trainer=_good_as("trainer", "s4", "commands={'train-vrank': 'x'}"),
+        old_import="from vst_core.records import CoherenceScores, VrankScores\n" + _good_as("old_import", "s5"),
+        chosen=option + _good_as("chosen", "s6", "options=(Option('chosen_mode', None, choices=('fast', 'exact')),)"),
+    )
+    reasons = "\n".join(reg.problems)
+    assert "option 'top_b' is a setting every metric shares" in reasons
+    assert "option flag '--vrank-model'" in reasons
+    assert "command 'score' is vst's own" in reasons and "command 'train-vrank'" in reasons
+    assert {"old_import", "chosen"} <= set(reg.specs) and len(reg.problems) == 4, reasons
+    assert commands()["score"][0] == "vst_core.cli.score"
+    assert Settings(chosen_mode="fast").option("chosen_mode") == "fast" and Settings().option("chosen_mode") is None
+
+
+def test_a_blank_server_address_on_the_command_line_is_no_server_and_a_path_is_a_models_folder(tmp_path: Path) -> None:
+    """``--judge-endpoint ""`` (a script's empty variable) means no served judge, as before the judge
+    owned its options; a ``pathlib.Path`` names a model's folder as a string did."""
+    from vst_core.cli import build_parser
+    from vst_core.cli.score_options import settings_from_args
+
+    args = build_parser("score").parse_args(
+        ["score", str(SAMPLE), "--out", str(tmp_path / "o.jsonl"), "--judge-endpoint", "", "--judge-served-model", " "]
+    )
+    settings = settings_from_args(args)
+    assert settings.option("judge_endpoint") is None and settings.option("judge_served_model") is None
+    assert Settings(vrank_model=tmp_path).option("vrank_model") == str(tmp_path)

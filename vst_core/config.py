@@ -287,8 +287,10 @@ class Settings:
         return data
 
     def _all_options(self, run: list[Any]) -> dict[str, Any]:
-        """The options of the metrics of ``run``, each set or at its default."""
-        return {o.setting: self.option(o.setting) for spec in run for o in spec.options}
+        """The options of the metrics of ``run``, each set or at its default (one that cannot be a
+        metric's own, named like a shared setting, is not among them: the registry refuses it)."""
+        known = metric_options()
+        return {o.setting: self.option(o.setting) for spec in run for o in spec.options if o.setting in known}
 
 
 _FIELDS = frozenset(Settings.__dataclass_fields__)
@@ -329,6 +331,8 @@ def _own_options(given: Any) -> tuple[tuple[str, Any], ...]:
     kept = []
     for name, value in sorted(pairs.items()):
         option = known[name][1]
+        if isinstance(value, os.PathLike) and option.kind in ("file", "folder"):
+            value = os.fspath(value)  # a pathlib.Path for a model's file or folder, as the fields took
         reason = option.refuse(value)
         if reason:
             raise SettingsError(reason)

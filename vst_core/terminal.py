@@ -73,20 +73,23 @@ def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> Non
             continue
         group = p.add_argument_group(f"{spec.title} ({spec.name})")
         for option in spec.options:
-            shown = "" if option.default in (None, "", False) else f" (default: {option.default!r})"
+            shown = "" if option.default in (None, "") or option.kind == "bool" else f" (default: {option.default!r})"
             words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
-            if option.kind == "bool":  # the flag sets the other value than the default
-                const = not option.default
-                group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
-                continue
-            group.add_argument(
-                option.cli_flag,
-                dest=_dest(option.setting),
-                default=None,
-                choices=option.choices or None,
-                metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
-                help=words,
-            )
+            try:
+                if option.kind == "bool":  # the flag sets the other value than the default
+                    const = not option.default
+                    group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
+                    continue
+                group.add_argument(
+                    option.cli_flag,
+                    dest=_dest(option.setting),
+                    default=None,
+                    choices=option.choices or None,
+                    metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+                    help=words,
+                )
+            except argparse.ArgumentError as exc:  # a flag the command has already: the command keeps working
+                note(f"warning: {spec.name}'s option {option.setting} is not on this command: {exc}")
 
 
 def _dest(setting: str) -> str:

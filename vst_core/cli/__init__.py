@@ -40,7 +40,7 @@ def commands() -> dict[str, tuple[str, str, str]]:
     from vst_core.metric_spec import registry
 
     own = {name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.commands.items()}
-    return {**{k: (f"vst_core.cli.{m}", a, r) for k, (m, a, r) in COMMANDS.items()}, **own}
+    return {**own, **{k: (f"vst_core.cli.{m}", a, r) for k, (m, a, r) in COMMANDS.items()}}  # vst's own always win
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:

@@ -6,13 +6,22 @@ with the reason; the other metrics keep working."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
-from vst_core.metric_spec.spec import NAME_PATTERN, OTHER_DIRECTIONS, MetricSpec, Need, OptionKind
+from vst_core.metric_spec.spec import (
+    CLI_COMMANDS,
+    NAME_PATTERN,
+    OTHER_DIRECTIONS,
+    SHARED_SETTINGS,
+    MetricSpec,
+    Need,
+    OptionKind,
+)
 
 #: Column names a story table already has: no metric field may take one.
 RESERVED_COLUMNS: frozenset[str] = frozenset(
@@ -70,15 +79,26 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     if any(f.setting not in own for f in spec.model_fields) or spec.switch is not None:
         raise ValueError("a model field names one of the metric's own options; a switch is the built-in RoViST-C's")
     taken_options = {o.setting: s.name for s in taken.values() for o in s.options}
+    taken_flags = {o.cli_flag: s.name for s in taken.values() for o in s.options}
     for o in spec.options:
         if not NAME_PATTERN.fullmatch(o.setting):
             raise ValueError(f"option {o.setting!r} must be lower-case letters, digits and _ (at most 40)")
+        if o.setting in SHARED_SETTINGS:
+            raise ValueError(f"option {o.setting!r} is a setting every metric shares")
         if o.setting in taken_options:
             raise ValueError(f"option {o.setting!r} is metric {taken_options[o.setting]!r}'s")
+        if not re.fullmatch(r"--[a-z][a-z0-9-]*", o.cli_flag) or o.cli_flag in taken_flags:
+            raise ValueError(
+                f"option flag {o.cli_flag!r} is not --lower-case-words, or it is metric {taken_flags.get(o.cli_flag)!r}'s"
+            )
         if o.kind not in typing.get_args(OptionKind):
             raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
         if o.refuse(o.default) is not None:
             raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
+    others = {c: s.name for s in taken.values() for c in s.commands}
+    for command in spec.commands:
+        if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
+            raise ValueError(f"command {command!r} is vst's own or another metric's, or not lower-case words with -")
     if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
         raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
     for old in spec.formerly:  # another metric's records are never read as this one's

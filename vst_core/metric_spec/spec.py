@@ -40,6 +40,21 @@ BUILTIN_METRICS: dict[str, str] = {
     "char_alignment": "vst_core.metric_modules.character_alignment",
 }
 BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
+#: The settings every metric shares (:class:`vst_core.config.Settings`' fields; a test keeps the two
+#: equal): no metric's own :class:`Option` may be named like one.
+SHARED_SETTINGS: frozenset[str] = frozenset(
+    {
+        *("batch_size", "clip_activation", "clip_arch", "clip_checkpoint", "clip_config", "clip_pretrained"),
+        *("device", "expressions", "grounding_profile", "metrics", "nr_ngram", "nr_variant", "options"),
+        *("penalize", "preprocess", "regions", "regions_file", "spacy_model", "splitter", "theta", "top_b"),
+        *("units", "weighting", "whole_image", "workers"),
+    }
+)
+#: The commands of ``vst`` itself (:data:`vst_core.cli.COMMANDS`; a test keeps the two equal): no
+#: metric's ``commands`` may take one.
+CLI_COMMANDS: frozenset[str] = frozenset(
+    {"bench", "cache", "compare", "dhm", "fetch-models", "import-scores", "meta-eval", "metrics", "report", "score"}
+)
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
@@ -156,6 +171,8 @@ class Option:
     metavar: str = ""
     #: the values it may take (none: any of its kind)
     choices: tuple[str, ...] = ()
+    #: an empty value means "not given" (None), as for a server's address left blank
+    blank_is_unset: bool = False
     #: why a value cannot be used, said after the setting's name ("must be >= 1, got 0"), or None
     check: Callable[[Any], str | None] | None = None
 
@@ -167,7 +184,7 @@ class Option:
     def parse(self, text: str | None) -> OptionValue:
         """The value ``text`` (the command line's or a box's) stands for: None for none given; a number
         or on/off read by its kind (ValueError with the reason when it is none)."""
-        if text is None:
+        if text is None or (self.blank_is_unset and not str(text).strip()):
             return None
         if self.kind == "int":
             return int(text)
@@ -196,7 +213,7 @@ class Option:
         types, words = wanted.get(self.kind, ((str,), "text"))
         if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
             return f"{self.setting} must be {words}, got {value!r}"
-        if self.choices and value not in self.choices:
+        if self.choices and value is not None and value not in self.choices:
             return f"{self.setting} must be {' or '.join(map(repr, self.choices))}, got {value!r}"
         reason = self.check(value) if self.check is not None else None
         return f"{self.setting} {reason}" if reason else None

@@ -47,9 +47,12 @@ def cli_words(setting: str, placeholder: str = "") -> str:
     >>> cli_words("glove_file", "PATH"), cli_words("clip_activation", "gelu")
     ('--glove PATH', '--clip-activation gelu')
     """
-    from vst_core.metric_spec import registry
+    from vst_core.metric_spec import RegistryBusyError, registry
 
-    own = registry().options.get(setting)
+    try:
+        own = registry().options.get(setting)
+    except RegistryBusyError:  # a message made while a metric module loads: its own flag is not known yet
+        own = None
     flag = CLI_OPTIONS.get(setting) or (own[1].cli_flag if own else "--" + setting.replace("_", "-"))
     return f"{flag} {placeholder}" if placeholder else flag
 

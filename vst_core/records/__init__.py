@@ -90,27 +90,22 @@ FIELD_BY_COLUMN: dict[str, MetricField]
 
 
 #: Record types that live in their metric's package, kept here under their former names
-#: (``from vst_core.records import VrankScores``): name -> (metric, attribute of its module).
-MOVED: dict[str, tuple[str, str]] = {
-    "VrankScores": ("vrank", "VrankScores"),
-    "Preference": ("vrank", "Preference"),
-    "CosmicScores": ("cosmic", "CosmicScores"),
-    "CosmicSentence": ("cosmic", "CosmicSentence"),
-    "JudgeScores": ("judge", "JudgeScores"),
-    "JudgeAspect": ("judge", "JudgeAspect"),
-    "CoherenceScores": ("coherence", "CoherenceScores"),
-    "CoherencePair": ("coherence", "CoherencePair"),
+#: (``from vst_core.records import VrankScores``): name -> the module of its metric's package that defines it.
+MOVED: dict[str, str] = {
+    **dict.fromkeys(("VrankScores", "Preference"), "vst_core.metric_modules.vrank.record"),
+    **dict.fromkeys(("CosmicScores", "CosmicSentence"), "vst_core.metric_modules.cosmic.record"),
+    **dict.fromkeys(("JudgeScores", "JudgeAspect"), "vst_core.metric_modules.judge.record"),
+    **dict.fromkeys(("CoherenceScores", "CoherencePair"), "vst_core.metric_modules.rovist_c.record"),
 }
 
 
 def __getattr__(name: str) -> Any:
     """The registry's views, read when asked (a metric installed later is seen after a reload), and
-    the record types of :data:`MOVED` from their metric's module, as the registry names it."""
-    if name in MOVED:
+    the record types of :data:`MOVED` from their metric's package."""
+    if name in MOVED:  # not through the registry: a metric module may import them while it is built
         import importlib
 
-        metric, attr = MOVED[name]
-        return getattr(importlib.import_module(registry().spec(metric).module), attr)
+        return getattr(importlib.import_module(MOVED[name]), name)
     if name not in ("METRIC_TYPES", "FIELDS", "FIELD_BY_COLUMN"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reg = registry()

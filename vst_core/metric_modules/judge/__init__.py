@@ -1,9 +1,12 @@
 """The rubric judge (G-Eval's rule, Liu et al., 2023): a chat model asked rubric questions; an
 aspect's score = Σ k·p(k) over the next-token probabilities of the ratings 1..5.
 
-Rule and biases: :mod:`vst_core.metric_modules.judge.rule`; the model: :mod:`vst_core.metric_modules.judge.local` (local) or
-:mod:`vst_core.metric_modules.judge.served` (served); rubric and answer cache: :mod:`vst_core.judge`; a
-batch: :func:`vst_core.metric_modules.judge.batch.judge_records`. Card: ``docs/metrics/judge.md``.
+Everything the product knows of the judge is this package: the spec, its options and hooks
+(here), its default models (:mod:`.defaults`), its record (:mod:`.record`), the rule and the bias
+measures (:mod:`.rule`), the rubric template (:mod:`.template`) and the answers' cache
+(:mod:`.cache`), what a judge offers (:mod:`.seam`), the local model (:mod:`.local`) and a served one
+(:mod:`.served`), a batch of stories (:func:`.batch.judge_records`), the bias tables (:mod:`.bias`)
+and ``vst judge-bias`` (:mod:`.command`), its evidence (:mod:`.html`). Card: ``docs/metrics/judge.md``.
 """
 
 from __future__ import annotations
@@ -72,18 +75,21 @@ OPTIONS = (
         "instead of loading --judge-model here; its answers need log-probabilities",
         signed=False,
         metavar="URL",
+        blank_is_unset=True,
     ),
     Option(
         "judge_served_model",
         help="the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
         signed=False,
         metavar="NAME",
+        blank_is_unset=True,
     ),
     Option(
         "judge_api_key_env",
         help="the environment variable holding the server's API key (the key itself is never written anywhere)",
         signed=False,
         metavar="VAR",
+        blank_is_unset=True,
     ),
     Option("judge_concurrency", 8, "requests in flight to the server", kind="int", signed=False, check=_at_least_one),
     Option(

@@ -1,5 +1,5 @@
 """``vst train-vrank JUDGEMENTS --out DIR``: train Vrank's story ranker from human judgements.
-Defaults are the paper's recipe (:class:`~vst_core.learned.vrank.VrankConfig`)."""
+Defaults are the paper's recipe (:class:`~vst_core.metric_modules.vrank.train.VrankConfig`)."""
 
 from __future__ import annotations
 

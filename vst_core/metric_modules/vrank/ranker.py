@@ -1,6 +1,6 @@
 """Vrank's ranker (Hsu et al., 2022) as a model: a sentence encoder reads two stories joined with
 ``[SEP]`` and a regression layer predicts the ranking gap f(a, b) (> 0: a is better). This module
-loads a folder written by ``vst train-vrank`` (:mod:`vst_core.learned.vrank`) and predicts in
+loads a folder written by ``vst train-vrank`` (:mod:`.train`) and predicts in
 batches; the training recipe lives there.
 
 A folder holds ``encoder/`` (the fine-tuned encoder and its tokenizer, ``save_pretrained``),

@@ -8,7 +8,7 @@ better); mean squared error; the pairs balanced by swapping (b, a, −gap); Adam
 batch 32, seed 7777, mixed precision on a GPU. The better story of a pair is the sign of the gap.
 
 Here the model is also asked in both orders when it is used, m(a, b) = (f(a, b) − f(b, a)) / 2
-(:mod:`vst_core.metrics.ranking`), so a prediction never depends on which story came first.
+(:mod:`.ranking`), so a prediction never depends on which story came first.
 
 A trained folder holds ``encoder/`` (the fine-tuned encoder and its tokenizer, ``save_pretrained``),
 ``head.safetensors`` (the regression layer), ``vrank.json`` (how to read it), the card
