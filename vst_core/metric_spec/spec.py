@@ -63,6 +63,37 @@ class _HasMetrics(Protocol):
     def metrics(self) -> Mapping[str, Any]: ...
 
 
+#: What the display hooks are given: a story's record (:class:`vst_core.records.StoryScores`), each
+#: metric's record under its name in ``metrics``.
+StoryRecordLike = _HasMetrics
+
+
+class SettingsLike(Protocol):
+    """What a hook may read of a run's settings (:class:`vst_core.config.Settings` is one): the
+    metrics, where and in what batches models run, and any metric's own option by name."""
+
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+
+    @property
+    def device(self) -> str: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    def option(self, name: str) -> Any: ...
+
+
+class ModelsLike(Protocol):
+    """What a hook may read of a run's models (:class:`vst_core.scoring.registry.Models` is one): its
+    settings, and a metric's own model loaded once under a key (``own(key, build)``)."""
+
+    @property
+    def settings(self) -> SettingsLike: ...
+
+    def own(self, key: str, build: Callable[[Any], Any]) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class MetricField:
     """One number of a record: table/CSV ``column``, where it lives, and how it is used.
@@ -316,29 +347,29 @@ LoadHook = Callable[[Any], object]
 RegionModelHook = Callable[[Any], Any]
 #: The identity of what the metric's numbers depend on beyond the settings, for the signature:
 #: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
-IdentityHook = Callable[[Any], dict[str, str]]
+IdentityHook = Callable[[SettingsLike], dict[str, str]]
 #: Its part of a run's one-line description, from the signature's recorded settings alone (so a
 #: footer and a record read back from a file say the same): ``(recorded settings) -> text``.
 CaptionHook = Callable[[Mapping[str, Any]], str]
 #: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
-CardsHook = Callable[[Any], list[Card]]
+CardsHook = Callable[[StoryRecordLike], list[Card]]
 #: A metric's own judgement of a story against the others of its sequence: ``(the metric's record) ->
 #: [(other system, other story id, margin)]``, margin > 0 when the story is preferred (Vrank's);
 #: meta-evaluation judges the metric's pairs by them instead of by the difference of its scores.
 MarginsHook = Callable[[Any], "Iterable[tuple[str, str, float]]"]
 #: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
 #: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
-SummaryHook = Callable[[Any], "tuple[list[str], list[str]]"]
+SummaryHook = Callable[[ModelsLike], "tuple[list[str], list[str]]"]
 #: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
 #: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
-CompleteHook = Callable[[Any], Any]
+CompleteHook = Callable[[StoryRecordLike], Any]
 #: Why a run's settings cannot be used for this metric (its options together: the judge's server needs
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
-SettingsCheckHook = Callable[[Any], "str | None"]
+SettingsCheckHook = Callable[[SettingsLike], "str | None"]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
 #: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
-EvidenceHook = Callable[[Any], "tuple[str, str] | None"]
+EvidenceHook = Callable[[StoryRecordLike], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
