@@ -25,7 +25,7 @@ from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shar
 from vst_core.analysis.meta_eval.scored import record_margins, score_frame, texts_of
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
-from vst_core.config import UNSIGNED, Settings
+from vst_core.config import Settings
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -211,9 +211,7 @@ def model_key(name: str, settings: Settings) -> str:
     spec = registry().spec(name)
     own = [f.setting for f in spec.model_fields] + list(spec.switch.loads if spec.switch is not None else ())
     own += [o.setting for o in spec.options if not o.signed and o.setting not in own]  # named by digest, as files are
-    keys = list(
-        dict.fromkeys([*spec.settings, *own] if spec in registry().plugins else own + [k for k in spec.settings if k in UNSIGNED])
-    )
+    keys = list(dict.fromkeys([*spec.settings, *own])) if spec in registry().plugins else own
     parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in keys}}
     for f in spec.model_fields:
         value = getattr(settings, f.setting, None)

@@ -640,10 +640,10 @@ def test_every_setting_is_signed_by_a_rule() -> None:
     every signature without a word."""
     import dataclasses
 
-    from vst_core.config import ALWAYS_SIGNED, SIGNED_WHILE_SET, SIGNED_WITH_NEED, UNSIGNED
+    from vst_core.config import ALWAYS_SIGNED, SIGNED_WITH_NEED, UNSIGNED
 
     listed = {k for spec in registry().specs.values() for k in spec.settings}
-    ruled = ALWAYS_SIGNED | UNSIGNED | set(SIGNED_WITH_NEED) | set(SIGNED_WHILE_SET) | listed
+    ruled = ALWAYS_SIGNED | UNSIGNED | set(SIGNED_WITH_NEED) | listed
     assert {f.name for f in dataclasses.fields(Settings)} <= ruled
     assert not ALWAYS_SIGNED & UNSIGNED and not UNSIGNED & set(SIGNED_WITH_NEED)
 

@@ -126,8 +126,6 @@ SIGNED_WITH_NEED: dict[str, frozenset[str]] = {
     ),
     **dict.fromkeys(("regions", "regions_file", "top_b", "whole_image"), frozenset({"clip", "images"})),
 }
-#: Settings signed only while another is set (a metric's own say so in their Option's ``while_set``).
-SIGNED_WHILE_SET: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -259,8 +257,8 @@ class Settings:
         """The fields that can change a score, for the signature (weights ids are added by
         :func:`vst_core.signature.signature`, which resolves the files): those of :data:`ALWAYS_SIGNED`,
         those a metric of the run lists in its spec's ``settings``, those of a need a metric of the
-        run has (:data:`SIGNED_WITH_NEED`), less :data:`UNSIGNED` and a setting of
-        :data:`SIGNED_WHILE_SET` whose other setting is unset.
+        run has (:data:`SIGNED_WITH_NEED`), less :data:`UNSIGNED`; and each signed option of a metric of
+        the run (its ``Option``), set or at its default, less one whose ``while_set`` option is unset.
 
         >>> sorted(Settings().as_dict())
         ['metrics', 'nr_ngram', 'nr_variant', 'spacy_model', 'splitter']
@@ -276,7 +274,6 @@ class Settings:
             for key, value in values.items()
             if key not in UNSIGNED
             and (key in ALWAYS_SIGNED or key in listed or bool(SIGNED_WITH_NEED.get(key, frozenset()) & needs))
-            and (key not in SIGNED_WHILE_SET or getattr(self, SIGNED_WHILE_SET[key]) is not None)
             and (key not in whiles or values.get(whiles[key]) is not None)
         }
         if "theta" in data:
@@ -310,9 +307,9 @@ Settings.__init__ = _init  # type: ignore[method-assign]
 
 
 def metric_options() -> dict[str, tuple[Any, Any]]:
-    """Every metric's own settings by name: (its spec, its :class:`~vst_core.metric_spec.Option`),
-    less any whose name is a field of :class:`Settings` (which it cannot be set apart from)."""
-    return {k: v for k, v in registry().options.items() if k not in _FIELDS}
+    """Every metric's own settings by name: (its spec, its :class:`~vst_core.metric_spec.Option`);
+    the registry's, which leaves out a name every metric shares (a field of :class:`Settings`)."""
+    return registry().options
 
 
 def _own_options(given: Any) -> tuple[tuple[str, Any], ...]:

@@ -34,17 +34,28 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _own() -> dict[str, tuple[str, str, str]]:
+    """:data:`COMMANDS` with full module names."""
+    return {k: (f"vst_core.cli.{m}", a, r) for k, (m, a, r) in COMMANDS.items()}
+
+
 def commands() -> dict[str, tuple[str, str, str]]:
-    """:data:`COMMANDS` (modules of this package) and each metric's own (its spec's ``commands``:
-    full module names), in that order."""
+    """Each metric's own commands (its spec's ``commands``: full module names), then :data:`COMMANDS`,
+    which always win."""
     from vst_core.metric_spec import registry
 
-    own = {name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.commands.items()}
-    return {**own, **{k: (f"vst_core.cli.{m}", a, r) for k, (m, a, r) in COMMANDS.items()}}  # vst's own always win
+    metrics = {name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.commands.items()}
+    return {**metrics, **_own()}
+
+
+def _table(command: str | None) -> dict[str, tuple[str, str, str]]:
+    """The commands to look ``command`` up in: vst's own alone for one of them (no registry is built
+    on the way to its parser), else every command."""
+    return _own() if command in COMMANDS else commands()
 
 
 def _runner(command: str) -> Callable[[argparse.Namespace], int]:
-    module, _, run = commands()[command]
+    module, _, run = _table(command)[command]
     found: Callable[[argparse.Namespace], int] = getattr(import_module(module), run)
     return found
 
@@ -56,7 +67,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     added: set[tuple[str, str]] = set()
-    for command, (module, add, _) in commands().items():
+    for command, (module, add, _) in _table(only).items():
         if (only is not None and command != only) or (module, add) in added:
             continue
         added.add((module, add))
@@ -66,7 +77,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    only = argv[0] if argv and (argv[0] in COMMANDS or argv[0] in commands()) else None
+    only = argv[0] if argv and argv[0] in _table(argv[0]) else None
     args = build_parser(only).parse_args(argv)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:

@@ -43,6 +43,7 @@ from vst_core.metric_spec.spec import (
     ENTRY_POINT_GROUP,
     NAME_PATTERN,
     OTHER_DIRECTIONS,
+    SHARED_SETTINGS,
     AgainKey,
     CaptionHook,
     Card,
@@ -183,8 +184,10 @@ class Registry:
 
     @functools.cached_property
     def options(self) -> dict[str, tuple[MetricSpec, Option]]:
-        """Every metric's own settings (:class:`Option`), by name: the metric and the option."""
-        return {o.setting: (s, o) for s in self.specs.values() for o in s.options}
+        """Every metric's own settings (:class:`Option`), by name: the metric and the option; one named
+        like a setting every metric shares (:data:`SHARED_SETTINGS`) cannot be told apart from it
+        and is left out (registration refuses a package's)."""
+        return {o.setting: (s, o) for s in self.specs.values() for o in s.options if o.setting not in SHARED_SETTINGS}
 
     @property
     def switched(self) -> dict[str, Switch]:

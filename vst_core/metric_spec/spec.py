@@ -441,10 +441,10 @@ class MetricSpec:
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        own = tuple(f for f in (o.model_field() for o in self.options) if f is not None)
         known = {f.setting for f in self.model_fields}
-        if any(f.setting not in known for f in own):  # an option with a box is its model field
-            object.__setattr__(self, "model_fields", self.model_fields + tuple(f for f in own if f.setting not in known))
+        boxes = tuple(f for o in self.options if (f := o.model_field()) is not None and f.setting not in known)
+        if boxes:  # an option with a box is its model field
+            object.__setattr__(self, "model_fields", self.model_fields + boxes)
         signed = tuple(o.setting for o in self.options if o.signed and o.setting not in self.settings)
         if signed:  # what a run of the metric signs: its signed options, declared once
             object.__setattr__(self, "settings", self.settings + signed)

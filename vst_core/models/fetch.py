@@ -16,7 +16,8 @@ from vst_core.models.detector import Detector, detector_weights_path
 from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
 from vst_core.models.rovist_vg import VIT_NAME, WHERE, load_rovist_vg
 
-_PAIRS = [
+#: Two sentence pairs (one related, one not) a loaded model is checked on: scored, encoded or rated.
+SENTENCE_PAIRS = [
     ("We drove to the beach early in the morning.", "The waves were already huge when we arrived."),
     ("We drove to the beach early in the morning.", "The central bank raised interest rates on Monday."),
 ]

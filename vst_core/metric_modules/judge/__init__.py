@@ -228,7 +228,7 @@ def weights_id(settings: Any) -> str:
 def fetch_check(model: str, vision: bool = False) -> tuple[str, bool, Callable[[], str]]:
     """``vst fetch-models --judge`` (or ``--judge-vlm`` with ``vision``): the model's name, whether
     its weights are cached, and a check that loads it and rates one story."""
-    from vst_core.models.fetch import _PAIRS
+    from vst_core.models.fetch import SENTENCE_PAIRS
     from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
 
     def rate() -> str:
@@ -237,7 +237,7 @@ def fetch_check(model: str, vision: bool = False) -> tuple[str, bool, Callable[[
         from vst_core.metric_modules.judge.template import load_rubric
 
         loaded = load_judge(model, vision=vision, device="cpu", batch_size=1)
-        prompt = load_rubric().prompt(list(_PAIRS[0]), "coherence", 0)
+        prompt = load_rubric().prompt(list(SENTENCE_PAIRS[0]), "coherence", 0)
         (row,) = loaded.logprobs([prompt], [str(k) for k in range(1, 6)])
         found = rating(list(row))
         return (

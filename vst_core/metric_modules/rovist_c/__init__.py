@@ -81,14 +81,14 @@ def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None 
     loads it and scores a sentence pair)."""
     from pathlib import Path
 
-    from vst_core.models.fetch import _PAIRS
+    from vst_core.models.fetch import SENTENCE_PAIRS
     from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
 
     def nsp() -> str:
         from vst_core.metric_modules.rovist_c.scorers import load_bert_nsp
 
         scorer = load_bert_nsp(model, device="cpu")
-        related, unrelated = scorer.score_pairs(_PAIRS)
+        related, unrelated = scorer.score_pairs(SENTENCE_PAIRS)
         return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
 
     checks: list[tuple[str, bool, Any]] = [(f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp)]
@@ -101,7 +101,7 @@ def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None 
             from vst_core.metric_modules.rovist_c.scorers import load_rovist_c
 
             scorer = load_rovist_c(path, tokenizer=name, device="cpu")
-            p = scorer.score_pairs(_PAIRS[:1])[0]
+            p = scorer.score_pairs(SENTENCE_PAIRS[:1])[0]
             return f"{Path(path).name} with tokenizer {name} loads and scores (P(in order) {p:.3f})"
 
         checks.append((f"RoViST-C {path}", hub_file(name, ("spiece.model", "tokenizer.json")) is not None, rovist))

@@ -58,14 +58,14 @@ def together(
 def fetch_check(model: str) -> tuple[str, bool, Callable[[], str]]:
     """``vst fetch-models --vrank-base``: the encoder ``vst train-vrank`` starts from, whether its
     weights are cached, and a check that loads it and encodes a story pair."""
-    from vst_core.models.fetch import _PAIRS
+    from vst_core.models.fetch import SENTENCE_PAIRS
     from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
 
     def encode() -> str:
         from transformers import AutoModel, AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model)
-        hidden = AutoModel.from_pretrained(model)(**tokenizer(*_PAIRS[0], return_tensors="pt")).last_hidden_state
+        hidden = AutoModel.from_pretrained(model)(**tokenizer(*SENTENCE_PAIRS[0], return_tensors="pt")).last_hidden_state
         return f"loads and encodes a story pair ({hidden.shape[-1]}-dimensional [CLS])"
 
     return f"Vrank base encoder {model}", hub_file(model, HF_WEIGHT_FILES) is not None, encode
