@@ -25,9 +25,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from vst_core.metric_spec import MetricField, MetricSpec, Option
+from vst_core.metric_spec import MetricField, MetricSpec, Option, RunLike, SettingsLike, Story, StoryRecordLike
 
 NAME = "lexical_variety"
 _WORD = re.compile(r"[a-z0-9']+")
@@ -62,19 +61,19 @@ def stopwords(path: str | None) -> frozenset[str]:
     return frozenset(_WORD.findall(Path(path).read_text(encoding="utf-8").lower()))
 
 
-def score(stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], LexicalVariety]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], LexicalVariety]:
     """The hook vst-eval calls on each batch: ``{(system, story_id): record}``."""
     left_out = stopwords(run.settings.option(STOPWORDS))
     return {story.key: variety(story.sentences, left_out) for story in stories}
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     """The stopword file in the signature, by its content: ``{"lexical_variety_stopwords": sha256 prefix}``."""
     path = settings.option(STOPWORDS)
     return {STOPWORDS: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "none"}
 
 
-def evidence(record: Any) -> tuple[str, str] | None:
+def evidence(record: StoryRecordLike) -> tuple[str, str] | None:
     """The words the story repeats, as an escaped list."""
     found = record.metrics.get(NAME)
     if found is None or not found.repeated:

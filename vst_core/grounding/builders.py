@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vst_core.data.regions import Box
+from vst_core.metric_spec.contract import BoxLike, PhraseLike
 from vst_core.metrics.grounding import ClipScore, GroovistScore, Misalignment, RovistVG
 from vst_core.records import (
     ClipScoreScores,
@@ -16,16 +16,15 @@ from vst_core.records import (
     RovistVGClipScores,
     RovistVGScores,
 )
-from vst_core.text.phrases import NounPhrase
 
 
 def grounding_scores(
     result: GroovistScore,
-    units: Sequence[tuple[str, NounPhrase]],
+    units: Sequence[tuple[str, PhraseLike]],
     *,
     best_cosines: Sequence[float],
     images: Sequence[int],
-    boxes: Sequence[Box],
+    boxes: Sequence[BoxLike],
     misalignment: Misalignment,
     np_proportion: float | None,
     notes: Sequence[str],
@@ -86,7 +85,7 @@ def rovist_vg_scores(
     best: Sequence[float],
     idf: Sequence[float],
     images: Sequence[int],
-    boxes: Sequence[Box],
+    boxes: Sequence[BoxLike],
     model: str,
     tagger: str,
     notes: Sequence[str] = (),

@@ -27,10 +27,10 @@ from vst_core.grounding.image_regions import (
 )
 from vst_core.grounding.memo import InputMemo
 from vst_core.metric_spec import TextsHook, registry
+from vst_core.metric_spec.contract import P, PhraseLike, RegionModelLike
 from vst_core.metrics.grounding import idf_table
 from vst_core.models.detector import Detector
 from vst_core.models.protocols import EmbeddingStore, ImageTextEncoder
-from vst_core.models.rovist_vg import RovistVGModel
 from vst_core.records import MetricScores
 from vst_core.text.concreteness import phrase_concreteness
 from vst_core.text.nouns import Noun, nouns_many, tagger_name
@@ -106,7 +106,7 @@ class Grounder(ImageRegions):
         cache: EmbeddingStore | None = None,
         regions_table: RegionsTable | None = None,
         detector: Detector | None = None,
-        vg: RovistVGModel | None = None,
+        vg: RegionModelLike | None = None,
         memo: InputMemo | None = None,
         ahead: Ahead | None = None,
     ) -> None:
@@ -129,11 +129,11 @@ class Grounder(ImageRegions):
 
     # ------------------------------------------------------------------ preparation
 
-    def units(self, phrases: list[NounPhrase]) -> list[tuple[str, NounPhrase]]:
+    def units(self, phrases: Sequence[P]) -> list[tuple[str, P]]:
         """(text to embed, phrase) per unit; with units='nouns' the head lemma, de-duplicated."""
         if self.settings.units == "phrases":
             return [(p.text, p) for p in phrases]
-        seen: dict[str, NounPhrase] = {}
+        seen: dict[str, P] = {}
         for p in phrases:
             seen.setdefault(p.root, p)
         return list(seen.items())
@@ -164,7 +164,7 @@ class Grounder(ImageRegions):
             found = nouns_many([s.sentences for s in stories], self.settings.spacy_model)
             if self.vg.idf is None:  # no table of the authors': fitted over the set
                 self.idf.update({f"vg:{k}": v for k, v in idf_table([[n.text for n in f] for f in found]).items()})
-            self.vg.glove.load({n.text for f in found for n in f})
+            self.vg.load_words({n.text for f in found for n in f})
 
     def story_nouns(self, stories: Sequence[Story]) -> None:
         """RoViST-VG's nouns of every story not done yet, tagged in one pass."""
@@ -402,7 +402,7 @@ class Grounder(ImageRegions):
             if name in self.settings.metrics and spec.image_record is not None
         }
 
-    def weights(self, units: list[tuple[str, NounPhrase]]) -> list[float]:
+    def weights(self, units: Sequence[tuple[str, PhraseLike]]) -> list[float]:
         """Each phrase unit's weight by the settings' ``weighting``: idf over the set, none (1), or
         concreteness (of the head lemma with units='nouns'; of the whitespace words and their WordNet
         lemmas in the reference profile; else of the phrase's words and lemmas, each pair once)."""

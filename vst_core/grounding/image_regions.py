@@ -28,10 +28,10 @@ from vst_core.grounding.embeddings import EmbeddingCache, region_key
 from vst_core.grounding.memo import InputMemo, file_stamp
 from vst_core.hashing import file_digest
 from vst_core.metric_spec import registry
+from vst_core.metric_spec.contract import RegionModelLike
 from vst_core.models.clip import PixelBox
 from vst_core.models.detector import Detector
 from vst_core.models.protocols import CropEncoder, EmbeddingStore, ImageTextEncoder
-from vst_core.models.rovist_vg import RovistVGModel
 
 log = logging.getLogger(__name__)
 K = TypeVar("K")
@@ -87,7 +87,7 @@ class ImageRegions:
         cache: EmbeddingStore | None = None,
         regions_table: RegionsTable | None = None,
         detector: Detector | None = None,
-        vg: RovistVGModel | None = None,
+        vg: RegionModelLike | None = None,
         memo: InputMemo | None = None,
     ) -> None:
         self.settings = settings

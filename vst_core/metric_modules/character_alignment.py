@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, GrounderLike, ImageEntryLike, MetricField, MetricSpec, StoryRecordLike
 from vst_core.metrics.characters import Mention  # the record's per-mention part (pure, stdlib only)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "char_alignment"
 
@@ -62,7 +61,7 @@ def image_refs(story: Story) -> list[str]:
     return [crop_ref(story, crop) for _, crop in story.characters if crop]
 
 
-def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> CharacterAlignmentScores:
+def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> CharacterAlignmentScores:
     """The alignment of each mention of a named character with the image it is named beside, ranked
     among every image of the story that has vectors (one that cannot be read is left out, said)."""
     from vst_core.metrics.characters import mention_alignment, presence_by_names
@@ -101,7 +100,7 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> C
     return CharacterAlignmentScores(score, tuple(found), len(named), len(similarity), tuple(notes))
 
 
-def _best(entry: ImageEntry, vector: np.ndarray) -> float:
+def _best(entry: ImageEntryLike, vector: np.ndarray) -> float:
     """The best cosine of ``vector`` with the image's regions and its whole-image vector."""
     parts = [entry.region_emb @ vector] if entry.region_emb is not None and len(entry.region_emb) else []
     if entry.whole_emb is not None:
@@ -109,7 +108,7 @@ def _best(entry: ImageEntry, vector: np.ndarray) -> float:
     return float(np.max(np.concatenate(parts)))
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     """One card, the mean rank; none for a story given no named characters."""
     found = story.metrics.get(NAME)
     if found is None or not found.named:

@@ -16,12 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, RunLike, StoryRecordLike
 from vst_core.metrics.characters import Track  # the record's per-character part (pure, stdlib only)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "characters"
 
@@ -73,12 +72,12 @@ def record(story: Story) -> CharacterScores:
     )
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     """Every story's :func:`record`."""
     return {story.key: record(story) for story in stories}
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     """One card: the characters' coherence, with continuity and spread on hover; none for a story
     given no named characters."""
     from vst_core.viz.story import format_score

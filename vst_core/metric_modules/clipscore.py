@@ -8,26 +8,25 @@ and the prompted sentences' the image metrics' shared work encoded
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import MetricField, MetricSpec, Option
+from vst_core.metric_spec import GrounderLike, ImageEntryLike, MetricField, MetricSpec, Option, PhraseLike, SettingsLike
 from vst_core.records import ClipScoreScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "clipscore"
 
 
-def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
+def texts(settings: SettingsLike, story: Story, phrases: Sequence[PhraseLike]) -> list[str]:
     """What CLIPScore embeds: each sentence (or image group, :attr:`Story.frame_texts`) after the
     prompt ("A photo depicts " by default)."""
     return [settings.option("clipscore_prompt") + t for t in story.frame_texts if t]
 
 
-def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> ClipScoreScores:
+def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> ClipScoreScores:
     """CLIPScore of sentence (or image group) i, after the prompt, with the whole image i; pairs up
     to the shorter side, the rest said in a note."""
     from vst_core.grounding.builders import clipscore_scores

@@ -13,12 +13,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.data.index_lines import finite_number
-from vst_core.metric_spec import AgainKey, Card, MetricField, MetricSpec, Reaggregation
+from vst_core.metric_spec import (
+    AgainKey,
+    Card,
+    GrounderLike,
+    ImageEntryLike,
+    MetricField,
+    MetricSpec,
+    Reaggregation,
+    SettingsLike,
+    StoryRecordLike,
+)
 from vst_core.records import GroundingScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "grounding"
 #: The settings that change the grounder's numbers (shared by the CLIP metrics).
@@ -33,7 +42,7 @@ IMAGE_SETTINGS: tuple[str, ...] = (
 )
 
 
-def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> GroundingScores:
+def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> GroundingScores:
     """GROOVIST over every region of every image (Eq. 1-2), with T and P (Eq. 3, 4): each phrase unit's
     best region, weighted (concreteness, idf or none), penalised below θ, tanh-bounded."""
     import numpy as np
@@ -83,7 +92,7 @@ def from_score(value: float, note: str) -> GroundingScores:
     return GroundingScores(math.tanh(value), value, None, None, (), None, (), (note,))
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     """GROOVIST with its unbounded value, θ, T and P on hover; T on a card of its own."""
     from vst_core.viz.story import format_score
 
@@ -102,21 +111,27 @@ def cards(story: Any) -> list[Card]:
     ]
 
 
-def _again_key(settings: Any) -> AgainKey:
+def _again_key(settings: SettingsLike) -> AgainKey:
     """(θ, penalty, weights used): what GROOVIST's aggregation depends on."""
     return (settings.theta_value, settings.penalize, settings.weighting != "none")
 
 
-def _refuse(base: Any, wanted: Any) -> str | None:
+def _refuse(base: SettingsLike, wanted: SettingsLike) -> str | None:
     if wanted.weighting not in ("none", base.weighting):
         return f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}"
     return None
 
 
+def _unpack(key: AgainKey) -> tuple[float, bool, bool]:
+    """(θ, penalty, weights used) of a key :func:`_again_key` made."""
+    theta, penalize, weight = key
+    return float(theta), bool(penalize), bool(weight)
+
+
 def _record_again(grounding: GroundingScores, key: AgainKey) -> GroundingScores:
     from vst_core.scoring.reaggregate import rescore_grounding
 
-    theta, penalize, weight = key
+    theta, penalize, weight = _unpack(key)
     return rescore_grounding(grounding, theta, penalize=penalize, weight=weight)
 
 
@@ -140,7 +155,7 @@ def _columns(cosines: Any, weights: Any, rows: Any, n: int, key: AgainKey) -> di
 
     from vst_core.metrics.grounding import groovist_many
 
-    theta, penalize, weight = key
+    theta, penalize, weight = _unpack(key)
     unbounded = groovist_many(cosines, weights, rows, n, theta, penalize=penalize, weight=weight)
     return {"GROOVIST raw": unbounded, "GROOVIST": np.tanh(unbounded)}
 

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec
+from vst_core.metric_spec import Card, MetricField, MetricSpec, RunLike, SettingsLike, StoryRecordLike
 from vst_core.records import RedundancyScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "redundancy"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     """NR of every story: with repeated spans, or without them in one pass (``run.spans`` False)."""
     from vst_core.scoring.story import redundancy_of, redundancy_without_spans
 
@@ -36,7 +35,7 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return out
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     """The reference variant reads the story with NLTK's Punkt and word rules: which ones."""
     from vst_core.text.public import splitter_name
 
@@ -51,7 +50,7 @@ def from_score(value: float, note: str) -> RedundancyScores:
     return RedundancyScores(value, None, None, "imported", 4, (note,))
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     """One card: NR, with inter and intra on hover."""
     from vst_core.viz.story import format_score
 
@@ -60,7 +59,7 @@ def cards(story: Any) -> list[Card]:
     return [("NR", nr.score if nr is not None else None, tip)]
 
 
-def complete(story: Any) -> RedundancyScores | None:
+def complete(story: StoryRecordLike) -> RedundancyScores | None:
     """The story's NR record with the repeated spans a ``--no-spans`` run left out, recomputed from its
     sentences (the same numbers); other records as they are."""
     from dataclasses import replace

@@ -9,21 +9,29 @@ work chose and the model encoded (:class:`vst_core.grounding.grounder.Grounder`)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
+from vst_core.metric_spec import (
+    Card,
+    GrounderLike,
+    ImageEntryLike,
+    MetricField,
+    MetricSpec,
+    ModelsLike,
+    Option,
+    SettingsLike,
+    StoryRecordLike,
+)
 from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.grounding.grounder import Grounder, ImageEntry
-    from vst_core.models.rovist_vg import RovistVGModel
-    from vst_core.scoring.registry import Models
+    from vst_core.models.rovist_vg import IdfTable, RovistVGModel
 
 NAME = "rovist_vg"
 
 
-def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> RovistVGScores:
+def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> RovistVGScores:
     """RoViST-VG with the authors' model, as their ``compute_sim`` and ``vg_score``: each noun's best
     cosine over the regions of each image, the best over the images, idf-weighted log-sum-exp (the
     authors' idf table, else ``vg:`` idf fitted over the set, else 1)."""
@@ -38,7 +46,7 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> R
     grounder.story_nouns([story])
     nouns = grounder.nouns[story.key]
     notes = [e.note for e in entries if e.note]
-    table = vg.idf
+    table = cast("IdfTable | None", vg.idf)  # this metric's own model, with its own table
     fitted = any(k.startswith("vg:") for k in grounder.idf)
     if table is None and not fitted:
         notes.append("no idf fitted over a story set: every noun weighs 1 (the authors' --use_idf 0)")
@@ -81,7 +89,7 @@ def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> R
     )
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     """The checkpoint, ViT, GloVe and idf table by digest, and the tagger that finds the nouns."""
     from vst_core.models.rovist_vg import vg_signature
     from vst_core.signature import rovist_vg_tagger_id
@@ -100,11 +108,11 @@ def caption(recorded: Mapping[str, Any]) -> str:
     return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {recorded.get('regions')} top{recorded.get('top_b')}"
 
 
-def model(models: Models) -> RovistVGModel:
+def model(models: ModelsLike) -> RovistVGModel:
     """The authors' RoViST-VG model of the settings (checkpoint, ViT, GloVe, idf table), loaded once
     per :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., rovist_vg=...)``)."""
 
-    def build(m: Models) -> RovistVGModel:
+    def build(m: ModelsLike) -> RovistVGModel:
         from vst_core.models.rovist_vg import load_rovist_vg
 
         s = m.settings
@@ -120,14 +128,14 @@ def model(models: Models) -> RovistVGModel:
     return models.own(NAME, build)
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     from vst_core.viz.story import rovist_vg_detail
 
     vg = story.metrics.get(NAME)
     return [("RoViST-VG", vg.score if vg else None, rovist_vg_detail(vg) if vg else "")]
 
 
-def evidence(story: Any) -> tuple[str, str] | None:
+def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
     from vst_core.viz.story import rovist_vg_html
 
     vg = story.metrics.get(NAME)

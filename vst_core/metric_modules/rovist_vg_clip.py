@@ -9,25 +9,24 @@ Card: ``docs/metrics/rovist_vg_clip.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import GrounderLike, ImageEntryLike, MetricField, MetricSpec, PhraseLike, SettingsLike
 from vst_core.records import RovistVGClipScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.grounding.grounder import Grounder, ImageEntry
 
 NAME = "rovist_vg_clip"
 
 
-def texts(settings: Any, story: Story, phrases: Sequence[Any]) -> list[str]:
+def texts(settings: SettingsLike, story: Story, phrases: Sequence[PhraseLike]) -> list[str]:
     """What it embeds beyond the phrase units: each phrase's head noun."""
     return [p.root for p in phrases]
 
 
-def record(grounder: Grounder, story: Story, entries: Sequence[ImageEntry]) -> RovistVGClipScores:
+def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> RovistVGClipScores:
     """Each distinct head noun's best CLIP cosine over every region, idf-weighted (``noun:`` idf
     fitted over the set), through RoViST-VG's log-sum-exp and Eq. 3."""
     import numpy as np

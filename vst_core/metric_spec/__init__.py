@@ -37,6 +37,18 @@ from importlib import metadata
 from typing import Any
 
 from vst_core.metric_spec.checks import check_plugin
+from vst_core.metric_spec.contract import (
+    BoxLike,
+    GrounderLike,
+    ImageEntryLike,
+    ImageTextEncoder,
+    Key,
+    PhraseLike,
+    RegionModelLike,
+    RunLike,
+    StorySetLike,
+    WordLike,
+)
 from vst_core.metric_spec.spec import (
     BUILTIN,
     BUILTIN_METRICS,
@@ -75,10 +87,21 @@ from vst_core.metric_spec.spec import (
     Switch,
     TextsHook,
 )
+from vst_core.story import Story
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
+    "BoxLike",
+    "GrounderLike",
+    "ImageEntryLike",
+    "ImageTextEncoder",
+    "Key",
+    "PhraseLike",
+    "RunLike",
+    "Story",
+    "StorySetLike",
+    "WordLike",
     "BUILTIN",
     "BUILTIN_METRICS",
     "ENTRY_POINT_GROUP",
@@ -106,6 +129,7 @@ __all__ = [
     "OptionValue",
     "Reaggregation",
     "RegionModelHook",
+    "RegionModelLike",
     "Registry",
     "RegistryBusyError",
     "ScoreHook",

@@ -11,7 +11,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
+
+import numpy as np
+
+from vst_core.metric_spec.contract import (
+    GrounderLike,
+    ImageEntryLike,
+    Key,
+    ModelsLike,
+    PhraseLike,
+    RegionModelLike,
+    RunLike,
+    SettingsLike,
+    StorySetLike,
+)
+from vst_core.story import Story
 
 #: Which way is better for a number: up, down, or neither (a descriptor).
 Direction = Literal["higher", "lower", "none"]
@@ -63,35 +78,27 @@ class _HasMetrics(Protocol):
     def metrics(self) -> Mapping[str, Any]: ...
 
 
-#: What the display hooks are given: a story's record (:class:`vst_core.records.StoryScores`), each
-#: metric's record under its name in ``metrics``.
-StoryRecordLike = _HasMetrics
-
-
-class SettingsLike(Protocol):
-    """What a hook may read of a run's settings (:class:`vst_core.config.Settings` is one): the
-    metrics, where and in what batches models run, and any metric's own option by name."""
+class StoryRecordLike(Protocol):
+    """What the display hooks are given: a story's record (:class:`vst_core.records.StoryScores`): the
+    story (its ids, sentences and image references) and each metric's record under its name in
+    ``metrics``."""
 
     @property
-    def metrics(self) -> tuple[str, ...]: ...
-
+    def story_id(self) -> str: ...
     @property
-    def device(self) -> str: ...
-
+    def sequence_id(self) -> str: ...
     @property
-    def batch_size(self) -> int: ...
-
-    def option(self, name: str) -> Any: ...
-
-
-class ModelsLike(Protocol):
-    """What a hook may read of a run's models (:class:`vst_core.scoring.registry.Models` is one): its
-    settings, and a metric's own model loaded once under a key (``own(key, build)``)."""
-
+    def system(self) -> str: ...
     @property
-    def settings(self) -> SettingsLike: ...
+    def sentences(self) -> tuple[str, ...]: ...
+    @property
+    def images(self) -> tuple[str, ...]: ...
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
 
-    def own(self, key: str, build: Callable[[Any], Any]) -> Any: ...
+
+#: The record type of a metric (its spec's ``record``), which its hooks make and read.
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,11 +293,11 @@ class Switch:
 
 
 #: The settings a re-aggregation depends on, as it compares them: GROOVIST's (θ, penalty, weights).
-AgainKey = tuple[Any, ...]
+AgainKey = tuple[float | bool | str, ...]
 
 
 @dataclass(frozen=True)
-class Reaggregation:
+class Reaggregation(Generic[R]):
     """How a metric is computed again with no model when only some settings change, from numbers its
     records keep for each of their items (GROOVIST: each phrase's best cosine and weight, under another
     θ, penalty or weighting).
@@ -307,44 +314,46 @@ class Reaggregation:
 
     settings: tuple[str, ...]
     what: str
-    key: Callable[[Any], AgainKey]
-    refuse: Callable[[Any, Any], str | None]
-    record: Callable[[Any, AgainKey], Any]
-    items: Callable[[Any], list[tuple[float, float]]]
-    columns: Callable[[Any, Any, Any, int, AgainKey], dict[str, Any]]
-    provenance: Callable[[AgainKey], dict[str, Any]]
+    key: Callable[[SettingsLike], AgainKey]
+    refuse: Callable[[SettingsLike, SettingsLike], str | None]
+    record: Callable[[R, AgainKey], R]
+    items: Callable[[object], list[tuple[float, float]]]
+    columns: Callable[[np.ndarray, np.ndarray, np.ndarray, int, AgainKey], dict[str, np.ndarray]]
+    provenance: Callable[[AgainKey], dict[str, float | bool | str]]
     describe: Callable[[AgainKey], str]
 
 
 #: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
-#: there is none}``; ``run`` is a :class:`vst_core.scoring.story.ScoringRun` (settings, models,
+#: there is none}``; ``run`` is a :class:`~vst_core.metric_spec.contract.RunLike` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
-ScoreHook = Callable[[Sequence[Any], Any], Mapping[tuple[str, str], Any]]
+ScoreHook = Callable[[Sequence[Story], RunLike], Mapping[Key, "R | str"]]
 #: An image metric of one story from the image work every image metric of a run shares: ``(grounder,
-#: story, entries) -> record``; ``grounder`` is the :class:`vst_core.grounding.grounder.Grounder` that
+#: story, entries) -> record``; ``grounder`` (a :class:`~vst_core.metric_spec.contract.GrounderLike`)
 #: chose the story's regions, encoded them and its texts (cached) and parsed its noun phrases, and
-#: ``entries`` are its images (:class:`vst_core.grounding.grounder.ImageEntry`). A metric with this
-#: hook needs no ``score``: it is scored through the shared work (``ScoringRun.image_records``).
-ImageRecordHook = Callable[[Any, Any, Sequence[Any]], Any]
+#: ``entries`` are its images. A metric with this hook needs no ``score``: it is scored through the
+#: shared work (``RunLike.image_records``).
+ImageRecordHook = Callable[[GrounderLike, Story, Sequence[ImageEntryLike]], R]
 #: The texts an image metric embeds with CLIP beyond the story's phrase units, encoded with them
 #: before any story is scored: ``(settings, story, noun phrases) -> texts``.
-TextsHook = Callable[[Any, Any, Sequence[Any]], Iterable[str]]
+TextsHook = Callable[[SettingsLike, Story, Sequence[PhraseLike]], Iterable[str]]
 #: Images an image metric needs beside the story's own, as the story names them (relative to the
 #: set's folder): ``(story) -> refs``; each is encoded whole (no regions) before any story is scored,
-#: and its :class:`vst_core.grounding.grounder.ImageEntry` is ``grounder.crop(ref)`` (the characters' crops).
-ImageRefsHook = Callable[[Any], Sequence[str]]
+#: and its entry is ``grounder.crop(ref)`` (the characters' crops).
+ImageRefsHook = Callable[[Story], Sequence[str]]
 #: A metric over the stories of a sequence together, computed once per run before the chunks from
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
 #: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
-SetHook = Callable[[Any, Sequence[Any], Any, Any, "Callable[[int], object] | None"], Mapping[tuple[str, str], Any]]
+SetHook = Callable[
+    [StorySetLike, Sequence[Story], SettingsLike, ModelsLike, "Callable[[int], object] | None"], Mapping[Key, "R | str"]
+]
 #: A record holding only a score imported from another source: ``(value, note) -> record``.
-ImportHook = Callable[[float, str], Any]
-#: Loads what computing the metric needs from a :class:`vst_core.scoring.registry.Models` (called
-#: before any work, so a missing model is found up front); raises ``ModelLoadError`` with the reason.
-LoadHook = Callable[[Any], object]
+ImportHook = Callable[[float, str], R]
+#: Loads what computing the metric needs from the run's models (called before any work, so a missing
+#: model is found up front); raises ``ModelLoadError`` with the reason.
+LoadHook = Callable[[ModelsLike], object]
 #: A model the grounder runs over each story's image regions in the same pass as CLIP (RoViST-VG's
-#: own): ``(models) -> model``, loaded through ``Models.own``.
-RegionModelHook = Callable[[Any], Any]
+#: own): ``(models) -> model``, loaded through ``ModelsLike.own``.
+RegionModelHook = Callable[[ModelsLike], RegionModelLike]
 #: The identity of what the metric's numbers depend on beyond the settings, for the signature:
 #: ``(settings) -> {key: "name@digest"}`` (its weights, its tagger, its template).
 IdentityHook = Callable[[SettingsLike], dict[str, str]]
@@ -356,13 +365,13 @@ CardsHook = Callable[[StoryRecordLike], list[Card]]
 #: A metric's own judgement of a story against the others of its sequence: ``(the metric's record) ->
 #: [(other system, other story id, margin)]``, margin > 0 when the story is preferred (Vrank's);
 #: meta-evaluation judges the metric's pairs by them instead of by the difference of its scores.
-MarginsHook = Callable[[Any], "Iterable[tuple[str, str, float]]"]
+MarginsHook = Callable[[R], "Iterable[tuple[str, str, float]]"]
 #: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
 #: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
 SummaryHook = Callable[[ModelsLike], "tuple[list[str], list[str]]"]
 #: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
 #: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
-CompleteHook = Callable[[StoryRecordLike], Any]
+CompleteHook = Callable[[StoryRecordLike], "R | None"]
 #: Why a run's settings cannot be used for this metric (its options together: the judge's server needs
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
@@ -373,7 +382,7 @@ EvidenceHook = Callable[[StoryRecordLike], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
-class MetricSpec:
+class MetricSpec(Generic[R]):
     """Everything the product needs to know about one metric.
 
     ``record`` is a frozen dataclass of JSON-able fields (str, int, float, bool, None, tuples,
@@ -407,7 +416,7 @@ class MetricSpec:
     name: str
     title: str
     description: str
-    record: type
+    record: type[R]
     fields: tuple[MetricField, ...]
     needs: frozenset[Need] = frozenset()
     settings: tuple[str, ...] = ()
@@ -415,22 +424,22 @@ class MetricSpec:
     card: str = ""
     version: str = ""
     aliases: tuple[str, ...] = ()
-    from_score: ImportHook | None = None
-    score: ScoreHook | None = None
-    image_record: ImageRecordHook | None = None
+    from_score: ImportHook[R] | None = None
+    score: ScoreHook[R] | None = None
+    image_record: ImageRecordHook[R] | None = None
     texts: TextsHook | None = None
     image_refs: ImageRefsHook | None = None
-    together: SetHook | None = None
+    together: SetHook[R] | None = None
     load: LoadHook | None = None
     identity: IdentityHook | None = None
     caption: CaptionHook | None = None
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
     model_fields: tuple[ModelField, ...] = ()
-    reaggregate: Reaggregation | None = None
-    complete: CompleteHook | None = None
+    reaggregate: Reaggregation[R] | None = None
+    complete: CompleteHook[R] | None = None
     summary: SummaryHook | None = None
-    margins: MarginsHook | None = None
+    margins: MarginsHook[R] | None = None
     region_model: RegionModelHook | None = None
     formerly: tuple[str, ...] = ()
     switch: Switch | None = None
@@ -451,27 +460,26 @@ class MetricSpec:
         if self.score is None and self.image_record is not None:
             object.__setattr__(self, "score", _ImageScore(self.image_record, self.name))
 
-    def default_cards(self, story: _HasMetrics) -> list[Card]:
+    def default_cards(self, story: StoryRecordLike) -> list[Card]:
         """One card per reported field (or the first field), its help as the hover text."""
         shown = [f for f in self.fields if f.report] or list(self.fields[:1])
         return [(f.column, f.value(story), f.help) for f in shown]
 
-    def cards_of(self, story: _HasMetrics) -> list[Card]:
+    def cards_of(self, story: StoryRecordLike) -> list[Card]:
         """The story's score cards for this metric."""
         return self.cards(story) if self.cards is not None else self.default_cards(story)
 
 
 @dataclass(frozen=True)
-class _ImageScore:
+class _ImageScore(Generic[R]):
     """The ``score`` hook of an image metric: its ``image_record`` on each story of the batch, over the
     image work the run's image metrics share."""
 
-    build: ImageRecordHook
+    build: ImageRecordHook[R]
     metric: str
 
-    def __call__(self, stories: Sequence[Any], run: Any) -> Mapping[tuple[str, str], Any]:
-        found: Mapping[tuple[str, str], Any] = run.image_records(stories, self.build, metric=self.metric)
-        return found
+    def __call__(self, stories: Sequence[Story], run: RunLike) -> Mapping[Key, R | str]:
+        return cast("Mapping[Key, R | str]", run.image_records(stories, self.build, metric=self.metric))
 
 
 #: Numbers outside the registry whose direction is known: the text-overlap baselines and dHM

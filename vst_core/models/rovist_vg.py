@@ -221,6 +221,10 @@ class RovistVGModel:
         preprocessed; the key of the cached region vectors."""
         return self.signature.split("|idf:")[0] + f"|crops:pil{self.steps.resample}-{self.steps.width}x{self.steps.height}"
 
+    def load_words(self, words: Iterable[str]) -> None:
+        """Read the GloVe vectors of ``words`` in one pass over the file (a set's nouns at once)."""
+        self.glove.load(words)
+
     def encode_words(self, words: Sequence[str]) -> tuple[np.ndarray, list[bool]]:
         """tanh(linear(GloVe(word))), L2-normalised, per word; and whether GloVe knew each word."""
         torch = self._torch

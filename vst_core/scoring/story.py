@@ -16,6 +16,7 @@ from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.grounding.grounder import Grounder, ImageEntry
 from vst_core.metric_spec import MetricSpec, registry
+from vst_core.metric_spec.contract import SettingsLike
 from vst_core.metrics.grounding import theta_from_scores
 from vst_core.metrics.redundancy import (
     combine_parts,
@@ -72,7 +73,7 @@ def redundancy_of(story: Story, n: int, variant: NRVariant) -> RedundancyScores:
     )
 
 
-def redundancy_without_spans(stories: Sequence[Story], settings: Settings) -> dict[tuple[str, str], RedundancyScores]:
+def redundancy_without_spans(stories: Sequence[Story], settings: SettingsLike) -> dict[tuple[str, str], RedundancyScores]:
     """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
     numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
     (:func:`completed` adds them when a story is shown), keyed by ``(system, story_id)``."""

@@ -11,32 +11,30 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.cosmic.record import CosmicScores, CosmicSentence
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.metric_modules.cosmic.rater import CosmicModel
-    from vst_core.scoring.registry import Models
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "cosmic"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     return run.set_records(stories, NAME)
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
     return {"cosmic_weights": folder_signature(settings.option("cosmic_model"), "cosmic")}
 
 
-def model(models: Models) -> CosmicModel:
+def model(models: ModelsLike) -> CosmicModel:
     """The rater of ``settings.option("cosmic_model")`` (a ``vst train-cosmic`` folder), loaded once per
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., cosmic=...)``)."""
 
-    def build(m: Models) -> CosmicModel:
+    def build(m: ModelsLike) -> CosmicModel:
         from vst_core.metric_modules.cosmic.rater import load_cosmic
 
         return load_cosmic(m.settings.option("cosmic_model"), device=m.settings.device)
@@ -53,13 +51,13 @@ def together(
     return cosmic_results(story_set, todo, settings, model(models), models.clip)
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     cm = story.metrics.get(NAME)
     tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
     return [("COSMic", cm.score if cm else None, tip)]
 
 
-def evidence(story: Any) -> tuple[str, str] | None:
+def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
     from vst_core.metric_modules.cosmic.html import cosmic_html
 
     cm = story.metrics.get(NAME)

@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
 from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.metric_modules.judge.cache import JudgeCache
     from vst_core.metric_modules.judge.seam import Judge
     from vst_core.metric_modules.judge.template import Rubric
-    from vst_core.scoring.registry import Models
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "judge"
 
@@ -114,7 +112,7 @@ OPTIONS = (
 )
 
 
-def check(settings: Any) -> str | None:
+def check(settings: SettingsLike) -> str | None:
     """Why the judge's settings cannot be used: an endpoint that is no http(s) base URL without
     credentials, or one without the name the server serves the model under.
 
@@ -139,7 +137,7 @@ def check(settings: Any) -> str | None:
     return None
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     """The batch's prompts in shared model calls; a chunk the model cannot take gives each story the
     reason; a model that cannot load stops the run (:class:`~vst_core.models.hub.ModelLoadError`)."""
     from vst_core.metric_modules.judge.batch import judge_records
@@ -158,12 +156,12 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return {s.key: judged.get(s.key, "empty story") for s in stories}
 
 
-def model(models: Models) -> Judge:
+def model(models: ModelsLike) -> Judge:
     """The judge of the settings, loaded once per :class:`~vst_core.scoring.registry.Models` (or
     injected as ``Models(..., judge=...)``): the served model when they name an endpoint, else the
     local vision-language model with ``judge_images``, else the local text model."""
 
-    def build(m: Models) -> Judge:
+    def build(m: ModelsLike) -> Judge:
         s = m.settings
         if s.option("judge_endpoint") and s.option("judge_served_model"):
             from vst_core.metric_modules.judge.served import load_judge_server
@@ -185,14 +183,14 @@ def model(models: Models) -> Judge:
     return models.own(NAME, build)
 
 
-def rubric(models: Models) -> Rubric:
+def rubric(models: ModelsLike) -> Rubric:
     """The rubric template of the settings (their file, else the built-in one), read once."""
     from vst_core.metric_modules.judge.template import load_rubric
 
     return models.own("judge_rubric", lambda m: load_rubric(m.settings.option("judge_template")))
 
 
-def answers(models: Models) -> JudgeCache:
+def answers(models: ModelsLike) -> JudgeCache:
     """The judge's answers on disk (``judge.sqlite`` in the models' cache folder), opened once."""
     from vst_core.config import default_cache_dir
     from vst_core.metric_modules.judge.cache import FILE_NAME, JudgeCache
@@ -200,14 +198,14 @@ def answers(models: Models) -> JudgeCache:
     return models.own("judge_cache", lambda m: JudgeCache((m.cache_dir or default_cache_dir()) / FILE_NAME))
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     """The judge's weights (or the served model) and the rubric template by digest."""
     from vst_core.metric_modules.judge.template import rubric_id
 
     return {"judge_weights": weights_id(settings), "judge_template": rubric_id(settings.option("judge_template"))}
 
 
-def weights_id(settings: Any) -> str:
+def weights_id(settings: SettingsLike) -> str:
     """The judge's weights: ``name@digest`` of the local model's file, or for a served judge its
     served name, the endpoint's host and that its weights cannot be digested from here (the answers'
     cache keys and records carry the revision the server reports). Never the key, nor its variable.
@@ -254,14 +252,14 @@ def caption(recorded: Mapping[str, Any]) -> str:
     return f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}"
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     from vst_core.metric_modules.judge.html import judge_detail
 
     jd = story.metrics.get(NAME)
     return [("judge", jd.score if jd else None, judge_detail(jd) if jd else "")]
 
 
-def evidence(story: Any) -> tuple[str, str] | None:
+def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
     from vst_core.metric_modules.judge.html import judge_html
 
     jd = story.metrics.get(NAME)

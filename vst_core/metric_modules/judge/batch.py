@@ -25,6 +25,7 @@ from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.metric_modules.judge.rule import RATINGS, AspectRating, PairVerdict, combine, first_probability, rating
 from vst_core.metric_modules.judge.seam import Judge
 from vst_core.metric_modules.judge.template import JudgePrompt, Rubric
+from vst_core.metric_spec.contract import SettingsLike
 
 Key = tuple[str, str]
 RATING_LABELS: tuple[str, ...] = tuple(str(k) for k in RATINGS)
@@ -79,7 +80,7 @@ def _aspect(name: str, combined: AspectRating, images: bool) -> JudgeAspect:
 
 def judge_records(
     stories: Sequence[Story],
-    settings: Settings,
+    settings: SettingsLike,
     model: Judge,
     rubric: Rubric,
     cache: JudgeCache,
@@ -142,7 +143,7 @@ def judge_records(
 
 
 def _rationales(
-    stories: Sequence[Story], settings: Settings, model: Judge, rubric: Rubric, cache: JudgeCache, root: Path
+    stories: Sequence[Story], settings: SettingsLike, model: Judge, rubric: Rubric, cache: JudgeCache, root: Path
 ) -> dict[Key, str]:
     images = settings.option("judge_images")
     keys = [

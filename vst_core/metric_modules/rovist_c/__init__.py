@@ -11,18 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Option, Switch
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike, Switch
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.metric_modules.rovist_c.seam import PairScorer
-    from vst_core.scoring.registry import Models
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "coherence"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     """Every transition of the batch through the pair scorer once; a truncated pair is a warning."""
     from vst_core.metric_modules.rovist_c.batch import coherence_of, pair_scores_for, profile_problem, truncation_warnings
 
@@ -44,12 +42,12 @@ def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str],
     return out
 
 
-def model(models: Models) -> PairScorer:
+def model(models: ModelsLike) -> PairScorer:
     """The sentence-pair scorer of the settings (``coherence_model`` with its tokenizer and profile),
     loaded once per :class:`~vst_core.scoring.registry.Models` (or injected as
     ``Models(..., coherence=scorer)``)."""
 
-    def build(m: Models) -> PairScorer:
+    def build(m: ModelsLike) -> PairScorer:
         from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
 
         s = m.settings
@@ -64,7 +62,7 @@ def model(models: Models) -> PairScorer:
     return models.own(NAME, build)
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     """The pair scorer's weights (and, for RoViST-C, its tokenizer) by digest."""
     from vst_core.metric_modules.rovist_c.scorers import pair_weights_id
 
@@ -128,7 +126,7 @@ def from_score(value: float, note: str) -> CoherenceScores:
     return CoherenceScores(value, (), None, "imported", (note,))
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     coh = story.metrics.get(NAME)
     return [("coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else "")]
 

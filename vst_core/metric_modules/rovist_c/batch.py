@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vst_core.config import Settings
 from vst_core.data import Story
 from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
 from vst_core.metric_modules.rovist_c.scorers import pairs_of
 from vst_core.metric_modules.rovist_c.seam import PairScorer, PairScores
+from vst_core.metric_spec.contract import SettingsLike
 from vst_core.metrics.coherence import OVER_LONG_NOTE, Coherence, coherence
 from vst_core.metrics.variants import CoherenceContext
 
@@ -31,7 +31,7 @@ def pair_scores_for(
     return {key: PairScores(scored.probabilities[a:b], scored.truncated[a:b]) for key, a, b in owners}
 
 
-def coherence_of(story: Story, settings: Settings, scores: PairScores, model: str) -> CoherenceScores:
+def coherence_of(story: Story, settings: SettingsLike, scores: PairScores, model: str) -> CoherenceScores:
     """RoViST-C of one story from its pair probabilities. An over-long pair (``scores.truncated``)
     counts truncated under the paper profile; under the reference profile the story has no score
     and its notes say why (:func:`vst_core.metrics.coherence.coherence`, ``over_long``)."""
@@ -47,7 +47,7 @@ def coherence_of(story: Story, settings: Settings, scores: PairScores, model: st
     return coherence_scores(result, () if reference else scores.truncated, model, context)
 
 
-def profile_problem(scorer: PairScorer, settings: Settings) -> str | None:
+def profile_problem(scorer: PairScorer, settings: SettingsLike) -> str | None:
     """Why ``scorer`` cannot give the reference profile's numbers (a RoViST-C scorer loaded with the
     fast tokenizer, e.g. one injected or cached under other settings), or None."""
     tokenizer = getattr(scorer, "tokenizer", None)

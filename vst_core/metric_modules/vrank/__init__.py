@@ -13,32 +13,30 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.vrank.record import Preference, VrankScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, Option
+from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.metric_modules.vrank.ranker import VrankModel
-    from vst_core.scoring.registry import Models
-    from vst_core.scoring.story import ScoringRun
 
 NAME = "vrank"
 
 
-def score(stories: Sequence[Story], run: ScoringRun) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     return run.set_records(stories, NAME)
 
 
-def identity(settings: Any) -> dict[str, str]:
+def identity(settings: SettingsLike) -> dict[str, str]:
     from vst_core.hashing import folder_signature
 
     return {"vrank_weights": folder_signature(settings.option("vrank_model"), "vrank")}
 
 
-def model(models: Models) -> VrankModel:
+def model(models: ModelsLike) -> VrankModel:
     """The ranker of ``settings.option("vrank_model")`` (a ``vst train-vrank`` folder), loaded once per
     :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., vrank=...)``)."""
 
-    def build(m: Models) -> VrankModel:
+    def build(m: ModelsLike) -> VrankModel:
         from vst_core.metric_modules.vrank.ranker import load_vrank
 
         return load_vrank(m.settings.option("vrank_model"), device=m.settings.device, batch_size=m.settings.batch_size)
@@ -71,13 +69,13 @@ def fetch_check(model: str) -> tuple[str, bool, Callable[[], str]]:
     return f"Vrank base encoder {model}", hub_file(model, HF_WEIGHT_FILES) is not None, encode
 
 
-def cards(story: Any) -> list[Card]:
+def cards(story: StoryRecordLike) -> list[Card]:
     vr = story.metrics.get(NAME)
     tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
     return [("Vrank", vr.score if vr else None, tip)]
 
 
-def evidence(story: Any) -> tuple[str, str] | None:
+def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
     from vst_core.metric_modules.vrank.html import vrank_html
 
     vr = story.metrics.get(NAME)
