@@ -636,7 +636,7 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
 def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
     from vst_core.cli import main
     from vst_core.data import read_story_set
-    from vst_core.scoring.story import redundancy_of
+    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
 
     stories = read_story_set(ROOT / "assets/sample/stories.jsonl")
     theirs = tmp_path / "released_R.csv"  # "released" reference-profile NR of the sample, one of them off by 0.1
@@ -658,7 +658,7 @@ def test_the_bundled_second_scores_file_is_current_and_opens_on_compare() -> Non
     """The bundled reference-profile NR equals what ``vst score --nr-variant reference`` gives now,
     and the Compare page opens it with one toggle: every story matched, none equal to the paper's NR."""
     from vst_core.data import load_records, read_story_set
-    from vst_core.scoring.story import redundancy_of
+    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
 
     bundled, problems = load_records(ROOT / "assets/sample/scores_nr_reference.jsonl")
     assert not problems and len(bundled) == 8

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from vst_core.metric_modules.rovist_vg.idf_table import idf_source, read_idf_table
 from vst_core.models.hub import ModelLoadError
-from vst_core.models.idf_table import idf_source, read_idf_table
 
 
 def write(path: Path, data: bytes | str) -> Path:
@@ -240,7 +240,7 @@ def crops() -> list[Image.Image]:
 def test_crops_are_preprocessed_as_the_authors_feature_extractor() -> None:
     from transformers import ViTImageProcessor
 
-    from vst_core.models.rovist_vg import CropPreprocess, feature_extractor_pixels
+    from vst_core.metric_modules.rovist_vg.region2phrase import CropPreprocess, feature_extractor_pixels
 
     processor = ViTImageProcessor(size={"height": 224, "width": 224}, resample=2, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     steps = CropPreprocess.of(processor)
@@ -256,13 +256,16 @@ def test_crops_are_preprocessed_as_the_authors_feature_extractor() -> None:
 def test_fetch_models_reports_nltks_tagger_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nltk
 
-    from vst_core.models.fetch import FetchReport, _check_nltk_tagger
+    from vst_core.metric_modules.rovist_vg import fetch_plan
 
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
-    report = FetchReport()
-    _check_nltk_tagger(report)
-    assert not report.models and "python -m nltk.downloader averaged_perceptron_tagger_eng" in report.notes[0]
+    asked = {"rovist_vg": True, "rovist_vg_vit": "no-such/vit", "rovist_vg_model": None, "glove": None}
+    plan = fetch_plan(asked)
+    assert [c[0] for c in plan.checks] == ["ViT no-such/vit"]
+    assert "python -m nltk.downloader averaged_perceptron_tagger_eng" in plan.notes[0] and "download yourself" in plan.notes[1]
     (tmp_path / "taggers" / "averaged_perceptron_tagger_eng").mkdir(parents=True)
-    report = FetchReport()
-    _check_nltk_tagger(report)
-    assert [m.state for m in report.models] == ["cached"] and report.folders["NLTK_DATA"] == tmp_path
+    plan = fetch_plan(asked)
+    name, cached, run = plan.checks[1]
+    assert name == "NLTK tagger averaged_perceptron_tagger_eng" and cached and "as the authors tag them" in run()
+    assert plan.folders["NLTK_DATA"] == tmp_path
+    assert fetch_plan({k: None for k in asked}).checks == ()  # nothing asked for, nothing checked

@@ -282,19 +282,20 @@ def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_
     )
     _install(plugins, monkeypatch, one_bad=one_bad)
     from vst_core.data import read_story_set
+    from vst_core.metric_modules.rovist_nr import batch as nr
     from vst_core.scoring import story as scoring
     from vst_core.scoring.registry import Models
 
     stories = read_story_set(SAMPLE).stories[:4]
     settings = Settings(metrics=("redundancy", "word_count"))
-    real = scoring.redundancy_of
+    real = nr.redundancy_of
 
     def nr_fails_on_one(story: Any, n: int, variant: Any) -> Any:
         if story.story_id == "space-ref":
             raise ValueError("a tokenizer edge case")
         return real(story, n, variant)
 
-    monkeypatch.setattr(scoring, "redundancy_of", nr_fails_on_one)
+    monkeypatch.setattr(nr, "redundancy_of", nr_fails_on_one)
     records = {r.story_id: r for r in scoring.score_batch(stories, settings, {"id": "t"}, Models(settings), SAMPLE.parent)}
     assert records["space-generic"].errors == {"word_count": "ValueError: this story"}
     assert records["space-ref"].errors == {"redundancy": "ValueError: a tokenizer edge case"}
@@ -868,6 +869,41 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
     assert {"old_import", "chosen"} <= set(reg.specs) and len(reg.problems) == 4, reasons
     assert commands()["score"][0] == "vst_core.cli.score"
     assert Settings(chosen_mode="fast").option("chosen_mode") == "fast" and Settings().option("chosen_mode") is None
+
+
+def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken_flag_is_refused(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric's ``fetch`` adds its options to ``vst fetch-models`` and checks what its plan says,
+    with no file of the command's; a flag of the command itself or of another metric is refused."""
+    from vst_core.cli import main
+
+    fetch = (
+        "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\n"
+        "def _plan(v):\n"
+        "    return FetchPlan(((f'toy model {v[\"toy_model\"]}', True, lambda: 'loads'),), ('a toy note',)) if v['toy_model'] else FetchPlan()\n"
+        "FETCH = Fetch((FetchArgument('--toy-model', 'the toy model', metavar='NAME', const='toy/base'),), _plan)\n"
+    )
+    clash = "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\nFETCH = Fetch((FetchArgument('--{}', 'x'),), lambda v: FetchPlan())\n"
+    reg = _install(
+        plugins,
+        monkeypatch,
+        toyfetch=fetch + _good_as("toyfetch", "f1", "fetch=FETCH"),
+        ownflag=clash.format("detector") + _good_as("ownflag", "f2", "fetch=FETCH"),
+        otherflag=clash.format("judge-vlm") + _good_as("otherflag", "f3", "fetch=FETCH"),
+    )
+    reasons = "\n".join(reg.problems)
+    assert "'--detector' is not --lower-case-words, or it is the command's own" in reasons
+    assert "metric 'judge'" in reasons and set(reg.specs) >= {"toyfetch"} and len(reg.problems) == 2, reasons
+    with pytest.raises(SystemExit):
+        main(["fetch-models", "--help"])
+    assert "--toy-model [NAME]" in capsys.readouterr().out
+    from vst_core.cli import build_parser
+    from vst_core.cli.models import _metric_plans
+
+    args = build_parser("fetch-models").parse_args(["fetch-models", "--toy-model"])
+    plans = {p.checks[0][0]: p for p in _metric_plans(args) if p.checks}
+    assert "toy model toy/base" in plans and plans["toy model toy/base"].notes == ("a toy note",)
 
 
 def test_a_blank_server_address_on_the_command_line_is_no_server_and_a_path_is_a_models_folder(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from conftest import ROOT, ParityLog
 from benchmarks.reference_code import public_code_nr, reference_nr
 from vst_core.config import Settings
 from vst_core.data import Story
-from vst_core.scoring.story import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
+from vst_core.metric_modules.rovist_nr.batch import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
 from vst_core.text.public import UNTRAINED, punkt_sentences, punkt_source, split_story, word_tokens
 
 DHM = ROOT / "tests" / "data" / "dhm"

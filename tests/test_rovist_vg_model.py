@@ -398,8 +398,8 @@ def test_with_the_released_idf_dict_every_story_equals_the_authors_scorer(
     assert moved >= 6  # the released table gives other numbers than a fitted one: the test can tell them apart
     weights = records[0]["signature"]["settings"]["rovist_vg_weights"]
     assert weights.endswith(f"|idf:idf_dict.pkl@{weights_digest(idf_file)}")
+    from vst_core.metric_modules.rovist_vg.html import rovist_vg_html
     from vst_core.records import read_record
-    from vst_core.viz.story import rovist_vg_html
 
     card = rovist_vg_html(read_record(records[0])[0].rovist_vg)  # type: ignore[union-attr,arg-type]
     assert "idf from idf_dict.pkl@" in card
@@ -464,8 +464,8 @@ def test_a_checkpoint_with_other_objects_is_refused_unread(vg_files: dict[str, P
 
     import torch
 
+    from vst_core.metric_modules.rovist_vg.region2phrase import read_vg_checkpoint
     from vst_core.models.hub import ModelLoadError
-    from vst_core.models.rovist_vg import read_vg_checkpoint
 
     bad = tmp_path / "bad.pth.tar"
     torch.save({"model": {}, "opt": argparse.Namespace(lr=1.0)}, bad)

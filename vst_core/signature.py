@@ -64,16 +64,6 @@ def text_ids(settings: Settings) -> dict[str, str]:
     return ids
 
 
-def rovist_vg_tagger_id(spacy_model: str | None) -> str:
-    """The POS tagger that finds RoViST-VG's nouns (NLTK's model, else the spaCy pipeline's tagger)."""
-    from vst_core.text.nouns import tagger_name
-
-    try:
-        return tagger_name(spacy_model)
-    except SpacyUnavailableError:
-        return f"spacy/{spacy_model or 'default'}:not-installed"
-
-
 def spacy_pipeline_id(name: str | None) -> str:
     """``lang_name-version`` of the spaCy pipeline the settings use, or why there is none: from the
     pipeline's ``meta.json`` (spaCy is not loaded), else by loading it."""

@@ -157,8 +157,8 @@ def nr_throughput(texts: list[list[str]], reference: ReferenceNR, seconds: float
     from vst_core.config import Settings
     from vst_core.data import Story
     from vst_core.metric_modules import rovist_nr
+    from vst_core.metric_modules.rovist_nr.batch import nr_words, redundancy_of, redundancy_without_spans
     from vst_core.metrics.redundancy import non_redundancy_scores
-    from vst_core.scoring.story import nr_words, redundancy_of, redundancy_without_spans
 
     settings = Settings(metrics=(rovist_nr.NAME,), nr_variant="reference")
     stories = [Story(f"s{k}", f"s{k}", "bench", tuple(sentences)) for k, sentences in enumerate(texts)]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
-from vst_core.metric_modules.rovist_c.scorers import DEFAULT_NSP_MODEL
-from vst_core.metric_modules.vrank.ranker import DEFAULT_BASE as VRANK_BASE
+
+if TYPE_CHECKING:
+    from vst_core.metric_spec import FetchPlan
 
 DEFAULTS = Settings()
 
@@ -26,57 +27,36 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ),
         formatter_class=DefaultsHelp,
     )
-    fetch.add_argument("--coherence-model", default=DEFAULT_NSP_MODEL, help="next-sentence model (hub id or folder)")
     fetch.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
     fetch.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
-    fetch.add_argument(
-        "--rovist-c",
-        default=None,
-        metavar="PATH",
-        help="also check the authors' RoViST-C checkpoint file and fetch its ALBERT tokenizer",
-    )
-    fetch.add_argument("--coherence-tokenizer", default=None, help="tokenizer for --rovist-c (default albert-large-v1)")
     fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
-    fetch.add_argument(
-        "--rovist-vg", action="store_true", help="also fetch the ViT of RoViST-VG's image encoder (--rovist-vg-vit)"
-    )
-    fetch.add_argument(
-        "--rovist-vg-vit", default=DEFAULTS.option("rovist_vg_vit"), help="the ViT of RoViST-VG (hub name or folder)"
-    )
-    fetch.add_argument(
-        "--rovist-vg-model", default=None, metavar="FILE", help="also check the authors' RoViST-VG checkpoint (with --glove)"
-    )
-    fetch.add_argument("--glove", default=None, metavar="FILE", help="GloVe vectors for --rovist-vg-model (glove.6B.300d.txt)")
-    fetch.add_argument(
-        "--vrank-base",
-        nargs="?",
-        const=VRANK_BASE,
-        default=None,
-        metavar="NAME",
-        help=f"also fetch the encoder `train-vrank` starts from (default {VRANK_BASE})",
-    )
-    fetch.add_argument(
-        "--judge",
-        nargs="?",
-        const=DEFAULTS.option("judge_model"),
-        default=None,
-        metavar="NAME",
-        help=f"also fetch the rubric judge's chat model (default {DEFAULTS.option('judge_model')})",
-    )
-    fetch.add_argument(
-        "--judge-vlm",
-        nargs="?",
-        const=DEFAULTS.option("judge_vlm"),
-        default=None,
-        metavar="NAME",
-        help=f"also fetch the judge's vision-language model for --judge-images (default {DEFAULTS.option('judge_vlm')})",
-    )
+    _metric_arguments(fetch)
 
     cache = sub.add_parser("cache", help="report or clear the embedding cache")
     cache.add_argument(
         "--cache-dir", type=Path, default=None, help="cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)"
     )
     cache.add_argument("--clear", action="store_true", help="delete every cached embedding")
+
+
+def _metric_arguments(fetch: argparse.ArgumentParser) -> None:
+    """Each metric's own options of ``fetch-models`` (its spec's ``fetch``); a flag another metric or
+    this command already has is left off with a note (the rest keep working)."""
+    from vst_core.metric_spec import registry
+
+    for spec in registry().specs.values():
+        for a in spec.fetch.arguments if spec.fetch is not None else ():
+            try:
+                if a.switch:
+                    fetch.add_argument(a.flag, action="store_true", help=a.help)
+                elif a.const is not None:
+                    fetch.add_argument(
+                        a.flag, nargs="?", const=a.const, default=a.default, metavar=a.metavar or None, help=a.help
+                    )
+                else:
+                    fetch.add_argument(a.flag, default=a.default, metavar=a.metavar or None, help=a.help)
+            except argparse.ArgumentError:
+                note(f"metric {spec.name!r}: fetch-models option {a.flag} is taken; left off")
 
 
 def run_fetch(args: argparse.Namespace) -> int:
@@ -88,27 +68,24 @@ def run_fetch(args: argparse.Namespace) -> int:
         clip_arch=args.clip_model,
         clip_pretrained=args.clip_pretrained,
         detector=args.detector,
-        rovist_vg=args.rovist_vg,
-        rovist_vg_vit=args.rovist_vg_vit,
-        rovist_vg_checkpoint=args.rovist_vg_model,
-        glove=args.glove,
-        more=_metric_checks(args),
+        more=_metric_plans(args),
         log=note,
     )
     note(report.summary())
     return 0 if report.ok else EXIT_WEIGHTS
 
 
-def _metric_checks(args: argparse.Namespace) -> list[tuple[str, bool, Any]]:
-    """The metrics' own models asked for (the next-sentence model always, --rovist-c, --vrank-base,
-    --judge, --judge-vlm), as their packages check them."""
-    from vst_core.metric_modules import judge, rovist_c, vrank
+def _metric_plans(args: argparse.Namespace) -> list[FetchPlan]:
+    """What each metric's package checks of its own models, given its options' values (RoViST-C's
+    next-sentence model always; the others when asked for)."""
+    from vst_core.metric_spec import registry
 
-    checks = rovist_c.fetch_checks(args.coherence_model, args.rovist_c, args.coherence_tokenizer)
-    checks += [vrank.fetch_check(args.vrank_base)] if args.vrank_base else []
-    checks += [judge.fetch_check(args.judge)] if args.judge else []
-    checks += [judge.fetch_check(args.judge_vlm, vision=True)] if args.judge_vlm else []
-    return checks
+    plans = []
+    for spec in registry().specs.values():
+        if spec.fetch is not None:
+            values = {a.dest: getattr(args, a.dest, None) for a in spec.fetch.arguments}
+            plans.append(spec.fetch.plan(values))
+    return plans
 
 
 def run_cache(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 
 from vst_core.metric_spec.spec import (
     CLI_COMMANDS,
+    FETCH_FLAGS,
     NAME_PATTERN,
     OTHER_DIRECTIONS,
     SHARED_SETTINGS,
@@ -99,6 +100,13 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     for command in spec.commands:
         if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
             raise ValueError(f"command {command!r} is vst's own or another metric's, or not lower-case words with -")
+    used_fetch = {a.flag: s.name for s in taken.values() if s.fetch is not None for a in s.fetch.arguments}
+    for a in spec.fetch.arguments if spec.fetch is not None else ():
+        if not re.fullmatch(r"--[a-z][a-z0-9-]*", a.flag) or a.flag in FETCH_FLAGS or a.flag in used_fetch:
+            raise ValueError(
+                f"fetch-models option {a.flag!r} is not --lower-case-words, or it is the command's own or metric "
+                f"{used_fetch.get(a.flag)!r}'s"
+            )
     if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
         raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
     for old in spec.formerly:  # another metric's records are never read as this one's

@@ -200,7 +200,7 @@ class ImageEntryLike(Protocol):
 
 class RegionModelLike(Protocol):
     """A metric's own model the shared image work runs over each image's regions beside CLIP
-    (RoViST-VG's, :class:`vst_core.metric_modules.rovist_vg.model.RovistVGModel`): unit vectors of
+    (RoViST-VG's, :class:`vst_core.metric_modules.rovist_vg.region2phrase.RovistVGModel`): unit vectors of
     region crops and of words, the ``device`` it runs on, its ``signature`` and the
     ``region_signature`` cached region vectors are keyed by, and an ``idf`` table of its own (None:
     idf is fitted over the set under ``vg:``)."""

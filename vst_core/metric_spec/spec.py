@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 import numpy as np
@@ -70,6 +71,8 @@ SHARED_SETTINGS: frozenset[str] = frozenset(
 CLI_COMMANDS: frozenset[str] = frozenset(
     {"bench", "cache", "compare", "dhm", "fetch-models", "import-scores", "meta-eval", "metrics", "report", "score"}
 )
+#: The options of ``vst fetch-models`` itself (:mod:`vst_core.cli.models`): no metric's ``fetch`` may take one.
+FETCH_FLAGS: frozenset[str] = frozenset({"--clip-model", "--clip-pretrained", "--detector", "--help"})
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,39}")
 
 
@@ -292,6 +295,53 @@ class Switch:
     path: Callable[[str], str] = str.strip
 
 
+#: One model ``vst fetch-models`` checks: (its name, whether its files are cached already, a check
+#: that loads it and uses it once -> what it did; raises ``ModelLoadError`` when it is missing or broken).
+FetchCheck = tuple[str, bool, Callable[[], str]]
+
+
+@dataclass(frozen=True)
+class FetchArgument:
+    """One option a metric adds to ``vst fetch-models``: its ``flag``; an on/off ``switch``, or a value
+    (``metavar``) with a ``default``; with a ``const`` the flag may be given bare and then takes it
+    (``--vrank-base`` alone: the default base encoder).
+
+    >>> FetchArgument("--rovist-vg-model", "the checkpoint", metavar="FILE").dest
+    'rovist_vg_model'
+    """
+
+    flag: str
+    help: str
+    metavar: str = ""
+    default: OptionValue = None
+    const: OptionValue = None
+    switch: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The name its value is given under (the flag's words joined by ``_``)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class FetchPlan:
+    """What ``vst fetch-models`` checks of a metric: its models (:data:`FetchCheck`), lines said as
+    notes, and folders to copy to an offline machine (what the variable is -> where)."""
+
+    checks: tuple[FetchCheck, ...] = ()
+    notes: tuple[str, ...] = ()
+    folders: Mapping[str, Path] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """A metric's part of ``vst fetch-models``: its ``arguments``, and ``plan(values)`` what to check
+    given their values (``{dest: value}``; every argument is there, None when not given)."""
+
+    arguments: tuple[FetchArgument, ...]
+    plan: Callable[[Mapping[str, OptionValue]], FetchPlan]
+
+
 #: The settings a re-aggregation depends on, as it compares them: GROOVIST's (θ, penalty, weights).
 AgainKey = tuple[float | bool | str, ...]
 
@@ -411,7 +461,8 @@ class MetricSpec(Generic[R]):
     records are read from files); ``options`` the settings it owns (:class:`Option`: its flags, its
     sidebar boxes, its part of the signature) and ``check`` why a run's values of them cannot be
     used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
-    ``run(args)``: Vrank's ``train-vrank``)."""
+    ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
+    models they check."""
 
     name: str
     title: str
@@ -447,6 +498,7 @@ class MetricSpec(Generic[R]):
     options: tuple[Option, ...] = ()
     check: SettingsCheckHook | None = None
     commands: Mapping[str, str] = field(default_factory=dict)
+    fetch: Fetch | None = None
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

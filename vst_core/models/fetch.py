@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vst_core.metric_spec import FetchPlan
 from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector, detector_weights_path
-from vst_core.models.hub import HF_WEIGHT_FILES, ModelLoadError, hf_cache_dir, hub_file, torch_hub_dir
-from vst_core.models.rovist_vg import VIT_NAME, WHERE, load_rovist_vg
+from vst_core.models.hub import ModelLoadError, hf_cache_dir, torch_hub_dir
 
 #: Two sentence pairs (one related, one not) a loaded model is checked on: scored, encoded or rated.
 SENTENCE_PAIRS = [
@@ -71,30 +71,28 @@ def fetch_models(
     clip_arch: str = "ViT-B-32",
     clip_pretrained: str = "openai",
     detector: bool = False,
-    rovist_vg: bool = False,
-    rovist_vg_vit: str = VIT_NAME,
-    rovist_vg_checkpoint: str | None = None,
-    glove: str | None = None,
-    more: Sequence[tuple[str, bool, Callable[[], str]]] = (),
+    more: Sequence[FetchPlan] = (),
     log: Callable[[str], None] = lambda line: None,
 ) -> FetchReport:
-    """Check (and fetch when missing) CLIP, then each of ``more`` (a metric's own model as its
-    package checks it: (name, cached already, load and use it -> what it did), RoViST-C's
-    next-sentence model first), then optionally the detector and RoViST-VG's files; see the module doc."""
+    """Check (and fetch when missing) CLIP, then each metric's own models as its package plans them
+    (``more``: RoViST-C's next-sentence model first), then optionally the detector; see the module doc."""
 
     report = FetchReport()
     _check_clip(report, clip_arch, clip_pretrained, log)
-    for name, cached, run in more:
-        _check(report, name, cached, run, log)
+    for plan in more:
+        for name, cached, run in plan.checks:
+            _check(report, name, cached, run, log)
+        report.notes.extend(plan.notes)
     if detector:
         _check_detector(report, log)
-    if rovist_vg or rovist_vg_checkpoint or glove:
-        _check_rovist_vg(report, rovist_vg_vit, rovist_vg_checkpoint, glove, log)
     report.folders = {
         "Hugging Face hub cache (HF_HUB_CACHE, by default HF_HOME/hub)": hf_cache_dir(),
         "TORCH_HOME (detector)": torch_hub_dir() / "checkpoints",
         "XDG_CACHE_HOME (OpenAI CLIP files, optional)": clip_cache_dirs()[0],
     }
+    for plan in more:
+        for what, path in plan.folders.items():
+            report.folders.setdefault(what, path)
     return report
 
 
@@ -130,54 +128,3 @@ def _check_detector(report: FetchReport, log: Callable[[str], None]) -> None:
         return f"{found.path} loads and detects ({len(boxes[0])} boxes on a blank image)"
 
     _check(report, "detector Faster R-CNN ResNet-50 FPN v2", detector_weights_path() is not None, detect, log)
-
-
-def _check_nltk_tagger(report: FetchReport) -> None:
-    """Whether NLTK's perceptron tagger data (the tagger of the authors' noun extraction) is
-    installed: a status line when it is, a note naming the command when it is not (spaCy's tagger
-    then stands in, and a noun's tag can differ)."""
-    from vst_core.text.nouns import NLTK_TAGGER_DATA, nltk_tagger_path
-
-    found = nltk_tagger_path()
-    if found is not None:
-        report.models.append(
-            ModelStatus(f"NLTK tagger {NLTK_TAGGER_DATA}", "cached", f"{found}: RoViST-VG's nouns as the authors tag them", 0.0)
-        )
-        report.folders.setdefault("NLTK_DATA", found.parents[1])
-        return
-    report.notes.append(
-        f"NLTK's tagger data ({NLTK_TAGGER_DATA}) is not installed: RoViST-VG's nouns are tagged by spaCy instead, and a "
-        f"noun's tag can differ from the authors'; install it with `python -m nltk.downloader {NLTK_TAGGER_DATA}`"
-    )
-
-
-def _check_rovist_vg(
-    report: FetchReport, vit: str, checkpoint: str | None, glove: str | None, log: Callable[[str], None]
-) -> None:
-    """RoViST-VG's ViT from the hub (config, image processor, weights); the checkpoint and GloVe
-    are the user's files, checked by scoring one word against one crop when both are given."""
-    from transformers import ViTConfig, ViTImageProcessor, ViTModel
-
-    from vst_core.models.folders import load_hf
-
-    def vit_loads() -> str:
-        config = load_hf(vit, ViTConfig.from_pretrained, "ViT")
-        load_hf(vit, ViTImageProcessor.from_pretrained, "ViT image processor")
-        load_hf(vit, ViTModel.from_pretrained, "ViT")
-        return f"loads (hidden size {config.hidden_size}, {config.image_size}px); RoViST-VG's image encoder"
-
-    _check(report, f"ViT {vit}", hub_file(vit, HF_WEIGHT_FILES) is not None, vit_loads, log)
-    _check_nltk_tagger(report)
-    if not (checkpoint and glove):
-        report.notes.append(f"RoViST-VG's checkpoint and GloVe vectors are files you download yourself: {WHERE}")
-        return
-
-    def model() -> str:
-        from PIL import Image
-
-        loaded = load_rovist_vg(checkpoint, vit=vit, glove=glove, device="cpu", batch_size=1)
-        words, _ = loaded.encode_words(["dog"])
-        crop = loaded.encode_crops([Image.new("RGB", (64, 48), "gray")])
-        return f"{loaded.signature} loads and scores (cos(dog, a gray crop) {float(words[0] @ crop[0]):+.3f})"
-
-    _check(report, f"RoViST-VG {Path(checkpoint).name} + {Path(glove).name}", True, model, log)

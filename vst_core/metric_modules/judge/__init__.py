@@ -16,7 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
 from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
+from vst_core.metric_spec import (
+    Card,
+    Fetch,
+    FetchArgument,
+    FetchCheck,
+    FetchPlan,
+    MetricField,
+    MetricSpec,
+    ModelsLike,
+    Option,
+    OptionValue,
+    RunLike,
+    SettingsLike,
+    StoryRecordLike,
+)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -288,6 +302,33 @@ def summary(models: Any) -> tuple[list[str], list[str]]:
     ] if failed else []
 
 
+def fetch_plan(values: Mapping[str, OptionValue]) -> FetchPlan:
+    """``vst fetch-models --judge [NAME] --judge-vlm [NAME]``: the chat model and the vision-language
+    model asked for."""
+    checks: list[FetchCheck] = []
+    if values.get("judge"):
+        checks.append(fetch_check(str(values["judge"])))
+    if values.get("judge_vlm"):
+        checks.append(fetch_check(str(values["judge_vlm"]), vision=True))
+    return FetchPlan(tuple(checks))
+
+
+FETCH = Fetch(
+    arguments=(
+        FetchArgument(
+            "--judge", f"also fetch the rubric judge's chat model (default {JUDGE_MODEL})", metavar="NAME", const=JUDGE_MODEL
+        ),
+        FetchArgument(
+            "--judge-vlm",
+            f"also fetch the judge's vision-language model for --judge-images (default {JUDGE_VLM})",
+            metavar="NAME",
+            const=JUDGE_VLM,
+        ),
+    ),
+    plan=fetch_plan,
+)
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="rubric judge",
@@ -337,6 +378,7 @@ METRIC = MetricSpec(
     cards=cards,
     evidence=evidence,
     commands={"judge-bias": "vst_core.metric_modules.judge.command"},
+    fetch=FETCH,
     offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
 )
 

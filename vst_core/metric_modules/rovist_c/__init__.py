@@ -10,8 +10,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
 from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike, Switch
+from vst_core.metric_spec import (
+    Card,
+    Fetch,
+    FetchArgument,
+    FetchPlan,
+    MetricField,
+    MetricSpec,
+    ModelsLike,
+    Option,
+    OptionValue,
+    RunLike,
+    SettingsLike,
+    StoryRecordLike,
+    Switch,
+)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -131,6 +146,28 @@ def cards(story: StoryRecordLike) -> list[Card]:
     return [("coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else "")]
 
 
+FETCH = Fetch(
+    arguments=(
+        FetchArgument("--coherence-model", "next-sentence model (hub id or folder)", default=NSP_MODEL),
+        FetchArgument(
+            "--rovist-c", "also check the authors' RoViST-C checkpoint file and fetch its ALBERT tokenizer", metavar="PATH"
+        ),
+        FetchArgument("--coherence-tokenizer", "tokenizer for --rovist-c (default albert-large-v1)"),
+    ),
+    plan=lambda v: FetchPlan(
+        tuple(
+            fetch_checks(
+                str(v.get("coherence_model") or NSP_MODEL), _text(v.get("rovist_c")), _text(v.get("coherence_tokenizer"))
+            )
+        )
+    ),
+)
+
+
+def _text(value: OptionValue) -> str | None:
+    return None if value is None else str(value)
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="RoViST-C",
@@ -183,6 +220,7 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
+    fetch=FETCH,
     switch=Switch(
         header="Coherence",
         setting="coherence_model",

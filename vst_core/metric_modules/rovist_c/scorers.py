@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from vst_core.metric_modules.rovist_c.albert_tokenizer import ROVIST_C_TOKENIZER, SPIECE_FILE, load_slow_albert_tokenizer
+from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
 from vst_core.metric_modules.rovist_c.seam import PairScores
 from vst_core.metrics.coherence import transitions
 from vst_core.metrics.variants import CoherenceContext
@@ -45,7 +46,7 @@ from vst_core.models.hub import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_NSP_MODEL = "bert-base-uncased"
+DEFAULT_NSP_MODEL = NSP_MODEL
 SOP_META_FILE = "vst_sop.json"
 
 #: What a scorer does with a pair longer than the model's maximum length: ``truncate`` it (paper

@@ -12,8 +12,21 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.vrank.defaults import BASE_ENCODER
 from vst_core.metric_modules.vrank.record import Preference, VrankScores
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
+from vst_core.metric_spec import (
+    Card,
+    Fetch,
+    FetchArgument,
+    FetchPlan,
+    MetricField,
+    MetricSpec,
+    ModelsLike,
+    Option,
+    RunLike,
+    SettingsLike,
+    StoryRecordLike,
+)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -90,6 +103,19 @@ def margins(vr: Any) -> list[tuple[str, str, float]]:
     return [(p.system, p.story_id, p.margin) for p in vr.preferences]
 
 
+FETCH = Fetch(
+    arguments=(
+        FetchArgument(
+            "--vrank-base",
+            f"also fetch the encoder `train-vrank` starts from (default {BASE_ENCODER})",
+            metavar="NAME",
+            const=BASE_ENCODER,
+        ),
+    ),
+    plan=lambda v: FetchPlan((fetch_check(str(v["vrank_base"])),) if v.get("vrank_base") else ()),
+)
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="Vrank",
@@ -111,6 +137,7 @@ METRIC = MetricSpec(
     cards=cards,
     evidence=evidence,
     commands={"train-vrank": "vst_core.metric_modules.vrank.command"},
+    fetch=FETCH,
     options=(
         Option(
             "vrank_model",

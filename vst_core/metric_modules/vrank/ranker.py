@@ -18,12 +18,13 @@ from typing import Any, Literal
 import numpy as np
 
 from vst_core.hashing import folder_signature
+from vst_core.metric_modules.vrank.defaults import BASE_ENCODER
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import check_transformers_folder, load_state, loading, model_folder, read_safetensors, read_settings
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, option
 
 #: The encoder Vrank's recipe starts from: SimCSE (supervised) on BERT-base, as the paper describes.
-DEFAULT_BASE = "princeton-nlp/sup-simcse-bert-base-uncased"
+DEFAULT_BASE = BASE_ENCODER
 META_FILE = "vrank.json"
 HEAD_FILE = "head.safetensors"
 ENCODER_DIR = "encoder"

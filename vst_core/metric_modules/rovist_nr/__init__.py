@@ -1,7 +1,8 @@
 """RoViST-NR (Wang et al., 2022): non-redundancy = 1 − mean(inter, intra), with the repeated spans.
 
-Formula: :mod:`vst_core.metrics.redundancy`; one story: :func:`vst_core.scoring.story.redundancy_of`;
-``--no-spans``: one vectorised pass (:func:`vst_core.scoring.story.redundancy_without_spans`).
+Formula: :mod:`vst_core.metrics.redundancy`; one story: :func:`.batch.redundancy_of`;
+``--no-spans``: one vectorised pass (:func:`.batch.redundancy_without_spans`); records from
+results: :mod:`.builders`.
 Card: ``docs/metrics/rovist_nr.md``.
 """
 
@@ -21,7 +22,7 @@ NAME = "redundancy"
 
 def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
     """NR of every story: with repeated spans, or without them in one pass (``run.spans`` False)."""
-    from vst_core.scoring.story import redundancy_of, redundancy_without_spans
+    from vst_core.metric_modules.rovist_nr.batch import redundancy_of, redundancy_without_spans
 
     s = run.settings
     if not run.spans:
@@ -65,8 +66,8 @@ def complete(story: StoryRecordLike) -> RedundancyScores | None:
     from dataclasses import replace
 
     from vst_core.data import Story
-    from vst_core.scoring.builders import NO_SPANS_NOTE
-    from vst_core.scoring.story import RESPLIT_NOTE, redundancy_of
+    from vst_core.metric_modules.rovist_nr.batch import RESPLIT_NOTE, redundancy_of
+    from vst_core.metric_modules.rovist_nr.builders import NO_SPANS_NOTE
 
     nr = story.metrics.get(NAME)
     if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":

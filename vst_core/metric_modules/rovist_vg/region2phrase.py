@@ -16,7 +16,7 @@ Three user files and one hub model:
 * GloVe as Stanford ships it (``glove.6B.300d.txt``) or in the word2vec text format their script
   writes beside it (the same lines under a ``count dim`` header), read line by line for the words
   a run needs only;
-* optionally their ``idf_dict.pkl`` (:mod:`vst_core.models.idf_table`, read without running pickle
+* optionally their ``idf_dict.pkl`` (:mod:`vst_core.metric_modules.rovist_vg.idf_table`, read without running pickle
   code): the idf weights their scorer uses; without it idf is fitted over the scored set.
 
 The crops are preprocessed as their ``ViTFeatureExtractor`` did (:func:`feature_extractor_pixels`:
@@ -35,12 +35,13 @@ import numpy as np
 from PIL import Image
 
 from vst_core.hashing import weights_digest
+from vst_core.metric_modules.rovist_vg.defaults import VIT
+from vst_core.metric_modules.rovist_vg.idf_table import FITTED_IDF, IdfTable, read_idf_table
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf, loading, regular_file
 from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, numpy_scalar_globals, option
-from vst_core.models.idf_table import FITTED_IDF, IdfTable, read_idf_table
 
-VIT_NAME = "google/vit-base-patch16-224-in21k"
+VIT_NAME = VIT
 GLOVE_NAME = "glove.6B.300d.txt"
 UNKNOWN_WORD = "unk"
 #: Prefixes of the authors' state dict (``Region2PhraseModel``'s attribute names).

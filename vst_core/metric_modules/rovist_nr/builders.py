@@ -1,6 +1,6 @@
-"""One builder per metric: a pure metric result plus where its units sit in the text -> its typed
-record (:mod:`vst_core.records`). Token indices become character spans here, so every consumer of
-a record (cards, highlighted text, exports) works on character offsets of the sentences."""
+"""RoViST-NR's result plus where its words sit in the text -> its record
+(:class:`vst_core.records.RedundancyScores`). Token indices become character spans here, so every
+consumer of a record (cards, highlighted text, exports) works on character offsets of the sentences."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """RoViST-VG (Wang et al., 2022) with the authors' Region2Phrase model: each noun's best region
 (ViT regions, GloVe nouns), an idf-weighted log-sum-exp S, Eq. 3 in (−1, 1).
 
-Formula: :func:`vst_core.metrics.grounding.rovist_vg`; the model: :mod:`vst_core.models.rovist_vg`;
+Formula: :func:`vst_core.metrics.grounding.rovist_vg`; the model: :mod:`.region2phrase` (its idf table: :mod:`.idf_table`);
 nouns: :mod:`vst_core.text.nouns`; wired here (:func:`record`) over the regions the image metrics' shared
 work chose and the model encoded (:class:`vst_core.grounding.grounder.Grounder`). Card: ``docs/metrics/rovist_vg.md``.
 """
@@ -9,16 +9,23 @@ work chose and the model encoded (:class:`vst_core.grounding.grounder.Grounder`)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from vst_core.metric_modules.rovist_vg.defaults import VIT
 from vst_core.metric_spec import (
     Card,
+    Fetch,
+    FetchArgument,
+    FetchCheck,
+    FetchPlan,
     GrounderLike,
     ImageEntryLike,
     MetricField,
     MetricSpec,
     ModelsLike,
     Option,
+    OptionValue,
     SettingsLike,
     StoryRecordLike,
 )
@@ -26,7 +33,7 @@ from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-    from vst_core.models.rovist_vg import IdfTable, RovistVGModel
+    from vst_core.metric_modules.rovist_vg.region2phrase import IdfTable, RovistVGModel
 
 NAME = "rovist_vg"
 
@@ -91,8 +98,7 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
 
 def identity(settings: SettingsLike) -> dict[str, str]:
     """The checkpoint, ViT, GloVe and idf table by digest, and the tagger that finds the nouns."""
-    from vst_core.models.rovist_vg import vg_signature
-    from vst_core.signature import rovist_vg_tagger_id
+    from vst_core.metric_modules.rovist_vg.region2phrase import vg_signature
     from vst_core.text.public import splitter_name
 
     weights = vg_signature(
@@ -101,7 +107,18 @@ def identity(settings: SettingsLike) -> dict[str, str]:
         settings.option("glove_file") or "",
         settings.option("rovist_vg_idf"),
     )
-    return {"rovist_vg_weights": weights, "rovist_vg_tagger": rovist_vg_tagger_id(settings.spacy_model), "punkt": splitter_name()}
+    return {"rovist_vg_weights": weights, "rovist_vg_tagger": tagger_id(settings.spacy_model), "punkt": splitter_name()}
+
+
+def tagger_id(spacy_model: str | None) -> str:
+    """The POS tagger that finds RoViST-VG's nouns (NLTK's model, else the spaCy pipeline's tagger)."""
+    from vst_core.text.nouns import tagger_name
+    from vst_core.text.phrases import SpacyUnavailableError
+
+    try:
+        return tagger_name(spacy_model)
+    except SpacyUnavailableError:
+        return f"spacy/{spacy_model or 'default'}:not-installed"
 
 
 def caption(recorded: Mapping[str, Any]) -> str:
@@ -113,7 +130,7 @@ def model(models: ModelsLike) -> RovistVGModel:
     per :class:`~vst_core.scoring.registry.Models` (or injected as ``Models(..., rovist_vg=...)``)."""
 
     def build(m: ModelsLike) -> RovistVGModel:
-        from vst_core.models.rovist_vg import load_rovist_vg
+        from vst_core.metric_modules.rovist_vg.region2phrase import load_rovist_vg
 
         s = m.settings
         return load_rovist_vg(
@@ -129,19 +146,88 @@ def model(models: ModelsLike) -> RovistVGModel:
 
 
 def cards(story: StoryRecordLike) -> list[Card]:
-    from vst_core.viz.story import rovist_vg_detail
+    from vst_core.metric_modules.rovist_vg.html import rovist_vg_detail
 
     vg = story.metrics.get(NAME)
     return [("RoViST-VG", vg.score if vg else None, rovist_vg_detail(vg) if vg else "")]
 
 
 def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
-    from vst_core.viz.story import rovist_vg_html
+    from vst_core.metric_modules.rovist_vg.html import rovist_vg_html
 
     vg = story.metrics.get(NAME)
     if vg is None or not vg.nouns:
         return None
     return f"RoViST-VG: {len(vg.nouns)} nouns and their best regions", rovist_vg_html(vg)
+
+
+def fetch_plan(values: Mapping[str, OptionValue]) -> FetchPlan:
+    """``vst fetch-models --rovist-vg [--rovist-vg-vit NAME] [--rovist-vg-model FILE --glove FILE]``:
+    the ViT from the hub (config, image processor, weights), NLTK's tagger data (the authors' noun
+    tagger; a note naming the command when it is missing: spaCy's tagger then stands in, and a noun's
+    tag can differ), and the user's checkpoint and GloVe files, checked by scoring one word against one
+    crop when both are given. Nothing without one of the flags."""
+    from vst_core.models.hub import HF_WEIGHT_FILES, hub_file
+    from vst_core.text.nouns import NLTK_TAGGER_DATA, nltk_tagger_path
+
+    vit = str(values.get("rovist_vg_vit") or VIT)
+    checkpoint, glove = values.get("rovist_vg_model"), values.get("glove")
+    if not (values.get("rovist_vg") or checkpoint or glove):
+        return FetchPlan()
+
+    def vit_loads() -> str:
+        from transformers import ViTConfig, ViTImageProcessor, ViTModel
+
+        from vst_core.models.folders import load_hf
+
+        config = load_hf(vit, ViTConfig.from_pretrained, "ViT")
+        load_hf(vit, ViTImageProcessor.from_pretrained, "ViT image processor")
+        load_hf(vit, ViTModel.from_pretrained, "ViT")
+        return f"loads (hidden size {config.hidden_size}, {config.image_size}px); RoViST-VG's image encoder"
+
+    checks: list[FetchCheck] = [(f"ViT {vit}", hub_file(vit, HF_WEIGHT_FILES) is not None, vit_loads)]
+    notes: list[str] = []
+    folders: dict[str, Path] = {}
+    tagger = nltk_tagger_path()
+    if tagger is not None:
+        found = f"{tagger}: RoViST-VG's nouns as the authors tag them"
+        checks.append((f"NLTK tagger {NLTK_TAGGER_DATA}", True, lambda: found))
+        folders["NLTK_DATA"] = tagger.parents[1]
+    else:
+        notes.append(
+            f"NLTK's tagger data ({NLTK_TAGGER_DATA}) is not installed: RoViST-VG's nouns are tagged by spaCy instead, "
+            f"and a noun's tag can differ from the authors'; install it with `python -m nltk.downloader {NLTK_TAGGER_DATA}`"
+        )
+    if not (checkpoint and glove):
+        from vst_core.metric_modules.rovist_vg.region2phrase import WHERE
+
+        notes.append(f"RoViST-VG's checkpoint and GloVe vectors are files you download yourself: {WHERE}")
+        return FetchPlan(tuple(checks), tuple(notes), folders)
+    files = str(checkpoint), str(glove)
+
+    def scores() -> str:
+        from PIL import Image
+
+        from vst_core.metric_modules.rovist_vg.region2phrase import load_rovist_vg
+
+        loaded = load_rovist_vg(files[0], vit=vit, glove=files[1], device="cpu", batch_size=1)
+        words, _ = loaded.encode_words(["dog"])
+        crop = loaded.encode_crops([Image.new("RGB", (64, 48), "gray")])
+        return f"{loaded.signature} loads and scores (cos(dog, a gray crop) {float(words[0] @ crop[0]):+.3f})"
+
+    checks.append((f"RoViST-VG {Path(files[0]).name} + {Path(files[1]).name}", True, scores))
+    return FetchPlan(tuple(checks), tuple(notes), folders)
+
+
+FETCH = Fetch(
+    arguments=(
+        FetchArgument("--rovist-vg", "also fetch the ViT of RoViST-VG's image encoder (--rovist-vg-vit)", switch=True),
+        FetchArgument("--rovist-vg-vit", "the ViT of RoViST-VG (hub name or folder)", default=VIT),
+        FetchArgument("--rovist-vg-model", "also check the authors' RoViST-VG checkpoint (with --glove)", metavar="FILE"),
+        FetchArgument("--glove", "GloVe vectors for --rovist-vg-model (glove.6B.300d.txt)", metavar="FILE"),
+    ),
+    plan=fetch_plan,
+)
 
 
 METRIC = MetricSpec(
@@ -171,6 +257,7 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     evidence=evidence,
+    fetch=FETCH,
     # the files are signed by their digests (identity), not by their paths
     options=(
         Option(
@@ -206,7 +293,7 @@ METRIC = MetricSpec(
         ),
         Option(
             "rovist_vg_vit",
-            "google/vit-base-patch16-224-in21k",
+            VIT,
             help="the ViT whose configuration and image processor the checkpoint's image encoder uses "
             "(hub name in the cache, or a local folder)",
             signed=False,

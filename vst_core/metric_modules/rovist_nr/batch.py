@@ -1,0 +1,70 @@
+"""RoViST-NR of stories: one story with its repeated spans located in its sentences
+(:func:`redundancy_of`), or many at once in one vectorised pass without them
+(:func:`redundancy_without_spans`, ``vst score --no-spans``), under either reading of the text
+(``paper``: our tokenizer over the story's sentences; ``reference``: the public code's NLTK split)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from vst_core.metric_modules.rovist_nr.builders import redundancy_numbers, redundancy_scores
+from vst_core.metric_spec.contract import SettingsLike
+from vst_core.metrics.redundancy import combine_parts, non_redundancy, non_redundancy_scores
+from vst_core.metrics.variants import NRVariant
+from vst_core.records import RedundancyScores
+from vst_core.story import Story
+from vst_core.text.phrases import token_texts, tokenize
+from vst_core.text.public import located_tokens, punkt_sentences, word_tokens
+
+#: Note on a reference-profile NR record whose sentences differ from the story's own.
+RESPLIT_NOTE = "the public code's sentence split differs from the story's sentences: repeated spans not shown"
+
+
+def _reference_sentences(story: Story) -> list[str]:
+    """The story as the public RoViST code sees it: one text, split again by NLTK Punkt."""
+    return punkt_sentences(" ".join(s.strip() for s in story.sentences if s.strip()))
+
+
+def nr_words(story: Story, variant: NRVariant) -> list[list[str]]:
+    """Token texts per sentence as the variant reads them: our tokenizer over the story's sentences
+    (``paper``), or NLTK's sentences and word tokens (``reference``, see :mod:`vst_core.text.public`)."""
+    if variant == "reference":
+        return [word_tokens(s) for s in _reference_sentences(story)]
+    return [token_texts(s) for s in story.sentences]
+
+
+def redundancy_of(story: Story, n: int, variant: NRVariant) -> RedundancyScores:
+    """RoViST-NR of one story with its repeated spans (character spans in the story's sentences)."""
+    if variant != "reference":
+        tokens = [tokenize(s) for s in story.sentences]
+        return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+    sentences = _reference_sentences(story)
+    located = [located_tokens(s) for s in sentences] if sentences == [s.strip() for s in story.sentences] else []
+    if located and all(t is not None for t in located):
+        tokens = [t for t in located if t is not None]
+        return redundancy_scores(non_redundancy([[t.text for t in ts] for ts in tokens], n=n, variant=variant), tokens)
+    result = non_redundancy([word_tokens(s) for s in sentences], n=n, variant=variant)
+    return redundancy_numbers(
+        result.score, result.inter, result.intra, variant=variant, n=n, notes=result.notes, why=RESPLIT_NOTE
+    )
+
+
+def redundancy_without_spans(stories: Sequence[Story], settings: SettingsLike) -> dict[tuple[str, str], RedundancyScores]:
+    """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
+    numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
+    (the spec's ``complete`` adds them when a story is shown), keyed by ``(system, story_id)``."""
+    tokens = [nr_words(story, settings.nr_variant) for story in stories]
+    batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
+    out: dict[tuple[str, str], RedundancyScores] = {}
+    for k, story in enumerate(stories):
+        e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
+        score, inter, intra, notes = combine_parts(
+            None if math.isnan(e) else e,
+            None if math.isnan(a) else a,
+            bool(batch.sentences[k]),
+            settings.nr_ngram,
+            settings.nr_variant,
+        )
+        out[story.key] = redundancy_numbers(score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes)
+    return out
