@@ -22,6 +22,7 @@ from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
 from vst_core.metric_modules.judge.bias import judge_bias_table
+from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
 from vst_core.viz import (
     MIN_INTERVAL_N,
@@ -115,20 +116,30 @@ except ValueError as exc:
 
 key = view.key
 signatures = loading.signature_ids(view, key)
-vrank_folder, card = "", {}
-if "Vrank" in view.table:  # the card of the Vrank model: what it was trained on
-    vrank_folder = st.text_input(
-        "Vrank model folder (for its card: what it was trained on)",
-        view.settings.option("vrank_model") or st.session_state.get("vrank_model") or "",
-        key="meta_vrank_folder",
-        help="the folder `vst train-vrank` wrote; its card names the training pairs, so pairs it saw are set apart",
+cards: dict[str, tuple[str, dict[str, object]]] = {}  # learned metric's title -> (its report column, its card)
+for spec in registry().specs.values():
+    report_name = next((f.report for f in spec.fields if f.report), None)
+    if not spec.trained_folder or report_name is None or report_name not in view.table:
+        continue
+    option = next(o for o in spec.options if o.setting == spec.trained_folder)
+    label = option.label or spec.trained_folder
+    folder = st.text_input(
+        f"{label} (for its card: what it was trained on)",
+        view.settings.option(spec.trained_folder) or st.session_state.get(spec.trained_folder) or "",
+        key=f"meta_{spec.trained_folder}",
+        help=f"the folder {spec.title}'s training command wrote; its card names the training pairs, so pairs it saw are set apart",
     ).strip()
     try:
-        loading.recheck_folder(vrank_folder, "“Vrank model folder”")
-        card = read_card(vrank_folder) if vrank_folder else {}
+        loading.recheck_folder(folder, f"“{label}”")
+        cards[spec.title] = (report_name, read_card(folder) if folder else {})
     except ValueError as exc:
         st.warning(shown(str(exc)))
-trained = tuple(card.get("train_stories") or ())
+        cards[spec.title] = (report_name, {})
+trained = tuple(
+    (column, tuple(str(x) for x in found))
+    for column, card in cards.values()
+    if isinstance(found := card.get("train_stories"), list) and found
+)
 full = loading.meta_report(view.table, key, signatures, data, settings, (), (), view, trained)
 # one under the other: side by side, at 900 px each showed three chips of eleven
 metrics = st.multiselect("Metrics", full.metrics, default=full.metrics, key="meta_metrics")
@@ -162,33 +173,39 @@ caption = f"{report.description} · {view.footer()}"
 
 
 @st.fragment
-def learned_workbench(report: MetaReport, card: dict[str, object], folder: str) -> None:
-    """What the learned metric was trained on (its card), and every metric's accuracy on the pairs
-    none of whose stories it saw in training."""
+def learned_workbench(report: MetaReport, cards: dict[str, tuple[str, dict[str, object]]]) -> None:
+    """What each learned metric was trained on (its card), and every metric's accuracy on the pairs
+    none of whose stories any of them saw in training."""
     st.subheader("Learned metrics: trained on what, and held out", divider="gray")
-    if not card:
-        st.info(
-            "Vrank's pairs are judged by its own margins. Give its folder above (“Vrank model folder”) to see "
-            "what it was trained on and every metric's accuracy on the pairs it never saw."
+    shown_any = False
+    for title, (_, card) in cards.items():
+        if not card:
+            st.info(
+                f"{md(title)}'s pairs are judged by its own margins. Give its folder above to see what it was trained "
+                "on and every metric's accuracy on the pairs it never saw."
+            )
+            continue
+        shown_any = True
+        found = card.get("split")
+        split: dict[str, object] = found if isinstance(found, dict) else {}
+        st.markdown(
+            f"**{md(title)}** {shown(card.get('model', '?'))} · base {shown(card.get('base', '?'))} "
+            f"({shown(card.get('base_weights', '?'))}) · trained on {shown(card.get('train_pairs', '?'))} pairs of "
+            f"{shown(card.get('data', '?'))} (sha256 {shown(str(card.get('data_digest', '?'))[:12])}) · held out by "
+            f"{shown(split.get('by', '?'))}: {shown(card.get('held_out_pairs', '?'))} pairs"
         )
+        held = card.get("held_out")
+        if isinstance(held, list) and held:
+            st.caption("Its card: accuracy on its own held-out pairs, with 95% Wilson intervals.")
+            st.dataframe(held_out_cells(held), width="stretch", hide_index=True)
+    if not shown_any:
         return
-    found = card.get("split")
-    split: dict[str, object] = found if isinstance(found, dict) else {}
-    st.markdown(
-        f"**Vrank** {shown(card.get('model', '?'))} · base {shown(card.get('base', '?'))} "
-        f"({shown(card.get('base_weights', '?'))}) · trained on {shown(card.get('train_pairs', '?'))} pairs of "
-        f"{shown(card.get('data', '?'))} (sha256 {shown(str(card.get('data_digest', '?'))[:12])}) · held out by "
-        f"{shown(split.get('by', '?'))}: {shown(card.get('held_out_pairs', '?'))} pairs"
-    )
-    held = card.get("held_out")
-    if isinstance(held, list) and held:
-        st.caption("Its card: accuracy on its own held-out pairs, with 95% Wilson intervals.")
-        st.dataframe(held_out_cells(held), width="stretch", hide_index=True)
+    names = " or ".join(md(t) for t, (_, c) in cards.items() if c)
     if len(report.held_out):
-        st.caption("Every metric on the judged pairs with no story Vrank was trained on (the same pairs for each):")
+        st.caption(f"Every metric on the judged pairs with no story {names} was trained on (the same pairs for each):")
         st.dataframe(pairwise_cells(report.held_out), width="stretch")
     else:
-        st.caption("None of the judged pairs is free of Vrank's training stories.")
+        st.caption(f"None of the judged pairs is free of {names}'s training stories.")
 
 
 def disagreements(report: MetaReport) -> None:
@@ -407,8 +424,9 @@ with tabs[3]:
         st.dataframe(calibrated.round(4), hide_index=True, width="stretch")
         download("pairwise_tie_calibrated", "Pairwise accuracy with tie calibration (CSV)")
     download("pairs", "The pairs, with gap and common raters (CSV)")
-    if "Vrank" in report.metrics:
-        learned_workbench(report, card, vrank_folder)
+    learned = {t: found for t, found in cards.items() if found[0] in report.metrics}
+    if learned:
+        learned_workbench(report, learned)
 with tabs[4]:
     if len(report.bins):
         st.caption(

@@ -357,11 +357,12 @@ def meta_report(
     metrics: tuple[str, ...],
     aspects: tuple[str, ...],
     _view: RunView | None = None,
-    trained: tuple[str, ...] = (),
+    trained: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> MetaReport:
     """The report the CLI would write for the view's table and these judgements, cached by the
-    view's content key and the judgements' bytes. With ``_view``, Vrank's pairs are judged by its
-    own margins, read from the records of the judged stories only."""
+    view's content key and the judgements' bytes. With ``_view``, a ranker's pairs (Vrank's) are
+    judged by its own margins, read from the records of the judged stories only; ``trained`` gives
+    each learned metric's report column and the story ids its card says it was trained on."""
     found, error = judgements(data)
     if found is None:
         raise ValueError(error)
@@ -388,7 +389,7 @@ def meta_report(
         baselines=baselines(_scored, key, frozenset(keyed.story_ids), settings.meteor) if settings.baselines else None,
         signature_ids=signatures,
         margins=margins,
-        trained_on={"Vrank": trained} if trained else None,
+        trained_on=dict(trained) or None,
     )
 
 

@@ -240,7 +240,8 @@ def test_theta_from_dataset_and_cache_command(
 
 def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     from vst_core.data import load_records
-    from vst_core.scoring.reaggregate import reaggregate, rescore_grounding
+    from vst_core.metric_modules.groovist.rescore import rescore_grounding
+    from vst_core.scoring.reaggregate import reaggregate
 
     cache = EmbeddingCache(None)
     stories = read_story_set(SAMPLE)

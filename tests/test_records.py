@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
 from vst_core.config import Settings
 from vst_core.data import load_records, read_story_set
+from vst_core.metric_modules.groovist.rescore import rescore_grounding
 from vst_core.records import (
     FIELDS,
     METRIC_TYPES,
@@ -28,7 +29,7 @@ from vst_core.records import (
     decode,
     read_record,
 )
-from vst_core.scoring.reaggregate import reaggregate, rescore_grounding
+from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.story import score_story
 from vst_core.signature import signature
 from vst_core.viz import TABLE_COLUMNS, scores_table

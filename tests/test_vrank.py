@@ -333,7 +333,7 @@ def test_dashboard_shows_vrank_evidence_and_its_held_out_workbench(
         "last_judgements": pairs,
     }.items():
         meta.session_state[key] = value
-    meta.session_state["meta_vrank_folder"] = str(trained)
+    meta.session_state["meta_vrank_model"] = str(trained)
     meta.run()
     assert not meta.exception, meta.exception
     assert any(s.value.startswith("Learned metrics") for s in meta.subheader)

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import Card, GrounderLike, ImageEntryLike, MetricField, MetricSpec, StoryRecordLike
+from vst_core.metric_spec import IMAGE_SETTINGS, Card, GrounderLike, ImageEntryLike, MetricField, MetricSpec, StoryRecordLike
 from vst_core.metrics.characters import Mention  # the record's per-mention part (pure, stdlib only)
 
 if TYPE_CHECKING:

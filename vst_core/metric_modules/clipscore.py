@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import GrounderLike, ImageEntryLike, MetricField, MetricSpec, Option, PhraseLike, SettingsLike
+from vst_core.metric_spec import (
+    IMAGE_SETTINGS,
+    GrounderLike,
+    ImageEntryLike,
+    MetricField,
+    MetricSpec,
+    Option,
+    PhraseLike,
+    SettingsLike,
+)
 from vst_core.records import ClipScoreScores
 
 if TYPE_CHECKING:
@@ -29,7 +37,6 @@ def texts(settings: SettingsLike, story: Story, phrases: Sequence[PhraseLike]) -
 def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> ClipScoreScores:
     """CLIPScore of sentence (or image group) i, after the prompt, with the whole image i; pairs up
     to the shorter side, the rest said in a note."""
-    from vst_core.grounding.builders import clipscore_scores
     from vst_core.metrics.grounding import clipscore
 
     texts = story.frame_texts
@@ -43,7 +50,8 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
         cut = grounder.truncation(prompt + texts[i]) if texts[i] else None
         if cut is not None:
             notes.append(f"{unit[:-1]} {i + 1} ({cut[0]} tokens) truncated to CLIP's {cut[1]}: its end is not scored")
-    return clipscore_scores(clipscore(cosines), notes)
+    found = clipscore(cosines)
+    return ClipScoreScores(found.score, found.pairs, tuple(notes))
 
 
 METRIC = MetricSpec(

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vst_core.metric_modules.groovist import IMAGE_SETTINGS
-from vst_core.metric_spec import GrounderLike, ImageEntryLike, MetricField, MetricSpec, PhraseLike, SettingsLike
-from vst_core.records import RovistVGClipScores
+from vst_core.metric_spec import IMAGE_SETTINGS, GrounderLike, ImageEntryLike, MetricField, MetricSpec, PhraseLike, SettingsLike
+from vst_core.records import NounMatch, RovistVGClipScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
+    from vst_core.metrics.grounding import RovistVG
 
 NAME = "rovist_vg_clip"
 
@@ -31,14 +31,24 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
     fitted over the set), through RoViST-VG's log-sum-exp and Eq. 3."""
     import numpy as np
 
-    from vst_core.grounding.builders import rovist_vg_clip_scores
     from vst_core.metrics.grounding import rovist_vg
 
     regions = np.concatenate([e.region_emb for e in entries])
     nouns = list(dict.fromkeys(p.root for p in grounder.phrases_of(story)))
     best = grounder.best_matches(nouns, regions)[1]
     idf = [grounder.idf.get(f"noun:{n}", 0.0) for n in nouns]
-    return rovist_vg_clip_scores(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
+    return clip_record(rovist_vg(best, idf), nouns, [float(c) for c in best], idf)
+
+
+def clip_record(result: RovistVG, nouns: Sequence[str], best: Sequence[float], idf: Sequence[float]) -> RovistVGClipScores:
+    """RoViST-VG aggregation of CLIP cosines: each head noun with its best cosine and idf weight."""
+    notes = ["CLIP similarities with RoViST's aggregation, not the RoViST-VG model"] + ([] if nouns else ["no noun: undefined"])
+    return RovistVGClipScores(
+        result.score,
+        result.lse,
+        tuple(NounMatch(n, float(c), float(w)) for n, c, w in zip(nouns, best, idf, strict=True)),
+        tuple(notes),
+    )
 
 
 METRIC = MetricSpec(

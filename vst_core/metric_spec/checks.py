@@ -107,6 +107,8 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
                 f"fetch-models option {a.flag!r} is not --lower-case-words, or it is the command's own or metric "
                 f"{used_fetch.get(a.flag)!r}'s"
             )
+    if spec.trained_folder and spec.trained_folder not in own:
+        raise ValueError(f"trained_folder {spec.trained_folder!r} is not one of the metric's own options")
     if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
         raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
     for old in spec.formerly:  # another metric's records are never read as this one's

@@ -66,6 +66,17 @@ SHARED_SETTINGS: frozenset[str] = frozenset(
         *("units", "weighting", "whole_image", "workers"),
     }
 )
+#: The shared settings that change the numbers of the image work every image metric reads (CLIP's
+#: weights, the regions, how crops are preprocessed): an image metric lists them in its ``settings``.
+IMAGE_SETTINGS: tuple[str, ...] = (
+    "clip_arch",
+    "clip_pretrained",
+    "clip_checkpoint",
+    "clip_config",
+    "clip_activation",
+    "regions",
+    "preprocess",
+)
 #: The commands of ``vst`` itself (:data:`vst_core.cli.COMMANDS`; a test keeps the two equal): no
 #: metric's ``commands`` may take one.
 CLI_COMMANDS: frozenset[str] = frozenset(
@@ -462,7 +473,9 @@ class MetricSpec(Generic[R]):
     sidebar boxes, its part of the signature) and ``check`` why a run's values of them cannot be
     used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
     ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
-    models they check."""
+    models they check; ``trained_folder`` the option naming the folder its training command wrote,
+    whose card (:mod:`vst_core.learned.card`) names the stories it was trained on: meta-evaluation
+    sets apart the judged pairs of those stories (Vrank's)."""
 
     name: str
     title: str
@@ -499,6 +512,7 @@ class MetricSpec(Generic[R]):
     check: SettingsCheckHook | None = None
     commands: Mapping[str, str] = field(default_factory=dict)
     fetch: Fetch | None = None
+    trained_folder: str = ""
     module: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -10,25 +10,8 @@ from dataclasses import replace
 
 from vst_core.config import Settings
 from vst_core.metric_spec import registry
-from vst_core.metrics.grounding import groovist_score
-from vst_core.records import GroundingScores, StoryScores
+from vst_core.records import StoryScores
 from vst_core.signature import recorded_inputs, signature
-
-
-def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, weight: bool) -> GroundingScores:
-    """A GROOVIST record with another θ / penalty / weighting, from its stored cosines and weights."""
-    phrases = record.phrases
-    g = groovist_score([p.best_cosine for p in phrases], [p.weight for p in phrases], theta, penalize=penalize, weight=weight)
-    return replace(
-        record,
-        score=g.score,
-        unbounded=g.unbounded,
-        theta=theta,
-        phrases=tuple(
-            replace(p, contribution=g.contributions[k], positive=g.scores[k] >= theta or not penalize)
-            for k, p in enumerate(phrases)
-        ),
-    )
 
 
 def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings) -> list[StoryScores]:

@@ -44,7 +44,7 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
     authors' idf table, else ``vg:`` idf fitted over the set, else 1)."""
     import numpy as np
 
-    from vst_core.grounding.builders import rovist_vg_scores
+    from vst_core.metric_modules.rovist_vg.builders import rovist_vg_scores
     from vst_core.metrics.grounding import rovist_vg
 
     vg = grounder.vg

@@ -138,6 +138,7 @@ METRIC = MetricSpec(
     evidence=evidence,
     commands={"train-vrank": "vst_core.metric_modules.vrank.command"},
     fetch=FETCH,
+    trained_folder="vrank_model",
     options=(
         Option(
             "vrank_model",

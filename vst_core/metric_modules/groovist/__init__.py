@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from vst_core.data.index_lines import finite_number
 from vst_core.metric_spec import (
+    IMAGE_SETTINGS,
     AgainKey,
     Card,
     GrounderLike,
@@ -30,16 +31,6 @@ if TYPE_CHECKING:
     from vst_core.data import Story
 
 NAME = "grounding"
-#: The settings that change the grounder's numbers (shared by the CLIP metrics).
-IMAGE_SETTINGS: tuple[str, ...] = (
-    "clip_arch",
-    "clip_pretrained",
-    "clip_checkpoint",
-    "clip_config",
-    "clip_activation",
-    "regions",
-    "preprocess",
-)
 
 
 def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> GroundingScores:
@@ -47,7 +38,7 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
     best region, weighted (concreteness, idf or none), penalised below θ, tanh-bounded."""
     import numpy as np
 
-    from vst_core.grounding.builders import grounding_scores
+    from vst_core.metric_modules.groovist.builders import grounding_scores
     from vst_core.metrics.grounding import Misalignment, groovist_score, np_proportion, temporal_misalignment
     from vst_core.metrics.tokens import is_punctuation
     from vst_core.text.phrases import token_texts
@@ -129,7 +120,7 @@ def _unpack(key: AgainKey) -> tuple[float, bool, bool]:
 
 
 def _record_again(grounding: GroundingScores, key: AgainKey) -> GroundingScores:
-    from vst_core.scoring.reaggregate import rescore_grounding
+    from vst_core.metric_modules.groovist.rescore import rescore_grounding
 
     theta, penalize, weight = _unpack(key)
     return rescore_grounding(grounding, theta, penalize=penalize, weight=weight)
