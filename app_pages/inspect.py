@@ -17,6 +17,7 @@ from vst_core.metric_modules.character_alignment import crop_ref
 from vst_core.records import StoryScores
 from vst_core.scoring.story import completed
 from vst_core.viz import (
+    annotated_story,
     draw_box,
     evidence_blocks,
     export_csv,
@@ -25,7 +26,6 @@ from vst_core.viz import (
     score_cards_html,
     scores_table,
     story_cards,
-    story_html,
 )
 from vst_core.viz.report import view_report
 from vst_core.viz.safe import code, md
@@ -184,14 +184,7 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
     st.markdown(score_cards_html(story_cards(record, view.settings.metrics)), unsafe_allow_html=True)
     people(record.story_id, record.system)
     st.markdown(
-        story_html(
-            record.sentences,
-            record.redundancy,
-            record.coherence,
-            record.grounding,
-            content_only=content_only,
-            frames=record.frames,
-        ),
+        annotated_story(record, content_only=content_only),
         unsafe_allow_html=True,
     )
     if story is not None:

@@ -439,3 +439,31 @@ def test_a_one_sequence_report_draws_no_box_of_one_story_and_carries_no_plotly()
     html, figures, tables = build_report("Sequence", table, one, one[0].signature, "sig x", resamples=0)
     assert figures == {} and "Plotly" not in html and len(html) < 500_000
     assert tables["systems"].attrs["caption"] == "mean (N stories); no intervals were asked for"
+
+
+def test_what_a_metric_draws_between_sentences_comes_from_its_spec_and_a_record_given_the_old_way_still_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RoViST-C's chips come from its spec's ``transitions`` (the story drawing names no metric): the
+    weakest pair marked; the record given as ``coherence`` draws the same;
+    a metric whose hook fails leaves the story drawn."""
+    from dataclasses import replace
+
+    from vst_core.metric_spec import registry
+    from vst_core.records import CoherencePair, CoherenceScores
+    from vst_core.viz.story import annotated_story, between_sentences, story_html
+
+    coherence = CoherenceScores(0.5, (CoherencePair(0, 1, 0.9), CoherencePair(1, 2, 0.1)), 1, "<b>m</b>")
+    record = StoryScores("s", "q", "sys", ("One.", "Two.", "Three."), (), {"coherence": coherence})
+    chips = between_sentences(record)
+    assert sorted(chips) == [0, 1] and "▼ weakest" in chips[1] and "▼ weakest" not in chips[0]
+    drawn = annotated_story(record)
+    assert drawn == story_html(record.sentences, None, coherence) and drawn.count('class="vst-coh') == 2
+    assert drawn.index("Two.") < drawn.index("0.10") < drawn.index("Three.")
+    spec = registry().spec("coherence")
+
+    def broken(found: object) -> dict[int, str]:
+        raise KeyError("no chips")
+
+    monkeypatch.setitem(registry().specs, "coherence", replace(spec, transitions=broken))
+    assert between_sentences(record) == {} and "Three." in annotated_story(record)

@@ -224,12 +224,12 @@ class StoryView:
 
     def _repr_html_(self) -> str:
         from vst_core.viz.safe import html_text
-        from vst_core.viz.story import evidence_blocks, score_cards_html, story_cards, story_html
+        from vst_core.viz.story import annotated_story, evidence_blocks, score_cards_html, story_cards
 
         r = self.record
         head = f"<div style='font-weight:600'>{html_text(r.system)} · {html_text(r.story_id)}</div>"
         cards = score_cards_html(story_cards(r, list(r.metrics)))
-        body = story_html(r.sentences, r.redundancy, r.coherence, r.grounding, content_only=self.content_only, frames=r.frames)
+        body = annotated_story(r, content_only=self.content_only)
         more = "".join(f"<details><summary>{html_text(title)}</summary>{block}</details>" for title, block in evidence_blocks(r))
         return f"<div class='vst-story'>{head}{cards}{body}{more}</div>"
 

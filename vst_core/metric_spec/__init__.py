@@ -91,6 +91,7 @@ from vst_core.metric_spec.spec import (
     SummaryHook,
     Switch,
     TextsHook,
+    TransitionsHook,
 )
 from vst_core.story import Story
 
@@ -150,6 +151,7 @@ __all__ = [
     "SummaryHook",
     "Switch",
     "TextsHook",
+    "TransitionsHook",
     "registry",
     "reload",
 ]

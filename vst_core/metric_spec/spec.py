@@ -437,6 +437,9 @@ CompleteHook = Callable[[StoryRecordLike], "R | None"]
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
 SettingsCheckHook = Callable[[SettingsLike], "str | None"]
+#: What the metric draws between consecutive sentences of a story, from its record: ``(its record) ->
+#: {k: HTML between sentence k and k+1}`` (RoViST-C's coherence chips); every text escaped.
+TransitionsHook = Callable[[R], "Mapping[int, str]"]
 #: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
 #: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
 EvidenceHook = Callable[[StoryRecordLike], "tuple[str, str] | None"]
@@ -473,7 +476,8 @@ class MetricSpec(Generic[R]):
     sidebar boxes, its part of the signature) and ``check`` why a run's values of them cannot be
     used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
     ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
-    models they check; ``trained_folder`` the option naming the folder its training command wrote,
+    models they check; ``transitions`` what it draws between a story's sentences (RoViST-C's chips);
+    ``trained_folder`` the option naming the folder its training command wrote,
     whose card (:mod:`vst_core.learned.card`) names the stories it was trained on: meta-evaluation
     sets apart the judged pairs of those stories (Vrank's)."""
 
@@ -512,6 +516,7 @@ class MetricSpec(Generic[R]):
     check: SettingsCheckHook | None = None
     commands: Mapping[str, str] = field(default_factory=dict)
     fetch: Fetch | None = None
+    transitions: TransitionsHook[R] | None = None
     trained_folder: str = ""
     module: str = field(default="", compare=False)
 

@@ -42,7 +42,7 @@ from vst_core.records import StoryScores, direction_of
 from vst_core.signature import signature
 from vst_core.viz.figures import caption_figure, correlation_bars
 from vst_core.viz.safe import html_text, plot_text
-from vst_core.viz.story import evidence_blocks, legend_html, score_cards_html, story_cards, story_html
+from vst_core.viz.story import annotated_story, evidence_blocks, legend_html, score_cards_html, story_cards
 from vst_core.viz.tables import RunView, correlation_cells, table_columns
 
 #: Nothing outside the file may load: styles inline, images and fonts as data URLs, and only the
@@ -149,9 +149,7 @@ def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Pa
         + (f'<div class="vst-thumbs">{"".join(thumbs)}</div>' if thumbs else "")
         + score_cards_html(story_cards(record, metrics))
         # content words' repeats only, the Inspect page's default (a repeated "the" says nothing)
-        + story_html(
-            record.sentences, record.redundancy, record.coherence, record.grounding, content_only=True, frames=record.frames
-        )
+        + annotated_story(record, content_only=True)
         + "".join(f"<details><summary>{html_text(title)}</summary>{body}</details>" for title, body in evidence_blocks(record))
         + "</div>"
     )

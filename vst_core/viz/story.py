@@ -4,11 +4,11 @@ Every text from a record goes through :func:`vst_core.viz.safe.html_text`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vst_core.config import DEFAULT_METRICS
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import StoryRecordLike, registry
 from vst_core.records import (
     GroundingScores,
     RedundancyScores,
@@ -61,24 +61,6 @@ def probability_colour(p: float) -> str:
     return f"hsl({round(120 * max(0.0, min(1.0, p)))}, 70%, 42%)"
 
 
-def coherence_chip(pair: Any, weakest: bool, context: str = "pair") -> str:
-    """A small badge between sentences i and i+1 with P(i+1 follows i)."""
-    p = pair.probability
-    if p is None:
-        return '<span class="vst-coh" title="not scored (empty sentence)" style="color:#a0aec0">·?·</span>'
-    before = f"sentences 1-{pair.from_ + 1}" if context == "prefix" and pair.from_ > 0 else f"sentence {pair.from_ + 1}"
-    title = f"P(sentence {pair.to + 1} follows {before}) = {p:.3f}"
-    if pair.truncated:
-        title += " (pair truncated to the model's maximum length)"
-    mark = " ▼ weakest" if weakest else ""
-    border = "2px solid #1a202c" if weakest else "none"
-    return (
-        f'<span class="vst-coh{" vst-weakest" if weakest else ""}" title="{html_text(title)}" '
-        f'style="background:{probability_colour(p)};color:white;font-size:0.75em;padding:1px 6px;'
-        f'border-radius:9px;border:{border};white-space:nowrap">{p:.2f}{mark}</span>'
-    )
-
-
 #: English closed-class words (articles, pronouns, prepositions, conjunctions, auxiliaries): with
 #: "content words only", their repeats are not highlighted. Display only; the metric counts them.
 FUNCTION_WORDS = frozenset(
@@ -100,20 +82,56 @@ def _shown(sentence: str, start: int, end: int, content_only: bool) -> bool:
     return not content_only or (text not in FUNCTION_WORDS and any(c.isalnum() for c in text))
 
 
+def between_sentences(record: StoryRecordLike) -> dict[int, str]:
+    """What the story's metrics draw between its sentences (each spec's ``transitions``: RoViST-C's
+    chips), ``{k: HTML between sentence k and k+1}``; a hook that fails draws nothing."""
+    out: dict[int, str] = {}
+    for name, spec in registry().specs.items():
+        found = record.metrics.get(name)
+        if spec.transitions is None or found is None:
+            continue
+        try:
+            drawn = dict(spec.transitions(found))
+        except Exception:  # an installed metric's drawing that fails leaves the story drawn
+            continue
+        for k, html in drawn.items():
+            out[int(k)] = out.get(int(k), "") + html
+    return out
+
+
+def annotated_story(record: StoryScores, *, content_only: bool = False) -> str:
+    """A story record drawn with every metric's evidence in its text (:func:`story_html`)."""
+    return story_html(
+        record.sentences,
+        record.redundancy,
+        None,
+        record.grounding,
+        content_only=content_only,
+        frames=record.frames,
+        between=between_sentences(record),
+    )
+
+
 def story_html(
     sentences: Sequence[str],
     record: RedundancyScores | None,
-    coherence: Any = None,  # RoViST-C's record (metric_modules.rovist_c.record.CoherenceScores) or None
+    coherence: object = None,
     grounding: GroundingScores | None = None,
     *,
     content_only: bool = False,
     frames: Sequence[int] = (),
+    between: Mapping[int, str] | None = None,
 ) -> str:
     """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
-    underlined by grounding contribution (hover: score, concreteness, matched image), and a
-    coherence chip between consecutive sentences. ``content_only`` leaves repeats of
-    :data:`FUNCTION_WORDS` unmarked (the scores are unchanged). ``frames`` (a story in sentence
-    groups per image): each group opens with its image's number, so the grouping is seen."""
+    underlined by grounding contribution (hover: score, concreteness, matched image), and what the
+    metrics draw between consecutive sentences (``between``, :func:`between_sentences`: RoViST-C's
+    chips; a metric's record given as ``coherence`` is drawn by its spec's ``transitions``).
+    ``content_only`` leaves repeats of :data:`FUNCTION_WORDS` unmarked (the scores are unchanged).
+    ``frames`` (a story in sentence groups per image): each group opens with its image's number, so
+    the grouping is seen."""
+    if between is None:
+        spec = next((s for s in registry().specs.values() if coherence is not None and type(coherence) is s.record), None)
+        between = dict(spec.transitions(coherence)) if spec is not None and spec.transitions is not None else {}
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
@@ -155,8 +173,6 @@ def story_html(
             continue
         for c in range(max(0, start), min(end, len(sentences[p.sentence]))):
             phrase[p.sentence][c] = k
-    pairs = {p.from_: p for p in (coherence.pairs if coherence else ())}
-    weakest = coherence.weakest if coherence else None
     parts = []
     for k, sentence in enumerate(sentences):
         if frames and len(frames) == len(sentences) and (k == 0 or frames[k] != frames[k - 1]):
@@ -165,8 +181,8 @@ def story_html(
             )
         body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
-        if k in pairs:
-            parts.append(coherence_chip(pairs[k], weakest == k, coherence.context if coherence else "pair"))
+        if k in between:
+            parts.append(between[k])
     return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
 
 

@@ -168,6 +168,12 @@ def _text(value: OptionValue) -> str | None:
     return None if value is None else str(value)
 
 
+def _transitions(record: CoherenceScores) -> Mapping[int, str]:
+    from vst_core.metric_modules.rovist_c.html import transitions
+
+    return transitions(record)
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="RoViST-C",
@@ -220,6 +226,7 @@ METRIC = MetricSpec(
     caption=caption,
     cards=cards,
     commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
+    transitions=_transitions,
     fetch=FETCH,
     switch=Switch(
         header="Coherence",
