@@ -14,6 +14,7 @@ from vst_core.analysis.meta_eval.identity import ratings_of
 from vst_core.data import Story
 from vst_core.hashing import json_digest
 from vst_core.metric_modules.character_alignment import crop_ref
+from vst_core.metric_spec import registry
 from vst_core.records import StoryScores
 from vst_core.scoring.story import completed
 from vst_core.viz import (
@@ -136,29 +137,28 @@ def outline(story: Story, image: int, box: tuple[float, ...], label: str, cosine
 
 
 @st.fragment
-def region(story: Story, record: StoryScores) -> None:
-    """The region a chosen noun phrase matched, outlined on its image (a pick reruns only this)."""
-    grounding = record.grounding
-    if grounding is None or not grounding.phrases or not story.images_ok:
+def regions(story: Story, record: StoryScores) -> None:
+    """The region an item of a metric matched (each spec's ``regions``: GROOVIST's noun phrases,
+    RoViST-VG's nouns), outlined on its image on request (a pick reruns only this)."""
+    if not story.images_ok:
         return
-    labels = [f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})" for p in grounding.phrases]
-    pick = st.selectbox("Show the region a phrase matched", labels, index=None, key=story_widget_key("np", *story.key))
-    if pick is not None:
-        p = grounding.phrases[labels.index(pick)]
-        outline(story, p.image, p.box, p.text, p.best_cosine)
-
-
-@st.fragment
-def vg_nouns(story: Story | None, record: StoryScores) -> None:
-    """A RoViST-VG noun's best region (the authors' model), outlined on its image."""
-    vg = record.rovist_vg
-    if vg is None or not vg.nouns or story is None or not story.images_ok:
-        return
-    labels = [f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})" for n in vg.nouns]
-    pick = st.selectbox("Show the region a noun matched", labels, index=None, key=story_widget_key("vg", *story.key))
-    if pick is not None:
-        n = vg.nouns[labels.index(pick)]
-        outline(story, n.image, n.box, n.noun, n.best_cosine)
+    for name, spec in registry().specs.items():
+        found = record.metrics.get(name)
+        if spec.regions is None or found is None:
+            continue
+        try:
+            what, items = spec.regions(found)
+        except Exception:  # an installed metric's hook that fails shows no picker; the page goes on
+            continue
+        items = [r for r in items if 0 <= r.image < len(story.images) and len(r.box) == 4]
+        if not items:
+            continue
+        labels = [r.choice for r in items]
+        key = story_widget_key(f"region-{name}", *story.key)
+        pick = st.selectbox(f"Show the region a {what} matched", labels, index=None, key=key)
+        if pick is not None:
+            chosen = items[labels.index(pick)]
+            outline(story, chosen.image, chosen.box, chosen.text, chosen.cosine)
 
 
 def evidence(record: StoryScores) -> None:
@@ -188,9 +188,8 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
         unsafe_allow_html=True,
     )
     if story is not None:
-        region(story, record)
+        regions(story, record)
     evidence(record)
-    vg_nouns(story, record)
     for metric in record.metrics.values():
         notes = getattr(metric, "notes", ())
         for note in notes if isinstance(notes, (tuple, list)) else ():

@@ -191,7 +191,7 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
     images_before = len(app.get("image"))
     from dashboard.choices import story_widget_key
 
-    box = app.selectbox(key=story_widget_key("np", "model-a", "space-grounded"))
+    box = app.selectbox(key=story_widget_key("region-grounding", "model-a", "space-grounded"))
     box.set_value(box.options[0]).run()
     assert not app.exception
     assert len(app.get("image")) == images_before + 1

@@ -437,6 +437,28 @@ CompleteHook = Callable[[StoryRecordLike], "R | None"]
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
 SettingsCheckHook = Callable[[SettingsLike], "str | None"]
+
+
+@dataclass(frozen=True)
+class Region:
+    """An item of a metric's record matched to a region of one of the story's images: what it is
+    (``text``), the ``image`` (0-based), the ``box`` in that image's pixels, the ``cosine`` it
+    matched with, and the line a picker shows for it (``choice``).
+
+    >>> Region("dog", 1, (0.0, 0.0, 10.0, 8.0), 0.31, "dog → image 2").image
+    1
+    """
+
+    text: str
+    image: int
+    box: tuple[float, ...]
+    cosine: float
+    choice: str
+
+
+#: The regions a metric's items matched, which a page outlines on the story's images on request:
+#: ``(its record) -> (what an item is, [Region])`` (GROOVIST's: "phrase", each noun phrase's best region).
+RegionsHook = Callable[[R], "tuple[str, Sequence[Region]]"]
 #: What the metric draws between consecutive sentences of a story, from its record: ``(its record) ->
 #: {k: HTML between sentence k and k+1}`` (RoViST-C's coherence chips); every text escaped.
 TransitionsHook = Callable[[R], "Mapping[int, str]"]
@@ -477,6 +499,7 @@ class MetricSpec(Generic[R]):
     used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
     ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
     models they check; ``transitions`` what it draws between a story's sentences (RoViST-C's chips);
+    ``regions`` the image regions its items matched, outlined on request (GROOVIST's phrases);
     ``trained_folder`` the option naming the folder its training command wrote,
     whose card (:mod:`vst_core.learned.card`) names the stories it was trained on: meta-evaluation
     sets apart the judged pairs of those stories (Vrank's)."""
@@ -517,6 +540,7 @@ class MetricSpec(Generic[R]):
     commands: Mapping[str, str] = field(default_factory=dict)
     fetch: Fetch | None = None
     transitions: TransitionsHook[R] | None = None
+    regions: RegionsHook[R] | None = None
     trained_folder: str = ""
     module: str = field(default="", compare=False)
 

@@ -22,6 +22,7 @@ from vst_core.metric_spec import (
     MetricField,
     MetricSpec,
     Reaggregation,
+    Region,
     SettingsLike,
     StoryRecordLike,
 )
@@ -177,6 +178,14 @@ REAGGREGATION = Reaggregation(
 )
 
 
+def regions(record: GroundingScores) -> tuple[str, list[Region]]:
+    """Each noun phrase's best region, with its contribution in the picker's line."""
+    return "phrase", [
+        Region(p.text, p.image, p.box, p.best_cosine, f"{p.surface} → image {p.image + 1} ({p.contribution:+.2f})")
+        for p in record.phrases
+    ]
+
+
 METRIC = MetricSpec(
     name=NAME,
     title="GROOVIST",
@@ -210,4 +219,5 @@ METRIC = MetricSpec(
     load=lambda models: models.clip,
     cards=cards,
     reaggregate=REAGGREGATION,
+    regions=regions,
 )

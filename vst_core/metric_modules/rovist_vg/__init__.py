@@ -26,6 +26,7 @@ from vst_core.metric_spec import (
     ModelsLike,
     Option,
     OptionValue,
+    Region,
     SettingsLike,
     StoryRecordLike,
 )
@@ -161,6 +162,14 @@ def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
     return f"RoViST-VG: {len(vg.nouns)} nouns and their best regions", rovist_vg_html(vg)
 
 
+def regions(record: RovistVGScores) -> tuple[str, list[Region]]:
+    """Each noun's best region (the authors' model), with its cosine in the picker's line."""
+    return "noun", [
+        Region(n.noun, n.image, n.box, n.best_cosine, f"{n.noun} → image {n.image + 1} (cos {n.best_cosine:.3f})")
+        for n in record.nouns
+    ]
+
+
 def fetch_plan(values: Mapping[str, OptionValue]) -> FetchPlan:
     """``vst fetch-models --rovist-vg [--rovist-vg-vit NAME] [--rovist-vg-model FILE --glove FILE]``:
     the ViT from the hub (config, image processor, weights), NLTK's tagger data (the authors' noun
@@ -258,6 +267,7 @@ METRIC = MetricSpec(
     cards=cards,
     evidence=evidence,
     fetch=FETCH,
+    regions=regions,
     # the files are signed by their digests (identity), not by their paths
     options=(
         Option(
