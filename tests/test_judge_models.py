@@ -201,9 +201,10 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
 
 
 def test_bench_measures_the_judge_with_the_replica_architecture() -> None:
-    from vst_core.bench.judge import judge_throughput
+    from vst_core.bench.inputs import synthetic_sentences
+    from vst_core.metric_modules.judge.throughput import judge_throughput
 
-    figures = judge_throughput(2, "replica", device="cpu", batch_size=8)
+    figures = judge_throughput(synthetic_sentences(2), "replica", device="cpu", batch_size=8)
     assert figures["judge_prompts_per_story"] == 12 and figures["judge_model_calls"] == 3  # 24 prompts in batches of 8
     assert figures["judge_stories_per_s"] > 0 and figures["judge_cached_stories_per_s"] > figures["judge_stories_per_s"]
     assert 150 < figures["judge_prompt_tokens"] < 400

@@ -23,15 +23,14 @@ import numpy as np
 import pytest
 from conftest import SAMPLE
 
-from vst_core.bench import chat_server
-from vst_core.bench.chat_server import ChatServer, Reply, completion, synthetic_logprobs
 from vst_core.cli import main
 from vst_core.config import Settings, SettingsError
 from vst_core.data import read_story_set
-from vst_core.metric_modules.judge import JudgeScores
+from vst_core.metric_modules.judge import JudgeScores, chat_server
 from vst_core.metric_modules.judge import served as judge_server
 from vst_core.metric_modules.judge.batch import judge_records
 from vst_core.metric_modules.judge.cache import JudgeCache
+from vst_core.metric_modules.judge.chat_server import ChatServer, Reply, completion, synthetic_logprobs
 from vst_core.metric_modules.judge.served import (
     ABSENT,
     JudgeServer,

@@ -50,7 +50,7 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
     coherence_pairs_per_s   sentence pairs/s of the pair scorer
     judge_stories_per_s     stories/s of the rubric judge (4 aspects x 3 paraphrases a story) with a random
                             Qwen2 of the replica's size (``judge_size="full"``: Qwen2.5-0.5B's), cold; and
-                            from its answer cache (:mod:`vst_core.bench.judge`)
+                            from its answer cache (:mod:`vst_core.metric_modules.judge.throughput`)
     judge_server_stories_per_s  stories/s of the served-judge client at concurrency 1, 8 and 32 against a
                             local server answering each request in ``judge_server_latency`` seconds, its
                             bound and the seconds per 1,000 stories (a real server's time is its own)
@@ -219,18 +219,19 @@ def coherence_phase(run: BenchRun) -> Figures:
 
 
 def judge_phase(run: BenchRun) -> Figures:
-    """judge: stories/s of the rubric judge, cold and from its cache (:mod:`vst_core.bench.judge`)."""
-    from vst_core.bench.judge import judge_throughput
+    """judge: stories/s of the rubric judge, cold and from its cache (:mod:`vst_core.metric_modules.judge.throughput`)."""
+    from vst_core.metric_modules.judge.throughput import judge_throughput
 
     config = run.config
     run.say(f"judge: {config.judge_stories} stories, 12 rubric prompts each, Qwen2 {config.judge_size}")
-    return judge_throughput(config.judge_stories, config.judge_size, device=run.device, batch_size=8, seed=config.seed)
+    texts = synthetic_sentences(config.judge_stories, seed=config.seed)
+    return judge_throughput(texts, config.judge_size, device=run.device, batch_size=8, seed=config.seed)
 
 
 def judge_server_phase(run: BenchRun) -> Figures:
     """judge_server: stories/s of the served-judge client against a fixed-latency local server
-    (:func:`vst_core.bench.judge.judge_server_throughput`)."""
-    from vst_core.bench.judge import judge_server_throughput
+    (:func:`vst_core.metric_modules.judge.throughput.judge_server_throughput`)."""
+    from vst_core.metric_modules.judge.throughput import judge_server_throughput
 
     config = run.config
     run.say(
@@ -238,10 +239,9 @@ def judge_server_phase(run: BenchRun) -> Figures:
         f"{config.judge_server_latency * 1000:.0f} ms, concurrency {', '.join(map(str, config.judge_server_concurrency))}"
     )
     return judge_server_throughput(
-        config.judge_server_stories,
+        synthetic_sentences(config.judge_server_stories, seed=config.seed),
         latency=config.judge_server_latency,
         concurrencies=config.judge_server_concurrency,
-        seed=config.seed,
     )
 
 

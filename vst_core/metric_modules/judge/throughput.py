@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from vst_core.bench.inputs import synthetic_sentences
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.metric_modules import judge as judge_metric
@@ -71,8 +71,9 @@ def _tokenizer(lines: list[str]) -> Any:
     return out
 
 
-def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, seed: int = 0) -> dict[str, Any]:
-    """Cold and cached stories/s of the judge over ``stories`` synthetic five-sentence stories."""
+def judge_throughput(texts: Sequence[Sequence[str]], size: str, *, device: str, batch_size: int, seed: int = 0) -> dict[str, Any]:
+    """Cold and cached stories/s of the judge over the stories ``texts`` (each its sentences: ``vst bench``
+    gives synthetic five-sentence stories)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -82,7 +83,7 @@ def judge_throughput(stories: int, size: str, *, device: str, batch_size: int, s
     from vst_core.metric_modules.judge.template import load_rubric
 
     rubric = load_rubric()
-    texts = synthetic_sentences(stories, seed=seed)
+    stories = len(texts)
     rubric_lines = json.loads(resources.files("vst_core.metric_modules.judge").joinpath("rubric_v1.json").read_text())
     corpus = [s for t in texts for s in t] + [q for v in rubric_lines["aspects"].values() for q in v] + [rubric_lines["story"]]
     tokenizer = _tokenizer(corpus * 3)
@@ -128,21 +129,21 @@ VLLM_NOT_MEASURED = (
 
 
 def judge_server_throughput(
-    stories: int, *, latency: float = 0.05, concurrencies: tuple[int, ...] = (1, 8, 32), seed: int = 0
+    texts: Sequence[Sequence[str]], *, latency: float = 0.05, concurrencies: tuple[int, ...] = (1, 8, 32)
 ) -> dict[str, Any]:
     """Stories/s of the served-judge client (:class:`vst_core.metric_modules.judge.served.JudgeServer`)
     against a local server that answers every request after ``latency`` seconds
-    (:func:`vst_core.bench.chat_server.fixed_latency_answer`), at each concurrency, cold (every
+    (:func:`.chat_server.fixed_latency_answer`), at each concurrency, cold (every
     answer a request) and from the answer cache. With 12 prompts a story the bound is
     ``concurrency / (12 · latency)`` stories/s; the gap to it is the client's own cost."""
-    from vst_core.bench.chat_server import ChatServer, fixed_latency_answer
     from vst_core.metric_modules.judge.batch import judge_records
     from vst_core.metric_modules.judge.cache import JudgeCache
+    from vst_core.metric_modules.judge.chat_server import ChatServer, fixed_latency_answer
     from vst_core.metric_modules.judge.served import JudgeServer
     from vst_core.metric_modules.judge.template import load_rubric
 
     rubric = load_rubric()
-    texts = synthetic_sentences(stories, seed=seed)
+    stories = len(texts)
     story_set = StorySet.of([Story.from_sentences(t, story_id=f"s{k}") for k, t in enumerate(texts)], Path("."))
     settings = Settings(metrics=(judge_metric.NAME,))
     prompts = stories * sum(len(v) for v in rubric.aspects.values())
