@@ -8,9 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.choices import with_judge_server
+from dashboard.choices import with_options
 from dashboard.frame import page, shown, story_table
-from dashboard.keys import JUDGE_SERVER, JUDGEMENTS
+from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
@@ -21,7 +21,6 @@ from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSett
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
-from vst_core.metric_modules.judge.bias import judge_bias_table
 from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
 from vst_core.viz import (
@@ -38,10 +37,6 @@ from vst_core.viz.report import latex_table, markdown_table, view_report
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
-#: At most this many judged stories' evidence is read for the judge's bias table.
-JUDGE_BIAS_STORIES = 2000
-#: At most this many image sequences are asked about for the judge's position bias (model calls).
-JUDGE_BIAS_SEQUENCES = 50
 
 EXAMPLE = "Made-up example ratings (for trying the page)"
 on_sample = bool(loading.SAMPLE_IDS & set(view.table["story"]))  # the example rates the sample's stories
@@ -457,36 +452,43 @@ with tabs[6]:
 with tabs[7]:
     metric_vs_metric(report)
 
-if "judge overall" in view.table:  # the rubric judge's own biases, from its evidence
-    st.subheader("Rubric judge: paraphrase consistency and images", divider="gray")
-    judged_rows = [i for i, ok in enumerate(view.table["judge overall"].notna()) if ok][:JUDGE_BIAS_STORIES]
-    st.dataframe(judge_bias_table(view.records_at(judged_rows)).round(4), hide_index=True, width="stretch")
-    st.caption(
-        f"From the judge's answers on {len(judged_rows)} stories (at most {JUDGE_BIAS_STORIES}): the spread of the "
-        "rubric paraphrases' scores and their rank agreement (Spearman), and with a vision-language judge what the "
-        "images change."
-    )
-    sequences = list(dict.fromkeys(view.table["sequence"].iloc[judged_rows]))[:JUDGE_BIAS_SEQUENCES]
-    bias_rows = tuple(i for i in judged_rows if view.table["sequence"].iat[i] in set(sequences))
-    if st.button(
-        f"Measure its position bias on {len(sequences)} sequences (asks the judge model: every two stories "
-        "of a sequence, in both orders)",
-        key="judge_position_bias",
-    ):
-        asked, notice = with_judge_server(view.settings, *(str(st.session_state.get(k) or "") for k in JUDGE_SERVER))
+for spec in registry().specs.values():  # a metric's own section (the rubric judge's biases), from its evidence
+    column = next((f.column for f in spec.fields if f.report), None)
+    if spec.diagnostics is None or column is None or column not in view.table:
+        continue
+    diagnostics = spec.diagnostics
+    st.subheader(md(diagnostics.title), divider="gray")
+    scored_rows = [i for i, ok in enumerate(view.table[column].notna()) if ok][: diagnostics.limit]
+    try:
+        rows = diagnostics.table(view.records_at(scored_rows))
+    except Exception as exc:  # an installed metric's table that fails says why; the page goes on
+        st.warning(f"{md(spec.title)}: its table could not be made: {shown(f'{type(exc).__name__}: {exc}')}")
+        rows = []
+    if rows:
+        st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
+    st.caption(shown(diagnostics.caption.format(n=len(scored_rows), limit=diagnostics.limit)))
+    measure = diagnostics.measure
+    if measure is None:
+        continue
+    sequences = list(dict.fromkeys(view.table["sequence"].iloc[scored_rows]))[: measure.limit]
+    asked_rows = tuple(i for i in scored_rows if view.table["sequence"].iat[i] in set(sequences))
+    boxes = {o.setting: o for o in spec.options if o.setting in measure.asks}
+    with st.expander(f"{spec.title}: what the measurement asks", expanded=False):
+        for name in measure.asks:
+            box = boxes.get(name)
+            st.text_input(box.label or name if box else name, key=name, help=box.help if box else None)
+    if st.button(measure.label.format(sequences=len(sequences)), key=f"measure_{spec.name}"):
+        given = {name: str(st.session_state.get(name) or "") for name in measure.asks}
+        asked, notice = with_options(view.settings, given, spec.title)
         if notice:
             st.warning(shown(notice))
         try:
-            bias = loading.judge_position_bias(view, key, bias_rows, asked)
+            found = loading.measured(view, key, asked_rows, asked, spec.name)
         except (ModelLoadError, ValueError, OSError) as exc:
-            st.warning(f"The judge model is not available here: {shown(str(exc))}")
+            st.warning(f"{md(spec.title)}'s model is not available here: {shown(str(exc))}")
         else:
-            st.dataframe(bias.round(4), hide_index=True, width="stretch")
-            st.caption(
-                "follows position: share of pairs whose verdict flips with the order (the first shown wins both "
-                "times, or the second both times); mean P(first) shift: how much being shown first adds. "
-                "The same table from the command line: `vst judge-bias STORIES`."
-            )
+            st.dataframe(found.round(4), hide_index=True, width="stretch")
+            st.caption(shown(measure.caption))
 
 
 def agreement_report() -> str:

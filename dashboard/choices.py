@@ -213,22 +213,21 @@ def settings_for_file(choices: Choices, recorded: Settings) -> Settings:
     )
 
 
-def with_judge_server(settings: Settings, endpoint: str, served_model: str, key_env: str) -> tuple[Settings, str | None]:
-    """``settings`` asking the judge served at ``endpoint`` (the sidebar's fields), or unchanged with
-    the reason when the fields cannot be used (a notice, never an exception); all empty: unchanged.
+def with_options(settings: Settings, given: Mapping[str, str], who: str) -> tuple[Settings, str | None]:
+    """``settings`` with the metric's options typed in boxes (``given``: setting -> text; an empty box
+    keeps the run's value), or unchanged with the reason when they cannot be used (a notice naming
+    ``who``, never an exception).
 
-    >>> with_judge_server(Settings(), "http://127.0.0.1:8000/v1", "", "")[1]
-    "judge server: give the served model as well (its name in the server's /v1/models)"
+    >>> with_options(Settings(), {"judge_endpoint": "http://127.0.0.1:8000/v1", "judge_served_model": ""}, "judge")[1]
+    'judge: judge_endpoint needs judge_served_model (the model name the server serves)'
     """
-    endpoint, served_model, key_env = endpoint.strip(), served_model.strip(), key_env.strip()
-    if not endpoint:
+    values = {k: v.strip() for k, v in given.items() if v.strip()}
+    if not values:
         return settings, None
-    if not served_model:
-        return settings, "judge server: give the served model as well (its name in the server's /v1/models)"
     try:
-        return settings.with_(judge_endpoint=endpoint, judge_served_model=served_model, judge_api_key_env=key_env or None), None
+        return settings.with_(**values), None
     except (SettingsError, ValueError) as exc:
-        return settings, f"judge server: {exc}"
+        return settings, f"{who}: {exc}"
 
 
 def without(settings: Settings, metrics: tuple[str, ...] | frozenset[str]) -> Settings:

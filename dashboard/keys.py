@@ -15,10 +15,6 @@ LINK_NOTICES = "_vst_link_notices"
 
 #: The judgements chosen on the Agreement page (bytes), shown beside the scores in Inspect.
 JUDGEMENTS = "_vst_judgements"
-
-#: The sidebar's judge-server fields (endpoint URL, served model, the key's environment variable):
-#: the Agreement page's position-bias button asks that server instead of the local judge model.
-JUDGE_SERVER = ("judge_endpoint", "judge_served_model", "judge_api_key_env")
 #: A slice the slice finder proposed (``{"view": view key, "label": str, "conditions": [...], "systems": [...]}``),
 #: applied by the Dataset page on top of its own slice until cleared.
 FOUND_SLICE = "_vst_found_slice"

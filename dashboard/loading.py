@@ -254,30 +254,16 @@ def recheck_folder(value: str, what: str) -> None:
         confine(value, session.roots(), what=what)
 
 
-@st.cache_data(show_spinner="Asking the judge about every two stories of each sequence, in both orders…", max_entries=4)
-def judge_position_bias(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings) -> pd.DataFrame:
-    """The rubric judge's position bias on the stories of ``rows`` (cached by the view's key, the rows and
-    the judge settings): the pairwise question in both orders for every two stories of a sequence
-    (answers from the judge's own cache when asked before). ModelLoadError when the judge cannot load."""
-    from vst_core.metric_modules import judge
-    from vst_core.metric_modules.judge.batch import pair_verdicts
-    from vst_core.metric_modules.judge.bias import position_rows
-    from vst_core.metric_modules.judge.template import rubric_id
-
-    template = settings.option("judge_template")
-    if template and not Path(template).is_file():  # a scores file's signature names the template by its id
-        if template != rubric_id(None):
-            raise ValueError(
-                f"the scores were made with the rubric template {template}, which is not a file here: "
-                "run `vst judge-bias STORIES --judge-template FILE` with it"
-            )
-        settings = settings.with_(judge_template=None)
+@st.cache_data(show_spinner="Asking the model…", max_entries=4)
+def measured(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings, metric: str) -> pd.DataFrame:
+    """A metric's measurement that asks its model (its spec's ``diagnostics.measure``: the judge's
+    position bias) on the stories of ``rows``, cached by the view's key, the rows, the settings and
+    the metric; ModelLoadError (or ValueError, OSError) when the model cannot be had."""
+    measure = registry().spec(metric).diagnostics
+    if measure is None or measure.measure is None:
+        raise ValueError(f"{metric} measures nothing on request")
     stories = [s for s in (_view.story(row) for row in rows) if s is not None]
-    story_set = StorySet.of(stories, root=_view.root, source="view")
-    models = Models(settings.with_(metrics=(judge.NAME,)))
-    rubric = judge.rubric(models)
-    results = pair_verdicts(story_set, settings, judge.model(models), rubric, judge.answers(models))
-    return pd.DataFrame(position_rows(results, rubric.pair_questions))
+    return pd.DataFrame(measure.measure.run(stories, _view.root, settings))
 
 
 @st.cache_data(show_spinner="Scoring…")

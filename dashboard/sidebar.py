@@ -31,14 +31,13 @@ from dashboard.choices import (
     scores_paths,
     url_notices,
 )
-from dashboard.keys import JUDGE_SERVER, LINK_NOTICES, MODEL_STATUS
+from dashboard.keys import LINK_NOTICES, MODEL_STATUS
 from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
-from vst_core.metric_modules import judge
 from vst_core.metric_spec import registry
 from vst_core.signature import describe_signature
 from vst_core.viz.safe import say
@@ -213,28 +212,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
         st.caption(
             "θ, −P and −C are re-applied to the stored similarities of computed GROOVIST scores; imported ones stay as released."
         )
-    if judge.NAME in index.metrics:
-        _judge_server()
     return values
-
-
-def _judge_server() -> None:
-    """The judge server the Agreement page's position-bias button asks (read there by key)."""
-    with st.expander("Rubric judge server", expanded=False):
-        endpoint, served, key_env = JUDGE_SERVER
-        st.text_input(
-            "Endpoint URL",
-            key=endpoint,
-            placeholder="http://127.0.0.1:8000/v1",
-            help="an OpenAI-compatible server (vLLM, SGLang)",
-        )
-        st.text_input("Served model", key=served, help="the model's name in the server's /v1/models")
-        st.text_input(
-            "API key variable",
-            key=key_env,
-            help="the environment variable (of the dashboard's process) holding the key; the key is never shown or stored",
-        )
-        st.caption("Empty: the position-bias button loads the local judge model the scores were made with.")
 
 
 def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None) -> dict[str, Any]:

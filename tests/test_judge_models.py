@@ -190,7 +190,7 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
     # the position bias asks the judge model in the dashboard's process: point it at the replicas
     point_at(monkeypatch, env_of(judge_hub))
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "page-cache"))
-    meta.button(key="judge_position_bias").click().run()
+    meta.button(key="measure_judge").click().run()
     assert not meta.exception, meta.exception
     assert not any("judge model is not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
     bias = next(d.value for d in meta.dataframe if "bias" in d.value.columns and "position" in set(d.value["bias"]))

@@ -409,16 +409,22 @@ def test_vst_score_against_the_served_model_matches_the_local_backend_and_a_reru
                 assert aspects_of(judged)[aspect] == pytest.approx(values, abs=1e-6)
 
 
-def test_the_sidebars_judge_server_fields_become_settings_or_a_notice() -> None:
-    from dashboard.choices import with_judge_server
+def test_the_judge_server_boxes_become_settings_or_a_notice() -> None:
+    from dashboard.choices import with_options
 
     base = Settings(metrics=("judge",))
-    asked, notice = with_judge_server(base, " http://127.0.0.1:8000/v1 ", "qwen-72b", "JUDGE_KEY")
+
+    def boxes(endpoint: str, served: str, key_env: str) -> dict[str, str]:
+        return {"judge_endpoint": endpoint, "judge_served_model": served, "judge_api_key_env": key_env}
+
+    asked, notice = with_options(base, boxes(" http://127.0.0.1:8000/v1 ", "qwen-72b", "JUDGE_KEY"), "judge")
     assert notice is None and asked.judge_endpoint == "http://127.0.0.1:8000/v1"
     assert (asked.judge_served_model, asked.judge_api_key_env) == ("qwen-72b", "JUDGE_KEY")
-    assert with_judge_server(base, "", "qwen-72b", "") == (base, None)
-    kept, why = with_judge_server(base, "ftp://127.0.0.1/v1", "qwen-72b", "")
+    assert with_options(base, boxes("", "", ""), "judge") == (base, None)
+    kept, why = with_options(base, boxes("ftp://127.0.0.1/v1", "qwen-72b", ""), "judge")
     assert kept == base and why is not None and "http(s)" in why
+    kept, why = with_options(base, boxes("http://127.0.0.1:8000/v1", "", ""), "judge")
+    assert kept == base and why is not None and "judge_served_model" in why
 
 
 @pytest.mark.slow
@@ -453,9 +459,9 @@ def test_the_dashboard_shows_a_served_judge_and_asks_the_sidebars_server_for_its
             judge_served_model="judge",
         )
         assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
-        assert any(t.label == "Endpoint URL" for t in meta.sidebar.text_input)
+        assert any(t.label == "Endpoint URL" for t in meta.text_input)
         rated = len(server.requests)
-        meta.button(key="judge_position_bias").click().run()
+        meta.button(key="measure_judge").click().run()
         assert not meta.exception, meta.exception
         assert not any("not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
         pairwise = [b for b in server.requests[rated:] if "Story 1:" in json.dumps(b["messages"])]

@@ -893,7 +893,7 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
         otherflag=clash.format("judge-vlm") + _good_as("otherflag", "f3", "fetch=FETCH"),
     )
     reasons = "\n".join(reg.problems)
-    assert "'--detector' is not --lower-case-words, or it is the command's own" in reasons
+    assert "'--detector' is not --lower-case-words, or it is the command's own" in reasons and "None" not in reasons
     assert "metric 'judge'" in reasons and set(reg.specs) >= {"toyfetch"} and len(reg.problems) == 2, reasons
     with pytest.raises(SystemExit):
         main(["fetch-models", "--help"])
@@ -904,6 +904,60 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
     args = build_parser("fetch-models").parse_args(["fetch-models", "--toy-model"])
     plans = {p.checks[0][0]: p for p in _metric_plans(args) if p.checks}
     assert "toy model toy/base" in plans and plans["toy model toy/base"].notes == ("a toy note",)
+
+
+def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_still_checked(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vst_core.cli import build_parser
+    from vst_core.cli.models import _metric_plans
+    from vst_core.metric_spec import FetchPlan
+    from vst_core.models import fetch
+
+    def offline() -> str:
+        raise OSError("no hub here")
+
+    monkeypatch.setattr(fetch, "_check_clip", lambda report, arch, pretrained, log: None)
+    report = fetch.fetch_models(
+        more=[FetchPlan((("a", False, offline), ("b", True, lambda: "loads")), ("pass ⟦glove_file PATH⟧",))]
+    )
+    assert [(m.name, m.state, m.detail) for m in report.models] == [
+        ("a", "missing", "OSError: no hub here"),
+        ("b", "cached", "loads"),
+    ]
+    assert "note  pass --glove PATH" in report.summary()
+    broken = (
+        "from vst_core.metric_spec import Fetch, FetchArgument\n"
+        "def _plan(v):\n    raise RuntimeError('no plan')\n"
+        "FETCH = Fetch((FetchArgument('--broken-model', 'x'),), _plan)\n"
+    )
+    _install(plugins, monkeypatch, brokenfetch=broken + _good_as("brokenfetch", "b1", "fetch=FETCH"))
+    plans = _metric_plans(build_parser("fetch-models").parse_args(["fetch-models"]))
+    assert any(
+        "metric 'brokenfetch': its models could not be planned: RuntimeError: no plan" in n for p in plans for n in p.notes
+    )
+    assert any(c[0].startswith("next-sentence model") for p in plans for c in p.checks)  # RoViST-C's is still planned
+
+
+def test_the_hook_types_are_generic_at_runtime_and_the_contract_loads_no_numpy() -> None:
+    """Every hook alias takes the record type (a plugin may annotate with ``ScoreHook[MyRecord]`` without
+    postponed annotations), the spec's hints resolve, and reading the contract imports no numpy."""
+    import subprocess
+    import sys
+    import typing
+
+    from vst_core import metric_spec
+
+    hooks = [n for n in metric_spec.__all__ if n.endswith("Hook")]
+    generic = [
+        n for n in hooks if typing.get_args(getattr(metric_spec, n)) and getattr(getattr(metric_spec, n), "__parameters__", ())
+    ]
+    for name in generic:
+        getattr(metric_spec, name)[int]  # subscripting a generic alias of the record type works
+    assert {"ScoreHook", "SetHook", "CompleteHook", "ImageRecordHook", "MarginsHook", "ImportHook"} <= set(generic)
+    assert "score" in typing.get_type_hints(metric_spec.MetricSpec)
+    code = "import sys, vst_core.metric_spec, vst_core.records; print('numpy' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
 def test_a_blank_server_address_on_the_command_line_is_no_server_and_a_path_is_a_models_folder(tmp_path: Path) -> None:

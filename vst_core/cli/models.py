@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
-
-if TYPE_CHECKING:
-    from vst_core.metric_spec import FetchPlan
+from vst_core.metric_spec import FetchPlan
 
 DEFAULTS = Settings()
 
@@ -84,7 +82,12 @@ def _metric_plans(args: argparse.Namespace) -> list[FetchPlan]:
     for spec in registry().specs.values():
         if spec.fetch is not None:
             values = {a.dest: getattr(args, a.dest, None) for a in spec.fetch.arguments}
-            plans.append(spec.fetch.plan(values))
+            try:
+                plans.append(spec.fetch.plan(values))
+            except Exception as exc:  # one metric's broken plan is its note; every other model is still checked
+                plans.append(
+                    FetchPlan(notes=(f"metric {spec.name!r}: its models could not be planned: {type(exc).__name__}: {exc}",))
+                )
     return plans
 
 

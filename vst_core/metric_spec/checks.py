@@ -103,10 +103,11 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     used_fetch = {a.flag: s.name for s in taken.values() if s.fetch is not None for a in s.fetch.arguments}
     for a in spec.fetch.arguments if spec.fetch is not None else ():
         if not re.fullmatch(r"--[a-z][a-z0-9-]*", a.flag) or a.flag in FETCH_FLAGS or a.flag in used_fetch:
-            raise ValueError(
-                f"fetch-models option {a.flag!r} is not --lower-case-words, or it is the command's own or metric "
-                f"{used_fetch.get(a.flag)!r}'s"
-            )
+            owner = f"metric {used_fetch[a.flag]!r}'s" if a.flag in used_fetch else "the command's own"
+            raise ValueError(f"fetch-models option {a.flag!r} is not --lower-case-words, or it is {owner}")
+    asks = spec.diagnostics.measure.asks if spec.diagnostics is not None and spec.diagnostics.measure is not None else ()
+    if any(a not in own for a in asks):
+        raise ValueError("a measurement asks only for the metric's own options")
     if spec.trained_folder and spec.trained_folder not in own:
         raise ValueError(f"trained_folder {spec.trained_folder!r} is not one of the metric's own options")
     if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's

@@ -19,12 +19,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import numpy as np
-
 from vst_core.metrics.variants import NRVariant
 from vst_core.story import Story
 
 if TYPE_CHECKING:
+    import numpy as np
     from PIL import Image
 
 #: A story's identity: ``(system, story_id)``.

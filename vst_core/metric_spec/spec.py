@@ -12,9 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, Protocol, TypeVar, cast
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 from vst_core.metric_spec.contract import (
     GrounderLike,
@@ -28,6 +26,9 @@ from vst_core.metric_spec.contract import (
     StorySetLike,
 )
 from vst_core.story import Story
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Which way is better for a number: up, down, or neither (a descriptor).
 Direction = Literal["higher", "lower", "none"]
@@ -387,7 +388,7 @@ class Reaggregation(Generic[R]):
 #: A metric on a batch of stories: ``(stories, run) -> {(system, story_id): record or the reason
 #: there is none}``; ``run`` is a :class:`~vst_core.metric_spec.contract.RunLike` (settings, models,
 #: the story set's folder, the set metrics computed before the chunks, shared image results).
-ScoreHook = Callable[[Sequence[Story], RunLike], Mapping[Key, "R | str"]]
+ScoreHook = Callable[[Sequence[Story], RunLike], Mapping[Key, R | str]]
 #: An image metric of one story from the image work every image metric of a run shares: ``(grounder,
 #: story, entries) -> record``; ``grounder`` (a :class:`~vst_core.metric_spec.contract.GrounderLike`)
 #: chose the story's regions, encoded them and its texts (cached) and parsed its noun phrases, and
@@ -405,7 +406,7 @@ ImageRefsHook = Callable[[Story], Sequence[str]]
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
 #: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
 SetHook = Callable[
-    [StorySetLike, Sequence[Story], SettingsLike, ModelsLike, "Callable[[int], object] | None"], Mapping[Key, "R | str"]
+    [StorySetLike, Sequence[Story], SettingsLike, ModelsLike, "Callable[[int], object] | None"], Mapping[Key, R | str]
 ]
 #: A record holding only a score imported from another source: ``(value, note) -> record``.
 ImportHook = Callable[[float, str], R]
@@ -432,11 +433,43 @@ MarginsHook = Callable[[R], "Iterable[tuple[str, str, float]]"]
 SummaryHook = Callable[[ModelsLike], "tuple[list[str], list[str]]"]
 #: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
 #: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
-CompleteHook = Callable[[StoryRecordLike], "R | None"]
+CompleteHook = Callable[[StoryRecordLike], R | None]
 #: Why a run's settings cannot be used for this metric (its options together: the judge's server needs
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
 SettingsCheckHook = Callable[[SettingsLike], "str | None"]
+
+
+#: A table's rows, each a mapping of column -> value.
+Rows = Sequence[Mapping[str, object]]
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A measurement a metric makes on request by asking its model (the judge's position bias): a
+    button ``label``led (``{sequences}``: how many sequences it asks about), at most ``limit``
+    sequences; ``asks`` its options a user may set beside the button (a box each, named by its
+    ``label``; an empty box keeps the run's value); ``run(stories, root, settings) -> rows``, raising
+    ``ModelLoadError`` (or ValueError, OSError) when the model cannot be had; ``caption`` under its table."""
+
+    label: str
+    run: Callable[[Sequence[Story], Path, SettingsLike], Rows]
+    asks: tuple[str, ...] = ()
+    caption: str = ""
+    limit: int = 50
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """A section a metric adds to the Agreement page about itself: under ``title``, ``table(records)
+    -> rows`` read from the evidence of at most ``limit`` of its records (no model), with ``caption``
+    (``{n}``: how many records, ``{limit}``); and a :class:`Measure` that asks its model, if any."""
+
+    title: str
+    table: Callable[[Sequence[StoryRecordLike]], Rows]
+    caption: str = ""
+    limit: int = 2000
+    measure: Measure | None = None
 
 
 @dataclass(frozen=True)
@@ -500,6 +533,7 @@ class MetricSpec(Generic[R]):
     ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
     models they check; ``transitions`` what it draws between a story's sentences (RoViST-C's chips);
     ``regions`` the image regions its items matched, outlined on request (GROOVIST's phrases);
+    ``diagnostics`` its own section of the Agreement page (the judge's biases);
     ``trained_folder`` the option naming the folder its training command wrote,
     whose card (:mod:`vst_core.learned.card`) names the stories it was trained on: meta-evaluation
     sets apart the judged pairs of those stories (Vrank's)."""
@@ -541,6 +575,7 @@ class MetricSpec(Generic[R]):
     fetch: Fetch | None = None
     transitions: TransitionsHook[R] | None = None
     regions: RegionsHook[R] | None = None
+    diagnostics: Diagnostics | None = None
     trained_folder: str = ""
     module: str = field(default="", compare=False)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from vst_core.metric_spec import FetchPlan
 from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector, detector_weights_path
-from vst_core.models.hub import ModelLoadError, hf_cache_dir, torch_hub_dir
+from vst_core.models.hub import ModelLoadError, hf_cache_dir, in_cli_words, torch_hub_dir
 
 #: Two sentence pairs (one related, one not) a loaded model is checked on: scored, encoded or rated.
 SENTENCE_PAIRS = [
@@ -45,7 +45,7 @@ class FetchReport:
 
     def summary(self) -> str:
         lines = [f"{m.state:>10}  {m.name}: {m.detail}" for m in self.models]
-        lines += [f"      note  {n}" for n in self.notes]
+        lines += [f"      note  {in_cli_words(n)}" for n in self.notes]
         lines.append("folders to copy to an offline machine (same paths there, or point the variables at them):")
         lines += [f"  {var}: {path}" for var, path in self.folders.items()]
         if not self.ok:
@@ -58,9 +58,10 @@ def _check(report: FetchReport, name: str, was_cached: bool, run: Callable[[], s
     start = time.perf_counter()
     try:
         detail = run()
-    except ModelLoadError as exc:
+    except Exception as exc:  # a model that does not load, or a check that fails on its own: that model's line
         state = "broken" if was_cached else "missing"
-        report.models.append(ModelStatus(name, state, str(exc), time.perf_counter() - start))
+        why = str(exc) if isinstance(exc, ModelLoadError) else f"{type(exc).__name__}: {exc}"
+        report.models.append(ModelStatus(name, state, why, time.perf_counter() - start))
         return
     state = "cached" if was_cached else "downloaded"
     report.models.append(ModelStatus(name, state, detail, time.perf_counter() - start))

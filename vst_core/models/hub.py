@@ -57,6 +57,15 @@ def cli_words(setting: str, placeholder: str = "") -> str:
     return f"{flag} {placeholder}" if placeholder else flag
 
 
+def in_cli_words(text: str) -> str:
+    """A text naming settings as data (:func:`option`) in the command line's words.
+
+    >>> in_cli_words(f"pass {option('glove_file', 'PATH')}")
+    'pass --glove PATH'
+    """
+    return _OPTION.sub(lambda m: cli_words(m.group(1), m.group(2) or ""), text)
+
+
 def python_words(setting: str, placeholder: str = "") -> str:
     """The Python API's words for a setting: the ``Settings`` field to pass.
 

@@ -12,16 +12,19 @@ and ``vst judge-bias`` (:mod:`.command`), its evidence (:mod:`.html`). Card: ``d
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
 from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.metric_spec import (
     Card,
+    Diagnostics,
     Fetch,
     FetchArgument,
     FetchCheck,
     FetchPlan,
+    Measure,
     MetricField,
     MetricSpec,
     ModelsLike,
@@ -29,6 +32,7 @@ from vst_core.metric_spec import (
     OptionValue,
     RunLike,
     SettingsLike,
+    Story,
     StoryRecordLike,
 )
 
@@ -83,6 +87,7 @@ OPTIONS = (
     ),
     Option(
         "judge_endpoint",
+        label="Endpoint URL",
         help="ask the judge served at this OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1, from `vllm serve`) "
         "instead of loading --judge-model here; its answers need log-probabilities",
         signed=False,
@@ -91,6 +96,7 @@ OPTIONS = (
     ),
     Option(
         "judge_served_model",
+        label="Served model",
         help="the model's name on the server (as its /v1/models lists it); needed with --judge-endpoint",
         signed=False,
         metavar="NAME",
@@ -98,6 +104,7 @@ OPTIONS = (
     ),
     Option(
         "judge_api_key_env",
+        label="API key variable",
         help="the environment variable holding the server's API key (the key itself is never written anywhere)",
         signed=False,
         metavar="VAR",
@@ -313,6 +320,59 @@ def fetch_plan(values: Mapping[str, OptionValue]) -> FetchPlan:
     return FetchPlan(tuple(checks))
 
 
+def bias_rows(records: Sequence[StoryRecordLike]) -> list[dict[str, object]]:
+    """The paraphrase and image rows of the judge's bias table, from its answers in ``records``."""
+    from vst_core.metric_modules.judge.bias import judge_bias_table
+
+    return [{str(k): v for k, v in row.items()} for row in judge_bias_table(records).to_dict("records")]
+
+
+def position_bias(stories: Sequence[Story], root: Path, settings: SettingsLike) -> list[dict[str, object]]:
+    """The judge's position bias on ``stories``: the pairwise question in both orders for every two
+    stories of a sequence (answers from the judge's own cache when asked before); a scores file's
+    template named by its id stands for the default when it is the default's. ModelLoadError when the
+    judge cannot load."""
+    from vst_core.config import Settings
+    from vst_core.data import StorySet
+    from vst_core.metric_modules.judge.batch import pair_verdicts
+    from vst_core.metric_modules.judge.bias import position_rows
+    from vst_core.metric_modules.judge.template import rubric_id
+    from vst_core.scoring.registry import Models
+
+    if not isinstance(settings, Settings):
+        raise TypeError("position_bias takes the run's Settings")
+    template = settings.option("judge_template")
+    if template and not Path(template).is_file():  # a scores file's signature names the template by its id
+        if template != rubric_id(None):
+            raise ValueError(
+                f"the scores were made with the rubric template {template}, which is not a file here: "
+                "run `vst judge-bias STORIES --judge-template FILE` with it"
+            )
+        settings = settings.with_(judge_template=None)
+    models = Models(settings.with_(metrics=(NAME,)))
+    found = rubric(models)
+    results = pair_verdicts(StorySet.of(stories, root=root, source="view"), settings, model(models), found, answers(models))
+    return position_rows(results, found.pair_questions)
+
+
+#: The judge's own section of the Agreement page: its paraphrase and image biases from its answers,
+#: and its position bias on request (asks the judge: the local model, or the server given beside it).
+DIAGNOSTICS = Diagnostics(
+    title="Rubric judge: paraphrase consistency and images",
+    table=bias_rows,
+    caption="From the judge's answers on {n} stories (at most {limit}): the spread of the rubric paraphrases' scores "
+    "and their rank agreement (Spearman), and with a vision-language judge what the images change.",
+    measure=Measure(
+        label="Measure its position bias on {sequences} sequences (asks the judge model: every two stories of a "
+        "sequence, in both orders)",
+        run=position_bias,
+        asks=("judge_endpoint", "judge_served_model", "judge_api_key_env"),
+        caption="follows position: share of pairs whose verdict flips with the order (the first shown wins both "
+        "times, or the second both times); mean P(first) shift: how much being shown first adds. "
+        "Empty server boxes: the local judge model the scores were made with. "
+        "The same table from the command line: `vst judge-bias STORIES`.",
+    ),
+)
 FETCH = Fetch(
     arguments=(
         FetchArgument(
@@ -379,6 +439,7 @@ METRIC = MetricSpec(
     evidence=evidence,
     commands={"judge-bias": "vst_core.metric_modules.judge.command"},
     fetch=FETCH,
+    diagnostics=DIAGNOSTICS,
     offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
 )
 

@@ -24,7 +24,7 @@ import pandas as pd
 from vst_core.metric_modules.judge.batch import PairResult
 from vst_core.metric_modules.judge.record import JudgeScores
 from vst_core.metric_modules.judge.rule import paraphrase_agreement, position_bias, spearman
-from vst_core.records import StoryScores
+from vst_core.metric_spec import StoryRecordLike
 
 COLUMNS = ["bias", "scope", "measure", "value", "n"]
 
@@ -53,11 +53,11 @@ def position_rows(results: Sequence[PairResult], questions: Sequence[str] = ()) 
     return rows
 
 
-def _judges(records: Iterable[StoryScores]) -> list[JudgeScores]:
-    return [r.judge for r in records if r.judge is not None]
+def _judges(records: Iterable[StoryRecordLike]) -> list[JudgeScores]:
+    return [j for r in records if isinstance(j := r.metrics.get("judge"), JudgeScores)]
 
 
-def paraphrase_rows(records: Iterable[StoryScores]) -> list[dict[str, object]]:
+def paraphrase_rows(records: Iterable[StoryRecordLike]) -> list[dict[str, object]]:
     """Self-consistency rows per aspect: mean per-story spread, mean pairwise Spearman of paraphrases."""
     judges = _judges(records)
     rows: list[dict[str, object]] = []
@@ -88,7 +88,7 @@ def paraphrase_rows(records: Iterable[StoryScores]) -> list[dict[str, object]]:
     return rows
 
 
-def image_rows(records: Iterable[StoryScores]) -> list[dict[str, object]]:
+def image_rows(records: Iterable[StoryRecordLike]) -> list[dict[str, object]]:
     """With-and-without-images rows per aspect (only stories judged both ways)."""
     judges = [j for j in _judges(records) if j.without_images]
     rows: list[dict[str, object]] = []
@@ -121,7 +121,7 @@ def image_rows(records: Iterable[StoryScores]) -> list[dict[str, object]]:
 
 
 def judge_bias_table(
-    records: Iterable[StoryScores] = (), pairs: Sequence[PairResult] = (), questions: Sequence[str] = ()
+    records: Iterable[StoryRecordLike] = (), pairs: Sequence[PairResult] = (), questions: Sequence[str] = ()
 ) -> pd.DataFrame:
     """The judge's biases as one table (module doc): position from ``pairs``, paraphrase and images
     from the ``records``' judge evidence."""
