@@ -12,9 +12,8 @@ from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.data.scores_io import scored_keys
-from vst_core.metric_modules.judge.template import TemplateError
 from vst_core.metric_spec import registry
-from vst_core.models.hub import ModelLoadError
+from vst_core.models.hub import ModelLoadError, SettingFileError
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import (
     ResumeMismatchError,
@@ -135,7 +134,7 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
     if not args.strict and len(settings.metrics) > 1:
         try:
             unavailable = models.unloadable()
-        except (TemplateError, ValueError) as exc:
+        except ValueError as exc:  # a setting's file that cannot be used (SettingFileError, exit 2 as any usage error)
             error(str(exc))
             return EXIT_USAGE
         if unavailable and len(unavailable) < len(settings.metrics):
@@ -163,7 +162,7 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
             spans=not args.no_spans,
             unavailable=unavailable,
         )
-    except (ResumeMismatchError, RunLockedError, TemplateError) as exc:
+    except (ResumeMismatchError, RunLockedError, SettingFileError) as exc:
         error(str(exc))
         return EXIT_USAGE
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:

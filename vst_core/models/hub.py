@@ -111,6 +111,12 @@ class SettingValueError(Phrased, ValueError):
     """Settings that cannot work together; the message names the setting to change (:class:`Phrased`)."""
 
 
+class SettingFileError(ValueError):
+    """A file a metric's setting names cannot be used as what it should be (the judge's rubric
+    template); the message names the file and what is wrong. A run stops on it before any work, as
+    on a usage error (``vst score`` exits 2), whichever metric's file it is."""
+
+
 class WeightsUnavailableError(ModelLoadError):
     """Weights are neither in the local cache nor downloadable; the message says how to get them."""
 

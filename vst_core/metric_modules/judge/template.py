@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.hashing import text_digest
+from vst_core.models.hub import SettingFileError
 
 #: The built-in template's file name (inside this package).
 BUILTIN = "rubric_v1.json"
@@ -33,7 +34,7 @@ MAX_BYTES = 1 << 20
 MAX_DEPTH = 16
 
 
-class TemplateError(ValueError):
+class TemplateError(SettingFileError):
     """A rubric template that cannot be used; the message names the file and the key."""
 
 
