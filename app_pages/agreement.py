@@ -114,14 +114,14 @@ signatures = loading.signature_ids(view, key)
 cards: dict[str, tuple[str, dict[str, object]]] = {}  # learned metric's title -> (its report column, its card)
 for spec in registry().specs.values():
     report_name = next((f.report for f in spec.fields if f.report), None)
-    if not spec.trained_folder or report_name is None or report_name not in view.table:
+    if not spec.tools.trained_folder or report_name is None or report_name not in view.table:
         continue
-    option = next(o for o in spec.options if o.setting == spec.trained_folder)
-    label = option.label or spec.trained_folder
+    option = next(o for o in spec.signing.options if o.setting == spec.tools.trained_folder)
+    label = option.label or spec.tools.trained_folder
     folder = st.text_input(
         f"{label} (for its card: what it was trained on)",
-        view.settings.option(spec.trained_folder) or st.session_state.get(spec.trained_folder) or "",
-        key=f"meta_{spec.trained_folder}",
+        view.settings.option(spec.tools.trained_folder) or st.session_state.get(spec.tools.trained_folder) or "",
+        key=f"meta_{spec.tools.trained_folder}",
         help=f"the folder {spec.title}'s training command wrote; its card names the training pairs, so pairs it saw are set apart",
     ).strip()
     try:
@@ -454,9 +454,9 @@ with tabs[7]:
 
 for spec in registry().specs.values():  # a metric's own section (the rubric judge's biases), from its evidence
     column = next((f.column for f in spec.fields if f.report), None)
-    if spec.diagnostics is None or column is None or column not in view.table:
+    if spec.showing.diagnostics is None or column is None or column not in view.table:
         continue
-    diagnostics = spec.diagnostics
+    diagnostics = spec.showing.diagnostics
     st.subheader(md(diagnostics.title), divider="gray")
     scored_rows = [i for i, ok in enumerate(view.table[column].notna()) if ok][: diagnostics.limit]
     try:
@@ -472,7 +472,7 @@ for spec in registry().specs.values():  # a metric's own section (the rubric jud
         continue
     sequences = list(dict.fromkeys(view.table["sequence"].iloc[scored_rows]))[: measure.limit]
     asked_rows = tuple(i for i in scored_rows if view.table["sequence"].iat[i] in set(sequences))
-    boxes = {o.setting: o for o in spec.options if o.setting in measure.asks}
+    boxes = {o.setting: o for o in spec.signing.options if o.setting in measure.asks}
     with st.expander(f"{spec.title}: what the measurement asks", expanded=False):
         for name in measure.asks:
             box = boxes.get(name)

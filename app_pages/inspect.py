@@ -144,10 +144,10 @@ def regions(story: Story, record: StoryScores) -> None:
         return
     for name, spec in registry().specs.items():
         found = record.metrics.get(name)
-        if spec.regions is None or found is None:
+        if spec.showing.regions is None or found is None:
             continue
         try:
-            what, items = spec.regions(found)
+            what, items = spec.showing.regions(found)
         except Exception:  # an installed metric's hook that fails shows no picker; the page goes on
             continue
         items = [r for r in items if 0 <= r.image < len(story.images) and len(r.box) == 4]

@@ -94,7 +94,7 @@ class Choices:
 
     def filled(self, spec: MetricSpec) -> bool:
         """Whether every required model field of a metric is filled in."""
-        return all(self.value(f.setting).strip() for f in spec.model_fields if f.required)
+        return all(self.value(f.setting).strip() for f in spec.showing.model_fields if f.required)
 
 
 def clip_builtins() -> tuple[str, ...]:
@@ -103,7 +103,9 @@ def clip_builtins() -> tuple[str, ...]:
     one that needs images beyond the story's own (character alignment, the characters' crops) is
     offered by name under "More metrics", off by default."""
     own, installed = model_metrics(), {s.name for s in registry().plugins}
-    beside = {s.name for s in registry().specs.values() if s.image_refs is not None}  # offered by name: crops of characters
+    beside = {
+        s.name for s in registry().specs.values() if s.computing.image_refs is not None
+    }  # offered by name: crops of characters
     return tuple(
         m
         for m in available_metrics()
@@ -123,19 +125,19 @@ def extra_clip_label() -> str:
 def model_metrics() -> dict[str, MetricSpec]:
     """The metrics whose models the sidebar asks for by their files (a required one among their
     ``model_fields``: the metric is on when those are filled in), in the registry's order."""
-    return {name: spec for name, spec in registry().specs.items() if any(f.required for f in spec.model_fields)}
+    return {name: spec for name, spec in registry().specs.items() if any(f.required for f in spec.showing.model_fields)}
 
 
 def boxed_metrics() -> dict[str, MetricSpec]:
     """The metrics with a box in the sidebar for a file of theirs (any ``model_fields``: those of
     :func:`model_metrics`, and metrics offered by name with an optional file, as the example
     plugin's stopword list), in the registry's order."""
-    return {name: spec for name, spec in registry().specs.items() if spec.model_fields}
+    return {name: spec for name, spec in registry().specs.items() if spec.showing.model_fields}
 
 
 def of_images(spec: MetricSpec) -> bool:
     """Whether a metric works on the images (its fields are drawn under Grounding, and it comes with it)."""
-    return bool({"images", "clip"} & spec.needs)
+    return bool({"images", "clip"} & spec.computing.needs)
 
 
 def own_controls() -> frozenset[str]:
@@ -144,15 +146,19 @@ def own_controls() -> frozenset[str]:
     section of its own (RoViST-C's), the built-in CLIP metrics and every metric asked for by its
     model's files; every other metric that can be computed is offered by name."""
     reg = registry()
-    clip = {s.name for s in reg.specs.values() if "clip" in s.needs and s not in reg.plugins and s.image_refs is None}
-    hidden = {name for name, s in reg.specs.items() if not s.offered}
+    clip = {
+        s.name
+        for s in reg.specs.values()
+        if "clip" in s.computing.needs and s not in reg.plugins and s.computing.image_refs is None
+    }
+    hidden = {name for name, s in reg.specs.items() if not s.showing.offered}
     return frozenset({*DEFAULT_METRICS, *reg.switched, *hidden, *clip, *model_metrics()})
 
 
 def plugin_metrics() -> dict[str, str]:
     """The metrics the sidebar offers by name (installed packages', and any built-in without a
     control of its own): name -> title."""
-    return {s.name: s.title for s in registry().specs.values() if s.score is not None and s.name not in own_controls()}
+    return {s.name: s.title for s in registry().specs.values() if s.computing.score is not None and s.name not in own_controls()}
 
 
 def clip_key(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None) -> str:
@@ -172,7 +178,7 @@ def settings_for(choices: Choices) -> Settings:
         + tuple(p for p in choices.plugins if p in plugin_metrics())
     )
     paths: dict[str, Any] = {
-        f.setting: choices.value(f.setting).strip() or None for s in boxed_metrics().values() for f in s.model_fields
+        f.setting: choices.value(f.setting).strip() or None for s in boxed_metrics().values() for f in s.showing.model_fields
     }
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
@@ -258,7 +264,7 @@ def path_fields() -> dict[str, tuple[str, str, Want]]:
     boxes: dict[str, tuple[str, str, Want]] = {
         sw.setting: (sw.box, str(DEFAULTS.option(sw.setting)), "any") for sw in registry().switched.values()
     }
-    models = {f.setting: (f.label, "", f.kind) for s in boxed_metrics().values() for f in s.model_fields}
+    models = {f.setting: (f.label, "", f.kind) for s in boxed_metrics().values() for f in s.showing.model_fields}
     return {**boxes, **_PATH_FIELDS, **models}
 
 
@@ -379,7 +385,7 @@ def sidebar_words(setting: str, placeholder: str = "") -> str:
     'a “CLIP architecture” ending in -quickgelu'
     """
     for spec in boxed_metrics().values():
-        for f in spec.model_fields:
+        for f in spec.showing.model_fields:
             if f.setting == setting:
                 return f"“{f.label}”"
     for sw in registry().switched.values():

@@ -209,11 +209,13 @@ def model_key(name: str, settings: Settings) -> str:
     (RoViST-VG's ViT, the judge's); a package's metric, whose ``load`` may read any setting it
     lists, by all of those."""
     spec = registry().spec(name)
-    own = [f.setting for f in spec.model_fields] + list(spec.switch.loads if spec.switch is not None else ())
-    own += [o.setting for o in spec.options if not o.signed and o.setting not in own]  # named by digest, as files are
-    keys = list(dict.fromkeys([*spec.settings, *own])) if spec in registry().plugins else own
+    own = [f.setting for f in spec.showing.model_fields] + list(
+        spec.showing.switch.loads if spec.showing.switch is not None else ()
+    )
+    own += [o.setting for o in spec.signing.options if not o.signed and o.setting not in own]  # named by digest, as files are
+    keys = list(dict.fromkeys([*spec.signing.settings, *own])) if spec in registry().plugins else own
     parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in keys}}
-    for f in spec.model_fields:
+    for f in spec.showing.model_fields:
         value = getattr(settings, f.setting, None)
         if value and f.kind == "file":
             try:
@@ -226,7 +228,7 @@ def model_key(name: str, settings: Settings) -> str:
 def recheck_paths(name: str, settings: Settings) -> None:
     """Every file or folder metric ``name``'s model is read from (its ``model_fields``) checked again
     right before its loader opens it (:func:`recheck`, :func:`recheck_folder`)."""
-    for f in registry().spec(name).model_fields:
+    for f in registry().spec(name).showing.model_fields:
         value = getattr(settings, f.setting, None)
         if value:
             (recheck_folder if f.kind == "folder" else recheck)(value, f"“{f.label}”")
@@ -259,7 +261,7 @@ def measured(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings
     """A metric's measurement that asks its model (its spec's ``diagnostics.measure``: the judge's
     position bias) on the stories of ``rows``, cached by the view's key, the rows, the settings and
     the metric; ModelLoadError (or ValueError, OSError) when the model cannot be had."""
-    measure = registry().spec(metric).diagnostics
+    measure = registry().spec(metric).showing.diagnostics
     if measure is None or measure.measure is None:
         raise ValueError(f"{metric} measures nothing on request")
     stories = [s for s in (_view.story(row) for row in rows) if s is not None]

@@ -81,7 +81,7 @@ def render() -> tuple[Choices, Input]:
     loaded, with a notice for each value of a link it could not take."""
     link = url_notices({key: st.query_params[key] for key in st.query_params})  # before the widgets drop them
     link = link or st.session_state.pop(LINK_NOTICES, [])  # carried over a rerun of the frame
-    models = [f.setting for spec in boxed_metrics().values() for f in spec.model_fields]
+    models = [f.setting for spec in boxed_metrics().values() for f in spec.showing.model_fields]
     boxes = [sw.setting for sw in registry().switched.values()]
     for key in (*KEPT_FIELDS, *boxes, *models):  # a page switch (a click in a table) would otherwise forget the typed paths
         if key in st.session_state:
@@ -316,7 +316,7 @@ def _model_fields(*, images: bool, idle: bool) -> dict[str, str]:
     for spec in model_metrics().values():
         if of_images(spec) != images:
             continue
-        for k, f in enumerate(spec.model_fields):
+        for k, f in enumerate(spec.showing.model_fields):
             label = f"{f.label} (optional)" if k == 0 or not f.required else f.label
             values[f.setting] = _text_input(label, "", key=f.setting, disabled=idle, help=f.help or None)
     return values
@@ -344,7 +344,7 @@ def _plugins() -> dict[str, Any]:
         f.setting: _text_input(f"{f.label} (optional)", "", key=f.setting, disabled=name not in chosen, help=f.help or None)
         for name, spec in boxed_metrics().items()
         if name in found and name not in model_metrics()
-        for f in spec.model_fields
+        for f in spec.showing.model_fields
     }
     return {"plugins": tuple(chosen), "files": files}
 

@@ -955,7 +955,8 @@ def test_the_hook_types_are_generic_at_runtime_and_the_contract_loads_no_numpy()
     for name in generic:
         getattr(metric_spec, name)[int]  # subscripting a generic alias of the record type works
     assert {"ScoreHook", "SetHook", "CompleteHook", "ImageRecordHook", "MarginsHook", "ImportHook"} <= set(generic)
-    assert "score" in typing.get_type_hints(metric_spec.MetricSpec)
+    assert {"computing", "showing"} <= set(typing.get_type_hints(metric_spec.MetricSpec))
+    assert "score" in typing.get_type_hints(metric_spec.Computing)
     code = "import sys, vst_core.metric_spec, vst_core.records; print('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
@@ -972,3 +973,34 @@ def test_a_blank_server_address_on_the_command_line_is_no_server_and_a_path_is_a
     settings = settings_from_args(args)
     assert settings.option("judge_endpoint") is None and settings.option("judge_served_model") is None
     assert Settings(vrank_model=tmp_path).option("vrank_model") == str(tmp_path)
+
+
+def test_a_spec_given_flat_or_in_groups_is_the_same_and_reads_both_ways() -> None:
+    """The narrow core and its typed groups: a spec declared with earlier versions' flat keywords equals
+    the grouped one, reads both ways, keeps its option's box and signed setting, and ``replace`` takes
+    either; a misspelt keyword or attribute is an error, not a silent None."""
+    from dataclasses import replace
+
+    from vst_core.metric_spec import Computing, Option, Reading, Signing
+    from vst_core.records import RedundancyScores
+
+    def score(stories: Any, run: Any) -> dict[tuple[str, str], RedundancyScores | str]:
+        return {}
+
+    core = ("x", "X", "d", RedundancyScores, (MetricField("X", "x", "score", "h"),))
+    option = Option("x_file", kind="file", label="X file", signed=False)
+    flat = MetricSpec(*core, score=score, aliases=("a",), options=(option, Option("x_n", 3, kind="int")))
+    grouped = MetricSpec(
+        *core,
+        computing=Computing(score=score),
+        reading=Reading(aliases=("a",)),
+        signing=Signing(options=(option, Option("x_n", 3, kind="int"))),
+    )
+    assert flat == grouped and flat.score is score and flat.computing.score is score
+    assert [f.setting for f in flat.showing.model_fields] == ["x_file"] and flat.signing.settings == ("x_n",)
+    again = replace(flat, aliases=("b",))
+    assert again.reading.aliases == ("b",) and again.computing.score is score and again.signing.settings == ("x_n",)
+    with pytest.raises(TypeError):
+        MetricSpec(*core, scroe=score)  # type: ignore[call-arg]
+    with pytest.raises(AttributeError):
+        flat.scroe  # type: ignore[attr-defined]  # noqa: B018

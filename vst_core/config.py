@@ -74,7 +74,7 @@ def __getattr__(name: str) -> Any:
 
 def available_metrics() -> dict[str, str]:
     """The metrics this installation can compute, with their descriptions (the registry's)."""
-    return {n: s.description for n, s in registry().specs.items() if s.score is not None}
+    return {n: s.description for n, s in registry().specs.items() if s.computing.score is not None}
 
 
 #: Systems taken as the reference story of a sequence when ``reference_system`` is not set, in order.
@@ -265,9 +265,9 @@ class Settings:
         """
         specs = registry().specs
         run = [specs[m] for m in self.metrics if m in specs]
-        listed = {key for spec in run for key in spec.settings}
-        whiles = {o.setting: o.while_set for spec in run for o in spec.options if o.while_set}
-        needs = {need for spec in run for need in spec.needs}
+        listed = {key for spec in run for key in spec.signing.settings}
+        whiles = {o.setting: o.while_set for spec in run for o in spec.signing.options if o.while_set}
+        needs = {need for spec in run for need in spec.computing.needs}
         values = {**{k: v for k, v in asdict(self).items() if k != "options"}, **self._all_options(run)}
         data = {
             key: value

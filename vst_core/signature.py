@@ -28,9 +28,9 @@ def weights_ids(settings: Settings) -> dict[str, str]:
     ids: dict[str, str] = {}
     reg = registry()
     for name, spec in reg.specs.items():
-        if name in settings.metrics and spec.identity is not None:
+        if name in settings.metrics and spec.signing.identity is not None:
             try:
-                ids.update(spec.identity(settings))
+                ids.update(spec.signing.identity(settings))
             except Exception as exc:
                 if spec not in reg.plugins:
                     raise
@@ -117,7 +117,7 @@ def metric_plugins(settings: Settings) -> dict[str, str]:
     """
     specs = registry().specs
     return {
-        name: f"{specs[name].module}@{specs[name].version or 'unversioned'}"
+        name: f"{specs[name].module}@{specs[name].signing.version or 'unversioned'}"
         for name in settings.metrics
         if name in specs and specs[name] in registry().plugins
     }
@@ -142,8 +142,8 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
     parts.append("metrics " + "+".join(settings.metrics))
     recorded = sig["settings"]
     for name, spec in registry().specs.items():
-        if name in settings.metrics and spec.caption is not None:
-            parts.append(spec.caption(recorded))
+        if name in settings.metrics and spec.signing.caption is not None:
+            parts.append(spec.signing.caption(recorded))
     if registry().with_need("clip") & set(settings.metrics):
         source = "file" if settings.clip_checkpoint else settings.clip_pretrained
         clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
@@ -177,8 +177,8 @@ def describe_signature(sig: Mapping[str, Any]) -> str:
     metrics = [str(m) for m in settings.get("metrics") or []]
     parts = [f"sig {sig.get('id')}", "metrics " + ("+".join(metrics) or "none")]
     for name, spec in registry().specs.items():
-        if name in metrics and spec.caption is not None:
-            parts.append(spec.caption(settings))
+        if name in metrics and spec.signing.caption is not None:
+            parts.append(spec.signing.caption(settings))
     if registry().with_need("clip") & set(metrics):
         clip = settings.get("clip_weights") or f"{settings.get('clip_arch')}/{settings.get('clip_pretrained')}"
         ablation = ("" if settings.get("penalize", True) else " -P") + (" -C" if settings.get("weighting") == "none" else "")

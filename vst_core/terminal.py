@@ -69,10 +69,10 @@ def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> Non
     """Each metric's own settings (its spec's ``options``; of metric ``only`` alone when given), one
     group per metric, in the registry's order: an on/off option is a flag that turns it on."""
     for spec in registry().specs.values():
-        if not spec.options or only not in (None, spec.name):
+        if not spec.signing.options or only not in (None, spec.name):
             continue
         group = p.add_argument_group(f"{spec.title} ({spec.name})")
-        for option in spec.options:
+        for option in spec.signing.options:
             shown = "" if option.default in (None, "") or option.kind == "bool" else f" (default: {option.default!r})"
             words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
             try:

@@ -26,7 +26,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vst_core.metric_spec import MetricField, MetricSpec, Option, RunLike, SettingsLike, Story, StoryRecordLike
+from vst_core.metric_spec import (
+    Computing,
+    MetricField,
+    MetricSpec,
+    Option,
+    RunLike,
+    SettingsLike,
+    Showing,
+    Signing,
+    Story,
+    StoryRecordLike,
+)
 
 NAME = "lexical_variety"
 _WORD = re.compile(r"[a-z0-9']+")
@@ -93,18 +104,20 @@ METRIC = MetricSpec(
         MetricField("words", NAME, "words", "words in the story", direction="none"),
     ),
     card="https://example.org/vst-toy-metric",
-    version="0.1.0",
-    score=score,
-    evidence=evidence,
-    identity=identity,
-    options=(
-        Option(
-            STOPWORDS,
-            help="a text file of words not to count (a stopword list)",
-            kind="file",
-            label="Lexical variety stopwords",
-            signed=False,  # identity() signs the file's content
-            metavar="FILE",
+    computing=Computing(score=score),
+    signing=Signing(
+        version="0.1.0",
+        identity=identity,
+        options=(
+            Option(
+                STOPWORDS,
+                help="a text file of words not to count (a stopword list)",
+                kind="file",
+                label="Lexical variety stopwords",
+                signed=False,  # identity() signs the file's content
+                metavar="FILE",
+            ),
         ),
     ),
+    showing=Showing(evidence=evidence),
 )

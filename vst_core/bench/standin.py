@@ -244,9 +244,9 @@ def trace_stages(clock: _Clock) -> None:
 
     encoder._forward_device = clock.timed("forward_host", counted_forward)  # type: ignore[method-assign]
     for spec in registry().specs.values():  # each image metric's record of a story from its prepared images
-        build = getattr(spec.score, "build", None)
+        build = getattr(spec.computing.score, "build", None)
         if build is not None:
-            object.__setattr__(spec.score, "build", clock.timed("aggregate", build))
+            object.__setattr__(spec.computing.score, "build", clock.timed("aggregate", build))
     load = registry_module.load_clip
 
     def traced_load(*args: Any, **kwargs: Any) -> Any:

@@ -44,7 +44,9 @@ def commands() -> dict[str, tuple[str, str, str]]:
     which always win."""
     from vst_core.metric_spec import registry
 
-    metrics = {name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.commands.items()}
+    metrics = {
+        name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.tools.commands.items()
+    }
     return {**metrics, **_own()}
 
 

@@ -43,11 +43,11 @@ def listing() -> dict[str, Any]:
                 "title": s.title,
                 "description": s.description,
                 "module": s.module,
-                "version": s.version,
+                "version": s.signing.version,
                 "installed": s in reg.plugins,
-                "computable": s.score is not None,
-                "needs": sorted(s.needs),
-                "settings": list(s.settings),
+                "computable": s.computing.score is not None,
+                "needs": sorted(s.computing.needs),
+                "settings": list(s.signing.settings),
                 "card": s.card,
                 "fields": [
                     {"column": f.column, "attr": f.attr, "direction": f.direction, "report": f.report, "help": f.help}
@@ -62,7 +62,7 @@ def listing() -> dict[str, Any]:
                         "signed": o.signed,
                         "help": o.help,
                     }
-                    for o in s.options
+                    for o in s.signing.options
                 ],
             }
             for s in reg.specs.values()
@@ -98,7 +98,7 @@ def markdown_table(specs: Sequence[MetricSpec]) -> str:
     lines = ["| metric (`--metrics`) | measures | numbers (↑ higher is better) | needs | card |", "|---|---|---|---|---|"]
     for spec in specs:
         numbers = ", ".join(markdown_text(f.column) + _ARROWS[f.direction] for f in spec.fields)
-        needs = ", ".join(text for need, text in _NEEDS.items() if need in spec.needs) or "the text only"
+        needs = ", ".join(text for need, text in _NEEDS.items() if need in spec.computing.needs) or "the text only"
         card = f"[{markdown_text(spec.card.rsplit('/', 1)[-1])}]({spec.card})" if spec.card and "(" not in spec.card else ""
         name = f"{markdown_text(spec.title)} ({code(spec.name)})"
         lines.append(f"| {name} | {markdown_text(spec.description)} | {numbers} | {needs} | {card} |")

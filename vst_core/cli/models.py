@@ -43,7 +43,7 @@ def _metric_arguments(fetch: argparse.ArgumentParser) -> None:
     from vst_core.metric_spec import registry
 
     for spec in registry().specs.values():
-        for a in spec.fetch.arguments if spec.fetch is not None else ():
+        for a in spec.tools.fetch.arguments if spec.tools.fetch is not None else ():
             try:
                 if a.switch:
                     fetch.add_argument(a.flag, action="store_true", help=a.help)
@@ -80,10 +80,10 @@ def _metric_plans(args: argparse.Namespace) -> list[FetchPlan]:
 
     plans = []
     for spec in registry().specs.values():
-        if spec.fetch is not None:
-            values = {a.dest: getattr(args, a.dest, None) for a in spec.fetch.arguments}
+        if spec.tools.fetch is not None:
+            values = {a.dest: getattr(args, a.dest, None) for a in spec.tools.fetch.arguments}
             try:
-                plans.append(spec.fetch.plan(values))
+                plans.append(spec.tools.fetch.plan(values))
             except Exception as exc:  # one metric's broken plan is its note; every other model is still checked
                 plans.append(
                     FetchPlan(notes=(f"metric {spec.name!r}: its models could not be planned: {type(exc).__name__}: {exc}",))

@@ -175,9 +175,9 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
     failed = False
     for name in settings.metrics:  # what each metric's module says of the run (the judge's calls and cache)
         spec = registry().spec(name)
-        if spec.summary is not None:
+        if spec.computing.summary is not None:
             try:
-                notes, failures = spec.summary(models)
+                notes, failures = spec.computing.summary(models)
             except Exception as exc:  # an installed metric's summary: the run and its records are done
                 notes, failures = [], [f"{spec.title}: its run summary failed: {type(exc).__name__}: {exc}"]
             for line in notes:

@@ -34,13 +34,13 @@ def metric_of(path: Path, declared: str | None) -> str:
     """The metric a released file holds: declared, else its ``_G``/``_C``/``_R`` suffix."""
     if declared:
         spec = registry().named(declared)
-        if spec is None or spec.from_score is None:
-            known = ", ".join(s.name for s in registry().specs.values() if s.from_score is not None)
+        if spec is None or spec.reading.from_score is None:
+            known = ", ".join(s.name for s in registry().specs.values() if s.reading.from_score is not None)
             raise ImportError_(f"unknown metric {declared!r}; use {known}")
         return spec.name
     suffix = path.stem.rsplit("_", 1)[-1].lower()
     spec = registry().named(suffix) if len(suffix) == 1 else None
-    if spec is not None and spec.from_score is not None:
+    if spec is not None and spec.reading.from_score is not None:
         return spec.name
     raise ImportError_(f"{path.name}: cannot tell the metric from the name (no _G/_C/_R suffix); pass --metric")
 
@@ -108,7 +108,7 @@ def read_long_file(path: Path) -> LongFile:
     sequences: dict[Key, str] | None = {} if "sequence_id" in fields else None
     for row in reader:
         spec = registry().named(row.get("metric") or "")
-        metric = spec.name if spec is not None and spec.from_score is not None else None
+        metric = spec.name if spec is not None and spec.reading.from_score is not None else None
         number = _number(row.get("value"))
         if metric is None or number is None:
             problems.append(
@@ -140,9 +140,9 @@ def metric_record(metric: str, value: float, note: str) -> MetricScores:
     """A record holding only an imported score (its module's ``from_score``; GROOVIST: the unbounded
     value, tanh as its score)."""
     spec = registry().spec(metric)
-    if spec.from_score is None:
+    if spec.reading.from_score is None:
         raise ImportError_(f"{metric} scores cannot be imported")
-    record = spec.from_score(value, note)
+    record = spec.reading.from_score(value, note)
     problem = (
         f"gave a {type(record).__name__}, not a {spec.record.__name__}"
         if not isinstance(record, spec.record)

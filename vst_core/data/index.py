@@ -262,7 +262,7 @@ def index_key(digests: Sequence[str]) -> str:
     """The stored index's key: the files' digests, the layout, and the installed metrics (their
     package, version and numbers), so a file indexed before a metric package was installed is
     indexed again with its columns (with the built-in metrics alone, the key of earlier versions)."""
-    installed = [[s.name, s.module, s.version, [[f.column, f.attr] for f in s.fields]] for s in registry().plugins]
+    installed = [[s.name, s.module, s.signing.version, [[f.column, f.attr] for f in s.fields]] for s in registry().plugins]
     key: dict[str, object] = {"format": INDEX_FORMAT, "files": list(digests)}
     if installed:
         key["metrics"] = installed

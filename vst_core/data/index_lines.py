@@ -44,7 +44,7 @@ def _views() -> tuple[dict[str, list[tuple[str, str]]], dict[str, Any], dict[str
         for f in reg.fields:
             by_metric.setdefault(f.metric, []).append((f.column, f.attr))
         checks = {name: _check_of(kind, False) for name, kind in reg.types.items()}
-        again = {s.name: s.reaggregate.items for s in reg.specs.values() if s.reaggregate is not None}
+        again = {s.name: s.computing.reaggregate.items for s in reg.specs.values() if s.computing.reaggregate is not None}
         found = _VIEWS[id(reg)] = (reg, by_metric, checks, again, reg.formerly)
     return found[1], found[2], found[3], found[4]
 

@@ -33,7 +33,7 @@ def main_attr(metric: str) -> str:
     """The number of a metric record compared between sources: its module's ``main_value``
     (GROOVIST: before tanh, as released; ``score`` for a metric this installation does not know)."""
     spec = registry().specs.get(metric)
-    return spec.main_value if spec is not None else "score"
+    return spec.reading.main_value if spec is not None else "score"
 
 
 StoryKey = tuple[str, str]

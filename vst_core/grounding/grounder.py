@@ -303,7 +303,11 @@ class Grounder(ImageRegions):
         vectors of (their ``image_refs``: the characters' crops), each distinct one once; each is
         encoded whole, without regions, and read back with :meth:`crop`."""
         s = self.settings
-        hooks = [spec.image_refs for name, spec in registry().specs.items() if name in s.metrics and spec.image_refs is not None]
+        hooks = [
+            spec.computing.image_refs
+            for name, spec in registry().specs.items()
+            if name in s.metrics and spec.computing.image_refs is not None
+        ]
         if not hooks or self.encoder is None:
             return []
         refs = dict.fromkeys(ref for story in stories for hook in hooks for ref in hook(story))
@@ -315,7 +319,11 @@ class Grounder(ImageRegions):
         CLIPScore: its prompted sentences); parses them."""
         s = self.settings
         self.parse(stories)
-        extra = [(name, spec.texts) for name, spec in registry().specs.items() if name in s.metrics and spec.texts is not None]
+        extra = [
+            (name, spec.computing.texts)
+            for name, spec in registry().specs.items()
+            if name in s.metrics and spec.computing.texts is not None
+        ]
         texts: list[str] = []
         for story in stories:
             phrases = self.phrases_of(story)
@@ -397,9 +405,9 @@ class Grounder(ImageRegions):
         entries = self.entries(story)
         specs = registry().specs
         return {
-            name: spec.image_record(self, story, entries)
+            name: spec.computing.image_record(self, story, entries)
             for name, spec in specs.items()
-            if name in self.settings.metrics and spec.image_record is not None
+            if name in self.settings.metrics and spec.computing.image_record is not None
         }
 
     def weights(self, units: Sequence[tuple[str, PhraseLike]]) -> list[float]:

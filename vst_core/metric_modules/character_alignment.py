@@ -21,7 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from vst_core.metric_spec import IMAGE_SETTINGS, Card, GrounderLike, ImageEntryLike, MetricField, MetricSpec, StoryRecordLike
+from vst_core.metric_spec import (
+    IMAGE_SETTINGS,
+    Card,
+    Computing,
+    GrounderLike,
+    ImageEntryLike,
+    MetricField,
+    MetricSpec,
+    Showing,
+    Signing,
+    StoryRecordLike,
+)
 from vst_core.metrics.characters import Mention  # the record's per-mention part (pure, stdlib only)
 
 if TYPE_CHECKING:
@@ -150,12 +161,16 @@ METRIC = MetricSpec(
             bounds=(0.0, 1.0),
         ),
     ),
-    needs=frozenset({"images", "clip", "image_vector"}),
-    settings=IMAGE_SETTINGS,
     card="docs/metrics/character_alignment.md",
-    image_record=record,
-    image_refs=image_refs,
-    load=lambda models: models.clip,
-    cards=cards,
-    evidence=evidence,
+    computing=Computing(
+        needs=frozenset({"images", "clip", "image_vector"}),
+        image_record=record,
+        image_refs=image_refs,
+        load=lambda models: models.clip,
+    ),
+    signing=Signing(settings=IMAGE_SETTINGS),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+    ),
 )

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, RunLike, StoryRecordLike
+from vst_core.metric_spec import Card, Computing, MetricField, MetricSpec, Reading, RunLike, Showing, StoryRecordLike
 from vst_core.metrics.characters import Track  # the record's per-character part (pure, stdlib only)
 
 if TYPE_CHECKING:
@@ -157,8 +157,10 @@ METRIC = MetricSpec(
         ),
     ),
     card="docs/metrics/characters.md",
-    aliases=("chars",),
-    score=score,
-    cards=cards,
-    evidence=evidence,
+    computing=Computing(score=score),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+    ),
+    reading=Reading(aliases=("chars",)),
 )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
     IMAGE_SETTINGS,
+    Computing,
     GrounderLike,
     ImageEntryLike,
     MetricField,
@@ -19,6 +20,7 @@ from vst_core.metric_spec import (
     Option,
     PhraseLike,
     SettingsLike,
+    Signing,
 )
 from vst_core.records import ClipScoreScores
 
@@ -64,17 +66,21 @@ METRIC = MetricSpec(
             "CLIPScore", NAME, "score", "mean 2.5·max(cos(sentence i, image i), 0)", report="CLIPScore", bounds=(0.0, 2.5)
         ),
     ),
-    needs=frozenset({"images", "clip", "image_vector"}),
-    settings=IMAGE_SETTINGS,
-    options=(
-        Option(
-            "clipscore_prompt",
-            "A photo depicts ",
-            help='the caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence',
+    card="docs/metrics/clipscore.md",
+    computing=Computing(
+        needs=frozenset({"images", "clip", "image_vector"}),
+        image_record=record,
+        texts=texts,
+        load=lambda models: models.clip,
+    ),
+    signing=Signing(
+        settings=IMAGE_SETTINGS,
+        options=(
+            Option(
+                "clipscore_prompt",
+                "A photo depicts ",
+                help='the caption prefix (Hessel et al., 2021, §3: "A photo depicts "); "" scores the bare sentence',
+            ),
         ),
     ),
-    card="docs/metrics/clipscore.md",
-    image_record=record,
-    texts=texts,
-    load=lambda models: models.clip,
 )

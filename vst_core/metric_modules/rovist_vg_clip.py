@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vst_core.metric_spec import IMAGE_SETTINGS, GrounderLike, ImageEntryLike, MetricField, MetricSpec, PhraseLike, SettingsLike
+from vst_core.metric_spec import (
+    IMAGE_SETTINGS,
+    Computing,
+    GrounderLike,
+    ImageEntryLike,
+    MetricField,
+    MetricSpec,
+    PhraseLike,
+    Reading,
+    SettingsLike,
+    Signing,
+)
 from vst_core.records import NounMatch, RovistVGClipScores
 
 if TYPE_CHECKING:
@@ -67,11 +78,13 @@ METRIC = MetricSpec(
             bounds=(-1.0, 1.0),
         ),
     ),
-    needs=frozenset({"images", "clip", "idf"}),
-    settings=(*IMAGE_SETTINGS, "spacy_model"),
     card="docs/metrics/rovist_vg_clip.md",
-    formerly=("rovist_vg",),  # earlier versions wrote this record under that name
-    image_record=record,
-    texts=texts,
-    load=lambda models: models.clip,
+    computing=Computing(
+        needs=frozenset({"images", "clip", "idf"}),
+        image_record=record,
+        texts=texts,
+        load=lambda models: models.clip,
+    ),
+    signing=Signing(settings=(*IMAGE_SETTINGS, "spacy_model")),
+    reading=Reading(formerly=("rovist_vg",)),  # earlier versions wrote this record under that name
 )

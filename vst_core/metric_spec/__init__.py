@@ -62,6 +62,7 @@ from vst_core.metric_spec.spec import (
     Card,
     CardsHook,
     CompleteHook,
+    Computing,
     Diagnostics,
     Direction,
     EvidenceHook,
@@ -83,6 +84,7 @@ from vst_core.metric_spec.spec import (
     Option,
     OptionKind,
     OptionValue,
+    Reading,
     Reaggregation,
     Region,
     RegionModelHook,
@@ -91,10 +93,13 @@ from vst_core.metric_spec.spec import (
     SetHook,
     SettingsCheckHook,
     SettingsLike,
+    Showing,
+    Signing,
     StoryRecordLike,
     SummaryHook,
     Switch,
     TextsHook,
+    Tools,
     TransitionsHook,
 )
 from vst_core.story import Story
@@ -123,6 +128,7 @@ __all__ = [
     "Card",
     "CardsHook",
     "CompleteHook",
+    "Computing",
     "Diagnostics",
     "Direction",
     "EvidenceHook",
@@ -145,6 +151,7 @@ __all__ = [
     "OptionKind",
     "OptionValue",
     "Reaggregation",
+    "Reading",
     "Region",
     "RegionsHook",
     "RegionModelHook",
@@ -155,10 +162,13 @@ __all__ = [
     "SetHook",
     "SettingsCheckHook",
     "SettingsLike",
+    "Showing",
+    "Signing",
     "StoryRecordLike",
     "SummaryHook",
     "Switch",
     "TextsHook",
+    "Tools",
     "TransitionsHook",
     "registry",
     "reload",
@@ -190,7 +200,7 @@ class Registry:
     def named(self, name: str) -> MetricSpec | None:
         """The metric a released file or a long CSV names: its name or one of its aliases (any case)."""
         wanted = name.strip().lower()
-        return next((s for s in self.specs.values() if wanted == s.name or wanted in s.aliases), None)
+        return next((s for s in self.specs.values() if wanted == s.name or wanted in s.reading.aliases), None)
 
     def in_use(self, metrics: Iterable[str]) -> list[MetricSpec]:
         """The specs of ``metrics`` that this registry knows, in registry order."""
@@ -200,7 +210,7 @@ class Registry:
     @functools.cached_property
     def formerly(self) -> frozenset[str]:
         """Every name an earlier version wrote a metric's records under (their ``formerly``)."""
-        return frozenset(old for s in self.specs.values() for old in s.formerly)
+        return frozenset(old for s in self.specs.values() for old in s.reading.formerly)
 
     def renamed(self, name: str, value: Mapping[str, Any]) -> str:
         """The metric a stored record belongs to: ``name``, unless an earlier version wrote another
@@ -217,7 +227,7 @@ class Registry:
         own = self.specs.get(name)
         keys = set(value)
         for spec in self.specs.values():
-            if name not in spec.formerly:
+            if name not in spec.reading.formerly:
                 continue
             fields = dataclasses.fields(spec.record)
             required = {f.name for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
@@ -231,16 +241,16 @@ class Registry:
         """Every metric's own settings (:class:`Option`), by name: the metric and the option; one named
         like a setting every metric shares (:data:`SHARED_SETTINGS`) cannot be told apart from it
         and is left out (registration refuses a package's)."""
-        return {o.setting: (s, o) for s in self.specs.values() for o in s.options if o.setting not in SHARED_SETTINGS}
+        return {o.setting: (s, o) for s in self.specs.values() for o in s.signing.options if o.setting not in SHARED_SETTINGS}
 
     @property
     def switched(self) -> dict[str, Switch]:
         """The metrics with a section of their own on the dashboard (:class:`Switch`), in order."""
-        return {name: s.switch for name, s in self.specs.items() if s.switch is not None}
+        return {name: s.showing.switch for name, s in self.specs.items() if s.showing.switch is not None}
 
     def with_need(self, need: Need) -> frozenset[str]:
         """Names of the metrics that need ``need``."""
-        return frozenset(name for name, s in self.specs.items() if need in s.needs)
+        return frozenset(name for name, s in self.specs.items() if need in s.computing.needs)
 
     @property
     def ranked(self) -> dict[str, MetricSpec]:
@@ -249,7 +259,7 @@ class Registry:
         out = {}
         for spec in self.specs.values():
             report = next((f.report for f in spec.fields if f.report), None)
-            if spec.margins is not None and report is not None:
+            if spec.reading.margins is not None and report is not None:
                 out[report] = spec
         return out
 
@@ -257,7 +267,7 @@ class Registry:
     def reaggregated(self) -> tuple[str, Reaggregation] | None:
         """(name, ``reaggregate``) of the metric whose numbers are computed again from its records
         under other settings, if any: GROOVIST's under another θ, penalty or weighting."""
-        return next(((s.name, s.reaggregate) for s in self.specs.values() if s.reaggregate is not None), None)
+        return next(((s.name, s.computing.reaggregate) for s in self.specs.values() if s.computing.reaggregate is not None), None)
 
     @property
     def plugins(self) -> tuple[MetricSpec, ...]:

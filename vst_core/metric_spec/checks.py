@@ -43,11 +43,11 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     no ``formerly`` name that is in use."""
     if not NAME_PATTERN.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
-    names = {n for s in taken.values() for n in (s.name, *s.aliases)}
+    names = {n for s in taken.values() for n in (s.name, *s.reading.aliases)}
     if spec.name in names:
-        owner = next(s.module for s in taken.values() if spec.name in (s.name, *s.aliases))
+        owner = next(s.module for s in taken.values() if spec.name in (s.name, *s.reading.aliases))
         raise ValueError(f"the name {spec.name!r} is taken by {owner}")
-    for alias in spec.aliases:
+    for alias in spec.reading.aliases:
         if alias in names or alias == spec.name or alias != alias.strip().lower() or not alias:
             raise ValueError(f"alias {alias!r} is taken or not lower-case")
     if not (isinstance(spec.record, type) and is_dataclass(spec.record)):
@@ -74,14 +74,14 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"field {f.column!r} reads {f.attr!r}, which {spec.record.__name__} lacks")
         if f.direction not in ("higher", "lower", "none"):
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
-    if spec.main_value not in attrs:
-        raise ValueError(f"main_value {spec.main_value!r} is not a field of {spec.record.__name__}")
-    own = {o.setting for o in spec.options}
-    if any(f.setting not in own for f in spec.model_fields) or spec.switch is not None:
+    if spec.reading.main_value not in attrs:
+        raise ValueError(f"main_value {spec.reading.main_value!r} is not a field of {spec.record.__name__}")
+    own = {o.setting for o in spec.signing.options}
+    if any(f.setting not in own for f in spec.showing.model_fields) or spec.showing.switch is not None:
         raise ValueError("a model field names one of the metric's own options; a switch is the built-in RoViST-C's")
-    taken_options = {o.setting: s.name for s in taken.values() for o in s.options}
-    taken_flags = {o.cli_flag: s.name for s in taken.values() for o in s.options}
-    for o in spec.options:
+    taken_options = {o.setting: s.name for s in taken.values() for o in s.signing.options}
+    taken_flags = {o.cli_flag: s.name for s in taken.values() for o in s.signing.options}
+    for o in spec.signing.options:
         if not NAME_PATTERN.fullmatch(o.setting):
             raise ValueError(f"option {o.setting!r} must be lower-case letters, digits and _ (at most 40)")
         if o.setting in SHARED_SETTINGS:
@@ -96,35 +96,39 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
         if o.refuse(o.default) is not None:
             raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
-    others = {c: s.name for s in taken.values() for c in s.commands}
-    for command in spec.commands:
+    others = {c: s.name for s in taken.values() for c in s.tools.commands}
+    for command in spec.tools.commands:
         if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
             raise ValueError(f"command {command!r} is vst's own or another metric's, or not lower-case words with -")
-    used_fetch = {a.flag: s.name for s in taken.values() if s.fetch is not None for a in s.fetch.arguments}
-    for a in spec.fetch.arguments if spec.fetch is not None else ():
+    used_fetch = {a.flag: s.name for s in taken.values() if s.tools.fetch is not None for a in s.tools.fetch.arguments}
+    for a in spec.tools.fetch.arguments if spec.tools.fetch is not None else ():
         if not re.fullmatch(r"--[a-z][a-z0-9-]*", a.flag) or a.flag in FETCH_FLAGS or a.flag in used_fetch:
             owner = f"metric {used_fetch[a.flag]!r}'s" if a.flag in used_fetch else "the command's own"
             raise ValueError(f"fetch-models option {a.flag!r} is not --lower-case-words, or it is {owner}")
-    asks = spec.diagnostics.measure.asks if spec.diagnostics is not None and spec.diagnostics.measure is not None else ()
+    asks = (
+        spec.showing.diagnostics.measure.asks
+        if spec.showing.diagnostics is not None and spec.showing.diagnostics.measure is not None
+        else ()
+    )
     if any(a not in own for a in asks):
         raise ValueError("a measurement asks only for the metric's own options")
-    if spec.trained_folder and spec.trained_folder not in own:
-        raise ValueError(f"trained_folder {spec.trained_folder!r} is not one of the metric's own options")
-    if spec.region_model is not None:  # the grounder runs one region model, RoViST-VG's
+    if spec.tools.trained_folder and spec.tools.trained_folder not in own:
+        raise ValueError(f"trained_folder {spec.tools.trained_folder!r} is not one of the metric's own options")
+    if spec.computing.region_model is not None:  # the grounder runs one region model, RoViST-VG's
         raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
-    for old in spec.formerly:  # another metric's records are never read as this one's
+    for old in spec.reading.formerly:  # another metric's records are never read as this one's
         if old in names or old == spec.name:
             raise ValueError(f"formerly {old!r} is a name in use: only names no metric has any more can be read as this one's")
     if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and the judge's)
         raise ValueError("dhm aspects are the built-in metrics' (the paper's G, C and R, and the judge's J)")
-    if spec.reaggregate is not None:  # the scores index keeps one metric's items
+    if spec.computing.reaggregate is not None:  # the scores index keeps one metric's items
         raise ValueError("reaggregate is the built-in GROOVIST's (the scores index keeps one metric's items)")
-    unknown = set(spec.needs) - set(typing.get_args(Need))
+    unknown = set(spec.computing.needs) - set(typing.get_args(Need))
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")
-    if spec.image_record is not None and "images" not in spec.needs:
+    if spec.computing.image_record is not None and "images" not in spec.computing.needs:
         raise ValueError("an image_record hook works on the story's images: declare needs={'images', ...}")
-    if spec.texts is not None and not {"images", "clip"} <= spec.needs:
+    if spec.computing.texts is not None and not {"images", "clip"} <= spec.computing.needs:
         raise ValueError("a texts hook is encoded by CLIP beside the regions: declare needs={'images', 'clip'}")
 
 

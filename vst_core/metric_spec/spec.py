@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
@@ -501,94 +501,221 @@ EvidenceHook = Callable[[StoryRecordLike], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
-class MetricSpec(Generic[R]):
-    """Everything the product needs to know about one metric.
+class Computing(Generic[R]):
+    """How a metric is computed: what it ``needs`` beyond the text; ``score`` on a batch of stories
+    (None: it is only read from files), or for an image metric ``image_record`` per story over the
+    image work the image metrics share (with ``texts``, what it embeds beyond the phrase units, and
+    ``image_refs``, the images beyond the story's own it needs whole vectors of); ``together`` over the
+    stories of a sequence, before the chunks; ``load`` its models up front; ``region_model`` a model of
+    its own the grounder runs over the image regions; ``reaggregate`` it again under other settings
+    from what its records keep; ``summary`` what ``vst score`` says of it when the run ends."""
 
-    ``record`` is a frozen dataclass of JSON-able fields (str, int, float, bool, None, tuples,
-    nested frozen dataclasses), read back by its type hints; ``fields`` are its numbers (each
-    ``MetricField.metric`` is ``name``); ``settings`` the :class:`vst_core.config.Settings` fields
-    that change its numbers; ``main_value`` the attribute compared when two sources give the same
-    story's metric; ``card`` its metric card (a path in this project, a URL for a plugin);
-    ``version`` goes into the signature of every run that computes it (a plugin's package version);
-    ``aliases`` are other names of it in released score files (lower case: ``g``, ``groovist``) and
-    ``from_score`` makes a record of an imported score (None: it cannot be imported).
-    ``score`` computes it (None: it is only read from files); an image metric gives ``image_record``
-    instead (and ``texts``, what it embeds beyond the phrase units, ``image_refs`` the images beyond
-    the story's own it needs whole vectors of); ``together`` computes a metric of the
-    ``sequence`` over the whole set before the chunks; ``load`` loads its models up front;
-    ``identity`` names its weights in the signature and ``caption`` describes it in footers;
-    ``cards`` and ``evidence`` draw it (None: one card per reported field, no evidence block);
-    ``model_fields`` are the settings naming its model's files, as the dashboard asks for them;
-    ``reaggregate`` computes it again under other settings from what its records keep; ``complete``
-    fills in what a run left out before a story is drawn (None: nothing is left out); ``summary`` is
-    what ``vst score`` says of it when the run ends; ``margins`` its own verdicts on pairs of stories
-    (a ranker's), which meta-evaluation judges its pairs by; ``region_model`` a model of its own the
-    grounder runs over the image regions; ``formerly`` the names earlier versions wrote its records
-    under (read as this metric's when the record is of its type, see :meth:`Registry.renamed`);
-    ``switch`` its own section on the dashboard (RoViST-C's pair model); ``offered`` whether the
-    dashboard offers to compute it (the judge's chat model per story belongs to ``vst score``: its
-    records are read from files); ``options`` the settings it owns (:class:`Option`: its flags, its
-    sidebar boxes, its part of the signature) and ``check`` why a run's values of them cannot be
-    used; ``commands`` its own ``vst`` commands, name -> module (with ``add_parser(sub)`` and
-    ``run(args)``: Vrank's ``train-vrank``); ``fetch`` its options of ``vst fetch-models`` and the
-    models they check; ``transitions`` what it draws between a story's sentences (RoViST-C's chips);
-    ``regions`` the image regions its items matched, outlined on request (GROOVIST's phrases);
-    ``diagnostics`` its own section of the Agreement page (the judge's biases);
-    ``trained_folder`` the option naming the folder its training command wrote,
-    whose card (:mod:`vst_core.learned.card`) names the stories it was trained on: meta-evaluation
-    sets apart the judged pairs of those stories (Vrank's)."""
-
-    name: str
-    title: str
-    description: str
-    record: type[R]
-    fields: tuple[MetricField, ...]
     needs: frozenset[Need] = frozenset()
-    settings: tuple[str, ...] = ()
-    main_value: str = "score"
-    card: str = ""
-    version: str = ""
-    aliases: tuple[str, ...] = ()
-    from_score: ImportHook[R] | None = None
     score: ScoreHook[R] | None = None
     image_record: ImageRecordHook[R] | None = None
     texts: TextsHook | None = None
     image_refs: ImageRefsHook | None = None
     together: SetHook[R] | None = None
     load: LoadHook | None = None
-    identity: IdentityHook | None = None
-    caption: CaptionHook | None = None
-    cards: CardsHook | None = None
-    evidence: EvidenceHook | None = None
-    model_fields: tuple[ModelField, ...] = ()
-    reaggregate: Reaggregation[R] | None = None
-    complete: CompleteHook[R] | None = None
-    summary: SummaryHook | None = None
-    margins: MarginsHook[R] | None = None
     region_model: RegionModelHook | None = None
-    formerly: tuple[str, ...] = ()
-    switch: Switch | None = None
-    offered: bool = True
+    reaggregate: Reaggregation[R] | None = None
+    summary: SummaryHook | None = None
+
+
+@dataclass(frozen=True)
+class Signing:
+    """What a run of the metric signs and how it is named: the shared ``settings`` that change its
+    numbers, its ``options`` (:class:`Option`: the settings it owns, each a flag, a keyword, maybe a
+    sidebar box, and signed by its rule) and ``check`` why a run's values of them cannot be used; its
+    ``version`` (a plugin's package version); ``identity`` its weights by digest and ``caption`` its
+    words in footers."""
+
+    settings: tuple[str, ...] = ()
     options: tuple[Option, ...] = ()
     check: SettingsCheckHook | None = None
-    commands: Mapping[str, str] = field(default_factory=dict)
-    fetch: Fetch | None = None
+    version: str = ""
+    identity: IdentityHook | None = None
+    caption: CaptionHook | None = None
+
+
+@dataclass(frozen=True)
+class Showing(Generic[R]):
+    """How a metric is drawn: its score ``cards`` (None: one per reported field) and ``evidence``
+    block; what it draws between a story's sentences (``transitions``: RoViST-C's chips); the image
+    ``regions`` its items matched, outlined on request; ``complete``, what a run left out filled in
+    before a story is drawn; its own Agreement section (``diagnostics``); the dashboard's boxes of its
+    model's files (``model_fields``, with the boxes of its file options), its own sidebar section
+    (``switch``: RoViST-C's pair model) and whether the dashboard ``offered`` to compute it."""
+
+    cards: CardsHook | None = None
+    evidence: EvidenceHook | None = None
     transitions: TransitionsHook[R] | None = None
     regions: RegionsHook[R] | None = None
+    complete: CompleteHook[R] | None = None
     diagnostics: Diagnostics | None = None
+    model_fields: tuple[ModelField, ...] = ()
+    switch: Switch | None = None
+    offered: bool = True
+
+
+@dataclass(frozen=True)
+class Reading(Generic[R]):
+    """How a metric's records are read and compared: ``main_value``, the attribute compared when two
+    sources give the same story's metric; ``aliases``, other names of it in released score files
+    (lower case: ``g``, ``groovist``); ``from_score``, a record of an imported score (None: it cannot
+    be imported); ``formerly``, the names earlier versions wrote its records under; ``margins``, its
+    own verdicts on pairs of stories (a ranker's), which meta-evaluation judges its pairs by."""
+
+    main_value: str = "score"
+    aliases: tuple[str, ...] = ()
+    from_score: ImportHook[R] | None = None
+    formerly: tuple[str, ...] = ()
+    margins: MarginsHook[R] | None = None
+
+
+@dataclass(frozen=True)
+class Tools:
+    """What a metric adds to the tools around scoring: its own ``vst`` ``commands`` (name -> module
+    with ``add_parser(sub)`` and ``run(args)``: Vrank's ``train-vrank``), its options of ``vst
+    fetch-models`` (``fetch``), and ``trained_folder``, the option naming the folder its training
+    command wrote, whose card names the stories it was trained on (meta-evaluation sets them apart)."""
+
+    commands: Mapping[str, str] = field(default_factory=dict)
+    fetch: Fetch | None = None
     trained_folder: str = ""
+
+
+#: The groups of a :class:`MetricSpec`, by attribute, and the group each of their fields is in (a
+#: keyword of ``MetricSpec(...)`` may name any of them: ``score=`` is ``computing=Computing(score=...)``).
+GROUPS: dict[str, type] = {"computing": Computing, "signing": Signing, "showing": Showing, "reading": Reading, "tools": Tools}
+GROUP_OF: dict[str, str] = {f.name: g for g, kind in GROUPS.items() for f in fields(kind)}
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True, init=False)
+class MetricSpec(Generic[R]):
+    """Everything the product needs to know about one metric: a narrow core, and the rest in typed
+    groups.
+
+    The core: ``name`` (in ``--metrics`` and on disk), ``title``, ``description``; ``record``, a frozen
+    dataclass of JSON-able fields (str, int, float, bool, None, tuples, nested frozen dataclasses),
+    read back by its type hints; ``fields``, its numbers (each ``MetricField.metric`` is ``name``);
+    ``card``, its metric card (a path in this project, a URL for a plugin). The groups:
+    :class:`Computing` (``computing``), :class:`Signing` (``signing``), :class:`Showing`
+    (``showing``), :class:`Reading` (``reading``) and :class:`Tools` (``tools``). A group's field may
+    also be given as a keyword of its own (``MetricSpec(..., score=score)``), as earlier versions
+    declared it, and read so (``spec.score``), though the product reads the groups.
+
+    >>> from vst_core.records import RedundancyScores
+    >>> spec = MetricSpec("nr", "NR", "d", RedundancyScores, (MetricField("NR", "nr", "score", "h"),), aliases=("r",))
+    >>> spec.reading.aliases, spec.aliases, spec.computing.score is None
+    (('r',), ('r',), True)
+    """
+
+    name: str
+    title: str
+    description: str
+    record: type[R]
+    fields: tuple[MetricField, ...]
+    card: str = ""
+    computing: Computing[R] = field(default_factory=Computing)
+    signing: Signing = field(default_factory=Signing)
+    showing: Showing[R] = field(default_factory=Showing)
+    reading: Reading[R] = field(default_factory=Reading)
+    tools: Tools = field(default_factory=Tools)
     module: str = field(default="", compare=False)
 
-    def __post_init__(self) -> None:
-        known = {f.setting for f in self.model_fields}
-        boxes = tuple(f for o in self.options if (f := o.model_field()) is not None and f.setting not in known)
+    def __init__(
+        self,
+        name: str,
+        title: str,
+        description: str,
+        record: type[R],
+        fields: tuple[MetricField, ...],
+        *,
+        card: str = "",
+        computing: Computing[R] | None = None,
+        signing: Signing | None = None,
+        showing: Showing[R] | None = None,
+        reading: Reading[R] | None = None,
+        tools: Tools | None = None,
+        module: str = "",
+        # each group's fields, as keywords of their own
+        needs: frozenset[Need] = _UNSET,
+        score: ScoreHook[R] | None = _UNSET,
+        image_record: ImageRecordHook[R] | None = _UNSET,
+        texts: TextsHook | None = _UNSET,
+        image_refs: ImageRefsHook | None = _UNSET,
+        together: SetHook[R] | None = _UNSET,
+        load: LoadHook | None = _UNSET,
+        region_model: RegionModelHook | None = _UNSET,
+        reaggregate: Reaggregation[R] | None = _UNSET,
+        summary: SummaryHook | None = _UNSET,
+        settings: tuple[str, ...] = _UNSET,
+        options: tuple[Option, ...] = _UNSET,
+        check: SettingsCheckHook | None = _UNSET,
+        version: str = _UNSET,
+        identity: IdentityHook | None = _UNSET,
+        caption: CaptionHook | None = _UNSET,
+        cards: CardsHook | None = _UNSET,
+        evidence: EvidenceHook | None = _UNSET,
+        transitions: TransitionsHook[R] | None = _UNSET,
+        regions: RegionsHook[R] | None = _UNSET,
+        complete: CompleteHook[R] | None = _UNSET,
+        diagnostics: Diagnostics | None = _UNSET,
+        model_fields: tuple[ModelField, ...] = _UNSET,
+        switch: Switch | None = _UNSET,
+        offered: bool = _UNSET,
+        main_value: str = _UNSET,
+        aliases: tuple[str, ...] = _UNSET,
+        from_score: ImportHook[R] | None = _UNSET,
+        formerly: tuple[str, ...] = _UNSET,
+        margins: MarginsHook[R] | None = _UNSET,
+        commands: Mapping[str, str] = _UNSET,
+        fetch: Fetch | None = _UNSET,
+        trained_folder: str = _UNSET,
+    ) -> None:
+        given = {k: v for k, v in locals().items() if k in GROUP_OF and v is not _UNSET}
+        groups: dict[str, Any] = {
+            "computing": computing or Computing(),
+            "signing": signing or Signing(),
+            "showing": showing or Showing(),
+            "reading": reading or Reading(),
+            "tools": tools or Tools(),
+        }
+        for group in GROUPS:
+            own = {k: v for k, v in given.items() if GROUP_OF[k] == group}
+            if own:
+                groups[group] = replace(groups[group], **own)
+        sign, show, compute = groups["signing"], groups["showing"], groups["computing"]
+        known = {f.setting for f in show.model_fields}
+        boxes = tuple(f for o in sign.options if (f := o.model_field()) is not None and f.setting not in known)
         if boxes:  # an option with a box is its model field
-            object.__setattr__(self, "model_fields", self.model_fields + boxes)
-        signed = tuple(o.setting for o in self.options if o.signed and o.setting not in self.settings)
+            groups["showing"] = replace(show, model_fields=show.model_fields + boxes)
+        signed = tuple(o.setting for o in sign.options if o.signed and o.setting not in sign.settings)
         if signed:  # what a run of the metric signs: its signed options, declared once
-            object.__setattr__(self, "settings", self.settings + signed)
-        if self.score is None and self.image_record is not None:
-            object.__setattr__(self, "score", _ImageScore(self.image_record, self.name))
+            groups["signing"] = replace(sign, settings=sign.settings + signed)
+        if compute.score is None and compute.image_record is not None:
+            groups["computing"] = replace(compute, score=_ImageScore(compute.image_record, name))
+        for key, value in {
+            "name": name,
+            "title": title,
+            "description": description,
+            "record": record,
+            "fields": fields,
+            "card": card,
+            **groups,
+            "module": module,
+        }.items():
+            object.__setattr__(self, key, value)
+
+    if not TYPE_CHECKING:  # ``spec.score`` reads ``spec.computing.score``, as earlier versions' field did
+
+        def __getattr__(self, name: str) -> Any:
+            group = GROUP_OF.get(name)
+            if group is None or name.startswith("_"):
+                raise AttributeError(name)
+            return getattr(object.__getattribute__(self, group), name)
 
     def default_cards(self, story: StoryRecordLike) -> list[Card]:
         """One card per reported field (or the first field), its help as the hover text."""
@@ -597,7 +724,8 @@ class MetricSpec(Generic[R]):
 
     def cards_of(self, story: StoryRecordLike) -> list[Card]:
         """The story's score cards for this metric."""
-        return self.cards(story) if self.cards is not None else self.default_cards(story)
+        cards = self.showing.cards
+        return cards(story) if cards is not None else self.default_cards(story)
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,11 @@ class Models:
         memo = self.memo
         if memo is None or self._ahead is not None or self._grounders:
             return None
-        parsing = {n for n, spec in registry().specs.items() if spec.image_record is not None and "clip" in spec.needs}
+        parsing = {
+            n
+            for n, spec in registry().specs.items()
+            if spec.computing.image_record is not None and "clip" in spec.computing.needs
+        }
         if not parsing & set(self.settings.metrics):  # no metric of the run reads noun phrases
             return None
         sentences = sum(len(s.sentences) for s in stories)
@@ -172,7 +176,9 @@ class Models:
                 table, problems = read_regions_csv(s.regions_file)
                 self.problems.extend(problems)
             clip = self.clip if registry().with_need("clip") & set(s.metrics) else None
-            vg = next((spec.region_model(self) for spec in registry().in_use(s.metrics) if spec.region_model), None)
+            vg = next(
+                (spec.computing.region_model(self) for spec in registry().in_use(s.metrics) if spec.computing.region_model), None
+            )
             detector = None
             if s.regions == "detector":
                 device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
@@ -210,8 +216,8 @@ class Models:
                 continue
             if spec in reg.plugins:
                 found[name] = partial(_installed_load, spec, self)
-            elif spec.load is not None:
-                found[name] = partial(spec.load, self)
+            elif spec.computing.load is not None:
+                found[name] = partial(spec.computing.load, self)
         return found
 
     def unloadable(self) -> dict[str, str]:
@@ -245,9 +251,9 @@ def _installed_load(spec: MetricSpec, models: Models) -> object:
     """An installed metric's models and weights' identity, loaded up front; whatever fails is a
     :class:`ModelLoadError` naming the metric, so the run scores the other metrics (exit 6)."""
     try:
-        loaded = spec.load(models) if spec.load is not None else None
-        if spec.identity is not None:
-            spec.identity(models.settings)
+        loaded = spec.computing.load(models) if spec.computing.load is not None else None
+        if spec.signing.identity is not None:
+            spec.signing.identity(models.settings)
     except ModelLoadError:
         raise
     except Exception as exc:

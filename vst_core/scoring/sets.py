@@ -47,10 +47,10 @@ def set_results(
     over a set metric's work (Vrank's ordered story pairs)."""
     out: SetResults = {}
     for name, spec in registry().specs.items():
-        if name not in settings.metrics or spec.together is None:
+        if name not in settings.metrics or spec.computing.together is None:
             continue
         try:
-            part = dict(spec.together(story_set, todo, settings, models, progress))
+            part = dict(spec.computing.together(story_set, todo, settings, models, progress))
         except Exception as exc:  # the reason goes into every story's record, the run goes on
             part = {s.key: f"{type(exc).__name__}: {exc}" for s in todo if not s.is_empty}
         for key, value in part.items():

@@ -31,10 +31,10 @@ def completed(record: StoryScores) -> StoryScores:
     (its ``complete``: RoViST-NR's repeated spans of a ``--no-spans`` run); a hook that fails or
     gives something else leaves that metric's record as it is."""
     for name, spec in registry().specs.items():
-        if spec.complete is None or name not in record.metrics:
+        if spec.showing.complete is None or name not in record.metrics:
             continue
         try:
-            filled = spec.complete(record)
+            filled = spec.showing.complete(record)
         except Exception:  # drawing goes on with the record as it was written
             continue
         if isinstance(filled, spec.record):
@@ -153,9 +153,9 @@ def _installed(spec: MetricSpec, stories: Sequence[Story], run: ScoringRun) -> d
     """An installed metric on a batch; if the hook fails on the batch, each story alone, so one
     story's failure is its own error and names its own reason. A model that cannot load, or memory
     running out, stops the run (a rerun resumes)."""
-    assert spec.score is not None
+    assert spec.computing.score is not None
     try:
-        return _checked(spec, spec.score(stories, run))
+        return _checked(spec, spec.computing.score(stories, run))
     except (ModelLoadError, MemoryError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # sys.exit in a plugin's hook included: the run goes on
@@ -164,7 +164,7 @@ def _installed(spec: MetricSpec, stories: Sequence[Story], run: ScoringRun) -> d
     out: dict[Key, MetricScores | str] = {}
     for story in stories:
         try:
-            out.update(_checked(spec, spec.score([story], run)))
+            out.update(_checked(spec, spec.computing.score([story], run)))
         except (ModelLoadError, MemoryError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # this story's reason; the others are scored
@@ -218,7 +218,7 @@ def score_batch(
     try:
         for name in settings.metrics:
             spec = specs.get(name)
-            if spec is None or spec.score is None:
+            if spec is None or spec.computing.score is None:
                 reason = f"ValueError: {name} is read from scores files only: it has no way to be computed here"
                 results[name] = {s.key: reason for s in todo}
             elif not todo:
@@ -226,7 +226,7 @@ def score_batch(
             elif spec.module.startswith("vst_core."):
                 # a built-in hook gives each story's failure as that story's reason itself; what
                 # fails for the whole batch (a model call) stops the run, and a rerun resumes
-                results[name] = _checked(spec, spec.score(todo, run))
+                results[name] = _checked(spec, spec.computing.score(todo, run))
             else:
                 results[name] = _installed(spec, todo, run)
     finally:

@@ -88,10 +88,10 @@ def between_sentences(record: StoryRecordLike) -> dict[int, str]:
     out: dict[int, str] = {}
     for name, spec in registry().specs.items():
         found = record.metrics.get(name)
-        if spec.transitions is None or found is None:
+        if spec.showing.transitions is None or found is None:
             continue
         try:
-            drawn = dict(spec.transitions(found))
+            drawn = dict(spec.showing.transitions(found))
         except Exception:  # an installed metric's drawing that fails leaves the story drawn
             continue
         for k, html in drawn.items():
@@ -131,7 +131,7 @@ def story_html(
     the grouping is seen."""
     if between is None:
         spec = next((s for s in registry().specs.values() if coherence is not None and type(coherence) is s.record), None)
-        between = dict(spec.transitions(coherence)) if spec is not None and spec.transitions is not None else {}
+        between = dict(spec.showing.transitions(coherence)) if spec is not None and spec.showing.transitions is not None else {}
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
     for rep in (record.inter_repeats if record else None) or ():
@@ -259,9 +259,9 @@ def evidence_blocks(record: StoryScores) -> list[tuple[str, str]]:
     registry order; metrics without one, or without evidence on this story, are left out."""
     blocks = []
     for name, spec in registry().specs.items():
-        if spec.evidence is not None and name in record.metrics:
+        if spec.showing.evidence is not None and name in record.metrics:
             try:
-                block = spec.evidence(record)
+                block = spec.showing.evidence(record)
                 if block is not None and not (
                     isinstance(block, tuple) and len(block) == 2 and all(isinstance(x, str) for x in block)
                 ):

@@ -112,7 +112,7 @@ def record_margins(report: str, found: Iterable[tuple[str, str, Any]], shared: b
     triples (e.g. read for many rows at once from a scores index); a story whose ``margins`` hook
     fails or gives something that is not (system, story id, number) triples has none."""
     spec = registry().ranked[report]
-    assert spec.margins is not None
+    assert spec.reading.margins is not None
 
     def key(system: str, story_id: str) -> str:
         return story_key(story_id, system) if shared else story_id
@@ -122,7 +122,7 @@ def record_margins(report: str, found: Iterable[tuple[str, str, Any]], shared: b
         if not isinstance(record, spec.record):
             continue
         try:  # an installed metric's hook: a story whose margins cannot be read has none
-            found_here = [(str(o), str(i), float(m)) for o, i, m in spec.margins(record)]
+            found_here = [(str(o), str(i), float(m)) for o, i, m in spec.reading.margins(record)]
         except Exception:
             continue
         for other_system, other_id, margin in found_here:

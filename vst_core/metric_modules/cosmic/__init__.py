@@ -11,7 +11,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.cosmic.record import CosmicScores, CosmicSentence
-from vst_core.metric_spec import Card, MetricField, MetricSpec, ModelsLike, Option, RunLike, SettingsLike, StoryRecordLike
+from vst_core.metric_spec import (
+    Card,
+    Computing,
+    MetricField,
+    MetricSpec,
+    ModelsLike,
+    Option,
+    RunLike,
+    SettingsLike,
+    Showing,
+    Signing,
+    StoryRecordLike,
+    Tools,
+)
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -82,34 +95,40 @@ METRIC = MetricSpec(
             bounds=(0.0, 1.0),
         ),
     ),
-    needs=frozenset({"sequence", "clip", "model"}),
-    settings=("clip_arch", "clip_pretrained", "clip_checkpoint"),
     card="docs/metrics/cosmic.md",
-    score=score,
-    together=together,
-    load=lambda models: (models.clip, model(models)),  # CLIP's image vectors and its own folder
-    identity=identity,
-    cards=cards,
-    evidence=evidence,
-    commands={"train-cosmic": "vst_core.metric_modules.cosmic.command"},
-    options=(
-        Option(
-            "cosmic_model",
-            help="a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
-            "sentence i (a story of system reference or human in the same sequence)",
-            kind="folder",
-            label="COSMic model folder",
-            required=True,
-            signed=False,  # identity() signs the folder's digest
-            metavar="DIR",
-        ),
-        Option(
-            "reference_system",
-            help="the system whose story of a sequence is the reference (default: the first of "
-            "reference, human, gt, ground_truth, gold present)",
-            metavar="NAME",
+    computing=Computing(
+        needs=frozenset({"sequence", "clip", "model"}),
+        score=score,
+        together=together,
+        load=lambda models: (models.clip, model(models)),  # CLIP's image vectors and its own folder
+    ),
+    signing=Signing(
+        settings=("clip_arch", "clip_pretrained", "clip_checkpoint"),
+        identity=identity,
+        options=(
+            Option(
+                "cosmic_model",
+                help="a folder written by `vst train-cosmic`: rates sentence i with image i against the reference story's "
+                "sentence i (a story of system reference or human in the same sequence)",
+                kind="folder",
+                label="COSMic model folder",
+                required=True,
+                signed=False,  # identity() signs the folder's digest
+                metavar="DIR",
+            ),
+            Option(
+                "reference_system",
+                help="the system whose story of a sequence is the reference (default: the first of "
+                "reference, human, gt, ground_truth, gold present)",
+                metavar="NAME",
+            ),
         ),
     ),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+    ),
+    tools=Tools(commands={"train-cosmic": "vst_core.metric_modules.cosmic.command"}),
 )
 
 __all__ = ["METRIC", "NAME", "CosmicScores", "CosmicSentence"]

@@ -19,6 +19,7 @@ from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
 from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.metric_spec import (
     Card,
+    Computing,
     Diagnostics,
     Fetch,
     FetchArgument,
@@ -32,8 +33,11 @@ from vst_core.metric_spec import (
     OptionValue,
     RunLike,
     SettingsLike,
+    Showing,
+    Signing,
     Story,
     StoryRecordLike,
+    Tools,
 )
 
 if TYPE_CHECKING:
@@ -426,21 +430,29 @@ METRIC = MetricSpec(
             bounds=(1.0, 5.0),
         ),
     ),
-    needs=frozenset({"model"}),
-    options=OPTIONS,
-    check=check,
     card="docs/metrics/judge.md",
-    score=score,
-    summary=summary,
-    load=lambda models: (rubric(models), model(models)),
-    identity=identity,
-    caption=caption,
-    cards=cards,
-    evidence=evidence,
-    commands={"judge-bias": "vst_core.metric_modules.judge.command"},
-    fetch=FETCH,
-    diagnostics=DIAGNOSTICS,
-    offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
+    computing=Computing(
+        needs=frozenset({"model"}),
+        score=score,
+        summary=summary,
+        load=lambda models: (rubric(models), model(models)),
+    ),
+    signing=Signing(
+        options=OPTIONS,
+        check=check,
+        identity=identity,
+        caption=caption,
+    ),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+        diagnostics=DIAGNOSTICS,
+        offered=False,  # a chat model per story belongs to `vst score`; the dashboard reads its records
+    ),
+    tools=Tools(
+        commands={"judge-bias": "vst_core.metric_modules.judge.command"},
+        fetch=FETCH,
+    ),
 )
 
 __all__ = ["JUDGE_MODEL", "JUDGE_VLM", "METRIC", "NAME", "JudgeAspect", "JudgeScores"]

@@ -14,6 +14,7 @@ from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
 from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
 from vst_core.metric_spec import (
     Card,
+    Computing,
     Fetch,
     FetchArgument,
     FetchPlan,
@@ -22,10 +23,14 @@ from vst_core.metric_spec import (
     ModelsLike,
     Option,
     OptionValue,
+    Reading,
     RunLike,
     SettingsLike,
+    Showing,
+    Signing,
     StoryRecordLike,
     Switch,
+    Tools,
 )
 
 if TYPE_CHECKING:
@@ -184,61 +189,71 @@ METRIC = MetricSpec(
             "coherence", NAME, "score", "RoViST-C: mean P(next sentence follows)", report="RoViST-C", dhm="C", bounds=(0.0, 1.0)
         ),
     ),
-    needs=frozenset({"model"}),
-    settings=("splitter",),
-    options=(
-        Option(
-            "coherence_model",
-            "bert-nsp",
-            "the sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
-            "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+    card="docs/metrics/rovist_c.md",
+    computing=Computing(
+        needs=frozenset({"model"}),
+        score=score,
+        load=model,
+    ),
+    signing=Signing(
+        settings=("splitter",),
+        options=(
+            Option(
+                "coherence_model",
+                "bert-nsp",
+                "the sentence-pair scorer: bert-nsp (bert-base-uncased's next-sentence head), bert-nsp:NAME_OR_PATH, "
+                "rovist-c:PATH (the RoViST-C checkpoint file), or a checkpoint directory written by train-sop",
+            ),
+            Option("coherence_tokenizer", help="the tokenizer for rovist-c (hub id or folder; default albert-large-v1)"),
+            Option(
+                "coherence_repeat_zero",
+                True,
+                "identical adjacent sentences score 0, as the public RoViST code sets them; the flag asks the model about them too",
+                kind="bool",
+                flag="--keep-repeated-pairs",
+            ),
+            Option(
+                "coherence_context",
+                "pair",
+                "pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows sentences "
+                "1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
+                choices=("pair", "prefix"),
+            ),
+            Option(
+                "coherence_profile",
+                "paper",
+                "paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST authors' "
+                "code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input left unscored "
+                "with the reason)",
+                choices=("paper", "reference"),
+            ),
         ),
-        Option("coherence_tokenizer", help="the tokenizer for rovist-c (hub id or folder; default albert-large-v1)"),
-        Option(
-            "coherence_repeat_zero",
-            True,
-            "identical adjacent sentences score 0, as the public RoViST code sets them; the flag asks the model about them too",
-            kind="bool",
-            flag="--keep-repeated-pairs",
-        ),
-        Option(
-            "coherence_context",
-            "pair",
-            "pair: P(sentence i+1 follows sentence i), RoViST-C as published; prefix: P(sentence i+1 follows sentences "
-            "1..i), the variant of the dHM evaluation code (Surikuchi et al., 2024)",
-            choices=("pair", "prefix"),
-        ),
-        Option(
-            "coherence_profile",
-            "paper",
-            "paper: the fast tokenizer, an over-long pair truncated with a warning; reference: as the RoViST authors' "
-            "code (the slow sentencepiece ALBERT tokenizer for rovist-c, a story with an over-long input left unscored "
-            "with the reason)",
-            choices=("paper", "reference"),
+        identity=identity,
+        caption=caption,
+    ),
+    showing=Showing(
+        cards=cards,
+        transitions=_transitions,
+        switch=Switch(
+            header="Coherence",
+            setting="coherence_model",
+            box="Pair model",
+            label="Score sentence pairs",
+            help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
+            purpose="RoViST-C: the probability that each sentence follows the previous one",
+            off="the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
+            loads=("coherence_model", "coherence_tokenizer", "coherence_profile"),
+            flags=("--coherence-model", "--coherence-tokenizer"),
+            path=_model_path,
         ),
     ),
-    card="docs/metrics/rovist_c.md",
-    aliases=("c", "rovist-c"),
-    from_score=from_score,
-    score=score,
-    load=model,
-    identity=identity,
-    caption=caption,
-    cards=cards,
-    commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
-    transitions=_transitions,
-    fetch=FETCH,
-    switch=Switch(
-        header="Coherence",
-        setting="coherence_model",
-        box="Pair model",
-        label="Score sentence pairs",
-        help="bert-nsp, bert-nsp:NAME_OR_PATH, rovist-c:PATH, or a train-sop checkpoint directory",
-        purpose="RoViST-C: the probability that each sentence follows the previous one",
-        off="the pair model does not load (see the notice on the page). Give a loadable “Pair model” to use it.",
-        loads=("coherence_model", "coherence_tokenizer", "coherence_profile"),
-        flags=("--coherence-model", "--coherence-tokenizer"),
-        path=_model_path,
+    reading=Reading(
+        aliases=("c", "rovist-c"),
+        from_score=from_score,
+    ),
+    tools=Tools(
+        commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
+        fetch=FETCH,
     ),
 )
 

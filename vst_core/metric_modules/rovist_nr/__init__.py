@@ -11,7 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_spec import Card, MetricField, MetricSpec, RunLike, SettingsLike, StoryRecordLike
+from vst_core.metric_spec import (
+    Card,
+    Computing,
+    MetricField,
+    MetricSpec,
+    Reading,
+    RunLike,
+    SettingsLike,
+    Showing,
+    Signing,
+    StoryRecordLike,
+)
 from vst_core.records import RedundancyScores
 
 if TYPE_CHECKING:
@@ -100,13 +111,19 @@ METRIC = MetricSpec(
             direction="lower",
         ),
     ),
-    settings=("nr_ngram", "nr_variant", "splitter"),
     card="docs/metrics/rovist_nr.md",
-    aliases=("r", "rovist-nr"),
-    from_score=from_score,
-    score=score,
-    identity=identity,
-    caption=caption,
-    cards=cards,
-    complete=complete,
+    computing=Computing(score=score),
+    signing=Signing(
+        settings=("nr_ngram", "nr_variant", "splitter"),
+        identity=identity,
+        caption=caption,
+    ),
+    showing=Showing(
+        cards=cards,
+        complete=complete,
+    ),
+    reading=Reading(
+        aliases=("r", "rovist-nr"),
+        from_score=from_score,
+    ),
 )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from vst_core.metric_modules.rovist_vg.defaults import VIT
 from vst_core.metric_spec import (
     Card,
+    Computing,
     Fetch,
     FetchArgument,
     FetchCheck,
@@ -28,7 +29,10 @@ from vst_core.metric_spec import (
     OptionValue,
     Region,
     SettingsLike,
+    Showing,
+    Signing,
     StoryRecordLike,
+    Tools,
 )
 from vst_core.records import RovistVGScores
 
@@ -256,57 +260,63 @@ METRIC = MetricSpec(
         ),
         MetricField("RoViST-VG S", NAME, "lse", "RoViST-VG's idf-weighted log-sum-exp S, as the authors' vg_score returns"),
     ),
-    needs=frozenset({"images", "model", "idf"}),
-    settings=("regions", "top_b", "spacy_model"),
     card="docs/metrics/rovist_vg.md",
-    image_record=record,
-    load=model,
-    region_model=model,  # the grounder runs it over the regions CLIP sees
-    identity=identity,
-    caption=caption,
-    cards=cards,
-    evidence=evidence,
-    fetch=FETCH,
-    regions=regions,
-    # the files are signed by their digests (identity), not by their paths
-    options=(
-        Option(
-            "rovist_vg_checkpoint",
-            help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo notebook), "
-            "read as their training script saved it; with a GloVe file it adds RoViST-VG with their model (a regions "
-            "CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
-            kind="file",
-            flag="--rovist-vg-model",
-            label="RoViST-VG checkpoint",
-            required=True,
-            signed=False,
-            metavar="FILE",
-        ),
-        Option(
-            "glove_file",
-            help="GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
-            kind="file",
-            flag="--glove",
-            label="GloVe file",
-            required=True,
-            signed=False,
-            metavar="FILE",
-        ),
-        Option(
-            "rovist_vg_idf",
-            help="the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of noun,idf; "
-            "without it idf is fitted over the stories (log(N / (1 + df)))",
-            kind="file",
-            label="RoViST-VG idf table",
-            signed=False,
-            metavar="FILE",
-        ),
-        Option(
-            "rovist_vg_vit",
-            VIT,
-            help="the ViT whose configuration and image processor the checkpoint's image encoder uses "
-            "(hub name in the cache, or a local folder)",
-            signed=False,
+    computing=Computing(
+        needs=frozenset({"images", "model", "idf"}),
+        image_record=record,
+        load=model,
+        region_model=model,  # the grounder runs it over the regions CLIP sees
+    ),
+    signing=Signing(
+        settings=("regions", "top_b", "spacy_model"),
+        identity=identity,
+        caption=caption,
+        # the files are signed by their digests (identity), not by their paths
+        options=(
+            Option(
+                "rovist_vg_checkpoint",
+                help="the authors' RoViST-VG file (r2p_model_epoch2.pth.tar, linked from their RoViST_VG_Demo notebook), "
+                "read as their training script saved it; with a GloVe file it adds RoViST-VG with their model (a regions "
+                "CSV gives the paper's regions; the ViT it needs is fetched by `vst fetch-models`)",
+                kind="file",
+                flag="--rovist-vg-model",
+                label="RoViST-VG checkpoint",
+                required=True,
+                signed=False,
+                metavar="FILE",
+            ),
+            Option(
+                "glove_file",
+                help="GloVe vectors glove.6B.300d.txt (or the .word2vec copy the authors' script writes)",
+                kind="file",
+                flag="--glove",
+                label="GloVe file",
+                required=True,
+                signed=False,
+                metavar="FILE",
+            ),
+            Option(
+                "rovist_vg_idf",
+                help="the authors' idf_dict.pkl (read without running pickle code), or a JSON object or CSV of noun,idf; "
+                "without it idf is fitted over the stories (log(N / (1 + df)))",
+                kind="file",
+                label="RoViST-VG idf table",
+                signed=False,
+                metavar="FILE",
+            ),
+            Option(
+                "rovist_vg_vit",
+                VIT,
+                help="the ViT whose configuration and image processor the checkpoint's image encoder uses "
+                "(hub name in the cache, or a local folder)",
+                signed=False,
+            ),
         ),
     ),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+        regions=regions,
+    ),
+    tools=Tools(fetch=FETCH),
 )

@@ -16,6 +16,7 @@ from vst_core.metric_modules.vrank.defaults import BASE_ENCODER
 from vst_core.metric_modules.vrank.record import Preference, VrankScores
 from vst_core.metric_spec import (
     Card,
+    Computing,
     Fetch,
     FetchArgument,
     FetchPlan,
@@ -23,9 +24,13 @@ from vst_core.metric_spec import (
     MetricSpec,
     ModelsLike,
     Option,
+    Reading,
     RunLike,
     SettingsLike,
+    Showing,
+    Signing,
     StoryRecordLike,
+    Tools,
 )
 
 if TYPE_CHECKING:
@@ -127,28 +132,36 @@ METRIC = MetricSpec(
             "Vrank", NAME, "score", "Vrank: mean predicted margin over the other stories of the sequence", report="Vrank"
         ),
     ),
-    needs=frozenset({"sequence", "model"}),
     card="docs/metrics/vrank.md",
-    score=score,
-    margins=margins,
-    together=together,
-    load=model,
-    identity=identity,
-    cards=cards,
-    evidence=evidence,
-    commands={"train-vrank": "vst_core.metric_modules.vrank.command"},
-    fetch=FETCH,
-    trained_folder="vrank_model",
-    options=(
-        Option(
-            "vrank_model",
-            help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
-            kind="folder",
-            label="Vrank model folder",
-            required=True,
-            signed=False,  # identity() signs the folder's digest
-            metavar="DIR",
+    computing=Computing(
+        needs=frozenset({"sequence", "model"}),
+        score=score,
+        together=together,
+        load=model,
+    ),
+    signing=Signing(
+        identity=identity,
+        options=(
+            Option(
+                "vrank_model",
+                help="a folder written by `vst train-vrank`: compares every two stories of a sequence in both orders",
+                kind="folder",
+                label="Vrank model folder",
+                required=True,
+                signed=False,  # identity() signs the folder's digest
+                metavar="DIR",
+            ),
         ),
+    ),
+    showing=Showing(
+        cards=cards,
+        evidence=evidence,
+    ),
+    reading=Reading(margins=margins),
+    tools=Tools(
+        commands={"train-vrank": "vst_core.metric_modules.vrank.command"},
+        fetch=FETCH,
+        trained_folder="vrank_model",
     ),
 )
 
