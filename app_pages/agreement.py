@@ -466,7 +466,7 @@ for spec in registry().specs.values():  # a metric's own section (the rubric jud
         rows = []
     if rows:
         st.dataframe(pd.DataFrame(rows).round(4), hide_index=True, width="stretch")
-    st.caption(shown(diagnostics.caption.format(n=len(scored_rows), limit=diagnostics.limit)))
+    st.caption(diagnostics.caption.replace("{n}", str(len(scored_rows))).replace("{limit}", str(diagnostics.limit)))
     measure = diagnostics.measure
     if measure is None:
         continue
@@ -476,9 +476,9 @@ for spec in registry().specs.values():  # a metric's own section (the rubric jud
     with st.expander(f"{spec.title}: what the measurement asks", expanded=False):
         for name in measure.asks:
             box = boxes.get(name)
-            st.text_input(box.label or name if box else name, key=name, help=box.help if box else None)
-    if st.button(measure.label.format(sequences=len(sequences)), key=f"measure_{spec.name}"):
-        given = {name: str(st.session_state.get(name) or "") for name in measure.asks}
+            st.text_input(box.label or name if box else name, key=f"measure_{spec.name}_{name}", help=box.help if box else None)
+    if st.button(measure.label.replace("{sequences}", str(len(sequences))), key=f"measure_{spec.name}"):
+        given = {name: str(st.session_state.get(f"measure_{spec.name}_{name}") or "") for name in measure.asks}
         asked, notice = with_options(view.settings, given, spec.title)
         if notice:
             st.warning(shown(notice))
@@ -488,7 +488,7 @@ for spec in registry().specs.values():  # a metric's own section (the rubric jud
             st.warning(f"{md(spec.title)}'s model is not available here: {shown(str(exc))}")
         else:
             st.dataframe(found.round(4), hide_index=True, width="stretch")
-            st.caption(shown(measure.caption))
+            st.caption(measure.caption)  # the metric's own words (its code's, not a file's)
 
 
 def agreement_report() -> str:

@@ -227,12 +227,11 @@ def with_options(settings: Settings, given: Mapping[str, str], who: str) -> tupl
     >>> with_options(Settings(), {"judge_endpoint": "http://127.0.0.1:8000/v1", "judge_served_model": ""}, "judge")[1]
     'judge: judge_endpoint needs judge_served_model (the model name the server serves)'
     """
-    values = {k: v.strip() for k, v in given.items() if v.strip()}
-    if not values:
-        return settings, None
+    options = registry().options
     try:
-        return settings.with_(**values), None
-    except (SettingsError, ValueError) as exc:
+        values = {k: options[k][1].parse(v.strip()) if k in options else v.strip() for k, v in given.items() if v.strip()}
+        return (settings.with_(**values), None) if values else (settings, None)
+    except (SettingsError, ValueError) as exc:  # a number or on/off box's text that is none, a refused value
         return settings, f"{who}: {exc}"
 
 

@@ -192,7 +192,7 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "page-cache"))
     meta.button(key="measure_judge").click().run()
     assert not meta.exception, meta.exception
-    assert not any("judge model is not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
+    assert not any("model is not available" in w.value for w in meta.warning), [w.value for w in meta.warning]
     bias = next(d.value for d in meta.dataframe if "bias" in d.value.columns and "position" in set(d.value["bias"]))
     follows = bias[(bias["measure"] == "follows position") & (bias["scope"] == "all questions")]
     assert (

@@ -425,6 +425,10 @@ def test_the_judge_server_boxes_become_settings_or_a_notice() -> None:
     assert kept == base and why is not None and "http(s)" in why
     kept, why = with_options(base, boxes("http://127.0.0.1:8000/v1", "", ""), "judge")
     assert kept == base and why is not None and "judge_served_model" in why
+    counted, why = with_options(base, {"judge_concurrency": " 16 ", "judge_images": "true"}, "judge")
+    assert why is None and counted.option("judge_concurrency") == 16 and counted.option("judge_images") is True
+    kept, why = with_options(base, {"judge_concurrency": "many"}, "judge")
+    assert kept == base and why is not None and why.startswith("judge: ")
 
 
 @pytest.mark.slow
@@ -455,8 +459,8 @@ def test_the_dashboard_shows_a_served_judge_and_asks_the_sidebars_server_for_its
             "meta",
             judgements_source="Made-up example ratings (for trying the page)",
             baselines=False,
-            judge_endpoint=server.url,
-            judge_served_model="judge",
+            measure_judge_judge_endpoint=server.url,
+            measure_judge_judge_served_model="judge",
         )
         assert any(s.value.startswith("Rubric judge: paraphrase consistency") for s in meta.subheader)
         assert any(t.label == "Endpoint URL" for t in meta.text_input)

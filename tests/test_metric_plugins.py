@@ -918,6 +918,9 @@ def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_s
         raise OSError("no hub here")
 
     monkeypatch.setattr(fetch, "_check_clip", lambda report, arch, pretrained, log: None)
+    for where in ("hf_cache_dir", "torch_hub_dir"):  # the folders to copy: no torch import in the fast tier
+        monkeypatch.setattr(fetch, where, lambda: plugins)
+    monkeypatch.setattr(fetch, "clip_cache_dirs", lambda: [plugins])
     report = fetch.fetch_models(
         more=[FetchPlan((("a", False, offline), ("b", True, lambda: "loads")), ("pass ⟦glove_file PATH⟧",))]
     )
@@ -933,9 +936,10 @@ def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_s
     )
     _install(plugins, monkeypatch, brokenfetch=broken + _good_as("brokenfetch", "b1", "fetch=FETCH"))
     plans = _metric_plans(build_parser("fetch-models").parse_args(["fetch-models"]))
-    assert any(
-        "metric 'brokenfetch': its models could not be planned: RuntimeError: no plan" in n for p in plans for n in p.notes
-    )
+    broken = [c for p in plans for c in p.checks if c[0] == "metric 'brokenfetch''s models"]
+    failed = fetch.fetch_models(more=[FetchPlan(tuple(broken))])
+    assert not failed.ok and failed.models[0].state == "broken"  # fetch-models exits 4
+    assert failed.models[0].detail == "its models could not be planned: RuntimeError: no plan"
     assert any(c[0].startswith("next-sentence model") for p in plans for c in p.checks)  # RoViST-C's is still planned
 
 

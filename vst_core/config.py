@@ -287,7 +287,7 @@ class Settings:
         """The options of the metrics of ``run``, each set or at its default (one that cannot be a
         metric's own, named like a shared setting, is not among them: the registry refuses it)."""
         known = metric_options()
-        return {o.setting: self.option(o.setting) for spec in run for o in spec.options if o.setting in known}
+        return {o.setting: self.option(o.setting) for spec in run for o in spec.signing.options if o.setting in known}
 
 
 _FIELDS = frozenset(Settings.__dataclass_fields__)
@@ -344,7 +344,7 @@ def _refused(settings: Settings) -> list[str]:
         return []
     known = metric_options()
     specs = {known[name][0].name: known[name][0] for name, _ in settings.options}
-    return [r for spec in specs.values() if spec.check is not None for r in [spec.check(settings)] if r]
+    return [r for spec in specs.values() if (check := spec.signing.check) is not None for r in [check(settings)] if r]
 
 
 def library_versions() -> dict[str, str]:

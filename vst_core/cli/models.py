@@ -4,12 +4,14 @@ embedding cache)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
 from vst_core.config import Settings
 from vst_core.metric_spec import FetchPlan
+from vst_core.models.hub import ModelLoadError
 
 DEFAULTS = Settings()
 
@@ -84,11 +86,18 @@ def _metric_plans(args: argparse.Namespace) -> list[FetchPlan]:
             values = {a.dest: getattr(args, a.dest, None) for a in spec.tools.fetch.arguments}
             try:
                 plans.append(spec.tools.fetch.plan(values))
-            except Exception as exc:  # one metric's broken plan is its note; every other model is still checked
-                plans.append(
-                    FetchPlan(notes=(f"metric {spec.name!r}: its models could not be planned: {type(exc).__name__}: {exc}",))
-                )
+            except Exception as exc:  # one metric's broken plan is its broken line (exit 4); every other model is checked
+                plans.append(FetchPlan(((f"metric {spec.name!r}'s models", True, _failed(exc)),)))
     return plans
+
+
+def _failed(exc: Exception) -> Callable[[], str]:
+    """A check that fails with why a metric's models could not be planned."""
+
+    def check() -> str:
+        raise ModelLoadError(f"its models could not be planned: {type(exc).__name__}: {exc}")
+
+    return check
 
 
 def run_cache(args: argparse.Namespace) -> int:

@@ -130,7 +130,7 @@ def story_html(
     ``frames`` (a story in sentence groups per image): each group opens with its image's number, so
     the grouping is seen."""
     if between is None:
-        spec = next((s for s in registry().specs.values() if coherence is not None and type(coherence) is s.record), None)
+        spec = next((s for s in registry().specs.values() if coherence is not None and isinstance(coherence, s.record)), None)
         between = dict(spec.showing.transitions(coherence)) if spec is not None and spec.showing.transitions is not None else {}
     labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
     kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
