@@ -10,17 +10,17 @@ import streamlit as st
 from dashboard import loading
 from dashboard.frame import page, story_link
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
-from vst_core.analysis.dhm_aspects import available_aspects, columns, dhm_aspects, partial_note
+from vst_core.analysis.dhm_aspects import ASPECTS, aspect_name, available_aspects, columns, dhm_aspects, partial_note
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.data.csv_out import frame_csv
 from vst_core.viz import distributions_figure
 from vst_core.viz.safe import md
 
-#: The table column of each dHM aspect (G: GROOVIST before tanh, as released).
+#: How each dHM aspect is headed: G compares tanh of GROOVIST's unbounded value, as released; J the
+#: judge's overall score on [0, 1].
 NAMES = {
-    "G": "grounding (GROOVIST, tanh)",
-    "C": "coherence (RoViST-C)",
-    "R": "non-redundancy (RoViST-NR)",
+    **{a: aspect_name(a) for a in ASPECTS},
+    "G": aspect_name("G").removesuffix(")") + ", tanh)",
     "J": "rubric judge, overall ((J − 1) / 4)",
 }
 

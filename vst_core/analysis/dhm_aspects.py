@@ -113,13 +113,23 @@ def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool
     return tuple(a for a in wanted if a in found)
 
 
-#: How each aspect is named in notes.
-ASPECT_NAMES: dict[str, str] = {
-    "G": "grounding (GROOVIST)",
-    "C": "coherence (RoViST-C)",
-    "R": "non-redundancy (RoViST-NR)",
-    "J": "the rubric judge",
-}
+#: What each aspect judges, in dHM's own words (Surikuchi et al., 2024); the metric that gives its
+#: number is the registry's (:func:`aspect_fields`).
+ASPECT_WORDS: dict[str, str] = {"G": "grounding", "C": "coherence", "R": "non-redundancy", "J": "the rubric judge"}
+
+
+def aspect_name(aspect: str) -> str:
+    """How an aspect is named in notes: its words and the title of the metric whose field it is
+    (the judge's is its words alone).
+
+    >>> aspect_name("G"), aspect_name("J")
+    ('grounding (GROOVIST)', 'the rubric judge')
+    """
+    field = aspect_fields().get(aspect)
+    words = ASPECT_WORDS.get(aspect, aspect)
+    if field is None or aspect in EXTRA_ASPECTS:
+        return words
+    return f"{words} ({registry().spec(field.metric).title})"
 
 
 def dhm_aspects(records: Iterable[StoryScores] | pd.DataFrame, judge: bool = False) -> tuple[str, ...]:
@@ -140,9 +150,9 @@ def partial_note(aspects: Sequence[str]) -> str:
     parts = []
     missing = [a for a in ASPECTS if a not in aspects]
     if missing:
-        shown = ", ".join(ASPECT_NAMES[a] for a in aspects if a in ASPECTS)
+        shown = ", ".join(aspect_name(a) for a in aspects if a in ASPECTS)
         parts.append(
-            f"dHM over {shown} only: {', '.join(ASPECT_NAMES[a] for a in missing)} not in these scores (the paper averages all three)"
+            f"dHM over {shown} only: {', '.join(aspect_name(a) for a in missing)} not in these scores (the paper averages all three)"
         )
     if "J" in aspects:
         parts.append("the rubric judge is added as a fourth distance (not the paper's dHM)")

@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.analysis.dhm_aspects import aspect_fields
 from vst_core.analysis.intervals import MIN_INTERVAL_N
 from vst_core.analysis.meta_eval import METHODS
 from vst_core.config import Settings
+from vst_core.metric_spec import registry
 from vst_core.signature import Inputs, describe
 from vst_core.viz.safe import plot_text, redact
 
@@ -232,7 +234,8 @@ def distributions_figure(values: dict[str, list[float]], aspect: str, caption: s
     how a system's distribution sits against the human one."""
     import plotly.graph_objects as go
 
-    names = {"G": "GROOVIST (tanh)", "C": "RoViST-C", "R": "RoViST-NR"}
+    fields = aspect_fields()  # the metric whose field each dHM aspect is; G compares tanh of it
+    names = {a: registry().spec(f.metric).title + (" (tanh)" if a == "G" else "") for a, f in fields.items() if a != "J"}
     fig = go.Figure()
     every = np.concatenate([np.asarray(xs, dtype=float) for xs in values.values()]) if values else np.zeros(0)
     edges = np.histogram_bin_edges(every if len(every) else np.zeros(1), bins=30)
