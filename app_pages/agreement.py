@@ -116,7 +116,7 @@ for spec in registry().specs.values():
     report_name = next((f.report for f in spec.fields if f.report), None)
     if not spec.tools.trained_folder or report_name is None or report_name not in view.table:
         continue
-    option = next(o for o in spec.signing.options if o.setting == spec.tools.trained_folder)
+    option = registry().options[spec.tools.trained_folder][1]  # registration: one of the metric's own
     label = option.label or spec.tools.trained_folder
     folder = st.text_input(
         f"{label} (for its card: what it was trained on)",
@@ -472,11 +472,10 @@ for spec in registry().specs.values():  # a metric's own section (the rubric jud
         continue
     sequences = list(dict.fromkeys(view.table["sequence"].iloc[scored_rows]))[: measure.limit]
     asked_rows = tuple(i for i in scored_rows if view.table["sequence"].iat[i] in set(sequences))
-    boxes = {o.setting: o for o in spec.signing.options if o.setting in measure.asks}
     with st.expander(f"{spec.title}: what the measurement asks", expanded=False):
-        for name in measure.asks:
-            box = boxes.get(name)
-            st.text_input(box.label or name if box else name, key=f"measure_{spec.name}_{name}", help=box.help if box else None)
+        for name in measure.asks:  # registration: each one of the metric's own options
+            box = registry().options[name][1]
+            st.text_input(box.label or name, key=f"measure_{spec.name}_{name}", help=box.help)
     if st.button(measure.label.replace("{sequences}", str(len(sequences))), key=f"measure_{spec.name}"):
         given = {name: str(st.session_state.get(f"measure_{spec.name}_{name}") or "") for name in measure.asks}
         asked, notice = with_options(view.settings, given, spec.title)

@@ -876,13 +876,13 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
 ) -> None:
     """A metric's ``fetch`` adds its options to ``vst fetch-models`` and checks what its plan says,
     with no file of the command's; a flag of the command itself or of another metric is refused."""
-    from vst_core.cli import main
+    from vst_core.cli import build_parser, main
 
     fetch = (
         "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\n"
         "def _plan(v):\n"
         "    return FetchPlan(((f'toy model {v[\"toy_model\"]}', True, lambda: 'loads'),), ('a toy note',)) if v['toy_model'] else FetchPlan()\n"
-        "FETCH = Fetch((FetchArgument('--toy-model', 'the toy model', metavar='NAME', const='toy/base'),), _plan)\n"
+        "FETCH = Fetch((FetchArgument('--toy-model', 'the toy model (100% random)', metavar='NAME', const='toy/base'),), _plan)\n"
     )
     clash = "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\nFETCH = Fetch((FetchArgument('--{}', 'x'),), lambda v: FetchPlan())\n"
     reg = _install(
@@ -897,8 +897,14 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
     assert "metric 'judge'" in reasons and set(reg.specs) >= {"toyfetch"} and len(reg.problems) == 2, reasons
     with pytest.raises(SystemExit):
         main(["fetch-models", "--help"])
-    assert "--toy-model [NAME]" in capsys.readouterr().out
-    from vst_core.cli import build_parser
+    shown = capsys.readouterr().out
+    assert "--toy-model [NAME]" in shown and "(100% random)" in shown
+    from vst_core.metric_spec.spec import FETCH_FLAGS
+
+    parser = build_parser("fetch-models")._subparsers._group_actions[0].choices["fetch-models"]
+    metrics = {a.flag for sp in reg.specs.values() if sp.tools.fetch for a in sp.tools.fetch.arguments}
+    own = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - metrics
+    assert own == FETCH_FLAGS  # the command's own flags, which no metric may take
     from vst_core.cli.models import _metric_plans
 
     args = build_parser("fetch-models").parse_args(["fetch-models", "--toy-model"])

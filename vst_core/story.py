@@ -4,13 +4,13 @@ given (:mod:`vst_core.data` re-exports it, its public home)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from vst_core.problems import Problem
 
-__all__ = ["Story", "identity_parts"]
+__all__ = ["Story", "StoryFields", "StoryText", "identity_parts"]
 
 
 def identity_parts(story: Story) -> list[Any]:
@@ -99,3 +99,25 @@ class Story:
     def key(self) -> tuple[str, str]:
         """The story's identity, ``(system, story_id)``: released sets reuse ids across systems."""
         return (self.system, self.story_id)
+
+
+class StoryText(Protocol):
+    """What is read of a story's text (a :class:`Story`, a scores record and a table's row all fit):
+    its ids, its system and its sentences."""
+
+    @property
+    def story_id(self) -> str: ...
+    @property
+    def sequence_id(self) -> str: ...
+    @property
+    def system(self) -> str: ...
+    @property
+    def sentences(self) -> Sequence[str]: ...
+
+
+class StoryFields(StoryText, Protocol):
+    """What a story is made of (a :class:`Story` and a scores record both have it): its text and its
+    image references."""
+
+    @property
+    def images(self) -> Sequence[str]: ...

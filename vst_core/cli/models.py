@@ -46,15 +46,14 @@ def _metric_arguments(fetch: argparse.ArgumentParser) -> None:
 
     for spec in registry().specs.values():
         for a in spec.tools.fetch.arguments if spec.tools.fetch is not None else ():
+            words = a.help.replace("%", "%%")  # argparse formats help with %: a metric's text is shown as written
             try:
                 if a.switch:
-                    fetch.add_argument(a.flag, action="store_true", help=a.help)
+                    fetch.add_argument(a.flag, action="store_true", help=words)
                 elif a.const is not None:
-                    fetch.add_argument(
-                        a.flag, nargs="?", const=a.const, default=a.default, metavar=a.metavar or None, help=a.help
-                    )
+                    fetch.add_argument(a.flag, nargs="?", const=a.const, default=a.default, metavar=a.metavar or None, help=words)
                 else:
-                    fetch.add_argument(a.flag, default=a.default, metavar=a.metavar or None, help=a.help)
+                    fetch.add_argument(a.flag, default=a.default, metavar=a.metavar or None, help=words)
             except argparse.ArgumentError:
                 note(f"metric {spec.name!r}: fetch-models option {a.flag} is taken; left off")
 

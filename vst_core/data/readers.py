@@ -13,7 +13,7 @@ import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from vst_core.data.paths import (
     IMAGE_SUFFIXES,
@@ -25,6 +25,7 @@ from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetErro
 from vst_core.data.vwp import GROUP_MARK, is_vwp, table_rows, vwp_records
 from vst_core.hashing import json_line, short_sha1
 from vst_core.records.reader import characters_of
+from vst_core.story import StoryFields
 from vst_core.text.public import split_story
 
 #: Limits of what one record may hold; a record over one is a reported problem, the rest is read.
@@ -512,21 +513,6 @@ def _looks_like_jsonl(text: str) -> bool:
     """More than one non-blank line, each starting like a JSON object."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return len(lines) > 1 and sum(line.startswith("{") for line in lines) > len(lines) / 2
-
-
-class StoryFields(Protocol):
-    """What a story-set object is made of (a Story and a scores record both have it)."""
-
-    @property
-    def story_id(self) -> str: ...
-    @property
-    def sequence_id(self) -> str: ...
-    @property
-    def system(self) -> str: ...
-    @property
-    def images(self) -> Sequence[str]: ...
-    @property
-    def sentences(self) -> Sequence[str]: ...
 
 
 def story_object(story: StoryFields) -> dict[str, Any]:

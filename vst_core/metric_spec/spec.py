@@ -25,7 +25,7 @@ from vst_core.metric_spec.contract import (
     SettingsLike,
     StorySetLike,
 )
-from vst_core.story import Story
+from vst_core.story import Story, StoryFields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,21 +93,11 @@ class _HasMetrics(Protocol):
     def metrics(self) -> Mapping[str, Any]: ...
 
 
-class StoryRecordLike(Protocol):
+class StoryRecordLike(StoryFields, Protocol):
     """What the display hooks are given: a story's record (:class:`vst_core.records.StoryScores`): the
     story (its ids, sentences and image references) and each metric's record under its name in
     ``metrics``."""
 
-    @property
-    def story_id(self) -> str: ...
-    @property
-    def sequence_id(self) -> str: ...
-    @property
-    def system(self) -> str: ...
-    @property
-    def sentences(self) -> tuple[str, ...]: ...
-    @property
-    def images(self) -> tuple[str, ...]: ...
     @property
     def metrics(self) -> Mapping[str, Any]: ...
 

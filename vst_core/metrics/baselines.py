@@ -14,9 +14,10 @@ import importlib.util
 import re
 import shutil
 from collections.abc import Collection, Mapping, Sequence
-from typing import Protocol
 
 import numpy as np
+
+from vst_core.story import StoryText
 
 BASELINES: tuple[str, ...] = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr", "METEOR")
 REFERENCE_SYSTEMS: frozenset[str] = frozenset({"reference", "human", "gold", "ground truth", "gt"})
@@ -30,19 +31,6 @@ def is_reference(system: str | None) -> bool:
 def normalize(text: str) -> str:
     """Lower-case and separate words and punctuation by single spaces."""
     return " ".join(_WORD.findall(text.lower()))
-
-
-class StoryText(Protocol):
-    """What a baseline reads of a story (a Story and a StoryScores record both fit)."""
-
-    @property
-    def story_id(self) -> str: ...
-    @property
-    def sequence_id(self) -> str: ...
-    @property
-    def system(self) -> str: ...
-    @property
-    def sentences(self) -> Sequence[str]: ...
 
 
 def reference_sets(

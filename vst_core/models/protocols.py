@@ -10,20 +10,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from vst_core.metric_spec.contract import ImageTextEncoder
 
-class ImageTextEncoder(Protocol):
-    """L2-normalised text and image embeddings in one space (CLIP).
-
-    ``signature`` names the exact weights (cache keys, exports); ``workers`` is how many threads
-    may decode images beside the model."""
-
-    signature: str
-    device: str
-    workers: int
-
-    def encode_text(self, texts: Sequence[str]) -> np.ndarray: ...
-
-    def encode_images(self, images: Sequence[Any], *, load: Callable[[Any], Any] | None = None) -> np.ndarray: ...
+__all__ = ["CropEncoder", "EmbeddingStore", "ImageTextEncoder"]
 
 
 @runtime_checkable

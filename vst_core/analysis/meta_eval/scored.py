@@ -13,8 +13,8 @@ import pandas as pd
 
 from vst_core.analysis.meta_eval.identity import keys_of, shared_ids, story_key
 from vst_core.metric_spec import registry
-from vst_core.metrics.baselines import StoryText
 from vst_core.records import StoryScores
+from vst_core.story import StoryText
 
 
 def match_report(scored: Iterable[str], judged: Iterable[str], shown: int = 20) -> dict[str, Any]:

@@ -83,7 +83,9 @@ def complete(story: StoryRecordLike) -> RedundancyScores | None:
     nr = story.metrics.get(NAME)
     if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
         return nr
-    spans = redundancy_of(Story(story.story_id, story.sequence_id, story.system, story.sentences, story.images), nr.n, nr.variant)
+    spans = redundancy_of(
+        Story(story.story_id, story.sequence_id, story.system, tuple(story.sentences), tuple(story.images)), nr.n, nr.variant
+    )
     kept = [x for x in nr.notes if x != NO_SPANS_NOTE]
     return replace(
         nr,
