@@ -432,7 +432,9 @@ with tabs[4]:
         st.plotly_chart(bins_figure(report.bins, caption), key="bins")
         st.dataframe(report.bins, hide_index=True, width="stretch")
     else:
-        st.info("T and P come from GROOVIST; run grounding to see the bins.")
+        owner = next((registry().spec(f.metric) for f in registry().fields if f.column == "T"), None)
+        said = f"{md(owner.title)}; run {md(owner.name)}" if owner else "a metric; run it"
+        st.info(f"T and P come from {said} to see the bins.")
     if len(report.bins):
         download("bins", "Bins (CSV)")
 with tabs[5]:

@@ -10,7 +10,15 @@ import streamlit as st
 from dashboard import loading
 from dashboard.frame import page, story_link
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
-from vst_core.analysis.dhm_aspects import ASPECTS, aspect_name, available_aspects, columns, dhm_aspects, partial_note
+from vst_core.analysis.dhm_aspects import (
+    ASPECTS,
+    aspect_name,
+    aspect_title,
+    available_aspects,
+    columns,
+    dhm_aspects,
+    partial_note,
+)
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.data.csv_out import frame_csv
 from vst_core.viz import distributions_figure
@@ -21,7 +29,7 @@ from vst_core.viz.safe import md
 NAMES = {
     **{a: aspect_name(a) for a in ASPECTS},
     "G": aspect_name("G").removesuffix(")") + ", tanh)",
-    "J": "rubric judge, overall ((J − 1) / 4)",
+    "J": aspect_name("J").removeprefix("the ") + ", overall ((J − 1) / 4)",
 }
 
 view = page(
@@ -44,10 +52,10 @@ pairing = middle.radio(
 )
 resamples = int(right.number_input("Bootstrap resamples", 0, 5000, 1000, step=100, key="dhm_resamples"))
 with_judge = "J" in available_aspects(view.table, extra=True) and st.toggle(
-    "Add the rubric judge as a fourth distance",
+    f"Add {aspect_name('J')} as a fourth distance",
     key="dhm_judge",
-    help="d_J = |J_h − J_s| with the judge's overall score mapped to [0, 1] as (J − 1) / 4; dHM is then the mean of "
-    "four distances (not the paper's dHM)",
+    help=f"d_J = |J_h − J_s| with {aspect_name('J')}'s overall score mapped to [0, 1] as (J − 1) / 4; dHM is then the "
+    "mean of four distances (not the paper's dHM)",
 )
 aspects = dhm_aspects(view.table, judge=with_judge)  # the rule vst dhm and vst.human_likeness follow
 if not human:
@@ -75,7 +83,7 @@ def profile_section() -> None:
         "sequence is the mean of its stories there): difference = mean of (system − human) [paired bootstrap 95% "
         f"interval, {resamples} resamples of the sequences], p: paired approximate randomization (two-sided, ± its "
         "Monte-Carlo standard error), p_holm over the system's measures; distance = mean |system − human| [bootstrap "
-        "interval], dHM's per-aspect distance for any measure (GROOVIST over tanh, as dHM). Direction: which way the "
+        f"interval], dHM's per-aspect distance for any measure ({md(aspect_title('G'))} over tanh, as dHM). Direction: which way the "
         f"measure is better (none: a descriptor, to compare with people, not to rank). N: sequences. {SMALL_N_NOTE}"
     )
     shown = found.assign(

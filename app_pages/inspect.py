@@ -20,6 +20,7 @@ from vst_core.scoring.story import completed
 from vst_core.viz import (
     annotated_story,
     draw_box,
+    drawn_in_text,
     evidence_blocks,
     export_csv,
     export_json,
@@ -36,8 +37,7 @@ MAX_LISTED = 2000
 
 view = page(
     "Inspect a story",
-    "Non-redundancy (RoViST-NR) with the spans that repeat, the coherence (RoViST-C) of every sentence "
-    "transition, and the grounding (GROOVIST) of every noun phrase: hover for details. " + legend_html(),
+    f"{drawn_in_text()}: hover for details. {legend_html(markdown=True)}",
 )
 sequences = view.sequences()
 names = list(sequences)

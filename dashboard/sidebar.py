@@ -40,7 +40,7 @@ from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
 from vst_core.metric_spec import registry
 from vst_core.signature import describe_signature
-from vst_core.viz.safe import say
+from vst_core.viz.safe import md, say
 
 URL: Literal["query-params"] = "query-params"
 
@@ -209,8 +209,10 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
     if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
         st.header("Grounding")
         values.update(_theta_controls(False, None, recorded.theta))
+        again = registry().reaggregated
+        whose = md(registry().spec(again[0]).title) + " " if again else ""
         st.caption(
-            "θ, −P and −C are re-applied to the stored similarities of computed GROOVIST scores; imported ones stay as released."
+            f"θ, −P and −C are re-applied to the stored similarities of computed {whose}scores; imported ones stay as released."
         )
     return values
 
@@ -360,7 +362,7 @@ def _grounding() -> dict[str, Any]:
     values[GROUNDING] = _model_toggle(
         GROUNDING,
         clip_key(values["clip_arch"], values["clip_pretrained"], values["clip_checkpoint"], values["clip_config"]),
-        "GROOVIST with CLIP",
+        f"{registry().spec(GROUNDING).title} with CLIP",
         "noun phrases matched to image regions",
         "CLIP does not load (see the notice on the page). Give loadable CLIP fields above to use it.",
     )

@@ -222,6 +222,14 @@ def _good_as(name: str, column: str, keywords: str = "") -> str:
     return body.replace("score=score)", f"score=score, {keywords})") if keywords else body
 
 
+def _long_flags(command: str) -> set[str]:
+    """Every ``--`` option of the ``vst`` command ``command``, as its parser has them now."""
+    from vst_core.cli import build_parser
+
+    parser = build_parser(command)._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    return {o for action in parser._actions for o in action.option_strings if o.startswith("--")}
+
+
 def _install(plugins: Path, monkeypatch: pytest.MonkeyPatch, **modules: str) -> metric_spec.Registry:
     """Modules as installed metric packages (one entry point each, named as the module), registry rebuilt."""
     for name, body in modules.items():
@@ -268,7 +276,8 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
     assert "column 't1' is another metric's" in joined
     assert "Count.words: list[int] cannot be read back from JSON (use a tuple)" in joined
     assert joined.count("a model field names one of the metric's own options") == 2
-    assert "dhm aspects are the built-in metrics'" in joined
+    assert "dhm aspects are the built-in metrics': R of RoViST-NR, C of RoViST-C, G of GROOVIST, J of rubric judge" in joined
+    assert "a switch is the built-in RoViST-C's" in joined  # each refusal names the metric that holds it, from the registry
     assert "region_model is the built-in RoViST-VG's" in joined and "formerly 'coherence' is a name in use" in joined
     assert "reaggregate is the built-in GROOVIST's" in joined
 
@@ -901,10 +910,8 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
     assert "--toy-model [NAME]" in shown and "(100% random)" in shown
     from vst_core.metric_spec.spec import FETCH_FLAGS
 
-    parser = build_parser("fetch-models")._subparsers._group_actions[0].choices["fetch-models"]
     metrics = {a.flag for sp in reg.specs.values() if sp.tools.fetch for a in sp.tools.fetch.arguments}
-    own = {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - metrics
-    assert own == FETCH_FLAGS  # the command's own flags, which no metric may take
+    assert _long_flags("fetch-models") - metrics == FETCH_FLAGS  # the command's own flags, which no metric may take
     from vst_core.cli.models import _metric_plans
 
     args = build_parser("fetch-models").parse_args(["fetch-models", "--toy-model"])
@@ -1014,3 +1021,69 @@ def test_a_spec_given_flat_or_in_groups_is_the_same_and_reads_both_ways() -> Non
         MetricSpec(*core, scroe=score)  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
         flat.scroe  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_plugins_bench_phase_and_sizes_are_vst_bench_flags_and_phases_and_a_taken_one_is_refused(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metric's ``Bench`` adds its phase (after the shared ones, before ``rss``) and its sizes (flags
+    of ``vst bench``, read by ``BenchConfig.size``) with no file of the harness's; a phase or flag of
+    the command itself or of another metric is refused."""
+    from vst_core.bench.run import BenchConfig, all_phases, metric_phases
+    from vst_core.cli import main
+    from vst_core.metric_spec import BENCH_FLAGS
+
+    bench = (
+        "from vst_core.metric_spec import Bench, BenchPhase, BenchSize\n"
+        "def _phase(run):\n    return {'toybench_rate': run.config.size('toy_rounds') * 2}\n"
+        "BENCH = Bench((BenchPhase('toybench', _phase, targets={'toybench_rate': 1.0}),), (BenchSize('toy_rounds', 3, 'rounds (50%)'),))\n"
+    )
+    clash = "from vst_core.metric_spec import Bench, BenchPhase, BenchSize\nBENCH = Bench({})\n"
+    reg = _install(
+        plugins,
+        monkeypatch,
+        toybench=bench + _good_as("toybench", "b1", "bench=BENCH"),
+        ownphase=clash.format("(BenchPhase('rss', dict),)") + _good_as("ownphase", "b2", "bench=BENCH"),
+        otherphase=clash.format("(BenchPhase('judge', dict),)") + _good_as("otherphase", "b3", "bench=BENCH"),
+        ownsize=clash.format("(), (BenchSize('text_stories', 1, 'x'),)") + _good_as("ownsize", "b4", "bench=BENCH"),
+        othersize=clash.format("(), (BenchSize('judge_size', 'a', 'x'),)") + _good_as("othersize", "b5", "bench=BENCH"),
+        twophases=clash.format("(BenchPhase('twice', dict), BenchPhase('twice', dict))")
+        + _good_as("twophases", "b6", "bench=BENCH"),
+        twosizes=clash.format("(), (BenchSize('twice_n', 1, 'a'), BenchSize('twice_n', 2, 'b'))")
+        + _good_as("twosizes", "b7", "bench=BENCH"),
+        alien=clash.format("(BenchPhase('alien', dict, targets={'warm_speedup': 0.0}),)")
+        + _good_as("alien", "b8", "bench=BENCH"),
+        onoff=clash.format("(), (BenchSize('onoff', True, 'x'),)") + _good_as("onoff", "b9", "bench=BENCH"),
+        nolegend=_good_as("nolegend", "b10", "legend=None"),
+        badlegend=_good_as("badlegend", "b11", "legend=('a',)"),
+        nowords=_good_as("nowords", "b12", "in_text=None"),
+    )
+    reasons = "\n".join(reg.problems)
+    assert "bench phase 'rss' is not lower_case_words, or it is the command's own" in reasons
+    assert "bench phase 'judge' is not lower_case_words, or it is metric 'judge'" in reasons
+    assert "bench size '--text-stories' is not --lower-case-words, or it is the command's own" in reasons
+    assert "or it is metric 'judge'" in reasons and "toybench" in reg.specs, reasons
+    assert "bench phase 'twice' is not lower_case_words, or it is metric 'twophases'" in reasons  # twice in one metric
+    assert "bench size '--twice-n' is not --lower-case-words, or it is metric 'twosizes'" in reasons
+    assert "bench phase 'alien' has targets for figures not its own: warm_speedup" in reasons  # no shared target moved
+    assert "bench size '--onoff': a size is a count, seconds, a word or several counts" in reasons
+    assert (
+        reasons.count("legend is a tuple of LegendEntry") == 2 and "in_text is the words" in reasons
+    )  # else every page would fail
+    assert len(reg.problems) == 11
+    assert all_phases()[-2:] == ("toybench", "rss") and "judge_server" in all_phases()
+    phase = next(p for p in metric_phases() if p.name == "toybench")
+    with pytest.raises(ValueError, match="no metric declares the bench size"):
+        BenchConfig(sizes={"toy_roundz": 3})
+    config = BenchConfig(sizes={"toy_rounds": 5}, skip=("raw",))
+    assert BenchConfig.from_json(json.loads(json.dumps(dataclasses.asdict(config)))) == config  # the memory process's copy
+    assert BenchConfig().size("toy_rounds") == 3 and phase.run(
+        type("Run", (), {"config": BenchConfig(sizes={"toy_rounds": 4})})()
+    ) == {"toybench_rate": 8}
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    shown = capsys.readouterr().out
+    assert "--toy-rounds TOY_ROUNDS" in shown and "rounds (50%)" in shown and "toybench" in shown
+    metrics = {z.flag for sp in reg.specs.values() if sp.tools.bench for z in sp.tools.bench.sizes}
+    assert _long_flags("bench") - metrics == BENCH_FLAGS  # the command's own flags, which no metric may take
+    assert main(["bench", "--toy-rounds", "0"]) == 2 and "--toy-rounds must be at least 1" in capsys.readouterr().err

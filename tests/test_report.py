@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -467,3 +468,94 @@ def test_what_a_metric_draws_between_sentences_comes_from_its_spec_and_a_record_
 
     monkeypatch.setitem(registry().specs, "coherence", replace(spec, transitions=broken))
     assert between_sentences(record) == {} and "Three." in annotated_story(record)
+
+
+def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_failing_hook_leaves_the_story_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RoViST-NR's spans and GROOVIST's phrases come from their specs' ``marks`` (the story drawing
+    names no metric), a record given the old way draws the same; a metric's marks, legend and
+    ``in_text`` are escaped wherever they are drawn; a hook that fails or returns garbage marks nothing."""
+    from dataclasses import replace
+
+    from vst_core.metric_spec import LegendEntry, Mark, registry
+    from vst_core.records import InterRepeat, RedundancyScores
+    from vst_core.viz.story import annotated_story, drawn_in_text, legend_html, marks_of, story_html
+
+    nr = RedundancyScores(0.8, 0.2, 0.0, "paper", 4, (), (InterRepeat(1, 0, 0.5, ("dog",), ((4, 7),), ((4, 7),)),), ())
+    record = StoryScores("s", "q", "sys", ("The dog ran.", "The dog sat."), (), {"redundancy": nr})
+    drawn = annotated_story(record)
+    assert drawn == story_html(record.sentences, nr) and drawn.count('class="vst-repeat"') == 1
+    assert 'title="repeats sentence 1 (Jaccard 0.50)">dog</mark>' in drawn
+    hostile = Mark(
+        0, 0, 3, "underline", 'red" onmouseover="x', "<script>alert(1)</script>", 'np" onclick="y', (('p" x="', '1"><b>'),)
+    )
+    spec = registry().spec("redundancy")
+    monkeypatch.setitem(
+        registry().specs,
+        "redundancy",
+        replace(
+            spec,
+            marks=lambda r: [hostile, "not a mark"],
+            legend=(LegendEntry("<img src=x>", "highlight", 'x;"><script>'),),
+            in_text="*bold* <b>",
+        ),
+    )
+    html = annotated_story(record)
+    assert "<script>" not in html and 'onmouseover="' not in html and 'onclick="' not in html and "<b>" not in html
+    assert 'data-px="1&quot;&gt;&lt;b&gt;"' in html and marks_of(record) == [hostile]
+    assert "<img" not in legend_html() and "<script>" not in legend_html()
+    assert "<b>" not in drawn_in_text() and "\\*bold\\*" in drawn_in_text()
+
+    def broken(found: object) -> list[Mark]:
+        raise KeyError("no marks")
+
+    monkeypatch.setitem(registry().specs, "redundancy", replace(spec, marks=broken))
+    assert marks_of(record) == [] and "vst-repeat" not in annotated_story(record) and "The dog sat." in annotated_story(record)
+    assert "vst-repeat" not in story_html(record.sentences, nr)
+    # a colour is a colour or nothing; a mark of the wrong types, a legend that is not one, an endless hook: left out
+    overlay = Mark(1, 0, 50, "highlight", "red;position:fixed;top:0;width:100vw;background:url(https://x.example/a.png)", "x")
+    wrong = [
+        replace(hostile, start="1"),  # type: ignore[arg-type]
+        replace(hostile, start=1.5),  # type: ignore[arg-type]
+        replace(hostile, end=None),  # type: ignore[arg-type]
+        replace(hostile, sentence=0.0),  # type: ignore[arg-type]
+        replace(hostile, title=5),  # type: ignore[arg-type]
+        replace(hostile, data=(1,)),  # type: ignore[arg-type]
+        replace(hostile, data={"phrase": "0"}),  # type: ignore[arg-type]
+        replace(hostile, rank="a"),  # type: ignore[arg-type]
+        replace(hostile, style="blink"),  # type: ignore[arg-type]
+    ]
+
+    def endless(found: object) -> Iterator[Mark]:
+        while True:
+            yield overlay
+
+    for hook, legend in ((lambda r: [overlay, *wrong], None), (endless, (LegendEntry("a", "highlight", "red"), "b"))):
+        monkeypatch.setitem(registry().specs, "redundancy", replace(spec, marks=hook, legend=legend))
+        html = annotated_story(record)
+        assert "position:fixed" not in html and "background:transparent" in html and "The dog sat." in html
+        assert "repeats an earlier" not in legend_html() and ">b<" not in legend_html()
+    assert len(marks_of(record)) == 100_000  # the endless hook, cut
+    # in a page's markdown a label's markdown stays text
+    from markdown_it import MarkdownIt
+
+    label = "![i](https://x.example/a.png) [l](https://x.example) **b** <img src=x>"
+    monkeypatch.setitem(registry().specs, "redundancy", replace(spec, legend=(LegendEntry(label, "highlight", "red"),)))
+    shown = MarkdownIt("commonmark", {"html": True}).render(f"{drawn_in_text()}: hover for details. {legend_html(markdown=True)}")
+    assert "<img" not in shown and "<a " not in shown and "<strong>" not in shown and "**b**" in shown
+    assert "&lt;img src=x&gt;" in legend_html() and "\\<img" not in legend_html()  # the report's HTML: escaped for HTML
+
+
+def test_a_story_drawn_the_old_ways_still_draws_its_marks() -> None:
+    """story_html's earlier keywords (record=, coherence=, grounding=) and a hand-built record under
+    another name still draw."""
+    from vst_core.records import InterRepeat, RedundancyScores
+    from vst_core.viz.story import annotated_story, story_html
+
+    nr = RedundancyScores(0.8, 0.2, 0.0, "paper", 4, (), (InterRepeat(1, 0, 0.5, ("dog",), ((4, 7),), ((4, 7),)),), ())
+    sentences = ("The dog ran.", "The dog sat.")
+    drawn = story_html(sentences, nr)
+    assert drawn.count('class="vst-repeat"') == 1 and story_html(sentences, record=nr) == drawn
+    assert story_html(sentences, None, grounding=None, coherence=None, record=nr) == drawn
+    assert annotated_story(StoryScores("s", "q", "sys", sentences, (), {"nr": nr})) == drawn

@@ -301,6 +301,8 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
         "2",
         "--nr-stories",
         "20",
+        "--text-stories",
+        "20",
         "--rss-stories",
         "4",
         "--prep-images",
@@ -382,7 +384,11 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     assert 0 <= printed["preprocess_max_abs_pixel"] <= 2  # the bound tests/test_preprocess.py holds
     assert set(printed["judge_server_stories_per_s"]) == {"1", "4"} and printed["judge_server_requests_per_story"] == 12
     assert all(v > 0 for v in printed["judge_server_stories_per_s"].values()) and "not measured" in printed["judge_server_vllm"]
+    assert printed["coherence_arch"] == "BertForNextSentencePrediction(tiny)"  # the metric's phase names its replica
+    assert printed["rss_metrics"] == ["redundancy", "coherence", "grounding", "clipscore"]  # each metric's Bench.runs
     assert main(["bench", "--skip", "nothing"]) == 2
+    assert main(["bench", "--judge-server-concurrency", "1,0"]) == 2  # a metric's size is checked as the shared ones
+    assert "--judge-server-concurrency must be at least 1" in capsys.readouterr().err
 
 
 def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
@@ -395,15 +401,16 @@ def test_bench_phases_can_be_skipped(tiny_clip: tuple[Path, Path]) -> None:
             image_size=(40, 30),
             arch="vst-tiny-clip",
             clip_config=str(config),
-            coherence_size="tiny",
             batch_sizes=(2,),
             raw_seconds=0.05,
-            nr_stories=8,
+            text_stories=8,
+            sizes={"nr_stories": 8},
             skip=("raw", "coherence", "judge", "judge_server", "rss", "e2e"),
         ),
         log=lambda line: None,
     )
     assert "e2e_crops_per_s" not in result and "standin_crops_per_s" in result
+    assert result["coherence_arch"] == "BertForNextSentencePrediction(BertConfig())"  # the head says it, phase or not
     assert "judge_stories_per_s" not in result and "judge_server_stories_per_s" not in result
     assert "raw_crops_per_s" not in result and "peak_rss_mb" not in result and "pipeline_vs_raw" not in result
     assert result["crops_encoded"] == 2 and result["warm_speedup"] > 0

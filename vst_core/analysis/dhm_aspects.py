@@ -118,6 +118,16 @@ def available_aspects(records: Iterable[StoryScores] | pd.DataFrame, extra: bool
 ASPECT_WORDS: dict[str, str] = {"G": "grounding", "C": "coherence", "R": "non-redundancy", "J": "the rubric judge"}
 
 
+def aspect_title(aspect: str) -> str:
+    """The title of the metric whose field an aspect compares (its words where none is known).
+
+    >>> aspect_title("G"), aspect_title("X")
+    ('GROOVIST', 'X')
+    """
+    field = aspect_fields().get(aspect)
+    return registry().spec(field.metric).title if field is not None else ASPECT_WORDS.get(aspect, aspect)
+
+
 def aspect_name(aspect: str) -> str:
     """How an aspect is named in notes: its words and the title of the metric whose field it is
     (the judge's is its words alone).

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.bench.inputs import _TEMPLATES, _fill, write_photos
+from vst_core.bench.run import shared_run_metrics
 
 
 def write_story_set(
@@ -88,7 +89,7 @@ class E2EConfig:
     batch_size: int = 256
     workers: int = 0
     stand_in: str | None = None  # "CROPS_PER_S[,TEXTS_PER_S]": forwards as waits
-    metrics: str = "grounding,clipscore"
+    metrics: str = ""  # "": the metrics of the shared e2e run (each metric's ``Bench.runs``)
     seed: int = 0
     #: ``tag``: the weights of the default tag (ViT-B-32/openai), found in a hub cache as a user's
     #: first ``vst score`` finds them, and no weight options on the command line; ``file``: a local
@@ -144,7 +145,7 @@ def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path,
         "--out",
         str(out),
         "--metrics",
-        config.metrics,
+        config.metrics or ",".join(shared_run_metrics("e2e")),
         *weights,
         "--top-b",
         str(config.regions),

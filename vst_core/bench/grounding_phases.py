@@ -8,14 +8,13 @@ import os
 import time
 
 from vst_core.bench.inputs import synthetic_story_set
-from vst_core.bench.run import BenchConfig, BenchRun, Figures
+from vst_core.bench.run import BenchConfig, BenchRun, Figures, replicas, shared_run_metrics
 from vst_core.bench.throughput import (
     page_faults_per_forward,
     raw_image_throughput,
     raw_text_throughput,
 )
 from vst_core.config import Settings
-from vst_core.metric_modules import clipscore, groovist, rovist_nr
 
 
 def raw_phase(run: BenchRun) -> tuple[Figures, dict[int, float]]:
@@ -147,17 +146,18 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
     config = run.config
     folder = run.folder / "warm"
     story_set = synthetic_story_set(folder / "set", config.warm_stories, 5, (320, 240), stories_per_sequence=5, seed=config.seed)
-    warm = settings.with_(metrics=(rovist_nr.NAME, groovist.NAME, clipscore.NAME))
+    warm = settings.with_(metrics=shared_run_metrics("warm"))
     encoder = noop_encoder(run.clip)
     cache = EmbeddingCache(folder / "cache" / "embeddings.sqlite")
     run.say(f"warm: filling the cache for {config.warm_stories} stories (forward a no-op)")
-    score_story_set(story_set, warm, folder / "fill.jsonl", models=Models(warm, clip=encoder, cache=cache))
+    own = replicas(config, folder, run.device, run.clip.batch_size, warm.metrics)
+    score_story_set(story_set, warm, folder / "fill.jsonl", models=Models(warm, clip=encoder, cache=cache, **own))
     figures: Figures = {"warm_stories": config.warm_stories}
     for spans, name in ((True, "warm_stories_per_s"), (False, "warm_stories_per_s_no_spans")):
         rates = []
         for _ in range(WARM_REPEATS):
             # a new run: nothing in memory (a new connection to the cache file too), the cache folder's memo
-            models = Models(warm, clip=encoder, cache=EmbeddingCache(cache.path))
+            models = Models(warm, clip=encoder, cache=EmbeddingCache(cache.path), **own)
             start = time.perf_counter()
             score_story_set(story_set, warm, folder / "again.jsonl", overwrite=True, models=models, spans=spans)
             rates.append(round(config.warm_stories / (time.perf_counter() - start), 1))
@@ -168,9 +168,10 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
 
 
 def grounding_settings(config: BenchConfig, device: str, batch_size: int) -> Settings:
-    """Settings of the pipeline and warm runs: grounding alone, with the random-weight encoder."""
+    """Settings of the pipeline and warm runs: the metrics of the cold image runs (each metric's
+    ``Bench.runs``: grounding), with the random-weight encoder."""
     return Settings(
-        metrics=(groovist.NAME,),
+        metrics=shared_run_metrics("grounding"),
         clip_arch=config.arch,
         clip_pretrained=f"random-seed{config.seed}",
         clip_config=config.clip_config,
@@ -218,7 +219,8 @@ def _grounding_run(run: BenchRun, settings: Settings, name: str, *, cache: str =
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 
-    models = Models(settings, clip=run.clip, cache=EmbeddingCache(run.folder / cache / "embeddings.sqlite"))
+    own = replicas(run.config, run.folder, run.device, run.clip.batch_size, settings.metrics)
+    models = Models(settings, clip=run.clip, cache=EmbeddingCache(run.folder / cache / "embeddings.sqlite"), **own)
     start = time.perf_counter()
     summary = score_story_set(run.story_set, settings, run.folder / f"{name}.jsonl", overwrite=True, models=models)
     seconds = time.perf_counter() - start

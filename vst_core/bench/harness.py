@@ -1,9 +1,8 @@
 """Throughput of the scoring pipeline against the bare model forward on the same machine.
 
 Models are full-size architectures with random weights (the cost of a forward pass does not
-depend on the weight values): open_clip ``ViT-B-32`` with ``pretrained=None`` and
-``BertForNextSentencePrediction(BertConfig())``, the architecture of the default pair scorer
-``bert-nsp`` (``bert-base-uncased``). The story set is synthetic (JPEG images and template
+depend on the weight values): open_clip ``ViT-B-32`` with ``pretrained=None``, and each metric's
+own model as its package builds it (``Bench.replica``). The story set is synthetic (JPEG images and template
 stories in a temporary folder) and the embedding cache a temporary file, so the user's cache is
 untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
 
@@ -42,18 +41,8 @@ untouched. Figures, one phase each (``BenchConfig.skip`` leaves phases out):
                             and for ``pil`` too; ``device_prep_crops_per_s`` the device-side steps on this
                             machine's device; ``preprocess_max_abs_pixel`` the two paths' largest difference
     text_*_stories_per_s    sentence splitting, and noun phrases story by story and batched
-    nr_speedup_vs_reference RoViST-NR stories/s of the vectorised pass (``score --no-spans``) over
-                            the public code's double loops, both from the sentences with one tokenizer;
-                            also the per-story pass with repeated spans, and 4x longer sentences
-                            (the public code is in a source checkout only: elsewhere ``nr_reference``
-                            says the phase was skipped)
-    coherence_pairs_per_s   sentence pairs/s of the pair scorer
-    judge_stories_per_s     stories/s of the rubric judge (4 aspects x 3 paraphrases a story) with a random
-                            Qwen2 of the replica's size (``judge_size="full"``: Qwen2.5-0.5B's), cold; and
-                            from its answer cache (:mod:`vst_core.metric_modules.judge.throughput`)
-    judge_server_stories_per_s  stories/s of the served-judge client at concurrency 1, 8 and 32 against a
-                            local server answering each request in ``judge_server_latency`` seconds, its
-                            bound and the seconds per 1,000 stories (a real server's time is its own)
+    <metric>_*              each metric's own phases (``spec.tools.bench``, in its package's
+                            ``bench.py``; ``vst bench --help`` lists them), after the text phase
     peak_rss_mb             peak resident memory of a separate process scoring ``rss_stories``
                             stories with every metric (models loaded once)
 """
@@ -64,7 +53,7 @@ import os
 import platform
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +65,7 @@ from vst_core.bench.grounding_phases import (
     warm_phase,
     warm_stories_phase,
 )
-from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_sentences, synthetic_story_set
+from vst_core.bench.inputs import random_clip, synthetic_story_set
 from vst_core.bench.memory import peak_rss
 from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as before
     CUDA_E2E_TARGETS,
@@ -90,31 +79,23 @@ from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as be
     BenchRun,
     Figures,
     Log,
+    metric_phases,
+    models_said,
+    replicas,
 )
-from vst_core.bench.throughput import (
-    nr_throughput,
-    reference_nr,
-    text_throughput,
-)
+from vst_core.bench.throughput import text_throughput
 from vst_core.config import Settings
 from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
-
-#: Why the NR phase is left out where the package runs without its source checkout.
-NR_SKIPPED = (
-    "the public RoViST NR code it is timed against (benchmarks/reference_code.py) comes with a source "
-    "checkout only, not with an installed package; run vst bench from a checkout to measure it"
-)
-
 
 # --------------------------------------------------------------------------- phases
 
 
 def text_phase(run: BenchRun) -> Figures:
     """text: stories/s of sentence splitting and of noun phrases (story by story, and batched)."""
-    stories = min(run.config.nr_stories, 500)
+    stories = run.config.text_stories
     run.say(f"text side (sentence split, noun phrases) on {stories} stories")
-    rates = text_throughput(synthetic_sentences(stories, seed=run.config.seed), min(1.0, run.config.raw_seconds))
+    rates = text_throughput(run.sentences(stories), min(1.0, run.config.raw_seconds))
     return {
         "text_split_stories_per_s": round(rates["split"], 1),
         "text_phrases_per_story_stories_per_s": round(rates["phrases_per_story"], 1),
@@ -138,7 +119,8 @@ def standin_phase(run: BenchRun, settings: Settings) -> Figures:
     encoder.batch_size = STANDIN_BATCH
     device = settings.with_(preprocess="device", batch_size=STANDIN_BATCH)
     run.say(f"standin: grounding the set with forwards as waits ({crops_per_s:.0f} crops/s, {texts_per_s:.0f} texts/s)")
-    models = Models(device, clip=encoder, cache=EmbeddingCache(run.folder / "standin-cache" / "embeddings.sqlite"))
+    own = replicas(run.config, run.folder, run.device, STANDIN_BATCH, device.metrics)
+    models = Models(device, clip=encoder, cache=EmbeddingCache(run.folder / "standin-cache" / "embeddings.sqlite"), **own)
     start = time.perf_counter()
     score_story_set(run.story_set, device, run.folder / "standin.jsonl", overwrite=True, models=models)
     seconds = time.perf_counter() - start
@@ -176,73 +158,6 @@ def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
         weights="tag" if config.arch == "ViT-B-32" and not config.clip_config else "file",
     )
     return end_to_end(e2e, run.folder / "e2e", run.say, raw_crops_per_s=raw_crops_per_s if cuda else None)
-
-
-def nr_phase(run: BenchRun) -> Figures:
-    """nr: RoViST-NR stories/s, vectorised and per story, against the public code's double loops, on
-    ``nr_stories`` stories and on a quarter as many with 4x longer sentences; skipped (with the
-    reason under ``nr_reference``) where the public code is absent, outside a source checkout."""
-    reference, count, seed = reference_nr(), run.config.nr_stories, run.config.seed
-    if reference is None:
-        run.say(f"RoViST-NR: {NR_SKIPPED}")
-        return {"nr_reference": f"skipped: {NR_SKIPPED}"}
-    run.say(f"RoViST-NR against the double-loop baseline on {count} stories")
-    seconds = min(1.0, run.config.raw_seconds)
-    rates = nr_throughput(synthetic_sentences(count, seed=seed), reference, seconds)
-    long = nr_throughput(synthetic_sentences(max(count // 4, 1), join=4, seed=seed), reference, seconds)
-    return {
-        "nr_stories": count,
-        "nr_stories_per_s": round(rates["vectorised"], 1),
-        "nr_with_spans_stories_per_s": round(rates["spans"], 1),
-        "nr_reference_stories_per_s": round(rates["baseline"], 1),
-        "nr_speedup_vs_reference": round(rates["vectorised"] / rates["baseline"], 2),
-        "nr_tokenized_speedup_vs_reference": round(rates["vectorised_tokens"] / rates["baseline_tokens"], 2),
-        "nr_long_sentences_speedup_vs_reference": round(long["vectorised"] / long["baseline"], 2),
-    }
-
-
-def coherence_phase(run: BenchRun) -> Figures:
-    """coherence: sentence pairs/s of the random-weight pair scorer over every consecutive pair of the set."""
-    from vst_core.metric_modules.rovist_c.scorers import pairs_of
-
-    config = run.config
-    scorer = random_pair_scorer(config.coherence_size, run.folder, device=run.device, batch_size=32, seed=config.seed)
-    pairs = [p for story in run.story_set for p in pairs_of(story.sentences)]
-    scorer.score_pairs(pairs[:4])  # warm-up
-    run.say(f"coherence: {len(pairs)} sentence pairs")
-    start = time.perf_counter()
-    scorer.score_pairs(pairs)
-    return {
-        "coherence_pairs_per_s": round(len(pairs) / (time.perf_counter() - start), 2),
-        "coherence_batch_size": scorer.batch_size,
-    }
-
-
-def judge_phase(run: BenchRun) -> Figures:
-    """judge: stories/s of the rubric judge, cold and from its cache (:mod:`vst_core.metric_modules.judge.throughput`)."""
-    from vst_core.metric_modules.judge.throughput import judge_throughput
-
-    config = run.config
-    run.say(f"judge: {config.judge_stories} stories, 12 rubric prompts each, Qwen2 {config.judge_size}")
-    texts = synthetic_sentences(config.judge_stories, seed=config.seed)
-    return judge_throughput(texts, config.judge_size, device=run.device, batch_size=8, seed=config.seed)
-
-
-def judge_server_phase(run: BenchRun) -> Figures:
-    """judge_server: stories/s of the served-judge client against a fixed-latency local server
-    (:func:`vst_core.metric_modules.judge.throughput.judge_server_throughput`)."""
-    from vst_core.metric_modules.judge.throughput import judge_server_throughput
-
-    config = run.config
-    run.say(
-        f"judge_server: {config.judge_server_stories} stories, 12 requests each, a local server answering in "
-        f"{config.judge_server_latency * 1000:.0f} ms, concurrency {', '.join(map(str, config.judge_server_concurrency))}"
-    )
-    return judge_server_throughput(
-        synthetic_sentences(config.judge_server_stories, seed=config.seed),
-        latency=config.judge_server_latency,
-        concurrencies=config.judge_server_concurrency,
-    )
 
 
 def rss_phase(run: BenchRun, batch_size: int) -> Figures:
@@ -290,16 +205,24 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
             result.update(standin_phase(run, settings))
         if "e2e" not in skip:
             result.update(e2e_phase(run, result.get("raw_crops_per_s")))
-        for name, phase in (("text", text_phase), ("nr", nr_phase), ("coherence", coherence_phase)):
-            if name not in skip:
-                result.update(phase(run))
-        if "judge" not in skip:
-            result.update(judge_phase(run))
-        if "judge_server" not in skip:
-            result.update(judge_server_phase(run))
+        if "text" not in skip:
+            result.update(text_phase(run))
+        for phase in metric_phases():
+            if phase.name not in skip:
+                result.update(_own_figures(phase.name, phase.run(run)))
         if "rss" not in skip:
             result.update(rss_phase(run, best))
     return _with_targets(result)
+
+
+def _own_figures(phase: str, figures: Mapping[str, Any]) -> Figures:
+    """A metric phase's figures, each key starting with the phase's name (one that does not gets it in
+    front), so no metric's figure takes a shared one's place.
+
+    >>> _own_figures("nr", {"nr_stories": 5, "warm_speedup": 6})
+    {'nr_stories': 5, 'nr_warm_speedup': 6}
+    """
+    return {k if k.startswith(f"{phase}_") else f"{phase}_{k}": v for k, v in figures.items()}
 
 
 def _machine(config: BenchConfig, device: str, batch_sizes: tuple[int, ...]) -> Figures:
@@ -315,7 +238,7 @@ def _machine(config: BenchConfig, device: str, batch_sizes: tuple[int, ...]) -> 
         "freed_memory_kept": keep_freed_memory() if device == "cpu" else None,
         "torch": torch.__version__,
         "clip_arch": config.arch,
-        "coherence_arch": "BertForNextSentencePrediction(" + ("BertConfig())" if config.coherence_size == "base" else "tiny)"),
+        **models_said(config),
         "stories": config.stories,
         "images_per_story": config.images_per_story,
         "regions_per_image": config.regions,
@@ -342,7 +265,8 @@ def _start(config: BenchConfig, device: str, batch_sizes: tuple[int, ...], folde
 def _with_targets(result: Figures) -> Figures:
     """``result`` with the targets and, for each figure measured, whether it met its target."""
     cuda = result.get("device") == "cuda"
-    targets = {**TARGETS, **(CUDA_TARGETS if cuda else {}), **(CUDA_E2E_TARGETS if cuda else E2E_TARGETS)}
+    own = {k: v for phase in metric_phases() for k, v in phase.targets.items()}
+    targets = {**own, **TARGETS, **(CUDA_TARGETS if cuda else {}), **(CUDA_E2E_TARGETS if cuda else E2E_TARGETS)}
     met = {k: result[k] >= v for k, v in targets.items() if isinstance(result.get(k), (int, float))}
     met.update({k: result[k] <= v for k, v in MAX_TARGETS.items() if isinstance(result.get(k), (int, float))})
     if "peak_rss_mb" in result:

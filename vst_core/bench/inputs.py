@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from vst_core.data import StorySet, read_story_set
-from vst_core.metric_modules.rovist_c.scorers import TransformerPairScorer
 from vst_core.models.clip import ClipEncoder
 
 _ADJECTIVES = (
@@ -153,22 +152,8 @@ def random_clip(
     )
 
 
-def random_pair_scorer(size: str, folder: Path, *, device: str, batch_size: int, seed: int = 0) -> TransformerPairScorer:
-    """``BertForNextSentencePrediction`` of ``bert-base`` size (or tiny) with random weights and a
-    word-level vocabulary covering the synthetic stories (one token per word, as for common words)."""
-    import torch
-    from transformers import BertConfig, BertForNextSentencePrediction, BertTokenizerFast  # type: ignore[attr-defined]
-
+def synthetic_words() -> tuple[str, ...]:
+    """Every word of the synthetic stories, lower-cased, with their punctuation (a tokenizer's
+    vocabulary: one token per word, as for common words)."""
     words = sorted(set(_ADJECTIVES + _NOUNS + _VERBS + " ".join(_TEMPLATES).lower().replace(".", " ").split()))
-    words = [w for w in words if "{" not in w] + [".", ","]
-    vocab = folder / "vocab.txt"
-    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
-    config = (
-        BertConfig()
-        if size == "base"
-        else BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    )
-    torch.manual_seed(seed)
-    model = BertForNextSentencePrediction(config)
-    return TransformerPairScorer(f"bert-nsp:random-{size}", tokenizer, model, positive=0, device=device, batch_size=batch_size)
+    return (*(w for w in words if "{" not in w), ".", ",")

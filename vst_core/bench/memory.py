@@ -1,6 +1,7 @@
-"""The benchmark's peak memory: a fresh Python process scores a synthetic set with every metric
-(random-weight models, the sizes of a :class:`vst_core.bench.run.BenchConfig`) and reports its
-peak resident memory (``ru_maxrss``), so the figure is that of a scoring run alone."""
+"""The benchmark's peak memory: a fresh Python process scores a synthetic set with the metrics of the
+shared memory run (each metric's ``Bench.runs``; random-weight models, its own as its package builds
+them, the sizes of a :class:`vst_core.bench.run.BenchConfig`) and reports its peak resident memory
+(``ru_maxrss``), so the figure is that of a scoring run alone."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import vst_core
-from vst_core.bench.inputs import random_clip, random_pair_scorer, synthetic_story_set
-from vst_core.bench.run import BenchConfig
+from vst_core.bench.inputs import random_clip, synthetic_story_set
+from vst_core.bench.run import BenchConfig, replicas, shared_run_metrics
 from vst_core.config import Settings
-from vst_core.metric_modules import clipscore, groovist, rovist_c, rovist_nr
 
 
 def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
@@ -45,10 +45,7 @@ def rss_worker(payload: str) -> None:
 
     raw = json.loads(payload)
     batch_size = int(raw.pop("batch_size"))
-    raw["image_size"] = tuple(raw["image_size"])
-    raw["batch_sizes"] = tuple(raw["batch_sizes"])
-    raw["skip"] = tuple(raw["skip"])
-    config = BenchConfig(**raw)
+    config = BenchConfig.from_json(raw)
     with tempfile.TemporaryDirectory(prefix="vst-bench-rss-") as tmp:
         folder = Path(tmp)
         story_set = synthetic_story_set(
@@ -67,9 +64,10 @@ def rss_worker(payload: str) -> None:
             model_config=config.clip_config,
             seed=config.seed,
         )
-        scorer = random_pair_scorer(config.coherence_size, folder, device=config.device, batch_size=batch_size, seed=config.seed)
+        metrics = shared_run_metrics("memory")
+        own = replicas(config, folder, clip.device, batch_size, metrics)
         settings = Settings(
-            metrics=(rovist_nr.NAME, rovist_c.NAME, groovist.NAME, clipscore.NAME),
+            metrics=metrics,
             clip_arch=config.arch,
             clip_pretrained=f"random-seed{config.seed}",
             clip_config=config.clip_config,
@@ -78,7 +76,7 @@ def rss_worker(payload: str) -> None:
             batch_size=batch_size,
             workers=config.workers,
         )
-        models = Models(settings, clip=clip, coherence=scorer, cache=EmbeddingCache(folder / "embeddings.sqlite"))
+        models = Models(settings, clip=clip, cache=EmbeddingCache(folder / "embeddings.sqlite"), **own)
         start = time.perf_counter()
         summary = score_story_set(story_set, settings, folder / "scores.jsonl", models=models)
         seconds = time.perf_counter() - start

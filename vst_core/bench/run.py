@@ -1,16 +1,20 @@
 """What the phases of one ``vst bench`` run share: its sizes (:class:`BenchConfig`), its state
-(:class:`BenchRun`), its log, the phases and the targets the figures are read against."""
+(:class:`BenchRun`), its log, the phases and the targets the figures are read against. The shared
+phases are the harness's (:data:`PHASES`); each metric adds its own from its package
+(``spec.tools.bench``, :class:`vst_core.metric_spec.Bench`), read here from the registry."""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vst_core.bench.inputs import synthetic_sentences, synthetic_words
 from vst_core.data import StorySet
+from vst_core.metric_spec import BENCH_PHASES, Bench, BenchPhase, BenchSize, BenchValue, ReplicaRequest, SharedRun, registry
 from vst_core.models.clip import ClipEncoder
 
 #: Targets the figures are read against (CPU and GPU alike).
@@ -20,7 +24,6 @@ TARGETS: dict[str, float] = {
     "warm_speedup": 20.0,
     "warm_stories_per_s": 1000.0,
     "prep_crops_per_s": 5000.0,
-    "nr_speedup_vs_reference": 20.0,
 }
 
 
@@ -42,20 +45,48 @@ CUDA_TARGETS: dict[str, float] = {"pipeline_vs_raw": 0.8, "pipeline_vs_forwards"
 RSS_TARGET_MB = 4000.0
 
 
-PHASES: tuple[str, ...] = (
-    "raw",
-    "prep",
-    "pipeline",
-    "warm",
-    "standin",
-    "e2e",
-    "nr",
-    "text",
-    "coherence",
-    "judge",
-    "judge_server",
-    "rss",
-)
+#: The harness's own phases: the image pipeline's, the text side's, and the peak memory (last, after
+#: every metric's phases: :func:`all_phases`).
+PHASES: tuple[str, ...] = BENCH_PHASES
+
+
+def _benches() -> list[tuple[str, Bench]]:
+    """Each metric that has a part in ``vst bench``, with it, in the registry's order."""
+    return [(s.name, s.tools.bench) for s in registry().specs.values() if s.tools.bench is not None]
+
+
+def metric_phases() -> tuple[BenchPhase, ...]:
+    """Every metric's own phases, in the registry's order (which refuses a metric whose phase is
+    named like a shared one or another metric's)."""
+    return tuple(p for _, bench in _benches() for p in bench.phases)
+
+
+def all_phases() -> tuple[str, ...]:
+    """The phases ``--skip`` may name, in the order they run."""
+    return (*PHASES[:-1], *(p.name for p in metric_phases()), PHASES[-1])
+
+
+def metric_sizes() -> tuple[BenchSize, ...]:
+    """Every metric's bench sizes, in the registry's order (each its own flag: the registry refuses a taken one)."""
+    return tuple(z for _, bench in _benches() for z in bench.sizes)
+
+
+def replicas(config: BenchConfig, folder: Path, device: str, batch_size: int, metrics: Sequence[str]) -> dict[str, Any]:
+    """The random-weight models of ``metrics`` that have one (each metric's ``Bench.replica``), by name:
+    what a shared run injects (``Models(settings, **replicas(...))``), so no real model is loaded."""
+    request = ReplicaRequest(config, folder, device, batch_size, synthetic_words())
+    wanted = set(metrics)
+    return {name: bench.replica(request) for name, bench in _benches() if name in wanted and bench.replica is not None}
+
+
+def models_said(config: BenchConfig) -> dict[str, Any]:
+    """What each metric says of its random-weight model in the head of the summary (``Bench.about``)."""
+    return {k: v for _, bench in _benches() if bench.about is not None for k, v in bench.about(config).items()}
+
+
+def shared_run_metrics(run: SharedRun) -> tuple[str, ...]:
+    """The metrics scored in one of the shared runs (each metric's ``Bench.runs``), in the registry's order."""
+    return tuple(name for name, bench in _benches() if run in bench.runs)
 
 
 Figures = dict[str, Any]
@@ -71,19 +102,13 @@ class BenchConfig:
     image_size: tuple[int, int] = (500, 375)
     arch: str = "ViT-B-32"
     clip_config: str | None = None  # open_clip model-config JSON registering ``arch``
-    coherence_size: str = "base"  # "base": BertConfig() (bert-base); "tiny": 2 layers of width 32
     batch_sizes: tuple[int, ...] = ()  # () = 8,16,32 on CPU; 64..512 on CUDA
     raw_seconds: float = 6.0
     pipeline_runs: int = 3  # cold pipeline runs; the median run's ratios are reported
-    nr_stories: int = 5000
+    text_stories: int = 500  # stories of the text phase
     rss_stories: int = 200
     rss_regions: int = 1
     rss_stories_per_sequence: int = 5
-    judge_stories: int = 8
-    judge_size: str = "replica"  # "replica": the tests' narrowed Qwen2; "full": Qwen2.5-0.5B-Instruct's architecture
-    judge_server_stories: int = 16  # stories the served-judge client rates at each concurrency
-    judge_server_latency: float = 0.05  # seconds the local server takes per request
-    judge_server_concurrency: tuple[int, ...] = (1, 8, 32)
     device: str = "auto"
     workers: int = 0
     preprocess: str = "auto"  # of the pipeline and warm runs (Settings.preprocess)
@@ -94,10 +119,34 @@ class BenchConfig:
     e2e_sequences: int = 0  # sequences of the end-to-end vst score runs (0: 600 on a CPU, 1,000 on CUDA)
     skip: tuple[str, ...] = ()
     seed: int = 0
+    sizes: dict[str, BenchValue] = field(default_factory=dict)  # each metric's own (its ``Bench.sizes``), by name
 
     def __post_init__(self) -> None:
         if self.pipeline_runs < 1:
             raise ValueError(f"pipeline_runs must be at least 1, got {self.pipeline_runs}")
+        unknown = set(self.sizes) - {z.name for z in metric_sizes()} if self.sizes else set()
+        if unknown:
+            raise ValueError(f"no metric declares the bench size(s) {', '.join(sorted(unknown))}")
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> BenchConfig:
+        """A config from :func:`dataclasses.asdict` through JSON (its lists are tuples again)."""
+        again: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+        again["sizes"] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.get("sizes", {}).items()}
+        return cls(**again)
+
+    def size(self, name: str) -> Any:
+        """A metric's bench size: the one given in ``sizes``, else its default (KeyError when no metric declares it).
+
+        >>> BenchConfig(sizes={"judge_stories": 2}).size("judge_stories"), BenchConfig().size("judge_stories")
+        (2, 8)
+        """
+        if name in self.sizes:
+            return self.sizes[name]
+        for size in metric_sizes():
+            if size.name == name:
+                return size.default
+        raise KeyError(f"no metric declares the bench size {name!r}")
 
 
 @dataclass
@@ -123,3 +172,11 @@ class BenchRun:
     story_set: StorySet
     clip: ClipEncoder
     say: Callable[[str], None]
+
+    def sentences(self, count: int, join: int = 1) -> list[list[str]]:
+        """``count`` synthetic stories' sentences, each sentence ``join`` template sentences (the run's seed)."""
+        return synthetic_sentences(count, join=join, seed=self.config.seed)
+
+    def words(self) -> tuple[str, ...]:
+        """Every word of the synthetic stories (a tokenizer's vocabulary)."""
+        return synthetic_words()

@@ -8,7 +8,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from vst_core.bench.harness import PHASES, BenchConfig, Log, run_bench
+from vst_core.bench.harness import BenchConfig, Log, run_bench
+from vst_core.bench.run import all_phases, metric_phases, metric_sizes
 from vst_core.bench.standin import parse_rates
 from vst_core.cli.common import EXIT_USAGE, DefaultsHelp, error
 
@@ -28,12 +29,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--arch", default=d.arch, help="open_clip architecture, built with random weights")
     p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --arch")
     p.add_argument(
-        "--coherence-size",
-        choices=("base", "tiny"),
-        default=d.coherence_size,
-        help="pair-scorer architecture: base = bert-base (the default bert-nsp scorer), tiny = 2 layers of width 32",
-    )
-    p.add_argument(
         "--batch-sizes", default="", help="comma-separated batch sizes to try (default 8,16,32 on CPU, 64,128,256,512 on CUDA)"
     )
     p.add_argument("--seconds", type=float, default=d.raw_seconds, help="seconds per batch size of the raw forward")
@@ -43,31 +38,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=d.pipeline_runs,
         help="cold pipeline runs, each with its own raw limits; the median run's ratios are reported",
     )
-    p.add_argument("--nr-stories", type=int, default=d.nr_stories, help="text-only stories of the RoViST-NR comparison")
+    p.add_argument("--text-stories", type=int, default=d.text_stories, help="stories of the text phase")
     p.add_argument("--rss-stories", type=int, default=d.rss_stories, help="stories scored by the memory process")
     p.add_argument("--rss-regions", type=int, default=d.rss_regions, help="regions per image in the memory process")
-    p.add_argument("--judge-stories", type=int, default=d.judge_stories, help="stories the rubric judge rates")
-    p.add_argument(
-        "--judge-size",
-        choices=("replica", "full"),
-        default=d.judge_size,
-        help="rubric judge architecture: replica = the tests' narrowed Qwen2 (2 layers of width 64), "
-        "full = Qwen2.5-0.5B-Instruct's (494 M parameters)",
-    )
-    p.add_argument(
-        "--judge-server-stories", type=int, default=d.judge_server_stories, help="stories the served-judge client rates"
-    )
-    p.add_argument(
-        "--judge-server-latency-ms",
-        type=float,
-        default=d.judge_server_latency * 1000,
-        help="milliseconds the local judge server takes per request",
-    )
-    p.add_argument(
-        "--judge-server-concurrency",
-        default=",".join(map(str, d.judge_server_concurrency)),
-        help="comma-separated requests in flight to try",
-    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="where models run")
     p.add_argument("--workers", type=int, default=d.workers, help="image preprocessing threads (0: one per core, at most 8)")
     p.add_argument(
@@ -94,7 +67,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=d.e2e_sequences,
         help="sequences of the end-to-end runs (0: 600 on a CPU, 1000 on CUDA)",
     )
-    p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(PHASES)}")
+    figures = "; ".join(f"{phase.name}: {phase.figures}" for phase in metric_phases() if phase.figures)
+    own = p.add_argument_group(
+        "each metric's phases",
+        "sizes its package declares (spec.tools.bench)" + (f". What they measure: {figures}" if figures else ""),
+    )
+    for size in metric_sizes():
+        own.add_argument(
+            size.flag,
+            dest=f"size_{size.name}",
+            default=size.shown,
+            choices=size.choices or None,
+            metavar=None if size.choices else size.name.upper(),
+            help=size.help.replace("%", "%%"),
+        )
+    p.add_argument("--skip", default="", help=f"comma-separated phases to leave out: {', '.join(all_phases())}")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON summary to this file")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
@@ -102,20 +89,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     try:
         skip = tuple(p.strip() for p in args.skip.split(",") if p.strip())
-        unknown = [p for p in skip if p not in PHASES]
+        phases = all_phases()
+        unknown = [p for p in skip if p not in phases]
         if unknown:
-            raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(PHASES)}")
+            raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(phases)}")
         width, height = (int(v) for v in args.image_size.lower().split("x"))
-        sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
+        batch_sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
         prep_workers = tuple(int(v) for v in args.prep_workers.split(",") if v.strip())
-        served = tuple(int(v) for v in args.judge_server_concurrency.split(",") if v.strip())
+        sizes = {size.name: size.parse(getattr(args, f"size_{size.name}")) for size in metric_sizes()}
         parse_rates(args.stand_in)
         if args.e2e_sequences < 0:
             raise ValueError("--e2e-sequences must be >= 0")
-        if not served or min(served) < 1 or args.judge_server_stories < 1 or not args.judge_server_latency_ms >= 0:
-            raise ValueError("--judge-server-stories and --judge-server-concurrency must be >= 1, the latency >= 0")
-        counts = (args.stories, args.images_per_story, args.regions, args.nr_stories, args.rss_stories, args.rss_regions)
-        if min((*counts, width, height, *sizes, *prep_workers, args.prep_images, args.warm_stories, args.pipeline_runs)) < 1:
+        counts = (args.stories, args.images_per_story, args.regions, args.text_stories, args.rss_stories, args.rss_regions)
+        if (
+            min((*counts, width, height, *batch_sizes, *prep_workers, args.prep_images, args.warm_stories, args.pipeline_runs))
+            < 1
+        ):
             raise ValueError("sizes and counts must be >= 1")
     except ValueError as exc:
         error(str(exc))
@@ -128,18 +117,12 @@ def run(args: argparse.Namespace) -> int:
         image_size=(width, height),
         arch=args.arch,
         clip_config=args.clip_config,
-        coherence_size=args.coherence_size,
-        batch_sizes=sizes,
+        batch_sizes=batch_sizes,
         raw_seconds=args.seconds,
         pipeline_runs=args.pipeline_runs,
-        nr_stories=args.nr_stories,
+        text_stories=args.text_stories,
         rss_stories=args.rss_stories,
         rss_regions=args.rss_regions,
-        judge_stories=args.judge_stories,
-        judge_size=args.judge_size,
-        judge_server_stories=args.judge_server_stories,
-        judge_server_latency=args.judge_server_latency_ms / 1000,
-        judge_server_concurrency=served,
         device=args.device,
         workers=args.workers,
         preprocess=args.preprocess,
@@ -149,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         stand_in=args.stand_in,
         e2e_sequences=args.e2e_sequences,
         skip=skip,
+        sizes=sizes,
     )
     result = run_bench(config, log=Log(quiet=args.quiet))
     text = json.dumps(result, indent=2)

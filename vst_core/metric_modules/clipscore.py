@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
     IMAGE_SETTINGS,
+    Bench,
     Computing,
     GrounderLike,
     ImageEntryLike,
@@ -21,6 +22,7 @@ from vst_core.metric_spec import (
     PhraseLike,
     SettingsLike,
     Signing,
+    Tools,
 )
 from vst_core.records import ClipScoreScores
 
@@ -83,4 +85,5 @@ METRIC = MetricSpec(
             ),
         ),
     ),
+    tools=Tools(bench=Bench(runs=frozenset({"warm", "memory", "e2e"}))),
 )

@@ -36,6 +36,19 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from vst_core.metric_spec.bench import (
+    BENCH_FLAGS,
+    BENCH_PHASES,
+    Bench,
+    BenchConfigLike,
+    BenchPhase,
+    BenchRunLike,
+    BenchSize,
+    BenchValue,
+    ReplicaRequest,
+    SharedRun,
+    rate,
+)
 from vst_core.metric_spec.checks import check_plugin
 from vst_core.metric_spec.contract import (
     BoxLike,
@@ -73,8 +86,12 @@ from vst_core.metric_spec.spec import (
     IdentityHook,
     ImageRecordHook,
     ImportHook,
+    LegendEntry,
     LoadHook,
     MarginsHook,
+    Mark,
+    MarksHook,
+    MarkStyle,
     Measure,
     MetricField,
     MetricSpec,
@@ -101,12 +118,25 @@ from vst_core.metric_spec.spec import (
     TextsHook,
     Tools,
     TransitionsHook,
+    is_legend_entry,
+    is_mark,
 )
 from vst_core.story import Story
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
+    "BENCH_FLAGS",
+    "BENCH_PHASES",
+    "Bench",
+    "BenchConfigLike",
+    "BenchPhase",
+    "BenchRunLike",
+    "BenchSize",
+    "BenchValue",
+    "ReplicaRequest",
+    "SharedRun",
+    "rate",
     "BoxLike",
     "GrounderLike",
     "ImageEntryLike",
@@ -152,6 +182,12 @@ __all__ = [
     "OptionValue",
     "Reaggregation",
     "Reading",
+    "LegendEntry",
+    "Mark",
+    "is_legend_entry",
+    "is_mark",
+    "MarkStyle",
+    "MarksHook",
     "Region",
     "RegionsHook",
     "RegionModelHook",

@@ -9,19 +9,22 @@ import dataclasses
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
+from vst_core.metric_spec.bench import BENCH_FLAGS, BENCH_PHASES
 from vst_core.metric_spec.spec import (
     CLI_COMMANDS,
     FETCH_FLAGS,
+    GROUP_OF,
     NAME_PATTERN,
     OTHER_DIRECTIONS,
     SHARED_SETTINGS,
     MetricSpec,
     Need,
     OptionKind,
+    is_legend_entry,
 )
 
 #: Column names a story table already has: no metric field may take one.
@@ -78,7 +81,7 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         raise ValueError(f"main_value {spec.reading.main_value!r} is not a field of {spec.record.__name__}")
     own = {o.setting for o in spec.signing.options}
     if any(f.setting not in own for f in spec.showing.model_fields) or spec.showing.switch is not None:
-        raise ValueError("a model field names one of the metric's own options; a switch is the built-in RoViST-C's")
+        raise ValueError(f"a model field names one of the metric's own options; a switch is {_held(taken, 'switch')}")
     taken_options = {o.setting: s.name for s in taken.values() for o in s.signing.options}
     taken_flags = {o.cli_flag: s.name for s in taken.values() for o in s.signing.options}
     for o in spec.signing.options:
@@ -105,6 +108,12 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         if not re.fullmatch(r"--[a-z][a-z0-9-]*", a.flag) or a.flag in FETCH_FLAGS or a.flag in used_fetch:
             owner = f"metric {used_fetch[a.flag]!r}'s" if a.flag in used_fetch else "the command's own"
             raise ValueError(f"fetch-models option {a.flag!r} is not --lower-case-words, or it is {owner}")
+    _check_bench(spec, taken)
+    legend = spec.showing.legend
+    if not isinstance(legend, tuple) or not all(is_legend_entry(e) for e in legend):
+        raise ValueError("legend is a tuple of LegendEntry(label, 'highlight' or 'underline', colour)")
+    if not isinstance(spec.showing.in_text, str):
+        raise ValueError("in_text is the words a page says the metric's marks with (a str)")
     asks = (
         spec.showing.diagnostics.measure.asks
         if spec.showing.diagnostics is not None and spec.showing.diagnostics.measure is not None
@@ -114,15 +123,16 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
         raise ValueError("a measurement asks only for the metric's own options")
     if spec.tools.trained_folder and spec.tools.trained_folder not in own:
         raise ValueError(f"trained_folder {spec.tools.trained_folder!r} is not one of the metric's own options")
-    if spec.computing.region_model is not None:  # the grounder runs one region model, RoViST-VG's
-        raise ValueError("region_model is the built-in RoViST-VG's (the grounder runs its model over the regions)")
+    if spec.computing.region_model is not None:  # the grounder runs one region model
+        raise ValueError(f"region_model is {_held(taken, 'region_model')} (the grounder runs its model over the regions)")
     for old in spec.reading.formerly:  # another metric's records are never read as this one's
         if old in names or old == spec.name:
             raise ValueError(f"formerly {old!r} is a name in use: only names no metric has any more can be read as this one's")
-    if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and the judge's)
-        raise ValueError("dhm aspects are the built-in metrics' (the paper's G, C and R, and the judge's J)")
+    if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and one more, on request)
+        aspects = ", ".join(f"{f.dhm} of {s.title}" for s in taken.values() for f in s.fields if f.dhm)
+        raise ValueError(f"dhm aspects are the built-in metrics': {aspects or 'none here'}")
     if spec.computing.reaggregate is not None:  # the scores index keeps one metric's items
-        raise ValueError("reaggregate is the built-in GROOVIST's (the scores index keeps one metric's items)")
+        raise ValueError(f"reaggregate is {_held(taken, 'reaggregate')} (the scores index keeps one metric's items)")
     unknown = set(spec.computing.needs) - set(typing.get_args(Need))
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")
@@ -176,3 +186,59 @@ def _readable_hint(hint: Any, where: str, seen: frozenset[type]) -> None:
         return
     shown = getattr(hint, "__name__", None) if origin is None else None
     raise TypeError(f"{where}: {shown or hint} cannot be read back from JSON (use a tuple)")
+
+
+def _check_bench(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+    """A metric's ``vst bench`` phases and sizes: lower-case names, none of the command's own or
+    another metric's."""
+    benches = {s.name: s.tools.bench for s in taken.values() if s.tools.bench is not None}
+    phases = {p.name: name for name, b in benches.items() for p in b.phases}
+    flags = {z.flag: name for name, b in benches.items() for z in b.sizes}
+    bench = spec.tools.bench
+    if bench is None:
+        return
+    for k, phase in enumerate(bench.phases):
+        earlier = [p.name for p in bench.phases[:k]]
+        _untaken("bench phase", phase.name, phase.name, "lower_case_words", BENCH_PHASES, phases, earlier, spec.name)
+        alien = [t for t in phase.targets if not t.startswith(f"{phase.name}_")]
+        if alien:
+            raise ValueError(f"bench phase {phase.name!r} has targets for figures not its own: {', '.join(alien)}")
+    for k, size in enumerate(bench.sizes):
+        earlier = [z.flag for z in bench.sizes[:k]]
+        _untaken("bench size", size.flag, size.name, "--lower-case-words", BENCH_FLAGS, flags, earlier, spec.name)
+        if isinstance(size.default, bool) or not isinstance(size.default, (int, float, str, tuple)):
+            raise ValueError(f"bench size {size.flag!r}: a size is a count, seconds, a word or several counts")
+        if size.choices and not isinstance(size.default, str):
+            raise ValueError(f"bench size {size.flag!r}: only a word has choices")
+
+
+def _held(taken: Mapping[str, MetricSpec], hook: str) -> str:
+    """Whose ``hook`` (a group's field) is: the built-in metrics' that declare it, by title.
+
+    >>> from vst_core.metric_spec import registry
+    >>> _held(registry().specs, "switch")
+    "the built-in RoViST-C's"
+    """
+    group = GROUP_OF[hook]
+    owners = [s.title for s in taken.values() if getattr(getattr(s, group), hook) is not None]
+    return f"the built-in {' and '.join(owners)}'s" if owners else "the product's own"
+
+
+def _untaken(
+    what: str,
+    key: str,
+    name: str,
+    words: str,
+    shared: Collection[str],
+    used: dict[str, str],
+    earlier: Collection[str],
+    metric: str,
+) -> None:
+    """Refuse ``key`` (a bench phase's name, a size's flag) when ``name`` is not lower-case words or
+    the key is the command's own (``shared``), another metric's (``used``: key -> metric) or this
+    metric's already (``earlier``)."""
+    if key in earlier:
+        used[key] = metric
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or key in shared or key in used:
+        owner = f"metric {used[key]!r}'s" if key in used else "the command's own"
+        raise ValueError(f"{what} {key!r} is not {words}, or it is {owner}")

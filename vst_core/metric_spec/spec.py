@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeGuard, TypeVar, cast
 
+from vst_core.metric_spec.bench import Bench
 from vst_core.metric_spec.contract import (
     GrounderLike,
     ImageEntryLike,
@@ -479,6 +480,78 @@ class Region:
     choice: str
 
 
+MarkStyle = Literal["highlight", "underline"]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A span of a story's sentence that a metric marks in the text (``showing.marks``): sentence
+    ``sentence`` (0-based), characters ``start:end``, drawn as a ``highlight`` (a background) or an
+    ``underline`` of ``colour`` (CSS), ``title`` on hover (escaped when drawn), with the CSS class
+    ``css`` and ``data-`` attributes ``data``. Highlights on the same characters join their titles
+    and show the colour of the highest ``rank``; an underline replaces an earlier one there. A
+    ``word`` mark (a repeat) is hidden by "content words only" when it spans a function word or
+    punctuation.
+
+    >>> Mark(0, 4, 7, "underline", "blue", "dog: 0.3", "vst-np", (("phrase", "0"),)).style
+    'underline'
+    """
+
+    sentence: int
+    start: int
+    end: int
+    style: MarkStyle
+    colour: str
+    title: str
+    css: str = ""
+    data: tuple[tuple[str, str], ...] = ()
+    rank: int = 0
+    word: bool = False
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    """One line of the legend under a story: what a kind of mark means, drawn in its ``style`` and ``colour``."""
+
+    label: str
+    style: MarkStyle
+    colour: str
+
+
+def is_mark(value: object) -> TypeGuard[Mark]:
+    """Whether ``value`` is a :class:`Mark` whose every field has its declared type (a plugin's mark
+    that is not is left out when a story is drawn: drawing it could fail or say something else).
+
+    >>> is_mark(Mark(0, 1, 3, "highlight", "red", "x")), is_mark(Mark(0, "1", 3, "highlight", "red", "x"))
+    (True, False)
+    """
+    if not isinstance(value, Mark):
+        return False
+    for number in (value.sentence, value.start, value.end, value.rank):
+        if not isinstance(number, int) or isinstance(number, bool):
+            return False
+    for text in (value.colour, value.title, value.css):
+        if not isinstance(text, str):
+            return False
+    if value.style not in ("highlight", "underline") or not isinstance(value.word, bool) or not isinstance(value.data, tuple):
+        return False
+    return all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], str) and isinstance(d[1], str) for d in value.data)
+
+
+def is_legend_entry(value: object) -> TypeGuard[LegendEntry]:
+    """Whether ``value`` is a :class:`LegendEntry` whose fields have their declared types (registration
+    refuses a legend with another; a story's legend leaves it out)."""
+    return (
+        isinstance(value, LegendEntry)
+        and isinstance(value.label, str)
+        and isinstance(value.colour, str)
+        and value.style in ("highlight", "underline")
+    )
+
+
+#: What the metric marks in the story's sentences, from its record: ``(its record) -> [Mark]``
+#: (RoViST-NR's repeated spans, GROOVIST's noun phrases by contribution).
+MarksHook = Callable[[R], "Sequence[Mark]"]
 #: The regions a metric's items matched, which a page outlines on the story's images on request:
 #: ``(its record) -> (what an item is, [Region])`` (GROOVIST's: "phrase", each noun phrase's best region).
 RegionsHook = Callable[[R], "tuple[str, Sequence[Region]]"]
@@ -531,7 +604,9 @@ class Signing:
 @dataclass(frozen=True)
 class Showing(Generic[R]):
     """How a metric is drawn: its score ``cards`` (None: one per reported field) and ``evidence``
-    block; what it draws between a story's sentences (``transitions``: RoViST-C's chips); the image
+    block; what it draws between a story's sentences (``transitions``: RoViST-C's chips) and in them
+    (``marks``: RoViST-NR's repeated spans, GROOVIST's noun phrases), their ``legend``, and ``in_text``,
+    the words a page's introduction says it with ("the spans that repeat"); the image
     ``regions`` its items matched, outlined on request; ``complete``, what a run left out filled in
     before a story is drawn; its own Agreement section (``diagnostics``); the dashboard's boxes of its
     model's files (``model_fields``, with the boxes of its file options), its own sidebar section
@@ -540,6 +615,9 @@ class Showing(Generic[R]):
     cards: CardsHook | None = None
     evidence: EvidenceHook | None = None
     transitions: TransitionsHook[R] | None = None
+    marks: MarksHook[R] | None = None
+    legend: tuple[LegendEntry, ...] = ()
+    in_text: str = ""
     regions: RegionsHook[R] | None = None
     complete: CompleteHook[R] | None = None
     diagnostics: Diagnostics | None = None
@@ -568,11 +646,13 @@ class Tools:
     """What a metric adds to the tools around scoring: its own ``vst`` ``commands`` (name -> module
     with ``add_parser(sub)`` and ``run(args)``: Vrank's ``train-vrank``), its options of ``vst
     fetch-models`` (``fetch``), and ``trained_folder``, the option naming the folder its training
-    command wrote, whose card names the stories it was trained on (meta-evaluation sets them apart)."""
+    command wrote, whose card names the stories it was trained on (meta-evaluation sets them apart);
+    ``bench``, its part of ``vst bench`` (its phases, their sizes, the shared runs it is scored in)."""
 
     commands: Mapping[str, str] = field(default_factory=dict)
     fetch: Fetch | None = None
     trained_folder: str = ""
+    bench: Bench | None = None
 
 
 #: The groups of a :class:`MetricSpec`, by attribute, and the group each of their fields is in (a
@@ -650,6 +730,9 @@ class MetricSpec(Generic[R]):
         cards: CardsHook | None = _UNSET,
         evidence: EvidenceHook | None = _UNSET,
         transitions: TransitionsHook[R] | None = _UNSET,
+        marks: MarksHook[R] | None = _UNSET,
+        legend: tuple[LegendEntry, ...] = _UNSET,
+        in_text: str = _UNSET,
         regions: RegionsHook[R] | None = _UNSET,
         complete: CompleteHook[R] | None = _UNSET,
         diagnostics: Diagnostics | None = _UNSET,
@@ -664,6 +747,7 @@ class MetricSpec(Generic[R]):
         commands: Mapping[str, str] = _UNSET,
         fetch: Fetch | None = _UNSET,
         trained_folder: str = _UNSET,
+        bench: Bench | None = _UNSET,
     ) -> None:
         given = {k: v for k, v in locals().items() if k in GROUP_OF and v is not _UNSET}
         groups: dict[str, Any] = {

@@ -17,12 +17,10 @@ from vst_core.viz.figures import (
     system_figure,
 )
 from vst_core.viz.story import (
-    INTER_COLOUR,
-    INTRA_COLOUR,
     annotated_story,
     between_sentences,
-    contribution_colour,
     draw_box,
+    drawn_in_text,
     evidence_blocks,
     format_score,
     legend_html,
@@ -43,8 +41,6 @@ from vst_core.viz.tables import (
 )
 
 __all__ = [
-    "INTER_COLOUR",
-    "INTRA_COLOUR",
     "TABLE_COLUMNS",
     "table_columns",
     "RunView",
@@ -53,13 +49,13 @@ __all__ = [
     "comparison_scatter",
     "annotated_story",
     "between_sentences",
-    "contribution_colour",
     "correlation_bars",
     "differences_figure",
     "distributions_figure",
     "MIN_INTERVAL_N",
     "correlation_cells",
     "draw_box",
+    "drawn_in_text",
     "error_heatmap",
     "export_csv",
     "export_json",

@@ -1,59 +1,102 @@
-"""One story as HTML: repeated spans highlighted, noun phrases underlined by their grounding
-contribution, a coherence chip between sentences, and score cards; a matched region drawn on its image.
+"""One story as HTML: what each metric marks in its sentences (its spec's ``marks``: repeated spans
+highlighted, noun phrases underlined by their grounding contribution) and draws between them
+(``transitions``: coherence chips), and score cards; a matched region drawn on its image.
 Every text from a record goes through :func:`vst_core.viz.safe.html_text`."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vst_core.config import DEFAULT_METRICS
-from vst_core.metric_spec import StoryRecordLike, registry
+from vst_core.metric_spec import Mark, MetricSpec, StoryRecordLike, is_legend_entry, is_mark, registry
 from vst_core.records import (
-    GroundingScores,
-    RedundancyScores,
     StoryScores,
 )
-from vst_core.viz.safe import html_text
-
-INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
-INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
+from vst_core.viz.safe import html_text, md
 
 
-def contribution_colour(c: float) -> str:
-    """Diverging colour for a GROOVIST contribution: blue positive, red negative."""
-    if c >= 0:
-        return f"rgba(43, 108, 176, {min(1.0, 0.25 + c / 3):.2f})"
-    return f"rgba(197, 48, 48, {min(1.0, 0.35 + -c):.2f})"
-
-
-def _render(
-    text: str, labels: list[list[str]], kinds: list[set[str]], phrase: list[int | None], phrase_info: list[tuple[str, str]]
-) -> str:
-    """Runs of characters with the same repeat labels and phrase, as nested highlighted spans."""
+def _render(text: str, marks: Sequence[Mark]) -> str:
+    """Runs of characters with the same marks, as nested spans: highlights (their titles joined, the
+    colour of the highest rank, the first of equal ranks) inside underlines (the last one on a character)."""
+    n = len(text)
+    titles: list[dict[str, None] | None] = [None] * n  # ordered sets: each title once, in the marks' order
+    top: list[Mark | None] = [None] * n
+    under: list[int | None] = [None] * n
+    for index, mark in enumerate(marks):
+        first, end = max(0, mark.start), min(mark.end, n)
+        if mark.style == "underline":
+            if end > first:
+                under[first:end] = [index] * (end - first)
+            continue
+        for c in range(first, end):
+            said = titles[c]
+            if said is None:
+                said = titles[c] = {}
+            said[mark.title] = None
+            current = top[c]
+            if current is None or mark.rank > current.rank:
+                top[c] = mark
+    # a run goes on while its key does: its titles, how its highlight looks, its underline
+    keys = [(tuple(t) if t else (), _look(m), u) for t, m, u in zip(titles, top, under)]
+    opened: dict[int, str] = {}  # each mark's opening tag up to its title, escaped once
     out: list[str] = []
     i = 0
-    while i < len(text):
+    while i < n:
         j = i + 1
-        while j < len(text) and labels[j] == labels[i] and kinds[j] == kinds[i] and phrase[j] == phrase[i]:
+        while j < n and keys[j] == keys[i]:
             j += 1
         chunk = html_text(text[i:j])
-        if labels[i]:
-            colour = INTRA_COLOUR if "intra" in kinds[i] else INTER_COLOUR
-            title = html_text(" | ".join(labels[i]))
-            chunk = (
-                f'<mark class="vst-repeat" style="background:{colour};padding:0 1px;border-radius:3px" '
-                f'title="{title}">{chunk}</mark>'
-            )
-        if phrase[i] is not None:
-            colour, title = phrase_info[phrase[i]]  # type: ignore[index]
-            chunk = (
-                f'<span class="vst-np" data-phrase="{phrase[i]}" style="border-bottom:3px solid {colour};'
-                f'padding-bottom:1px" title="{html_text(title)}">{chunk}</span>'
-            )
+        high = top[i]
+        if high is not None:
+            if id(high) not in opened:
+                opened[id(high)] = (
+                    f'<mark{_class(high)}{_data(high)} style="background:{_colour(high.colour)};padding:0 1px;border-radius:3px" '
+                )
+            chunk = f'{opened[id(high)]}title="{html_text(" | ".join(keys[i][0]))}">{chunk}</mark>'
+        line = under[i]
+        if line is not None:
+            line_mark = marks[line]
+            if id(line_mark) not in opened:
+                opened[id(line_mark)] = (
+                    f'<span{_class(line_mark)}{_data(line_mark)} style="border-bottom:3px solid {_colour(line_mark.colour)};'
+                    f'padding-bottom:1px" title="{html_text(line_mark.title)}">'
+                )
+            chunk = f"{opened[id(line_mark)]}{chunk}</span>"
         out.append(chunk)
         i = j
     return "".join(out)
+
+
+def _look(mark: Mark | None) -> tuple[str, str, tuple[tuple[str, str], ...]] | None:
+    """What a highlight looks like (its colour, class and data): part of a run's key."""
+    return None if mark is None else (mark.colour, mark.css, mark.data)
+
+
+#: A CSS colour a mark may have: a hex code, an rgb/rgba/hsl/hsla function of numbers, or a name.
+_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}|(?:rgba?|hsla?)\([0-9.,%\s]{1,60}\)|[a-zA-Z]{1,30}")
+
+
+def _colour(colour: str) -> str:
+    """``colour`` when it is a CSS colour (:data:`_COLOUR`), else ``transparent``: nothing but a
+    colour reaches a style.
+
+    >>> _colour("rgba(43, 108, 176, 0.92)"), _colour("red;position:fixed")
+    ('rgba(43, 108, 176, 0.92)', 'transparent')
+    """
+    return colour if _COLOUR.fullmatch(colour) else "transparent"
+
+
+def _class(mark: Mark) -> str:
+    return f' class="{html_text(mark.css)}"' if mark.css else ""
+
+
+def _data(mark: Mark) -> str:
+    """The mark's ``data-`` attributes (a name keeps only lower-case letters, digits and dashes)."""
+    named = ((re.sub(r"[^a-z0-9-]", "", key.lower()), value) for key, value in mark.data)
+    return "".join(f' data-{key}="{html_text(value)}"' for key, value in named if key)
 
 
 def probability_colour(p: float) -> str:
@@ -85,114 +128,167 @@ def _shown(sentence: str, start: int, end: int, content_only: bool) -> bool:
 def between_sentences(record: StoryRecordLike) -> dict[int, str]:
     """What the story's metrics draw between its sentences (each spec's ``transitions``: RoViST-C's
     chips), ``{k: HTML between sentence k and k+1}``; a hook that fails draws nothing."""
+    return _between_all(_drawn_of(record))
+
+
+#: A metric's spec and a record of it, to draw.
+Drawn = list[tuple[MetricSpec, object]]
+
+
+def _drawn_of(record: StoryRecordLike) -> Drawn:
+    """Each metric with the story's record of it: the one under its name, else one of its record type
+    (a record built by hand under another name, as earlier versions drew it), in the registry's order."""
+    out: Drawn = []
+    for spec in registry().specs.values():
+        found = record.metrics.get(spec.name)
+        if found is None:
+            found = next((v for v in record.metrics.values() if isinstance(v, spec.record)), None)
+        if found is not None:
+            out.append((spec, found))
+    return out
+
+
+def _marks_all(drawn: Drawn) -> list[Mark]:
+    """What the metrics of ``drawn`` mark in the text, in their order."""
+    return [m for spec, found in drawn for m in _marks(spec, found)]
+
+
+def _between_all(drawn: Drawn) -> dict[int, str]:
+    """What the metrics of ``drawn`` draw between sentences, joined per gap in their order."""
     out: dict[int, str] = {}
-    for name, spec in registry().specs.items():
-        found = record.metrics.get(name)
-        if spec.showing.transitions is None or found is None:
-            continue
-        try:
-            drawn = dict(spec.showing.transitions(found))
-        except Exception:  # an installed metric's drawing that fails leaves the story drawn
-            continue
-        for k, html in drawn.items():
-            out[int(k)] = out.get(int(k), "") + html
+    for spec, found in drawn:
+        for k, html in _between(spec, found).items():
+            out[k] = out.get(k, "") + html
     return out
 
 
 def annotated_story(record: StoryScores, *, content_only: bool = False) -> str:
     """A story record drawn with every metric's evidence in its text (:func:`story_html`)."""
+    drawn = _drawn_of(record)
     return story_html(
         record.sentences,
-        record.redundancy,
-        None,
-        record.grounding,
         content_only=content_only,
         frames=record.frames,
-        between=between_sentences(record),
+        between=_between_all(drawn),
+        marks=_marks_all(drawn),
     )
+
+
+#: The most marks one metric draws in one story (a hook that never ends stops here).
+MAX_MARKS = 100_000
+
+
+def _marks(spec: MetricSpec, record: object) -> list[Mark]:
+    """What ``spec`` marks in the text for its ``record``: its well-typed marks (:func:`vst_core.metric_spec.is_mark`),
+    at most :data:`MAX_MARKS`; nothing when it has no ``marks`` or they fail (an installed metric's
+    drawing that fails leaves the story drawn)."""
+    try:
+        found = spec.showing.marks(record) if spec.showing.marks is not None else ()
+        return [m for m in itertools.islice(found, MAX_MARKS) if is_mark(m)]
+    except Exception:
+        return []
+
+
+def _between(spec: MetricSpec, record: object) -> dict[int, str]:
+    """What ``spec`` draws between sentences for its ``record``: nothing when it has no ``transitions`` or they fail."""
+    try:
+        return {int(k): html for k, html in (spec.showing.transitions(record) if spec.showing.transitions else {}).items()}
+    except Exception:
+        return {}
+
+
+def marks_of(record: StoryRecordLike) -> list[Mark]:
+    """What the story's metrics mark in its sentences (each spec's ``marks``: RoViST-NR's repeated
+    spans, GROOVIST's noun phrases), in the registry's order; a hook that fails marks nothing."""
+    return _marks_all(_drawn_of(record))
 
 
 def story_html(
     sentences: Sequence[str],
-    record: RedundancyScores | None,
-    coherence: object = None,
-    grounding: GroundingScores | None = None,
-    *,
+    *records: object,
     content_only: bool = False,
     frames: Sequence[int] = (),
     between: Mapping[int, str] | None = None,
+    marks: Sequence[Mark] | None = None,
+    record: object = None,
+    coherence: object = None,
+    grounding: object = None,
 ) -> str:
-    """Story sentences as HTML: repeated spans highlighted (hover: what they repeat), noun phrases
-    underlined by grounding contribution (hover: score, concreteness, matched image), and what the
-    metrics draw between consecutive sentences (``between``, :func:`between_sentences`: RoViST-C's
-    chips; a metric's record given as ``coherence`` is drawn by its spec's ``transitions``).
-    ``content_only`` leaves repeats of :data:`FUNCTION_WORDS` unmarked (the scores are unchanged).
-    ``frames`` (a story in sentence groups per image): each group opens with its image's number, so
-    the grouping is seen."""
-    if between is None:
-        spec = next((s for s in registry().specs.values() if coherence is not None and isinstance(coherence, s.record)), None)
-        between = dict(spec.showing.transitions(coherence)) if spec is not None and spec.showing.transitions is not None else {}
-    labels: list[list[list[str]]] = [[[] for _ in s] for s in sentences]
-    kinds: list[list[set[str]]] = [[set() for _ in s] for s in sentences]
-    for rep in (record.inter_repeats if record else None) or ():
-        if not 0 <= rep.sentence < len(sentences):  # a record from a file may name a sentence the story lacks
+    """Story sentences as HTML with what the metrics mark in them (``marks``: RoViST-NR's repeated
+    spans highlighted, hover saying what they repeat; GROOVIST's noun phrases underlined by
+    contribution) and draw between consecutive sentences (``between``: RoViST-C's chips). Without
+    them, both come from ``records``, metric records (None skipped) drawn by the spec whose record
+    type each is, as earlier versions' ``story_html(sentences, nr_record, coherence, grounding)``
+    (by position or by those keywords).
+    ``content_only`` leaves a ``word`` mark over a :data:`FUNCTION_WORDS` word unmarked (the scores
+    are unchanged). ``frames`` (a story in sentence groups per image): each group opens with its
+    image's number, so the grouping is seen.
+
+    >>> story_html(["A dog."], marks=[Mark(0, 2, 5, "underline", "blue", "dog <3", "vst-np")])
+    '<div class="vst-story" style="line-height:1.8"><span class="vst-sentence" data-index="0"><sup style="color:#718096">1</sup> A <span class="vst-np" style="border-bottom:3px solid blue;padding-bottom:1px" title="dog &lt;3">dog</span>.</span></div>'
+    """
+    records = (*records, record, coherence, grounding)  # earlier versions' keywords, drawn as records
+    if marks is None or between is None:
+        specs = [next((s for s in registry().specs.values() if isinstance(r, s.record)), None) for r in records]
+        drawn: Drawn = [(spec, r) for spec, r in zip(specs, records) if spec is not None]
+        if marks is None:
+            marks = _marks_all(drawn)
+        if between is None:
+            between = _between_all(drawn)
+    by_sentence: list[list[Mark]] = [[] for _ in sentences]
+    for mark in marks:
+        if not 0 <= mark.sentence < len(sentences):  # a record from a file may name a sentence the story lacks
             continue
-        label = f"repeats sentence {rep.earlier + 1} (Jaccard {rep.jaccard:.2f})"
-        for start, end in rep.spans:
-            start, end = max(0, start), max(0, end)
-            if not _shown(sentences[rep.sentence], start, end, content_only):
-                continue
-            for c in range(start, min(end, len(sentences[rep.sentence]))):
-                if label not in labels[rep.sentence][c]:
-                    labels[rep.sentence][c].append(label)
-                kinds[rep.sentence][c].add("inter")
-    for intra in (record.intra_repeats if record else None) or ():
-        if not 0 <= intra.sentence < len(sentences):
+        if mark.word and not _shown(sentences[mark.sentence], max(0, mark.start), max(0, mark.end), content_only):
             continue
-        label = f"repeats the previous window of this sentence (Jaccard {intra.jaccard:.2f})"
-        for start, end in intra.spans:
-            start, end = max(0, start), max(0, end)
-            if not _shown(sentences[intra.sentence], start, end, content_only):
-                continue
-            for c in range(start, min(end, len(sentences[intra.sentence]))):
-                labels[intra.sentence][c].append(label)
-                kinds[intra.sentence][c].add("intra")
-    phrase: list[list[int | None]] = [[None for _ in s] for s in sentences]
-    phrase_info: list[tuple[str, str]] = []
-    for k, p in enumerate(grounding.phrases if grounding else ()):
-        start, end = p.span
-        sign = "grounded" if p.positive else "below θ"
-        phrase_info.append(
-            (
-                contribution_colour(p.contribution),
-                f"{p.text}: contribution {p.contribution:+.3f} ({sign}) · score {p.score:.3f} · "
-                f"concreteness {p.weight:.2f} · matched image {p.image + 1}, {p.box_label or 'box'} {list(p.box)}",
-            )
-        )
-        if not 0 <= p.sentence < len(sentences):
-            continue
-        for c in range(max(0, start), min(end, len(sentences[p.sentence]))):
-            phrase[p.sentence][c] = k
+        by_sentence[mark.sentence].append(mark)
     parts = []
     for k, sentence in enumerate(sentences):
         if frames and len(frames) == len(sentences) and (k == 0 or frames[k] != frames[k - 1]):
             parts.append(
                 f'<span class="vst-frame" style="color:#2b6cb0;font-size:0.8em;font-weight:600">[image {frames[k] + 1}]</span>'
             )
-        body = _render(sentence, labels[k], kinds[k], phrase[k], phrase_info)
+        body = _render(sentence, by_sentence[k])
         parts.append(f'<span class="vst-sentence" data-index="{k}"><sup style="color:#718096">{k + 1}</sup> {body}</span>')
         if k in between:
             parts.append(between[k])
     return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
 
 
-def legend_html() -> str:
-    return (
-        f'<span style="background:{INTER_COLOUR};padding:0 4px;border-radius:3px">repeats an earlier sentence</span> '
-        f'<span style="background:{INTRA_COLOUR};padding:0 4px;border-radius:3px">repeats inside the sentence</span> '
-        f'<span style="border-bottom:3px solid {contribution_colour(2)}">grounded phrase</span> '
-        f'<span style="border-bottom:3px solid {contribution_colour(-0.5)}">phrase below θ</span>'
-    )
+def drawn_in_text() -> str:
+    """Markdown saying what each metric draws in a story (each spec's ``in_text`` and title, in the
+    registry's order; every text escaped), for a page's introduction.
+
+    >>> drawn_in_text().startswith("Non-redundancy with the spans that repeat (RoViST-NR), the coherence of every")
+    True
+    """
+    said = [(s.showing.in_text, s.title) for s in registry().specs.values()]
+    parts = [f"{md(words)} ({md(title)})" for words, title in said if isinstance(words, str) and words]
+    if not parts:
+        return ""
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return text[:1].upper() + text[1:]
+
+
+def legend_html(*, markdown: bool = False) -> str:
+    """What the marks in a story mean: each metric's ``legend``, in the registry's order; an entry
+    that is not a well-typed ``LegendEntry`` (:func:`vst_core.metric_spec.is_legend_entry`) is left out. ``markdown``: for a page's markdown,
+    where the text inside the spans is read as markdown, so each label is escaped for it (:func:`md`)
+    instead of for HTML."""
+    parts = []
+    for spec in registry().specs.values():
+        legend = spec.showing.legend
+        for entry in legend if isinstance(legend, tuple) else ():
+            if not is_legend_entry(entry):
+                continue
+            colour = _colour(entry.colour)
+            style = (
+                f"background:{colour};padding:0 4px;border-radius:3px"
+                if entry.style == "highlight"
+                else f"border-bottom:3px solid {colour}"
+            )
+            parts.append(f'<span style="{style}">{md(entry.label) if markdown else html_text(entry.label)}</span>')
+    return " ".join(parts)
 
 
 def draw_box(image: Any, box: Sequence[float], label: str) -> Any:

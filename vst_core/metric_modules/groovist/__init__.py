@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.data.index_lines import finite_number
+from vst_core.metric_modules.groovist.html import LEGEND, marks
 from vst_core.metric_spec import (
     IMAGE_SETTINGS,
     AgainKey,
+    Bench,
     Card,
     Computing,
     GrounderLike,
@@ -29,6 +31,7 @@ from vst_core.metric_spec import (
     Showing,
     Signing,
     StoryRecordLike,
+    Tools,
 )
 from vst_core.records import GroundingScores
 
@@ -225,6 +228,9 @@ METRIC = MetricSpec(
     ),
     showing=Showing(
         cards=cards,
+        marks=marks,
+        legend=LEGEND,
+        in_text="the grounding of every noun phrase",
         regions=regions,
     ),
     reading=Reading(
@@ -232,4 +238,5 @@ METRIC = MetricSpec(
         aliases=("g", "groovist"),
         from_score=from_score,
     ),
+    tools=Tools(bench=Bench(runs=frozenset({"grounding", "warm", "memory", "e2e"}))),
 )

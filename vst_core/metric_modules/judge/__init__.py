@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM
+from vst_core.metric_modules.judge.bench import BENCH
+from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM, NAME
 from vst_core.metric_modules.judge.record import JudgeAspect, JudgeScores
 from vst_core.metric_spec import (
     Card,
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
     from vst_core.metric_modules.judge.cache import JudgeCache
     from vst_core.metric_modules.judge.seam import Judge
     from vst_core.metric_modules.judge.template import Rubric
-
-NAME = "judge"
 
 
 def _at_least_one(value: Any) -> str | None:
@@ -452,6 +451,7 @@ METRIC = MetricSpec(
     tools=Tools(
         commands={"judge-bias": "vst_core.metric_modules.judge.command"},
         fetch=FETCH,
+        bench=BENCH,
     ),
 )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
-from vst_core.metric_modules import judge as judge_metric
+from vst_core.metric_modules.judge.defaults import NAME
 
 #: Qwen/Qwen2.5-0.5B-Instruct's architecture (its config.json); the replica narrows it.
 QWEN_05B: dict[str, Any] = {
@@ -96,7 +96,7 @@ def judge_throughput(texts: Sequence[Sequence[str]], size: str, *, device: str, 
         f"random Qwen2 ({size})", tokenizer, model, device=device, batch_size=batch_size, signature=f"bench-{size}"
     )
     story_set = StorySet.of([Story.from_sentences(t, story_id=f"s{k}") for k, t in enumerate(texts)], Path("."))
-    settings = Settings(metrics=(judge_metric.NAME,))
+    settings = Settings(metrics=(NAME,))
     cache = JudgeCache(None)
     judge.logprobs([rubric.prompt(texts[0], "overall", 0)], ["1"])  # warm-up
     calls = judge.calls
@@ -145,7 +145,7 @@ def judge_server_throughput(
     rubric = load_rubric()
     stories = len(texts)
     story_set = StorySet.of([Story.from_sentences(t, story_id=f"s{k}") for k, t in enumerate(texts)], Path("."))
-    settings = Settings(metrics=(judge_metric.NAME,))
+    settings = Settings(metrics=(NAME,))
     prompts = stories * sum(len(v) for v in rubric.aspects.values())
     rates: dict[str, float] = {}
     bounds: dict[str, float] = {}

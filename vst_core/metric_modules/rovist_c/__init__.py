@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.rovist_c.bench import BENCH
 from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
 from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
 from vst_core.metric_spec import (
@@ -234,6 +235,7 @@ METRIC = MetricSpec(
     showing=Showing(
         cards=cards,
         transitions=_transitions,
+        in_text="the coherence of every sentence transition",
         switch=Switch(
             header="Coherence",
             setting="coherence_model",
@@ -254,6 +256,7 @@ METRIC = MetricSpec(
     tools=Tools(
         commands={"train-sop": "vst_core.metric_modules.rovist_c.command"},
         fetch=FETCH,
+        bench=BENCH,
     ),
 )
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from vst_core.metric_modules.rovist_nr.bench import BENCH
+from vst_core.metric_modules.rovist_nr.defaults import NAME
+from vst_core.metric_modules.rovist_nr.html import LEGEND, marks
 from vst_core.metric_spec import (
     Card,
     Computing,
@@ -22,13 +25,12 @@ from vst_core.metric_spec import (
     Showing,
     Signing,
     StoryRecordLike,
+    Tools,
 )
 from vst_core.records import RedundancyScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
-
-NAME = "redundancy"
 
 
 def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
@@ -122,10 +124,14 @@ METRIC = MetricSpec(
     ),
     showing=Showing(
         cards=cards,
+        marks=marks,
+        legend=LEGEND,
+        in_text="non-redundancy with the spans that repeat",
         complete=complete,
     ),
     reading=Reading(
         aliases=("r", "rovist-nr"),
         from_score=from_score,
     ),
+    tools=Tools(bench=BENCH),
 )
