@@ -83,8 +83,8 @@ figures = result.figures()
 if example and column == "NR" and st.session_state.get("variant", "paper") != "reference":
     st.info(
         "The example holds NR as the authors' code computes it (the reference profile); this view uses the paper's "
-        "definition (Eq. 7), so the two differ on every story by design. Set “NR variant” to reference in the sidebar "
-        "to see them agree."
+        "definition (Eq. 7), so the two differ on every story by design. Set RoViST-NR’s “Definition” to reference in the "
+        "sidebar to see them agree."
     )
 equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(

@@ -37,7 +37,7 @@ PAGES = {
 }
 
 
-FOOTER = "text=/(Settings|Scores): sig/"  # the footer, the run's last line (scores files name their own signature)
+FOOTER = '[data-testid="stCaptionContainer"] >> text=/^(Settings|Scores): sig/'  # the footer: the run's last line (a caption; figures repeat it in hidden tabs too)
 SCORES_SOURCE = "/dataset?source=Scores+JSONL+%28no+model+needed%29"  # a link selects the source, never a path
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 NARROW_ALL = "--narrow-all" in sys.argv

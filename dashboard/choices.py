@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.config import DEFAULT_METRICS, THETA_PRESETS, NRVariant, Settings, SettingsError, available_metrics
+from vst_core.config import DEFAULT_METRICS, THETA_PRESETS, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
-from vst_core.metric_spec import MetricSpec, registry
+from vst_core.metric_spec import MetricSpec, Option, registry
 from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
@@ -32,8 +32,9 @@ class Choices:
     """The sidebar's values; defaults are the :class:`Settings` defaults (plus every metric on)."""
 
     source: str = SAMPLE
-    variant: NRVariant = DEFAULTS.nr_variant
-    ngram: int = DEFAULTS.nr_ngram
+    # the metrics' controls (options that are sliders or select boxes, :func:`controls`) by setting,
+    # those moved from their defaults; given as a mapping, kept as sorted pairs
+    tuned: tuple[tuple[str, Any], ...] = ()
     coherence: bool = True
     coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
     grounding: bool = True
@@ -57,6 +58,12 @@ class Choices:
         given = self.files
         pairs = given.items() if isinstance(given, Mapping) else given
         object.__setattr__(self, "files", tuple(sorted((str(k), str(v)) for k, v in pairs if v is not None and str(v).strip())))
+        tuned = dict(self.tuned.items() if isinstance(self.tuned, Mapping) else self.tuned)
+        object.__setattr__(self, "tuned", tuple(sorted((k, v) for k, v in tuned.items() if v is not None)))
+
+    def control(self, setting: str) -> Any:
+        """A metric's control's value (:func:`controls`): as chosen, or the option's default."""
+        return dict(self.tuned).get(setting, DEFAULTS.option(setting))
 
     def value(self, name: str) -> str:
         """A sidebar field's value: one of its own, or a metric's model file ('' when not given)."""
@@ -67,8 +74,10 @@ class Choices:
     def changed(self, **changes: Any) -> Choices:
         """A copy with some fields changed, a metric's model file among them."""
         own = {k: v for k, v in changes.items() if k in self.__dataclass_fields__}
-        files = {**dict(self.files), **{k: v for k, v in changes.items() if k not in own}}
-        return replace(self, **own, files=tuple(files.items()))
+        settings = {o.setting for o in controls().values()}
+        tuned = {**dict(self.tuned), **{k: v for k, v in changes.items() if k in settings}}
+        files = {**dict(self.files), **{k: v for k, v in changes.items() if k not in own and k not in settings}}
+        return replace(self, **own, files=tuple(files.items()), tuned=tuple(tuned.items()))
 
     @property
     def theta(self) -> str:
@@ -183,8 +192,6 @@ def settings_for(choices: Choices) -> Settings:
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
         metrics=metrics,
-        nr_variant=choices.variant,
-        nr_ngram=choices.ngram,
         clip_arch=choices.clip_arch,
         clip_pretrained=choices.clip_pretrained or None,
         clip_checkpoint=choices.clip_checkpoint.strip() or None,
@@ -196,7 +203,11 @@ def settings_for(choices: Choices) -> Settings:
         regions=regions.kind,
         regions_file=regions.file,
         options=tuple(
-            {**paths, **{sw.setting: box for sw in registry().switched.values() if (box := choices.value(sw.setting))}}.items()
+            {
+                **paths,
+                **{sw.setting: box for sw in registry().switched.values() if (box := choices.value(sw.setting))},
+                **dict(choices.tuned),
+            }.items()
         ),
     )
 
@@ -331,8 +342,6 @@ def _is_int_in(low: int, high: int) -> Callable[[str], bool]:
 #: anything else falls back to the widget's default.
 URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
     "source": (lambda v: v in SOURCES, "one of the four story sources"),
-    "variant": (lambda v: v in ("paper", "reference"), "paper or reference"),
-    "ngram": (_is_int_in(2, 8), "a whole number from 2 to 8"),
     GROUNDING: (_is_bool, "true or false"),
     "extra_clip": (_is_bool, "true or false"),
     "penalize": (_is_bool, "true or false"),
@@ -344,8 +353,34 @@ URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
 
 
 def url_rules() -> dict[str, tuple[Callable[[str], bool], str]]:
-    """:data:`URL_VALUES` and the toggle of each metric with a section of its own (true or false)."""
-    return {**URL_VALUES, **dict.fromkeys(registry().switched, (_is_bool, "true or false"))}
+    """:data:`URL_VALUES`, each metric's controls (:func:`control_rule`) and the toggle of each
+    metric with a section of its own (true or false)."""
+    own = {key: control_rule(o) for key, o in controls().items()}
+    return {**URL_VALUES, **own, **dict.fromkeys(registry().switched, (_is_bool, "true or false"))}
+
+
+def controls() -> dict[str, Option]:
+    """Every metric's controls in the sidebar, by their key (and URL parameter), in the registry's
+    order: its options that are a number with bounds or a text with choices, with a label.
+
+    >>> {key: o.setting for key, o in controls().items()}
+    {'variant': 'nr_variant', 'ngram': 'nr_ngram'}
+    """
+    return {o.control_key: o for spec in registry().specs.values() for o in spec.signing.options if o.is_control}
+
+
+def control_rule(option: Option) -> tuple[Callable[[str], bool], str]:
+    """What a control's value in a link may be: one of its choices, or a number within its bounds.
+
+    >>> control_rule(controls()["ngram"])[1], control_rule(controls()["variant"])[0]("reference")
+    ('a whole number from 2 to 8', True)
+    """
+    if option.choices:
+        return (lambda v: v in option.choices, " or ".join(option.choices))
+    low, high = option.bounds or (-math.inf, math.inf)
+    if option.kind == "int":
+        return (_is_int_in(int(low), int(high)), f"a whole number from {int(low)} to {int(high)}")
+    return (_is_float_in(low, high), f"a number from {low:g} to {high:g}")
 
 
 def url_notices(params: Mapping[str, str]) -> list[str]:

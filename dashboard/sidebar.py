@@ -24,6 +24,7 @@ from dashboard.choices import (
     boxed_metrics,
     clip_key,
     confined,
+    controls,
     extra_clip_label,
     model_metrics,
     of_images,
@@ -95,7 +96,7 @@ def render() -> tuple[Choices, Input]:
         else:
             switches, grounding, more = _switches(), _grounding(), _plugins()
             files = {**switches.pop("files"), **grounding.pop("files"), **more.pop("files", {})}
-            values = {"source": source, **_redundancy(), **switches, **grounding, **more, "files": files}
+            values = {"source": source, "tuned": _controls(), **switches, **grounding, **more, "files": files}
     choices, refused = confined(Choices(**values), session.roots())
     data.messages[:0] = [*link, *refused]
     data.link_notices = link
@@ -204,7 +205,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
         lines.append(f"- {say(describe_signature(sig), session.roots())}")  # names from the files
     st.markdown("\n".join(lines[:6]) + ("\n- …" if len(lines) > 6 else ""))
     recorded = settings_from_signature(index.first_signature())
-    values: dict[str, Any] = {"variant": recorded.nr_variant, "ngram": recorded.nr_ngram, GROUNDING: False}
+    values: dict[str, Any] = {"tuned": {o.setting: recorded.option(o.setting) for o in controls().values()}, GROUNDING: False}
     values.update(dict.fromkeys(registry().switched, False))
     if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
         st.header("Grounding")
@@ -259,18 +260,26 @@ def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None)
     return values
 
 
-def _redundancy() -> dict[str, Any]:
-    st.header("Non-redundancy")
-    variant = st.selectbox(
-        "Definition",
-        ["paper", "reference"],
-        key="variant",
-        bind=URL,
-        help="paper: RoViST Eq. 7 (unique lower-cased words). reference: the public RoViST code "
-        "(token pairs counted, last token dropped, case-sensitive).",
-    )
-    ngram = st.slider("n-gram window (intra part)", 2, 8, DEFAULTS.nr_ngram, key="ngram", bind=URL)
-    return {"variant": "reference" if variant == "reference" else "paper", "ngram": int(ngram)}
+def _controls() -> dict[str, Any]:
+    """Each metric's controls (:func:`dashboard.choices.controls`) under its title, in the registry's
+    order: a select box for a text with choices, a slider for a number with bounds; their values
+    by setting."""
+    values: dict[str, Any] = {}
+    titles = {o.setting: spec.title for spec in registry().specs.values() for o in spec.signing.options}
+    shown = ""
+    for key, o in controls().items():
+        if titles[o.setting] != shown:
+            shown = titles[o.setting]
+            st.header(shown)
+        if o.choices:
+            first = o.choices.index(o.default) if o.default in o.choices else 0
+            values[o.setting] = st.selectbox(o.label, list(o.choices), first, key=key, bind=URL, help=o.help or None)
+            continue
+        low, high = o.bounds or (0, 1)
+        number = int if o.kind == "int" else float
+        start = number(o.default if isinstance(o.default, (int, float)) else low)
+        values[o.setting] = number(st.slider(o.label, number(low), number(high), start, key=key, bind=URL, help=o.help or None))
+    return values
 
 
 def _unavailable(model: str, key: str) -> str | None:

@@ -26,7 +26,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python
 if CHROMIUM is None:
     pytest.skip("Debian chromium not installed (apt-get install chromium)", allow_module_level=True)
 
-FOOTER = "text=/(Settings|Scores): sig/"  # the footer, the run's last line (scores files name their own signature)
+FOOTER = '[data-testid="stCaptionContainer"] >> text=/^(Settings|Scores): sig/'  # the footer: the run's last line (a caption; figures repeat it in hidden tabs too)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -201,8 +201,7 @@ def test_sidebar_defaults_are_the_settings_defaults_with_every_metric() -> None:
 def test_sidebar_choices_map_to_settings() -> None:
     s = settings_for(
         Choices(
-            variant="reference",
-            ngram=3,
+            tuned={"nr_variant": "reference", "nr_ngram": 3},
             coherence=False,
             extra_clip=False,
             theta_name="slider",
@@ -217,6 +216,25 @@ def test_sidebar_choices_map_to_settings() -> None:
     assert (s.theta_value, s.penalize, s.weighting) == (0.7, False, "none")
     assert (s.regions, s.regions_file, s.clip_checkpoint) == ("csv", "boxes.csv", "w.pt")
     assert base_of(s) == s.with_(theta="VIST", penalize=True, weighting="concreteness")
+    assert Choices().changed(nr_ngram=5, cosmic_model="m").tuned == (("nr_ngram", 5),)
+    assert settings_for(Choices(tuned={"nr_ngram": 4})) == settings_for(Choices())  # a default is no change
+
+
+def test_a_metric_owns_its_sidebar_controls_and_their_links() -> None:
+    """RoViST-NR's two settings are its options: the sidebar's controls, their URL rules and the
+    command line's flags come from them, and the ids of earlier runs stay (signed in every run)."""
+    from dashboard.choices import controls, url_notices
+
+    assert {k: (o.setting, o.cli_flag) for k, o in controls().items()} == {
+        "variant": ("nr_variant", "--nr-variant"),
+        "ngram": ("nr_ngram", "--nr-n"),
+    }
+    assert url_notices({"ngram": "9", "variant": "reference"}) == [
+        "The link value ngram='9' is not valid (a whole number from 2 to 8); the default is used"
+    ]
+    signed = {"metrics": ["redundancy"], "splitter": "punkt", "spacy_model": None, "nr_variant": "paper", "nr_ngram": 4}
+    assert Settings().as_dict() == signed  # what earlier versions signed, so the ids of their runs stay
+    assert {"nr_ngram", "nr_variant"} <= set(Settings(metrics=("grounding",)).as_dict())
 
 
 def test_a_scores_file_keeps_its_settings_but_theta_and_ablations() -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from vst_core.metric_spec import BUILTIN_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
-from vst_core.metrics.variants import GroundingProfile, NRVariant
+from vst_core.metrics.variants import GroundingProfile
 
 _log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 #: The metrics of a run that names none (text only, no model): also the ones every story card shows first.
 DEFAULT_METRICS: tuple[str, ...] = ("redundancy",)
 #: Settings in the signature of every run.
-ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "nr_ngram", "nr_variant", "splitter", "spacy_model"})
+ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "splitter", "spacy_model"})
 #: Settings never in the signature: they change speed or shown text, not numbers, or they name a
 #: model, file or server the signature names by its digest (``signature`` adds those ids).
 UNSIGNED: frozenset[str] = frozenset(
@@ -133,8 +133,6 @@ class Settings:
     """Everything that can change a score. Two runs with equal settings give equal numbers."""
 
     metrics: tuple[str, ...] = DEFAULT_METRICS
-    nr_ngram: int = 4
-    nr_variant: NRVariant = "paper"
     splitter: Literal["punkt", "spacy"] = "punkt"  # sentences of a story given as one text (NLTK Punkt, as the public code)
     spacy_model: str | None = None  # None: first installed English pipeline
     clip_arch: str = "ViT-B-32"
@@ -172,8 +170,6 @@ class Settings:
         object.__setattr__(self, "options", _own_options(self.options))
         for reason in _refused(self):
             raise SettingsError(reason)
-        if self.nr_ngram < 1:
-            raise SettingsError(f"nr_ngram must be >= 1, got {self.nr_ngram}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise SettingsError(f"device must be auto, cpu or cuda, got {self.device!r}")
         if self.batch_size < 1:
@@ -201,8 +197,6 @@ class Settings:
                 "the reference grounding profile crops and resizes with Pillow, as the GROOVIST code does; "
                 "use preprocess 'pil' (or 'auto') with it"
             )
-        if self.nr_variant not in ("paper", "reference"):
-            raise SettingsError(f"nr_variant must be 'paper' or 'reference', got {self.nr_variant!r}")
 
     @property
     def theta_value(self) -> float:
@@ -258,17 +252,20 @@ class Settings:
         :func:`vst_core.signature.signature`, which resolves the files): those of :data:`ALWAYS_SIGNED`,
         those a metric of the run lists in its spec's ``settings``, those of a need a metric of the
         run has (:data:`SIGNED_WITH_NEED`), less :data:`UNSIGNED`; and each signed option of a metric of
-        the run (its ``Option``), set or at its default, less one whose ``while_set`` option is unset.
+        the run (its ``Option``), set or at its default, less one whose ``while_set`` option is unset,
+        and every option signed ``"always"`` (RoViST-NR's, signed in every run by earlier versions).
 
         >>> sorted(Settings().as_dict())
         ['metrics', 'nr_ngram', 'nr_variant', 'spacy_model', 'splitter']
         """
         specs = registry().specs
         run = [specs[m] for m in self.metrics if m in specs]
+        always = [s for s in specs.values() if s not in run and any(o.signed == "always" for o in s.signing.options)]
         listed = {key for spec in run for key in spec.signing.settings}
+        listed |= {o.setting for spec in always for o in spec.signing.options if o.signed == "always"}
         whiles = {o.setting: o.while_set for spec in run for o in spec.signing.options if o.while_set}
         needs = {need for spec in run for need in spec.computing.needs}
-        values = {**{k: v for k, v in asdict(self).items() if k != "options"}, **self._all_options(run)}
+        values = {**{k: v for k, v in asdict(self).items() if k != "options"}, **self._all_options([*run, *always])}
         data = {
             key: value
             for key, value in values.items()

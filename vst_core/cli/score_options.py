@@ -61,16 +61,6 @@ def with_identity(story_set: StorySet, system: str | None, sequence_from: str) -
 
 def _text_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--nr-n", type=int, default=DEFAULTS.nr_ngram, help="n-gram window size of the intra-sentence part of RoViST-NR"
-    )
-    p.add_argument(
-        "--nr-variant",
-        choices=("paper", "reference"),
-        default=DEFAULTS.nr_variant,
-        help="paper: Eq. 7 of RoViST (unique lower-cased words, no punctuation); "
-        "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
-    )
-    p.add_argument(
         "--split",
         choices=("punkt", "spacy"),
         default=DEFAULTS.splitter,
@@ -196,8 +186,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     regions = parse_regions(args.regions, DEFAULTS.regions)
     return Settings(
         metrics=parse_metrics(args.metrics),
-        nr_ngram=args.nr_n,
-        nr_variant=args.nr_variant,
         spacy_model=args.spacy_model,
         splitter=args.split,
         device=args.device,

@@ -99,6 +99,7 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
         if o.refuse(o.default) is not None:
             raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
+        _check_control(o, spec, taken)
     others = {c: s.name for s in taken.values() for c in s.tools.commands}
     for command in spec.tools.commands:
         if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
@@ -242,3 +243,25 @@ def _untaken(
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or key in shared or key in used:
         owner = f"metric {used[key]!r}'s" if key in used else "the command's own"
         raise ValueError(f"{what} {key!r} is not {words}, or it is {owner}")
+
+
+def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+    """An option's sidebar control: bounds only on a number (low < high, the default within them), a
+    key of lower-case words that is no metric's name and no other option's key or setting; ``signed``
+    True or False ("always" keeps a built-in metric's earlier run ids: an installed metric's options
+    are signed in its own runs, so installing it changes no other run's id)."""
+    if o.signed not in (True, False):
+        raise ValueError(f"option {o.setting!r}: signed is True or False (an installed metric signs its own runs)")
+    if o.bounds is not None:
+        low, high = o.bounds
+        if o.kind not in ("int", "float") or not low < high:
+            raise ValueError(f"option {o.setting!r}: bounds (low, high) are a number's, low below high")
+        if isinstance(o.default, (int, float)) and not low <= o.default <= high:
+            raise ValueError(f"option {o.setting!r}: its default {o.default!r} is outside its bounds {o.bounds}")
+    if not o.key:
+        return
+    keys = {p.control_key: s.name for s in taken.values() for p in s.signing.options if p.setting != o.setting}
+    keys.update({p.setting: s.name for s in taken.values() for p in s.signing.options if p.setting != o.setting})
+    mine = [p.control_key for p in spec.signing.options if p.setting != o.setting]
+    if not NAME_PATTERN.fullmatch(o.key) or o.key in taken or o.key == spec.name or o.key in keys or o.key in mine:
+        raise ValueError(f"option {o.setting!r}: key {o.key!r} is not lower-case words, or a metric's name or key")

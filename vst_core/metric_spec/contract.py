@@ -7,10 +7,10 @@ checks each hook against them, so a metric, built in or installed, is written ag
 alone. A story is :class:`vst_core.story.Story` itself (plain data, below every layer).
 
 >>> from vst_core.config import Settings
->>> def nr_n(settings: SettingsLike) -> int:
-...     return settings.nr_ngram
->>> nr_n(Settings())
-4
+>>> def top_b(settings: SettingsLike) -> int:
+...     return settings.top_b
+>>> top_b(Settings())
+10
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from vst_core.metrics.variants import NRVariant
 from vst_core.story import Story
 
 if TYPE_CHECKING:
@@ -59,10 +58,6 @@ class SettingsLike(Protocol):
     def batch_size(self) -> int: ...
     @property
     def workers(self) -> int: ...
-    @property
-    def nr_ngram(self) -> int: ...
-    @property
-    def nr_variant(self) -> NRVariant: ...
     @property
     def splitter(self) -> str: ...
     @property

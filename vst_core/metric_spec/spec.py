@@ -63,7 +63,7 @@ BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
 SHARED_SETTINGS: frozenset[str] = frozenset(
     {
         *("batch_size", "clip_activation", "clip_arch", "clip_checkpoint", "clip_config", "clip_pretrained"),
-        *("device", "expressions", "grounding_profile", "metrics", "nr_ngram", "nr_variant", "options"),
+        *("device", "expressions", "grounding_profile", "metrics", "options"),
         *("penalize", "preprocess", "regions", "regions_file", "spacy_model", "splitter", "theta", "top_b"),
         *("units", "weighting", "whole_image", "workers"),
     }
@@ -194,9 +194,13 @@ class Option:
     ``options``), a sidebar box when it has a ``label`` (a ``file`` or ``folder`` is a model's file:
     the metric is on there when its ``required`` ones are filled in), and a part of the signature of
     every run of the metric when ``signed`` (a model's file is not: the metric's ``identity`` names it
-    by its digest); ``while_set`` signs it only while that other option is set. ``check(value)`` says
-    why a value cannot be used (None: it can); ``choices`` the values it may take. An on/off option's
-    flag sets the opposite of its default (``--keep-repeated-pairs`` turns ``coherence_repeat_zero`` off).
+    by its digest); ``while_set`` signs it only while that other option is set; ``signed="always"``
+    signs it in every run, the metric's or not (as earlier versions signed a setting every run had,
+    so the ids of their runs stay). ``check(value)`` says why a value cannot be used (None: it can);
+    ``choices`` the values it may take. An on/off option's flag sets the opposite of its default
+    (``--keep-repeated-pairs`` turns ``coherence_repeat_zero`` off). A number with ``bounds``, or a
+    text with ``choices``, that has a ``label`` is a control in the metric's own sidebar section (a
+    slider, a select box), bound to the URL under ``key`` (by default the setting's name).
 
     >>> o = Option("vrank_model", kind="folder", label="Vrank model folder", required=True, signed=False)
     >>> o.cli_flag, o.parse("runs/vrank"), Option("top_k", 5, kind="int").parse("7")
@@ -210,7 +214,7 @@ class Option:
     flag: str = ""
     label: str = ""
     required: bool = False
-    signed: bool = True
+    signed: bool | Literal["always"] = True
     while_set: str = ""
     metavar: str = ""
     #: the values it may take (none: any of its kind)
@@ -219,6 +223,27 @@ class Option:
     blank_is_unset: bool = False
     #: why a value cannot be used, said after the setting's name ("must be >= 1, got 0"), or None
     check: Callable[[Any], str | None] | None = None
+    #: a number's range in the sidebar's slider (low, high); the command line takes any ``check`` allows
+    bounds: tuple[float, float] | None = None
+    #: the sidebar's key and URL parameter of a control (none: the setting's name)
+    key: str = ""
+
+    @property
+    def control_key(self) -> str:
+        """The sidebar's key (and URL parameter) of the option's control: ``key`` or the setting's name."""
+        return self.key or self.setting
+
+    @property
+    def is_control(self) -> bool:
+        """Whether the option is a control of its metric's sidebar section: it has a ``label`` and is a
+        number with ``bounds`` or a text with ``choices``.
+
+        >>> Option("nr_ngram", 4, kind="int", label="n-gram window", bounds=(2, 8)).is_control
+        True
+        """
+        return bool(self.label) and (
+            (self.kind in ("int", "float") and self.bounds is not None) or (self.kind == "text" and bool(self.choices))
+        )
 
     @property
     def cli_flag(self) -> str:

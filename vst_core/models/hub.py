@@ -36,7 +36,6 @@ def option(setting: str, placeholder: str = "") -> str:
 #: metric's own settings give theirs in their :class:`~vst_core.metric_spec.Option`).
 CLI_OPTIONS = {
     "clip_arch": "--clip-model",
-    "nr_ngram": "--nr-n",
     "regions_file": "--regions",
 }
 

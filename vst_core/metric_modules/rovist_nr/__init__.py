@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.rovist_nr.bench import BENCH
-from vst_core.metric_modules.rovist_nr.defaults import NAME
+from vst_core.metric_modules.rovist_nr.defaults import NAME, OPTIONS, ngram_of, variant_of
 from vst_core.metric_modules.rovist_nr.html import LEGEND, marks
 from vst_core.metric_spec import (
     Card,
@@ -43,7 +43,7 @@ def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], An
     out: dict[tuple[str, str], Any] = {}
     for story in stories:
         try:
-            out[story.key] = redundancy_of(story, s.nr_ngram, s.nr_variant)
+            out[story.key] = redundancy_of(story, ngram_of(s), variant_of(s))
         except Exception as exc:  # this story's reason; the others are scored
             out[story.key] = f"{type(exc).__name__}: {exc}"
     return out
@@ -53,7 +53,7 @@ def identity(settings: SettingsLike) -> dict[str, str]:
     """The reference variant reads the story with NLTK's Punkt and word rules: which ones."""
     from vst_core.text.public import splitter_name
 
-    return {"punkt": splitter_name()} if settings.nr_variant == "reference" else {}
+    return {"punkt": splitter_name()} if variant_of(settings) == "reference" else {}
 
 
 def caption(recorded: Mapping[str, Any]) -> str:
@@ -118,7 +118,8 @@ METRIC = MetricSpec(
     card="docs/metrics/rovist_nr.md",
     computing=Computing(score=score),
     signing=Signing(
-        settings=("nr_ngram", "nr_variant", "splitter"),
+        settings=("splitter",),
+        options=OPTIONS,
         identity=identity,
         caption=caption,
     ),

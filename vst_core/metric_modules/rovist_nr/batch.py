@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 
 from vst_core.metric_modules.rovist_nr.builders import redundancy_numbers, redundancy_scores
+from vst_core.metric_modules.rovist_nr.defaults import ngram_of, variant_of
 from vst_core.metric_spec.contract import SettingsLike
 from vst_core.metrics.redundancy import combine_parts, non_redundancy, non_redundancy_scores
 from vst_core.metrics.variants import NRVariant
@@ -54,8 +55,8 @@ def redundancy_without_spans(stories: Sequence[Story], settings: SettingsLike) -
     """NR records of many stories from one vectorised pass (:func:`non_redundancy_scores`): the
     numbers and notes of :func:`redundancy_of` (up to float rounding) without the repeated spans
     (the spec's ``complete`` adds them when a story is shown), keyed by ``(system, story_id)``."""
-    tokens = [nr_words(story, settings.nr_variant) for story in stories]
-    batch = non_redundancy_scores(tokens, n=settings.nr_ngram, variant=settings.nr_variant)
+    tokens = [nr_words(story, variant_of(settings)) for story in stories]
+    batch = non_redundancy_scores(tokens, n=ngram_of(settings), variant=variant_of(settings))
     out: dict[tuple[str, str], RedundancyScores] = {}
     for k, story in enumerate(stories):
         e, a = float(batch.inter_mean[k]), float(batch.intra_mean[k])
@@ -63,8 +64,8 @@ def redundancy_without_spans(stories: Sequence[Story], settings: SettingsLike) -
             None if math.isnan(e) else e,
             None if math.isnan(a) else a,
             bool(batch.sentences[k]),
-            settings.nr_ngram,
-            settings.nr_variant,
+            ngram_of(settings),
+            variant_of(settings),
         )
-        out[story.key] = redundancy_numbers(score, inter, intra, variant=settings.nr_variant, n=settings.nr_ngram, notes=notes)
+        out[story.key] = redundancy_numbers(score, inter, intra, variant=variant_of(settings), n=ngram_of(settings), notes=notes)
     return out

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import vst_core
-from vst_core.metric_modules.rovist_nr.defaults import NAME
+from vst_core.metric_modules.rovist_nr.defaults import NAME, VARIANT, ngram_of, variant_of
 from vst_core.metric_spec import Bench, BenchPhase, BenchRunLike, BenchSize, rate
 
 #: The public RoViST NR code, transcribed once for the tests and the benchmark; it lives in the
@@ -59,7 +59,7 @@ def nr_throughput(texts: list[list[str]], reference: ReferenceNR, seconds: float
     from vst_core.metric_modules.rovist_nr.batch import nr_words, redundancy_of, redundancy_without_spans
     from vst_core.metrics.redundancy import non_redundancy_scores
 
-    settings = Settings(metrics=(NAME,), nr_variant="reference")
+    settings = Settings(metrics=(NAME,), options=((VARIANT.setting, "reference"),))
     stories = [Story(f"s{k}", f"s{k}", "bench", tuple(sentences)) for k, sentences in enumerate(texts)]
     fast = redundancy_without_spans(stories, settings)
     for story in stories:
@@ -74,7 +74,7 @@ def nr_throughput(texts: list[list[str]], reference: ReferenceNR, seconds: float
 
     def with_spans() -> int:
         for story in stories:
-            redundancy_of(story, settings.nr_ngram, settings.nr_variant)
+            redundancy_of(story, ngram_of(settings), variant_of(settings))
         return len(stories)
 
     def baseline() -> int:

@@ -1,8 +1,61 @@
-"""RoViST-NR's name, for its modules that the package's ``__init__`` imports (no circle).
+"""RoViST-NR's name and its own settings, for its modules that the package's ``__init__`` imports
+(no circle): the intra-sentence n-gram window and the definition (the paper's or the public code's).
 
->>> NAME
-'redundancy'
+>>> from vst_core.config import Settings
+>>> NAME, ngram_of(Settings()), variant_of(Settings(nr_variant="reference", nr_ngram=3)), ngram_of(Settings(nr_ngram=3))
+('redundancy', 4, 'reference', 3)
 """
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from vst_core.metric_spec.contract import SettingsLike
+from vst_core.metric_spec.spec import Option
+from vst_core.metrics.variants import NRVariant
 
 #: The metric's name (in ``--metrics`` and on disk).
 NAME = "redundancy"
+
+
+def _at_least_one(value: Any) -> str | None:
+    return None if value is None or value >= 1 else f"must be >= 1, got {value}"
+
+
+#: The n-gram window of the intra-sentence part (Eq. 8). Signed in every run, as earlier versions
+#: did, so the ids of their runs stay; ``--nr-n`` and the sidebar's ``ngram`` as before.
+NGRAM = Option(
+    "nr_ngram",
+    4,
+    help="n-gram window size of the intra-sentence part of RoViST-NR",
+    kind="int",
+    flag="--nr-n",
+    label="n-gram window (intra part)",
+    signed="always",
+    metavar="N",
+    check=_at_least_one,
+    bounds=(2, 8),
+    key="ngram",
+)
+#: Which definition: the paper's Eq. 7 or the public code's counting.
+VARIANT = Option(
+    "nr_variant",
+    "paper",
+    help="paper: Eq. 7 of RoViST (unique lower-cased words, no punctuation); "
+    "reference: the public RoViST code (token-pair counting, last token dropped, case-sensitive)",
+    label="Definition",
+    signed="always",
+    choices=("paper", "reference"),
+    key="variant",
+)
+OPTIONS: tuple[Option, ...] = (VARIANT, NGRAM)
+
+
+def ngram_of(settings: SettingsLike) -> int:
+    """The run's n-gram window (``nr_ngram``)."""
+    return int(settings.option(NGRAM.setting))
+
+
+def variant_of(settings: SettingsLike) -> NRVariant:
+    """The run's definition (``nr_variant``): ``"paper"`` or ``"reference"``."""
+    return cast(NRVariant, settings.option(VARIANT.setting))
