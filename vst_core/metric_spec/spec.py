@@ -552,15 +552,13 @@ def is_mark(value: object) -> TypeGuard[Mark]:
     """
     if not isinstance(value, Mark):
         return False
-    for number in (value.sentence, value.start, value.end, value.rank):
-        if not isinstance(number, int) or isinstance(number, bool):
-            return False
-    for text in (value.colour, value.title, value.css):
-        if not isinstance(text, str):
-            return False
-    if value.style not in ("highlight", "underline") or not isinstance(value.word, bool) or not isinstance(value.data, tuple):
+    if not type(value.sentence) is type(value.start) is type(value.end) is type(value.rank) is int:  # no bool
         return False
-    return all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], str) and isinstance(d[1], str) for d in value.data)
+    if not type(value.colour) is type(value.title) is type(value.css) is str:
+        return False
+    if value.style not in ("highlight", "underline") or type(value.word) is not bool or type(value.data) is not tuple:
+        return False
+    return all(type(d) is tuple and len(d) == 2 and type(d[0]) is str and type(d[1]) is str for d in value.data)
 
 
 def is_legend_entry(value: object) -> TypeGuard[LegendEntry]:

@@ -95,8 +95,14 @@ def html_text(text: object) -> str:
     """``text`` for HTML content or a quoted attribute: ``&``, ``<``, ``>`` and quotes escaped, and
     line breaks as character references (a blank line would end the HTML block Streamlit reads
     it in, and markdown would start again)."""
-    escaped = html.escape(str(text), quote=True)
-    return escaped.replace("\r", "&#13;").replace("\n", "&#10;")
+    text = str(text)
+    if _HTML_SPECIAL.search(text) is None:  # most runs of a story: nothing to escape, one scan
+        return text
+    return html.escape(text, quote=True).replace("\r", "&#13;").replace("\n", "&#10;")
+
+
+#: The characters :func:`html_text` replaces.
+_HTML_SPECIAL = re.compile("[&<>\"'\r\n]")
 
 
 def plot_text(text: object) -> str:

@@ -5,6 +5,7 @@ Every text from a record goes through :func:`vst_core.viz.safe.html_text`."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -20,43 +21,56 @@ from vst_core.viz.safe import html_text, md
 
 def _render(text: str, marks: Sequence[Mark]) -> str:
     """Runs of characters with the same marks, as nested spans: highlights (their titles joined, the
-    colour of the highest rank, the first of equal ranks) inside underlines (the last one on a character)."""
+    colour of the highest rank, the first of equal ranks) inside underlines (the last one on a character).
+
+    The text is cut where a mark starts or ends; between two cuts the same marks hold, so a run is
+    a stretch of such pieces with the same key (titles, highlight look, underline).
+
+    >>> _render("a dog", [Mark(0, 0, 5, "highlight", "red", "x"), Mark(0, 2, 5, "highlight", "blue", "y", rank=1)])
+    '<mark style="background:red;padding:0 1px;border-radius:3px" title="x">a </mark><mark style="background:blue;padding:0 1px;border-radius:3px" title="x | y">dog</mark>'
+    """
     n = len(text)
-    titles: list[dict[str, None] | None] = [None] * n  # ordered sets: each title once, in the marks' order
-    top: list[Mark | None] = [None] * n
-    under: list[int | None] = [None] * n
+    starting: dict[int, list[int]] = {}
+    ending: dict[int, list[int]] = {}
     for index, mark in enumerate(marks):
         first, end = max(0, mark.start), min(mark.end, n)
-        if mark.style == "underline":
-            if end > first:
-                under[first:end] = [index] * (end - first)
-            continue
-        for c in range(first, end):
-            said = titles[c]
-            if said is None:
-                said = titles[c] = {}
-            said[mark.title] = None
-            current = top[c]
-            if current is None or mark.rank > current.rank:
-                top[c] = mark
-    # a run goes on while its key does: its titles, how its highlight looks, its underline
-    keys = [(tuple(t) if t else (), _look(m), u) for t, m, u in zip(titles, top, under)]
+        if end > first:
+            starting.setdefault(first, []).append(index)
+            ending.setdefault(end, []).append(index)
+    if not starting:
+        return html_text(text)
+    cuts = sorted({0, n, *starting, *ending})
+    active: set[int] = set()
+    pieces: list[tuple[int, int, tuple[Any, ...], Mark | None, int | None]] = []
+    for a, b in itertools.pairwise(cuts):
+        active.difference_update(ending.get(a, ()))
+        active.update(starting.get(a, ()))
+        titles: dict[str, None] = {}
+        high: Mark | None = None
+        line: int | None = None
+        for index in sorted(active):
+            mark = marks[index]
+            if mark.style == "underline":
+                line = index
+                continue
+            titles[mark.title] = None
+            if high is None or mark.rank > high.rank:
+                high = mark
+        key = (tuple(titles), _look(high), line)
+        if pieces and pieces[-1][2] == key:
+            pieces[-1] = (pieces[-1][0], b, key, high, line)
+        else:
+            pieces.append((a, b, key, high, line))
     opened: dict[int, str] = {}  # each mark's opening tag up to its title, escaped once
     out: list[str] = []
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        chunk = html_text(text[i:j])
-        high = top[i]
+    for a, b, key, high, line in pieces:
+        chunk = html_text(text[a:b])
         if high is not None:
             if id(high) not in opened:
                 opened[id(high)] = (
                     f'<mark{_class(high)}{_data(high)} style="background:{_colour(high.colour)};padding:0 1px;border-radius:3px" '
                 )
-            chunk = f'{opened[id(high)]}title="{html_text(" | ".join(keys[i][0]))}">{chunk}</mark>'
-        line = under[i]
+            chunk = f'{opened[id(high)]}title="{html_text(" | ".join(key[0]))}">{chunk}</mark>'
         if line is not None:
             line_mark = marks[line]
             if id(line_mark) not in opened:
@@ -66,7 +80,6 @@ def _render(text: str, marks: Sequence[Mark]) -> str:
                 )
             chunk = f"{opened[id(line_mark)]}{chunk}</span>"
         out.append(chunk)
-        i = j
     return "".join(out)
 
 
@@ -79,6 +92,7 @@ def _look(mark: Mark | None) -> tuple[str, str, tuple[tuple[str, str], ...]] | N
 _COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}|(?:rgba?|hsla?)\([0-9.,%\s]{1,60}\)|[a-zA-Z]{1,30}")
 
 
+@functools.lru_cache(maxsize=4096)
 def _colour(colour: str) -> str:
     """``colour`` when it is a CSS colour (:data:`_COLOUR`), else ``transparent``: nothing but a
     colour reaches a style.
@@ -90,12 +104,22 @@ def _colour(colour: str) -> str:
 
 
 def _class(mark: Mark) -> str:
-    return f' class="{html_text(mark.css)}"' if mark.css else ""
+    return _class_attribute(mark.css) if mark.css else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _class_attribute(css: str) -> str:
+    return f' class="{html_text(css)}"'
 
 
 def _data(mark: Mark) -> str:
     """The mark's ``data-`` attributes (a name keeps only lower-case letters, digits and dashes)."""
-    named = ((re.sub(r"[^a-z0-9-]", "", key.lower()), value) for key, value in mark.data)
+    return _data_attributes(mark.data) if mark.data else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _data_attributes(data: tuple[tuple[str, str], ...]) -> str:
+    named = ((re.sub(r"[^a-z0-9-]", "", key.lower()), value) for key, value in data)
     return "".join(f' data-{key}="{html_text(value)}"' for key, value in named if key)
 
 
