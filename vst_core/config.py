@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from vst_core.metric_spec import BUILTIN_METRICS, registry
+from vst_core.metric_spec import BUILTIN_METRICS, DEFAULT_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
 from vst_core.metrics.variants import GroundingProfile
 
@@ -105,8 +105,6 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return cleaned
 
 
-#: The metrics of a run that names none (text only, no model): also the ones every story card shows first.
-DEFAULT_METRICS: tuple[str, ...] = ("redundancy",)
 #: Settings in the signature of every run.
 ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics", "splitter", "spacy_model"})
 #: Settings never in the signature: they change speed or shown text, not numbers, or they name a

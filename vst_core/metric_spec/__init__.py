@@ -65,6 +65,7 @@ from vst_core.metric_spec.contract import (
 from vst_core.metric_spec.spec import (
     BUILTIN,
     BUILTIN_METRICS,
+    DEFAULT_METRICS,
     ENTRY_POINT_GROUP,
     IMAGE_SETTINGS,
     NAME_PATTERN,
@@ -149,6 +150,7 @@ __all__ = [
     "WordLike",
     "BUILTIN",
     "BUILTIN_METRICS",
+    "DEFAULT_METRICS",
     "ENTRY_POINT_GROUP",
     "IMAGE_SETTINGS",
     "NAME_PATTERN",

@@ -58,6 +58,8 @@ BUILTIN_METRICS: dict[str, str] = {
     "char_alignment": "vst_core.metric_modules.character_alignment",
 }
 BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
+#: The metrics of a run that names none (text only, no model): also the ones every story card shows first.
+DEFAULT_METRICS: tuple[str, ...] = ("redundancy",)
 #: The settings every metric shares (:class:`vst_core.config.Settings`' fields; a test keeps the two
 #: equal): no metric's own :class:`Option` may be named like one.
 SHARED_SETTINGS: frozenset[str] = frozenset(

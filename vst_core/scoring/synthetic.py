@@ -25,6 +25,7 @@ from pathlib import Path
 from vst_core.hashing import json_line
 from vst_core.metric_spec import registry
 from vst_core.records import (
+    CoherenceScores,
     GroundingScores,
     InterRepeat,
     PhraseMatch,
@@ -115,7 +116,7 @@ def write_scores_file(
     from vst_core.signature import signature as settings_signature
 
     rng = random.Random(seed)
-    settings = Settings(metrics=(_name_of(RedundancyScores), "coherence", _name_of(GroundingScores)))
+    settings = Settings(metrics=(_name_of(RedundancyScores), _name_of(CoherenceScores), _name_of(GroundingScores)))
     signature: dict[str, object] = settings_signature(settings, {"stories": f"synthetic-{n}-{seed}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
