@@ -1087,3 +1087,42 @@ def test_a_plugins_bench_phase_and_sizes_are_vst_bench_flags_and_phases_and_a_ta
     metrics = {z.flag for sp in reg.specs.values() if sp.tools.bench for z in sp.tools.bench.sizes}
     assert _long_flags("bench") - metrics == BENCH_FLAGS  # the command's own flags, which no metric may take
     assert main(["bench", "--toy-rounds", "0"]) == 2 and "--toy-rounds must be at least 1" in capsys.readouterr().err
+
+
+def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_is_refused(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed metric's option with a label and bounds (or choices) is a slider (a select box)
+    in its sidebar section with its link rule; ``signed="always"``, bounds that leave out the
+    default or are not a number's, and a key taken by a metric or another option are refused."""
+    from dashboard.choices import Choices, controls, settings_for, url_notices
+
+    def with_option(name: str, option: str) -> str:
+        return (
+            GOOD.replace('"word_count"', f'"{name}"')
+            .replace("score=score)", f"score=score, options=({option},))")
+            .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Option")
+        )
+
+    reg = _install(
+        plugins,
+        monkeypatch,
+        tuned=with_option("tuned", 'Option("tuned_k", 3, kind="int", label="k", bounds=(1, 5), key="tuned_k_link")'),
+        always=with_option("always", 'Option("always_k", 3, kind="int", signed="always")'),
+        outside=with_option("outside", 'Option("outside_k", 9, kind="int", label="k", bounds=(1, 5))'),
+        texty=with_option("texty", 'Option("texty_k", "a", label="k", bounds=(1, 5))'),
+        taken=with_option("taken", 'Option("taken_k", "a", label="k", choices=("a", "b"), key="ngram")'),
+        named=with_option("named", 'Option("named_k", "a", label="k", choices=("a", "b"), key="coherence")'),
+    )
+    joined = "\n".join(reg.problems)
+    assert [s.name for s in reg.plugins] == ["tuned"] and len(reg.problems) == 5, joined
+    assert "option 'always_k': signed is True or False" in joined
+    assert "its default 9 is outside its bounds (1, 5)" in joined
+    assert "option 'texty_k': bounds (low, high) are a number's" in joined
+    assert "key 'ngram' is not lower-case words, or a metric's name or key" in joined
+    assert "key 'coherence' is not lower-case words, or a metric's name or key" in joined
+    assert controls()["tuned_k_link"].setting == "tuned_k"
+    assert url_notices({"tuned_k_link": "7"}) == [
+        "The link value tuned_k_link='7' is not valid (a whole number from 1 to 5); the default is used"
+    ]
+    assert settings_for(Choices(tuned={"tuned_k": 4})).option("tuned_k") == 4
