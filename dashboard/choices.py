@@ -4,6 +4,7 @@ mapping from widgets to :class:`~vst_core.config.Settings` is unit-tested on its
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,7 +34,7 @@ class Choices:
 
     source: str = SAMPLE
     # the metrics' controls (options that are sliders or select boxes, :func:`controls`) by setting,
-    # those moved from their defaults; given as a mapping, kept as sorted pairs
+    # those not at their defaults; given as a mapping, kept as sorted pairs
     tuned: tuple[tuple[str, Any], ...] = ()
     coherence: bool = True
     coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
@@ -59,11 +60,9 @@ class Choices:
         pairs = given.items() if isinstance(given, Mapping) else given
         object.__setattr__(self, "files", tuple(sorted((str(k), str(v)) for k, v in pairs if v is not None and str(v).strip())))
         tuned = dict(self.tuned.items() if isinstance(self.tuned, Mapping) else self.tuned)
-        object.__setattr__(self, "tuned", tuple(sorted((k, v) for k, v in tuned.items() if v is not None)))
-
-    def control(self, setting: str) -> Any:
-        """A metric's control's value (:func:`controls`): as chosen, or the option's default."""
-        return dict(self.tuned).get(setting, DEFAULTS.option(setting))
+        defaults = {o.setting: o.default for o in controls().values()}
+        kept = ((k, v) for k, v in tuned.items() if v is not None and (k not in defaults or v != defaults[k]))
+        object.__setattr__(self, "tuned", tuple(sorted(kept)))
 
     def value(self, name: str) -> str:
         """A sidebar field's value: one of its own, or a metric's model file ('' when not given)."""
@@ -73,11 +72,17 @@ class Choices:
 
     def changed(self, **changes: Any) -> Choices:
         """A copy with some fields changed, a metric's model file among them."""
+        grouped = {"files": dict(self.files), "tuned": dict(self.tuned)}
+        for group in grouped:  # given whole: ``changed(files={...})``
+            given = changes.pop(group, None)
+            if given is not None:
+                grouped[group].update(given.items() if isinstance(given, Mapping) else given)
         own = {k: v for k, v in changes.items() if k in self.__dataclass_fields__}
-        settings = {o.setting for o in controls().values()}
-        tuned = {**dict(self.tuned), **{k: v for k, v in changes.items() if k in settings}}
-        files = {**dict(self.files), **{k: v for k, v in changes.items() if k not in own and k not in settings}}
-        return replace(self, **own, files=tuple(files.items()), tuned=tuple(tuned.items()))
+        by_key = {key: o.setting for key, o in controls().items()} | {o.setting: o.setting for o in controls().values()}
+        for k, v in changes.items():
+            if k not in own:  # a control by its setting or key, else a metric's model file
+                grouped["tuned" if k in by_key else "files"][by_key.get(k, k)] = v
+        return replace(self, **own, files=tuple(grouped["files"].items()), tuned=tuple(grouped["tuned"].items()))
 
     @property
     def theta(self) -> str:
@@ -333,7 +338,7 @@ def _is_float_in(low: float, high: float) -> Callable[[str], bool]:
 
 def _is_int_in(low: int, high: int) -> Callable[[str], bool]:
     def check(v: str) -> bool:
-        return v.strip().lstrip("-").isdigit() and low <= int(v) <= high
+        return re.fullmatch(r"-?[0-9]{1,12}", v.strip()) is not None and low <= int(v) <= high
 
     return check
 

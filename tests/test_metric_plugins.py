@@ -1100,6 +1100,7 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
     def with_option(name: str, option: str) -> str:
         return (
             GOOD.replace('"word_count"', f'"{name}"')
+            .replace('"words n"', f'"{name} n"')
             .replace("score=score)", f"score=score, options=({option},))")
             .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Option")
         )
@@ -1113,16 +1114,42 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
         texty=with_option("texty", 'Option("texty_k", "a", label="k", bounds=(1, 5))'),
         taken=with_option("taken", 'Option("taken_k", "a", label="k", choices=("a", "b"), key="ngram")'),
         named=with_option("named", 'Option("named_k", "a", label="k", choices=("a", "b"), key="coherence")'),
+        shadow=with_option("shadow", 'Option("variant", "a", label="Mode", choices=("a", "b"))'),
+        own_key=with_option("own_key", 'Option("own_k", "a", label="k", choices=("a", "b"), key="source")'),
+        box=with_option("box", 'Option("extra_clip", kind="file", label="a file")'),
+        endless=with_option("endless", 'Option("endless_k", 1.0, kind="float", label="k", bounds=(0.0, float("inf")))'),
+        unset=with_option("unset", 'Option("unset_k", None, label="Mode", choices=("fast", "exact"))'),
     )
     joined = "\n".join(reg.problems)
-    assert [s.name for s in reg.plugins] == ["tuned"] and len(reg.problems) == 5, joined
+    assert [s.name for s in reg.plugins] == ["tuned"] and len(reg.problems) == 10, joined
+    assert "key 'variant' is not lower-case words" in joined and "key 'source' is not" in joined
+    assert "key 'extra_clip' is not" in joined and "bounds (low, high) are a number's, finite" in joined
+    assert "option 'unset_k': a control's default is one of its choices" in joined
     assert "option 'always_k': signed is True or False" in joined
     assert "its default 9 is outside its bounds (1, 5)" in joined
     assert "option 'texty_k': bounds (low, high) are a number's" in joined
     assert "key 'ngram' is not lower-case words, or a metric's name or key" in joined
     assert "key 'coherence' is not lower-case words, or a metric's name or key" in joined
+    assert {"variant", "ngram"} <= set(controls())  # RoViST-NR's controls stay its own
     assert controls()["tuned_k_link"].setting == "tuned_k"
     assert url_notices({"tuned_k_link": "7"}) == [
         "The link value tuned_k_link='7' is not valid (a whole number from 1 to 5); the default is used"
     ]
     assert settings_for(Choices(tuned={"tuned_k": 4})).option("tuned_k") == 4
+
+
+def test_the_dashboards_own_keys_are_the_ones_its_code_names() -> None:
+    """DASHBOARD_KEYS (which no metric's box or control may take) equals the widget keys, link
+    parameters and session names the dashboard's code writes out, less the metrics' controls."""
+    from dashboard.choices import controls
+
+    code = "\n".join(
+        p.read_text() for p in [ROOT / "app.py", *(ROOT / "dashboard").glob("*.py"), *(ROOT / "app_pages").glob("*.py")]
+    )
+    named = set(re.findall(r'key="([a-z_]+)"', code))
+    named |= set(re.findall(r'query_params(?:\.get\(|\[)"([a-z_]+)"', code))
+    named |= set(re.findall(r'session_state(?:\.get\(|\[|\.pop\()"([a-z][a-z_]*)"', code))
+    named |= {m.group(1) for m in re.finditer(r'^GROUNDING = "([a-z_]+)"', code, re.M)}
+    assert named - set(controls()) == metric_spec.DASHBOARD_KEYS
+    prefixes = set(re.findall(r'key=f"([a-z_]+)\{', code))
+    assert prefixes == set(metric_spec.DASHBOARD_KEY_PREFIXES)

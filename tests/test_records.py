@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
-from vst_core.config import Settings
+from vst_core.config import Settings, SettingsError, settings_from_signature
 from vst_core.data import load_records, read_story_set
 from vst_core.metric_modules.groovist.rescore import rescore_grounding
 from vst_core.records import (
@@ -235,6 +235,16 @@ def test_a_metric_owns_its_sidebar_controls_and_their_links() -> None:
     signed = {"metrics": ["redundancy"], "splitter": "punkt", "spacy_model": None, "nr_variant": "paper", "nr_ngram": 4}
     assert Settings().as_dict() == signed  # what earlier versions signed, so the ids of their runs stay
     assert {"nr_ngram", "nr_variant"} <= set(Settings(metrics=("grounding",)).as_dict())
+    for unset in ({"nr_ngram": None}, {"nr_variant": None}, {"nr_ngram": 0}):  # refused, as the fields were
+        with pytest.raises(SettingsError):
+            Settings(**unset)
+    problems: list[str] = []
+    recorded = settings_from_signature({"settings": {"metrics": ["redundancy"], "nr_ngram": None, "nr_variant": "x"}}, problems)
+    assert recorded == Settings() and len(problems) == 2
+    assert Choices(tuned={"nr_ngram": 4, "nr_variant": "paper"}) == Choices()  # at their defaults
+    assert Choices().changed(variant="reference").tuned == (("nr_variant", "reference"),)  # by key too
+    assert Choices().changed(tuned={"nr_ngram": 3}, files={"vrank_model": "v"}).value("vrank_model") == "v"
+    assert url_notices({"ngram": "²"})  # a digit that is not 0-9 is refused, not a crash
 
 
 def test_a_scores_file_keeps_its_settings_but_theta_and_ablations() -> None:

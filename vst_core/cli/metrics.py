@@ -59,7 +59,8 @@ def listing() -> dict[str, Any]:
                         "flag": o.cli_flag,
                         "kind": o.kind,
                         "default": o.default,
-                        "signed": o.signed,
+                        "signed": bool(o.signed),
+                        "signed_in_every_run": o.signed == "always",
                         "help": o.help,
                     }
                     for o in s.signing.options

@@ -65,6 +65,8 @@ from vst_core.metric_spec.contract import (
 from vst_core.metric_spec.spec import (
     BUILTIN,
     BUILTIN_METRICS,
+    DASHBOARD_KEY_PREFIXES,
+    DASHBOARD_KEYS,
     DEFAULT_METRICS,
     ENTRY_POINT_GROUP,
     IMAGE_SETTINGS,
@@ -150,6 +152,8 @@ __all__ = [
     "WordLike",
     "BUILTIN",
     "BUILTIN_METRICS",
+    "DASHBOARD_KEY_PREFIXES",
+    "DASHBOARD_KEYS",
     "DEFAULT_METRICS",
     "ENTRY_POINT_GROUP",
     "IMAGE_SETTINGS",

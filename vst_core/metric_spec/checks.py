@@ -6,6 +6,7 @@ with the reason; the other metrics keep working."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -16,6 +17,8 @@ from typing import Any, Literal, Union
 from vst_core.metric_spec.bench import BENCH_FLAGS, BENCH_PHASES
 from vst_core.metric_spec.spec import (
     CLI_COMMANDS,
+    DASHBOARD_KEY_PREFIXES,
+    DASHBOARD_KEYS,
     FETCH_FLAGS,
     GROUP_OF,
     NAME_PATTERN,
@@ -246,22 +249,37 @@ def _untaken(
 
 
 def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
-    """An option's sidebar control: bounds only on a number (low < high, the default within them), a
-    key of lower-case words that is no metric's name and no other option's key or setting; ``signed``
-    True or False ("always" keeps a built-in metric's earlier run ids: an installed metric's options
-    are signed in its own runs, so installing it changes no other run's id)."""
+    """An option's sidebar control: finite bounds only on a number (low < high, the default within
+    them), a default that is one of its choices or a number (the dashboard shows it as the command
+    line runs it); the key of its box or control (``key`` or the setting's name) lower-case words that are no metric's
+    name, none of the dashboard's own keys (:data:`DASHBOARD_KEYS`, :data:`DASHBOARD_KEY_PREFIXES`)
+    and no other option's key or setting; ``signed`` True or False ("always" keeps a built-in
+    metric's earlier run ids: an installed metric's options are signed in its own runs, so
+    installing it changes no other run's id)."""
     if o.signed not in (True, False):
         raise ValueError(f"option {o.setting!r}: signed is True or False (an installed metric signs its own runs)")
     if o.bounds is not None:
         low, high = o.bounds
-        if o.kind not in ("int", "float") or not low < high:
-            raise ValueError(f"option {o.setting!r}: bounds (low, high) are a number's, low below high")
+        if o.kind not in ("int", "float") or not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"option {o.setting!r}: bounds (low, high) are a number's, finite, low below high")
         if isinstance(o.default, (int, float)) and not low <= o.default <= high:
             raise ValueError(f"option {o.setting!r}: its default {o.default!r} is outside its bounds {o.bounds}")
-    if not o.key:
+    if o.is_control and o.default is None:
+        raise ValueError(f"option {o.setting!r}: a control's default is one of its choices or a number within its bounds")
+    if not (o.key or o.label):  # no widget: a box or a control is keyed by key or setting
         return
-    keys = {p.control_key: s.name for s in taken.values() for p in s.signing.options if p.setting != o.setting}
-    keys.update({p.setting: s.name for s in taken.values() for p in s.signing.options if p.setting != o.setting})
-    mine = [p.control_key for p in spec.signing.options if p.setting != o.setting]
-    if not NAME_PATTERN.fullmatch(o.key) or o.key in taken or o.key == spec.name or o.key in keys or o.key in mine:
-        raise ValueError(f"option {o.setting!r}: key {o.key!r} is not lower-case words, or a metric's name or key")
+    key = o.control_key
+    others = [p for s in taken.values() for p in s.signing.options if p.setting != o.setting]
+    others += [p for p in spec.signing.options if p.setting != o.setting]
+    used = {p.control_key for p in others if p.is_control or p.key} | {p.setting for p in others}
+    if (
+        not NAME_PATTERN.fullmatch(key)
+        or key in taken
+        or key == spec.name
+        or key in used
+        or key in DASHBOARD_KEYS
+        or key.startswith(DASHBOARD_KEY_PREFIXES)
+    ):
+        raise ValueError(
+            f"option {o.setting!r}: key {key!r} is not lower-case words, or a metric's name or key, or the dashboard's"
+        )

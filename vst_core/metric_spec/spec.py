@@ -42,6 +42,26 @@ Need = Literal["images", "clip", "image_vector", "idf", "sequence", "model"]
 Card = tuple[str, "float | None", str]
 #: The entry-point group other packages register metrics in.
 ENTRY_POINT_GROUP = "vst_eval.metrics"
+#: The dashboard's own widget keys (each also a session-state name, most a URL parameter): no
+#: metric's control may take one (a test keeps the list equal to the keys the dashboard's code names).
+DASHBOARD_KEYS: frozenset[str] = frozenset(
+    """
+    aggregate bars baselines bins board_glance board_human board_pairs board_permutations
+    board_resamples board_seed board_standings board_systems clear_found_slice clip_arch
+    clip_checkpoint clip_config clip_pretrained compare_column compare_example compare_upload
+    concreteness content_only descending device dhm_human dhm_judge dhm_pairing dhm_resamples
+    differences dis_aspect dis_metric errors extra_clip find_a find_aspect find_b find_metric
+    find_min find_pairs find_question found_slices gap gap_bins grounding judgements_source
+    judgements_upload meta_aspects meta_metrics meteor method metric p_split page pair_aspect
+    penalize plugins profile regions resamples scatter scatter_aspect scatter_metric scores_images
+    scores_path scores_upload search seed sequence slice_metric slice_p slice_problem
+    slice_sentences slice_t sort source system_a system_b system_metric t_split theta_name
+    theta_value upload upload_images upload_stories vs_aspect vs_method vs_permutations
+    whole_sequence story system with with_system last_judgements
+    """.split()
+)
+#: The beginnings of the keys the dashboard makes per metric or per value (``measure_<metric>``).
+DASHBOARD_KEY_PREFIXES: tuple[str, ...] = ("measure_", "meta_", "slice_range_")
 #: The built-in metrics (name -> module), in the order of tables, ``--help`` and the cards. The
 #: names are known without importing anything, so default settings never build the registry.
 BUILTIN_METRICS: dict[str, str] = {
@@ -257,10 +277,12 @@ class Option:
         or on/off read by its kind (ValueError with the reason when it is none)."""
         if text is None or (self.blank_is_unset and not str(text).strip()):
             return None
-        if self.kind == "int":
-            return int(text)
-        if self.kind == "float":
-            return float(text)
+        if self.kind in ("int", "float"):
+            try:
+                return int(text) if self.kind == "int" else float(text)
+            except ValueError:
+                words = "a whole number" if self.kind == "int" else "a number"
+                raise ValueError(f"{self.setting} must be {words}, got {text!r}") from None
         if self.kind == "bool":
             if isinstance(text, bool):
                 return text
@@ -282,6 +304,8 @@ class Option:
             "bool": ((bool,), "true or false"),
         }
         types, words = wanted.get(self.kind, ((str,), "text"))
+        if value is None and self.default is not None:  # unset is its default, never None
+            return f"{self.setting} must be {words}, got None"
         if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
             return f"{self.setting} must be {words}, got {value!r}"
         if self.choices and value is not None and value not in self.choices:
@@ -554,13 +578,14 @@ def is_mark(value: object) -> TypeGuard[Mark]:
     """
     if not isinstance(value, Mark):
         return False
-    if not type(value.sentence) is type(value.start) is type(value.end) is type(value.rank) is int:  # no bool
+    for number in (value.sentence, value.start, value.end, value.rank):
+        if not isinstance(number, int) or isinstance(number, bool):
+            return False
+    if not (isinstance(value.colour, str) and isinstance(value.title, str) and isinstance(value.css, str)):
         return False
-    if not type(value.colour) is type(value.title) is type(value.css) is str:
+    if value.style not in ("highlight", "underline") or not isinstance(value.word, bool) or not isinstance(value.data, tuple):
         return False
-    if value.style not in ("highlight", "underline") or type(value.word) is not bool or type(value.data) is not tuple:
-        return False
-    return all(type(d) is tuple and len(d) == 2 and type(d[0]) is str and type(d[1]) is str for d in value.data)
+    return all(isinstance(d, tuple) and len(d) == 2 and isinstance(d[0], str) and isinstance(d[1], str) for d in value.data)
 
 
 def is_legend_entry(value: object) -> TypeGuard[LegendEntry]:
