@@ -235,6 +235,7 @@ def test_a_metric_owns_its_sidebar_controls_and_their_links() -> None:
     ]
     signed = {"metrics": ["redundancy"], "splitter": "punkt", "spacy_model": None, "nr_variant": "paper", "nr_ngram": 4}
     assert Settings().as_dict() == signed  # what earlier versions signed, so the ids of their runs stay
+    assert list(Settings().as_dict()) == ["metrics", "nr_ngram", "nr_variant", "splitter", "spacy_model"]  # and its bytes
     assert {"nr_ngram", "nr_variant"} <= set(Settings(metrics=("grounding",)).as_dict())
     for unset in ({"nr_ngram": None}, {"nr_variant": None}, {"nr_ngram": 0}):  # refused, as the fields were
         with pytest.raises(SettingsError):

@@ -276,7 +276,11 @@ class Settings:
         if "preprocess" in data:
             data["preprocess"] = self.image_preprocess
         data["metrics"] = list(self.metrics)
-        return data
+        # the order earlier versions wrote (their fields first): the options signed in every run after
+        # ``metrics``, so a run's signature is the same bytes as theirs, not only the same id
+        every = {o.setting for spec in specs.values() for o in spec.signing.options if o.signed == "always"}
+        first = ["metrics", *sorted(k for k in data if k in every)]
+        return {**{k: data[k] for k in first}, **{k: v for k, v in data.items() if k not in first}}
 
     def _all_options(self, run: list[Any]) -> dict[str, Any]:
         """The options of the metrics of ``run``, each set or at its default (one that cannot be a
