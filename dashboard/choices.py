@@ -194,6 +194,7 @@ def settings_for(choices: Choices) -> Settings:
     paths: dict[str, Any] = {
         f.setting: choices.value(f.setting).strip() or None for s in boxed_metrics().values() for f in s.showing.model_fields
     }
+    paths = {k: v for k, v in paths.items() if v is not None or registry().options[k][1].default is None}  # empty: its default
     regions = parse_regions(choices.regions, DEFAULTS.regions)
     return Settings(
         metrics=metrics,
