@@ -1098,12 +1098,7 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
     from dashboard.choices import Choices, controls, settings_for, url_notices
 
     def with_option(name: str, option: str) -> str:
-        return (
-            GOOD.replace('"word_count"', f'"{name}"')
-            .replace('"words n"', f'"{name} n"')
-            .replace("score=score)", f"score=score, options=({option},))")
-            .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Option")
-        )
+        return "from vst_core.metric_spec import Option\n" + _good_as(name, f"{name} n", f"options=({option},)")
 
     reg = _install(
         plugins,

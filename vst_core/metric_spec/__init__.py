@@ -121,6 +121,7 @@ from vst_core.metric_spec.spec import (
     TextsHook,
     Tools,
     TransitionsHook,
+    at_least_one,
     is_legend_entry,
     is_mark,
 )
@@ -152,6 +153,7 @@ __all__ = [
     "WordLike",
     "BUILTIN",
     "BUILTIN_METRICS",
+    "at_least_one",
     "DASHBOARD_KEY_PREFIXES",
     "DASHBOARD_KEYS",
     "DEFAULT_METRICS",

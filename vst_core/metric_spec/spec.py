@@ -209,6 +209,15 @@ OptionValue = str | int | float | bool | None
 OptionKind = Literal["text", "file", "folder", "int", "float", "bool"]
 
 
+def at_least_one(value: Any) -> str | None:
+    """An ``Option.check`` for a count: why ``value`` is below 1, or None (None is left to the kind).
+
+    >>> at_least_one(0), at_least_one(3)
+    ('must be >= 1, got 0', None)
+    """
+    return None if value is None or value >= 1 else f"must be >= 1, got {value}"
+
+
 @dataclass(frozen=True, slots=True)
 class Option:
     """A setting a metric owns: declared here once, it is a ``vst score`` option (``flag``, by default

@@ -39,6 +39,7 @@ from vst_core.metric_spec import (
     Story,
     StoryRecordLike,
     Tools,
+    at_least_one,
 )
 
 if TYPE_CHECKING:
@@ -46,10 +47,6 @@ if TYPE_CHECKING:
     from vst_core.metric_modules.judge.cache import JudgeCache
     from vst_core.metric_modules.judge.seam import Judge
     from vst_core.metric_modules.judge.template import Rubric
-
-
-def _at_least_one(value: Any) -> str | None:
-    return None if value is None or value >= 1 else f"must be >= 1, got {value}"
 
 
 def _positive(value: Any) -> str | None:
@@ -113,7 +110,7 @@ OPTIONS = (
         metavar="VAR",
         blank_is_unset=True,
     ),
-    Option("judge_concurrency", 8, "requests in flight to the server", kind="int", signed=False, check=_at_least_one),
+    Option("judge_concurrency", 8, "requests in flight to the server", kind="int", signed=False, check=at_least_one),
     Option(
         "judge_timeout",
         60.0,
@@ -131,7 +128,7 @@ OPTIONS = (
         kind="int",
         while_set="judge_endpoint",
         metavar="K",
-        check=_at_least_one,
+        check=at_least_one,
     ),
 )
 

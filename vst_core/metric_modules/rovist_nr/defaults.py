@@ -8,18 +8,14 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from vst_core.metric_spec.contract import SettingsLike
-from vst_core.metric_spec.spec import Option
+from vst_core.metric_spec.spec import Option, at_least_one
 from vst_core.metrics.variants import NRVariant
 
 #: The metric's name (in ``--metrics`` and on disk).
 NAME = "redundancy"
-
-
-def _at_least_one(value: Any) -> str | None:
-    return None if value is None or value >= 1 else f"must be >= 1, got {value}"
 
 
 #: The n-gram window of the intra-sentence part (Eq. 8). Signed in every run, as earlier versions
@@ -33,7 +29,7 @@ NGRAM = Option(
     label="n-gram window (intra part)",
     signed="always",
     metavar="N",
-    check=_at_least_one,
+    check=at_least_one,
     bounds=(2, 8),
     key="ngram",
 )
