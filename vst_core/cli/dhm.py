@@ -10,7 +10,7 @@ import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, error, note, note_conflicts, story_set_given
+from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, error, note, note_conflicts, story_set_given
 from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import frame_csv
@@ -18,6 +18,7 @@ from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.importing import ImportError_, imported_records, metric_of, read_long_file, read_released
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
+from vst_core.data.tables import LONG_READ_BYTES, Progress
 from vst_core.records import StoryScores
 
 
@@ -40,6 +41,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     imp.add_argument("--metric", default=None, help="metric of a released file (default: from its _G/_C/_R suffix)")
     imp.add_argument("--variant", default="as released", help="how the scores were computed, recorded in the signature")
     imp.add_argument("--long", action="store_true", help="the files are long CSVs story_id,metric,value[,system][,sequence_id]")
+    imp.add_argument("--no-progress", action="store_true", help="hide the progress bar of a long file")
     imp.add_argument(
         "--sequence-id-from",
         choices=("file", "story_id"),
@@ -82,6 +84,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
 
+def _reading(path: Path, hidden: bool) -> Progress | None:
+    """A progress bar for a file long to read (:data:`~vst_core.data.tables.LONG_READ_BYTES` or more)."""
+    if hidden or path.stat().st_size < LONG_READ_BYTES:
+        return None
+    return lambda total, unit: bar(total, unit, f"reading {path.name}")
+
+
 def run_import(args: argparse.Namespace) -> int:
     records: list[StoryScores] = []
     for path in args.files:
@@ -91,7 +100,7 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             sequences: dict[tuple[str, str], str] | None = None
             if args.long:
-                long = read_long_file(path)
+                long = read_long_file(path, progress=_reading(path, args.no_progress))
                 problems = long.problems
 
                 def name(system: str) -> str:
@@ -106,7 +115,7 @@ def run_import(args: argparse.Namespace) -> int:
                     error("released files name no system: pass --system")
                     return EXIT_USAGE
                 metric = metric_of(path, args.metric)
-                found, problems = read_released(path, metric)
+                found, problems = read_released(path, metric, progress=_reading(path, args.no_progress))
                 values = {(args.system, sid): {metric: v} for sid, v in found.items()}
                 variants = {metric: args.variant}
         except (ImportError_, ValueError, UnicodeDecodeError) as exc:

@@ -12,7 +12,6 @@ release) or standing in for an unknown one (no column, nothing declared)."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vst_core.data.tables import Progress, TableBudget, check_bytes, counted_rows, open_text_budgeted
 from vst_core.hashing import file_digest, json_digest
 from vst_core.metric_spec import registry
 from vst_core.problems import Problem
@@ -53,21 +53,30 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def read_released(path: Path, metric: str) -> tuple[dict[str, float], list[Problem]]:
-    """story_id -> value of one released file; empty or non-finite values are reported and left out."""
+def read_released(
+    path: Path, metric: str, *, budget: TableBudget | None = None, progress: Progress | None = None
+) -> tuple[dict[str, float], list[Problem]]:
+    """story_id -> value of one released file; empty or non-finite values are reported and left out.
+    A CSV is read row by row within ``budget`` (:meth:`TableBudget.from_env` when None: its bytes and
+    rows, TableBudgetError past them), ``progress(bytes, "B")`` advanced as it is read; a JSON file
+    within its bytes."""
     problems: list[Problem] = []
-    text = path.read_text(encoding="utf-8-sig")
     values: dict[str, float] = {}
     if path.suffix.lower() == ".json":
-        data = json.loads(text)
+        check_bytes(path, budget)
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
         if not isinstance(data, dict):
             raise ImportError_(f"{path.name}: expected {{story_id: value}}")
         items = [(str(k), v) for k, v in data.items()]
     else:
-        rows = list(csv.reader(io.StringIO(text)))
-        if not rows or len(rows[0]) < 2:
-            raise ImportError_(f"{path.name}: expected a CSV story_id,<score>")
-        items = [(r[0].strip(), r[1].strip()) for r in rows[1:] if r]
+        with open_text_budgeted(path, budget, progress=progress) as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None or len(header) < 2:
+                raise ImportError_(f"{path.name}: expected a CSV story_id,<score>")
+            items = [
+                (r[0].strip(), r[1].strip() if len(r) > 1 else "") for r in counted_rows(reader, budget, name=path.name) if r
+            ]
     for sid, raw in items:
         number = _number(raw)
         if number is None:
@@ -90,23 +99,29 @@ class LongFile:
     problems: list[Problem]
 
 
-def read_long(path: Path) -> tuple[dict[Key, dict[str, float]], list[Problem]]:
+def read_long(path: Path, *, budget: TableBudget | None = None) -> tuple[dict[Key, dict[str, float]], list[Problem]]:
     """(system, story_id) -> {metric: value} of a long CSV (see :func:`read_long_file`)."""
-    found = read_long_file(path)
+    found = read_long_file(path, budget=budget)
     return found.values, found.problems
 
 
-def read_long_file(path: Path) -> LongFile:
+def read_long_file(path: Path, *, budget: TableBudget | None = None, progress: Progress | None = None) -> LongFile:
     """A long CSV ``story_id,metric,value[,system][,sequence_id]``: unusable rows, and a story given
-    two sequence ids (the first is kept), are problems."""
+    two sequence ids (the first is kept), are problems. Read row by row within ``budget``
+    (:meth:`TableBudget.from_env` when None: its bytes and rows, TableBudgetError past them);
+    ``progress(bytes, "B")`` is advanced as it is read."""
+    with open_text_budgeted(path, budget, progress=progress) as fh:
+        return _long_rows(path, csv.DictReader(fh), budget)
+
+
+def _long_rows(path: Path, reader: csv.DictReader[str], budget: TableBudget | None) -> LongFile:
     problems: list[Problem] = []
-    reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8-sig")))
     fields = set(reader.fieldnames or [])
     if not {"story_id", "metric", "value"} <= fields:
         raise ImportError_(f"{path.name}: a long CSV needs columns story_id, metric, value (and optionally system, sequence_id)")
     out: dict[Key, dict[str, float]] = {}
     sequences: dict[Key, str] | None = {} if "sequence_id" in fields else None
-    for row in reader:
+    for row in counted_rows(reader, budget, name=path.name):
         spec = registry().named(row.get("metric") or "")
         metric = spec.name if spec is not None and spec.reading.from_score is not None else None
         number = _number(row.get("value"))

@@ -123,11 +123,22 @@ def story_set_from_files(
 ) -> tuple[StorySet | None, str | None, list[str]]:
     """A story file (JSON, JSONL, VIST, or a VWP table) uploaded with its images, unpacked within ``budget`` (see
     :func:`place_upload`): (set, whole-upload error, messages); the set is read with its images
-    checked, so a missing or broken image is a problem of its story."""
+    checked, so a missing or broken image is a problem of its story. A table (Parquet, CSV, TSV) is
+    read within the budget's table rules (:meth:`TableBudget.of_upload`) before it is read as
+    stories: one over its rows or its decoded bytes is the whole-upload error, and no image is unpacked."""
     from vst_core.data.readers import read_story_set
+    from vst_core.data.tables import TableBudget, check_table
     from vst_core.data.types import StorySetError
 
+    tables = TableBudget.of_upload(budget or UploadBudget.from_env())
+    refused: list[str] = []
+
     def refs_of(path: Path) -> list[str]:
+        try:
+            check_table(path, tables)
+        except Exception as exc:  # over a budget, or a damaged table: never handed to a reader that reads it whole
+            refused.append(_table_refusal(path, exc))
+            return []
         try:
             return [ref for story in read_story_set(path, splitter=splitter, check_images=False) for ref in story.images]
         except StorySetError:
@@ -136,7 +147,18 @@ def story_set_from_files(
     path, error, messages = place_upload(files, folder, refs_of, budget=budget)
     if path is None:
         return None, error, messages
+    if refused:
+        return None, refused[0], messages
     try:
         return read_story_set(path, splitter=splitter, check_images=True), None, messages
     except StorySetError as exc:
         return None, str(exc).replace(str(folder) + "/", ""), messages
+
+
+def _table_refusal(path: Path, exc: Exception) -> str:
+    """Why an uploaded table is not read: its budget's message, or what made it unreadable."""
+    from vst_core.data.tables import TableBudgetError
+
+    if isinstance(exc, TableBudgetError):
+        return str(exc)
+    return f"{path.name}: cannot be read as a table ({type(exc).__name__}: {str(exc).replace(str(path.parent) + '/', '')[:200]})"

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS
+from vst_core.data.scores_io import size_text
+from vst_core.data.tables import TableBudget, TableBudgetError, read_csv_budgeted
 
 #: The VHED error taxonomy (Vrank Table 5): canonical name -> accepted column/aspect names.
 ERROR_TAGS: dict[str, tuple[str, ...]] = {
@@ -93,12 +95,15 @@ _STRUCTURAL = frozenset(
 )
 
 
-def _ragged_rows(text: str, width: int, first_line: int, problems: list[str]) -> None:
+def _ragged_rows(text: str, width: int, first_line: int, problems: list[str], rows: int) -> None:
     """Report rows with more fields than the header: an empty last field is a trailing comma;
-    anything else is data the header does not name (both are ignored)."""
+    anything else is data the header does not name (both are ignored). A file of more than
+    ``rows`` rows after its header is refused (:class:`JudgementsTooLarge`) once the next is read."""
     trailing: list[int] = []
     extra: list[int] = []
     for number, row in enumerate(csv.reader(io.StringIO(text)), start=first_line):
+        if number - first_line > rows:
+            raise _too_large(rows)
         if len(row) > width:
             (trailing if not "".join(row[width:]).strip() else extra).append(number)
     if trailing:
@@ -107,36 +112,70 @@ def _ragged_rows(text: str, width: int, first_line: int, problems: list[str]) ->
         problems.append(f"{len(extra)} row(s) have more fields than the header (lines {extra[:5]}); the extra fields are ignored")
 
 
+class JudgementsTooLarge(JudgementsError, TableBudgetError):
+    """A judgements file over the table budget (:class:`~vst_core.data.tables.TableBudget`): its
+    ``budget`` (``"rows"`` or ``"bytes"``), ``limit`` and ``found`` say which and by how much."""
+
+
+def _too_large(rows: int) -> JudgementsTooLarge:
+    """The refusal of a judgements file of more than ``rows`` rows, its budget."""
+    return JudgementsTooLarge(
+        f"the judgements file holds more than {rows:,} rows, over the budget of {rows:,} rows for a table "
+        "(VST_MAX_TABLE_ROWS raises it); split it",
+        budget="rows",
+        limit=rows,
+        found=rows,
+    )
+
+
 #: The only line ends of a CSV file (RFC 4180's CRLF, and LF or CR alone).
 _CSV_LINE_END = re.compile(r"\r\n|\n|\r")
 
 
-def _read_table(raw: bytes) -> tuple[pd.DataFrame, list[str]]:
+def _read_table(raw: bytes, budget: TableBudget | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The CSV as text cells indexed by line number, plus what was odd about its shape. Structural
     column names are matched case-insensitively (two columns meaning one name are refused); empty
-    unnamed columns (a trailing comma on the header) are dropped."""
+    unnamed columns (a trailing comma on the header) are dropped. Within ``budget``
+    (:meth:`TableBudget.from_env` when None): a file over its bytes or rows is a
+    :class:`JudgementsTooLarge`, refused before the rows past the budget are parsed."""
+    budget = budget or TableBudget.from_env()
+    if len(raw) > budget.bytes:
+        raise JudgementsTooLarge(
+            f"the judgements file is {size_text(len(raw))}, over the budget of {size_text(budget.bytes)} for a table "
+            "(VST_MAX_DATA_FILE_BYTES raises it); split it",
+            budget="bytes",
+            limit=budget.bytes,
+            found=len(raw),
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise JudgementsError(f"judgements file is not UTF-8 text ({exc})") from exc
-    lines = _CSV_LINE_END.split(text)  # not splitlines(): U+2028, U+0085, \v or \f inside a cell is text
-    if lines and lines[-1] == "":
-        lines.pop()
-    skipped = 0
-    while lines and (lines[0].startswith("#") or not lines[0].strip()):
-        lines.pop(0)  # comment header (e.g. a signature line of an export)
-        skipped += 1
-    if not lines:
+    # not splitlines(): U+2028, U+0085, \v or \f inside a cell is text
+    text = _CSV_LINE_END.sub("\n", text)
+    if text.endswith("\n"):
+        text = text[:-1]
+    start = skipped = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip() and not text.startswith("#", start):
+            break
+        start, skipped = end + 1, skipped + 1  # a comment header (e.g. a signature line of an export) or a blank line
+    body = text[start:]
+    if not body:
         raise JudgementsError("judgements file is empty")
-    body = "\n".join(lines)
+    end = body.find("\n")
     problems: list[str] = []
     try:
-        header = next(csv.reader(io.StringIO(lines[0])))
-        _ragged_rows(body, len(header), skipped + 1, problems)
+        header = next(csv.reader(io.StringIO(body if end < 0 else body[:end])))
+        _ragged_rows(body, len(header), skipped + 1, problems, budget.rows)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", pd.errors.ParserWarning)
-            frame = pd.read_csv(
+            frame = read_csv_budgeted(
                 io.StringIO(body),
+                budget,
+                name="the judgements file",
                 dtype=str,
                 keep_default_na=False,
                 skipinitialspace=True,
@@ -145,6 +184,8 @@ def _read_table(raw: bytes) -> tuple[pd.DataFrame, list[str]]:
                 names=list(range(len(header))),
                 skiprows=1,
             )
+    except TableBudgetError as exc:
+        raise JudgementsTooLarge(str(exc), budget=exc.budget, limit=exc.limit, found=exc.found) from exc
     except (pd.errors.ParserError, pd.errors.EmptyDataError, csv.Error) as exc:
         raise JudgementsError(f"judgements file is not a readable CSV ({exc})") from exc
     frame = frame.fillna("").astype(str)

@@ -18,6 +18,7 @@ from vst_core.analysis.meta_eval.judgements import (
     _read_table,
 )
 from vst_core.analysis.meta_eval.released_layouts import _source_name, _vhed, _vist_edit, detect_layout
+from vst_core.data.tables import TableBudget
 from vst_core.hashing import text_digest
 
 
@@ -27,6 +28,7 @@ def read_judgements(
     aspects: Sequence[str] | None = None,
     layout: str = "auto",
     model: str | None = None,
+    budget: TableBudget | None = None,
 ) -> Judgements:
     """Read a judgements CSV in any of the five layouts (:data:`LAYOUTS`).
 
@@ -46,11 +48,14 @@ def read_judgements(
     layout ``aspects`` names the aspect columns; without it, identifier-like columns (``album_id``,
     ``worker``) are left out and reported, and a file with several groups' ratings under one id
     (a ``team`` or ``condition`` column) is refused naming the column.
+
+    A file over ``budget`` (:meth:`~vst_core.data.tables.TableBudget.from_env` when None: its rows
+    and bytes) is refused with a :class:`~.judgements.JudgementsTooLarge` before the rows past it are parsed.
     """
     if layout not in LAYOUTS:
         raise JudgementsError(f"unknown judgements layout {layout!r}; choose from {', '.join(LAYOUTS)}")
     raw = _read_bytes(source)
-    frame, problems = _read_table(raw)
+    frame, problems = _read_table(raw, budget)
     chosen = detect_layout(frame.columns) if layout == "auto" else layout
     if chosen == "vist-edit":
         judgements = _vist_edit(frame, aspects, model, _source_name(source), problems)
