@@ -70,6 +70,59 @@ def test_a_json_reader_never_raises_anything_but_its_own_error(tmp_path: Path, d
         pass
 
 
+VWP_ROW = st.fixed_dictionaries(
+    {
+        "story_id": st.text(max_size=6) | st.integers(),
+        "scene_full_id": st.text(alphabet="tt0123_./ ", min_size=1, max_size=10).filter(str.strip),
+        "link0": st.text(max_size=30),
+        "link1": st.sampled_from(["", "http://x/s/a.jpg", "https://[bad/b.jpg"]),
+        "char0": st.sampled_from(["", "{}", "Ann", "x" * 300]),
+        "char0_url": st.sampled_from(["", "{}", "http://x/s/char_0000.jpg"]),
+        "text0": st.text(alphabet=" \n\u2028[SEPNT]ab.", max_size=40),
+        "sep_story": st.text(alphabet=" \t[SEPNT]a", max_size=40),
+    },
+    optional={"images": JUNK, "characters": JUNK, "extra": JUNK},
+)
+VWP_HOSTILE = st.sampled_from(
+    [
+        ("row", '{"scene_full_id": "s1", "link0": "a.jpg", "text0": "A\\u2028B"}'),  # an escaped U+2028
+        ("row", '{"scene_full_id": "s1", "link0": "a.jpg", "text0": "A\u2028B", "text0": "twice"}'),  # a raw one, a key twice
+        ("raw", '{"scene_full_id": "s1", "link0": ' + "[" * 3000 + "]" * 3000 + "}"),
+        ("raw", '{"scene_full_id": "s1", "link0": "a.jpg", "n": ' + "9" * 5000 + "}"),
+        ("raw", "\udcff not utf8"),
+        ("raw", "{not json"),
+    ]
+)
+
+
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    VWP_ROW,
+    st.lists(st.one_of(VWP_ROW.map(lambda r: ("row", r)), JUNK.map(lambda j: ("junk", j)), VWP_HOSTILE), max_size=10),
+    st.sampled_from(["s.jsonl", "s.json", "list.json"]),
+)
+def test_a_vwp_reader_never_raises_and_keeps_every_row_once(tmp_path: Path, first: dict, rest: list, name: str) -> None:
+    """VWP rows (ids of any text, repeated, lists of any shape, a 300-character name) among junk
+    values and hostile lines, as JSON lines (under ``.jsonl`` or ``.json``) or a JSON list: the
+    reader never raises, every row with a scene is one story under a unique id, each other row
+    or line a problem."""
+    items = [("row", first), *rest]
+    if name == "list.json":
+        items = [(kind, value) for kind, value in items if not isinstance(value, str) or kind == "junk"]
+        (tmp_path / name).write_text(json.dumps([value for _, value in items]))
+    else:
+        lines = [
+            value if isinstance(value, str) and kind != "junk" else json.dumps(value, ensure_ascii=False) for kind, value in items
+        ]
+        _write(tmp_path / name, lines)
+    ss = read_story_set(tmp_path / name, check_images=False)
+    ids = [s.story_id for s in ss]
+    assert len(ids) == len(set(ids)) and all(s.system == "human" for s in ss)
+    assert len(ss) == sum(1 for kind, _ in items if kind == "row")
+    assert all(len(name) <= 200 for s in ss for name, _ in s.characters)
+    assert len({p.line for p in ss.problems if p.kind == "line"}) >= sum(1 for kind, _ in items if kind == "raw")
+
+
 def test_a_bom_keeps_the_first_story(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(

@@ -187,4 +187,31 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
             failed = failed or bool(failures)
     if failed and args.strict:
         return EXIT_WEIGHTS
+    if summary.scored and len(summary.failed) == summary.scored:
+        valued, why = _valued(args.out, summary.scored)
+        if not valued:  # records were written, each with errors only: no story has a number
+            error(
+                f"no story of {args.input} got a value: all {summary.scored} written have errors only "
+                f"(the first: {why}); the errors field of each record says why"
+            )
+            return EXIT_INPUT
     return EXIT_PARTIAL if unavailable or failed else 0
+
+
+def _valued(out: Path, written: int) -> tuple[int, str]:
+    """(how many of the last ``written`` records of ``out`` hold a metric's value, the first
+    error of the first one that holds none)."""
+    import json
+    from collections import deque
+
+    with out.open("rb") as fh:
+        tail = deque(fh, maxlen=written)
+    valued, why = 0, ""
+    for line in tail:
+        record = json.loads(line)
+        if record.get("metrics"):
+            valued += 1
+        elif not why:
+            errors = record.get("errors") or {}
+            why = next((f"{name}: {text}" for name, text in errors.items()), "no metric computed")
+    return valued, why

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
@@ -34,6 +35,39 @@ def resolve_image(root: Path, ref: str, *, base: Path | None = None) -> Path:
     if not resolved.is_relative_to(base):
         raise ImagePathError(f"image {ref!r} leaves the dataset folder {base}")
     return resolved
+
+
+def listed_ref(root: Path, ref: str, *, base: Path | None = None) -> str:
+    """A path a release lists for one of its own files, as a reference relative to ``root`` (the
+    listing file's folder): ``ref`` itself when ``root/ref`` is a file; else, for a release that
+    writes its paths from the folder above (``sampled_60/images/1_img0.jpg`` listed in
+    ``sampled_60/stories.json``, as the script that downloaded them was run there), that file as a
+    path from ``root`` (``images/1_img0.jpg``; ``../…`` when it lies outside ``root``, which
+    :func:`resolve_image` then refuses); else ``ref`` unchanged, so the reader says it is not found.
+    A path written with backslashes is read with slashes when only that one is found.
+
+    >>> import tempfile
+    >>> top = Path(tempfile.mkdtemp()); (top / "set" / "images").mkdir(parents=True)
+    >>> _ = (top / "set" / "images" / "1.jpg").write_bytes(b"")
+    >>> listed_ref(top / "set", "set/images/1.jpg"), listed_ref(top / "set", "images/1.jpg"), listed_ref(top / "set", "x.jpg")
+    ('images/1.jpg', 'images/1.jpg', 'x.jpg')
+    """
+    if not ref or "\x00" in ref or "://" in ref or Path(ref).is_absolute():
+        return ref
+    base = base if base is not None else root.resolve()
+    candidates = [ref] + ([ref.replace("\\", "/")] if "\\" in ref else [])
+    for folder in (base, base.parent):
+        for candidate in candidates:
+            try:
+                path = (folder / candidate).resolve()
+                if not path.is_file():
+                    continue
+            except (OSError, ValueError, RuntimeError):  # a name the file system refuses, a symlink loop
+                continue
+            if folder == base and candidate == ref:
+                return ref
+            return Path(os.path.relpath(path, base)).as_posix()
+    return ref
 
 
 def check_image(path: Path) -> str | None:

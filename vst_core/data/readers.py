@@ -11,8 +11,8 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vst_core.data.paths import (
@@ -22,7 +22,24 @@ from vst_core.data.paths import (
     resolve_image,
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
-from vst_core.data.vwp import GROUP_MARK, is_vwp, table_rows, vwp_records
+from vst_core.data.vwp import (
+    GROUP_MARK,
+    MAX_NAME_CHARS,
+    Locator,
+    VwpRows,
+    columns_note,
+    duplicate_keys_problems,
+    extra_columns,
+    has_vwp_header,
+    is_vwp,
+    json_rows,
+    pairs_with_duplicates,
+    shared_names,
+    sniff,
+    split_groups,
+    table_rows,
+    vwp_records,
+)
 from vst_core.hashing import json_line, short_sha1
 from vst_core.records.reader import characters_of
 from vst_core.story import StoryFields
@@ -67,17 +84,18 @@ def check_record(value: Any, limit: int = MAX_DEPTH) -> None:
             stack.extend((v, level + 1) for v in item)
 
 
-def load_json(text: str, *, per_record: bool = False) -> Any:
+def load_json(text: str, *, per_record: bool = False, pairs: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """``json.loads`` that never raises anything but ValueError (JSONDecodeError included): too deep
     nesting and too long integers become :class:`RecordLimitError`. With ``per_record`` (a whole
     story set in one document) neither is checked here: long integers stay :class:`LongNumber` and
     the caller checks each story with :func:`check_record`, so one bad value costs one story.
+    ``pairs``: the ``object_pairs_hook`` that builds each object (a VWP row notes its repeated keys).
 
     >>> load_json('{"a": [1, 2.5]}')
     {'a': [1, 2.5]}
     """
     try:
-        value = json.loads(text, parse_int=_long_number)
+        value = json.loads(text, parse_int=_long_number, object_pairs_hook=pairs)
     except RecursionError:
         raise RecordLimitError(f"nested deeper than Python can parse (limit {MAX_DEPTH} levels)") from None
     except json.JSONDecodeError:
@@ -144,7 +162,7 @@ def story_from_record(
     elif isinstance(record.get("text"), str):
         text = record["text"]
         if GROUP_MARK.search(text):  # "[SEP]"/"[SENT]" between the images' texts, as VWP and VLM story papers write them
-            sentences, frames = grouped_sentences(GROUP_MARK.split(text), splitter)
+            sentences, frames = grouped_sentences(split_groups(text), splitter)
         else:
             sentences = tuple((splitter or _default_splitter())(text))
     elif "text" in record:
@@ -156,8 +174,10 @@ def story_from_record(
     elif any(not s for s in sentences):
         problems.append(Problem("some sentences are empty", "empty", "warning", line, story_id))
     problems.extend(alignment_problems(len(sentences), frames, len(images), story_id, line))
-    characters = characters_of(record.get("characters"))
+    characters = _named(characters_of(record.get("characters")), problems, story_id, line)
     problems.extend(_image_problems(root, images, story_id, line, check_images))
+    if check_images:
+        problems.extend(_crop_problems(root, images, characters, story_id, line))
     system = record.get("system")
     sequence_id = record.get("sequence_id")
     return Story(
@@ -170,6 +190,48 @@ def story_from_record(
         frames=frames,
         characters=characters,
     )
+
+
+def _named(
+    characters: tuple[tuple[str, str], ...], problems: list[Problem], story_id: str, line: int | None
+) -> tuple[tuple[str, str], ...]:
+    """The characters whose name is at most :data:`~vst_core.data.vwp.MAX_NAME_CHARS` long; each
+    longer one is left out with a warning (a name is matched against every sentence)."""
+    kept = tuple(c for c in characters if len(c[0]) <= MAX_NAME_CHARS)
+    for k, (name, _) in enumerate(characters):
+        if len(name) > MAX_NAME_CHARS:
+            problems.append(
+                Problem(
+                    f"character {k + 1}'s name is {len(name):,} characters long (at most {MAX_NAME_CHARS} are read); left out",
+                    "file",
+                    "warning",
+                    line,
+                    story_id,
+                )
+            )
+    return kept
+
+
+def _crop_problems(
+    root: Path, images: tuple[str, ...], characters: tuple[tuple[str, str], ...], story_id: str, line: int | None
+) -> list[Problem]:
+    """A warning per named character whose crop cannot be used. A crop is named relative to the
+    folder of the story's first image, where character alignment looks for it
+    (``metric_modules.character_alignment.crop_ref``)."""
+    folder = PurePosixPath(images[0]).parent if images else PurePosixPath()
+    problems: list[Problem] = []
+    for name, crop in characters:
+        if not crop:
+            continue
+        try:
+            why = check_image(resolve_image(root, str(folder / crop)))
+        except ImagePathError as exc:
+            why = str(exc)
+        if why:
+            problems.append(
+                Problem(f"{name[:40]!r}'s crop: {why}; character alignment leaves it out", "file", "warning", line, story_id)
+            )
+    return problems
 
 
 def _groups(value: Any) -> list[str | list[str]]:
@@ -433,31 +495,39 @@ def read_story_set(
     vist_images: Path | None = None,
     vist_text_field: str = "text",
 ) -> StorySet:
-    """Read any supported story-set file; the layout is detected from the content."""
+    """Read any supported story-set file; the layout is detected from the content, whatever the
+    suffix: a VWP table by its columns (CSV/TSV, Parquet, a JSON list or JSON lines), a VIST
+    annotation file by its ``annotations``, else a story set (JSON or JSONL)."""
     path = Path(path)
     if not path.is_file():
         raise StorySetError(f"story file not found: {path}")
-    if path.suffix.lower() in (".csv", ".tsv", ".parquet"):  # a table: VWP's release is the one read
-        return read_vwp(table_rows(path), path, images_dir=vist_images, splitter=splitter, check_images=check_images)
+    vwp: dict[str, Any] = {"images_dir": vist_images, "splitter": splitter, "check_images": check_images}
+    try:
+        kind = sniff(path)
+    except OSError as exc:
+        raise StorySetError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if path.suffix.lower() in (".csv", ".tsv", ".parquet") and kind != "json" or kind == "parquet":
+        return read_vwp(table_rows(path), path, **vwp)  # a table: VWP's release is the one read
+    if kind in ("csv", "tsv") and has_vwp_header(path):
+        return read_vwp(table_rows(path), path, **vwp)
     if path.suffix.lower() == ".jsonl":
-        first = _first_record(path)
-        if isinstance(first, dict) and is_vwp(first):
-            return read_vwp(table_rows(path), path, images_dir=vist_images, splitter=splitter, check_images=check_images)
-        return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+        return _json_lines(path, **vwp)
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        if _looks_like_jsonl(raw.decode("utf-8", "replace")) or _vwp_lines(path):  # one bad line costs that line
+            return _json_lines(path, **vwp)
         raise _decode_error(path, exc) from None
     try:
         data = load_json(text, per_record=True)
     except json.JSONDecodeError as exc:
-        if _looks_like_jsonl(text):  # several values one per line: JSONL with a .json name
-            return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+        if _looks_like_jsonl(text) or _vwp_lines(path):  # several values one per line: JSONL with a .json name
+            return _json_lines(path, **vwp)
         raise StorySetError(f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecordLimitError as exc:
-        if _looks_like_jsonl(text):
-            return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+        if _looks_like_jsonl(text) or _vwp_lines(path):
+            return _json_lines(path, **vwp)
         raise StorySetError(f"{path}: {exc}") from None
     if isinstance(data, dict) and "annotations" in data:
         try:
@@ -465,25 +535,115 @@ def read_story_set(
         except RecordLimitError as exc:
             raise StorySetError(f"{path.name}: the VIST annotations {exc}") from None
         return read_vist(data, path, images_dir=vist_images, text_field=vist_text_field, check_images=check_images)
-    if isinstance(data, list) and data and isinstance(data[0], dict) and is_vwp(data[0]):
-        return read_vwp(data, path, images_dir=vist_images, splitter=splitter, check_images=check_images)
+    if isinstance(data, dict) and is_vwp(data):  # one row: a JSON-lines file of one line
+        return read_vwp(vwp_json_list(text, [data]), path, **vwp)
+    if isinstance(data, list) and is_vwp(next((r for r in data if isinstance(r, dict)), {})):
+        return read_vwp(vwp_json_list(text, data), path, **vwp)
     return _stories_from_json(data, path, splitter=splitter, check_images=check_images)
 
 
-def _first_record(path: Path) -> Any:
-    """The first JSON line of a JSONL file, read as every line is (None when it is not one)."""
+def _json_lines(path: Path, *, images_dir: Path | None, splitter: Splitter | None, check_images: bool) -> StorySet:
+    """A JSON-lines file whatever its name: VWP's rows when its first object has VWP's columns,
+    else a story set."""
+    if _vwp_lines(path):
+        return read_vwp(vwp_json_lines(path), path, images_dir=images_dir, splitter=splitter, check_images=check_images)
+    return read_jsonl_stories(path, splitter=splitter, check_images=check_images)
+
+
+def _vwp_lines(path: Path) -> bool:
+    """Whether a file's first JSON object on a line of its own has VWP's columns."""
+    first = _first_record(path)
+    return isinstance(first, dict) and is_vwp(first)
+
+
+def _first_record(path: Path, lines: int = 100) -> Any:
+    """The first JSON object among the first ``lines`` non-blank lines of a JSON-lines file, read
+    as every line is (None when none is one): a bad first line does not hide the layout."""
     try:
         with path.open("rb") as fh:
+            seen = 0
             for raw in fh:
-                if raw.strip():
-                    return load_json(raw.decode("utf-8-sig")) if len(raw) <= MAX_LINE_BYTES else None
-    except (UnicodeDecodeError, ValueError, RecordLimitError, RecursionError, OSError):
+                if not raw.strip():
+                    continue
+                seen += 1
+                if seen > lines:
+                    break
+                if len(raw) > MAX_LINE_BYTES:
+                    continue
+                try:
+                    value = load_json(raw.decode("utf-8-sig"))
+                except (UnicodeDecodeError, ValueError, RecursionError):
+                    continue
+                if isinstance(value, dict):
+                    return value
+    except OSError:
         return None
     return None
 
 
+def vwp_json_lines(path: Path) -> VwpRows:
+    """VWP's rows in a JSON-lines file (any suffix), read line by line as :func:`read_jsonl_stories`
+    reads a story set: a line that is not UTF-8 JSON, or is over a limit, is a problem naming it
+    and the others are read; lines end at ``\n`` only (a U+2028 inside a JSON string is text)."""
+    problems: list[Problem] = []
+
+    def rows() -> Any:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                if len(raw) > MAX_LINE_BYTES:
+                    problems.append(Problem(f"line longer than {MAX_LINE_BYTES} bytes; skipped", "line", line=number))
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problems.append(
+                        Problem(
+                            f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); line skipped",
+                            "line",
+                            line=number,
+                        )
+                    )
+                    continue
+                if number == 1:
+                    text = text.removeprefix("\ufeff")
+                try:
+                    yield number, load_json(text, pairs=pairs_with_duplicates)
+                except json.JSONDecodeError as exc:
+                    problems.append(
+                        Problem(f"malformed JSON ({exc.msg} at column {exc.colno}); line skipped", "line", line=number)
+                    )
+                except ValueError as exc:
+                    problems.append(Problem(f"{exc}; line skipped", "line", line=number))
+
+    found = json_rows(rows(), "line", problems)
+    return VwpRows(found.rows, tuple(sorted(found.problems, key=lambda p: p.line or 0)), "line", found.duplicates)
+
+
+def vwp_json_list(text: str, data: list[Any]) -> VwpRows:
+    """VWP's rows in a JSON list, numbered from 1, each checked against the record limits (a row
+    over one is a problem, the others are read), with the keys a row gives twice."""
+    try:
+        keyed = load_json(text, per_record=True, pairs=pairs_with_duplicates)
+    except ValueError:
+        keyed = data
+    if isinstance(keyed, dict):
+        keyed = [keyed]
+    problems: list[Problem] = []
+    rows: list[tuple[int, Any]] = []
+    for number, row in enumerate(keyed if isinstance(keyed, list) else data, start=1):
+        try:
+            check_record(row, MAX_DEPTH - 2)
+        except RecordLimitError as exc:
+            problems.append(Problem(f"row {number} {exc}; skipped", "line", line=number))
+            continue
+        rows.append((number, row))
+    return json_rows(iter(rows), "row", problems)
+
+
 def read_vwp(
-    rows: Iterable[Any],
+    rows: VwpRows | Iterable[Any],
     path: Path,
     *,
     images_dir: Path | None = None,
@@ -492,26 +652,35 @@ def read_vwp(
     check_images: bool = True,
 ) -> StorySet:
     """VWP's rows (:mod:`vst_core.data.vwp`) as a story set: one story per row, in groups per
-    shot, with its named characters; the shots' images found by file name in ``images_dir``
-    (default: an ``images`` folder beside the file, else the file's folder)."""
+    shot, with its named characters; a row's own ``images`` and ``characters`` where it lists them
+    (beside the file or its folder), else each link's file in ``images_dir/<scene_full_id>/``, then
+    in ``images_dir`` (default: an ``images`` folder beside the file, else the file's folder; see
+    :class:`~vst_core.data.vwp.Locator`). Columns left out and keys given twice are said."""
     root = path.parent
+    table = rows if isinstance(rows, VwpRows) else VwpRows.of(rows)
     _, rel = _images_folder(root, images_dir, "VWP")
-    records, problems = vwp_records(rows, rel.as_posix() if rel.parts else "", system)
+    locator = Locator(root, rel.as_posix() if rel.parts else "", shared_names(table.rows))
+    records, problems = vwp_records(table, locator, system)
+    problems[:0] = [*table.problems, *duplicate_keys_problems(table)]
+    note = columns_note(extra_columns(table.rows))
+    if note is not None:
+        problems.insert(0, note)
     stories: list[Story] = []
     for record in records:
-        line = record.pop("_line")
+        line, own = record.pop("_line"), tuple(record.pop("_problems"))
         try:
-            stories.append(story_from_record(record, root=root, line=line, splitter=splitter, check_images=check_images))
+            story = story_from_record(record, root=root, line=line, splitter=splitter, check_images=check_images)
+            stories.append(dataclasses.replace(story, problems=own + story.problems) if own else story)
         except ValueError as exc:
-            problems.append(Problem(f"row {line}: {exc}; skipped", "line", line=line))
-    if not stories and not problems:
+            problems.append(Problem(f"{table.unit} {line}: {exc}; skipped", "line", line=line))
+    if not stories and not any(p.severity == "error" for p in problems):
         problems.append(Problem(f"{path.name} holds no VWP row", "line"))
     return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
 
 
 def _looks_like_jsonl(text: str) -> bool:
     """More than one non-blank line, each starting like a JSON object."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line.strip() for line in text.split("\n") if line.strip()]  # "\n" only: U+2028 may be inside a string
     return len(lines) > 1 and sum(line.startswith("{") for line in lines) > len(lines) / 2
 
 
