@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=Path,
         metavar="INPUT",
         help="story set: JSON or JSONL with story_id, images, sentences|text, system, sequence_id; "
-        "or a VIST sis/dii annotation JSON",
+        "or a VIST sis/dii annotation JSON; or a VWP table (CSV, TSV, Parquet, JSON list or lines, told by its columns)",
     )
     p.add_argument(
         "--out",
