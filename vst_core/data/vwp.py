@@ -411,6 +411,7 @@ def vwp_records(
 
 
 def _story_id(row: Mapping[str, Any], number: int) -> str:
+    """A row's id as released: ``story_id``, else ``assignmentID``, else ``index``, else ``<scene>-<row>``."""
     for name in ("story_id", "assignmentID", "index"):
         found = _id_cell(row, name)
         if found:
@@ -600,8 +601,10 @@ def pairs_with_duplicates(pairs: list[tuple[str, Any]]) -> KeyedRow:
     """
     row = KeyedRow(pairs)
     if len(row) < len(pairs):
-        seen: set[str] = set()
-        row.duplicates = tuple(dict.fromkeys(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+        counts: dict[str, int] = {}
+        for key, _ in pairs:
+            counts[key] = counts.get(key, 0) + 1
+        row.duplicates = tuple(key for key, n in counts.items() if n > 1)
     return row
 
 
