@@ -1131,20 +1131,3 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
         "The link value tuned_k_link='7' is not valid (a whole number from 1 to 5); the default is used"
     ]
     assert settings_for(Choices(tuned={"tuned_k": 4})).option("tuned_k") == 4
-
-
-def test_the_dashboards_own_keys_are_the_ones_its_code_names() -> None:
-    """DASHBOARD_KEYS (which no metric's box or control may take) equals the widget keys, link
-    parameters and session names the dashboard's code writes out, less the metrics' controls."""
-    from dashboard.choices import controls
-
-    code = "\n".join(
-        p.read_text() for p in [ROOT / "app.py", *(ROOT / "dashboard").glob("*.py"), *(ROOT / "app_pages").glob("*.py")]
-    )
-    named = set(re.findall(r'key="([a-z_]+)"', code))
-    named |= set(re.findall(r'query_params(?:\.get\(|\[)"([a-z_]+)"', code))
-    named |= set(re.findall(r'session_state(?:\.get\(|\[|\.pop\()"([a-z][a-z_]*)"', code))
-    named |= {m.group(1) for m in re.finditer(r'^GROUNDING = "([a-z_]+)"', code, re.M)}
-    assert named - set(controls()) == metric_spec.DASHBOARD_KEYS
-    prefixes = set(re.findall(r'key=f"([a-z_]+)\{', code))
-    assert prefixes == set(metric_spec.DASHBOARD_KEY_PREFIXES)

@@ -62,11 +62,10 @@ from vst_core.metric_spec.contract import (
     StorySetLike,
     WordLike,
 )
+from vst_core.metric_spec.dashboard_keys import DASHBOARD_KEY_PREFIXES, DASHBOARD_KEYS
 from vst_core.metric_spec.spec import (
     BUILTIN,
     BUILTIN_METRICS,
-    DASHBOARD_KEY_PREFIXES,
-    DASHBOARD_KEYS,
     DEFAULT_METRICS,
     ENTRY_POINT_GROUP,
     IMAGE_SETTINGS,

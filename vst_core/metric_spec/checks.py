@@ -15,10 +15,9 @@ from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
 from vst_core.metric_spec.bench import BENCH_FLAGS, BENCH_PHASES
+from vst_core.metric_spec.dashboard_keys import DASHBOARD_KEY_PREFIXES, DASHBOARD_KEYS
 from vst_core.metric_spec.spec import (
     CLI_COMMANDS,
-    DASHBOARD_KEY_PREFIXES,
-    DASHBOARD_KEYS,
     FETCH_FLAGS,
     GROUP_OF,
     NAME_PATTERN,
@@ -251,9 +250,11 @@ def _untaken(
 def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     """An option's sidebar control: finite bounds only on a number (low < high, the default within
     them), a default that is one of its choices or a number (the dashboard shows it as the command
-    line runs it); the key of its box or control (``key`` or the setting's name) lower-case words that are no metric's
-    name, none of the dashboard's own keys (:data:`DASHBOARD_KEYS`, :data:`DASHBOARD_KEY_PREFIXES`)
-    and no other option's key or setting; ``signed`` True or False ("always" keeps a built-in
+    line runs it); the key of its box or control (``key`` or the setting's name; a model file's box,
+    :attr:`MetricSpec.showing.model_fields`, is keyed by the setting) and the setting of an option with
+    either, lower-case words that are no metric's name, none of the dashboard's own keys (:data:`DASHBOARD_KEYS`,
+    :data:`DASHBOARD_KEY_PREFIXES`: its widgets, session names, link parameters and sidebar values,
+    ``files`` and ``tuned`` among them) and no other option's key or setting; ``signed`` True or False ("always" keeps a built-in
     metric's earlier run ids: an installed metric's options are signed in its own runs, so
     installing it changes no other run's id)."""
     if o.signed not in (True, False):
@@ -266,20 +267,21 @@ def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) ->
             raise ValueError(f"option {o.setting!r}: its default {o.default!r} is outside its bounds {o.bounds}")
     if o.is_control and o.default is None:
         raise ValueError(f"option {o.setting!r}: a control's default is one of its choices or a number within its bounds")
-    if not (o.key or o.label):  # no widget: a box or a control is keyed by key or setting
+    boxed = any(f.setting == o.setting for f in spec.showing.model_fields)  # a box keyed by the setting
+    if not (o.key or o.label or boxed):  # no widget: a box or a control is keyed by key or setting
         return
-    key = o.control_key
     others = [p for s in taken.values() for p in s.signing.options if p.setting != o.setting]
     others += [p for p in spec.signing.options if p.setting != o.setting]
     used = {p.control_key for p in others if p.is_control or p.key} | {p.setting for p in others}
-    if (
-        not NAME_PATTERN.fullmatch(key)
-        or key in taken
-        or key == spec.name
-        or key in used
-        or key in DASHBOARD_KEYS
-        or key.startswith(DASHBOARD_KEY_PREFIXES)
-    ):
-        raise ValueError(
-            f"option {o.setting!r}: key {key!r} is not lower-case words, or a metric's name or key, or the dashboard's"
-        )
+    for key in dict.fromkeys((o.control_key, o.setting)):  # the sidebar's values go by the setting too
+        if (
+            not NAME_PATTERN.fullmatch(key)
+            or key in taken
+            or key == spec.name
+            or key in used
+            or key in DASHBOARD_KEYS
+            or key.startswith(DASHBOARD_KEY_PREFIXES)
+        ):
+            raise ValueError(
+                f"option {o.setting!r}: key {key!r} is not lower-case words, or a metric's name or key, or the dashboard's"
+            )

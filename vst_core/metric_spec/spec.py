@@ -42,26 +42,6 @@ Need = Literal["images", "clip", "image_vector", "idf", "sequence", "model"]
 Card = tuple[str, "float | None", str]
 #: The entry-point group other packages register metrics in.
 ENTRY_POINT_GROUP = "vst_eval.metrics"
-#: The dashboard's own widget keys (each also a session-state name, most a URL parameter): no
-#: metric's control may take one (a test keeps the list equal to the keys the dashboard's code names).
-DASHBOARD_KEYS: frozenset[str] = frozenset(
-    """
-    aggregate bars baselines bins board_glance board_human board_pairs board_permutations
-    board_resamples board_seed board_standings board_systems clear_found_slice clip_arch
-    clip_checkpoint clip_config clip_pretrained compare_column compare_example compare_upload
-    concreteness content_only descending device dhm_human dhm_judge dhm_pairing dhm_resamples
-    differences dis_aspect dis_metric errors extra_clip find_a find_aspect find_b find_metric
-    find_min find_pairs find_question found_slices gap gap_bins grounding judgements_source
-    judgements_upload meta_aspects meta_metrics meteor method metric p_split page pair_aspect
-    penalize plugins profile regions resamples scatter scatter_aspect scatter_metric scores_images
-    scores_path scores_upload search seed sequence slice_metric slice_p slice_problem
-    slice_sentences slice_t sort source system_a system_b system_metric t_split theta_name
-    theta_value upload upload_images upload_stories vs_aspect vs_method vs_permutations
-    whole_sequence story system with with_system last_judgements
-    """.split()
-)
-#: The beginnings of the keys the dashboard makes per metric or per value (``measure_<metric>``).
-DASHBOARD_KEY_PREFIXES: tuple[str, ...] = ("measure_", "meta_", "slice_range_")
 #: The built-in metrics (name -> module), in the order of tables, ``--help`` and the cards. The
 #: names are known without importing anything, so default settings never build the registry.
 BUILTIN_METRICS: dict[str, str] = {
