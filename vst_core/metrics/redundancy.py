@@ -23,6 +23,8 @@ does (the original RoViST script divides by zero there); in the paper variant it
 from __future__ import annotations
 
 import math
+import sys
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,28 +67,35 @@ class IntraOverlap:
     words: tuple[str, ...]
 
 
+#: Most character spans one story's evidence lists (a repeat of two sentences counts the spans in
+#: both); the repeats past it are counted in a note, not listed, and the numbers count every one.
+#: The released story with the most (VWP, LLaVA) lists 6,821; a record at the cap is about 2 MB as JSON.
+MAX_SPANS = 50_000
+
+#: Words of the note on a story whose repeats are not all listed (:data:`MAX_SPANS`).
+CAPPED = "repeats not listed"
+
+
 @dataclass(frozen=True, slots=True)
 class NonRedundancy:
-    """Story non-redundancy and its evidence. ``None`` means undefined; ``notes`` say why."""
+    """Story non-redundancy and its evidence. ``None`` means undefined; ``notes`` say why.
+
+    ``inter_repeats`` are the sentence pairs that share a word and ``intra_repeats`` the window
+    pairs that do, in reading order, as many as fit in the span cap; ``left_out`` counts the
+    repeats past it (a note says so). ``steps`` is the work done: tokens read, earlier sentences
+    reached through a shared word, spans listed; sentence pairs that share no word cost nothing.
+    """
 
     score: float | None
     inter: float | None
     intra: float | None
     variant: NRVariant
     n: int
-    inter_pairs: tuple[InterOverlap, ...]
-    intra_pairs: tuple[IntraOverlap, ...]
+    inter_repeats: tuple[InterOverlap, ...]
+    intra_repeats: tuple[IntraOverlap, ...]
     notes: tuple[str, ...]
-
-    @property
-    def inter_repeats(self) -> tuple[InterOverlap, ...]:
-        """Sentence pairs that share at least one word."""
-        return tuple(p for p in self.inter_pairs if p.tokens)
-
-    @property
-    def intra_repeats(self) -> tuple[IntraOverlap, ...]:
-        """Window pairs that share at least one word."""
-        return tuple(p for p in self.intra_pairs if p.tokens)
+    left_out: int = 0
+    steps: int = 0
 
 
 def jaccard(a: Sequence[str], b: Sequence[str], *, count_pairs: bool = False) -> float:
@@ -152,52 +161,61 @@ def combine_parts(
     return score, inter, intra, notes
 
 
-def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = "paper") -> NonRedundancy:
-    """Non-redundancy of a tokenised story (one token list per sentence); see module doc."""
+def _positions(units: Sequence[tuple[int, str]]) -> dict[str, list[int]]:
+    """Token indices of each word of a sentence, in order."""
+    out: dict[str, list[int]] = {}
+    for k, w in units:
+        out.setdefault(w, []).append(k)
+    return out
+
+
+def _indices(where: dict[str, list[int]], shared: set[str]) -> tuple[int, ...]:
+    return tuple(sorted([k for w in shared for k in where[w]]))
+
+
+def non_redundancy(
+    sentences: list[list[str]], n: int = 4, variant: NRVariant = "paper", *, max_spans: int | None = MAX_SPANS
+) -> NonRedundancy:
+    """Non-redundancy of a tokenised story (one token list per sentence); see module doc.
+
+    The sentence pairs that share a word are found through an index of the earlier sentences by
+    word, so the work is linear in the tokens plus the (sentence, shared word) pairs; the evidence
+    lists at most ``max_spans`` spans (None: all), the numbers count every pair.
+
+    >>> r = non_redundancy([["the", "dog", "ran"], ["the", "dog", "sat"], ["a", "cat"]], n=2)
+    >>> round(r.score, 4), [(p.sentence, p.earlier, p.words) for p in r.inter_repeats]
+    (0.9167, [(1, 0, ('dog', 'the'))])
+    >>> capped = non_redundancy([["we", "went", "home"]] * 4, max_spans=6)
+    >>> len(capped.inter_repeats), capped.left_out, capped.notes[-1]
+    (1, 5, '5 of 6 repeats not listed (at most 6 spans a story); the numbers count every one')
+    """
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+    if max_spans is not None and max_spans < 0:
+        raise ValueError(f"max_spans must be >= 0 or None, got {max_spans}")
     count_pairs = variant == "reference"
     units = [_units(toks, variant) for toks in sentences]
     # each sentence's words, their set and (reference) counts once, not once per pair; the same
     # integer counts over the same union as :func:`jaccard`, so the values are identical
     words = [[w for _, w in u] for u in units]
     sets = [set(w) for w in words]
+    sizes = [len(x) for x in sets]
     counts = [_counts(w) for w in words] if count_pairs else []
+    where = [_positions(u) for u in units]
+    steps = sum(map(len, sentences))
+    budget = max_spans if max_spans is not None else sys.maxsize
+    left = 0  # repeats not listed: once one does not fit, none after it is listed
 
-    inter_pairs: list[InterOverlap] = []
-    for i in range(1, len(units)):
-        words_i, set_i = words[i], sets[i]
-        for j in range(i):
-            set_j = sets[j]
-            if count_pairs and not (words_i or words[j]):
-                continue  # empty union: skipped by the released code
-            shared = set_i & set_j
-            union = len(set_i) + len(set_j) - len(shared)
-            if not union:
-                value = 0.0
-            elif count_pairs:
-                counts_j = counts[j]
-                value = sum([counts_j.get(x, 0) for x in words_i]) / union
-            else:
-                value = len(shared) / union
-            inter_pairs.append(
-                InterOverlap(
-                    sentence=i,
-                    earlier=j,
-                    jaccard=value,
-                    tokens=tuple([k for k, w in units[i] if w in shared]) if shared else (),
-                    earlier_tokens=tuple([k for k, w in units[j] if w in shared]) if shared else (),
-                    words=tuple(sorted(shared)),
-                )
-            )
-
-    intra_pairs: list[IntraOverlap] = []
+    # intra first: its spans are at most the story's tokens
+    intra_values: list[float] = []
+    intra_repeats: list[IntraOverlap] = []
     for s, sent_units in enumerate(units):
         windows = [sent_units[k : k + n] for k in range(0, len(sent_units), n)]
         window_words = [[w for _, w in window] for window in windows]
         window_sets = [set(w) for w in window_words]
+        steps += len(sent_units)
         for k in range(1, len(windows)):
             prev, nxt = windows[k - 1], windows[k]
             shared = window_sets[k - 1] & window_sets[k]
@@ -205,29 +223,95 @@ def non_redundancy(sentences: list[list[str]], n: int = 4, variant: NRVariant = 
                 value = jaccard(window_words[k - 1], window_words[k], count_pairs=True)
             else:  # windows are never empty: the union is not
                 value = len(shared) / (len(window_sets[k - 1]) + len(window_sets[k]) - len(shared))
-            intra_pairs.append(
+            intra_values.append(value)
+            if not shared:
+                continue
+            tokens = tuple([t for t, w in nxt if w in shared])
+            if left or len(tokens) > budget:
+                left += 1
+                continue
+            budget -= len(tokens)
+            steps += len(tokens)
+            intra_repeats.append(
                 IntraOverlap(
                     sentence=s,
                     previous=(prev[0][0], prev[-1][0] + 1),
                     window=(nxt[0][0], nxt[-1][0] + 1),
                     jaccard=value,
-                    tokens=tuple([t for t, w in nxt if w in shared]) if shared else (),
+                    tokens=tokens,
+                    words=tuple(sorted(shared)),
+                )
+            )
+
+    # inter: a pair that shares no word has Jaccard 0, which leaves the sum as it is (x + 0.0 == x),
+    # so only the pairs found through the index are summed, in the same order as over every pair
+    inter_values = array("d")
+    inter_repeats: list[InterOverlap] = []
+    pairs = 0
+    empty_before = 0  # sentences without a token: the reference variant leaves out a pair of two
+    earlier_with: dict[str, list[int]] = {}  # word -> the sentences so far that have it
+    for i in range(len(units)):
+        set_i = sets[i]
+        sharing: set[int] = set()  # the earlier sentences that share a word with this one
+        for w in set_i:
+            earlier = earlier_with.setdefault(w, [])
+            steps += 1 + len(earlier)
+            sharing.update(earlier)
+            earlier.append(i)
+        if count_pairs and not words[i]:
+            pairs += i - empty_before
+            empty_before += 1
+        else:
+            pairs += i
+        size_i = sizes[i]
+        for j in sorted(sharing):
+            shared = set_i & sets[j]  # probes the smaller set's words
+            steps += size_i if size_i < sizes[j] else sizes[j]
+            union = size_i + sizes[j] - len(shared)
+            if count_pairs:  # Σ over shared words of (count in i) × (count in j): the equal token pairs
+                counts_i, counts_j = counts[i], counts[j]
+                value = sum([counts_i[x] * counts_j[x] for x in shared]) / union
+            else:
+                value = len(shared) / union
+            inter_values.append(value)
+            if left:
+                left += 1
+                continue
+            tokens, earlier_tokens = _indices(where[i], shared), _indices(where[j], shared)
+            size = len(tokens) + len(earlier_tokens)
+            if size > budget:
+                left += 1
+                continue
+            budget -= size
+            steps += size
+            inter_repeats.append(
+                InterOverlap(
+                    sentence=i,
+                    earlier=j,
+                    jaccard=value,
+                    tokens=tokens,
+                    earlier_tokens=earlier_tokens,
                     words=tuple(sorted(shared)),
                 )
             )
 
     score, inter, intra, notes = combine_parts(
-        _mean([p.jaccard for p in inter_pairs]), _mean([p.jaccard for p in intra_pairs]), bool(sentences), n, variant
+        sum(inter_values) / pairs if pairs else None, _mean(intra_values), bool(sentences), n, variant
     )
+    if left:
+        found = left + len(inter_repeats) + len(intra_repeats)
+        notes.append(f"{left:,} of {found:,} {CAPPED} (at most {max_spans:,} spans a story); the numbers count every one")
     return NonRedundancy(
         score=score,
         inter=inter,
         intra=intra,
         variant=variant,
         n=n,
-        inter_pairs=tuple(inter_pairs),
-        intra_pairs=tuple(intra_pairs),
+        inter_repeats=tuple(inter_repeats),
+        intra_repeats=tuple(intra_repeats),
         notes=tuple(notes),
+        left_out=left,
+        steps=steps,
     )
 
 

@@ -1,7 +1,8 @@
 """Score stories: every metric of the settings on one story (or a batch), as a typed record.
 
 A failing metric becomes an error entry of the record with its reason, never a silent 0; a story
-whose text is empty carries that error for every metric. Models come from a
+whose text is empty, or over a length limit (:func:`vst_core.config.story_limit_reason`), carries
+that error for every metric and is given to no metric's ``score`` hook. Models come from a
 :class:`~vst_core.scoring.registry.Models` (loaded once, or injected)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from vst_core.config import Settings
+from vst_core.config import Settings, story_limit_reason
 from vst_core.data import Story, StorySet
 from vst_core.grounding.grounder import Grounder, ImageEntry
 from vst_core.metric_spec import MetricSpec, registry
@@ -172,6 +173,20 @@ def _installed(spec: MetricSpec, stories: Sequence[Story], run: ScoringRun) -> d
     return out
 
 
+def refused(story: Story) -> str:
+    """Why no metric is given ``story``: its text is empty, or it is over a length limit
+    (:func:`vst_core.config.story_limit_reason`); ``""`` when it is scored.
+
+    >>> refused(Story.from_sentences(["We went to the beach."] * 300))
+    'story not scored: 300 sentences, over the limit of 200 a story (VST_MAX_STORY_SENTENCES raises it)'
+    """
+    empty = "; ".join(p.message for p in story.problems if p.kind == "empty" and p.severity == "error")
+    if empty:
+        return empty
+    why = story_limit_reason(story.sentences)
+    return f"story not scored: {why}" if why is not None else ""
+
+
 def score_story(
     story: Story,
     settings: Settings,
@@ -209,9 +224,10 @@ def score_batch(
     whole batch (:mod:`vst_core.metric_modules`): sentence pairs in one model call, regions and
     phrases of every story encoded in shared batches, NR in one vectorised pass when ``spans`` is
     False. A metric that fails on the batch gives each story the reason; a story whose text is
-    empty carries that error for every metric. A model that cannot load stops the run."""
+    empty, or longer than a limit allows (:func:`refused`), carries that error for every metric and
+    no hook is given it. A model that cannot load stops the run."""
     run = ScoringRun(settings, models, root, spans, together or {})
-    blocked = {s.key: "; ".join(p.message for p in s.problems if p.kind == "empty" and p.severity == "error") for s in stories}
+    blocked = {s.key: refused(s) for s in stories}
     todo = [s for s in stories if not blocked[s.key]]
     results: dict[str, Mapping[Key, MetricScores | str]] = {}
     specs = registry().specs

@@ -75,15 +75,20 @@ def cards(story: StoryRecordLike) -> list[Card]:
 
 def complete(story: StoryRecordLike) -> RedundancyScores | None:
     """The story's NR record with the repeated spans a ``--no-spans`` run left out, recomputed from its
-    sentences (the same numbers); other records as they are."""
+    sentences (the same numbers; the note on spans past the cap kept); other records, and that of a
+    story over the length limits (:func:`vst_core.config.story_limit_reason`), as they are."""
     from dataclasses import replace
 
+    from vst_core.config import story_limit_reason
     from vst_core.data import Story
     from vst_core.metric_modules.rovist_nr.batch import RESPLIT_NOTE, redundancy_of
     from vst_core.metric_modules.rovist_nr.builders import NO_SPANS_NOTE
+    from vst_core.metrics.redundancy import CAPPED
 
     nr = story.metrics.get(NAME)
     if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
+        return nr
+    if story_limit_reason(story.sentences) is not None:
         return nr
     spans = redundancy_of(
         Story(story.story_id, story.sequence_id, story.system, tuple(story.sentences), tuple(story.images)), nr.n, nr.variant
@@ -91,7 +96,7 @@ def complete(story: StoryRecordLike) -> RedundancyScores | None:
     kept = [x for x in nr.notes if x != NO_SPANS_NOTE]
     return replace(
         nr,
-        notes=tuple(kept + [x for x in spans.notes if x == RESPLIT_NOTE and x not in kept]),
+        notes=tuple(kept + [x for x in spans.notes if (x == RESPLIT_NOTE or CAPPED in x) and x not in kept]),
         inter_repeats=spans.inter_repeats,
         intra_repeats=spans.intra_repeats,
     )

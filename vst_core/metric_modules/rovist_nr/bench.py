@@ -64,7 +64,10 @@ def nr_throughput(texts: list[list[str]], reference: ReferenceNR, seconds: float
     fast = redundancy_without_spans(stories, settings)
     for story in stories:
         ref = reference(nr_words(story, "reference"))
-        ours = fast[story.key].score
+        found = fast[story.key]
+        if isinstance(found, str):
+            raise AssertionError(f"NR refused {story.story_id}: {found}")
+        ours = found.score
         if (ours is None) != (ref is None) or (ours is not None and abs(ours - ref) > 1e-9):  # type: ignore[operator]
             raise AssertionError(f"NR differs from the baseline on {story.story_id}: {ours} vs {ref}")
 
