@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +101,71 @@ def test_dashboard_exports_carry_no_formula() -> None:
     header = next(csv.reader(io.StringIO(text, newline="")))
     assert header[-1] == "provenance" and "signature" in cells(text)[1][-1]
     assert [c for row in cells(text) for c in row if evaluated(c)] == []
+
+
+#: The product's code: only csv_out writes a CSV (through pandas, its cells made safe first).
+PRODUCT = ["app.py", "app_pages", "dashboard", "vst_core"]
+
+
+def test_no_module_but_csv_out_writes_a_csv_itself() -> None:
+    """A ``csv.writer``, ``csv.DictWriter`` or ``to_csv`` anywhere else would write cells unescaped."""
+    from conftest import ROOT
+
+    writers = re.compile(r"\.to_csv\(|\bcsv\.(?:writer|DictWriter)\(|from csv import [^\n]*\b(?:writer|DictWriter)\b")
+    files = [p for name in PRODUCT for p in ([ROOT / name] if name.endswith(".py") else (ROOT / name).rglob("*.py"))]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in files
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if writers.search(line)
+    ]
+    assert found and [f for f in found if not f.startswith("vst_core/data/csv_out.py:")] == [], found
+
+
+def test_a_trained_models_held_out_predictions_carry_no_formula(tmp_path: Path) -> None:
+    """``vst train-vrank`` writes its held-out pairs (``predictions.csv``) through the card: story
+    keys and sequence ids that are formulas are written as text, the numbers as they are, and the
+    card's figures still come from them."""
+    from vst_core.learned.card import PREDICTION_COLUMNS, read_card, write_card
+
+    n = len(HOSTILE)
+    predictions = pd.DataFrame(
+        {
+            "sequence_id": [f"{h}s" for h in HOSTILE],
+            "better": [f"{h} (a)" for h in HOSTILE],
+            "worse": [f"{h} (b)" for h in reversed(HOSTILE)],
+            "gap": np.linspace(0.5, 2.0, n),
+            "agreement": [1.0] * n,
+            "forward": np.linspace(-1.0, 1.0, n),
+            "backward": np.linspace(1.0, -1.0, n),
+            "margin": np.linspace(-0.5, 0.5, n),
+        }
+    )
+    write_card(tmp_path, {"kind": "vrank"}, predictions)
+    rows = cells((tmp_path / "predictions.csv").read_bytes().decode("utf-8"))
+    assert rows[0] == PREDICTION_COLUMNS and len(rows) == n + 1
+    assert [c for row in rows for c in row if evaluated(c)] == []
+    assert [r[1] for r in rows[1:]] == ["'" + h + " (a)" for h in HOSTILE]  # the apostrophe is the only change
+    assert [float(r[7]) for r in rows[1:]] == list(predictions["margin"])
+    assert read_card(tmp_path)["held_out"][0]["n"] == n
+
+
+@pytest.mark.slow  # the rubric judge asked over HTTP for every story, aspect and paraphrase
+def test_judge_bias_out_carries_no_formula(tmp_path: Path) -> None:
+    """A rubric whose aspects are named as formulas: ``vst judge-bias --out`` writes them as text."""
+    from conftest import ROOT, SAMPLE
+
+    from vst_core.cli import main
+    from vst_core.metric_modules.judge.chat_server import ChatServer, completion, synthetic_logprobs
+
+    rubric = json.loads((ROOT / "vst_core" / "metric_modules" / "judge" / "rubric_v1.json").read_text(encoding="utf-8"))
+    rubric["aspects"].update({h: ["Is the story good?", "Is the story well told?"] for h in HOSTILE})
+    template, out = tmp_path / "rubric.json", tmp_path / "bias.csv"
+    template.write_text(json.dumps(rubric), encoding="utf-8")
+    with ChatServer(lambda body: completion(synthetic_logprobs(body))) as server:
+        args = ["judge-bias", str(SAMPLE), "--judge-endpoint", server.url, "--judge-served-model", "judge"]
+        assert main([*args, "--judge-template", str(template), "--cache-dir", str(tmp_path), "--out", str(out)]) == 0
+    rows = cells(out.read_bytes().decode("utf-8"))
+    assert rows[0] == ["bias", "scope", "measure", "value", "n"]
+    assert [c for row in rows for c in row if evaluated(c)] == []
+    assert {"'" + h for h in HOSTILE} <= {r[1] for r in rows[1:]}  # every aspect is there, as text

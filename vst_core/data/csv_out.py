@@ -1,6 +1,7 @@
 """CSV that is safe to open in a spreadsheet.
 
-Every CSV the CLI and the dashboard write goes through :func:`frame_csv` or :func:`safe_row`. A
+Every CSV the CLI and the dashboard write goes through :func:`frame_csv` (a file: :func:`write_csv`); no
+other module calls ``csv.writer`` or ``DataFrame.to_csv`` (a test keeps it so). A
 text cell that a spreadsheet would evaluate as a formula (it starts with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return, the OWASP rule) is written with a leading apostrophe, so
 ``=HYPERLINK(...)`` in a story id is shown as text instead of run. Numbers, and text that is
@@ -17,9 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from vst_core.data.exports import write_text_whole
 
 #: The first characters that make a spreadsheet evaluate a cell.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -75,3 +79,16 @@ def frame_csv(frame: pd.DataFrame, head: Sequence[str] = ()) -> str:
         frame = frame.assign(**{PROVENANCE: provenance(head)})
     body: str = safe_frame(frame).to_csv(index=False, lineterminator="\r\n")
     return body
+
+
+def write_csv(path: Path, frame: pd.DataFrame, head: Sequence[str] = ()) -> None:
+    """``frame`` as :func:`frame_csv` makes it, written to ``path`` whole or not at all (its folder
+    made; an OSError names ``path``).
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "t.csv"
+    >>> write_csv(path, pd.DataFrame({"system": ["@SUM(A1)"], "n": [2]}))
+    >>> path.read_bytes()
+    b"system,n\\r\\n'@SUM(A1),2\\r\\n"
+    """
+    write_text_whole(Path(path), frame_csv(frame, head))

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from vst_core.analysis.meta_eval.stats import gap_bins, gap_edges
+from vst_core.data.csv_out import write_csv
 
 CARD_FILE = "card.json"
 CARD_TEXT = "card.md"
@@ -73,7 +74,7 @@ def write_card(folder: Path, card: Mapping[str, Any], predictions: pd.DataFrame 
     accuracy tables are computed here from the predictions, so the card cannot disagree with them."""
     data = dict(card)
     if predictions is not None:
-        predictions[PREDICTION_COLUMNS].to_csv(folder / PREDICTIONS_FILE, index=False)
+        write_csv(folder / PREDICTIONS_FILE, predictions[PREDICTION_COLUMNS])  # story ids safe in a spreadsheet
         table = held_out_table(predictions)
         data["held_out"] = json.loads(table.to_json(orient="records"))
     (folder / CARD_FILE).write_text(json.dumps(data, indent=2, default=str))

@@ -18,7 +18,6 @@ is read by :mod:`.examples`.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -27,7 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
+from vst_core.data.csv_out import write_csv
 from vst_core.hashing import folder_signature
 from vst_core.learned.card import CARD_FILE, PREDICTIONS_FILE
 from vst_core.metric_modules.cosmic.rater import (
@@ -345,10 +346,8 @@ def train_cosmic(
     state = {f"rater.{k}": v.detach().cpu().contiguous() for k, v in rater.state_dict().items()}
     state.update({f"labels.{k}": v.detach().cpu().contiguous() for k, v in classifier.state_dict().items()})
     save_file(state, str(out / WEIGHTS_FILE))
-    with (out / PREDICTIONS_FILE).open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(predictions[0]) if predictions else ["url"])
-        writer.writeheader()
-        writer.writerows(predictions)
+    columns = list(predictions[0]) if predictions else ["url"]
+    write_csv(out / PREDICTIONS_FILE, pd.DataFrame(predictions, columns=columns, dtype=object))  # captions safe in a spreadsheet
     images = {
         "found": lookup.found,
         "missing": lookup.missing,

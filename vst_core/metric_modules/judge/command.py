@@ -44,6 +44,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     from vst_core.data import StorySetError, read_story_set
+    from vst_core.data.csv_out import write_csv
+    from vst_core.data.exports import cannot_write
     from vst_core.metric_modules import judge as judge_metric
     from vst_core.metric_modules.judge.batch import judge_records, pair_verdicts
     from vst_core.metric_modules.judge.bias import judge_bias_table
@@ -94,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
     table = judge_bias_table(records, pairs, rubric.pair_questions)
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     if args.out:
-        table.to_csv(args.out, index=False)
+        try:
+            write_csv(args.out, table)  # a rubric's aspect names safe in a spreadsheet
+        except OSError as exc:
+            error(cannot_write(exc))
+            return EXIT_INPUT
     note(
         f"judge-bias: {len(pairs)} pairwise answers in both orders over {len({p.sequence for p in pairs})} sequences, "
         f"{len(records)} stories rated; {model.calls} model calls, {cache.hits} answers from the cache "
