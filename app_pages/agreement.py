@@ -275,6 +275,12 @@ def metric_vs_metric(report: MetaReport) -> None:
         f"Cell = row metric − column metric; * permutation p < {ALPHA:g} (PERM-BOTH, two-sided). Every metric is "
         f"oriented so that higher = better. {shown(versus.describe())}."
     )
+    stopped = int(table["stopped_early"].sum()) + int(accuracy["stopped_early"].sum()) if len(table) or len(accuracy) else 0
+    if stopped:
+        st.info(
+            f"The permutation budget of {versus.permutation_budget or 0:,} draws was reached: {stopped} test(s) stopped early "
+            "(column stopped_early), each p with the Monte-Carlo standard error of the permutations it drew."
+        )
     if aspect is not None and len(table):
         part = table[table["aspect"] == aspect]
         st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")

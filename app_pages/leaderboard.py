@@ -88,7 +88,9 @@ pairs = len(board.systems) * (len(board.systems) - 1) // 2
 st.caption(
     f"d = A − B per sequence: mean difference with its paired-bootstrap 95% interval; p: paired approximate "
     f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}; doubled, up to "
-    f"{PERMUTATION_CAP:,}, while {ALPHA} lay within 3 Monte-Carlo standard errors of p: column permutations) "
+    f"{PERMUTATION_CAP:,}, while {ALPHA} lay within 3 Monte-Carlo standard errors of p: column permutations; all "
+    f"tests within {board.permutation_budget.get('budget') or 0:,} draws, "
+    f"{board.permutation_budget.get('drawn', 0):,} drawn, a test the budget stopped marked stopped_early) "
     f"with its Monte-Carlo standard error p_se; p_holm: Holm over the {pairs} pair{'s' if pairs != 1 else ''} of "
     f"systems of each metric (the family: a metric's verdicts do not change with the other columns loaded); effect "
     f"size d_z = mean(d) / sd(d) († below the minimum N); —: not defined (no p below 2 sequences, no d_z without "

@@ -19,7 +19,7 @@ from PIL import Image
 from dashboard import session
 from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.dhm import DHMReport, dhm_report
-from vst_core.analysis.leaderboard import Leaderboard, PairTest, leaderboard, paired_tests, story_ratings
+from vst_core.analysis.leaderboard import Leaderboard, PairTest, PermutationBudget, leaderboard, paired_tests, story_ratings
 from vst_core.analysis.meta_eval import Judgements, JudgementsError, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, shared_ids
 from vst_core.analysis.meta_eval.scored import record_margins, score_frame, texts_of
@@ -450,9 +450,10 @@ def metric_versus(_report: MetaReport, key: str, report_id: str, settings: Versu
     """Every two metrics of the report against each other (correlation with each aspect, and
     pairwise accuracy), cached by the view's content key, the report's signature id and the settings."""
     scores = _report.data
+    budget = PermutationBudget(settings.permutation_budget)  # one run: both tables draw within it
     return (
-        versus_correlations(scores, _report.metrics, _report.aspects, settings),
-        versus_accuracy(_report.pairs, scores, _report.metrics, settings),
+        versus_correlations(scores, _report.metrics, _report.aspects, settings, budget=budget),
+        versus_accuracy(_report.pairs, scores, _report.metrics, settings, budget=budget),
     )
 
 

@@ -22,7 +22,15 @@ from typing import Any
 import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, Pairing, dhm_report
-from vst_core.analysis.leaderboard import ALPHA, PERMUTATIONS, RESAMPLES, Leaderboard, leaderboard, story_ratings
+from vst_core.analysis.leaderboard import (
+    ALPHA,
+    PERMUTATION_BUDGET,
+    PERMUTATIONS,
+    RESAMPLES,
+    Leaderboard,
+    leaderboard,
+    story_ratings,
+)
 from vst_core.analysis.meta_eval import Judgements, MetaReport, MetaSettings, read_judgements, run_meta_eval
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import Story, StorySet, load_records
@@ -170,6 +178,7 @@ def compare(
     seed: int = 0,
     confidence: float = 0.95,
     alpha: float = ALPHA,
+    permutation_budget: int | None = PERMUTATION_BUDGET,
 ) -> Leaderboard:
     """Which system is better, as ``vst compare`` and the Leaderboard page compute it: per metric,
     over the image sequences every system wrote for, each system's mean with its bootstrap interval,
@@ -178,7 +187,8 @@ def compare(
     stories are there; the mean human rating per system and aspect with ``judgements``.
 
     ``scores``: records (several of one story merged, as :func:`read_scores` does) or
-    :func:`scores_frame`'s table.
+    :func:`scores_frame`'s table. ``permutation_budget``: the permutations all the tests may draw
+    together (``Leaderboard.permutation_budget`` says what they drew and whether it was reached).
 
     >>> import vst_core as vst
     >>> t = pd.DataFrame({"story": list("abcd"), "sequence": list("xxyy"), "system": ["h", "m"] * 2, "NR": [0.9, 0.7, 0.8, 0.6]})
@@ -210,6 +220,7 @@ def compare(
         ratings=ratings,
         scores_signatures=signatures,
         judgements_digest=digest,
+        permutation_budget=permutation_budget,
     )
 
 

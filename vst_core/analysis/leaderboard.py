@@ -36,7 +36,7 @@ p-value and interval do not depend on which other systems are compared.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,14 +49,18 @@ from vst_core.analysis.intervals import SMALL_N_MARK, has_interval
 from vst_core.analysis.paired_tests import (
     ALPHA,
     FAMILIES,
+    PERMUTATION_BUDGET,
     PERMUTATION_CAP,
     PERMUTATIONS,
     RESAMPLES,
     PairTest,
+    PendingTest,
+    PermutationBudget,
     adjusted,
     holm,
     paired_test,
     paired_tests,
+    pending_test,
     permutation_p,
     with_tests,
 )
@@ -124,6 +128,7 @@ class Leaderboard:
     ratings: tuple[Rating, ...] = ()
     signature: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    permutation_budget: dict[str, Any] = field(default_factory=dict)  # PermutationBudget.summary() of the run
 
     def standings_frame(self) -> pd.DataFrame:
         """One row per (metric, system), best first within a metric; ``small_n`` marks N below the minimum."""
@@ -167,6 +172,7 @@ class Leaderboard:
         return {
             "signature": self.signature,
             "notes": list(self.notes),
+            "permutation_budget": dict(self.permutation_budget),
             "leaderboard": [asdict(s) for s in self.standings],
             "pairwise": [asdict(p) for p in self.pairs],
             "dhm": [asdict(d) for d in self.dhm],
@@ -227,10 +233,57 @@ def sequence_matrix(table: pd.DataFrame, metric: str, systems: Sequence[str]) ->
     return wide.sort_index()
 
 
-def _ranks(means: np.ndarray, direction: Direction) -> np.ndarray:
-    """1 = best; equal means share the better rank."""
-    key = -means if direction == "higher" else means
-    return np.array(pd.Series(key).rank(method="min").astype(int))
+def _ranks(means: np.ndarray, direction: Direction) -> list[int | None]:
+    """1 = best; equal means share the better rank; a mean that is not a finite number (inf, NaN)
+    is not ranked (None), so it is never first.
+
+    >>> _ranks(np.array([0.5, np.inf, 0.7, np.nan]), "higher")
+    [2, None, 1, None]
+    """
+    finite = np.isfinite(means)
+    key = pd.Series(np.where(finite, -means if direction == "higher" else means, np.nan))
+    return [int(r) if ok else None for r, ok in zip(key.rank(method="min"), finite, strict=True)]
+
+
+def _place(ranks: list[int | None] | None, k: int) -> float:
+    """Where system ``k`` is listed: by rank, an unranked one after every ranked one."""
+    if ranks is None:
+        return 0.0
+    rank = ranks[k]
+    return float("inf") if rank is None else float(rank)
+
+
+def _means(values: np.ndarray) -> np.ndarray:
+    """Each column's mean; a column of finite values whose sum overflows is averaged scaled to at
+    most 1 (so 1e308 and 1e308 average to 1e308, not to infinity).
+
+    >>> _means(np.array([[1e308, 1.0], [1e308, 3.0]])).tolist()
+    [1e+308, 2.0]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        means = values.mean(axis=0)
+    for k in np.flatnonzero(~np.isfinite(means) & np.isfinite(values).all(axis=0)):
+        scale = float(np.abs(values[:, k]).max())
+        means[k] = float((values[:, k] / scale).mean()) * scale
+    return means
+
+
+def _intervals(values: np.ndarray, resamples: int, seed: int, confidence: float) -> list[tuple[float, float] | None]:
+    """:func:`bootstrap` intervals of each column's mean; a column of finite values whose interval
+    overflows is resampled scaled to at most 1 (the same draws), one with a value that is not
+    finite has none."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        found = bootstrap(values, resamples, seed, confidence)
+    for k, interval in enumerate(found):
+        if interval is None or all(np.isfinite(interval)):
+            continue
+        if not np.isfinite(values[:, k]).all():
+            found[k] = None
+            continue
+        scale = float(np.abs(values[:, k]).max())
+        (scaled,) = bootstrap(values[:, k : k + 1] / scale, resamples, seed, confidence)
+        found[k] = (scaled[0] * scale, scaled[1] * scale) if scaled is not None else None
+    return found
 
 
 def leaderboard(
@@ -248,6 +301,8 @@ def leaderboard(
     ratings: pd.DataFrame | None = None,
     scores_signatures: Sequence[str] = (),
     judgements_digest: str = "",
+    permutation_budget: int | None = PERMUTATION_BUDGET,
+    progress: Callable[[int], Any] | None = None,
 ) -> Leaderboard:
     """The leaderboard of ``table`` (one row per story: ``story``, ``sequence``, ``system`` and the
     metric columns, as :func:`vst_core.viz.scores_table` and the scores index give it).
@@ -257,7 +312,17 @@ def leaderboard(
     over each ``family``: the pairs of one metric (the default: a metric's verdicts do not depend on
     which other columns were loaded) or every test (``"all"``). dHM per system is added when some of ``human`` is among the systems
     and the scores have a dHM metric; ``ratings`` (one row per story, ``system`` and one column per
-    aspect: :func:`story_ratings`) adds the mean human rating per system and aspect."""
+    aspect: :func:`story_ratings`) adds the mean human rating per system and aspect.
+
+    Every test draws within one :class:`~vst_core.analysis.paired_tests.PermutationBudget` of
+    ``permutation_budget`` draws (None: no limit); ``progress(total)`` may return a bar advanced
+    per draw. The run's budget, what it drew and whether it was reached are in
+    ``permutation_budget`` (and a note when reached; the budget is then signed too); a test it
+    stopped says so (``stopped_early``).
+
+    A system whose mean is not a finite number (an infinite value among its own) is not ranked and
+    joins no cluster; a note says why. A mean whose sum overflows a float is taken over the values
+    scaled to at most 1, so 1e308 averages to 1e308, not to infinity."""
     if systems is None:
         systems = sorted(str(s) for s in pd.unique(table["system"]))
     systems = [str(s) for s in systems]
@@ -271,25 +336,27 @@ def leaderboard(
     thresholds = (alpha,)
     notes: list[str] = []
     standings: list[Standing] = []
-    tests: list[PairTest] = []
+    pending: list[PendingTest] = []
     order: dict[str, list[str]] = {}
-    for metric in metrics:
-        matrix = sequence_matrix(table, metric, systems)
-        values = matrix.to_numpy(float)
+    matrices = {metric: sequence_matrix(table, metric, systems).to_numpy(float) for metric in metrics}
+    pairs = len(systems) * (len(systems) - 1) // 2
+    budget = PermutationBudget(permutation_budget, progress)
+    first = budget.first(permutations, sum(pairs for m, v in matrices.items() if len(v) and direction_of(m) != "none"))
+    for metric, values in matrices.items():
         n = len(values)
         direction = direction_of(metric)
         if not n:
             notes.append(f"{metric}: no image sequence has a value from every compared system")
             continue
-        means = values.mean(axis=0)
-        intervals = bootstrap(values, resamples, seed, confidence)
+        means = _means(values)
+        intervals = _intervals(values, resamples, seed, confidence)
         for i, a in enumerate(systems):
             for j in range(i + 1, len(systems)):
                 if direction == "none":
                     continue
                 b = systems[j]
-                tests.append(
-                    paired_test(
+                pending.append(
+                    pending_test(
                         values[:, i] - values[:, j],
                         metric,
                         a,
@@ -298,19 +365,27 @@ def leaderboard(
                         permutations=permutations,
                         seed=seed,
                         confidence=confidence,
-                        thresholds=thresholds,
+                        first=first,
+                        budget=budget,
                     )
                 )
         ranks = _ranks(means, direction) if direction != "none" else None
-        ranked = sorted(range(len(systems)), key=lambda k: (ranks[k] if ranks is not None else 0, systems[k]))
-        order[metric] = [systems[k] for k in ranked]
+        ranked = sorted(range(len(systems)), key=lambda k: (_place(ranks, k), systems[k]))
+        order[metric] = [systems[k] for k in ranked if ranks is None or ranks[k] is not None]
         for k in ranked:
             interval = intervals[k]
             low, high = interval if interval is not None else (None, None)
-            rank = int(ranks[k]) if ranks is not None else None
+            rank = ranks[k] if ranks is not None else None
             standings.append(Standing(metric, systems[k], direction, n, float(means[k]), low, high, rank, None))
-    tests = adjusted(tests, family)
+            if ranks is not None and rank is None:
+                notes.append(f"{metric}: the mean of {systems[k]} is not a finite number ({means[k]}); it is not ranked")
+    budget.extend([t.draws for t in pending if t.draws is not None], thresholds, PERMUTATION_CAP)
+    budget.close()
+    tests = adjusted([t.done() for t in pending], family)
     standings = _clustered(standings, tests, order, alpha)
+    reached = budget.note()
+    if reached is not None:
+        notes.append(reached)
     payload = {
         "method": "paired by image sequence; percentile bootstrap over sequences; paired approximate randomization "
         "(sign flips of the differences, two-sided; permutations doubled while alpha is within 3 Monte-Carlo "
@@ -329,6 +404,8 @@ def leaderboard(
         "scores_signatures": list(scores_signatures),
         "judgements": judgements_digest,
     }
+    if budget.reached:  # it decided some p: signed (a run within its budget is signed as before there was one)
+        payload["permutation_budget"] = permutation_budget
     from vst_core.hashing import json_digest
 
     signature = {"id": json_digest(payload, 12), **payload}
@@ -343,6 +420,7 @@ def leaderboard(
         rated,
         signature,
         tuple(notes),
+        budget.summary(),
     )
 
 
@@ -440,11 +518,13 @@ def story_ratings(table: pd.DataFrame, judgements: Any, how: str = "mean") -> pd
 __all__ = [
     "ALPHA",
     "FAMILIES",
+    "PERMUTATION_BUDGET",
     "PERMUTATION_CAP",
     "PERMUTATIONS",
     "RESAMPLES",
     "Leaderboard",
     "PairTest",
+    "PermutationBudget",
     "Rating",
     "Standing",
     "SystemDistance",

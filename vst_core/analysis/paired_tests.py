@@ -13,6 +13,14 @@ pair's p does not move when a system joins, and the leaderboard and the two-syst
 Holm-adjusted p near α carries about k times p's standard error in a family of k
 (:func:`holm_thresholds` gives the thresholds a caller may refine against instead).
 
+A run of many tests draws within one :class:`PermutationBudget` (:data:`PERMUTATION_BUDGET` draws
+unless told otherwise), every test's first permutations and extensions together: the extensions
+go in rounds, every test still near a threshold doubling at once, so no test is favoured by its
+place in the run. When a round does not fit, what is left is shared equally and those tests stop
+early: each says so (``stopped_early``), keeps the p and Monte-Carlo standard error of the
+permutations it drew, and the run reports its budget, what it drew and that it was reached. Below
+the budget every p is the one drawn without it.
+
 How these p relate to other tools: the test is two-sided (a difference in either direction), as
 SacreBLEU's paired approximate randomization; WMT's ``mt-metrics-eval`` reports one-sided p for
 "a is better than b", half of a two-sided p when a is ahead. A flip whose statistic equals the
@@ -28,6 +36,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +55,9 @@ PERMUTATION_BLOCK = 1 << 22
 PERMUTATION_CAP = 1_000_000
 #: Monte-Carlo standard errors between p and every decision threshold before a test stops adding permutations.
 SE_MARGIN = 3.0
+#: Permutations one run may draw over all its tests together, unless told otherwise: ten tests
+#: extended to :data:`PERMUTATION_CAP` (a million draws over 300 sequences take about 2.5 s on one core).
+PERMUTATION_BUDGET = 10_000_000
 #: Significance level of decisions (clusters, the ``*`` of significant differences).
 ALPHA = 0.05
 #: Which tests one Holm adjustment covers: those of one metric (every pair of systems), or all of a result.
@@ -71,6 +83,7 @@ class PairTest:
     better: str | None
     permutations: int
     p_se: float | None = None  # the Monte-Carlo standard error of p: √(p(1 − p) / permutations)
+    stopped_early: bool = False  # the run's permutation budget ended its draws while a threshold was within SE_MARGIN SE of p
 
 
 def holm(p: Sequence[float | None]) -> list[float | None]:
@@ -116,6 +129,137 @@ def holm_thresholds(alpha: float, family: int) -> tuple[float, ...]:
     return tuple(alpha / k for k in range(1, max(family, 1) + 1))
 
 
+@dataclass
+class Draws:
+    """One permutation test's count: ``hits`` in ``used`` permutations, ``draw(k)`` the hits of k
+    more from its own stream; ``stopped``: a budget ended it before its rule was met."""
+
+    hits: int
+    used: int
+    draw: Callable[[int], int]
+    stopped: bool = False
+
+    def result(self) -> tuple[float, float, int]:
+        """(p, its Monte-Carlo standard error, permutations drawn): p = (1 + hits) / (1 + used)."""
+        p = (1 + self.hits) / (1 + self.used)
+        return p, p_standard_error(p, self.used), self.used
+
+    def wanted(self, thresholds: Sequence[float], cap: int) -> int:
+        """The permutations the rule adds now: as many again while some threshold is within
+        :data:`SE_MARGIN` standard errors of p and fewer than ``cap`` were drawn, else 0."""
+        p, se, used = self.result()
+        if used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
+            return 0
+        return min(used, cap - used)
+
+
+class PermutationBudget:
+    """The permutations one run may draw over all its tests (``limit``; None: no limit), what it
+    drew (``drawn``) and how many tests it stopped early (``stopped``). ``progress(total)`` may
+    return a bar with ``update(n)`` and ``close()``, advanced per draw; a round of extensions
+    raises its ``total`` where it has one (as tqdm's).
+
+    >>> budget = PermutationBudget(1000)
+    >>> budget.first(400, 3), budget.summary()["reached"]
+    (333, True)
+    """
+
+    def __init__(self, limit: int | None = PERMUTATION_BUDGET, progress: Callable[[int], Any] | None = None) -> None:
+        if limit is not None and limit < 0:
+            raise ValueError("a permutation budget is 0 or more draws")
+        self.limit = limit
+        self.drawn = 0
+        self.stopped = 0
+        self.cut = False  # some tests started with fewer permutations than asked
+        self._progress = progress
+        self._bar: Any = None
+
+    @property
+    def left(self) -> int | None:
+        """Draws still allowed (None: no limit)."""
+        return None if self.limit is None else max(self.limit - self.drawn, 0)
+
+    @property
+    def reached(self) -> bool:
+        """Whether the budget ended some test's draws."""
+        return self.cut or self.stopped > 0
+
+    def first(self, permutations: int, tests: int) -> int:
+        """The permutations each of ``tests`` tests starts with: ``permutations``, or an equal share
+        of what is left when they do not all fit (each of those tests then stops early)."""
+        left = self.left
+        share = permutations if left is None or permutations * tests <= left else left // max(tests, 1)
+        if share < permutations:
+            self.cut = True
+        self._expect(share * tests)
+        return share
+
+    def spend(self, count: int) -> None:
+        """Count ``count`` draws made."""
+        self.drawn += count
+        if self._bar is not None and count:
+            self._bar.update(count)
+
+    def _expect(self, count: int) -> None:
+        if self._progress is None or count <= 0:
+            return
+        if self._bar is None:
+            self._bar = self._progress(count)
+        elif getattr(self._bar, "total", None) is not None:
+            self._bar.total += count
+            if hasattr(self._bar, "refresh"):
+                self._bar.refresh()
+
+    def extend(self, tests: Sequence[Draws], thresholds: Sequence[float], cap: int) -> None:
+        """Extend ``tests`` by their rule (:meth:`Draws.wanted`) in rounds, each test still near a
+        threshold doubling at once, within the budget; when a round does not fit, what is left is
+        shared equally and the tests still wanting more are ``stopped``."""
+        while True:
+            asks = [(d, k) for d in tests if not d.stopped and (k := d.wanted(thresholds, cap))]
+            if not asks:
+                return
+            total, left = sum(k for _, k in asks), self.left
+            self._expect(total if left is None else min(total, left))
+            share = None if left is None or total <= left else left // len(asks)
+            for d, k in asks:
+                more = k if share is None else min(k, share)
+                if more:
+                    d.hits += d.draw(more)
+                    d.used += more
+                    self.spend(more)
+            if share is not None:
+                for d, _ in asks:
+                    d.stopped = d.wanted(thresholds, cap) > 0
+                    self.stopped += d.stopped
+                return
+
+    def close(self) -> None:
+        """Close the progress bar, if one was made."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def summary(self) -> dict[str, Any]:
+        """``budget`` (draws; None: no limit), ``drawn``, ``reached`` and ``stopped_tests``, as a
+        run's output states them."""
+        return {"budget": self.limit, "drawn": self.drawn, "reached": self.reached, "stopped_tests": self.stopped}
+
+    def note(self) -> str | None:
+        """One sentence for a run whose budget was reached, else None."""
+        if not self.reached:
+            return None
+        return (
+            f"the permutation budget of {self.limit:,} draws was reached ({self.drawn:,} drawn): "
+            + (
+                f"{self.stopped} test(s) stopped early"
+                if self.stopped
+                else "the tests started with fewer permutations than asked"
+            )
+            + " (stopped_early), each p with the Monte-Carlo standard error of the permutations it drew; "
+            "raise the budget or lower the permutations to tell them apart from alpha"
+        )
+
+
 def adaptive_permutation_p(
     diff: np.ndarray,
     permutations: int,
@@ -136,15 +280,11 @@ def extended_p(
     """(p, its Monte-Carlo standard error, permutations drawn) of any permutation test from its
     ``hits`` in ``used`` permutations: p = (1 + hits) / (1 + used), then, while some threshold is
     within :data:`SE_MARGIN` standard errors of p and fewer than ``cap`` were drawn, as many again
-    by ``draw(k)`` (the hits of k more permutations, from the test's own stream)."""
-    while True:
-        p = (1 + hits) / (1 + used)
-        se = p_standard_error(p, used)
-        if used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
-            return p, se, used
-        more = min(used, cap - used)
-        hits += draw(more)
-        used += more
+    by ``draw(k)`` (the hits of k more permutations, from the test's own stream). No budget: a run
+    of tests extends them together with :meth:`PermutationBudget.extend`."""
+    draws = Draws(hits, used, draw)
+    PermutationBudget(None).extend([draws], thresholds, cap)
+    return draws.result()
 
 
 def _flip_hits(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> int:
@@ -183,15 +323,61 @@ def paired_test(
     seed: int = 0,
     confidence: float = 0.95,
     thresholds: Sequence[float] = (ALPHA,),
+    budget: PermutationBudget | None = None,
 ) -> PairTest:
     """The test of a against b on the per-sequence differences ``diff`` (a − b, no NaN); ``p_holm``
     is left as ``p`` (:func:`adjusted` sets it over a family). No p below two sequences.
     ``thresholds``: where p must be told apart (:func:`adaptive_permutation_p`; a Holm family's
-    are :func:`holm_thresholds`)."""
+    are :func:`holm_thresholds`). ``budget``: the run's, which counts its draws and may stop it
+    early (None: no limit but :data:`PERMUTATION_CAP`); a run of many tests draws them together
+    with :func:`pending_test` and :meth:`PermutationBudget.extend`."""
+    budget = budget or PermutationBudget(None)
+    pending = pending_test(
+        diff, metric, a, b, resamples=resamples, permutations=permutations, seed=seed, confidence=confidence,
+        first=budget.first(permutations, 1), budget=budget,
+    )  # fmt: skip
+    if pending.draws is not None:
+        budget.extend([pending.draws], thresholds, PERMUTATION_CAP)
+    return pending.done()
+
+
+@dataclass(frozen=True)
+class PendingTest:
+    """A test whose p is still open: the test without it, and its permutations so far (None: no p)."""
+
+    test: PairTest
+    draws: Draws | None
+
+    def done(self) -> PairTest:
+        """The test with the p of its draws, their count and whether a budget stopped them."""
+        if self.draws is None:
+            return self.test
+        p, se, used = self.draws.result()
+        return replace(self.test, p=p, p_holm=p, permutations=used, p_se=se, stopped_early=self.draws.stopped)
+
+
+def pending_test(
+    diff: np.ndarray,
+    metric: str,
+    a: str,
+    b: str,
+    *,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    confidence: float = 0.95,
+    first: int | None = None,
+    budget: PermutationBudget | None = None,
+) -> PendingTest:
+    """:func:`paired_test` up to its first permutations: ``first`` of them (default
+    ``permutations``; fewer when the run's budget shares them out, and the test is then stopped
+    early), counted in ``budget``. Extend the draws of a run's tests together
+    (:meth:`PermutationBudget.extend`), then :meth:`PendingTest.done`."""
+    first = permutations if first is None else first
     diff = np.asarray(diff, dtype=float)
     n = len(diff)
     if n and not np.isfinite(diff).all():  # a difference too large for a float (or none at all): nothing is told
-        return PairTest(metric, a, b, n, float("nan"), None, None, None, None, None, None, permutations)
+        return PendingTest(PairTest(metric, a, b, n, float("nan"), None, None, None, None, None, None, permutations), None)
     # on the differences scaled to at most 1: sums of ±1e308 do not overflow, and 1e-308 is not below a tolerance
     scale = float(np.abs(diff).max()) if n else 0.0
     unit = diff / scale if scale > 0 else diff
@@ -200,16 +386,22 @@ def paired_test(
     (interval,) = bootstrap(unit.reshape(n, 1), resamples, int(rng.integers(2**63)), confidence) if n else [None]
     if interval is not None and scale > 0:
         interval = (interval[0] * scale, interval[1] * scale)
-    p, p_se, used = (
-        adaptive_permutation_p(unit, permutations, rng, thresholds) if n >= 2 and permutations > 0 else (None, None, 0)
-    )
+    draws, stopped = None, False
+    if n >= 2 and permutations > 0:
+        if first > 0:
+            draws = Draws(_flip_hits(unit, first, rng), first, lambda k: _flip_hits(unit, k, rng), stopped=first < permutations)
+            if budget is not None:
+                budget.spend(first)
+        else:  # the run's budget left nothing for this test
+            stopped, permutations = True, 0
     sd = float(unit.std(ddof=1)) if n >= 2 else 0.0
     effect = float(unit.mean()) / sd if sd > 0 else None
     direction = direction_of(metric)
     sign = {"higher": 1.0, "lower": -1.0}.get(direction, 0.0)
     better = None if not n or mean * sign == 0 else a if mean * sign > 0 else b
     low, high = interval if interval else (None, None)
-    return PairTest(metric, a, b, n, mean, low, high, p, p, effect, better, used or permutations, p_se)
+    test = PairTest(metric, a, b, n, mean, low, high, None, None, effect, better, permutations, None, stopped)
+    return PendingTest(test, draws)
 
 
 def adjusted(tests: Sequence[PairTest], family: str = "all") -> list[PairTest]:
@@ -239,17 +431,21 @@ def paired_tests(
     confidence: float = 0.95,
     family: str = "metric",
     alpha: float = ALPHA,
+    permutation_budget: int | None = PERMUTATION_BUDGET,
 ) -> list[PairTest]:
     """The tests of a against b on :func:`vst_core.analysis.systems.paired_sequences`' differences,
     one per metric with a direction. Holm's family (:func:`adjusted`): ``"metric"`` (the default,
     as the leaderboard's: one pair per metric here, so ``p_holm`` = p) or ``"all"`` (over the
-    metrics given)."""
+    metrics given). The tests draw within one :class:`PermutationBudget` of
+    ``permutation_budget`` draws (None: no limit)."""
     if "sequence" in paired:  # the leaderboard's order of sequences, so both draw the same resamples
         paired = paired.sort_values("sequence", kind="stable")
     tested = [m for m in metrics if m in paired and direction_of(m) != "none"]
     thresholds = (alpha,)  # the leaderboard's rule: the same p for the pair there and here
-    tests = [
-        paired_test(
+    budget = PermutationBudget(permutation_budget)
+    first = budget.first(permutations, len(tested))
+    pending = [
+        pending_test(
             paired[m].dropna().to_numpy(float),
             m,
             a,
@@ -258,11 +454,13 @@ def paired_tests(
             permutations=permutations,
             seed=seed,
             confidence=confidence,
-            thresholds=thresholds,
+            first=first,
+            budget=budget,
         )
         for m in tested
     ]
-    return adjusted(tests, family)
+    budget.extend([t.draws for t in pending if t.draws is not None], thresholds, PERMUTATION_CAP)
+    return adjusted([t.done() for t in pending], family)
 
 
 def with_tests(summary: pd.DataFrame, tests: Sequence[PairTest]) -> pd.DataFrame:

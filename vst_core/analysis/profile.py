@@ -29,14 +29,23 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.dhm import bootstrap
-from vst_core.analysis.paired_tests import ALPHA, PERMUTATIONS, RESAMPLES, holm, paired_test
+from vst_core.analysis.paired_tests import (
+    ALPHA,
+    PERMUTATION_BUDGET,
+    PERMUTATION_CAP,
+    PERMUTATIONS,
+    RESAMPLES,
+    PermutationBudget,
+    holm,
+    pending_test,
+)
 from vst_core.analysis.systems import paired_sequences
 from vst_core.records import direction_of
 
 #: The columns of a profile table.
 COLUMNS = [
     "system", "measure", "direction", "n", "system_mean", "human_mean", "difference", "ci_low", "ci_high",
-    "distance", "distance_low", "distance_high", "p", "p_se", "p_holm", "permutations",
+    "distance", "distance_low", "distance_high", "p", "p_se", "p_holm", "permutations", "stopped_early",
 ]  # fmt: skip
 #: The human side's name in the paired table.
 HUMAN = "\x00human"
@@ -53,11 +62,15 @@ def human_likeness_profile(
     seed: int = 0,
     confidence: float = 0.95,
     alpha: float = ALPHA,
+    permutation_budget: int | None = PERMUTATION_BUDGET,
 ) -> pd.DataFrame:
     """One row per (system, measure): the signed difference from the ``human`` systems' stories
     with its interval and paired test, and the distance mean |d| with its interval (module
     docstring). ``table``: one row per story (``story``, ``sequence``, ``system``, measure
-    columns); ``measures`` default to every numeric column with a value."""
+    columns); ``measures`` default to every numeric column with a value. Every test draws within
+    one :class:`~vst_core.analysis.paired_tests.PermutationBudget` of ``permutation_budget`` draws
+    (None: no limit); a test it stops says so (``stopped_early``), and the table's
+    ``attrs["permutation_budget"]`` holds the run's budget, what it drew and whether it was reached."""
     from vst_core.metric_spec import registry
 
     if measures is None:
@@ -70,47 +83,57 @@ def human_likeness_profile(
     if "GROOVIST raw" in merged:  # dHM's G: the distance of tanh(G)
         merged = merged.assign(**{"GROOVIST raw": np.tanh(merged["GROOVIST raw"].astype(float))})
     others = [s for s in (systems or sorted(set(merged["system"]) - {HUMAN})) if s != HUMAN and s not in people]
-    rows = []
+    found: list[tuple[str, str, np.ndarray]] = []
     for system in others:
         paired = paired_sequences(merged, system, HUMAN, measures).sort_values("sequence", kind="stable")
-        found: list[dict[str, object]] = []
-        pvalues: list[float | None] = []
         for measure in measures:
             d = paired[measure].dropna().to_numpy(float) if measure in paired else np.zeros(0)
-            if not len(d):
-                continue
-            test = paired_test(
-                d, measure, system, "human", resamples=resamples, permutations=permutations, seed=seed,
-                confidence=confidence, thresholds=(alpha,),
-            )  # fmt: skip
-            (interval,) = bootstrap(np.abs(d).reshape(-1, 1), resamples, seed, confidence) if resamples > 0 else [None]
-            pvalues.append(test.p)
-            own = merged[merged["system"] == system][measure].astype(float)
-            theirs = merged[merged["system"] == HUMAN][measure].astype(float)
-            found.append(
-                {
-                    "system": system,
-                    "measure": measure,
-                    "direction": direction_of(measure),
-                    "n": len(d),
-                    "system_mean": float(own.mean()),
-                    "human_mean": float(theirs.mean()),
-                    "difference": test.mean_difference,
-                    "ci_low": test.ci_low,
-                    "ci_high": test.ci_high,
-                    "distance": float(np.abs(d).mean()),
-                    "distance_low": interval[0] if interval else None,
-                    "distance_high": interval[1] if interval else None,
-                    "p": test.p,
-                    "p_se": test.p_se,
-                    "p_holm": None,
-                    "permutations": test.permutations,
-                }
-            )
-        for row, adjusted in zip(found, holm(pvalues), strict=True):
-            row["p_holm"] = adjusted
-        rows.extend(found)
-    return pd.DataFrame(rows, columns=COLUMNS)
+            if len(d):
+                found.append((system, measure, d))
+    budget = PermutationBudget(permutation_budget)
+    first = budget.first(permutations, len(found))
+    pending = [
+        pending_test(
+            d, measure, system, "human", resamples=resamples, permutations=permutations, seed=seed,
+            confidence=confidence, first=first, budget=budget,
+        )
+        for system, measure, d in found
+    ]  # fmt: skip
+    budget.extend([t.draws for t in pending if t.draws is not None], (alpha,), PERMUTATION_CAP)
+    tests = [t.done() for t in pending]
+    rows: list[dict[str, object]] = []
+    for (system, measure, d), test in zip(found, tests, strict=True):
+        (interval,) = bootstrap(np.abs(d).reshape(-1, 1), resamples, seed, confidence) if resamples > 0 else [None]
+        own = merged[merged["system"] == system][measure].astype(float)
+        theirs = merged[merged["system"] == HUMAN][measure].astype(float)
+        rows.append(
+            {
+                "system": system,
+                "measure": measure,
+                "direction": direction_of(measure),
+                "n": len(d),
+                "system_mean": float(own.mean()),
+                "human_mean": float(theirs.mean()),
+                "difference": test.mean_difference,
+                "ci_low": test.ci_low,
+                "ci_high": test.ci_high,
+                "distance": float(np.abs(d).mean()),
+                "distance_low": interval[0] if interval else None,
+                "distance_high": interval[1] if interval else None,
+                "p": test.p,
+                "p_se": test.p_se,
+                "p_holm": None,
+                "permutations": test.permutations,
+                "stopped_early": test.stopped_early,
+            }
+        )
+    for system in others:  # Holm over each system's measures
+        mine = [k for k, (s, _, _) in enumerate(found) if s == system]
+        for k, adjusted in zip(mine, holm([tests[k].p for k in mine]), strict=True):
+            rows[k]["p_holm"] = adjusted
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    frame.attrs["permutation_budget"] = budget.summary()
+    return frame
 
 
 __all__ = ["COLUMNS", "human_likeness_profile"]

@@ -12,6 +12,7 @@ from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
 from vst_core.analysis.leaderboard import (
     ALPHA,
     FAMILIES,
+    PERMUTATION_BUDGET,
     PERMUTATION_CAP,
     PERMUTATIONS,
     RESAMPLES,
@@ -22,7 +23,17 @@ from vst_core.analysis.leaderboard import (
     story_ratings,
 )
 from vst_core.analysis.meta_eval import LAYOUTS, JudgementsError, read_judgements
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, csv_list, error, note, note_conflicts, story_set_given
+from vst_core.cli.common import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    DefaultsHelp,
+    bar,
+    csv_list,
+    error,
+    note,
+    note_conflicts,
+    story_set_given,
+)
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, json_text, write_text_whole
 from vst_core.data.index import IndexError_
@@ -63,6 +74,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human (dHM)")
     p.add_argument("--resamples", type=int, default=RESAMPLES, help="bootstrap resamples (0: no intervals)")
     p.add_argument("--permutations", type=int, default=PERMUTATIONS, help="sign-flip permutations of the paired test")
+    p.add_argument(
+        "--permutation-budget",
+        type=int,
+        default=PERMUTATION_BUDGET,
+        metavar="DRAWS",
+        help="permutations every test of the run may draw together, the first ones and those added near --alpha; a "
+        "test the budget stops says so and keeps the p and standard error of what it drew",
+    )
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar of the permutations")
     p.add_argument("--seed", type=int, default=0, help="seed of the resamples and permutations")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level")
     p.add_argument("--alpha", type=float, default=ALPHA, help="significance level of the clusters (on Holm-adjusted p)")
@@ -151,7 +171,7 @@ def print_board(board: Leaderboard) -> None:
             print(
                 f"  {one_line(t.metric):<{named}} {one_line(t.system_a):<{width}} {one_line(t.system_b):<{width}} {t.n:>6}"
                 f" {t.mean_difference:>+9.4f}  {interval:<22} {_p_se(t.p, t.p_se)} {_p(t.p_holm)} {_num(t.effect_size, 7, 2)}{_dagger(t.n, t.effect_size)}"
-                f"  {one_line(t.better) if t.better else '—'}"
+                f"  {one_line(t.better) if t.better else '—'}" + ("  (stopped early)" if t.stopped_early else "")
             )
     settings = board.signature
     print(
@@ -168,14 +188,29 @@ def print_board(board: Leaderboard) -> None:
         )
         + f"; clusters: no two systems of one cluster differ at p_holm < {settings['alpha']}. {SMALL_N_NOTE}"
     )
+    budget = board.permutation_budget
+    if budget:
+        limit = "no limit" if budget["budget"] is None else f"{budget['budget']:,} draws"
+        print(
+            f"permutation budget: {limit}, {budget['drawn']:,} drawn"
+            + (
+                f"; reached: {budget['stopped_tests']} test(s) stopped early, marked (stopped early)"
+                if budget["reached"]
+                else "; not reached"
+            )
+        )
     for message in board.notes:
         print(f"note: {message}")
     print(f"compare sig {settings['id']}", flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.permutations < 0 or args.resamples < 0 or not 0 < args.confidence < 1 or not 0 < args.alpha < 1:
-        error("--permutations and --resamples must be 0 or more, --confidence and --alpha between 0 and 1")
+    if (
+        min(args.permutations, args.resamples, args.permutation_budget) < 0
+        or not 0 < args.confidence < 1
+        or not 0 < args.alpha < 1
+    ):
+        error("--permutations, --resamples and --permutation-budget must be 0 or more, --confidence and --alpha between 0 and 1")
         return EXIT_USAGE
     for path in args.scores:
         if not path.is_file():
@@ -225,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
         ratings=ratings,
         scores_signatures=[index.provenance()["id"]],  # as the dashboard signs the same files
         judgements_digest=digest,
+        permutation_budget=args.permutation_budget,
+        progress=None if args.no_progress else lambda total: bar(total, "draw", "permutations"),
     )
     print_board(board)
     try:

@@ -208,6 +208,7 @@ def run_dhm(args: argparse.Namespace) -> int:
     }
     if profile is not None:
         document["profile"] = json.loads(profile.to_json(orient="records"))
+        document["profile_permutation_budget"] = profile.attrs.get("permutation_budget", {})
     try:
         write_text_whole(args.out, json.dumps(document, indent=1))
         if args.csv:
@@ -233,7 +234,13 @@ def _print_profile(profile: pd.DataFrame) -> None:
         p = f"{r.p:.4f} ± {r.p_se:.4f}" if r.p is not None and r.p == r.p else "—"
         print(
             f"  {one_line(str(r.system)):<12} {one_line(str(r.measure)):<{width}} {r.n:>5}  {r.difference:>+10.4f}  "
-            f"{interval:<22} {p:>18}  {r.distance:.4f}"
+            f"{interval:<22} {p:>18}  {r.distance:.4f}" + ("  stopped early" if r.stopped_early else "")
+        )
+    budget = profile.attrs.get("permutation_budget", {})
+    if budget.get("reached"):
+        print(
+            f"note: the permutation budget of {budget['budget']:,} draws was reached; the tests marked 'stopped early' "
+            "keep the p and Monte-Carlo standard error of the permutations they drew"
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from vst_core.analysis.meta_eval import (
 from vst_core.analysis.meta_eval.report import _plain
 from vst_core.analysis.meta_eval.scored import pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
+from vst_core.analysis.paired_tests import PERMUTATION_BUDGET, PermutationBudget
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note, story_set_given
 from vst_core.cli.compare import one_line
 from vst_core.data import load_records
@@ -100,6 +102,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=int,
         default=VersusSettings.permutations,
         help="permutations (and bootstrap resamples) of the metric-vs-metric tests; 0 skips them",
+    )
+    p.add_argument(
+        "--permutation-budget",
+        type=int,
+        default=PERMUTATION_BUDGET,
+        metavar="DRAWS",
+        help="permutations every metric-vs-metric test of the run may draw together, the first ones and those added "
+        "near alpha; a test the budget stops says so (stopped_early) and keeps the p and standard error of what it drew",
     )
 
 
@@ -189,8 +199,13 @@ def run(args: argparse.Namespace) -> int:
     print_agreement(report)
     extra = None
     if args.permutations > 0:
-        versus = VersusSettings(args.versus_method, args.permutations, args.seed, args.confidence)
-        extra = {"metric_vs_metric": metric_versus(report, records, versus)}
+        try:
+            versus = VersusSettings(args.versus_method, args.permutations, args.seed, args.confidence, args.permutation_budget)
+        except ValueError as exc:
+            error(str(exc))
+            return EXIT_USAGE
+        progress = None if args.no_progress else lambda total: bar(total, "draw", "metric vs metric permutations")
+        extra = {"metric_vs_metric": metric_versus(report, records, versus, progress)}
     try:
         _write(report, args.out, args.csv, extra)
     except OSError as exc:
@@ -237,19 +252,30 @@ def print_agreement(report: MetaReport) -> None:
         print(f"  {one_line(metric):<{width}}  " + "  ".join(shown))
 
 
-def metric_versus(report: MetaReport, records: list[StoryScores], settings: VersusSettings) -> dict[str, Any]:
+def metric_versus(
+    report: MetaReport, records: list[StoryScores], settings: VersusSettings, progress: Callable[[int], Any] | None = None
+) -> dict[str, Any]:
     """The metric-vs-metric section of the JSON: every two metrics per aspect (correlations) and on
-    the judged pairs (accuracy), with a one-line summary on stderr."""
-    correlations = versus_correlations(report.data, report.metrics, report.aspects, settings)
-    scores = score_frame(records) if report.data.empty else report.data
-    accuracy = versus_accuracy(report.pairs, scores, report.metrics, settings, pair_margins(records))
+    the judged pairs (accuracy), every test within one permutation budget (stated, with whether it
+    was reached), with a one-line summary on stderr."""
+    budget = PermutationBudget(settings.permutation_budget, progress)
+    try:
+        correlations = versus_correlations(report.data, report.metrics, report.aspects, settings, budget=budget)
+        scores = score_frame(records) if report.data.empty else report.data
+        accuracy = versus_accuracy(report.pairs, scores, report.metrics, settings, pair_margins(records), budget=budget)
+    finally:
+        budget.close()
     significant = int((correlations["p_permutation"] < 0.05).sum()) if len(correlations) else 0
     note(
         f"metric vs metric ({settings.describe()}): {len(correlations)} metric pairs x aspects, {significant} with "
         f"permutation p < 0.05; {len(accuracy)} metric pairs on {len(report.pairs)} judged story pairs"
     )
+    reached = budget.note()
+    if reached is not None:
+        note(f"note: {reached}")
     return {
         "settings": settings.describe(),
+        "permutation_budget": budget.summary(),
         "correlations": [{k: _plain(v) for k, v in row.items()} for row in correlations.to_dict(orient="records")],
         "pairwise_accuracy": [{k: _plain(v) for k, v in row.items()} for row in accuracy.to_dict(orient="records")],
     }

@@ -25,7 +25,9 @@ from vst_core.records import direction_of
 
 @dataclass(frozen=True)
 class Correlation:
-    """One coefficient with its p-value, N and bootstrap interval; ``undefined`` says why it is absent."""
+    """One coefficient with its p-value, N and bootstrap interval; ``undefined`` says why it is
+    absent. ``infinite`` and ``unlabelled``: the pairs left out of N for an infinite value, or for
+    no group label (a pair with a NaN is a missing value, left out and not counted)."""
 
     method: str
     value: float | None
@@ -34,6 +36,8 @@ class Correlation:
     ci_low: float | None = None
     ci_high: float | None = None
     undefined: str | None = None
+    infinite: int = 0
+    unlabelled: int = 0
 
 
 def _coefficient(method: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -206,16 +210,38 @@ def correlate(
     constant side make a coefficient undefined, with the reason; nothing is filled with 0.
 
     ``groups`` (one label per pair, e.g. its image sequence): the bootstrap draws groups, not pairs
-    (:func:`grouped_samples`); without it, pairs are drawn (:func:`bootstrap_samples`)."""
+    (:func:`grouped_samples`); without it, pairs are drawn (:func:`bootstrap_samples`).
+
+    Left out of N and counted in each result: a pair with an infinite value (``infinite``: no
+    coefficient can rank or average it) and, with ``groups``, a pair whose label is missing (None,
+    NaN or empty text: ``unlabelled``; it belongs to no group the bootstrap could draw).
+
+    >>> r = correlate([1, 2, 3, 4, float("inf")], [1, 3, 2, 4, 5], ["pearson"], resamples=0)["pearson"]
+    >>> round(r.value, 2), r.n, r.infinite
+    (0.8, 4, 1)
+    """
     x = np.asarray(metric, dtype=float)
     y = np.asarray(human, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"metric and human values differ in length ({x.size} vs {y.size})")
-    keep = ~(np.isnan(x) | np.isnan(y))
+    if groups is not None and len(groups) != x.size:
+        raise ValueError(f"groups must give one label per pair ({len(groups)} labels for {x.size} pairs)")
+    missing = np.isnan(x) | np.isnan(y)
+    infinite = ~missing & (np.isinf(x) | np.isinf(y))
+    given = None if groups is None else list(groups)
+    unlabelled = (
+        np.zeros(x.size, dtype=bool)
+        if given is None
+        else np.array([_no_label(g) for g in given], dtype=bool) & ~missing & ~infinite
+    )
+    keep = ~(missing | infinite | unlabelled)
+    counts = {"infinite": int(infinite.sum()), "unlabelled": int(unlabelled.sum())}
     x, y = x[keep], y[keep]
-    if groups is not None and len(groups) != keep.size:
-        raise ValueError(f"groups must give one label per pair ({len(groups)} labels for {keep.size} pairs)")
-    labels = None if groups is None else np.asarray(pd.Series(list(groups)).astype(str))[keep]
+    labels = (
+        None
+        if given is None
+        else np.asarray(pd.Series([g for g, k in zip(given, keep, strict=True) if k], dtype=object).astype(str))
+    )
     units = int(np.unique(labels).size) if labels is not None else int(x.size)
     n = int(x.size)
     reason = None
@@ -228,7 +254,7 @@ def correlate(
     out: dict[str, Correlation] = {}
     for method in methods:
         if reason:
-            out[method] = Correlation(method, None, None, n, undefined=reason)
+            out[method] = Correlation(method, None, None, n, undefined=reason, **counts)
             continue
         value, p = _coefficient(method, x, y)
         low = high = None
@@ -249,8 +275,23 @@ def correlate(
             None
             if low is not None or resamples == 0 or not has_interval(units)
             else "bootstrap interval undefined: most resamples were constant",
+            **counts,
         )
     return out
+
+
+def _no_label(label: object) -> bool:
+    """Whether a group label is missing: None, NaN (or pandas' NA) or empty text.
+
+    >>> [_no_label(v) for v in (None, float("nan"), " ", "q1", 0)]
+    [True, True, True, False, False]
+    """
+    if isinstance(label, str):
+        return not label.strip()
+    try:
+        return bool(pd.isna(label))
+    except (TypeError, ValueError):  # a list or an array as a label: not missing
+        return False
 
 
 def _rowwise_kendall(x: np.ndarray, y: np.ndarray, variant: str) -> np.ndarray:

@@ -14,7 +14,9 @@ oriented so that higher = better, :func:`~vst_core.analysis.meta_eval.stats._ori
 * **PERM-BOTH** (Deutsch, Dror and Roth 2021): per story, the two metrics' standardised scores are
   swapped with probability ½; p = (1 + #{|Δ*| ≥ |Δ|}) / (1 + permutations), two-sided, Δ = r(a,h) − r(b,h),
   with its Monte-Carlo standard error; permutations are doubled (up to 100,000) while α is within 3
-  standard errors of p. Williams' p and this p are two-sided; WMT's ``mt-metrics-eval`` reports
+  standard errors of p, every test of a run within one permutation budget
+  (:class:`~vst_core.analysis.paired_tests.PermutationBudget`: a test it stops says so,
+  ``stopped_early``). Williams' p and this p are two-sided; WMT's ``mt-metrics-eval`` reports
   one-sided p (a better than b): half of these for the metric ahead. Standardising (z-scores) makes
   swapping meaningful between metrics on different scales and leaves every correlation unchanged.
 * a **paired bootstrap** interval of Δ: stories resampled with replacement, both correlations
@@ -32,12 +34,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from vst_core.analysis.meta_eval.stats import _oriented, _rowwise_pearson, margins_of
+from vst_core.analysis.paired_tests import PERMUTATION_BUDGET, Draws, PermutationBudget
 
 #: The correlations Williams' test and the permutation are computed for.
 VERSUS_METHODS = ("pearson", "spearman")
@@ -49,28 +53,59 @@ _BLOCK = 256
 VERSUS_PERMUTATION_CAP = 100_000
 
 
-def _extended(hits: int, used: int, draw: Callable[[int], int], cap: int = VERSUS_PERMUTATION_CAP) -> tuple[float, float, int]:
-    """The paired tests' extension (:func:`vst_core.analysis.paired_tests.extended_p`) near α."""
-    from vst_core.analysis.paired_tests import extended_p
+Row = dict[str, Any]
 
-    return extended_p(hits, used, draw, (ALPHA,), cap)
+
+@dataclass
+class _Pending:
+    """A row of a metric-vs-metric table whose permutation p is still open (``draws`` None: no p)."""
+
+    row: Row
+    draws: Draws | None
+
+    def done(self) -> Row:
+        if self.draws is not None:
+            p, se, used = self.draws.result()
+            self.row.update(
+                {"p_permutation": p, "p_permutation_se": se, "permutations": used, "stopped_early": self.draws.stopped}
+            )
+        return self.row
+
+
+def _first(hits: Callable[[int], int], asked: int, first: int, budget: PermutationBudget) -> Draws | None:
+    """A test's first ``first`` of its ``asked`` permutations, counted in ``budget`` (None: none left for it)."""
+    if first <= 0:
+        return None
+    draws = Draws(hits(first), first, hits, stopped=first < asked)
+    budget.spend(first)
+    return draws
+
+
+def _extend_all(pending: Sequence[_Pending], budget: PermutationBudget) -> list[Row]:
+    """Every row's test extended near α within ``budget`` (:meth:`PermutationBudget.extend`), then its p."""
+    budget.extend([t.draws for t in pending if t.draws is not None], (ALPHA,), VERSUS_PERMUTATION_CAP)
+    return [t.done() for t in pending]
 
 
 @dataclass(frozen=True)
 class VersusSettings:
     """How metrics are compared with each other: the coefficient, the number of permutations and
-    bootstrap resamples (the same count), the seed, the interval level."""
+    bootstrap resamples (the same count), the seed, the interval level, and the permutations a run
+    may draw over all its tests (:class:`~vst_core.analysis.paired_tests.PermutationBudget`)."""
 
     method: str = "pearson"
     permutations: int = 1000
     seed: int = 0
     confidence: float = 0.95
+    permutation_budget: int | None = PERMUTATION_BUDGET  # draws of every test of a run together (None: no limit)
 
     def __post_init__(self) -> None:
         if self.method not in VERSUS_METHODS:
             raise ValueError(f"metric-vs-metric method must be one of {', '.join(VERSUS_METHODS)}, not {self.method!r}")
         if self.permutations < 1:
             raise ValueError("permutations must be at least 1")
+        if self.permutation_budget is not None and self.permutation_budget < 0:
+            raise ValueError("the permutation budget must be 0 or more draws")
         if not 0 < self.confidence < 1:
             raise ValueError("confidence must be between 0 and 1")
 
@@ -119,22 +154,37 @@ def _rows_corr(method: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def correlation_difference(
-    a: np.ndarray, b: np.ndarray, human: np.ndarray, settings: VersusSettings = VersusSettings()
+    a: np.ndarray,
+    b: np.ndarray,
+    human: np.ndarray,
+    settings: VersusSettings = VersusSettings(),
+    *,
+    budget: PermutationBudget | None = None,
 ) -> dict[str, float | int | None]:
     """Δ = r(a, h) − r(b, h) over the items with all three values, Williams' test, the PERM-BOTH p
     and the paired bootstrap interval of Δ (``a`` and ``b`` already oriented higher = better).
 
     The permutation draws ``rng.random(n) < 0.5`` per permutation, then the bootstrap draws
-    ``rng.integers(0, n, n)`` per resample, from ``numpy.random.default_rng(seed)`` in that order."""
+    ``rng.integers(0, n, n)`` per resample, from ``numpy.random.default_rng(seed)`` in that order.
+    ``budget``: the run's (None: no limit but the cap); a table of many tests draws them together
+    (:func:`versus_correlations`)."""
+    budget = budget or PermutationBudget(None)
+    return _extend_all([_correlation_pending(a, b, human, settings, budget.first(settings.permutations, 1), budget)], budget)[0]
+
+
+def _correlation_pending(
+    a: np.ndarray, b: np.ndarray, human: np.ndarray, settings: VersusSettings, first: int, budget: PermutationBudget
+) -> _Pending:
+    """:func:`correlation_difference` up to its first ``first`` permutations."""
     a, b, h = (np.asarray(v, dtype=float) for v in (a, b, human))
     keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(h)
     # each scaled to at most 1 (a correlation does not see a positive scale): squares of 1e200 do not overflow
     a, b, h = (_unit(v[keep]) for v in (a, b, h))
     n = int(a.size)
-    out: dict[str, float | int | None] = {"n": n, "r_a": None, "r_b": None, "r_ab": None, "difference": None}
+    out: Row = {"n": n, "r_a": None, "r_b": None, "r_ab": None, "difference": None}
     out.update({"ci_low": None, "ci_high": None, "williams_t": None, "p_williams": None, "p_permutation": None})
     if n < 4 or min(np.ptp(a), np.ptp(b), np.ptp(h)) == 0:
-        return out
+        return _Pending(out, None)
     method = settings.method
     ra, rb, rab = (float(_rows_corr(method, u[None, :], v[None, :])[0]) for u, v in ((a, h), (b, h), (a, b)))
     diff = ra - rb
@@ -156,7 +206,7 @@ def correlation_difference(
             hits += int(np.sum(np.abs(d) >= abs(diff) - 1e-12))
         return hits
 
-    hits = draw(settings.permutations)
+    draws = _first(draw, settings.permutations, first, budget)
     boot = np.empty(settings.permutations)
     for start in range(0, settings.permutations, _BLOCK):
         rows = min(_BLOCK, settings.permutations - start)
@@ -175,15 +225,11 @@ def correlation_difference(
             "ci_high": high,
             "williams_t": None if math.isnan(t) else t,
             "p_williams": None if math.isnan(p) else p,
-            **_permutation_fields(_extended(hits, settings.permutations, draw)),
         }
     )
-    return out
-
-
-def _permutation_fields(found: tuple[float, float, int]) -> dict[str, float | int]:
-    p, se, used = found
-    return {"p_permutation": p, "p_permutation_se": se, "permutations": used}
+    if draws is None:  # the run's budget left no permutation for this test
+        out.update({"permutations": 0, "stopped_early": True})
+    return _Pending(out, draws)
 
 
 def pair_verdicts(
@@ -200,19 +246,34 @@ def pair_verdicts(
 
 
 def accuracy_difference(
-    correct_a: np.ndarray, correct_b: np.ndarray, settings: VersusSettings = VersusSettings()
+    correct_a: np.ndarray,
+    correct_b: np.ndarray,
+    settings: VersusSettings = VersusSettings(),
+    *,
+    budget: PermutationBudget | None = None,
 ) -> dict[str, float | int | None]:
     """Δ = accuracy(a) − accuracy(b) on the pairs both metrics judge, its paired permutation p
     (per pair the two verdicts swapped with probability ½, ``rng.random(n) < 0.5`` per permutation)
-    and its paired bootstrap interval (pairs resampled, ``rng.integers(0, n, n)``), in that order."""
+    and its paired bootstrap interval (pairs resampled, ``rng.integers(0, n, n)``), in that order.
+    ``budget``: the run's (None: no limit but the cap)."""
+    budget = budget or PermutationBudget(None)
+    return _extend_all(
+        [_accuracy_pending(correct_a, correct_b, settings, budget.first(settings.permutations, 1), budget)], budget
+    )[0]
+
+
+def _accuracy_pending(
+    correct_a: np.ndarray, correct_b: np.ndarray, settings: VersusSettings, first: int, budget: PermutationBudget
+) -> _Pending:
+    """:func:`accuracy_difference` up to its first ``first`` permutations."""
     ca, cb = np.asarray(correct_a, dtype=float), np.asarray(correct_b, dtype=float)
     keep = ~(np.isnan(ca) | np.isnan(cb))
     ca, cb = ca[keep], cb[keep]
     n = int(ca.size)
-    out: dict[str, float | int | None] = {"n": n, "accuracy_a": None, "accuracy_b": None, "difference": None}
+    out: Row = {"n": n, "accuracy_a": None, "accuracy_b": None, "difference": None}
     out.update({"ci_low": None, "ci_high": None, "p_permutation": None})
     if n == 0:
-        return out
+        return _Pending(out, None)
     d = ca - cb
     diff = float(d.mean())
     rng = np.random.default_rng(settings.seed)
@@ -225,7 +286,7 @@ def accuracy_difference(
             hits += int(np.sum(np.abs((sign * d).mean(axis=1)) >= abs(diff) - 1e-12))
         return hits
 
-    hits = draw(settings.permutations)
+    draws = _first(draw, settings.permutations, first, budget)
     boot = np.empty(settings.permutations)
     for start in range(0, settings.permutations, _BLOCK):
         rows = min(_BLOCK, settings.permutations - start)
@@ -233,55 +294,50 @@ def accuracy_difference(
     tail = (1 - settings.confidence) / 2 * 100
     low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
     out.update(
-        {
-            "accuracy_a": float(ca.mean()),
-            "accuracy_b": float(cb.mean()),
-            "difference": diff,
-            "ci_low": low,
-            "ci_high": high,
-            **_permutation_fields(_extended(hits, settings.permutations, draw)),
-        }
+        {"accuracy_a": float(ca.mean()), "accuracy_b": float(cb.mean()), "difference": diff, "ci_low": low, "ci_high": high}
     )
-    return out
+    if draws is None:  # the run's budget left no permutation for this test
+        out.update({"permutations": 0, "stopped_early": True})
+    return _Pending(out, draws)
 
 
 CORRELATION_COLUMNS = [
     "aspect", "method", "metric_a", "metric_b", "n", "r_a", "r_b", "r_ab", "difference",
-    "ci_low", "ci_high", "williams_t", "p_williams", "p_permutation", "p_permutation_se", "permutations",
+    "ci_low", "ci_high", "williams_t", "p_williams", "p_permutation", "p_permutation_se", "permutations", "stopped_early",
 ]  # fmt: skip
 ACCURACY_COLUMNS = [
     "metric_a", "metric_b", "n", "accuracy_a", "accuracy_b", "difference", "ci_low", "ci_high", "p_permutation",
-    "p_permutation_se", "permutations",
+    "p_permutation_se", "permutations", "stopped_early",
 ]  # fmt: skip
 
 
 def versus_correlations(
-    data: pd.DataFrame, metrics: Sequence[str], aspects: Sequence[str], settings: VersusSettings = VersusSettings()
+    data: pd.DataFrame,
+    metrics: Sequence[str],
+    aspects: Sequence[str],
+    settings: VersusSettings = VersusSettings(),
+    *,
+    budget: PermutationBudget | None = None,
 ) -> pd.DataFrame:
     """Every two metrics (a before b in ``metrics``' order) × aspect: :func:`correlation_difference`
-    of their oriented scores against the aspect."""
-    rows = []
+    of their oriented scores against the aspect, every test within one ``budget`` (by default of
+    ``settings.permutation_budget`` draws; pass one to share it with :func:`versus_accuracy`)."""
+    budget = budget or PermutationBudget(settings.permutation_budget)
     present = [m for m in metrics if m in data]
-    for aspect in aspects:
-        if aspect not in data:
-            continue
+    shown = [aspect for aspect in aspects if aspect in data]
+    first = budget.first(settings.permutations, len(shown) * len(present) * (len(present) - 1) // 2)
+    pending = []
+    for aspect in shown:
         h = data[aspect].to_numpy(dtype=float)
         for i, a in enumerate(present):
             for b in present[i + 1 :]:
                 x = _oriented(data[a].astype(float), a).to_numpy()
                 y = _oriented(data[b].astype(float), b).to_numpy()
-                found = correlation_difference(x, y, h, settings)
-                rows.append(
-                    {
-                        "aspect": aspect,
-                        "method": settings.method,
-                        "metric_a": a,
-                        "metric_b": b,
-                        "permutations": settings.permutations,
-                        **found,  # the permutations drawn, where the test was extended
-                    }
-                )
-    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+                found = _correlation_pending(x, y, h, settings, first, budget)
+                head: Row = {"method": settings.method, "permutations": settings.permutations, "stopped_early": False}
+                found.row = {"aspect": aspect, "metric_a": a, "metric_b": b, **head, **found.row}
+                pending.append(found)
+    return pd.DataFrame(_extend_all(pending, budget), columns=CORRELATION_COLUMNS)
 
 
 def versus_accuracy(
@@ -290,19 +346,25 @@ def versus_accuracy(
     metrics: Sequence[str],
     settings: VersusSettings = VersusSettings(),
     margins: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
+    *,
+    budget: PermutationBudget | None = None,
 ) -> pd.DataFrame:
     """Every two metrics: :func:`accuracy_difference` of their verdicts on the judged ``pairs``
-    (keys into ``scores``' index); a metric with ``margins`` is judged by them."""
+    (keys into ``scores``' index); a metric with ``margins`` is judged by them. Every test within
+    one ``budget`` (by default of ``settings.permutation_budget`` draws)."""
     present = [m for m in metrics if m in scores]
     if pairs.empty or len(present) < 2:
         return pd.DataFrame(columns=ACCURACY_COLUMNS)
+    budget = budget or PermutationBudget(settings.permutation_budget)
+    first = budget.first(settings.permutations, len(present) * (len(present) - 1) // 2)
     verdicts = {m: pair_verdicts(pairs, scores[m], m, (margins or {}).get(m)).to_numpy() for m in present}
-    rows = []
+    pending = []
     for i, a in enumerate(present):
         for b in present[i + 1 :]:
-            found = accuracy_difference(verdicts[a], verdicts[b], settings)
-            rows.append({"metric_a": a, "metric_b": b, "permutations": settings.permutations, **found})
-    return pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
+            found = _accuracy_pending(verdicts[a], verdicts[b], settings, first, budget)
+            found.row = {"metric_a": a, "metric_b": b, "permutations": settings.permutations, "stopped_early": False, **found.row}
+            pending.append(found)
+    return pd.DataFrame(_extend_all(pending, budget), columns=ACCURACY_COLUMNS)
 
 
 def versus_matrix(
