@@ -120,11 +120,13 @@ def test_the_cli_refuses_with_exit_4_and_scores_once_told(
 def test_a_checkpoint_loads_the_same_tensors_by_memory_map_or_through_open_clip(
     twin: tuple[Path, Path], tmp_path: Path, layout: str
 ) -> None:
-    """A file that is exactly the model's state dict is read by memory map (``load_exact``); any
-    other layout falls back to open_clip's loader; every one gives open_clip's own model."""
+    """A file whose tensors are exactly the model's state dict is loaded as read (``load_exact``,
+    a zip file by memory map); any other layout goes through open_clip's conversions, handed the
+    tensors the guarded loader read; every one gives open_clip's own model."""
     import open_clip
     import torch
 
+    from vst_core.models.checkpoints import read_checkpoint
     from vst_core.models.clip_build import load_exact
 
     _, checkpoint = twin
@@ -140,7 +142,7 @@ def test_a_checkpoint_loads_the_same_tensors_by_memory_map_or_through_open_clip(
         torch.save(state, path, _use_new_zipfile_serialization=False)
     reference = open_clip.create_model("vst-twin-clip", pretrained=str(path))
     fresh = open_clip.create_model("vst-twin-clip")
-    assert load_exact(fresh, path) is (layout in ("plain", "under state_dict"))
+    assert load_exact(fresh, read_checkpoint(path, "CLIP weights", mmap=True)) is (layout != "module. prefix")
     built = load_clip("vst-twin-clip", None, checkpoint=path, activation="gelu", device="cpu").model
     for name, tensor in reference.state_dict().items():
         assert torch.equal(built.state_dict()[name], tensor), name

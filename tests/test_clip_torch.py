@@ -50,6 +50,7 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     import open_clip
     import torch
 
+    from vst_core.models.checkpoints import read_checkpoint
     from vst_core.models.clip_build import load_exact
 
     torch.manual_seed(3)
@@ -60,7 +61,7 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     path = tmp_path_factory.mktemp("clip") / "vit-s-32.pt"
     torch.save(theirs.state_dict(), path)
     ours = build_plain_clip(plain_config("ViT-S-32") or {}, quick_gelu=request.param)
-    assert load_exact(ours, path)
+    assert load_exact(ours, read_checkpoint(path, "CLIP weights", mmap=True))
     return theirs, ours.eval(), path
 
 

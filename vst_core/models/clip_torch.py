@@ -38,12 +38,30 @@ def open_clip_folder() -> Path | None:
     return Path(locations[0]) if locations else None
 
 
+def is_model_name(arch: str) -> bool:
+    r"""Whether ``arch`` is a name, not a path: non-empty, without a path separator, ``..``, a NUL or
+    another control character.
+
+    >>> is_model_name("ViT-B-32"), is_model_name("../ViT-B-32"), is_model_name("/tmp/x"), is_model_name("a\\b")
+    (True, False, False, False)
+    """
+    return (
+        isinstance(arch, str)
+        and bool(arch)
+        and "/" not in arch
+        and "\\" not in arch
+        and ".." not in arch
+        and not any(ord(c) < 32 or ord(c) == 127 for c in arch)
+    )
+
+
 @functools.cache
 def plain_config(arch: str) -> dict[str, Any] | None:
     """open_clip's built-in configuration of ``arch`` (its ``model_configs/<arch>.json``, read as a
-    file) when it is plain enough for :func:`build_plain_clip`, else None."""
+    file) when it is plain enough for :func:`build_plain_clip`, else None (and for anything that is
+    not a model's name: :func:`is_model_name`)."""
     folder = open_clip_folder()
-    if folder is None:
+    if folder is None or not is_model_name(arch):
         return None
     try:
         config = json.loads((folder / "model_configs" / f"{arch}.json").read_text(encoding="utf-8"))

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vst_core.hashing import weights_digest
+from vst_core.models.checkpoints import read_checkpoint, regular_checkpoint, sniff_checkpoint
+from vst_core.models.clip_torch import is_model_name
 from vst_core.models.hub import (
     ModelLoadError,
-    WeightsUnavailableError,
     hf_cache_dir,
     hub_file,
     option,
-    sniff_checkpoint,
+    without_unsafe_advice,
 )
 
 log = logging.getLogger(__name__)
@@ -81,12 +82,7 @@ def _checkpoint_kind(path: Path) -> Literal["open_clip", "openai"]:
         fmt = sniff_checkpoint(path)
         kind: Literal["open_clip", "openai"] = "openai" if fmt == "torchscript" else "open_clip"
         if fmt == "torch-legacy" or (fmt == "torch-zip" and _may_hold_openai_meta(path)):
-            import torch
-
-            try:
-                state = torch.load(path, map_location="meta", weights_only=True, mmap=fmt == "torch-zip")
-            except Exception as exc:
-                raise ModelLoadError(f"CLIP checkpoint {path} cannot be read safely: {short_error(exc)}") from None
+            state = read_checkpoint(path, "CLIP weights", map_location="meta", mmap=True)  # the layout alone
             if _is_openai_state_dict(state):
                 kind = "openai"
         _KINDS[key] = kind
@@ -205,7 +201,9 @@ OPENAI_PREPROCESS: dict[str, Any] = {
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
+    """``Type: message`` of an exception, shortened, without a library's advice to load a file
+    with ``weights_only=False``."""
+    text = without_unsafe_advice(f"{type(exc).__name__}: {exc}".strip())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -298,11 +296,11 @@ def resolve_clip_weights(
     activation: Activation = "auto",
 ) -> ClipWeights:
     """The weights a CLIP setting names, without building the model (cheap: file lookups and a
-    look at the checkpoint's first bytes). Raises :class:`ModelLoadError` for an unusable file."""
+    look at the checkpoint's first bytes). Raises :class:`ModelLoadError` for an unusable file or
+    an architecture that is not a model's name (:func:`clip_model_name`)."""
+    clip_model_name(arch)
     if checkpoint is not None:
-        path = Path(checkpoint)
-        if not path.is_file():
-            raise WeightsUnavailableError(f"CLIP checkpoint not found: {path} (give the path of a weights file)")
+        path = regular_checkpoint(checkpoint, "CLIP checkpoint")  # a folder, FIFO or device is said so, never opened
         return _checkpoint_weights(arch, path, activation=activation)
     if not pretrained:
         raise ValueError("give a pretrained tag or a checkpoint path")
@@ -320,6 +318,27 @@ def resolve_clip_weights(
     if local is None:
         return ClipWeights(arch, pretrained, "open_clip", quick, None, preprocess)
     return _checkpoint_weights(arch, Path(local), pretrained, quick, preprocess)
+
+
+def clip_model_name(arch: str) -> str:
+    """``arch`` when it is a model's name (open_clip's, or the stem of a ``--clip-config`` file),
+    never a path: a name with a path separator, ``..``, a NUL or a control character is a
+    :class:`ModelLoadError` (a name finds its configuration file by name; a path would reach any
+    ``.json`` file).
+
+    >>> clip_model_name("ViT-B-32-quickgelu")
+    'ViT-B-32-quickgelu'
+    >>> clip_model_name("../../etc/x")
+    Traceback (most recent call last):
+    ...
+    vst_core.models.hub.ModelLoadError: --clip-model '../../etc/x' is not a model name: ...
+    """
+    if not is_model_name(arch):
+        raise ModelLoadError(
+            f"{option('clip_arch')} {arch!r} is not a model name: a name has no path separator, '..', NUL or "
+            f"control character (give a model configuration file with {option('clip_config', 'JSON')})"
+        )
+    return arch
 
 
 def checkpoint_signature(arch: str, checkpoint: str | Path) -> str:

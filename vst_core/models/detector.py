@@ -39,6 +39,7 @@ class Detector:
             fasterrcnn_resnet50_fpn_v2,
         )
 
+        from vst_core.models.checkpoints import read_checkpoint
         from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 
         path = detector_weights_path()
@@ -51,12 +52,17 @@ class Detector:
         weights = FasterRCNN_ResNet50_FPN_V2_Weights.DEFAULT
         self.categories = weights.meta["categories"]
         self.model = fasterrcnn_resnet50_fpn_v2(weights=None, weights_backbone=None)
+        fix = "delete the file and run `vst fetch-models --detector` again"
         try:
-            self.model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            state = read_checkpoint(path, "Faster R-CNN weights")
+        except ModelLoadError as exc:
+            raise ModelLoadError(f"{exc}; {fix}") from None
+        try:
+            self.model.load_state_dict(state)
         except Exception as exc:
             raise ModelLoadError(
                 f"detector weights {path} do not load into Faster R-CNN ResNet-50 FPN v2 ({type(exc).__name__}: "
-                f"{str(exc)[:300]}); delete the file and run `vst fetch-models --detector` again"
+                f"{str(exc)[:300]}); {fix}"
             ) from None
         self.model.eval().to(device)
         self.transform = weights.transforms()

@@ -27,12 +27,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vst_core.models.checkpoints import SAFETENSORS, file_kind, read_checkpoint
 from vst_core.models.hub import (
     ModelLoadError,
     WeightsUnavailableError,
     hub_reachable,
     missing_weights_message,
-    sniff_checkpoint,
 )
 
 T = TypeVar("T")
@@ -63,7 +63,7 @@ def regular_file(path: Path, what: str, fix: str = "") -> Path:
     except OSError:
         raise ModelLoadError(f"{what}: {path.name} is missing in {path.parent}{_fix(fix)}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise ModelLoadError(f"{what}: {path.name} is not a regular file (a folder, FIFO or device){_fix(fix)}")
+        raise ModelLoadError(f"{what}: {path.name} is not a regular file ({file_kind(info.st_mode)}){_fix(fix)}")
     if info.st_size == 0:
         raise ModelLoadError(f"{what}: {path.name} is empty{_fix(fix)}")
     return path
@@ -104,26 +104,14 @@ def read_settings(
 
 
 def read_safetensors(path: Path, what: str, fix: str = "") -> dict[str, Any]:
-    """The tensors of a safetensors file; a pickle, a truncated or damaged file, or a tensor with a
-    non-finite value is a ModelLoadError (a pickle is never unpickled)."""
-    import torch
-
+    """The tensors of a safetensors file (:func:`~vst_core.models.checkpoints.read_checkpoint`); a
+    pickle, a truncated or damaged file, or a tensor with a non-finite value is a ModelLoadError (a
+    pickle is never unpickled)."""
     regular_file(path, what, fix)
     try:
-        fmt = sniff_checkpoint(path)
+        tensors: dict[str, Any] = read_checkpoint(path, "safetensors", formats=SAFETENSORS)
     except ModelLoadError as exc:
         raise ModelLoadError(f"{what}: {exc}{_fix(fix)}") from None
-    if fmt != "safetensors":
-        raise ModelLoadError(f"{what}: {path.name} is a {fmt} file, not safetensors; it was not loaded{_fix(fix)}")
-    from safetensors.torch import load_file
-
-    try:
-        tensors = load_file(str(path))
-    except Exception as exc:  # safetensors' own error for a truncated or damaged file
-        raise ModelLoadError(f"{what}: {path.name} is damaged ({type(exc).__name__}: {str(exc)[:200]}){_fix(fix)}") from None
-    for name, tensor in tensors.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise ModelLoadError(f"{what}: tensor {name!r} of {path.name} holds non-finite values{_fix(fix)}")
     return tensors
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 import re
 import socket
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TypeVar
 from urllib.parse import urlparse
 
 from vst_core.hashing import weights_digest
@@ -77,6 +76,38 @@ def python_words(setting: str, placeholder: str = "") -> str:
     return f"Settings({setting}={value})"
 
 
+# torch's advice when a weights-only load fails: load with weights_only=False, or allow the global
+# ("if you trust the source"); and the terminal's bold/reset codes it wraps its warning in.
+_UNSAFE_ADVICE = re.compile(
+    r"weights.only\W*(?:set to\W*|=\W*)false|safe_globals|trust(?:ed)? (?:the )?(?:source|this)|"
+    r"can still be loaded|two options|alternatively, to load|changed the default value|check the documentation of torch\.load",
+    re.IGNORECASE,
+)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def without_unsafe_advice(text: str) -> str:
+    r"""``text`` without the sentences that tell the reader to load a file with ``weights_only=False``
+    or to allow its globals (torch's words when a weights-only load fails): the product never loads
+    a file so, and a user should not be told to. What the file holds stays.
+
+    >>> without_unsafe_advice(
+    ...     "Weights only load failed. This file can still be loaded, to do so you have two options. "
+    ...     "Re-running `torch.load` with `weights_only` set to `False` will likely succeed.\n"
+    ...     "WeightsUnpickler error: Unsupported global: GLOBAL fractions.Fraction was not an allowed global by default. "
+    ...     "Please use `torch.serialization.add_safe_globals([fractions.Fraction])` if you trust this class."
+    ... )
+    'Weights only load failed. WeightsUnpickler error: Unsupported global: GLOBAL fractions.Fraction was not an allowed global by default.'
+    """
+    if not _UNSAFE_ADVICE.search(text) and "\x1b" not in text:
+        return text
+    kept: list[str] = []
+    for line in _ANSI.sub("", text).splitlines():
+        sentences = re.split(r"(?<=[.!?])\s+", line.strip())
+        kept.extend(s for s in sentences if s and not _UNSAFE_ADVICE.search(s))
+    return " ".join(kept)
+
+
 class Phrased(Exception):
     """An error whose message names settings as data (:func:`option`): ``str()`` words them as the
     command line does, :meth:`phrased` as another front end does (the Python API's ``Settings``
@@ -103,7 +134,11 @@ class Phrased(Exception):
 
 class ModelLoadError(Phrased, RuntimeError):
     """A model could not be loaded; the message names the model, the path tried and how to fix it
-    (and the settings to change, as data: :class:`Phrased`)."""
+    (and the settings to change, as data: :class:`Phrased`). A library's advice to load a file with
+    ``weights_only=False`` is left out of it (:func:`without_unsafe_advice`): the product never does."""
+
+    def __init__(self, message: str = "", *args: object) -> None:
+        super().__init__(without_unsafe_advice(message), *args)
 
 
 class SettingValueError(Phrased, ValueError):
@@ -118,84 +153,6 @@ class SettingFileError(ValueError):
 
 class WeightsUnavailableError(ModelLoadError):
     """Weights are neither in the local cache nor downloadable; the message says how to get them."""
-
-
-CheckpointFormat = Literal["torchscript", "torch-zip", "torch-legacy", "safetensors"]
-
-# torch's legacy (pre-1.6) serialisation starts with the pickled magic number 0x1950a86a20f9469cfc6c.
-_TORCH_LEGACY_MAGIC = bytes.fromhex("80028a0a6cfc9c46f9206aa850")
-
-
-def sniff_checkpoint(path: str | Path) -> CheckpointFormat:
-    """What a weights file is, from its first bytes and, for a zip, its member names.
-
-    Raises :class:`ModelLoadError` for anything else (a text file, an image, a truncated zip),
-    so no loader ever unpickles or parses a file that is not a checkpoint.
-    """
-    path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(16)
-        if head[:4] == b"PK\x03\x04":
-            with zipfile.ZipFile(path) as archive:
-                names = archive.namelist()
-            if any(n.endswith("/constants.pkl") or "/code/" in n for n in names):
-                return "torchscript"
-            if any(n.endswith("/data.pkl") or n == "data.pkl" for n in names):
-                return "torch-zip"
-            raise ModelLoadError(f"{path} is a zip archive but not a PyTorch checkpoint (no data.pkl inside)")
-        if head.startswith(_TORCH_LEGACY_MAGIC):
-            return "torch-legacy"
-        if len(head) >= 9:
-            header_len = int.from_bytes(head[:8], "little")
-            if 2 <= header_len < 100_000_000 and head[8:9] == b"{" and header_len + 8 <= path.stat().st_size:
-                return "safetensors"
-    except (OSError, zipfile.BadZipFile, ValueError) as exc:
-        raise ModelLoadError(f"{path} cannot be read as a checkpoint: {exc}") from None
-    raise ModelLoadError(f"{path} is not a model checkpoint (neither a PyTorch file, a TorchScript archive nor safetensors)")
-
-
-def numpy_scalar_globals() -> list[Any]:
-    """The globals a ``torch.save``'d numpy scalar needs under ``weights_only=True`` (numpy 1.x and
-    2.x names): what training scripts' saved losses and accuracies are."""
-    import numpy as np
-
-    try:
-        from numpy._core.multiarray import scalar  # numpy 2
-    except ImportError:  # numpy 1.x, which requirements.txt still admits
-        from numpy.core.multiarray import scalar  # type: ignore[no-redef]
-    return [
-        np.dtype,
-        *{type(np.dtype(t)) for t in ("float64", "float32", "int64")},
-        (scalar, "numpy.core.multiarray.scalar"),
-        (scalar, "numpy._core.multiarray.scalar"),
-    ]
-
-
-def load_allowlisted(path: Path, allowed: list[Any], what: str, *, wrong_format: type[ModelLoadError] = ModelLoadError) -> Any:
-    """``torch.load(path, weights_only=True)`` with only the ``allowed`` globals: a TorchScript or
-    safetensors file is ``wrong_format`` (a pickle checkpoint was expected), a file holding other
-    objects is refused unread (unpickling unknown objects can run code), any other failure is one
-    :class:`ModelLoadError` naming ``what`` was expected."""
-    import pickle
-
-    import torch
-
-    fmt = sniff_checkpoint(path)
-    if fmt in ("torchscript", "safetensors"):
-        raise wrong_format(f"{path} is a {fmt} file, not {what}")
-    try:
-        with torch.serialization.safe_globals(allowed):
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        first = str(exc).split("\n")[0][:300]
-        name = what.split(" (")[0]
-        raise ModelLoadError(
-            f"{path} holds objects {name} does not ({first}); it was not loaded, since unpickling unknown objects can run code"
-        ) from None
-    except Exception as exc:
-        name = what.split(" (")[0]
-        raise ModelLoadError(f"{path} cannot be read as {name}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
 def torch_hub_dir() -> Path:

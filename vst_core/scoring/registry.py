@@ -17,6 +17,7 @@ from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo, regular_stamp
 from vst_core.hashing import file_digest
 from vst_core.metric_spec import MetricSpec, registry
+from vst_core.models.checkpoints import READ_CHECKS
 from vst_core.models.clip import LazyClipEncoder, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector
 from vst_core.models.hub import ModelLoadError
@@ -99,6 +100,8 @@ class Models:
                 except (ModelLoadError, ValueError, OSError):
                     weights = None  # built now: load_clip gives the error with its fix
             stamp = regular_stamp(weights.path) if weights is not None and weights.path is not None else None
+            if stamp is not None:  # weights remembered as built before the loader's checks are read (checked) once more
+                stamp = f"{stamp}|{READ_CHECKS}"
             if stamp is not None and s.clip_config is not None:
                 # the model config defines the architecture the weights are built into: its content counts too
                 config = Path(s.clip_config)

@@ -30,6 +30,7 @@ from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
 from vst_core.metric_modules.rovist_c.seam import PairScores
 from vst_core.metrics.coherence import transitions
 from vst_core.metrics.variants import CoherenceContext
+from vst_core.models.checkpoints import numpy_scalar_globals, read_checkpoint
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import check_transformers_folder, load_hf, quiet_transformers
 from vst_core.models.hub import (
@@ -38,8 +39,6 @@ from vst_core.models.hub import (
     WeightsUnavailableError,
     hf_weights_id,
     hub_file,
-    load_allowlisted,
-    numpy_scalar_globals,
     option,
     weights_digest,
 )
@@ -226,7 +225,7 @@ def read_rovist_checkpoint(path: Path) -> Any:
     """``torch.load`` with ``weights_only=True`` and exactly the globals the RoViST-C file needs;
     anything else in the file (code, other classes) is refused, never unpickled."""
     what = "a RoViST-C checkpoint (a torch.save'd dict with 'opt' and 'model')"
-    return load_allowlisted(path, _checkpoint_globals(), what, wrong_format=CheckpointShapeError)
+    return read_checkpoint(path, what, allowed=_checkpoint_globals(), wrong_format=CheckpointShapeError)
 
 
 def _check_head(path: Path, state: dict[str, Any], opt: Any, hidden_size: int) -> None:
@@ -277,7 +276,7 @@ def load_rovist_c(
     (:class:`SentencePieceAlbertTokenizer`, from its ``spiece.model``).
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():  # anything else there (a folder, a FIFO) is said to be what it is when read
         raise WeightsUnavailableError(
             f"RoViST-C checkpoint not found at {path}. Download the authors' checkpoint (see the RoViST "
             f"repository) and pass its path with {option('coherence_model', 'rovist-c:PATH')}"

@@ -37,9 +37,10 @@ from PIL import Image
 from vst_core.hashing import weights_digest
 from vst_core.metric_modules.rovist_vg.defaults import VIT
 from vst_core.metric_modules.rovist_vg.idf_table import FITTED_IDF, IdfTable, read_idf_table
+from vst_core.models.checkpoints import numpy_scalar_globals, read_checkpoint
 from vst_core.models.device import resolve_device
 from vst_core.models.folders import load_hf, loading, regular_file
-from vst_core.models.hub import ModelLoadError, hf_weights_id, load_allowlisted, numpy_scalar_globals, option
+from vst_core.models.hub import ModelLoadError, hf_weights_id, option
 
 VIT_NAME = VIT
 GLOVE_NAME = "glove.6B.300d.txt"
@@ -125,7 +126,7 @@ def read_vg_checkpoint(path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise ModelLoadError(f"RoViST-VG checkpoint {path} not found; {WHERE}")
     regular_file(path, "RoViST-VG checkpoint", WHERE)
-    data = load_allowlisted(path, _vg_globals(), "a RoViST-VG checkpoint (a torch.save'd dict with 'model')")
+    data = read_checkpoint(path, "a RoViST-VG checkpoint (a torch.save'd dict with 'model')", allowed=_vg_globals())
     state = data.get("model") if isinstance(data, dict) else None
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelLoadError(f"{path} is not a RoViST-VG checkpoint: expected a dict whose 'model' is a state dict")

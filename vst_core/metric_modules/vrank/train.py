@@ -339,12 +339,12 @@ def _train(
 
 def _read_checkpoint(state_file: Path, device: str, log: Callable[[str], None]) -> dict[str, Any] | None:
     """The last epoch's checkpoint, or None (absent, or unreadable: then said, and training starts afresh)."""
-    import torch
+    from vst_core.models.checkpoints import read_checkpoint
 
     if not state_file.is_file():
         return None
     try:
-        state = torch.load(state_file, map_location=device, weights_only=True)
+        state = read_checkpoint(state_file, "a Vrank training checkpoint", map_location=device)
         if not isinstance(state, dict):
             raise ValueError(f"a {type(state).__name__}, not a dict")
         return state
