@@ -172,3 +172,28 @@ def test_the_work_on_a_hostile_text_is_linear_in_its_characters(text: str, as_li
         assert result.steps <= (MAX_STORY_SENTENCES + 4) * (chars + len(tokens) + 1)
         assert spans_listed(result) <= MAX_SPANS
         assert (result.left_out > 0) == any(CAPPED in note for note in result.notes)
+
+
+def test_a_sequence_metric_never_reads_a_story_over_a_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The work over a whole set before the chunks (Vrank's pairs, COSMic's reference) is given
+    only the stories that will be scored: a refused story's text reaches no model."""
+    from dataclasses import replace
+
+    from vst_core.metric_spec import registry
+    from vst_core.scoring import sets
+
+    seen: list[str] = []
+
+    def together(story_set: Any, todo: Any, settings: Any, models: Any, progress: Any) -> dict[Any, str]:
+        seen.extend(s.story_id for s in todo)
+        return {s.key: "none" for s in todo}
+
+    reg = registry()
+    spec = reg.specs["vrank"]
+    patched = replace(spec, computing=replace(spec.computing, together=together))
+    monkeypatch.setitem(reg.specs, "vrank", patched)
+    long = Story("long", "long", "m", ("We went to the beach.",) * (MAX_STORY_SENTENCES + 1))
+    short = Story("short", "short", "m", ("We went to the beach.", "It was sunny."))
+    found = sets.set_results(StorySet.of([long, short], "."), [long, short], Settings(metrics=("vrank",)), None)  # type: ignore[arg-type]
+    assert seen == ["short"]
+    assert list(found) == [short.key]

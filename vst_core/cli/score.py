@@ -24,7 +24,7 @@ from vst_core.scoring.runs import (
     score_story_set,
     shard_stories,
 )
-from vst_core.scoring.story import dataset_theta
+from vst_core.scoring.story import dataset_theta, refused
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         done = scored_keys(args.out)[0] if args.out.is_file() and not args.overwrite else set()
     except (OSError, ValueError):
         done = set()  # the run reads --out again and says what is wrong with it
-    ahead = models.parse_ahead([s for s in mine if (s.system, s.story_id) not in done])
+    ahead = models.parse_ahead([s for s in mine if (s.system, s.story_id) not in done and not refused(s)])
     try:
         return _run(args, settings, story_set, shard, models)
     finally:

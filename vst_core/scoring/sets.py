@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from vst_core.config import Settings
+from vst_core.config import Settings, story_limit_reason
 from vst_core.data import Story, StorySet
 from vst_core.metric_spec import registry
 from vst_core.records import MetricScores
@@ -46,6 +46,7 @@ def set_results(
     gives each story the reason (the other metrics go on). ``progress(total)`` gives a bar advanced
     over a set metric's work (Vrank's ordered story pairs)."""
     out: SetResults = {}
+    todo = [s for s in todo if story_limit_reason(s.sentences) is None]  # a story over a limit is refused, unread
     for name, spec in registry().specs.items():
         if name not in settings.metrics or spec.computing.together is None:
             continue
