@@ -197,3 +197,25 @@ def test_a_sequence_metric_never_reads_a_story_over_a_limit(monkeypatch: pytest.
     found = sets.set_results(StorySet.of([long, short], "."), [long, short], Settings(metrics=("vrank",)), None)  # type: ignore[arg-type]
     assert seen == ["short"]
     assert list(found) == [short.key]
+
+
+def test_idf_is_fitted_over_the_stories_within_the_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """idf, fitted over the whole set before any chunk, reads no refused story: a story over a
+    limit never reaches spaCy's parse (which refuses a text of over 1,000,000 characters)."""
+    from vst_core.scoring.registry import Models
+
+    fitted: list[str] = []
+
+    class Watched:
+        needs_idf = True
+        idf: dict[str, float] = {}
+
+        def fit_idf(self, stories: list[Story]) -> None:
+            fitted.extend(s.story_id for s in stories)
+
+    models = Models(Settings(metrics=("grounding",)))
+    monkeypatch.setattr(models, "grounder", lambda root: Watched())
+    long = Story("long", "long", "m", ("x" * (MAX_STORY_CHARS + 1),))
+    short = Story("short", "short", "m", ("We went to the beach.",))
+    models.grounder_for(StorySet.of([long, short], "."))
+    assert fitted == ["short"]

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from vst_core.config import Settings, default_cache_dir
+from vst_core.config import Settings, default_cache_dir, story_limit_reason
 from vst_core.data import Problem, Story, StorySet
 from vst_core.data.regions import read_regions_csv
 from vst_core.grounding.embeddings import EmbeddingCache
@@ -193,10 +193,11 @@ class Models:
         return self._grounders[key]
 
     def grounder_for(self, story_set: StorySet) -> Grounder:
-        """The grounder of a story set, with idf fitted over the whole set when the settings use it."""
+        """The grounder of a story set, with idf fitted over the whole set when the settings use it
+        (the stories within the length limits: those that are scored)."""
         grounder = self.grounder(story_set.root)
-        if grounder.needs_idf and not grounder.idf:
-            grounder.fit_idf(list(story_set))
+        if grounder.needs_idf and not grounder.idf:  # a story over a length limit is refused, its text unread
+            grounder.fit_idf([s for s in story_set if story_limit_reason(s.sentences) is None])
         return grounder
 
     def loaded(self) -> dict[str, Any]:
