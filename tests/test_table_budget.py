@@ -167,6 +167,21 @@ def test_an_uploaded_parquet_bomb_is_the_uploads_error_and_nothing_is_read_whole
     assert str(tmp_path) not in error
 
 
+def test_a_table_is_told_by_its_bytes_not_its_name(tmp_path: Path) -> None:
+    """The story reader reads a Parquet file (and a CSV with VWP's header) whatever its name: so is
+    the budget applied, and a damaged Parquet file is refused before any reader sees it."""
+    budget = UploadBudget(
+        data_file=256 * KIB, image=256 * KIB, upload=MIB, session=MIB, server=2 * MIB, ratio=50, ratio_floor=64 * KIB
+    )
+    data = _vwp_upload(tmp_path, 300, 200 * KIB)
+    found, error, _ = story_set_from_files([("stories.jsonl", data)], tmp_path / "up", budget=budget)
+    assert found is None and error is not None and error.startswith("stories.jsonl ") and "50 times its size" in error
+    found, error, _ = story_set_from_files([("broken.parquet", data[:200] + data[-8:])], tmp_path / "up2", budget=budget)
+    assert found is None and error is not None and error.startswith("broken.parquet: cannot be read as a table (")
+    assert str(tmp_path) not in error
+    assert tables.table_kind(tmp_path / "up" / "stories.jsonl") == "parquet"
+
+
 def test_an_uploaded_table_over_its_rows_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VST_MAX_TABLE_ROWS", "5")
     rows = "".join(f"tt{k},a.jpg,We went out.\n" for k in range(6))
@@ -174,6 +189,9 @@ def test_an_uploaded_table_over_its_rows_is_refused(tmp_path: Path, monkeypatch:
     assert found is None and error == (
         "s.csv holds more than 5 rows, over the budget of 5 rows for a table (VST_MAX_TABLE_ROWS raises it); read a part of it at a time"
     )
+    named = rows.replace(",", "\t")  # a TSV with VWP's header under a JSON name: read as a table, so counted
+    found, error, _ = story_set_from_files([("s.json", f"scene_full_id\tlink0\ttext0\n{named}".encode())], tmp_path / "up1")
+    assert found is None and error is not None and error.startswith("s.json holds more than 5 rows")
     monkeypatch.setenv("VST_MAX_TABLE_ROWS", "6")
     found, error, _ = story_set_from_files([("s.csv", f"scene_full_id,link0,text0\n{rows}".encode())], tmp_path / "up2")
     assert error is None and found is not None and len(found.stories) == 6

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 from vst_core.data.images import env_int
-from vst_core.data.scores_io import size_text
+from vst_core.data.sizes import size_text
 from vst_core.data.upload_files import DEFAULT_MAX_DATA_FILE_BYTES, MAX_RATIO, RATIO_FLOOR, UploadBudget
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ DEFAULT_MAX_TABLE_ROWS = 500_000
 BATCH_ROWS = 65_536
 #: Bytes of a file whose read a command shows a progress bar for (about a second's reading or more).
 LONG_READ_BYTES = 16 * 2**20
-#: The suffixes read as tables (a table of another suffix is refused, never guessed).
-TABLE_SUFFIXES = (".parquet", ".csv", ".tsv")
 #: Bytes a value of each Parquet physical type takes once read (a text value: its dictionary index).
 _WIDTH = {"BOOLEAN": 1, "INT32": 4, "FLOAT": 4, "INT64": 8, "DOUBLE": 8, "INT96": 12, "BYTE_ARRAY": 4}
 
@@ -475,17 +473,47 @@ def open_text_budgeted(path: Path, budget: TableBudget | None = None, *, progres
 # --------------------------------------------------------------------------- any table
 
 
+TableKind = Literal["parquet", "csv", "tsv"]
+
+
+def table_kind(path: Path) -> TableKind | None:
+    """What a file holds as a table, from its first bytes whatever its suffix (as the story
+    readers tell it): Parquet by its magic number; None for JSON (``[`` or ``{`` first) or an
+    empty file; else delimited text, tab-separated for a ``.tsv`` name or a header with more tabs
+    than commas. ValueError for what is not a regular file (a FIFO would never end).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.json").write_text("scene_full_id\\tlink0\\n")
+    >>> _ = (folder / "b.csv").write_text('[{"a": 1}]')
+    >>> table_kind(folder / "a.json"), table_kind(folder / "b.csv")
+    ('tsv', None)
+    """
+    _regular_size(path)
+    with path.open("rb") as fh:
+        head = fh.read(65_536)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    text = head.lstrip(b"\xef\xbb\xbf").lstrip()
+    if not text or text[:1] in (b"[", b"{"):
+        return None
+    header = head.split(b"\n", 1)[0]
+    return "tsv" if path.suffix.lower() == ".tsv" or header.count(b"\t") > header.count(b",") else "csv"
+
+
 def read_table_budgeted(
     path: Path,
     budget: TableBudget | None = None,
     *,
+    kind: TableKind | None = None,
     progress: Progress | None = None,
     **csv_options: Any,
 ) -> pd.DataFrame:
-    """The table at ``path`` within ``budget`` (:meth:`TableBudget.from_env` when None): a
-    ``.parquet`` file by :func:`read_parquet_budgeted`, a ``.csv`` or ``.tsv`` one by
-    :func:`read_csv_budgeted` (tab-separated for ``.tsv`` unless ``sep`` is given; ``csv_options``
-    go to ``pandas.read_csv``). TableBudgetError past a budget, ValueError for another suffix.
+    """The table at ``path`` within ``budget`` (:meth:`TableBudget.from_env` when None), read as
+    ``kind`` (by default :func:`table_kind`: from its first bytes): Parquet by
+    :func:`read_parquet_budgeted`, CSV or TSV by :func:`read_csv_budgeted` (``sep`` by the kind
+    unless given; ``csv_options`` go to ``pandas.read_csv``). TableBudgetError past a budget,
+    ValueError for a file that is not a table (JSON, empty).
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp())
@@ -493,25 +521,26 @@ def read_table_budgeted(
     >>> read_table_budgeted(folder / "t.tsv", dtype=str).to_dict("records")
     [{'a': '1', 'b': '2'}]
     """
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
+    kind = kind or table_kind(path)
+    if kind == "parquet":
         return read_parquet_budgeted(path, budget, progress=progress)
-    if suffix in (".csv", ".tsv"):
-        options = {"sep": "\t" if suffix == ".tsv" else ",", **csv_options}
+    if kind in ("csv", "tsv"):
+        options = {"sep": "\t" if kind == "tsv" else ",", **csv_options}
         return read_csv_budgeted(path, budget, progress=progress, **options)
-    raise ValueError(f"{path.name}: not a table ({', '.join(TABLE_SUFFIXES)})")
+    raise ValueError(f"{path.name}: not a table (Parquet, CSV or TSV)")
 
 
 def check_table(path: Path, budget: TableBudget | None = None, *, progress: Progress | None = None) -> int:
-    """The rows of the table at ``path``, read within ``budget`` as :func:`read_table_budgeted`
-    reads it (TableBudgetError past it) but kept one batch at a time, for a caller whose own reader
-    then reads the file; a file of another suffix is not a table: 0."""
+    """The rows of the table at ``path`` (its kind told by :func:`table_kind`), read within
+    ``budget`` as :func:`read_table_budgeted` reads it (TableBudgetError past it) but kept one batch
+    at a time, for a caller whose own reader then reads the file; a file that is not a table
+    (JSON, empty): 0."""
     budget = budget or TableBudget.from_env()
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
+    kind = table_kind(path)
+    if kind == "parquet":
         return sum(batch.num_rows for batch in _parquet_batches(path, budget, progress)[1])
-    if suffix in (".csv", ".tsv"):
-        options = {"sep": "\t" if suffix == ".tsv" else ",", "dtype": str, "keep_default_na": False}
+    if kind in ("csv", "tsv"):
+        options = {"sep": "\t" if kind == "tsv" else ",", "dtype": str, "keep_default_na": False}
         return sum(len(chunk) for chunk in _csv_chunks(path, budget, None, progress, options))
     return 0
 
@@ -520,7 +549,7 @@ __all__ = [
     "BATCH_ROWS",
     "DEFAULT_MAX_TABLE_ROWS",
     "LONG_READ_BYTES",
-    "TABLE_SUFFIXES",
+    "TableKind",
     "ParquetFigures",
     "Progress",
     "TableBudget",
@@ -533,4 +562,5 @@ __all__ = [
     "read_csv_budgeted",
     "read_parquet_budgeted",
     "read_table_budgeted",
+    "table_kind",
 ]

@@ -123,11 +123,13 @@ def story_set_from_files(
 ) -> tuple[StorySet | None, str | None, list[str]]:
     """A story file (JSON, JSONL, VIST, or a VWP table) uploaded with its images, unpacked within ``budget`` (see
     :func:`place_upload`): (set, whole-upload error, messages); the set is read with its images
-    checked, so a missing or broken image is a problem of its story. A table (Parquet, CSV, TSV) is
-    read within the budget's table rules (:meth:`TableBudget.of_upload`) before it is read as
-    stories: one over its rows or its decoded bytes is the whole-upload error, and no image is unpacked."""
+    checked, so a missing or broken image is a problem of its story. A table (Parquet, CSV, TSV,
+    told by its first bytes as the readers tell it, whatever its name) is read within the budget's
+    table rules (:meth:`TableBudget.of_upload`) before it is read as stories: one over its rows or
+    its decoded bytes, or a Parquet file this reading cannot read, is the whole-upload error, and no
+    image is unpacked."""
     from vst_core.data.readers import read_story_set
-    from vst_core.data.tables import TableBudget, check_table
+    from vst_core.data.tables import TableBudget, TableBudgetError, check_table, table_kind
     from vst_core.data.types import StorySetError
 
     tables = TableBudget.of_upload(budget or UploadBudget.from_env())
@@ -136,9 +138,13 @@ def story_set_from_files(
     def refs_of(path: Path) -> list[str]:
         try:
             check_table(path, tables)
-        except Exception as exc:  # over a budget, or a damaged table: never handed to a reader that reads it whole
-            refused.append(_table_refusal(path, exc))
+        except TableBudgetError as exc:
+            refused.append(str(exc))
             return []
+        except Exception as exc:  # a damaged Parquet file is never handed to a reader that reads it whole
+            if table_kind(path) == "parquet":
+                refused.append(_table_refusal(path, exc))
+                return []  # text the parser refuses is the story reader's to explain, as before
         try:
             return [ref for story in read_story_set(path, splitter=splitter, check_images=False) for ref in story.images]
         except StorySetError:
@@ -156,9 +162,6 @@ def story_set_from_files(
 
 
 def _table_refusal(path: Path, exc: Exception) -> str:
-    """Why an uploaded table is not read: its budget's message, or what made it unreadable."""
-    from vst_core.data.tables import TableBudgetError
-
-    if isinstance(exc, TableBudgetError):
-        return str(exc)
-    return f"{path.name}: cannot be read as a table ({type(exc).__name__}: {str(exc).replace(str(path.parent) + '/', '')[:200]})"
+    """Why an uploaded Parquet file is not read: what made it unreadable, without server paths."""
+    said = str(exc).replace(str(path.parent) + "/", "")
+    return f"{path.name}: cannot be read as a table ({type(exc).__name__}: {said[:200]})"
