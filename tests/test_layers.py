@@ -12,6 +12,7 @@ LAYER = {
     "hashing": 0,
     "stores": 0,
     "problems": 0,
+    "limits": 0,
     "story": 0,
     "terminal": 1,
     "metrics": 0,

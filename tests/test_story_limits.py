@@ -5,6 +5,7 @@ engine refuses a story over the length limits with its reason while the other st
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -219,3 +220,58 @@ def test_idf_is_fitted_over_the_stories_within_the_limits(monkeypatch: pytest.Mo
     short = Story("short", "short", "m", ("We went to the beach.",))
     models.grounder_for(StorySet.of([long, short], "."))
     assert fitted == ["short"]
+
+
+def test_a_text_over_the_character_limit_is_refused_before_it_is_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A text with more characters besides white space than a story may have is never split (a
+    10 MB cell of '?! ' took the splitter minutes before it was refused); white space alone is no
+    cost and is split as ever."""
+    from vst_core.data import read_story_set, readers
+
+    split: list[int] = []
+
+    def counted(text: str) -> list[str]:
+        split.append(len(text))
+        return split_story(text)
+
+    monkeypatch.setattr(readers, "_default_splitter", lambda: counted)
+    rows = [
+        {"story_id": "hostile", "text": "A man walks. " + "?! " * MAX_STORY_CHARS},
+        {"story_id": "groups", "groups": ["A man walks.", "?!" * MAX_STORY_CHARS]},
+        {"story_id": "spaces", "text": "A man walks." + " " * (4 * MAX_STORY_CHARS) + "He stops."},
+    ]
+    path = tmp_path / "stories.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    stories = {s.story_id: s for s in read_story_set(path, check_images=False)}
+    assert split == [len(rows[2]["text"])]
+    for name in ("hostile", "groups"):
+        assert refused(stories[name]).startswith("story not scored: a text of ")
+        assert len(stories[name].sentences) == 1 and len(stories[name].sentences[0]) < 300
+    assert refused(stories["spaces"]) == "" and stories["spaces"].sentences == ("A man walks.", "He stops.")
+
+
+def test_a_refused_storys_record_keeps_what_the_limits_allow_and_a_rerun_skips_it(tmp_path: Path) -> None:
+    """A story refused for its length is written with as many of its sentences as the limits allow,
+    with a warning, so its line stays one the scores reader takes and a rerun finds it done
+    (a record of every sentence was a line of over 10 MB, skipped on reading and appended again)."""
+    from vst_core.cli import main
+
+    sentences = ["The cat sat on the mat near the door of the old house."] * (3 * MAX_STORY_SENTENCES)
+    path = tmp_path / "stories.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"story_id": "long", "system": "m", "sentences": sentences},
+                {"story_id": "ok", "system": "m", "sentences": ["We went.", "It was sunny."]},
+            ]
+        )
+    )
+    out = tmp_path / "scores.jsonl"
+    for _ in range(2):
+        main(["score", str(path), "--out", str(out), "--metrics", "redundancy", "--no-progress"])
+    lines = out.read_text().splitlines()
+    assert len(lines) == 2
+    long = json.loads(lines[0])
+    assert len(long["sentences"]) <= MAX_STORY_SENTENCES and sum(map(len, long["sentences"])) <= MAX_STORY_CHARS
+    assert any("the record keeps the first" in w for w in long["warnings"])
+    assert json.loads(lines[1])["sentences"] == ["We went.", "It was sunny."]

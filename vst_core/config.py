@@ -5,13 +5,16 @@ from __future__ import annotations
 import logging
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from vst_core.limits import MAX_STORY_CHARS as MAX_STORY_CHARS
+from vst_core.limits import MAX_STORY_SENTENCES as MAX_STORY_SENTENCES
+from vst_core.limits import story_limit_reason as story_limit_reason
+from vst_core.limits import text_limit_reason as text_limit_reason
 from vst_core.metric_spec import BUILTIN_METRICS, DEFAULT_METRICS, registry
 from vst_core.metrics.grounding import THETA_PRESETS, resolve_theta
 from vst_core.metrics.variants import GroundingProfile
@@ -395,54 +398,3 @@ def settings_from_signature(signature: dict[str, Any], problems: list[str] | Non
             continue
         kept[name] = value
     return Settings(**kept)
-
-
-#: A story longer than this, its sentences' characters together, is not scored (each metric's
-#: error says why); ``VST_MAX_STORY_CHARS`` sets it, 0 turns it off. Nine times the longest released
-#: story (VWP, LLaVA: 2,212 characters).
-MAX_STORY_CHARS = 20_000
-#: A story with more sentences than this is not scored: RoViST-NR compares every pair of sentences,
-#: so its work grows with their square. ``VST_MAX_STORY_SENTENCES`` sets it, 0 turns it off. Six
-#: times the most a released story has (31); 200 sentences of the same 33 words (19,600 characters) take
-#: RoViST-NR 0.23 s with its spans.
-MAX_STORY_SENTENCES = 200
-
-
-def _story_limit(name: str, default: int) -> int | None:
-    """The limit in environment variable ``name`` (a whole number; 0: none), else ``default``."""
-    return _read_limit(name, os.environ.get(name, ""), default)
-
-
-@lru_cache(maxsize=16)
-def _read_limit(name: str, given: str, default: int) -> int | None:
-    """``given`` as a limit (0: none); an unreadable value keeps ``default`` and says so, once."""
-    text = given.strip().replace("_", "").replace(",", "")
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        _log.warning("%s=%r is not a whole number of at least 0; the limit stays %s", name, given, f"{default:,}")
-        return default
-    return value or None
-
-
-def story_limit_reason(sentences: Sequence[str]) -> str | None:
-    """Why a story of these sentences is over a limit (:data:`MAX_STORY_CHARS`,
-    :data:`MAX_STORY_SENTENCES`, or the environment's), or None when it is within them.
-
-    >>> story_limit_reason(["We went to the beach.", "It was sunny."]) is None
-    True
-    >>> story_limit_reason(["Go."] * 201)
-    '201 sentences, over the limit of 200 a story (VST_MAX_STORY_SENTENCES raises it)'
-    """
-    chars = _story_limit("VST_MAX_STORY_CHARS", MAX_STORY_CHARS)
-    count = _story_limit("VST_MAX_STORY_SENTENCES", MAX_STORY_SENTENCES)
-    if count is not None and len(sentences) > count:
-        return f"{len(sentences):,} sentences, over the limit of {count:,} a story (VST_MAX_STORY_SENTENCES raises it)"
-    length = sum(map(len, sentences))
-    if chars is not None and length > chars:
-        return f"{length:,} characters, over the limit of {chars:,} a story (VST_MAX_STORY_CHARS raises it)"
-    return None

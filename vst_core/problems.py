@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning"]
-ProblemKind = Literal["file", "line", "empty", "image", "alignment", "id"]
+ProblemKind = Literal["file", "line", "empty", "length", "image", "alignment", "id"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -41,6 +41,7 @@ from vst_core.data.vwp import (
     vwp_records,
 )
 from vst_core.hashing import json_line, short_sha1
+from vst_core.limits import text_limit_reason
 from vst_core.records.reader import characters_of
 from vst_core.story import StoryFields
 from vst_core.text.public import split_story
@@ -136,6 +137,23 @@ def _sequence_id_for(images: tuple[str, ...], story_id: str) -> str:
     return "seq-" + short_sha1("\n".join(images))
 
 
+#: The characters of a refused text a story keeps, so that its record shows what it was.
+PREVIEW_CHARS = 200
+
+
+def _unsplit_text(record: Mapping[str, Any]) -> str | None:
+    """The text a story record gives to be split into sentences (``text``, or ``groups`` given as
+    texts, together), or None when it gives its sentences as a list."""
+    groups = record.get("groups")
+    if groups is not None:
+        texts = [g for g in groups if isinstance(g, str)] if isinstance(groups, list) else []
+        return " ".join(texts) if texts else None
+    if record.get("sentences") is not None:
+        return None
+    text = record.get("text")
+    return text if isinstance(text, str) else None
+
+
 def story_from_record(
     record: Any,
     *,
@@ -155,7 +173,12 @@ def story_from_record(
         problems.append(Problem(f"no story_id: named {story_id!r}", "id", "warning", line, story_id))
     images = _as_str_list(record.get("images", []), "images")
     frames: tuple[int, ...] = ()
-    if record.get("groups") is not None:
+    sentences: tuple[str, ...]
+    unsplit = _unsplit_text(record)
+    if unsplit is not None and (why := text_limit_reason(unsplit)):  # refused before a costly split
+        sentences = (unsplit[:PREVIEW_CHARS].strip() + " …",)
+        problems.append(Problem(f"story not scored: {why}", "length", line=line, story_id=story_id))
+    elif record.get("groups") is not None:
         sentences, frames = grouped_sentences(_groups(record["groups"]), splitter)
     elif "sentences" in record and record["sentences"] is not None:
         sentences = tuple(s.strip() for s in _as_str_list(record["sentences"], "sentences"))

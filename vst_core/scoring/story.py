@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from vst_core.config import Settings, story_limit_reason
+from vst_core.config import MAX_STORY_CHARS, MAX_STORY_SENTENCES, Settings, story_limit_reason
 from vst_core.data import Story, StorySet
 from vst_core.grounding.grounder import Grounder, ImageEntry
 from vst_core.metric_spec import MetricSpec, registry
@@ -180,11 +180,40 @@ def refused(story: Story) -> str:
     >>> refused(Story.from_sentences(["We went to the beach."] * 300))
     'story not scored: 300 sentences, over the limit of 200 a story (VST_MAX_STORY_SENTENCES raises it)'
     """
-    empty = "; ".join(p.message for p in story.problems if p.kind == "empty" and p.severity == "error")
+    empty = "; ".join(p.message for p in story.problems if p.kind in ("empty", "length") and p.severity == "error")
     if empty:
         return empty
     why = story_limit_reason(story.sentences)
     return f"story not scored: {why}" if why is not None else ""
+
+
+def _kept(story: Story) -> tuple[tuple[str, ...], tuple[int, ...], list[str]]:
+    """The sentences (and their frames) a refused story's record keeps: as many as the length
+    limits allow, the last one cut to them, so that the record stays a line the scores reader takes
+    (:data:`~vst_core.data.readers.MAX_LINE_BYTES`) whatever the story; with a warning when some
+    are left out (the input file holds them all).
+
+    >>> sentences, frames, cut = _kept(Story.from_sentences(["Go."] * 300))
+    >>> len(sentences), cut
+    (200, ['the record keeps the first 200 of 300 sentences (600 of 900 characters); the input holds the rest'])
+    """
+    most = MAX_STORY_SENTENCES
+    budget = MAX_STORY_CHARS
+    kept: list[str] = []
+    for sentence in story.sentences[:most]:
+        if budget <= 0:
+            break
+        kept.append(sentence[:budget])
+        budget -= len(kept[-1])
+    total = sum(map(len, story.sentences))
+    held = sum(map(len, kept))
+    if len(kept) == len(story.sentences) and held == total:
+        return story.sentences, story.frames, []
+    note = (
+        f"the record keeps the first {len(kept):,} of {len(story.sentences):,} sentences ({held:,} of {total:,} characters);"
+        " the input holds the rest"
+    )
+    return tuple(kept), story.frames[: len(kept)], [note]
 
 
 def score_story(
@@ -257,19 +286,22 @@ def score_batch(
                 errors[name] = found
             else:
                 metrics[name] = found
+        sentences, frames, cut = _kept(story) if blocked[story.key] else (story.sentences, story.frames, [])
         out.append(
             StoryScores(
                 story_id=story.story_id,
                 sequence_id=story.sequence_id,
                 system=story.system,
-                sentences=story.sentences,
+                sentences=sentences,
                 images=story.images,
                 metrics=metrics,
                 errors=errors,
-                warnings=tuple([str(p) for p in story.problems if p.severity == "warning"] + run.warnings.get(story.key, [])),
+                warnings=tuple(
+                    [str(p) for p in story.problems if p.severity == "warning"] + run.warnings.get(story.key, []) + cut
+                ),
                 signature=signature,
-                problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind != "empty"),
-                frames=story.frames,
+                problems=tuple(str(p) for p in story.problems if p.severity == "error" and p.kind not in ("empty", "length")),
+                frames=frames,
                 characters=story.characters,
             )
         )
