@@ -123,6 +123,23 @@ def test_json_and_parquet_exports_read_the_same(tmp_path: Path) -> None:
         assert got == want, name
 
 
+def test_a_vwp_table_over_the_table_budget_is_refused_saying_which(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A VWP CSV or Parquet file is read within the tables' row budget (VST_MAX_TABLE_ROWS): one
+    row too many is refused with the budget's words, before a story is built."""
+    import pandas as pd
+
+    from vst_core.data.types import StorySetError
+
+    write_csv(tmp_path)
+    pd.DataFrame(ROWS).to_parquet(tmp_path / "rows.parquet")
+    monkeypatch.setenv("VST_MAX_TABLE_ROWS", str(len(ROWS) - 1))
+    for name in ("vwp_v2.1_test.csv", "rows.parquet"):
+        with pytest.raises(StorySetError, match="VST_MAX_TABLE_ROWS"):
+            read_story_set(tmp_path / name)
+    monkeypatch.setenv("VST_MAX_TABLE_ROWS", str(len(ROWS)))
+    assert len(list(read_story_set(tmp_path / "rows.parquet"))) == len(ROWS)
+
+
 def test_sep_story_is_read_when_the_text_columns_are_absent(tmp_path: Path) -> None:
     rows = [{k: v for k, v in row.items() if not k.startswith("text")} for row in ROWS[:1]]
     (tmp_path / "sep.json").write_text(json.dumps(rows))

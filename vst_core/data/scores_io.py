@@ -14,6 +14,7 @@ from typing import IO, Any
 from vst_core.data.access import FileIdentity, PathNotAllowed, open_confined
 from vst_core.data.merge import is_imported
 from vst_core.data.readers import MAX_LINE_BYTES, load_json, story_from_record, story_object
+from vst_core.data.sizes import size_text
 from vst_core.data.types import Problem, Story
 from vst_core.hashing import json_digest, json_line
 from vst_core.records import StoryScores, read_record
@@ -64,14 +65,6 @@ def max_scores_bytes(value: str | None = None) -> int:
             "%s=%r is not a size (e.g. 2G or 500000000); the default %d bytes is used", LIMIT_ENV, text, MAX_SCORES_BYTES
         )
         return MAX_SCORES_BYTES
-
-
-def size_text(n: int) -> str:
-    """Bytes as a person reads them, in the limit's binary units: 1 GiB, 303 MiB, 4 KiB."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n} bytes"
 
 
 def too_large(total: int, limit: int, files: int) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeVar
 
 from vst_core.data.images import env_int
-from vst_core.data.scores_io import size_text
+from vst_core.data.sizes import size_text
 from vst_core.data.upload_files import DEFAULT_MAX_DATA_FILE_BYTES, MAX_RATIO, RATIO_FLOOR, UploadBudget
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO
 
 from vst_core.data.paths import IMAGE_SUFFIXES
-from vst_core.data.scores_io import size_text
+from vst_core.data.sizes import size_text
 
 STORY_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")  # a story set, or VWP's release as a table
 #: The name every session's upload folder starts with (the dashboard's temporary folders).

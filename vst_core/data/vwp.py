@@ -34,6 +34,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from vst_core.data.paths import listed_ref
+from vst_core.data.tables import TableBudgetError, read_csv_budgeted, read_parquet_budgeted
 from vst_core.data.types import Problem, StorySetError
 
 #: The most shots (and text columns) of a VWP sequence, and of named characters.
@@ -521,6 +522,8 @@ def table_rows(path: Path) -> VwpRows:
         rows, problems = _read_rows(path)
     except StorySetError:
         raise
+    except TableBudgetError as exc:  # over the row or decoded-size budget: say which, with its figures
+        raise StorySetError(f"{path}: {exc}") from None
     except Exception as exc:  # a damaged file of any of the formats: the whole file cannot be read
         raise StorySetError(f"{path}: cannot be read as a table ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not rows or not all(isinstance(r, Mapping) for r in rows) or not is_vwp(rows[0].keys()):
@@ -529,19 +532,18 @@ def table_rows(path: Path) -> VwpRows:
 
 
 def _read_rows(path: Path) -> tuple[list[Mapping[str, Any]], list[Problem]]:
-    """The rows of a CSV/TSV or Parquet file, as its format's reader gives them, and a problem per
-    column the header names twice."""
-    import pandas as pd
-
+    """The rows of a CSV/TSV or Parquet file, as its format's reader gives them within the table
+    budget (:mod:`vst_core.data.tables`: rows and decoded bytes, a Parquet file checked from its
+    footer before a page is decompressed), and a problem per column the header names twice."""
     kind = sniff(path)
     problems: list[Problem] = []
     rows: list[Mapping[str, Any]]
     if kind == "parquet":
-        rows = [{k: _plain(v) for k, v in r.items()} for r in pd.read_parquet(path).to_dict(orient="records")]
+        rows = [{k: _plain(v) for k, v in r.items()} for r in read_parquet_budgeted(path).to_dict(orient="records")]
     elif kind in ("csv", "tsv"):
         sep = "\t" if kind == "tsv" else ","
         twice = _twice_in_header(path, sep)
-        frame = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+        frame = read_csv_budgeted(path, sep=sep, dtype=str, keep_default_na=False)
         rows = frame.to_dict(orient="records")
         for name, count in twice.items():
             copies = {f"{name}.{k}" for k in range(1, count)}
