@@ -513,3 +513,15 @@ def test_a_model_name_reaches_no_json_file_outside_open_clips_configurations(tmp
     assert (
         plain_config("ViT-B-32") is not None and resolve_clip_weights("ViT-B-32-quickgelu", "openai").arch == "ViT-B-32-quickgelu"
     )
+
+
+def test_a_clip_config_that_is_not_there_or_not_a_file_is_said(tmp_path: Path) -> None:
+    """A --clip-config that is missing, a FIFO or a device is refused naming it, where open_clip
+    passed over it in silence and the model's name was then said to be unknown."""
+    from vst_core.models.clip import load_clip
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    for path, words in ((tmp_path / "missing.json", "not found"), (fifo, "a FIFO"), ("/dev/zero", "a device")):
+        with pytest.raises(ModelLoadError, match=f"CLIP model config.*{words}"):
+            load_clip("vst-tiny-clip", None, checkpoint=tmp_path / "none.pt", model_config=path)

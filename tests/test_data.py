@@ -223,3 +223,33 @@ def test_story_set_writer_round_trip(image_dir: Path) -> None:
     write_story_set(original, image_dir / "copy.jsonl")
     again = read_story_set(image_dir / "copy.jsonl")
     assert again.stories == original.stories
+
+
+def test_a_story_input_that_is_not_a_file_says_what_it_is(tmp_path: Path) -> None:
+    """A folder, a FIFO or a device given as the story file is named for what it is, never opened
+    (a FIFO would block), instead of 'not found'."""
+    import os
+
+    from vst_core.data import StorySetError, read_story_set
+
+    fifo = tmp_path / "stories.jsonl"
+    os.mkfifo(fifo)
+    for path, words in (
+        (tmp_path, "is a folder"),
+        (fifo, "(a FIFO)"),
+        (Path("/dev/zero"), "(a device)"),
+        (tmp_path / "no.jsonl", "not found"),
+    ):
+        with pytest.raises(StorySetError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            read_story_set(path)
+
+
+def test_a_malformed_json_line_is_said_in_plain_words(tmp_path: Path) -> None:
+    """json's message for a control character ends in 'at'; the problem says 'at column' once."""
+    from vst_core.data import read_story_set
+
+    path = tmp_path / "stories.jsonl"
+    path.write_text('{"story_id": "a", "text": "x\x01y"}\n{"story_id": "b", "text": "We went."}\n')
+    messages = [p.message for p in read_story_set(path, check_images=False).problems]
+    assert any("Invalid control character at column" in m for m in messages), messages
+    assert not any("at at" in m for m in messages)

@@ -389,7 +389,11 @@ def read_jsonl_stories(path: Path, *, splitter: Splitter | None = None, check_im
                     )
                 )
             except json.JSONDecodeError as exc:
-                problems.append(Problem(f"malformed JSON ({exc.msg} at column {exc.colno}); line skipped", "line", line=number))
+                problems.append(
+                    Problem(
+                        f"malformed JSON ({exc.msg.removesuffix(' at')} at column {exc.colno}); line skipped", "line", line=number
+                    )
+                )
             except ValueError as exc:
                 problems.append(Problem(f"{exc}; line skipped", "line", line=number))
     return StorySet(tuple(_dedupe(stories, problems)), root, str(path), tuple(problems))
@@ -510,6 +514,25 @@ def read_vist(
     return StorySet(tuple(stories), root, str(path), tuple(problems))
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` cannot be read as a story file: not there, or what it is instead (found by
+    ``stat`` alone, so a FIFO is never opened).
+
+    >>> _not_a_file(Path("/dev/null"))
+    'story file /dev/null is not a regular file (a device); it was not read'
+    """
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return f"story file not found: {path}"
+    if stat.S_ISDIR(mode):
+        return f"story file {path} is a folder, not a file (give the story file inside it)"
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
+    return f"story file {path} is not a regular file ({kind}); it was not read"
+
+
 def read_story_set(
     path: str | Path,
     *,
@@ -523,7 +546,7 @@ def read_story_set(
     annotation file by its ``annotations``, else a story set (JSON or JSONL)."""
     path = Path(path)
     if not path.is_file():
-        raise StorySetError(f"story file not found: {path}")
+        raise StorySetError(_not_a_file(path))
     vwp: dict[str, Any] = {"images_dir": vist_images, "splitter": splitter, "check_images": check_images}
     try:
         kind = sniff(path)
@@ -635,7 +658,11 @@ def vwp_json_lines(path: Path) -> VwpRows:
                     yield number, load_json(text, pairs=pairs_with_duplicates)
                 except json.JSONDecodeError as exc:
                     problems.append(
-                        Problem(f"malformed JSON ({exc.msg} at column {exc.colno}); line skipped", "line", line=number)
+                        Problem(
+                            f"malformed JSON ({exc.msg.removesuffix(' at')} at column {exc.colno}); line skipped",
+                            "line",
+                            line=number,
+                        )
                     )
                 except ValueError as exc:
                     problems.append(Problem(f"{exc}; line skipped", "line", line=number))

@@ -460,6 +460,28 @@ def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
     return x
 
 
+def _config_path(path: str | Path) -> None:
+    """Refuse a CLIP model configuration that is not there, or is neither a JSON file nor a folder of
+    them (open_clip passes over such a path in silence, and the model's name is then unknown).
+
+    >>> _config_path("/dev/null")
+    Traceback (most recent call last):
+    ...
+    vst_core.models.hub.ModelLoadError: CLIP model config /dev/null is not a regular file (a device); it was not opened
+    """
+    import os
+    import stat
+
+    from vst_core.models.checkpoints import file_kind
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        raise ModelLoadError(f"CLIP model config not found: {path} (give an open_clip model-configuration JSON)") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ModelLoadError(f"CLIP model config {path} is not a regular file ({file_kind(mode)}); it was not opened")
+
+
 def load_clip(
     arch: str = DEFAULT_ARCH,
     pretrained: str | None = DEFAULT_PRETRAINED,
@@ -482,6 +504,7 @@ def load_clip(
     if model_config is not None:
         import open_clip
 
+        _config_path(model_config)
         try:
             open_clip.add_model_config(str(model_config))
         except Exception as exc:
