@@ -525,3 +525,21 @@ def test_a_clip_config_that_is_not_there_or_not_a_file_is_said(tmp_path: Path) -
     for path, words in ((tmp_path / "missing.json", "not found"), (fifo, "a FIFO"), ("/dev/zero", "a device")):
         with pytest.raises(ModelLoadError, match=f"CLIP model config.*{words}"):
             load_clip("vst-tiny-clip", None, checkpoint=tmp_path / "none.pt", model_config=path)
+
+
+def test_an_attention_masks_minus_infinity_is_read_and_nan_in_it_is_not(tmp_path: Path) -> None:
+    """open_clip's TorchScript archives keep a causal mask of -inf: such a mask is read; NaN or +inf
+    in it, or -inf in any weight, still refuses the file."""
+    import torch
+
+    from vst_core.models.checkpoints import read_checkpoint
+
+    mask = torch.full((4, 4), float("-inf")).triu(1)
+    good = tmp_path / "good.pt"
+    torch.save({"transformer.attn_mask": mask, "proj": torch.ones(2)}, good)
+    assert torch.equal(read_checkpoint(good, "CLIP weights")["transformer.attn_mask"], mask)
+    for bad in ({"transformer.attn_mask": mask.nan_to_num(nan=0.0).fill_diagonal_(float("nan"))}, {"proj": mask}):
+        path = tmp_path / "bad.pt"
+        torch.save(bad, path)
+        with pytest.raises(ModelLoadError, match="NaN or infinite"):
+            read_checkpoint(path, "CLIP weights")

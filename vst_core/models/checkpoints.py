@@ -48,6 +48,8 @@ _TORCH_JIT_FLATBUFFER = b"PTMF"
 #: What :func:`read_checkpoint` checks, named in a memo of weights that built (a rerun skips the
 #: build only for a file read under the same checks).
 READ_CHECKS = "read:regular,code-free,finite"
+#: Tensors whose -inf is meant: a causal attention mask (open_clip keeps one in a TorchScript archive).
+MASKS = frozenset({"attn_mask"})
 
 #: How to turn a TorchScript archive into a file a loader reads, on a machine that trusts it.
 CONVERT_TORCHSCRIPT = (
@@ -258,11 +260,14 @@ def _refuse_non_finite(data: Any, path: Path, name: str) -> None:
         if (tensor.is_floating_point() or tensor.is_complex()) and tensor.device.type != "meta":
             # a finite sum means every value is finite (NaN and infinity carry through a sum) and
             # costs a fifth of isfinite; a sum that overflowed is looked at value by value
-            if not bool(torch.isfinite(tensor.sum())) and not bool(torch.isfinite(tensor).all()):
-                raise ModelLoadError(
-                    f"{name} {path}: tensor {key!r} holds NaN or infinite values; it was not loaded "
-                    "(a model with them gives no numbers)"
-                )
+            if bool(torch.isfinite(tensor.sum())) or bool(torch.isfinite(tensor).all()):
+                continue
+            if key.rsplit(".", 1)[-1] in MASKS and not bool((torch.isnan(tensor) | (tensor == float("inf"))).any()):
+                continue  # an attention mask's -inf marks what a token may not see
+            raise ModelLoadError(
+                f"{name} {path}: tensor {key!r} holds NaN or infinite values; it was not loaded "
+                "(a model with them gives no numbers)"
+            )
 
 
 # ------------------------------------------------------------------ TorchScript archives, read as data
