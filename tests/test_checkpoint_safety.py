@@ -543,3 +543,17 @@ def test_an_attention_masks_minus_infinity_is_read_and_nan_in_it_is_not(tmp_path
         torch.save(bad, path)
         with pytest.raises(ModelLoadError, match="NaN or infinite"):
             read_checkpoint(path, "CLIP weights")
+
+
+def test_an_archives_code_is_scanned_in_time_linear_in_its_length() -> None:
+    """The scan of a TorchScript archive's code for its classes' declared parameters does not
+    backtrack over a long line: 200,000 spaces after a class took the earlier pattern about 20 s
+    (its work grew with the square of the line), and take it milliseconds now."""
+    from vst_core.models import checkpoints
+
+    text = 'class A(Module):\n  __parameters__ = ["w", ]\n' + " " * 200_000
+    done: list[int] = []
+    worker = threading.Thread(target=lambda: done.append(len(checkpoints._CLASS.findall(text))), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done == [1]

@@ -409,7 +409,9 @@ class _ScriptUnpickler(pickle.Unpickler):
         return self._storages[key]
 
 
-_CLASS = re.compile(r"^class (\w+)\(Module\):\n((?:[ \t]+.*\n|\n)*)", re.MULTILINE)
+#: A class of the archive's code and its indented body; each body line is one alternative whose
+#: first character decides it, so a long line costs its length once (no backtracking over it).
+_CLASS = re.compile(r"^class (\w+)\(Module\):\n((?:[ \t][^\n]*\n|\n)*)", re.MULTILINE)
 _DECLARED = re.compile(r"^[ \t]+__(parameters|buffers)__ = \[([^\]\n]*)\]", re.MULTILINE)
 #: Bounds on what an archive's records may make this reader hold (OpenAI's are a few MB at most).
 _MAX_PICKLE_BYTES = 64_000_000
