@@ -267,3 +267,20 @@ def open_confined(path: str | Path, roots: Sequence[Path], *, what: str = "file"
     except BaseException:
         fh.close()
         raise
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, from its ``st_mode``.
+
+    >>> import os; file_kind(os.stat("/dev/null").st_mode)
+    'a device'
+    """
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"

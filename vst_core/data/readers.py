@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vst_core.data.access import file_kind
 from vst_core.data.paths import (
     IMAGE_SUFFIXES,
     ImagePathError,
@@ -529,8 +530,7 @@ def _not_a_file(path: Path) -> str:
         return f"story file not found: {path}"
     if stat.S_ISDIR(mode):
         return f"story file {path} is a folder, not a file (give the story file inside it)"
-    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file"
-    return f"story file {path} is not a regular file ({kind}); it was not read"
+    return f"story file {path} is not a regular file ({file_kind(mode)}); it was not read"
 
 
 def read_story_set(

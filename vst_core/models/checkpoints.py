@@ -31,6 +31,7 @@ from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from vst_core.data.access import file_kind
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError, without_unsafe_advice
 
 CheckpointFormat = Literal["torchscript", "torch-zip", "torch-legacy", "safetensors"]
@@ -56,23 +57,6 @@ CONVERT_TORCHSCRIPT = (
     "convert it once, on a machine where you trust the file: "
     "python -c \"import torch; torch.save(torch.jit.load('FILE').state_dict(), 'clip.pt')\", then give clip.pt"
 )
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, from its ``st_mode``.
-
-    >>> import os; file_kind(os.stat("/dev/null").st_mode)
-    'a device'
-    """
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
 
 
 def regular_checkpoint(path: str | Path, name: str) -> Path:
