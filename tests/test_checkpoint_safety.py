@@ -515,6 +515,7 @@ def test_a_model_name_reaches_no_json_file_outside_open_clips_configurations(tmp
     )
 
 
+@TORCH
 def test_a_clip_config_that_is_not_there_or_not_a_file_is_said(tmp_path: Path) -> None:
     """A --clip-config that is missing, a FIFO or a device is refused naming it, where open_clip
     passed over it in silence and the model's name was then said to be unknown."""
@@ -527,6 +528,7 @@ def test_a_clip_config_that_is_not_there_or_not_a_file_is_said(tmp_path: Path) -
             load_clip("vst-tiny-clip", None, checkpoint=tmp_path / "none.pt", model_config=path)
 
 
+@TORCH
 def test_an_attention_masks_minus_infinity_is_read_and_nan_in_it_is_not(tmp_path: Path) -> None:
     """open_clip's TorchScript archives keep a causal mask of -inf: such a mask is read; NaN or +inf
     in it, or -inf in any weight, still refuses the file."""
