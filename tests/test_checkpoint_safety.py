@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from conftest import ROOT, SAMPLE, clip_args
+from test_typed_paths import in_time
 
 from vst_core.models.hub import ModelLoadError
 
@@ -34,20 +35,16 @@ TORCH = pytest.mark.slow  # builds torch files and tiny CLIP models
 
 
 def _in_time(call: Callable[[], Any], seconds: float = 10.0) -> Any:
-    """``call()``'s result or exception, failing (not hanging) when it takes longer than ``seconds``."""
-    out: dict[str, Any] = {}
+    """``call()``'s result or exception, failing (not hanging: the file was opened) when it takes
+    longer than ``seconds`` (:func:`test_typed_paths.in_time`)."""
 
-    def run() -> None:
+    def caught() -> Any:
         try:
-            out["value"] = call()
+            return call()
         except BaseException as exc:
-            out["error"] = exc
+            return exc
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), "blocked: the file was opened"
-    return out.get("error", out.get("value"))
+    return in_time(caught, seconds)
 
 
 # ------------------------------------------------------------------ one guarded loader

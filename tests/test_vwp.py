@@ -83,11 +83,7 @@ ROWS = [
 
 
 def write_csv(folder: Path, rows: list[dict[str, str]] = ROWS) -> Path:
-    path = folder / "vwp_v2.1_test.csv"
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    path = write_rows_csv(folder, rows, "vwp_v2.1_test.csv")
     write_images(folder / "images", rows)
     return path
 
@@ -384,8 +380,9 @@ def _write_scene_rows(folder: Path, rows: list[dict[str, str]], *, by_scene: boo
     return write_rows_csv(folder, rows)
 
 
-def write_rows_csv(folder: Path, rows: list[dict[str, str]]) -> Path:
-    path = folder / "vwp.csv"
+def write_rows_csv(folder: Path, rows: list[dict[str, str]], name: str = "vwp.csv") -> Path:
+    """``rows`` as a VWP CSV named ``name`` in ``folder`` (no images)."""
+    path = folder / name
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
