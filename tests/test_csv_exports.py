@@ -169,3 +169,22 @@ def test_judge_bias_out_carries_no_formula(tmp_path: Path) -> None:
     assert rows[0] == ["bias", "scope", "measure", "value", "n"]
     assert [c for row in rows for c in row if evaluated(c)] == []
     assert {"'" + h for h in HOSTILE} <= {r[1] for r in rows[1:]}  # every aspect is there, as text
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_an_export_gets_the_mode_the_umask_gives(tmp_path: Path, mask: int) -> None:
+    """A file written whole (every export: CSV, reports, tables, a trained model's predictions) has
+    the mode a file opened for writing gets under the umask, as the scores file has, not the
+    private 0600 of its temporary file (colleagues on a shared server could not open it)."""
+    import os
+
+    import pandas as pd
+
+    from vst_core.data.csv_out import write_csv
+
+    before = os.umask(mask)
+    try:
+        write_csv(tmp_path / "t.csv", pd.DataFrame({"a": [1]}))
+    finally:
+        os.umask(before)
+    assert (tmp_path / "t.csv").stat().st_mode & 0o777 == 0o666 & ~mask

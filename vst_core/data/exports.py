@@ -20,8 +20,9 @@ from typing import Any
 
 
 def write_text_whole(path: Path, text: str) -> None:
-    """``text`` into ``path`` as UTF-8, its folder made; an OSError (a full disk, a read-only
-    folder) leaves no temporary file behind and ``path`` as it was, and names ``path``."""
+    """``text`` into ``path`` as UTF-8, its folder made, with the mode the umask gives (as a file
+    opened for writing gets: 0644 under umask 022); an OSError (a full disk, a read-only folder)
+    leaves no temporary file behind and ``path`` as it was, and names ``path``."""
     path = Path(path)
     if path.is_symlink():
         path = path.resolve()  # the file a link names is replaced, as writing through the link would
@@ -33,6 +34,7 @@ def write_text_whole(path: Path, text: str) -> None:
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # the mode an open() would give, not mkstemp's private 0600
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
@@ -44,6 +46,20 @@ def write_text_whole(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux states it (``/proc/self/status``);
+    elsewhere set and restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def json_text(value: Any, **options: Any) -> str:
