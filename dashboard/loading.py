@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from vst_core.data.images import thumbnail as images_thumbnail
 from vst_core.data.index import IndexError_, ScoresIndex
 from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import checked_scores, size_text
-from vst_core.data.uploads import place_upload
+from vst_core.data.uploads import place_upload, story_set_from_files
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
@@ -53,6 +54,90 @@ SAMPLE_IDS = frozenset(read_judgements(SAMPLE_JUDGEMENTS).story_ids)
 
 Loaded = tuple[StorySet | None, str | None]
 logger = logging.getLogger(__name__)
+
+#: The least share of the way between two drawings of a progress bar, and the least seconds: a
+#: bar drawn inside a cached function is replayed on every rerun, so it is drawn a few dozen times.
+PROGRESS_STEP = 0.02
+PROGRESS_SECONDS = 0.25
+
+
+class PageProgress:
+    """A progress bar on the page that vst_core's callbacks advance, with the counts in words:
+    ``shown(done, total)`` as the index build and the upload reader call it, or :meth:`bar` as the
+    scoring engine asks for one (tqdm's ``update`` and ``close``). Drawn at most every
+    :data:`PROGRESS_STEP` of the way and :data:`PROGRESS_SECONDS`, and removed by :meth:`close`
+    (``with PageProgress(...)``), so a cached function that draws one replays nothing visible.
+
+    >>> PageProgress.words("Scoring", 40, 192), PageProgress.words("Indexing", 3 << 20, 12 << 20, size_text)
+    ('Scoring: 40 of 192', 'Indexing: 3 MiB of 12 MiB')
+    """
+
+    def __init__(self, what: str, counted: Callable[[int], str] = "{:,}".format) -> None:
+        self.what, self.counted = what, counted
+        self.slot = st.empty()
+        self.last, self.when, self.drawn = -1.0, 0.0, ("", 0)
+
+    @staticmethod
+    def words(what: str, done: int, total: int, counted: Callable[[int], str] = "{:,}".format) -> str:
+        return f"{what}: {counted(done)} of {counted(total)}"
+
+    def __call__(self, done: int, total: int, what: str | None = None) -> None:
+        share = min(1.0, max(0.0, done / total)) if total > 0 else 1.0
+        now, what = time.monotonic(), what or self.what
+        same = self.drawn == (what, total)  # a new step or a new bar is drawn at once
+        if same and share < 1.0 and (share - self.last < PROGRESS_STEP or now - self.when < PROGRESS_SECONDS):
+            return
+        self.last, self.when, self.drawn = share, now, (what, total)
+        self.slot.progress(share, text=self.words(what, done, total, self.counted))
+
+    def say(self, text: str, share: float = 1.0) -> None:
+        """A step counted no further, in words (the bar left at ``share``)."""
+        self.drawn = (text, 0)
+        self.slot.progress(share, text=text)
+
+    def bar(self, total: int) -> _Bar:
+        """A bar over ``total`` items for :data:`vst_core.scoring.runs.Progress`."""
+        self.drawn = ("", 0)
+        self(0, total)
+        return _Bar(self, total)
+
+    def close(self) -> None:
+        self.slot.empty()
+
+    def __enter__(self) -> PageProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Bar:
+    """tqdm's ``update`` and ``close`` over a :class:`PageProgress`."""
+
+    def __init__(self, shown: PageProgress, total: int) -> None:
+        self.shown, self.total, self.done = shown, total, 0
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        self.shown(self.done, self.total)
+
+    def close(self) -> None:
+        return None
+
+
+def read_upload(files: list[tuple[str, bytes]], folder: Path) -> tuple[StorySet | None, str | None, list[str]]:
+    """:func:`~vst_core.data.uploads.story_set_from_files` with its progress on the page: the images
+    unpacked, counted, then the stories read with their images checked."""
+
+    def told(step: str, done: int, total: int) -> None:
+        if step == "images":
+            shown(done, total)
+        elif done < total:
+            shown.say("Reading the stories and checking their images…")
+
+    with PageProgress("Reading the upload: images unpacked") as shown:
+        shown.say(f"Reading the upload ({len(files):,} files)…", 0.0)
+        return story_set_from_files(files, folder, progress=told)
 
 
 @st.cache_data(show_spinner=False)
@@ -74,8 +159,10 @@ def _index(paths: tuple[str, ...], stamps: tuple[FileIdentity, ...]) -> ScoresIn
     """One index per process for these files as they were checked (``stamps``: device, inode, size,
     mtime and ctime of each, every read verified against them: a same-size rewrite with its mtime
     restored has another ctime, so another entry, never the old table beside new evidence); the
-    cache_resource keeps one object, never a pickled copy of 100,000 rows."""
-    return load_index(list(paths), expected=list(stamps))
+    cache_resource keeps one object, never a pickled copy of 100,000 rows. A build shows the bytes
+    read so far."""
+    with PageProgress("Indexing the scores", size_text) as shown:
+        return load_index(list(paths), progress=shown, expected=list(stamps))
 
 
 def scores_index(paths: list[Path], roots: Sequence[Path] | None = None) -> tuple[ScoresIndex | None, str | None]:
@@ -268,10 +355,17 @@ def measured(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings
     return pd.DataFrame(measure.measure.run(stories, _view.root, settings))
 
 
-@st.cache_data(show_spinner="Scoring…")
+@st.cache_data(show_spinner=False)
 def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
-    """Every story of a set scored under ``settings`` (cached by the set's digest ``key``); a typed
-    regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails)."""
+    """Every story of a set scored under ``settings`` (cached by the set's digest ``key``), with a
+    progress bar counting the stories done (and a set metric's work before them, Vrank's pairs); a
+    typed regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails)."""
+    with PageProgress(f"Scoring {len(_story_set):,} stories") as shown:
+        shown(0, len(_story_set))
+        return _scored(_story_set, settings, shown)
+
+
+def _scored(story_set: StorySet, settings: Settings, shown: PageProgress) -> list[StoryScores]:
     if settings.regions == "csv" and registry().with_need("images") & set(settings.metrics):
         try:
             recheck(settings.regions_file, "“Regions”")
@@ -285,7 +379,7 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
     loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
     models = Models(settings, **given, **loaded)
     # the engine of `vst score` and the Python API: the same batches, set-level fits and records
-    return list(score_records(_story_set, settings, models=models))
+    return list(score_records(story_set, settings, models=models, progress=shown.bar))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

@@ -32,6 +32,9 @@ from typing import IO
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.data.sizes import size_text
 
+#: ``progress(done, total)``: images of the upload written so far, of those its data file names.
+Progress = Callable[[int, int], object]
+
 STORY_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")  # a story set, or VWP's release as a table
 #: The name every session's upload folder starts with (the dashboard's temporary folders).
 SESSION_PREFIX = "vst-upload-"
@@ -373,13 +376,19 @@ def _sources(images: list[_Entry], base: PurePosixPath) -> tuple[dict[str, _Entr
 
 
 def _place_images(
-    refs: list[str], images: list[_Entry], base: PurePosixPath, folder: Path, meter: UploadMeter, budget: UploadBudget
+    refs: list[str],
+    images: list[_Entry],
+    base: PurePosixPath,
+    folder: Path,
+    meter: UploadMeter,
+    budget: UploadBudget,
+    progress: Progress | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write the images ``refs`` name, each at its path under ``folder``, from the zip member at
     that path relative to the data file's folder, else the one loose file of that name; nothing
     else is unpacked. Returns the refs found in no file, and the refusals' messages (the first
     ``_SHOWN`` one by one, the rest counted; one that spends the allowance ends the list and the
-    unpacking)."""
+    unpacking). ``progress(done, len(refs))`` is called after each ref, from ``(0, len(refs))`` on."""
     from vst_core.data.paths import ImagePathError, resolve_image
 
     members, loose = _sources(images, base)
@@ -387,7 +396,11 @@ def _place_images(
     cap = (budget.image, "the limit for one image (VST_MAX_IMAGE_BYTES raises it)", "upload a smaller image")
     missing: list[str] = []
     refused: list[str] = []
+    if progress is not None:
+        progress(0, len(refs))
     for number, ref in enumerate(refs):
+        if progress is not None and number:
+            progress(number, len(refs))
         try:
             target = resolve_image(folder, ref)
         except ImagePathError:
@@ -409,6 +422,8 @@ def _place_images(
                     str(exc) + (f"; the {after} images named after it were not unpacked" if after else ""),
                 ]
             refused.append(str(exc))
+    if progress is not None and refs:
+        progress(len(refs), len(refs))
     return missing, _capped(refused)
 
 
@@ -427,6 +442,7 @@ def place_upload(
     suffixes: tuple[str, ...] = STORY_SUFFIXES,
     what: str = "story file",
     budget: UploadBudget | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Path | None, str | None, list[str]]:
     """Write one uploaded data file and the images it names under ``folder``: (its path,
     whole-upload error, messages).
@@ -439,7 +455,8 @@ def place_upload(
     in the bytes it really unpacks to, within ``budget`` (:meth:`UploadBudget.from_env` when None):
     a data file over its limit is the whole-upload error; an image over a limit, packed beyond the
     ratio or not an image by its first bytes is left out with one message. Images named but not
-    uploaded are listed once in ``messages``. Messages never hold server paths.
+    uploaded are listed once in ``messages``. Messages never hold server paths. ``progress(done,
+    total)`` counts the named images as they are unpacked (``total``: how many the file names).
     """
     budget = budget or UploadBudget.from_env()
     messages: list[str] = []
@@ -461,7 +478,7 @@ def place_upload(
         return None, str(exc), messages
     images = [e for e in entries if e.name.lower().endswith(IMAGE_SUFFIXES)]
     named = sorted(set(refs_of(path)))
-    missing, refused = _place_images(named, images, PurePosixPath(main.name).parent, folder, meter, budget)
+    missing, refused = _place_images(named, images, PurePosixPath(main.name).parent, folder, meter, budget, progress)
     messages.extend(refused)
     if missing and images:
         shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")

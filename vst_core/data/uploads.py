@@ -4,9 +4,10 @@ within the limits of :mod:`vst_core.data.upload_files` (which every upload goes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from io import BytesIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from vst_core.data.readers import story_from_record
 from vst_core.data.types import Splitter, StorySet
@@ -20,6 +21,11 @@ from vst_core.data.upload_files import (  # noqa: F401 - the upload API, here as
 )
 
 MAX_UPLOAD_IMAGES = 20
+
+#: ``progress(step, done, total)`` while an upload is read: ``"images"`` counts the images the story
+#: file names as they are unpacked, ``"stories"`` goes from (0, 1) to (1, 1) around reading the
+#: story file with its images checked.
+UploadProgress = Callable[[Literal["images", "stories"], int, int], object]
 
 
 def story_set_from_upload(
@@ -120,6 +126,7 @@ def story_set_from_files(
     *,
     splitter: Splitter | None = None,
     budget: UploadBudget | None = None,
+    progress: UploadProgress | None = None,
 ) -> tuple[StorySet | None, str | None, list[str]]:
     """A story file (JSON, JSONL, VIST, or a VWP table) uploaded with its images, unpacked within ``budget`` (see
     :func:`place_upload`): (set, whole-upload error, messages); the set is read with its images
@@ -127,7 +134,17 @@ def story_set_from_files(
     told by its first bytes as the readers tell it, whatever its name) is read within the budget's
     table rules (:meth:`TableBudget.of_upload`) before it is read as stories: one over its rows or
     its decoded bytes, or a Parquet file this reading cannot read, is the whole-upload error, and no
-    image is unpacked."""
+    image is unpacked. ``progress`` is told how far the reading is (:data:`UploadProgress`).
+
+    >>> import tempfile
+    >>> seen = []
+    >>> story = b'{"story_id": "s", "images": ["a.png"], "sentences": ["A cat."]}'
+    >>> found, error, _ = story_set_from_files(
+    ...     [("s.jsonl", story)], Path(tempfile.mkdtemp()), progress=lambda *step: seen.append(step)
+    ... )
+    >>> len(found), error, seen
+    (1, None, [('images', 0, 1), ('images', 1, 1), ('stories', 0, 1), ('stories', 1, 1)])
+    """
     from vst_core.data.readers import read_story_set
     from vst_core.data.tables import TableBudget, TableBudgetError, check_table, table_kind
     from vst_core.data.types import StorySetError
@@ -150,13 +167,19 @@ def story_set_from_files(
         except StorySetError:
             return []
 
-    path, error, messages = place_upload(files, folder, refs_of, budget=budget)
+    images = None if progress is None else lambda done, total: progress("images", done, total)
+    path, error, messages = place_upload(files, folder, refs_of, budget=budget, progress=images)
     if path is None:
         return None, error, messages
     if refused:
         return None, refused[0], messages
     try:
-        return read_story_set(path, splitter=splitter, check_images=True), None, messages
+        if progress is not None:
+            progress("stories", 0, 1)
+        found = read_story_set(path, splitter=splitter, check_images=True)
+        if progress is not None:
+            progress("stories", 1, 1)
+        return found, None, messages
     except StorySetError as exc:
         return None, str(exc).replace(str(folder) + "/", ""), messages
 
