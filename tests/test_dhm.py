@@ -125,7 +125,7 @@ def test_the_papers_numbers_from_the_released_vist_scores(
         )
         == 0
     )
-    printed = capsys.readouterr().err
+    printed = capsys.readouterr().out
     assert "0.2079  0.1456  0.1193  0.1576" in printed  # the four numbers dHM.py prints for LLaVA on VIST
     (row,) = json.loads(report_file.read_text())["systems"]
     assert row["N"] == want["N"] == 4897

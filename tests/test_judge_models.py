@@ -153,8 +153,8 @@ def test_missing_judge_weights_exit_4_with_the_fix(tmp_path: Path) -> None:
 
 def test_fetch_models_reports_the_judge(judge_hub: Path, tmp_path: Path) -> None:
     done = run_vst(judge_hub, tmp_path / "cache", "fetch-models", "--judge", "--judge-vlm")
-    assert "cached  judge model Qwen/Qwen2.5-0.5B-Instruct: Qwen/Qwen2.5-0.5B-Instruct@" in done.stderr, done.stderr
-    assert "cached  judge vision-language model HuggingFaceTB/SmolVLM-256M-Instruct" in done.stderr
+    assert "cached  judge model Qwen/Qwen2.5-0.5B-Instruct: Qwen/Qwen2.5-0.5B-Instruct@" in done.stdout, done.stderr
+    assert "cached  judge vision-language model HuggingFaceTB/SmolVLM-256M-Instruct" in done.stdout
 
 
 def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -65,7 +65,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         formatter_class=DefaultsHelp,
     )
     dhm.add_argument("scores", type=Path, nargs="+", metavar="SCORES", help="scores JSONL files")
-    dhm.add_argument("--out", type=Path, required=True, help="report JSON to write")
+    dhm.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write the report as JSON (the table is printed on stdout either way; without --out nothing is written)",
+    )
     dhm.add_argument("--csv", type=Path, default=None, metavar="DIR", help="also write systems.csv and distances.csv")
     dhm.add_argument("--human", default=",".join(HUMAN_SYSTEMS), help="comma-separated systems whose stories are human")
     dhm.add_argument("--pairing", choices=("sequence", "story"), default="sequence", help="pair by image sequence or by story id")
@@ -133,21 +138,23 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def _print(report: DHMReport) -> None:
+    """The table on stdout, one line per system, with its footnotes and signature (``vst dhm ... > t.txt``)."""
+
     def fmt(value: float | None) -> str:
         return "   -  " if value is None else f"{value:.4f}"
 
-    note(f"{'system':<24} {'N':>6}  {'d_G':>7} {'d_C':>7} {'d_R':>7} {'dHM':>7}   signed G/C/R (system - human)")
+    print(f"{'system':<24} {'N':>6}  {'d_G':>7} {'d_C':>7} {'d_R':>7} {'dHM':>7}   signed G/C/R (system - human)")
     for s in report.systems:
         signed = " ".join(fmt(s.signed[a]) for a in ("G", "C", "R"))
         means = " ".join(f"{fmt(s.mean[k]):>7}" for k in ("G", "C", "R", "dHM"))
         mark = "" if has_interval(s.n) else f" {SMALL_N_MARK}"  # as the pages and the reports mark it
-        note(f"{one_line(s.system):<24} {s.n:>6}  {means}   {signed}{mark}")
+        print(f"{one_line(s.system):<24} {s.n:>6}  {means}   {signed}{mark}")
         for reason, count in s.missing.items():
             if count:
-                note(f"{'':<24} left out: {count} ({reason})")
+                print(f"{'':<24} left out: {count} ({reason})")
     if not all(has_interval(s.n) for s in report.systems):
-        note(SMALL_N_NOTE)
-    note(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
+        print(SMALL_N_NOTE)
+    print(f"dHM sig {report.signature['id']} · human {', '.join(report.human_systems)} · pairing {report.pairing}")
 
 
 def _hint(report: DHMReport, table: pd.DataFrame, human: tuple[str, ...]) -> None:
@@ -210,7 +217,9 @@ def run_dhm(args: argparse.Namespace) -> int:
         document["profile"] = json.loads(profile.to_json(orient="records"))
         document["profile_permutation_budget"] = profile.attrs.get("permutation_budget", {})
     try:
-        write_text_whole(args.out, json.dumps(document, indent=1))
+        if args.out is not None:
+            write_text_whole(args.out, json.dumps(document, indent=1))
+            note(f"wrote {args.out}")
         if args.csv:
             _write_csv(report, args.csv)
             if profile is not None:

@@ -70,7 +70,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         more=_metric_plans(args),
         log=note,
     )
-    note(report.summary())
+    print(report.summary())  # the result: what is cached and where, on stdout
     return 0 if report.ok else EXIT_WEIGHTS
 
 
@@ -105,17 +105,17 @@ def run_cache(args: argparse.Namespace) -> int:
 
     path = (args.cache_dir or default_cache_dir()) / "embeddings.sqlite"
     if not path.exists():
-        note(f"no embedding cache at {path}")
+        print(f"no embedding cache at {path}")
         return 0
     cache = EmbeddingCache(path)
     report = cache.report()
     if args.clear:
         cache.clear()
-        note(f"cleared {report['entries']} embeddings ({report['bytes']} bytes) from {path}")
+        print(f"cleared {report['entries']} embeddings ({report['bytes']} bytes) from {path}")
         return 0
     by_dim = cast(dict[int, int], report["by_dim"])
     dims = ", ".join(f"{c} of dim {d}" for d, c in by_dim.items()) or "none"
-    note(
+    print(
         f"{path}: {report['entries']} embeddings ({dims}), {report['bytes']} bytes "
         f"({cast(int, report['bytes']) / 1e6:.1f} MB); shared by `vst score` and the dashboard; clear with --clear"
     )
