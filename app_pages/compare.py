@@ -12,9 +12,12 @@ import streamlit as st
 from dashboard import loading, session
 from dashboard.frame import page, shown, story_link
 from vst_core.analysis.compare import compare
+from vst_core.config import Settings, settings_from_signature
+from vst_core.data import StorySet
 from vst_core.hashing import text_digest
 from vst_core.metric_spec import registry
-from vst_core.viz import comparison_scatter
+from vst_core.signature import describe, inputs_of
+from vst_core.viz import comparison_scatter, scores_table
 from vst_core.viz.safe import md
 
 #: A second scores file of the bundled sample (its NR under the authors' reference profile).
@@ -22,6 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "assets/sample/scores_nr_reference.jsonl"
 #: Most points the scatter sends to the browser.
 MAX_POINTS = 5000
+#: A metric with one of these needs is not computed again for the example (a model, or numbers that
+#: depend on the whole set): the view's numbers are compared as they are.
+WHOLE_SET_NEEDS = frozenset({"model", "clip", "images", "image_vector", "idf", "sequence"})
 
 view = page(
     "Compare with other scores",
@@ -31,20 +37,13 @@ view = page(
 upload = st.file_uploader("Other scores (JSONL)", type=["jsonl"], key="compare_upload")
 
 
-def _reference_nr() -> None:
-    """Turning the example on sets the sidebar's NR to the example's own profile (the reference), so
-    the two agree and the page shows what agreement looks like; a paper-definition view then shows
-    where the definitions part."""
-    if st.session_state.get("compare_example"):
-        st.session_state["variant"] = "reference"
-
-
 example = upload is None and st.toggle(
     "Try it with the bundled example: the sample's RoViST-NR as the authors' code computes it",
     key="compare_example",
-    on_change=_reference_nr,
     help=f"`{EXAMPLE.relative_to(ROOT)}`, written by `vst score assets/sample/stories.jsonl --metrics redundancy "
-    "--nr-variant reference`: compared with the sample's paper-definition NR, it shows where the two definitions part",
+    "--nr-variant reference`. The loaded stories' NR is computed again here with the example's own definition "
+    "(reference), for this comparison only: the sidebar's settings, the other pages and the footer keep theirs. "
+    "Pick the sidebar's definition under the metric to see where the two definitions part",
 )
 if upload is None and not example:
     st.info(
@@ -75,17 +74,51 @@ if not columns:
     st.info("The two files share no metric.")
     st.stop()
 column = st.selectbox("Metric", columns, key="compare_column")
-result = compare(view.table, theirs, column)
+
+
+def as_the_example(column: str, recorded: Settings) -> tuple[pd.DataFrame, str]:
+    """Our side of the bundled example: the loaded stories' ``column`` computed again, for this page
+    only, under the example's own settings of its metric (``recorded``: RoViST-NR's definition) where
+    they differ from the sidebar's and the metric needs no model; the sidebar's settings are never
+    changed. (our table, the line that says how it was made)."""
+    spec = registry().spec(next(f.metric for f in registry().fields if f.column == column))
+    differ = [o for o in spec.signing.options if recorded.option(o.setting) != view.settings.option(o.setting)]
+    if not differ or spec.computing.needs & WHOLE_SET_NEEDS:
+        return view.table, view.footer()
+    theirs_words = ", ".join(f"{o.label or o.setting} {recorded.option(o.setting)}" for o in differ)
+    sidebar_words = ", ".join(f"{o.label or o.setting} {view.settings.option(o.setting)}" for o in differ)
+    as_sidebar = st.radio(
+        f"Our side's {spec.title}",
+        [f"as the example computed it ({theirs_words})", f"as the sidebar has it ({sidebar_words})"],
+        key="compare_ours",
+        horizontal=True,
+        help="computed again on this page only: the sidebar, the other pages and the footer keep the sidebar's settings",
+    ).startswith("as the sidebar")
+    if as_sidebar:
+        st.info(
+            f"The example holds {md(spec.title)} with {md(theirs_words)}; this side uses the sidebar's {md(sidebar_words)}, "
+            "so the two differ on every story by design."
+        )
+        return view.table, view.footer()
+    rows = np.flatnonzero(view.table["story"].isin(set(theirs["story"])).to_numpy())  # only the stories the example holds
+    stories = [s for s in (view.story(int(r)) for r in rows) if s is not None]
+    story_set = StorySet.of(stories, view.root, "compare")
+    settings = view.settings.with_(metrics=(spec.name,), **{o.setting: recorded.option(o.setting) for o in differ})
+    records = loading.score_all(story_set, story_set.digest(), settings)
+    st.caption(
+        f"Our side: the loaded stories' {md(spec.title)} computed again with the example's {md(theirs_words)}, for this "
+        f"comparison only; the sidebar ({md(sidebar_words)}), the other pages and the footer keep theirs."
+    )
+    return scores_table(records, settings.metrics), describe(settings, inputs_of(story_set))
+
+
+recorded = settings_from_signature(index.first_signature())
+ours, ours_line = as_the_example(column, recorded) if example else (view.table, view.footer())
+result = compare(ours, theirs, column)
 if example and not result.n:
     st.info("The bundled example holds the bundled sample's stories: load the sample to compare with it.")
     st.stop()
 figures = result.figures()
-if example and column == "NR" and st.session_state.get("variant", "paper") != "reference":
-    st.info(
-        "The example holds NR as the authors' code computes it (the reference profile); this view uses the paper's "
-        "definition (Eq. 7), so the two differ on every story by design. Set RoViST-NR’s “Definition” to reference in the "
-        "sidebar to see them agree."
-    )
 equal = "-" if figures["equal"] is None else f"{figures['equal']:.2%}"
 st.markdown(
     f"**{result.n}** stories in both · {result.only_ours} only here · {result.only_theirs} only in {theirs_name} · "
@@ -97,7 +130,7 @@ st.markdown(
     )
 )
 st.dataframe(pd.DataFrame([figures]), hide_index=True, width="stretch")
-caption = f"other file sha256 {text_digest(payload, 12)} · {view.footer()}"
+caption = f"other file sha256 {text_digest(payload, 12)} · ours: {ours_line}"
 picked = np.arange(result.n)
 if result.n > MAX_POINTS:  # a fixed sample plus the largest differences: the browser gets MAX_POINTS points
     gaps = np.abs(np.array(result.ours) - np.array(result.theirs))

@@ -672,10 +672,38 @@ def test_the_bundled_second_scores_file_is_current_and_opens_on_compare() -> Non
     # the example opens on its own profile: the two agree on every story
     assert "**8** stories in both" in text and "equal to 1e-9: **100.00%**" in text
     assert len(app.get("plotly_chart")) == 1
-    app.session_state["variant"] = "paper"  # the paper's definition: where the two part, and the page says why
-    app.run()
+    app.radio(key="compare_ours").set_value(app.radio(key="compare_ours").options[1]).run()  # the sidebar's (paper)
     text = "".join(m.value for m in app.markdown)
     assert "equal to 1e-9: **0.00%**" in text and any("differ on every story by design" in i.value for i in app.info)
+
+
+def _space_ref_nr(app: AppTest) -> str:
+    """The NR card of space-ref on Inspect, as drawn (the first card of the first sequence)."""
+    html = next(m.value for m in app.markdown if 'class="vst-card"' in m.value)
+    return html.split('font-weight:600">', 1)[1].split("<", 1)[0]
+
+
+def test_the_bundled_example_leaves_the_sessions_settings_as_they_were() -> None:
+    """Turning the example on and off changes nothing outside the Compare page: the sidebar's NR
+    definition, the footer, and Inspect's NR of space-ref (0.948 paper, 0.941 reference)."""
+    app = make("inspect")
+    footer = app.main.caption[-1].value
+    assert "NR paper n=4" in footer and _space_ref_nr(app) == "0.948"
+    app.switch_page(PAGES["compare"]).run()
+    app.toggle(key="compare_example").set_value(True).run()
+    assert not app.exception
+    assert app.session_state["variant"] == "paper" and app.main.caption[-1].value == footer  # the sidebar's, as it was
+    assert "equal to 1e-9: **100.00%**" in "".join(m.value for m in app.markdown)  # our side as the example computed it
+    said = " ".join(c.value for c in app.main.caption)
+    assert "computed again with the example's Definition reference, for this comparison only" in said
+    assert "Definition reference" in app.radio(key="compare_ours").value
+    assert "ours: sig " in str(app.get("plotly_chart")[0].proto) and "NR reference n=4" in str(app.get("plotly_chart")[0].proto)
+    app.toggle(key="compare_example").set_value(False).run()
+    assert app.session_state["variant"] == "paper"
+    app.switch_page(PAGES["inspect"]).run()
+    assert not app.exception
+    assert app.session_state["variant"] == "paper" and app.main.caption[-1].value == footer
+    assert _space_ref_nr(app) == "0.948"
 
 
 def test_many_problems_are_summarised_not_one_box_each(tmp_path: Path) -> None:

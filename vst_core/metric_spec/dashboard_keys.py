@@ -28,6 +28,7 @@ DASHBOARD_KEYS: frozenset[str] = frozenset(
         "coherence",
         "compare_column",
         "compare_example",
+        "compare_ours",
         "compare_upload",
         "concreteness",
         "content_only",
