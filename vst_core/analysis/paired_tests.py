@@ -6,7 +6,9 @@ and the effect size d_z = mean(d) / sd(d) (ddof 1). Each test's random stream is
 ``seed``, the metric and the two systems' names (in either order).
 
 A p from random flips is an estimate: its Monte-Carlo standard error is √(p(1 − p) / permutations)
-(``p_se``). While α lies within :data:`SE_MARGIN` standard errors of p, the test doubles its
+(``p_se``). When the 2^N sign flips of N sequences are no more than the permutations a test may
+draw, all of them are enumerated instead: p = hits / 2^N is exact (the data's own flip, and its
+mirror, among the hits), ``p_se`` is 0 and ``permutations`` is 2^N. While α lies within :data:`SE_MARGIN` standard errors of p, the test doubles its
 permutations (continuing the same random stream) up to :data:`PERMUTATION_CAP`, so a verdict at α
 does not depend on the seed. The rule is the same for every pair whichever systems are compared (a
 pair's p does not move when a system joins, and the leaderboard and the two-system page agree); a
@@ -106,8 +108,50 @@ def holm(p: Sequence[float | None]) -> list[float | None]:
 def permutation_p(diff: np.ndarray, permutations: int, rng: np.random.Generator) -> float:
     """Two-sided paired approximate randomization: the share of random sign flips ``s`` with
     ``|Σ s·d| ≥ |Σ d|``, counted as (1 + hits) / (1 + permutations). Every flip of a block is one
-    row of a ±1 matrix, and the statistics of the block one matrix product with ``d``."""
+    row of a ±1 matrix, and the statistics of the block one matrix product with ``d``. When
+    2^n ≤ ``permutations`` every flip is counted instead (:func:`exact_flip_p`).
+
+    >>> permutation_p(np.array([0.2, 0.4]), 10_000, np.random.default_rng(0))
+    0.5
+    """
+    if is_enumerable(len(diff), permutations):
+        return exact_flip_p(diff)
     return (1 + _flip_hits(diff, permutations, rng)) / (1 + permutations)
+
+
+def is_enumerable(n: int, permutations: int) -> bool:
+    """Whether the 2^n sign flips of n differences are at most ``permutations`` (n ≥ 1)."""
+    return 1 <= n < 63 and 1 << n <= permutations
+
+
+def exact_flip_p(diff: np.ndarray) -> float:
+    """The exact two-sided p of the sign-flip test: the share of all 2^n flips ``s`` (the data's
+    own among them) with ``|Σ s·d| ≥ |Σ d|``, within the same relative tolerance as the random
+    flips.
+
+    >>> exact_flip_p(np.array([0.2, 0.4])), exact_flip_p(np.array([1.0, 1.0, 1.0]))
+    (0.5, 0.25)
+    """
+    n = len(diff)
+    return _enumerated_hits(np.asarray(diff, dtype=float)) / (1 << n)
+
+
+def _enumerated_hits(diff: np.ndarray) -> int:
+    """How many of all 2^n sign flips of ``diff`` have ``|Σ s·d| ≥ |Σ d|``: flip k's signs are the
+    bits of k, in blocks of :data:`PERMUTATION_BLOCK` signs."""
+    n = len(diff)
+    total = float(diff.sum())
+    observed = abs(total)
+    tolerance = 1e-12 * float(np.abs(diff).sum())
+    shifts = np.arange(n, dtype=np.int64)
+    step = max(1, PERMUTATION_BLOCK // max(n, 1))
+    hits = 0
+    for start in range(0, 1 << n, step):
+        k = np.arange(start, min(start + step, 1 << n), dtype=np.int64)
+        bits = ((k[:, None] >> shifts) & 1).astype(np.float64)
+        flipped = 2.0 * (bits @ diff) - total
+        hits += int((np.abs(flipped) >= observed - tolerance).sum())
+    return hits
 
 
 def p_standard_error(p: float, permutations: int) -> float:
@@ -138,9 +182,13 @@ class Draws:
     used: int
     draw: Callable[[int], int]
     stopped: bool = False
+    exact: bool = False  # every flip was enumerated: p = hits / used, with no Monte-Carlo error
 
     def result(self) -> tuple[float, float, int]:
-        """(p, its Monte-Carlo standard error, permutations drawn): p = (1 + hits) / (1 + used)."""
+        """(p, its Monte-Carlo standard error, permutations drawn): p = (1 + hits) / (1 + used),
+        or hits / used and 0 for an ``exact`` count."""
+        if self.exact:
+            return self.hits / self.used, 0.0, self.used
         p = (1 + self.hits) / (1 + self.used)
         return p, p_standard_error(p, self.used), self.used
 
@@ -148,7 +196,7 @@ class Draws:
         """The permutations the rule adds now: as many again while some threshold is within
         :data:`SE_MARGIN` standard errors of p and fewer than ``cap`` were drawn, else 0."""
         p, se, used = self.result()
-        if used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
+        if self.exact or used >= cap or not any(abs(p - t) < SE_MARGIN * se for t in thresholds):
             return 0
         return min(used, cap - used)
 
@@ -270,7 +318,10 @@ def adaptive_permutation_p(
     """(p, its Monte-Carlo standard error, permutations drawn): :func:`permutation_p`, then, while
     some threshold t has |p − t| < :data:`SE_MARGIN` · SE and fewer than ``cap`` permutations were
     drawn, as many more again from the same stream. The first ``permutations`` draws are those of
-    :func:`permutation_p`, so a p far from every threshold is unchanged."""
+    :func:`permutation_p`, so a p far from every threshold is unchanged. When 2^n ≤
+    ``permutations``, every flip is counted: (the exact p, 0, 2^n)."""
+    if is_enumerable(len(diff), permutations):
+        return exact_flip_p(diff), 0.0, 1 << len(diff)
     return extended_p(_flip_hits(diff, permutations, rng), permutations, lambda k: _flip_hits(diff, k, rng), thresholds, cap)
 
 
@@ -303,6 +354,10 @@ def _flip_hits(diff: np.ndarray, permutations: int, rng: np.random.Generator) ->
         flipped = 2.0 * (bits[:, :n].astype(np.float64) @ diff) - total
         hits += int((np.abs(flipped) >= observed - tolerance).sum())
     return hits
+
+
+def _no_more_draws(k: int) -> int:
+    raise AssertionError("an exact count draws no more permutations")
 
 
 def _rng(seed: int, metric: str, a: str, b: str) -> np.random.Generator:
@@ -371,7 +426,7 @@ def pending_test(
 ) -> PendingTest:
     """:func:`paired_test` up to its first permutations: ``first`` of them (default
     ``permutations``; fewer when the run's budget shares them out, and the test is then stopped
-    early), counted in ``budget``. Extend the draws of a run's tests together
+    early), counted in ``budget``; all 2^n flips, an exact p, when 2^n ≤ ``first``. Extend the draws of a run's tests together
     (:meth:`PermutationBudget.extend`), then :meth:`PendingTest.done`."""
     first = permutations if first is None else first
     diff = np.asarray(diff, dtype=float)
@@ -388,7 +443,12 @@ def pending_test(
         interval = (interval[0] * scale, interval[1] * scale)
     draws, stopped = None, False
     if n >= 2 and permutations > 0:
-        if first > 0:
+        if is_enumerable(n, first):  # every flip counted: the exact p
+            draws = Draws(_enumerated_hits(unit), 1 << n, _no_more_draws, exact=True)
+            permutations = 1 << n
+            if budget is not None:
+                budget.spend(1 << n)
+        elif first > 0:
             draws = Draws(_flip_hits(unit, first, rng), first, lambda k: _flip_hits(unit, k, rng), stopped=first < permutations)
             if budget is not None:
                 budget.spend(first)
