@@ -33,7 +33,7 @@ from vst_core.viz import (
     metric_scatter,
     pairwise_cells,
 )
-from vst_core.viz.report import latex_table, markdown_table, view_report
+from vst_core.viz.report import agreement_exports, versus_exports, view_report
 from vst_core.viz.safe import md
 
 view = page("Agreement with humans")
@@ -285,11 +285,11 @@ def metric_vs_metric(report: MetaReport) -> None:
         part = table[table["aspect"] == aspect]
         st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")
         st.dataframe(_significance_colours(versus_matrix(part, report.metrics)), width="stretch")
-        matrix_caption = f"{METHODS[method]} with the human '{aspect}' rating: row − column; * permutation p < {ALPHA:g}. {versus.describe()}. {report.description}"
+        matrix = versus_exports(versus_matrix(part, report.metrics), method, aspect, versus.describe(), report.description)
         x, y = st.columns(2)
         x.download_button(
             "Matrix (LaTeX, booktabs)",
-            latex_table(versus_matrix(part, report.metrics), matrix_caption, "tab:metric-vs-metric"),
+            matrix["tex"],
             "metric_vs_metric.tex",
             "text/x-tex",
             key="dl-versus-latex",
@@ -297,7 +297,7 @@ def metric_vs_metric(report: MetaReport) -> None:
         )
         y.download_button(
             "Matrix (Markdown)",
-            markdown_table(versus_matrix(part, report.metrics), matrix_caption),
+            matrix["md"],
             "metric_vs_metric.md",
             "text/markdown",
             key="dl-versus-markdown",
@@ -372,14 +372,11 @@ with tabs[0]:
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
     download("agreement_with_humans", "Story-level table (CSV)")
     download("system_level", "System-level table (CSV)")
-    paper_caption = (
-        f"{METHODS[method]} with people [bootstrap {settings.confidence:.0%} interval, {resampled_unit(report.correlations)} "
-        f"resampled], * p < 0.05, (N stories). {SMALL_N_NOTE} {report.description}"
-    )
+    paper = agreement_exports(cells, method, settings.confidence, resampled_unit(report.correlations), report.description)
     x, y = st.columns(2)
     x.download_button(
         "Story-level table (LaTeX, booktabs)",
-        latex_table(cells, paper_caption),
+        paper["tex"],
         "agreement.tex",
         "text/x-tex",
         key="dl-latex",
@@ -387,7 +384,7 @@ with tabs[0]:
     )
     y.download_button(
         "Story-level table (Markdown)",
-        markdown_table(cells, paper_caption),
+        paper["md"],
         "agreement.md",
         "text/markdown",
         key="dl-markdown",

@@ -6,12 +6,9 @@ figures as SVG and PNG."""
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from vst_core.analysis.meta_eval import METHODS, JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
@@ -20,7 +17,7 @@ from vst_core.data import load_records
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.merge import merge_records
 from vst_core.records import StoryScores
-from vst_core.viz.report import build_report, latex_table, markdown_table, markdown_text, write_figure
+from vst_core.viz.report import build_report, once, report_exports, write_figure
 from vst_core.viz.tables import scores_table
 
 
@@ -118,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         versus = versus_correlations(meta.data, meta.metrics, meta.aspects, versus_settings) if args.permutations > 0 else None
         signature["meta_eval"] = meta.signature
         signature["metric_vs_metric"] = versus_settings.describe()
-        description += f" · {meta.description}"
+        description = once(f"{description} · {meta.description}")  # both name the scores' signature: once
     html, figures, tables = build_report(
         args.title,
         table,
@@ -134,27 +131,17 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.images is None:
         note("no --images: the story cards have no thumbnails (give the folder the stories' image paths are relative to)")
-    made_with = f"{description}. Signature: {json.dumps(signature.get('meta_eval', {}).get('id', ''))}"
-
-    def caption(table: pd.DataFrame) -> str:  # what the numbers are (the coefficient, interval, N), then what made them
-        return f"{table.attrs['caption']}. {made_with}" if table.attrs.get("caption") else made_with
-
+    exports = report_exports(tables, description)
     try:
         write_text_whole(args.out, html)
         note(
             f"wrote {args.out} ({len(html.encode()) / 1e6:.1f} MB, {len(figures)} figures, {min(args.stories, len(records))} story cards)"
         )
         if args.latex:
-            write_text_whole(
-                args.latex,
-                "% needs \\usepackage{booktabs}\n"
-                + "\n".join(latex_table(t, f"{n}: {caption(t)}", f"tab:{n}") for n, t in tables.items()),
-            )
+            write_text_whole(args.latex, exports["tex"])
             note(f"wrote {args.latex}")
         if args.markdown:
-            write_text_whole(
-                args.markdown, "\n".join(f"### {markdown_text(n)}\n\n" + markdown_table(t, caption(t)) for n, t in tables.items())
-            )
+            write_text_whole(args.markdown, exports["md"])
             note(f"wrote {args.markdown}")
     except OSError as exc:
         error(cannot_write(exc))

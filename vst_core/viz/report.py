@@ -261,7 +261,7 @@ def build_report(
             figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
-        cells = correlation_cells(meta.correlations, method)
+        cells = correlation_cells(meta.correlations, method).rename(columns=aspect_label)
         cells.attrs["caption"] = (
             f"{METHODS.get(method, method)} [bootstrap 95% interval, {resampled_unit(meta.correlations)} resampled], "
             "* p < 0.05, (N stories)"
@@ -273,10 +273,13 @@ def build_report(
             for aspect in list(dict.fromkeys(versus["aspect"])):
                 matrix = versus_matrix(versus[versus["aspect"] == aspect], meta.metrics)
                 matrix.attrs["caption"] = (
-                    f"{aspect}: row − column of the correlation with people; * PERM-BOTH permutation p < 0.05 (two-sided)"
+                    f"{aspect_label(aspect)}: row − column of the correlation with people; "
+                    "* PERM-BOTH permutation p < 0.05 (two-sided)"
                 )
                 tables[f"metric_vs_metric_{aspect}"] = matrix
-                html += f"<h3>Metric vs metric: {html_text(aspect)}</h3>" + table_html(matrix, matrix.attrs["caption"])
+                html += f"<h3>Metric vs metric: {html_text(aspect_label(aspect))}</h3>" + table_html(
+                    matrix, matrix.attrs["caption"]
+                )
         sections.append(Section("Agreement with people", html))
     plots = figures_html(list(figures.values()))
     sections.append(Section("Figures", "".join(plots)))
@@ -361,34 +364,157 @@ _LATEX_SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
-    "†": r"$^\dagger$",
-    "·": r"$\cdot$",
-    "×": r"$\times$",
-    "−": "-",
     "<": r"\textless{}",
     ">": r"\textgreater{}",
+    "|": r"\textbar{}",
 }
+
+#: Characters outside ASCII written as LaTeX that pdflatex sets in any font encoding, with or
+#: without ``inputenc`` (symbols in math mode, punctuation as its ASCII ligature, letters by name).
+_LATEX_UNICODE = {
+    "†": r"$^\dagger$",
+    "‡": r"$^\ddagger$",
+    "·": r"$\cdot$",
+    "×": r"$\times$",
+    "÷": r"$\div$",
+    "−": "-",
+    "±": r"$\pm$",
+    "∓": r"$\mp$",
+    "≥": r"$\geq$",
+    "≤": r"$\leq$",
+    "≠": r"$\neq$",
+    "≈": r"$\approx$",
+    "∞": r"$\infty$",
+    "→": r"$\rightarrow$",
+    "←": r"$\leftarrow$",
+    "↔": r"$\leftrightarrow$",
+    "⇒": r"$\Rightarrow$",
+    "°": r"$^\circ$",
+    "•": r"$\bullet$",
+    "√": r"$\surd$",
+    "∑": r"$\sum$",
+    "µ": r"$\mu$",
+    "¹": r"$^1$",
+    "²": r"$^2$",
+    "³": r"$^3$",
+    "½": r"$\frac{1}{2}$",
+    "¼": r"$\frac{1}{4}$",
+    "¾": r"$\frac{3}{4}$",
+    "—": "---",
+    "–": "--",
+    "‒": "--",
+    "‐": "-",
+    "‑": "-",
+    "‘": "`",
+    "’": "'",
+    "‚": ",",
+    "“": "``",
+    "”": "''",
+    "„": ",,",
+    "«": "<<",
+    "»": ">>",
+    "‹": "<",
+    "›": ">",
+    "…": r"\ldots{}",
+    "ß": r"\ss{}",
+    "æ": r"\ae{}",
+    "Æ": r"\AE{}",
+    "œ": r"\oe{}",
+    "Œ": r"\OE{}",
+    "ø": r"\o{}",
+    "Ø": r"\O{}",
+    "ł": r"\l{}",
+    "Ł": r"\L{}",
+    "ı": r"\i{}",
+    "ȷ": r"\j{}",
+    "¡": r"\textexclamdown{}",
+    "¿": r"\textquestiondown{}",
+    "§": r"$\S$",
+    "©": "(c)",
+    "£": "GBP",
+    "€": "EUR",
+}
+for _k, _v in list(_LATEX_UNICODE.items()):  # "«" must not become the escapes of "<"
+    _LATEX_UNICODE[_k] = _v.replace("<", r"\textless{}").replace(">", r"\textgreater{}") if _v in ("<<", ">>", "<", ">") else _v
+
+#: Greek letters with a math command of their name; the capitals that look like Latin ones are those.
+_GREEK_COMMANDS = frozenset(
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau upsilon phi chi psi "
+    "omega Gamma Delta Theta Lambda Xi Pi Sigma Upsilon Phi Psi Omega".split()
+)
+_GREEK_AS_LATIN = {"OMICRON": "o", "ALPHA": "A", "BETA": "B", "EPSILON": "E", "ZETA": "Z", "ETA": "H", "IOTA": "I", "KAPPA": "K",
+                   "MU": "M", "NU": "N", "RHO": "P", "TAU": "T", "CHI": "X"}  # fmt: skip
+#: Terms of the product's own captions written as a paper writes them (before the characters).
+_LATEX_TERMS = {"τ-b": r"$\tau_b$", "τ-c": r"$\tau_c$"}
+_LATEX_TERM = re.compile("(" + "|".join(map(re.escape, _LATEX_TERMS)) + ")")
+#: Combining accents with the LaTeX accent command that sets them on a letter in any encoding.
+_ACCENTS = {
+    "\u0300": "`", "\u0301": "'", "\u0302": "^", "\u0303": "~", "\u0308": '"', "\u0304": "=", "\u0306": "u",
+    "\u0307": ".", "\u030a": "r", "\u030b": "H", "\u030c": "v", "\u0327": "c", "\u0323": "d", "\u0331": "b",
+}  # fmt: skip
 
 
 #: Characters that end a line or steer the text's direction: read as a space in a LaTeX cell.
 _LATEX_SPACES = frozenset("\n\r\t\v\f\x85\u2028\u2029")
 
 
+def _latex_char(ch: str) -> str:
+    """One character outside ASCII as LaTeX that needs no ``inputenc`` or ``fontenc``: a symbol or
+    a Greek letter in math mode, a Latin letter with its accent commands, else its code point as
+    text (``[U+1F600]``), so the file always compiles and nothing is lost silently."""
+    if ch in _LATEX_UNICODE:
+        return _LATEX_UNICODE[ch]
+    name = unicodedata.name(ch, "")
+    if name.startswith(("GREEK SMALL LETTER ", "GREEK CAPITAL LETTER ")) and " WITH " not in name:
+        letter = name.rsplit(" ", 1)[1]
+        command = letter.lower() if "SMALL" in name else letter.capitalize()
+        if name == "GREEK SMALL LETTER FINAL SIGMA":
+            return r"$\varsigma$"
+        if command in _GREEK_COMMANDS:
+            return f"$\\{command}$"
+        if letter in _GREEK_AS_LATIN:
+            latin = _GREEK_AS_LATIN[letter]
+            return latin.lower() if "SMALL" in name else latin.upper()
+    if unicodedata.category(ch).startswith("Z"):
+        return " "
+    parts = unicodedata.normalize("NFD", ch)
+    if len(parts) > 1 and parts[0].isascii() and parts[0].isalpha() and all(m in _ACCENTS for m in parts[1:]):
+        out = {"i": r"\i{}", "j": r"\j{}"}.get(parts[0], parts[0]) if parts[1] not in "\u0327\u0323\u0331" else parts[0]
+        for mark in parts[1:]:
+            out = f"\\{_ACCENTS[mark]}{{{out}}}"
+        return out
+    compatible = unicodedata.normalize("NFKC", ch)  # ligatures, full-width forms, symbol variants: their letters
+    if compatible != ch:
+        return "".join(_LATEX_SPECIAL.get(c, c) if c.isascii() else _latex_char(c) for c in compatible if c.isprintable())
+    return f"[U+{ord(ch):04X}]"
+
+
 def latex_escape(text: object) -> str:
-    """Text safe inside a LaTeX table cell: the ten special characters escaped, line and paragraph
-    separators as spaces, other control and direction-steering characters dropped.
+    """Text safe inside a LaTeX table cell, written in ASCII: the special characters escaped, line
+    and paragraph separators as spaces, other control and direction-steering characters dropped,
+    symbols and Greek letters as math (``ρ`` -> ``$\\rho$``, ``±`` -> ``$\\pm$``), accented letters
+    by their accent commands, anything else by its code point; so a table compiles with pdflatex
+    in a plain ``article``, with or without ``inputenc`` and ``fontenc``.
 
     >>> print(latex_escape("50% & x}"))
     50\\% \\& x\\}
+    >>> print(latex_escape("Spearman ρ ≥ 0.5 ± 0.1, Kendall τ-c, café 😀"))
+    Spearman $\\rho$ $\\geq$ 0.5 $\\pm$ 0.1, Kendall $\\tau_c$, caf\\'{e} [U+1F600]
     """
     out = []
-    for ch in str(text):
-        if ch in _LATEX_SPACES:
-            out.append(" ")
-        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            continue  # NUL, ESC, bidi overrides, lone surrogates: nothing a table cell should hold
-        else:
-            out.append(_LATEX_SPECIAL.get(ch, ch))
+    for k, piece in enumerate(_LATEX_TERM.split(str(text))):
+        if k % 2:  # a term the split kept
+            out.append(_LATEX_TERMS[piece])
+            continue
+        for ch in piece:
+            if ch in _LATEX_SPACES:
+                out.append(" ")
+            elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn"):
+                continue  # NUL, ESC, bidi overrides, lone surrogates: nothing a table cell should hold
+            elif ch.isascii():
+                out.append(_LATEX_SPECIAL.get(ch, ch))
+            else:
+                out.append(_latex_char(ch))
     return "".join(out)
 
 
@@ -407,6 +533,13 @@ def latex_label(text: object) -> str:
     return safe if safe == raw else f"{safe}-{hashlib.sha256(raw.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def _latex_row(cells: Sequence[object]) -> str:
+    """One table row, its cells escaped; a row that starts with ``[`` starts with ``{}`` so that the
+    rule or row end before it does not read the bracket as its optional argument."""
+    row = " & ".join(latex_escape(c) for c in cells)
+    return ("{}" if row.startswith("[") else "") + row + " \\\\"
+
+
 def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement") -> str:
     """A booktabs table (``\\toprule``, ``\\midrule``, ``\\bottomrule``) of text cells, the row
     labels first; every cell escaped."""
@@ -417,11 +550,11 @@ def latex_table(cells: pd.DataFrame, caption: str, label: str = "tab:agreement")
         "\\small",
         "\\begin{tabular}{l" + "l" * len(cells.columns) + "}",
         "\\toprule",
-        " & ".join(latex_escape(c) for c in columns) + " \\\\",
+        _latex_row(columns),
         "\\midrule",
     ]
     for label_, row in cells.iterrows():
-        lines.append(" & ".join([latex_escape(label_), *(latex_escape("" if pd.isna(v) else v) for v in row)]) + " \\\\")
+        lines.append(_latex_row([label_, *("" if pd.isna(v) else v for v in row)]))
     lines += [
         "\\bottomrule",
         "\\end{tabular}",
@@ -483,6 +616,87 @@ def markdown_table(cells: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n\n" + markdown_text(caption) + "\n"
 
 
+#: Human aspects whose words differ from their name in the judgements file.
+ASPECT_WORDS = {"non_redundancy": "non-redundancy", "nonredundancy": "non-redundancy"}
+
+
+def aspect_label(aspect: object) -> str:
+    """How a human aspect is named in an export: its words when known, else its name with
+    underscores as spaces.
+
+    >>> aspect_label("non_redundancy"), aspect_label("visual_grounding"), aspect_label("overall")
+    ('non-redundancy', 'visual grounding', 'overall')
+    """
+    name = str(aspect)
+    return ASPECT_WORDS.get(name, name.replace("_", " "))
+
+
+def once(text: str) -> str:
+    """A line of ``·``-separated parts with each part once (a description joined from two that
+    both name the scores' signature names it once).
+
+    >>> once("scores sig 01 · 8 stories · meta-eval sig 02 · scores sig 01 · raters mean")
+    'scores sig 01 · 8 stories · meta-eval sig 02 · raters mean'
+    """
+    return " · ".join(dict.fromkeys(part.strip() for part in text.split(" · ") if part.strip()))
+
+
+def paper_exports(cells: pd.DataFrame, caption: str, label: str) -> dict[str, str]:
+    """One table for a paper: ``{"tex": booktabs LaTeX, "md": Markdown}`` of text cells with its
+    caption (the one builder the CLI and every page call)."""
+    return {"tex": latex_table(cells, caption, label), "md": markdown_table(cells, caption)}
+
+
+def agreement_exports(cells: pd.DataFrame, method: str, confidence: float, unit: str, description: str) -> dict[str, str]:
+    """The agreement table (:func:`~vst_core.viz.tables.correlation_cells`) for a paper, aspects by
+    their words; its caption says the coefficient, interval, what was resampled, N and the
+    meta-evaluation's ``description`` (its signature and the scores')."""
+    caption = (
+        f"{METHODS.get(method, method)} with people [bootstrap {confidence:.0%} interval, {unit} resampled], "
+        f"* p < 0.05, (N stories). {SMALL_N_NOTE} {once(description)}"
+    )
+    return paper_exports(cells.rename(columns=aspect_label), caption, "tab:agreement")
+
+
+def versus_exports(matrix: pd.DataFrame, method: str, aspect: str, settings: str, description: str) -> dict[str, str]:
+    """A metric-vs-metric matrix (:func:`~vst_core.analysis.meta_eval.versus.versus_matrix`) of one
+    human ``aspect`` for a paper; its caption names the coefficient, the aspect by its words, the
+    test's ``settings`` and the meta-evaluation's ``description``."""
+    caption = (
+        f"{METHODS.get(method, method)} with the human '{aspect_label(aspect)}' rating: row - column; "
+        f"* permutation p < 0.05. {settings}. {once(description)}"
+    )
+    return paper_exports(matrix, caption, f"tab:metric-vs-metric-{aspect}")
+
+
+#: What each table of :func:`build_report` is called in a paper's caption.
+TABLE_TITLES = {"systems": "Systems", "agreement": "Agreement with people"}
+
+
+def table_title(name: str) -> str:
+    """A report table's name as a caption starts it.
+
+    >>> table_title("metric_vs_metric_non_redundancy")
+    'Metric vs metric, non-redundancy'
+    """
+    if name.startswith("metric_vs_metric_"):
+        return f"Metric vs metric, {aspect_label(name.removeprefix('metric_vs_metric_'))}"
+    return TABLE_TITLES.get(name, name)
+
+
+def report_exports(tables: Mapping[str, pd.DataFrame], made_with: str) -> dict[str, str]:
+    """Every table of a report (:func:`build_report`) for a paper: ``{"tex": ..., "md": ...}``,
+    each caption its title, what its numbers are (``attrs["caption"]``) and, once, what made them."""
+    made = once(made_with)
+    tex, md = ["% needs \\usepackage{booktabs}\n"], []
+    for name, table in tables.items():
+        what = table.attrs.get("caption")
+        caption = f"{table_title(name)}: {what}. {made}" if what else f"{table_title(name)}. {made}"
+        tex.append(latex_table(table, caption, f"tab:{name}"))
+        md.append(f"### {markdown_text(table_title(name))}\n\n" + markdown_table(table, caption))
+    return {"tex": "\n".join(tex), "md": "\n".join(md)}
+
+
 def leaderboard_cells(board: Leaderboard) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The leaderboard as two tables of text cells for a paper: systems x metrics (``mean [low,
     high] #rank·cluster``, then dHM and human ratings), and the paired tests (``d [low, high]``,
@@ -517,6 +731,7 @@ def leaderboard_exports(board: Leaderboard) -> dict[str, str]:
     """``leaderboard.tex`` (booktabs) and ``leaderboard.md``: the two tables of
     :func:`leaderboard_cells`, each with a caption that states the method and the signature."""
     glance, pairs = leaderboard_cells(board)
+    glance = glance.rename(columns=lambda c: f"people: {aspect_label(c[8:])}" if str(c).startswith("people: ") else c)
     permutations = int(board.signature.get("permutations", board.pairs[0].permutations if board.pairs else 0))
     sig = f"compare sig {board.signature.get('id', '?')}"
     board_caption = (
@@ -567,6 +782,12 @@ __all__ = [
     "latex_table",
     "markdown_table",
     "markdown_text",
+    "agreement_exports",
+    "aspect_label",
+    "once",
+    "paper_exports",
+    "report_exports",
+    "versus_exports",
     "report_html",
     "story_card_html",
     "table_html",
