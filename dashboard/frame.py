@@ -5,6 +5,7 @@ through :func:`shown` (no server folder, nothing rendered as markup)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -231,11 +232,16 @@ def _problems(problems: list[Problem]) -> None:
         st.code(listed + ("\n…" if len(problems) > 2000 else ""), language=None)
 
 
+#: A parenthesis that only says which of the model cache's folders (one, or alternatives each ending
+#: in one: "(<cache>/…/hub, or OpenAI's file in <cache>)"): every folder in it is the same one to a visitor.
+_CACHE_ONLY = re.compile(rf"\s*\((?:[^(),]*{re.escape(CACHE)}(?:/…/[^\s(),]+)?(?:,\s*|\s+or\s+)?)+\)")
+
+
 def with_code(message: str) -> str:
     """A notice for the page: the server's folders left out (as :func:`shown`), the model cache
     named by what it is, its `quoted` commands as code spans (the one fix to type, shown exactly)
     and the rest markdown-escaped."""
-    text = redact(message, session.roots()).replace(f"({CACHE})", "on the server").replace(CACHE, "the server's model cache")
+    text = _CACHE_ONLY.sub(" on the server", redact(message, session.roots())).replace(CACHE, "the server's model cache")
     parts = text.split("`")
     if len(parts) % 2 == 0:  # an odd number of backticks: nothing is code
         return md(text)

@@ -1,0 +1,33 @@
+"""Small things every page shows: a notice's words about the server's model cache, the
+Agreement page's matrix of differences, the axis of Compare two systems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dashboard.frame import with_code
+from vst_core.models.clip_weights import clip_cache_hint
+
+
+@pytest.mark.parametrize("home", [None, "hf-home"])
+def test_the_grounding_notice_names_the_cache_once_with_no_garbled_parenthesis(
+    home: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if home is not None:
+        monkeypatch.setenv("HF_HOME", str(tmp_path / home))
+    message = (
+        f"CLIP weights ViT-B-32/openai are not in the local cache ({clip_cache_hint()}) and cannot be downloaded from "
+        "here. Either run `vst fetch-models` on a connected machine"
+    )
+    shown = with_code(message)
+    assert shown.startswith(
+        "CLIP weights ViT-B-32/openai are not in the local cache on the server and cannot be downloaded from here."
+    )
+    assert "(" not in shown and "model cache" not in shown
+
+
+def test_a_parenthesis_that_says_more_than_the_cache_is_kept() -> None:
+    shown = with_code("A model (the pair model, read from /nonexistent/x) is off")
+    assert "(the pair model" in shown
