@@ -100,6 +100,12 @@ def test_the_report_commands_latex_of_the_sample_compiles(tmp_path: Path) -> Non
         assert main([*args, "--resamples", "50", "--permutations", "50", "--method", method, "--latex", str(tex)]) == 0
         text = tex.read_text(encoding="utf-8")
         assert text.isascii() and ("$\\rho$" in text if method == "spearman" else "$\\tau_b$" in text)
+        captions = [line for line in text.splitlines() if line.startswith("\\caption{")]
+        assert len(captions) == 6  # the systems, the agreement, a metric-vs-metric matrix per aspect
+        for caption in captions:  # each names the scores' and the meta-evaluation's signatures once
+            assert len(re.findall(r"scores sig [0-9a-f]+", caption)) == 1, caption
+            assert len(re.findall(r"meta-eval sig [0-9a-f]+", caption)) == 1, caption
+        assert "non\\_redundancy" not in text and "Metric vs metric, non-redundancy" in text
         compile_tables(text, tmp_path)
 
 
