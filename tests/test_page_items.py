@@ -31,3 +31,14 @@ def test_the_grounding_notice_names_the_cache_once_with_no_garbled_parenthesis(
 def test_a_parenthesis_that_says_more_than_the_cache_is_kept() -> None:
     shown = with_code("A model (the pair model, read from /nonexistent/x) is off")
     assert "(the pair model" in shown
+
+
+def test_the_legend_lists_only_the_marks_of_the_metrics_that_ran() -> None:
+    from vst_core.viz.story import drawn_in_text, legend_html
+
+    everything, nr_only = legend_html(), legend_html(metrics=("redundancy",))
+    assert "grounded phrase" in everything and "phrase below θ" in everything  # GROOVIST's marks
+    assert "repeats an earlier sentence" in nr_only
+    assert "grounded phrase" not in nr_only and "phrase below θ" not in nr_only
+    assert "GROOVIST" in drawn_in_text() and "GROOVIST" not in drawn_in_text(("redundancy",))
+    assert legend_html(metrics=()) == "" and drawn_in_text(()) == ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from vst_core.config import DEFAULT_METRICS
@@ -279,14 +279,17 @@ def story_html(
     return '<div class="vst-story" style="line-height:1.8">' + " ".join(parts) + "</div>"
 
 
-def drawn_in_text() -> str:
+def drawn_in_text(metrics: Collection[str] | None = None) -> str:
     """Markdown saying what each metric draws in a story (each spec's ``in_text`` and title, in the
-    registry's order; every text escaped), for a page's introduction.
+    registry's order; every text escaped), for a page's introduction; of the ``metrics`` that ran
+    only, when given (a run's ``settings.metrics``).
 
     >>> drawn_in_text().startswith("Non-redundancy with the spans that repeat (RoViST-NR), the coherence of every")
     True
+    >>> drawn_in_text(["redundancy"])
+    'Non-redundancy with the spans that repeat (RoViST-NR)'
     """
-    said = [(s.showing.in_text, s.title) for s in registry().specs.values()]
+    said = [(s.showing.in_text, s.title) for name, s in registry().specs.items() if metrics is None or name in metrics]
     parts = [f"{md(words)} ({md(title)})" for words, title in said if isinstance(words, str) and words]
     if not parts:
         return ""
@@ -294,13 +297,20 @@ def drawn_in_text() -> str:
     return text[:1].upper() + text[1:]
 
 
-def legend_html(*, markdown: bool = False) -> str:
+def legend_html(*, markdown: bool = False, metrics: Collection[str] | None = None) -> str:
     """What the marks in a story mean: each metric's ``legend``, in the registry's order; an entry
     that is not a well-typed ``LegendEntry`` (:func:`vst_core.metric_spec.is_legend_entry`) is left out. ``markdown``: for a page's markdown,
     where the text inside the spans is read as markdown, so each label is escaped for it (:func:`md`)
-    instead of for HTML."""
+    instead of for HTML. ``metrics``: the metrics that ran (a run's ``settings.metrics``), whose
+    marks alone are listed; None lists every metric's.
+
+    >>> "grounded phrase" in legend_html(metrics=["redundancy"]), "repeats an earlier" in legend_html(metrics=["redundancy"])
+    (False, True)
+    """
     parts = []
-    for spec in registry().specs.values():
+    for name, spec in registry().specs.items():
+        if metrics is not None and name not in metrics:
+            continue
         legend = spec.showing.legend
         for entry in legend if isinstance(legend, tuple) else ():
             if not is_legend_entry(entry):
