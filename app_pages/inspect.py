@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 from PIL import Image
 
-from dashboard import loading
+from dashboard import loading, typed
 from dashboard.choices import story_widget_key
 from dashboard.frame import page, shown
 from vst_core.analysis.meta_eval.identity import ratings_of
@@ -17,6 +17,7 @@ from vst_core.metric_modules.character_alignment import crop_ref
 from vst_core.metric_spec import registry
 from vst_core.records import StoryScores
 from vst_core.scoring.story import completed
+from vst_core.signature import recorded_inputs
 from vst_core.viz import (
     annotated_story,
     draw_box,
@@ -73,6 +74,16 @@ content_only = options.toggle(
     bind="query-params",
     help="display only: repeats of 'the', 'a', 'to', ... are not highlighted; the NR score still counts them",
 )
+with st.expander("Add a story of your own to this sequence", expanded=bool(st.session_state.get("typed_story"))):
+    typed_text = st.text_area(
+        "Your story, scored beside this sequence's stories with its images",
+        key="typed_story",
+        placeholder="We went to the beach. | The waves were huge. | ...",
+        help="'|' between sentences (one per image), else sentences are split automatically. It joins the sequence picked "
+        "above as a story of the system typed (its id: typed- and the sequence's id), scored under this view's settings; "
+        "the loaded stories, their numbers, the other pages and the downloads below stay as they are. Empty the box to "
+        "remove it",
+    )
 rows = [int(r) for r in sequences[sequence_id]]
 pair_rows = [view.find(wanted, wanted_system), view.find(partner, partner_system)] if partner else []
 if len(pair_rows) == 2 and all(r is not None and r in rows for r in pair_rows):
@@ -82,6 +93,12 @@ if len(pair_rows) == 2 and all(r is not None and r in rows for r in pair_rows):
 shown_records = [view.record(r) for r in rows]
 stories = [(r, rec, view.story(r, rec)) for r, rec in zip(rows, shown_records, strict=True) if rec is not None]
 human, human_label = loading.session_judgements(set(view.table["story"].iloc[rows]))
+candidate: typed.Typed | None = None
+try:
+    candidate = typed.scored(view, sequence_id, typed_text)
+except Exception as exc:  # a model or a regions file that fails for this story: said, the page goes on
+    st.warning(f"Your story could not be scored: {shown(exc)}")
+TYPED_ROW = -1  # the typed candidate's place among the rows: none of the view's
 
 
 def images(stories: list[Story]) -> None:
@@ -200,14 +217,32 @@ def card(row: int, story: Story | None, record: StoryScores) -> None:
         st.caption(f"ℹ️ {shown(message)}")
 
 
+def typed_note(found: typed.Typed) -> None:
+    """How the typed candidate was scored (its own signature), and its record to download."""
+    left = f" · not scored here: {md(', '.join(found.left_out))} (scores files: no model runs)" if found.left_out else ""
+    st.caption(f"Typed here, scored over {found.context} · sig {code(found.record.signature_id)}{left}")
+    record = found.record
+    st.download_button(
+        "Download your story (JSON)",
+        export_json([record], found.settings, recorded_inputs([record])),
+        f"{record.story_id}.json",
+        "application/json",
+        key="dl-typed",
+        on_click="ignore",
+    )
+
+
 images([s for _, _, s in stories if s is not None])
 characters([s for _, _, s in stories if s is not None])
-per_row = min(4, max(2, len(stories)))
+drawn = [*stories, *([(TYPED_ROW, candidate.record, candidate.story)] if candidate is not None else [])]
+per_row = min(4 + (candidate is not None), max(2, len(drawn)))  # a typed story beside a sequence's four
 with st.container(key="vst-cards"):  # on a narrow screen the cards wrap two per row (the frame's CSS)
-    for start in range(0, len(stories), per_row):
-        for col, (row, record, story) in zip(st.columns(per_row), stories[start : start + per_row]):
+    for start in range(0, len(drawn), per_row):
+        for col, (row, record, story) in zip(st.columns(per_row), drawn[start : start + per_row]):
             with col.container(border=True):
                 card(row, story, completed(record))
+                if row == TYPED_ROW and candidate is not None:
+                    typed_note(candidate)
 if len(stories) < len(rows):
     st.warning(f"{len(rows) - len(stories)} stories of this sequence could not be read again from their files.")
 

@@ -58,12 +58,13 @@ class Input:
     link_notices: list[str] = field(default_factory=list)
 
 
-#: Sidebar text fields kept across page switches, with every metric's model files (``model_fields``);
-#: of the paths only the scores files are bound to the URL (confined to the allowed folders like a
-#: typed one), the model files are never read from a link.
+#: Sidebar text fields kept across page switches, with every metric's model files (``model_fields``)
+#: and the story typed on Inspect (``typed_story``, never in the URL); of the paths only the scores
+#: files are bound to the URL (confined to the allowed folders like a typed one), the model files are
+#: never read from a link.
 KEPT_FIELDS = (
     "scores_path", "scores_images", "upload_stories", "clip_arch", "clip_pretrained", "clip_checkpoint", "clip_config",
-    "regions",
+    "regions", "typed_story",
 )  # fmt: skip
 
 IMAGE_TYPES = [suffix.lstrip(".") for suffix in IMAGE_SUFFIXES]

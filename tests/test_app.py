@@ -819,3 +819,101 @@ def test_a_source_with_nothing_loaded_yet_says_no_model_is_off(source: str) -> N
     assert not app.exception
     assert not [w.value for w in app.warning if "is off" in w.value]
     assert any("to begin" in i.value or "Upload" in i.value for i in app.info)
+
+
+# ------------------------------------------------------------------ a typed story beside a sequence
+
+TYPED = (
+    "We flew to the moon in a rocket. | The stars were bright. | We walked on the moon. | The earth looked small. | We came home."
+)
+
+
+def _cards_of(app: AppTest) -> dict[str, str]:
+    """Each drawn story's heading (system · id) -> its score cards' HTML, in drawing order."""
+    found: dict[str, str] = {}
+    values = [m.value for m in app.markdown]
+    for heading, body in zip(values, values[1:], strict=False):
+        if heading.startswith("**") and 'class="vst-card"' in body:
+            found[heading] = body
+    return found
+
+
+def test_a_typed_story_joins_the_sample_sequence_beside_its_four_stories() -> None:
+    """A story typed on Inspect is drawn and scored beside the picked sequence's four stories, with
+    its images, as the story (typed, typed-space-trip); its NR is the reader's and the metric's own,
+    its download carries the signature of its own run (the sample plus this story), and nothing
+    else moves: the four stories' numbers, the footer, the Dataset table."""
+    from vst_core.data import StorySet, read_story_set
+    from vst_core.data.readers import story_from_record
+    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
+    from vst_core.signature import signature
+
+    app = make("inspect")
+    footer, before = app.main.caption[-1].value, _cards_of(app)
+    assert len(before) == 4 and len(app.get("image")) == 5
+    app.text_area(key="typed_story").set_value(TYPED).run()
+    assert not app.exception
+    after = _cards_of(app)
+    assert list(after)[:4] == list(before) and all(after[k] == before[k] for k in before)  # the four as they were
+    assert list(after)[4] == "**typed** · `typed-space-trip`"
+    sample = read_story_set(SAMPLE)
+    images = sample.get("space-ref", "reference").images
+    mine = story_from_record(
+        {"story_id": "typed-space-trip", "system": "typed", "sequence_id": "space-trip", "images": list(images),
+         "sentences": [s.strip() for s in TYPED.split("|")]},
+        root=sample.root,
+    )  # fmt: skip
+    expected = redundancy_of(mine, 4, "paper").score
+    assert expected is not None and f">{expected:.3f}<" in after["**typed** · `typed-space-trip`"]
+    assert len(app.get("image")) == 5 and app.main.caption[-1].value == footer  # the sequence's five photos, one footer
+    assert "dl-typed" in {b.key for b in app.get("download_button")}
+    from dashboard import typed
+    from dashboard.keys import FRAME
+    from vst_core.signature import recorded_inputs
+    from vst_core.viz import export_json
+
+    view = app.session_state[FRAME].view
+    found = typed.scored(view, "space-trip", TYPED)
+    assert found is not None and found.story.key == ("typed", "typed-space-trip") and found.story.images_ok
+    run = StorySet.of([*sample, found.story], sample.root)
+    assert found.record.signature["inputs"] == {"stories": run.content_digest()}  # the sample plus this story
+    assert found.record.signature_id == signature(view.settings, {"stories": run.content_digest()})["id"]
+    document = json.loads(export_json([found.record], found.settings, recorded_inputs([found.record])))  # its download
+    assert document["signature"]["id"] == found.record.signature_id and len(document["stories"]) == 1
+    assert any(f"sig `{found.record.signature_id}`" in c.value for c in app.main.caption)
+    app.switch_page(PAGES["dataset"]).run()  # the other pages hold the loaded stories only
+    assert len(table(app)) == 8 and "typed" not in set(table(app)["system"])
+    app.switch_page(PAGES["inspect"]).run()  # and the typed story is still there on the way back
+    assert app.text_area(key="typed_story").value == TYPED and "**typed** · `typed-space-trip`" in _cards_of(app)
+    app.selectbox(key="sequence").set_value("home-day").run()  # it joins the sequence picked
+    assert "**typed** · `typed-home-day`" in _cards_of(app) and len(_cards_of(app)) == 5
+    app.text_area(key="typed_story").set_value("").run()  # an empty box removes it
+    assert len(_cards_of(app)) == 4
+
+
+def test_a_typed_story_is_grounded_in_the_sequences_photos(tiny_clip: tuple[Path, Path]) -> None:
+    """With CLIP on, the typed story gets every image metric the four stories get, computed on the
+    sequence's photos with the models the frame loaded (none loaded again)."""
+    app = make(**tiny_clip_widgets(tiny_clip))
+    app.text_area(key="typed_story").set_value(TYPED).run()
+    assert not app.exception and not [w for w in app.warning if "could not be scored" in w.value]
+    cards = _cards_of(app)
+    mine = cards.pop("**typed** · `typed-space-trip`")
+    assert len(cards) == 4 and all(mine.count('class="vst-card"') == c.count('class="vst-card"') == 5 for c in cards.values())
+    assert "GROOVIST" in mine and "undefined" not in mine
+    assert "matched image" in "".join(m.value for m in app.markdown).split("`typed-space-trip`", 1)[1]  # its evidence
+
+
+def test_a_typed_story_joins_a_sequence_of_scores_files_with_the_metrics_that_need_no_model(tmp_path: Path) -> None:
+    """Beside scores files (no model runs), the typed story is scored with the files' metrics that
+    need none, over the sequence's stories, and shown with the sequence's images."""
+    from vst_core.cli import main
+
+    out = tmp_path / "scores.jsonl"
+    assert main(["score", str(SAMPLE), "--metrics", "redundancy", "--out", str(out), "--no-progress"]) == 0
+    app = make(source="Scores JSONL (no model needed)", scores_path=str(out), scores_images=str(SAMPLE.parent))
+    app.text_area(key="typed_story").set_value(TYPED).run()
+    assert not app.exception
+    cards = _cards_of(app)
+    assert len(cards) == 5 and "NR" in cards["**typed** · `typed-space-trip`"] and len(app.get("image")) == 5
+    assert any("Typed here, scored over this sequence's stories and this one" in c.value for c in app.main.caption)

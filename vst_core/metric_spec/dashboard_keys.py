@@ -100,6 +100,7 @@ DASHBOARD_KEYS: frozenset[str] = frozenset(
         "theta_name",
         "theta_value",
         "tuned",
+        "typed_story",
         "upload",
         "upload_images",
         "upload_stories",
