@@ -225,9 +225,11 @@ def test_the_pages_print_commands_and_each_is_run_or_listed() -> None:
 
 
 RUN = sorted({line: page for page, line in printed() if line not in CANNOT_RUN}.items())
+#: A line that loads a model library (torch) is in the slow tier, as every such test is.
+CASES = [pytest.param(line, page, marks=[pytest.mark.slow] if line in WEIGHTS_ABSENT else []) for line, page in RUN]
 
 
-@pytest.mark.parametrize(("line", "page"), RUN, ids=[f"{page}: {line[:70]}" for line, page in RUN])
+@pytest.mark.parametrize(("line", "page"), CASES, ids=[f"{page}: {line[:70]}" for line, page in RUN])
 def test_a_printed_command_runs_as_printed(
     line: str,
     page: str,

@@ -11,6 +11,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
+from typing import NoReturn
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, EXIT_WEIGHTS
 
@@ -77,10 +78,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _refuse(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> NoReturn:
+    """Exit 2 with the command's own usage (not vst's) and, for a mistyped option, the nearest of
+    its options: ``vst score --metrcs`` -> "did you mean --metrics?"."""
+    import difflib
+
+    sub: argparse.ArgumentParser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = [flag for action in sub._actions for flag in action.option_strings]
+    hints = []
+    for word in unknown:
+        flag = word.partition("=")[0]
+        near = difflib.get_close_matches(flag, options, n=1, cutoff=0.6) if flag.startswith("-") else []
+        if near:
+            hints.append(f"did you mean {near[0]} (not {flag})?")
+    sub.error(f"unrecognized arguments: {' '.join(unknown)}" + "".join(f"; {h}" for h in hints))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     only = argv[0] if argv and argv[0] in _table(argv[0]) else None
-    args = build_parser(only).parse_args(argv)
+    parser = build_parser(only)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse(parser, args.command, unknown)
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:
         return _runner(args.command)(args)

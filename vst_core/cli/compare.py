@@ -32,7 +32,9 @@ from vst_core.cli.common import (
     error,
     note,
     note_conflicts,
+    outputs_unwritable,
     story_set_given,
+    wrong_file,
 )
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, json_text, write_text_whole
@@ -216,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             error(f"no scores file at {path}")
             return EXIT_INPUT
-    if story_set_given(args.scores):
+    if story_set_given(args.scores) or (args.judgements is not None and wrong_file([args.judgements], "judgements")):
+        return EXIT_INPUT
+    if outputs_unwritable([args.json, args.latex, args.markdown], [args.csv]):
         return EXIT_INPUT
     try:  # read once per content, stories merged per (system, story_id) and metric
         index = load_index(args.scores)

@@ -10,7 +10,17 @@ import pandas as pd
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS, DHMReport, dhm_report, reasons
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, error, note, note_conflicts, story_set_given
+from vst_core.cli.common import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    DefaultsHelp,
+    bar,
+    error,
+    note,
+    note_conflicts,
+    outputs_unwritable,
+    story_set_given,
+)
 from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
 from vst_core.data.csv_out import frame_csv
@@ -176,7 +186,7 @@ def run_dhm(args: argparse.Namespace) -> int:
         if not path.is_file():
             error(f"no scores file at {path}")
             return EXIT_INPUT
-    if story_set_given(args.scores):
+    if story_set_given(args.scores) or outputs_unwritable([args.out], [args.csv]):
         return EXIT_INPUT
     try:  # the files' index: read once per content, stories merged per (system, story_id) and metric
         index = load_index(args.scores)

@@ -23,7 +23,18 @@ from vst_core.analysis.meta_eval.report import _plain
 from vst_core.analysis.meta_eval.scored import pair_margins, score_frame
 from vst_core.analysis.meta_eval.versus import VERSUS_METHODS, VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.paired_tests import PERMUTATION_BUDGET, PermutationBudget
-from vst_core.cli.common import EXIT_INPUT, EXIT_USAGE, DefaultsHelp, bar, csv_list, error, note, story_set_given
+from vst_core.cli.common import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    DefaultsHelp,
+    bar,
+    csv_list,
+    error,
+    note,
+    outputs_unwritable,
+    story_set_given,
+    wrong_file,
+)
 from vst_core.cli.compare import one_line
 from vst_core.data import load_records
 from vst_core.data.csv_out import frame_csv
@@ -156,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.scores.is_file():
         error(f"no scores file at {args.scores}")
         return EXIT_INPUT
-    if story_set_given([args.scores]):
+    if story_set_given([args.scores]) or wrong_file([args.human], "judgements"):
+        return EXIT_INPUT
+    if outputs_unwritable([args.out], [args.csv]):
         return EXIT_INPUT
     found, problems = load_records(args.scores)
     for problem in problems:

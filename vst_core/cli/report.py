@@ -12,7 +12,7 @@ from typing import Any
 
 from vst_core.analysis.meta_eval import METHODS, JudgementsError, MetaSettings, read_judgements, run_meta_eval
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_correlations
-from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note, story_set_given
+from vst_core.cli.common import EXIT_INPUT, DefaultsHelp, error, note, outputs_unwritable, story_set_given, wrong_file
 from vst_core.data import load_records
 from vst_core.data.exports import cannot_write, write_text_whole
 from vst_core.data.merge import merge_records
@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         error(f"no scores file at {', '.join(missing)}")
         return EXIT_INPUT
-    if story_set_given(args.scores):
+    if story_set_given(args.scores) or (args.judgements is not None and wrong_file([args.judgements], "judgements")):
+        return EXIT_INPUT
+    if outputs_unwritable([args.out, args.latex, args.markdown], [args.figures]):  # before anything is written
         return EXIT_INPUT
     records, warnings = _records(args.scores)
     for warning in warnings[:5]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
+from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, wrong_file
 from vst_core.cli.score_options import DEFAULTS, add_options, identity_arguments, settings_from_args, with_identity
 from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
@@ -98,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, SettingsError) as exc:
         error(str(exc))
         return EXIT_USAGE
+    if wrong_file([args.input], "stories"):  # scores or judgements: nothing is scored
+        return EXIT_INPUT
     try:
         story_set = _read(args, settings)
     except StorySetError as exc:

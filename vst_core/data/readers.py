@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vst_core.data.access import file_kind
+from vst_core.data.kinds import not_what, wrong_kind
 from vst_core.data.paths import (
     IMAGE_SUFFIXES,
     ImagePathError,
@@ -547,6 +548,9 @@ def read_story_set(
     path = Path(path)
     if not path.is_file():
         raise StorySetError(_not_a_file(path))
+    found = wrong_kind(path, "stories")
+    if found is not None:  # scores or judgements: named for what they are, never read as stories
+        raise StorySetError(not_what(path, found, "stories"))
     vwp: dict[str, Any] = {"images_dir": vist_images, "splitter": splitter, "check_images": check_images}
     try:
         kind = sniff(path)

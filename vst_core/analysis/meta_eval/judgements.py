@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval.settings import GAP_DECIMALS
+from vst_core.data.kinds import HEAD_BYTES, kind_of_text, not_what
 from vst_core.data.scores_io import size_text
 from vst_core.data.tables import TableBudget, TableBudgetError, read_csv_budgeted
 
@@ -147,6 +148,9 @@ def _read_table(raw: bytes, budget: TableBudget | None = None) -> tuple[pd.DataF
             limit=budget.bytes,
             found=len(raw),
         )
+    found = kind_of_text(raw[:HEAD_BYTES].decode("utf-8", "replace"))
+    if found is not None and found != "judgements":  # stories or scores: named, not parsed as a CSV
+        raise JudgementsError(not_what("the judgements file", found, "judgements"))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
