@@ -16,6 +16,19 @@ from vst_core.viz.safe import code, md
 #: Sequences listed in the "differ most" table (the CSV download has every one).
 SHOWN_PAIRS = 200
 
+
+def around_zero(values: list[float], margin: float = 0.08) -> list[float]:
+    """An axis range holding the differences and 0 inside it, ``margin`` of the span beyond each
+    end, so the dashed line at 0 has its tick (ticks fall on multiples of their step from 0).
+
+    >>> around_zero([0.24, 0.28])
+    [-0.0224, 0.3024]
+    """
+    low, high = min([*values, 0.0]), max([*values, 0.0])
+    pad = margin * ((high - low) or 1.0)
+    return [round(low - pad, 12), round(high + pad, 12)]
+
+
 view = page("Compare two systems")
 table = view.table
 metrics = [c for c in table_columns() if c in table.columns and table[c].notna().any()]
@@ -36,8 +49,9 @@ st.caption(
     "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
     f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured, with their "
     f"paired-bootstrap 95% interval ({RESAMPLES:,} resamples of the sequences), the paired approximate-randomization "
-    f"p ({PERMUTATIONS:,} random sign flips, two-sided, seed 0; more while α = 0.05 lies within 3 Monte-Carlo "
-    f"standard errors, p_se) — Holm's family is one metric, as on the Leaderboard, so p_holm = p for one pair — and "
+    f"p (two-sided: every one of the 2^N sign flips when there are at most {PERMUTATIONS:,}, an exact p with p_se 0; "
+    f"else {PERMUTATIONS:,} random ones, seed 0, more while α = 0.05 lies within 3 Monte-Carlo standard errors, "
+    f"p_se) — Holm's family is one metric, as on the Leaderboard, so p_holm = p for one pair — and "
     f"the effect size d_z = mean / sd of the differences (column d_z † true below the minimum N); the Leaderboard page "
     f"ranks every system. {SMALL_N_NOTE}"
 )
@@ -50,7 +64,7 @@ metric = st.selectbox("Metric", metrics, key="system_metric")
 if metric:
     known = paired.dropna(subset=[metric])
     figure = differences_figure(known[metric].tolist(), metric, str(a), str(b), view.footer(), known["sequence"].tolist())
-    st.plotly_chart(figure, key="differences")
+    st.plotly_chart(figure.update_xaxes(range=around_zero(known[metric].tolist())), key="differences")
     ranked = paired.assign(_abs=paired[metric].abs()).sort_values("_abs", ascending=False).drop(columns="_abs")
     st.markdown("**Sequences where they differ most** · click a row to see both stories side by side in Inspect")
     st.caption(f"The {min(SHOWN_PAIRS, len(ranked)):,} largest of {len(ranked):,}; the download has every sequence.")

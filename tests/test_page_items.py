@@ -3,9 +3,13 @@ Agreement page's matrix of differences, the axis of Compare two systems."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import APP, PAGES
+from streamlit.testing.v1 import AppTest
 
 from dashboard.frame import with_code
 from vst_core.models.clip_weights import clip_cache_hint
@@ -42,3 +46,28 @@ def test_the_legend_lists_only_the_marks_of_the_metrics_that_ran() -> None:
     assert "grounded phrase" not in nr_only and "phrase below θ" not in nr_only
     assert "GROOVIST" in drawn_in_text() and "GROOVIST" not in drawn_in_text(("redundancy",))
     assert legend_html(metrics=()) == "" and drawn_in_text(()) == ""
+
+
+def _chart_layout(app: AppTest) -> dict[str, Any]:
+    (chart,) = app.get("plotly_chart")
+    layout: dict[str, Any] = json.loads(chart.proto.spec)["layout"]
+    return layout
+
+
+@pytest.fixture
+def app_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's caches in a temporary folder, and nothing cached from another test."""
+    import streamlit as st
+
+    monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "cache"))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+@pytest.mark.slow
+def test_compare_two_systems_draws_zero_inside_its_axis_with_a_margin(app_cache: None) -> None:
+    app = AppTest.from_file(APP, default_timeout=120).switch_page(PAGES["systems"])
+    app.run()
+    assert not app.exception, app.exception
+    low, high = _chart_layout(app)["xaxis"]["range"]  # the sample's two NR differences are both above 0
+    assert low < 0 < high and -low > 0.05 * (high - low) * 0.5
