@@ -749,3 +749,82 @@ def test_two_downloads_clicked_02_s_apart_both_arrive(server: str, path: str) ->
             assert Path(download.path()).stat().st_size > 0, download.suggested_filename
         assert page.locator('[data-testid="stException"]').count() == 0  # type: ignore[attr-defined]
         browser.close()  # type: ignore[attr-defined]
+
+
+# --- the Compare page's bundled example and a typed story on Inspect ---------------------------------
+
+
+def _card_value(page: Any, story_id: str) -> str:
+    """The first score card (NR) of the story ``story_id`` on Inspect, as drawn."""
+    column = page.locator('.st-key-vst-cards [data-testid="stColumn"]').filter(has_text=story_id).first
+    return str(column.locator(".vst-card").first.inner_text()).split("\n")[-1]
+
+
+def test_the_bundled_example_leaves_the_sessions_nr_definition_in_chromium(server: str) -> None:
+    """The example's toggle compares with the example's own definition on the Compare page alone:
+    on and off, the link keeps no variant, the footer says NR paper, Inspect's space-ref keeps 0.948."""
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p, 1600, 1400)
+        page.goto(server + "/compare")
+        toggle = page.get_by_text("Try it with the bundled example")
+        toggle.wait_for(timeout=90_000)
+        _finished(page, time.perf_counter())
+        toggle.click()
+        sync_api.expect(page.locator("text=equal to 1e-9: 100.00%").first).to_be_visible(timeout=90_000)
+        sync_api.expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
+        _settled(page)
+        expect = sync_api.expect
+        expect(page.locator("text=computed again with the example's Definition reference").first).to_be_visible()
+        footer = page.locator(FOOTER).last
+        assert "NR paper n=4" in footer.inner_text() and "variant=" not in page.url
+        page.screenshot(path=str(ARTIFACTS / "compare_example_1600.png"), full_page=True)
+        page.set_viewport_size({"width": 900, "height": 1400})
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "compare_example_900.png"), full_page=True)
+        page.set_viewport_size({"width": 1600, "height": 1400})
+        page.get_by_text("as the sidebar has it").click()  # the sidebar's definition against the example's
+        expect(page.locator("text=equal to 1e-9: 0.00%").first).to_be_visible(timeout=60_000)
+        page.get_by_text("Try it with the bundled example").click()  # off again
+        expect(page.locator("text=Upload a scores JSONL to compare with").first).to_be_visible(timeout=60_000)
+        page.get_by_role("link", name="Inspect a story").click()
+        page.wait_for_selector("h1:has-text('Inspect a story')", timeout=60_000)
+        _settled(page)
+        assert "NR paper n=4" in page.locator(FOOTER).last.inner_text() and "variant=" not in page.url
+        assert _card_value(page, "space-ref") == "0.948"
+        browser.close()
+
+
+BROWSER_TYPED = (
+    "We flew to the moon in a rocket. | The stars were bright. | We walked on the moon. | The earth looked small. | We came home."
+)
+
+
+def test_a_story_typed_on_the_sample_joins_its_sequence_in_chromium(server: str) -> None:
+    """Typed on Inspect, a story is drawn beside the sample sequence's four stories, under its five
+    photos, with its scores; screenshots at 1600 and 900 px."""
+    with sync_api.sync_playwright() as p:
+        browser, page = _browser(p, 1600, 1400)
+        page.goto(server + "/")
+        sync_api.expect(page.locator(".vst-card")).to_have_count(4, timeout=90_000)
+        _settled(page)
+        page.get_by_text("Add a story of your own to this sequence").click()
+        box = page.locator('[data-testid="stMain"] textarea').first
+        box.fill(BROWSER_TYPED)
+        box.press("Control+Enter")
+        sync_api.expect(page.locator("text=typed-space-trip").first).to_be_visible(timeout=90_000)
+        _settled(page)
+        sync_api.expect(page.locator(".vst-card")).to_have_count(5, timeout=30_000)  # NR of the four and of the typed one
+        sync_api.expect(page.locator('[data-testid="stImage"] img')).to_have_count(5, timeout=30_000)
+        assert page.locator("text=Typed here, scored over the loaded stories and this one").count() == 1
+        cards = page.locator('.st-key-vst-cards [data-testid="stColumn"]').evaluate_all(
+            "cols => cols.map(c => [c.innerText, c.getBoundingClientRect().top])"
+        )
+        tops = {text.split("\n")[0]: top for text, top in cards if text.strip()}
+        assert len({round(t) for t in tops.values()}) == 1, tops  # the typed story in the row of the four
+        assert _card_value(page, "space-ref") == "0.948"
+        page.screenshot(path=str(ARTIFACTS / "inspect_typed_1600.png"), full_page=True)
+        page.set_viewport_size({"width": 900, "height": 1400})
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(ARTIFACTS / "inspect_typed_900.png"), full_page=True)
+        page.locator(".st-key-vst-cards").screenshot(path=str(ARTIFACTS / "inspect_typed_900_cards.png"))
+        browser.close()
