@@ -71,3 +71,31 @@ def test_compare_two_systems_draws_zero_inside_its_axis_with_a_margin(app_cache:
     assert not app.exception, app.exception
     low, high = _chart_layout(app)["xaxis"]["range"]  # the sample's two NR differences are both above 0
     assert low < 0 < high and -low > 0.05 * (high - low) * 0.5
+
+
+def test_a_zero_difference_between_two_metrics_has_no_sign() -> None:
+    import pandas as pd
+
+    from vst_core.analysis.meta_eval.versus import versus_matrix
+
+    table = pd.DataFrame(
+        [
+            {"metric_a": "A", "metric_b": "B", "difference": 0.0, "p_permutation": 1.0},
+            {"metric_a": "A", "metric_b": "C", "difference": -0.0002, "p_permutation": 0.9},
+            {"metric_a": "B", "metric_b": "C", "difference": 0.25, "p_permutation": 0.01},
+        ]
+    )
+    m = versus_matrix(table, ["A", "B", "C"])
+    assert (m.at["A", "B"], m.at["B", "A"], m.at["A", "C"], m.at["C", "A"]) == ("0.000",) * 4
+    assert (m.at["B", "C"], m.at["C", "B"]) == ("+0.250*", "-0.250*")
+    assert m.at["A", "A"] == m.at["B", "B"] == ""  # the diagonal stays blank
+
+
+@pytest.mark.slow
+def test_the_agreement_matrix_on_the_sample_shows_no_signed_zero(app_cache: None) -> None:
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES["meta"])
+    app.run()
+    assert not app.exception, app.exception
+    cells = [str(v) for frame in app.dataframe for v in frame.value.to_numpy().ravel()]
+    assert any(c.startswith("0.000") for c in cells)  # the sample's equal agreements
+    assert not [c for c in cells if c.startswith(("+0.000", "-0.000"))]

@@ -372,7 +372,8 @@ def versus_matrix(
 ) -> pd.DataFrame:
     """The square view of one aspect's (or the accuracy's) table: cell (row a, column b) is
     Δ = score(a) − score(b) as text, marked ``*`` when ``p_column`` < ``alpha``; the diagonal and
-    undefined cells are empty. Antisymmetric: (b, a) shows −Δ."""
+    undefined cells are empty. Antisymmetric: (b, a) shows −Δ; a Δ that rounds to zero is ``0.000``
+    (:func:`signed`)."""
     names = [m for m in metrics if m in set(table["metric_a"]) | set(table["metric_b"])]
     out = pd.DataFrame("", index=pd.Index(names, name="row − column"), columns=names)
     for row in table.itertuples(index=False):
@@ -380,9 +381,20 @@ def versus_matrix(
         if diff is None or pd.isna(diff):
             continue
         mark = "*" if p is not None and not pd.isna(p) and p < alpha else ""
-        out.at[row.metric_a, row.metric_b] = f"{diff:+.3f}{mark}"
-        out.at[row.metric_b, row.metric_a] = f"{-diff:+.3f}{mark}"
+        out.at[row.metric_a, row.metric_b] = signed(diff) + mark
+        out.at[row.metric_b, row.metric_a] = signed(-diff) + mark
     return out
+
+
+def signed(value: float, digits: int = 3) -> str:
+    """A difference with its sign at ``digits`` decimals; one that rounds to zero is ``0.000``, with
+    no sign (two metrics that agree equally are neither +0.000 nor −0.000 apart).
+
+    >>> signed(0.2), signed(-0.2), signed(0.0), signed(-0.0), signed(-0.0004)
+    ('+0.200', '-0.200', '0.000', '0.000', '0.000')
+    """
+    text = f"{value:+.{digits}f}"
+    return text[1:] if float(text) == 0 else text
 
 
 __all__ = [
@@ -394,6 +406,7 @@ __all__ = [
     "accuracy_difference",
     "correlation_difference",
     "pair_verdicts",
+    "signed",
     "versus_accuracy",
     "versus_correlations",
     "versus_matrix",
