@@ -307,7 +307,7 @@ def page(title: str, caption: str | None = None) -> RunView:
     frame: Frame = st.session_state[FRAME]
     _notices(frame.notices)
     for error in frame.errors:
-        st.error(shown(error))
+        st.error(with_code(error))  # a `quoted` command (the start-up option) shown exactly, copyable
     _problems(frame.problems)
     if frame.view is None:
         if frame.empty_hint:

@@ -311,7 +311,7 @@ def test_refusals_name_the_setting_and_the_fix_never_an_allowed_folder(data: Pat
         *confined(Choices(regions="/etc/hosts", clip_config="../x.json"), roots)[1],
     ]
     assert "outside the folders this dashboard may read" in messages[0] and "VST_DATA_DIRS" in messages[0]
-    assert "-- --data FOLDER" in messages[0] and "'/etc/passwd'" in messages[0]  # the visitor's own short value
+    assert "-- --data=FOLDER" in messages[0] and "'/etc/passwd'" in messages[0]  # the visitor's own short value
     assert messages[4] == "scores file not found: 'nope.jsonl'"
     no_root_in(messages, data, tmp_path)
 

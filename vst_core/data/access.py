@@ -36,9 +36,12 @@ PATH_MAX = 4096
 #: Longest typed value a message echoes back (a longer one is described by its length).
 SHOWN_CHARS = 80
 #: What a visitor can do about a path outside the allowed folders.
+#: The start-up command is one code span (`quoted`: the page shows it exactly, never as markup) and
+#: the option one word, ``--data=FOLDER``, so it is copied whole.
+START_COMMAND = "python -m streamlit run app.py -- --data=FOLDER"
 FIX = (
-    "upload the file instead, or ask whoever runs the dashboard to allow its folder "
-    "(start it with “-- --data FOLDER”, or list the folder in VST_DATA_DIRS)"
+    "upload the file instead, or ask whoever runs the dashboard to allow its folder: start it with "
+    f"`{START_COMMAND}`, or list the folder in VST_DATA_DIRS"
 )
 #: What a visitor can ask for: a regular file, a folder, or either (a model folder or file).
 Want = Literal["file", "folder", "any"]
