@@ -774,9 +774,9 @@ def test_the_bundled_example_leaves_the_sessions_nr_definition_in_chromium(serve
         sync_api.expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
         _settled(page)
         expect = sync_api.expect
-        expect(page.locator("text=computed again with the example's Definition reference").first).to_be_visible()
         footer = page.locator(FOOTER).last
-        assert "NR paper n=4" in footer.inner_text() and "variant=" not in page.url
+        assert "NR paper n=4" in footer.inner_text() and "variant=" not in page.url  # the session's, as it was
+        expect(page.locator("text=computed again with the example's Definition reference").first).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "compare_example_1600.png"), full_page=True)
         page.set_viewport_size({"width": 900, "height": 1400})
         page.wait_for_timeout(800)
