@@ -65,6 +65,15 @@ CASES = [
     ("report", "stories", "judgements", "holds stories, not judgements", "vst score"),
     ("dhm", "judgements", "scores", "holds human judgements (ratings of stories), not scores", "--judgements"),
     ("compare", "score table", "scores", "holds scores computed elsewhere", "vst import-scores"),
+    ("import-scores", "stories", "score table", "holds stories, not scores to import", "vst score"),
+    (
+        "import-scores",
+        "scores",
+        "score table",
+        "holds scores (each line a scored story with its metrics), not scores to",
+        "vst compare",
+    ),
+    ("import-scores", "judgements", "score table", "holds human judgements (ratings of stories), not scores to", "--judgements"),
 ]
 
 
@@ -77,6 +86,8 @@ def _argv(command: str, given: Path, where: str, scores: Path, out: Path) -> lis
         return ["compare", str(scores), "--judgements", str(given)] if where == "judgements" else ["compare", str(given)]
     if command == "report":
         return ["report", str(scores), "--judgements", str(given), "--out", str(out / "r.html")]
+    if command == "import-scores":
+        return ["import-scores", str(given), "--long", "--out", str(out / "i.jsonl")]
     return ["dhm", str(given), "--out", str(out / "d.json")]
 
 

@@ -20,6 +20,7 @@ from vst_core.cli.common import (
     note_conflicts,
     outputs_unwritable,
     story_set_given,
+    wrong_file,
 )
 from vst_core.cli.compare import one_line
 from vst_core.data import ScoresWriter
@@ -111,6 +112,8 @@ def run_import(args: argparse.Namespace) -> int:
     for path in args.files:
         if not path.is_file():
             error(f"no file at {path}")
+            return EXIT_INPUT
+        if wrong_file([path], "score table"):  # stories, scores records or judgements: nothing imported
             return EXIT_INPUT
         try:
             sequences: dict[tuple[str, str], str] | None = None

@@ -42,6 +42,9 @@ _WHAT = {
     "judgements": "human judgements (ratings of stories)",
 }
 
+#: A kind as what a reader expected.
+_WANTED = {"stories": "stories", "scores": "scores", "score table": "scores to import", "judgements": "judgements"}
+
 
 def content_kind(path: str | Path) -> FileKind | None:
     """The kind of data ``path`` holds, from its first :data:`HEAD_BYTES` (None when it cannot be
@@ -146,7 +149,7 @@ def not_what(path: str | Path, found: FileKind, want: FileKind) -> str:
     >>> not_what("s.jsonl", "scores", "stories")
     's.jsonl holds scores (each line a scored story with its metrics), not stories'
     """
-    return f"{path} holds {_WHAT[found]}, not {want}"
+    return f"{path} holds {_WHAT[found]}, not {_WANTED[want]}"
 
 
 def wrong_kind(path: str | Path, want: FileKind) -> FileKind | None:
