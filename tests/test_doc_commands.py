@@ -69,6 +69,18 @@ def _always() -> bool:
     return True
 
 
+def _not_cached(repo: str) -> Callable[[], bool]:
+    """A model the Hugging Face hub cache of this machine does not hold."""
+
+    def absent() -> bool:
+        import os
+
+        hub = Path(os.environ.get("HF_HUB_CACHE") or Path(os.environ.get("HF_HOME", Path.home() / ".cache/huggingface")) / "hub")
+        return not (hub / f"models--{repo.replace('/', '--')}").is_dir()
+
+    return absent
+
+
 @dataclass(frozen=True)
 class Cannot:
     """Why a printed line is not run here, and a check that the reason still holds."""
@@ -125,9 +137,9 @@ CANNOT_RUN: dict[str, Cannot] = {
         "RaCCoon's released ratings and their images", _released("RaCCoon.tsv")
     ),
     "vst score stories.jsonl --out scores.jsonl --metrics judge": Cannot(
-        "the judge's chat model weights (judge alone: nothing else to score)", _always
+        "the judge's chat model weights (judge alone: nothing else to score)", _not_cached("Qwen/Qwen2.5-0.5B-Instruct")
     ),
-    "vst judge-bias stories.jsonl": Cannot("the judge's chat model weights", _always),
+    "vst judge-bias stories.jsonl": Cannot("the judge's chat model weights", _not_cached("Qwen/Qwen2.5-0.5B-Instruct")),
     JUDGE_SERVER: Cannot("a chat model server on the network", _network(JUDGE_SERVER)),
     JUDGE_SERVER_BIG: Cannot("a chat model server on the network", _network(JUDGE_SERVER_BIG)),
     JUDGE_BIAS_SERVER: Cannot("a chat model server on the network", _network(JUDGE_BIAS_SERVER)),
