@@ -282,22 +282,22 @@ def test_a_full_disk_mid_run_is_exit_3_and_the_run_resumes(
 
     from vst_core.data.scores_io import ScoresWriter
 
-    real = ScoresWriter.write
+    real = ScoresWriter.write_line  # every line goes through it: computed, or read from the record store
     count = [0]
 
-    def filling(self: ScoresWriter, record: Any) -> None:
+    def filling(self: ScoresWriter, line: str) -> None:
         count[0] += 1
         if count[0] == 4:  # the disk fills in the middle of the fourth record
-            self._fh.write(json.dumps(record.to_json())[:50])
+            self._fh.write(line[:50])
             self._fh.flush()
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(self, record)
+        real(self, line)
 
     out = tmp_path / "o.jsonl"
-    monkeypatch.setattr(ScoresWriter, "write", filling)
+    monkeypatch.setattr(ScoresWriter, "write_line", filling)
     assert _score(str(SAMPLE), "--metrics", "redundancy", "--out", str(out)) == 3
     assert "No space left on device" in capsys.readouterr().err
-    monkeypatch.setattr(ScoresWriter, "write", real)
+    monkeypatch.setattr(ScoresWriter, "write_line", real)
     assert _score(str(SAMPLE), "--metrics", "redundancy", "--out", str(out)) == 0
     ids = [json.loads(line)["story_id"] for line in out.read_text().splitlines()]
     assert len(ids) == 8 == len(set(ids))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 IMAGE_SUFFIXES: tuple[str, ...] = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
@@ -35,6 +37,61 @@ def resolve_image(root: Path, ref: str, *, base: Path | None = None) -> Path:
     if not resolved.is_relative_to(base):
         raise ImagePathError(f"image {ref!r} leaves the dataset folder {base}")
     return resolved
+
+
+def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None) -> dict[str, str | None]:
+    """:func:`resolve_image` of many refs at once, as text (None for a ref it refuses): each folder
+    is resolved once, and a file in it that is not a symbolic link is that folder's resolved path
+    and its name (the rest go through :func:`resolve_image`), so the paths are the same at a small
+    part of the cost: one ``lstat`` a file.
+
+    >>> import tempfile
+    >>> top = Path(tempfile.mkdtemp()); (top / "images").mkdir(); _ = (top / "images" / "1.jpg").write_bytes(b"")
+    >>> found = resolve_images(top, ["images/1.jpg", "../x.jpg", "images/2.jpg"])
+    >>> found["images/1.jpg"] == str(resolve_image(top, "images/1.jpg")), found["../x.jpg"]
+    (True, None)
+    """
+    base = base if base is not None else root.resolve()
+    folders: dict[str, str | None] = {}
+    out: dict[str, str | None] = {}
+    for ref in refs:
+        if ref in out:
+            continue
+        folder, _, name = ref.rpartition("/")
+        simple = (
+            ref
+            and "\x00" not in ref
+            and not ref.startswith("/")
+            and "://" not in ref
+            and len(name.encode("utf-8", "surrogatepass")) <= 255
+        )
+        parts = ref.split("/")
+        if not simple or any(p in ("", ".", "..") for p in parts):
+            out[ref] = _one(root, ref, base)
+            continue
+        if folder not in folders:
+            found = _one(root, folder, base) if folder else str(base)
+            folders[folder] = found
+        real = folders[folder]
+        if real is None:
+            out[ref] = _one(root, ref, base)
+            continue
+        path = os.path.join(real, name)
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            link = False  # resolved as written, as resolve_image does
+        except OSError:
+            link = True  # resolve_image says why
+        out[ref] = _one(root, ref, base) if link else path
+    return out
+
+
+def _one(root: Path, ref: str, base: Path) -> str | None:
+    try:
+        return str(resolve_image(root, ref, base=base))
+    except ValueError:
+        return None
 
 
 def listed_ref(root: Path, ref: str, *, base: Path | None = None) -> str:

@@ -154,7 +154,11 @@ class ScoresWriter:
         self._fh = self.path.open("a", encoding="utf-8")
 
     def write(self, record: StoryScores) -> None:
-        self._fh.write(record_line(record) + "\n")
+        self.write_line(record_line(record))
+
+    def write_line(self, line: str) -> None:
+        """Append one line :func:`record_line` made (a stored record's, served as it is)."""
+        self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -28,6 +29,25 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: The models a :class:`Models` built from its settings (by id), so that another one given them
+#: (``Models(settings, **models.loaded())``) knows they are the ones the settings name.
+_BUILT: dict[int, weakref.ref[Any]] = {}
+
+
+def _built(value: T) -> T:
+    """Remember ``value`` as built from settings (a value that takes no weak reference is not)."""
+    key = id(value)
+    try:
+        _BUILT[key] = weakref.ref(value, lambda _: _BUILT.pop(key, None))
+    except TypeError:
+        pass
+    return value
+
+
+def _was_built(value: object) -> bool:
+    found = _BUILT.get(id(value))
+    return found is not None and found() is value
+
 
 class Models:
     """Load once, share everywhere: one CLIP encoder (several metrics use it), one embedding store,
@@ -48,6 +68,7 @@ class Models:
         self._clip = clip
         self._cache = cache
         self._own: dict[str, object] = {k: v for k, v in own.items() if v is not None}  # None: load it when used
+        self._given = {k: v for k, v in [("clip", clip), *own.items()] if v is not None and not _was_built(v)}
         names = registry().names
         unknown = [k for k in own if not any(k == n or k.startswith(n + "_") for n in names)]
         if unknown:  # a misspelt argument, not a metric's model
@@ -70,7 +91,7 @@ class Models:
         (1, 3, 3)
         """
         if key not in self._own:
-            self._own[key] = build(self)
+            self._own[key] = _built(build(self))
         return cast(T, self._own[key])
 
     @property
@@ -110,7 +131,7 @@ class Models:
                 encoder = build()
                 if memo is not None and weights is not None and stamp is not None and encoder.signature == weights.signature:
                     memo.put_model(weights.signature, stamp)
-                self._clip = encoder
+                self._clip = _built(encoder)
             else:
                 self._clip = LazyClipEncoder(  # type: ignore[assignment]  # device: a read-only property
                     weights.signature,
@@ -120,6 +141,7 @@ class Models:
                     workers=s.workers,
                     on_built=lambda encoder: memo.put_model(weights.signature, stamp),
                 )
+                _built(self._clip)
         assert self._clip is not None
         return self._clip
 
@@ -136,6 +158,18 @@ class Models:
         if self._memo is None and self._memo_path() is not None:
             self._memo = InputMemo(self._memo_path())
         return self._memo
+
+    def known_models(self, clip_weights: object) -> bool:
+        """Whether every model of this run is the one its settings name, so its signature says what
+        made the numbers: built here (or by another :class:`Models`) from the settings, or a CLIP
+        encoder given whose weights' signature is ``clip_weights`` (the run signature's); a model
+        a caller or a test gives otherwise is not known by the signature."""
+        return all(k == "clip" and getattr(v, "signature", None) == clip_weights for k, v in self._given.items())
+
+    def folder(self) -> Path | None:
+        """The cache folder on disk (where the memo is), or None when the stores are in memory."""
+        path = self._memo_path()
+        return path.parent if path is not None else None
 
     def _memo_path(self) -> Path | None:
         if self._cache is None or self.cache_dir is not None:

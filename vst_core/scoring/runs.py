@@ -16,15 +16,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from vst_core.config import Settings
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
 from vst_core.metric_spec import registry
-from vst_core.records import StoryScores
+from vst_core.records import StoryScores, read_record
+from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
+from vst_core.scoring.record_store import RecordStore, RunKeys, served_line, signature_text, stored_line
 from vst_core.scoring.registry import Models
 from vst_core.scoring.sets import SetResults, set_results
-from vst_core.scoring.story import score_batch
+from vst_core.scoring.story import Key, refused, score_batch
 from vst_core.signature import inputs_of, weights_missing
 from vst_core.signature import signature as settings_signature
 
@@ -223,7 +227,10 @@ def score_records(
     of ``story_set``), in their order, yielded chunk by chunk. The models are loaded before any
     work (a :class:`ModelLoadError` says which and why), the set-level results (Vrank's pairs,
     COSMic's references) are fitted over ``story_set`` first, and each chunk's stories share their
-    model batches (:func:`score_batch`). ``unavailable`` (metric -> reason) names metrics left out
+    model batches (:func:`score_batch`). A story scored before under the same settings, with the
+    same text, photos and set-level inputs, is read from the record store in the cache folder
+    (:mod:`vst_core.scoring.record_store`) instead, stamped with this run's signature: the same
+    record. ``unavailable`` (metric -> reason) names metrics left out
     of ``settings`` because their model cannot load: each record carries them as per-metric
     errors. The regions file's problems are appended to ``problems``. The CLI writes what this
     yields (:func:`score_story_set`), the Python API returns it and the dashboard caches it, so
@@ -234,6 +241,47 @@ def score_records(
     >>> [round(r.metrics["redundancy"].score, 2) for r in score_records(story_set, Settings(metrics=("redundancy",)))]
     [0.0]
     """
+    for item in _records(
+        story_set,
+        settings,
+        stories,
+        models=models,
+        signature=signature,
+        chunk_size=chunk_size,
+        progress=progress,
+        spans=spans,
+        unavailable=unavailable,
+        problems=problems,
+        lines=False,
+    ):
+        assert isinstance(item, StoryScores)
+        yield item
+
+
+@dataclass(frozen=True)
+class Served:
+    """A record read from the record store: its scores line with this run's signature, its warnings."""
+
+    line: str
+    warnings: tuple[str, ...]
+
+
+def _records(
+    story_set: StorySet,
+    settings: Settings,
+    stories: Sequence[Story] | None,
+    *,
+    models: Models | None,
+    signature: Mapping[str, Any] | None,
+    chunk_size: int | None,
+    progress: Progress | None,
+    spans: bool,
+    unavailable: Mapping[str, str] | None,
+    problems: list[str] | None,
+    lines: bool,
+) -> Iterator[StoryScores | Served]:
+    """:func:`score_records`, with a stored record given as its line (:class:`Served`) when
+    ``lines`` (what the CLI writes as it is), decoded otherwise."""
     models = models or Models(settings)
     todo = list(story_set) if stories is None else list(stories)
     signature = signature if signature is not None else run_signature(story_set, settings, models)
@@ -241,25 +289,102 @@ def score_records(
     if not todo:
         return
     models.load()
+    idf: Mapping[str, float] | None = None
     if registry().with_need("images") & set(settings.metrics):
-        models.grounder_for(story_set)  # idf and the like fitted over the whole set, before any chunk
+        grounder = models.grounder_for(story_set)  # idf and the like fitted over the whole set, before any chunk
+        idf = grounder.idf if grounder.needs_idf else None
         if problems is not None:
             problems.extend(_regions_file_problems(story_set, models))
+    store = _record_store(models, signature)
+    keying = RunKeys(story_set, settings, signature, memo=models.memo, spans=spans, idf=idf) if store else None
+    keys = keying.keys([s for s in todo if not refused(s)]) if keying else {}
     together: SetResults = {}
-    if registry().with_need("sequence") & set(settings.metrics):  # pairs and references first: one bar over Vrank's pairs
-        together = set_results(story_set, todo, settings, models, progress)
+    asked: set[Key] = set()
+    sequences = bool(registry().with_need("sequence") & set(settings.metrics))
+    if sequences:  # pairs and references first: one bar over Vrank's pairs
+        present = store.present(keys.values()) if store else set()
+        unserved = [s for s in todo if keys.get(s.key) not in present]
+        together = set_results(story_set, unserved, settings, models, progress)
+        asked = {s.key for s in unserved}
     bar = progress(len(todo)) if progress else None
     missing = {m: f"not run: {why}" for m, why in (unavailable or {}).items()}
+    stamped = signature_text(signature) if store else ""
+
+    def compute(chunk: list[Story]) -> list[StoryScores]:
+        if sequences and (lacking := [s for s in chunk if s.key not in asked]):  # a stored record gone since
+            together.update(set_results(story_set, lacking, settings, models, None))
+            asked.update(s.key for s in lacking)
+        records = score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together)
+        if store is not None and keying is not None:
+            unkeyed = [s for s in chunk if s.key not in keys and not refused(s)]
+            if unkeyed:  # photos hashed by this chunk: their digests are in the memo now
+                keys.update(keying.keys(unkeyed))
+            rows = {}
+            for story, record in zip(chunk, records, strict=True):
+                key = keys.get(story.key)
+                line = stored_line(record) if key is not None and not refused(story) else None
+                if key is not None and line is not None:
+                    rows[key] = (line, record.warnings)
+            store.put(rows)
+        if bar is not None:
+            bar.update(len(chunk))
+        return [replace(r, errors={**r.errors, **missing}) if missing else r for r in records]
+
+    block = max(2048, 4 * chunk_size)
     try:
-        for start in range(0, len(todo), chunk_size):
-            chunk = todo[start : start + chunk_size]
-            for record in score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together):
-                yield replace(record, errors={**record.errors, **missing}) if missing else record
-            if bar is not None:
-                bar.update(len(chunk))
+        for start in range(0, len(todo), block):
+            part = todo[start : start + block]
+            rows = store.lines(keys[s.key] for s in part if s.key in keys) if store else {}
+            served: dict[int, StoryScores | Served] = {}
+            for n, story in enumerate(part):
+                row = rows.get(keys.get(story.key, ""))
+                if row is None:
+                    continue
+                if lines and not missing:
+                    served[n] = Served(served_line(row[0], stamped), row[1])
+                elif (record := _decoded(row[0], signature)) is not None:
+                    served[n] = replace(record, errors={**record.errors, **missing}) if missing else record
+            if bar is not None and served:
+                bar.update(len(served))
+            rest = [n for n in range(len(part)) if n not in served]
+            done: dict[int, StoryScores] = {}
+            at = 0
+            for n in range(len(part)):
+                if n in served:
+                    yield served[n]
+                    continue
+                if n not in done:  # the next chunk of the stories to compute, this one first
+                    chunk = rest[at : at + chunk_size]
+                    at += len(chunk)
+                    done.update(zip(chunk, compute([part[m] for m in chunk]), strict=True))
+                yield done.pop(n)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _record_store(models: Models, signature: Mapping[str, Any]) -> RecordStore | None:
+    """The record store of the run's cache folder, when the cache is on disk and the run's models
+    are the ones its signature names (:meth:`Models.known_models`)."""
+    folder = models.folder()
+    recorded = signature.get("settings")
+    clip_weights = recorded.get("clip_weights") if isinstance(recorded, Mapping) else None
+    if folder is None or not models.known_models(clip_weights):
+        return None
+    return RecordStore(folder / RECORDS_FILE)
+
+
+def _decoded(line: str, signature: Mapping[str, Any]) -> StoryScores | None:
+    """A stored line as the record it holds, with this run's signature; None when it does not read
+    back whole (computed again)."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    record, found = read_record(data)
+    if record is None or found:
+        return None
+    return replace(record, signature=signature)
 
 
 def _score_story_set(
@@ -285,7 +410,7 @@ def _score_story_set(
     summary.skipped = len(mine) - len(todo)
     if todo:
         models.load()  # a model that does not load stops the run before --out is touched
-    records = score_records(
+    records = _records(
         story_set,
         settings,
         todo,
@@ -296,11 +421,16 @@ def _score_story_set(
         spans=spans,
         unavailable=unavailable,
         problems=summary.problems,
+        lines=True,
     )
     with ScoresWriter(out) as writer:
         for record in records:
-            writer.write(record)
             summary.scored += 1
+            if isinstance(record, Served):  # a stored record without errors: its line as it is
+                writer.write_line(record.line)
+                summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
+                continue
+            writer.write(record)
             summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
             if any(metric not in unavailable for metric in record.errors):
                 summary.failed.append(record.story_id)
