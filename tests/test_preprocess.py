@@ -65,7 +65,7 @@ def test_device_resize_gives_pillows_pixels() -> None:
     from open_clip.transform import image_transform
     from PIL import Image
 
-    from vst_core.models.clip import _cut, _split_preprocess, resize_crops, tensor_transform
+    from vst_core.models.clip_preprocess import _cut, _split_preprocess, resize_crops, tensor_transform
 
     preprocess = image_transform(224, is_train=False)
     transform, split = tensor_transform(preprocess), _split_preprocess(preprocess)

@@ -22,7 +22,7 @@ import numpy as np
 
 from vst_core.config import Settings
 from vst_core.data import StorySet
-from vst_core.models.clip import ClipEncoder, PixelBox, TensorTransform
+from vst_core.models.clip import ClipEncoder, CropBatch, PixelBox, TensorTransform
 
 
 class PrepOnlyEncoder(ClipEncoder):
@@ -37,7 +37,7 @@ class PrepOnlyEncoder(ClipEncoder):
     def _upload(self, host: Any) -> Any:
         return host
 
-    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
+    def _device_batch(self, crops: CropBatch, transform: TensorTransform) -> Any:
         return np.zeros(len(crops)), list(range(len(crops)))
 
     def _forward_device(self, batch: Any) -> np.ndarray:
@@ -88,7 +88,7 @@ class DeviceStepsEncoder(PrepOnlyEncoder):
     def _upload(self, host: Any) -> Any:
         return self._timed(lambda: ClipEncoder._upload(self, host))
 
-    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> Any:
+    def _device_batch(self, crops: CropBatch, transform: TensorTransform) -> Any:
         return self._timed(lambda: ClipEncoder._device_batch(self, crops, transform))
 
 
@@ -140,7 +140,7 @@ def pixel_difference(image_paths: Sequence[Path], source: ClipEncoder, boxes_per
     from vst_core.data.images import open_image
     from vst_core.data.regions import grid_proposals
     from vst_core.grounding.grounder import _crop, _pixel_box
-    from vst_core.models.clip import _cut, resize_crops
+    from vst_core.models.clip_preprocess import _cut, resize_crops
 
     transform = source._tensor
     split = source._split

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from vst_core.models.clip import ClipEncoder
+from vst_core.models.clip import ClipEncoder, CropBatch
 
 #: Texts per second of the stand-in's text tower when only the image rate is given: CLIP's text
 #: tower on phrases (about 8 tokens) runs about four times as many texts as crops on a GPU.
@@ -157,7 +157,7 @@ class StandInEncoder(ClipEncoder):
     def _on_device(self, host: Any) -> Any:
         return host
 
-    def _device_batch(self, crops: list[Any], transform: Any) -> Any:
+    def _device_batch(self, crops: CropBatch, transform: Any) -> Any:
         return np.zeros(len(crops)), list(range(len(crops)))
 
     def _forward_device(self, batch: Any) -> Any:

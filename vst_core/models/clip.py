@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,10 +25,9 @@ from vst_core.models.clip_build import build_clip, download_clip
 from vst_core.models.clip_preprocess import (
     PixelBox,
     TensorTransform,
-    _cut,
     _split_preprocess,
     resize_crops,
-    resize_crops_grouped,
+    resize_gathered,
     resized_size,
     tensor_transform,
 )
@@ -45,6 +45,7 @@ from vst_core.models.clip_weights import (
     resolve_clip_weights,
     short_error,
 )
+from vst_core.models.crop_plan import CropQueue, GroupIndex, batch_indices, canvas_bytes, crop_table, pack
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError, SettingValueError, option
 
@@ -79,6 +80,30 @@ TEXT_BATCH_MIN = 64
 #: Fewest decoded images the ``device`` preprocessing keeps queued ahead of the model: about two
 #: full batches of 256 crops at ten regions an image, 64 images of 500x375 being about 36 MB.
 AHEAD_IMAGES = 64
+
+#: Batches of crops a window of decoded images holds on the device before its crops are sorted by
+#: shape and cut into batches (``device`` preprocessing): more makes fewer shape groups a batch
+#: when photos vary in size, at the cost of the window's canvas in device memory (about 190 images
+#: of crops at ten regions an image and batches of 256).
+WINDOW_BATCHES = 8
+
+#: Bytes of decoded images a window holds at most (uint8; the device keeps it as float32, four times
+#: as much), whatever :data:`WINDOW_BATCHES` says: large photos make smaller windows.
+WINDOW_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class CropBatch:
+    """One model batch of the ``device`` path, as the host planned it: its :data:`CROP` rows, their
+    gather indices (one host block) and shape groups, and the device canvases they are cut from."""
+
+    rows: np.ndarray
+    block: Any  # int64 host tensor
+    groups: list[GroupIndex]
+    canvases: dict[int, Any]
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 def default_workers() -> int:
@@ -123,6 +148,7 @@ class ClipEncoder:
         #: tokens (start and end included) of each text :meth:`text_batches` saw since last cleared
         self.token_counts: dict[str, int] = {}
         self._norm_tensors: list[tuple[Any, Any]] | None = None
+        self._channels: Any = None
         # for throughput reports: crops and texts through each tower, and the seconds of their forwards
         self.images_encoded = 0
         self.texts_encoded = 0
@@ -342,9 +368,14 @@ class ClipEncoder:
     def encode_crops(self, sources: Sequence[Any], load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]]) -> np.ndarray:
         """(N, D) float32, unit rows: the ``device`` preprocessing. ``load(source)`` runs in the worker
         threads and gives the decoded image, uint8 (H, W, 3), and its crops' pixel boxes
-        ``(x1, y1, x2, y2)``; each image is decoded once and sent to the device once as uint8, where
-        crops are cut as slices, resized (:func:`resize_crops`) and normalised in batches. Rows follow
-        the sources and, within one, its boxes.
+        ``(x1, y1, x2, y2)``. Rows follow the sources and, within one, its boxes.
+
+        The host only plans, in numpy (:mod:`vst_core.models.crop_plan`): the images of a window
+        (about :data:`WINDOW_BATCHES` batches of crops) are packed into one canvas sent to the
+        device in one copy; the window's crops are sorted by shape and cut into batches, each batch's
+        gather indices sent in one copy; the device cuts each shape group with one gather and
+        resizes it (:func:`resize_gathered`: the pixels of :func:`resize_crops`). So no torch call
+        is made per image or per crop, and photos of many sizes cost launches per shape group only.
 
         Raises ValueError when the model's preprocessing is not a resize + centre crop that
         :func:`tensor_transform` can reproduce.
@@ -356,15 +387,19 @@ class ClipEncoder:
                 f"use {option('preprocess', 'pil')}"
             )
         chunks: list[Any] = []  # embeddings left on the device, copied once at the end
-        order: list[int] = []  # row r of the chunks is crop order[r] (a batch's crops are grouped by shape)
-        pending: list[tuple[Any, PixelBox]] = []
+        order: list[int] = []  # row r of the chunks is crop order[r] (batches are sorted by shape)
         overlap = self.overlaps
-        # images decoded ahead: enough to cover a forward of a full batch (a GPU runs one while the
-        # workers decode), at least four a worker
-        ahead = max(4 * self.workers, AHEAD_IMAGES)
+        window_crops = WINDOW_BATCHES * self.batch_size
+        # images decoded ahead: a window's worth (a GPU runs one window while the workers decode the
+        # next), at least four a worker
+        ahead = max(4 * self.workers, AHEAD_IMAGES, -(-window_crops // 10))
+        queue = CropQueue(self.batch_size)
+        canvases: dict[int, Any] = {}  # each window's canvas on the device, while crops of it wait
+        window: list[tuple[np.ndarray, list[PixelBox]]] = []
+        counted = {"crops": 0, "windows": 0}
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="clip-decode") as pool:
             items = iter(sources)
-            queued: deque[Future[tuple[Any, list[PixelBox]]]] = deque()
+            queued: deque[Future[tuple[np.ndarray, list[PixelBox]]]] = deque()
 
             def top_up() -> None:
                 while len(queued) < ahead:
@@ -373,31 +408,50 @@ class ClipEncoder:
                         return
                     queued.append(pool.submit(self._host_image, load, item))
 
-            def flush() -> None:
+            def run(rows: np.ndarray) -> None:
                 if not overlap:  # on a CPU nothing decodes beside the forward (see encode_images)
                     for f in queued:
                         f.exception()
-                batch, rows = self._device_batch(pending, transform)
+                batch, _ = self._device_batch(self._plan_batch(rows, canvases), transform)
                 chunks.append(self._forward_device(batch))
-                done = len(order)  # crops of the earlier batches
-                order.extend(done + r for r in rows)
-                self.images_encoded += len(pending)
-                pending.clear()
+                order.extend(rows["idx"].tolist())
+                self.images_encoded += len(rows)
+
+            def close_window() -> None:
+                shapes = [pixels.shape for pixels, _ in window]
+                n = counted["windows"]
+                canvases[n], row0 = self._upload_canvas([pixels for pixels, _ in window])
+                boxes = [box for _, bs in window for box in bs]
+                photo_of = [k for k, (_, bs) in enumerate(window) for _ in bs]
+                queue.add(crop_table(boxes, photo_of, row0, shapes, start=counted["crops"], canvas=n))
+                counted["crops"] += len(boxes)
+                counted["windows"] += 1
+                window.clear()
+                for rows in queue.batches():
+                    run(rows)
+                for k in set(canvases) - queue.canvases:  # the device frees it once its gathers ran
+                    del canvases[k]
 
             top_up()
+            in_window = in_bytes = 0
             while queued:
-                host, boxes = queued.popleft().result()
+                pixels, boxes = queued.popleft().result()
                 if overlap:
                     top_up()
-                image = self._upload(host)
-                for box in boxes:
-                    pending.append((image, box))
-                    if len(pending) == self.batch_size:
-                        flush()
+                if boxes:
+                    window.append((pixels, boxes))
+                    in_window += len(boxes)
+                    in_bytes += pixels.nbytes
+                if in_window >= window_crops or in_bytes >= WINDOW_BYTES:
+                    close_window()
+                    in_window = in_bytes = 0
                 if not overlap:
                     top_up()
-            if pending:
-                flush()
+            if window:
+                close_window()
+            rest = queue.rest()
+            for k in range(0, len(rest), self.batch_size):
+                run(rest[k : k + self.batch_size])
         vectors = self._collect(chunks)
         if order != list(range(len(order))):
             out = np.empty_like(vectors)
@@ -405,21 +459,47 @@ class ClipEncoder:
             return out
         return vectors
 
-    def _host_image(self, load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]], item: Any) -> tuple[Any, list[PixelBox]]:
-        """A worker's part of :meth:`encode_crops`: decode, and pin the pixels on CUDA."""
+    def _host_image(
+        self, load: Callable[[Any], tuple[np.ndarray, list[PixelBox]]], item: Any
+    ) -> tuple[np.ndarray, list[PixelBox]]:
+        """A worker's part of :meth:`encode_crops`: decode (no torch call)."""
         pixels, boxes = load(item)
-        host = self._torch.from_numpy(np.ascontiguousarray(pixels, dtype=np.uint8))
-        return (host.pin_memory() if self.device == "cuda" else host), boxes
+        return np.ascontiguousarray(pixels, dtype=np.uint8), boxes
+
+    def _host_block(self, size: int, dtype: Any) -> Any:
+        """A flat host tensor of ``size`` items (fill it through ``.numpy()``), pinned on CUDA so its
+        copy is asynchronous; the copy is made from this tensor, so the caching host allocator keeps
+        the block until the copy is done."""
+        torch = self._torch
+        return torch.empty(size, dtype=torch.from_numpy(np.empty(0, dtype)).dtype, pin_memory=self.device == "cuda")
 
     def _upload(self, host: Any) -> Any:
-        """The decoded image on the device, uint8 (H, W, 3); asynchronous from pinned memory."""
+        """A host tensor on the device, in one copy (asynchronous from pinned memory)."""
         return host.to(self.device, non_blocking=True)
 
-    def _device_batch(self, crops: list[tuple[Any, PixelBox]], transform: TensorTransform) -> tuple[Any, list[int]]:
+    def _upload_canvas(self, photos: list[np.ndarray]) -> tuple[Any, np.ndarray]:
+        """(the photos packed into one canvas on the device as float32, each photo's first row):
+        one copy and one conversion a window."""
+        shapes = [p.shape for p in photos]
+        host = self._host_block(canvas_bytes(shapes), np.uint8)
+        canvas, row0 = pack(photos, host.numpy())
+        return self._upload(host[: canvas.size].view(canvas.shape)).to(self._torch.float32), row0
+
+    def _plan_batch(self, rows: np.ndarray, canvases: dict[int, Any]) -> CropBatch:
+        """The host's part of a batch: its gather indices in one (pinned) block."""
+        host = self._host_block(int((rows["h"] + rows["w"]).sum()), np.int64)
+        _, found = batch_indices(rows, host.numpy())
+        return CropBatch(rows, host, found, canvases)
+
+    def _device_batch(self, crops: CropBatch, transform: TensorTransform) -> tuple[Any, list[int]]:
         """Cut, resize and normalise a batch of crops on the device: (rows, order), row ``r`` being
-        crop ``order[r]`` (:func:`resize_crops_grouped`; nothing waits for the device)."""
-        batch, order = resize_crops_grouped([_cut(image, box) for image, box in crops], transform)
-        return self._normalise(batch), order
+        the batch's crop ``order[r]`` (:func:`resize_gathered`; nothing waits for the device)."""
+        torch = self._torch
+        if self._channels is None:
+            self._channels = torch.arange(3, device=self.device).view(1, 3, 1, 1)
+        block = self._upload(crops.block)
+        batch = resize_gathered(crops.canvases, block, crops.groups, transform, self._channels)
+        return self._normalise(batch), list(range(len(crops)))
 
     @property
     def embed_dim(self) -> int:

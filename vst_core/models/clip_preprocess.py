@@ -158,28 +158,55 @@ def resize_crops_grouped(crops: Sequence[Any], transform: TensorTransform) -> tu
     rounded and clamped to 8 bits."""
     import torch
 
-    ch, cw = transform.crop
     groups: dict[tuple[int, int], list[int]] = {}
     for k, crop in enumerate(crops):
         groups.setdefault((int(crop.shape[0]), int(crop.shape[1])), []).append(k)
     parts = []
     order: list[int] = []
-    for (h, w), idx in groups.items():
+    for idx in groups.values():
         x = torch.stack([crops[k] for k in idx]).permute(0, 3, 1, 2).contiguous().to(torch.float32)
-        nh, nw = resized_size(h, w, transform.size)
-        # two passes as Pillow makes them, widths first, each rounded to 8 bits (a clamped overshoot at
-        # a sharp edge is what Pillow's intermediate image keeps)
-        for size in ((h, nw), (nh, nw)):
-            if tuple(x.shape[-2:]) != size:
-                x = torch.nn.functional.interpolate(x, size=size, mode=transform.mode, align_corners=False, antialias=True)
-                x = x.round_().clamp_(0, 255)
-        top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
-        if top < 0 or left < 0:  # a crop larger than the resized image: torchvision pads with zeros
-            x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
-            top, left = max(top, 0), max(left, 0)
-        parts.append(x[:, :, top : top + ch, left : left + cw])
+        parts.append(resize_group(x, transform))
         order.extend(idx)
     return (parts[0] if len(parts) == 1 else torch.cat(parts)), order
+
+
+def resize_group(x: Any, transform: TensorTransform) -> Any:
+    """(n, 3, H, W) float32 pixel values 0-255 of crops of one shape (h, w), resized and
+    centre-cropped as ``transform`` says: two passes as Pillow makes them, widths first, each
+    rounded and clamped to 8 bits (a clamped overshoot at a sharp edge is what Pillow's
+    intermediate image keeps); a crop larger than the resized image is padded with zeros, as
+    torchvision's ``CenterCrop`` does."""
+    import torch
+
+    ch, cw = transform.crop
+    h, w = int(x.shape[-2]), int(x.shape[-1])
+    nh, nw = resized_size(h, w, transform.size)
+    for size in ((h, nw), (nh, nw)):
+        if tuple(x.shape[-2:]) != size:
+            x = torch.nn.functional.interpolate(x, size=size, mode=transform.mode, align_corners=False, antialias=True)
+            x = x.round_().clamp_(0, 255)
+    top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
+    if top < 0 or left < 0:
+        x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
+        top, left = max(top, 0), max(left, 0)
+    return x[:, :, top : top + ch, left : left + cw]
+
+
+def resize_gathered(canvases: Any, block: Any, found: Sequence[Any], transform: TensorTransform, channels: Any) -> Any:
+    """(N, 3, H, W) float32 pixel values 0-255 of a batch of crops planned by
+    :func:`vst_core.models.crop_plan.batch_indices`: per shape group one gather from its float32
+    (rows, W, 3) canvas (``canvases[g.canvas]``) by the rows and columns in the device's index
+    ``block`` (``channels``: ``arange(3)`` shaped (1, 3, 1, 1) on the device), then
+    :func:`resize_group`. Rows follow the batch; the pixels are those of :func:`resize_crops_grouped`
+    on the same crops cut as slices."""
+    import torch
+
+    parts = []
+    for g in found:
+        rows = block[g.rows : g.rows + g.n * g.h].view(g.n, 1, g.h, 1)
+        cols = block[g.cols : g.cols + g.n * g.w].view(g.n, 1, 1, g.w)
+        parts.append(resize_group(canvases[g.canvas][rows, cols, channels], transform))
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 def _cut(image: Any, box: PixelBox) -> Any:
