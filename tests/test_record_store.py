@@ -237,3 +237,35 @@ def test_a_story_whose_photo_is_missing_is_computed_on_every_run(
         assert sorted(computed) == (
             home if out == "b.jsonl" else sorted(s.key for s in read_story_set(stories, check_images=False))
         )
+
+
+def test_many_image_paths_resolve_as_one_at_a_time(tmp_path: Path) -> None:
+    """The batch resolution the reader and the keys use gives :func:`resolve_image`'s path, or
+    refuses what it refuses, through folder and file links inside and outside the set."""
+    from vst_core.data.paths import resolve_image, resolve_images
+
+    root, outside = tmp_path / "set", tmp_path / "outside"
+    (root / "images" / "deep").mkdir(parents=True)
+    outside.mkdir()
+    for name in ("a.jpg", "deep/b.jpg"):
+        (root / "images" / name).write_bytes(b"x")
+    (outside / "c.jpg").write_bytes(b"x")
+    (root / "inner").symlink_to(root / "images")  # a folder link inside the set
+    (root / "away").symlink_to(outside)  # a folder link leaving it
+    (root / "images" / "link.jpg").symlink_to(root / "images" / "a.jpg")
+    (root / "images" / "escape.jpg").symlink_to(outside / "c.jpg")
+    refs = [
+        "images/a.jpg", "images/deep/b.jpg", "inner/a.jpg", "inner/deep/b.jpg", "away/c.jpg", "images/link.jpg",
+        "images/escape.jpg", "images/missing.jpg", "missing/a.jpg", "images/../images/a.jpg", "./images/a.jpg",
+        "images//a.jpg", "images/", "", "  ", "/etc/passwd", "http://x/a.jpg", "images/a\x00.jpg", "o" * 300 + ".jpg",
+        "../outside/c.jpg", "a.jpg", "images\\a.jpg",
+    ]  # fmt: skip
+
+    def one(ref: str) -> str | None:
+        try:
+            return str(resolve_image(root, ref))
+        except ValueError:
+            return None
+
+    assert resolve_images(root, refs) == {ref: one(ref) for ref in refs}
+    assert resolve_images(root, ["inner/a.jpg"])["inner/a.jpg"] == str((root / "images" / "a.jpg").resolve())

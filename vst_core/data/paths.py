@@ -51,7 +51,12 @@ def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None)
     >>> found["images/1.jpg"] == str(resolve_image(top, "images/1.jpg")), found["../x.jpg"]
     (True, None)
     """
-    base = base if base is not None else root.resolve()
+    refs = list(refs)
+    if base is None:
+        try:
+            base = root.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: resolve_image says why, ref by ref
+            return dict.fromkeys(refs)
     folders: dict[str, str | None] = {}
     out: dict[str, str | None] = {}
     for ref in refs:
@@ -59,7 +64,7 @@ def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None)
             continue
         folder, _, name = ref.rpartition("/")
         simple = (
-            ref
+            ref.strip()
             and "\x00" not in ref
             and not ref.startswith("/")
             and "://" not in ref

@@ -22,6 +22,7 @@ from vst_core.data.paths import (
     ImagePathError,
     check_image,
     resolve_image,
+    resolve_images,
 )
 from vst_core.data.types import Problem, Splitter, Story, StorySet, StorySetError
 from vst_core.data.vwp import (
@@ -112,9 +113,11 @@ def load_json(text: str, *, per_record: bool = False, pairs: Callable[[list[tupl
 
 def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
     problems: list[Problem] = []
+    resolved = resolve_images(root, refs) if refs else {}  # the story's folder resolved once
     for k, ref in enumerate(refs):
+        found = resolved[ref]
         try:
-            path = resolve_image(root, ref)
+            path = Path(found) if found is not None else resolve_image(root, ref)  # the reason it is refused
         except ImagePathError as exc:
             problems.append(Problem(f"image {k + 1}: {exc}", "image", line=line, story_id=story_id))
             continue
