@@ -33,6 +33,7 @@ def default_cache_dir() -> Path:
 
 
 __all__ = [
+    "DEVICE_BATCH",
     "AVAILABLE_METRICS",
     "available_metrics",
     "CLIP_ENCODER_METRICS",
@@ -130,6 +131,12 @@ SIGNED_WITH_NEED: dict[str, frozenset[str]] = {
 }
 
 
+#: Model batch size on each device when ``batch_size`` is 0 (the default): on CUDA the size at which
+#: the benchmark's CLIP forward is fastest (docs/performance.md), on a CPU 32 (larger batches gain
+#: nothing there and hold more memory).
+DEVICE_BATCH: dict[str, int] = {"cuda": 256, "cpu": 32}
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything that can change a score. Two runs with equal settings give equal numbers."""
@@ -161,7 +168,7 @@ class Settings:
     # on a CPU, where Pillow is faster); the pixels differ slightly, so the signature records the choice
     preprocess: Literal["auto", "pil", "device"] = "auto"
     device: str = "auto"
-    batch_size: int = 32
+    batch_size: int = 0  # 0: by the device (DEVICE_BATCH: 256 on CUDA, 32 on a CPU)
     workers: int = 0  # image preprocessing threads; 0: one per core, at most 8
     # the metrics' own settings (each metric's ``options``), the ones set: ((name, value), ...) sorted;
     # given as keywords (``Settings(vrank_model=DIR)``) or as a mapping, read with :meth:`option`
@@ -174,8 +181,8 @@ class Settings:
             raise SettingsError(reason)
         if self.device not in ("auto", "cpu", "cuda"):
             raise SettingsError(f"device must be auto, cpu or cuda, got {self.device!r}")
-        if self.batch_size < 1:
-            raise SettingsError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.batch_size < 0:
+            raise SettingsError(f"batch_size must be >= 1 (or 0: by the device), got {self.batch_size}")
         if self.workers < 0:
             raise SettingsError(f"workers must be >= 0, got {self.workers}")
         if self.regions == "csv" and not self.regions_file:
@@ -248,6 +255,15 @@ class Settings:
     def with_(self, **changes: Any) -> Settings:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+    def batch_for(self, device: str | None) -> int:
+        """The model batch size on ``device`` (``cuda`` or ``cpu``): ``batch_size`` when set, else
+        :data:`DEVICE_BATCH`'s; a device not known (None) counts as a CPU.
+
+        >>> Settings().batch_for("cuda"), Settings().batch_for(None), Settings(batch_size=8).batch_for("cuda")
+        (256, 32, 8)
+        """
+        return self.batch_size or DEVICE_BATCH.get(device or "cpu", DEVICE_BATCH["cpu"])
 
     def as_dict(self) -> dict[str, Any]:
         """The fields that can change a score, for the signature (weights ids are added by

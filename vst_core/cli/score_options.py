@@ -130,7 +130,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where models run")
     p.add_argument(
-        "--batch-size", type=int, default=DEFAULTS.batch_size, help="model batch size (texts, region crops, sentence pairs)"
+        "--batch-size",
+        type=int,
+        default=DEFAULTS.batch_size,
+        help="model batch size (texts, region crops, sentence pairs); default: by the device, 256 on CUDA, 32 on a CPU",
     )
     p.add_argument(
         "--workers",

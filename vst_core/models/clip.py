@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from vst_core.config import DEVICE_BATCH
 from vst_core.models.clip_build import build_clip, download_clip
 from vst_core.models.clip_preprocess import (
     PixelBox,
@@ -569,7 +570,7 @@ def load_clip(
     checkpoint: str | Path | None = None,
     model_config: str | Path | None = None,
     device: str = "auto",
-    batch_size: int = 64,
+    batch_size: int = 0,
     workers: int = 0,
     activation: Activation = "auto",
 ) -> ClipEncoder:
@@ -579,7 +580,8 @@ def load_clip(
     the tag's activation (QuickGELU for OpenAI's weights) and preprocessing, so a first run and a
     later one build the same model. OpenAI's TorchScript archives and state dicts define their own
     architecture and always get QuickGELU; a checkpoint that does not say which activation it needs
-    must be told (``activation``, see :func:`resolve_clip_weights`). Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
+    must be told (``activation``, see :func:`resolve_clip_weights`). ``batch_size`` 0 is the
+    device's (:data:`vst_core.config.DEVICE_BATCH`). Every failure is a :class:`ModelLoadError` naming the model, the path and the fix.
     """
     if model_config is not None:
         import open_clip
@@ -595,6 +597,7 @@ def load_clip(
             f"unknown CLIP architecture {arch!r} (see open_clip.list_models(), or pass {option('clip_config', 'JSON')})"
         )
     device = resolve_device(device)
+    batch_size = batch_size or DEVICE_BATCH[device]
     if weights.path is None:
         weights = download_clip(weights)
     assert weights.path is not None
@@ -663,7 +666,8 @@ class LazyClipEncoder:
                     raise ModelLoadError(
                         f"CLIP weights changed while loading: expected {self.signature}, built {encoder.signature}"
                     )
-                encoder.batch_size = self._batch_size
+                if self._batch_size:
+                    encoder.batch_size = self._batch_size
                 self._encoder = encoder
                 if self._on_built is not None:
                     self._on_built(encoder)
@@ -675,7 +679,9 @@ class LazyClipEncoder:
 
     @property
     def batch_size(self) -> int:
-        return self._encoder.batch_size if self._encoder is not None else self._batch_size
+        if self._encoder is not None:
+            return self._encoder.batch_size
+        return self._batch_size or DEVICE_BATCH.get(self.device, DEVICE_BATCH["cpu"])
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:

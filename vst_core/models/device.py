@@ -30,6 +30,27 @@ def resolve_device(device: str = "auto") -> str:
     return device
 
 
+def likely_device(device: str = "auto") -> str:
+    """Where ``auto`` will run, guessed without importing torch (for sizes that only change speed,
+    such as the stories a chunk holds): ``cuda`` where torch already found a GPU, else where the
+    NVIDIA driver lists a GPU and ``CUDA_VISIBLE_DEVICES`` does not hide it all.
+
+    >>> likely_device("cpu"), likely_device("cuda")
+    ('cpu', 'cuda')
+    """
+    if device != "auto":
+        return device
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "x").strip() in ("", "-1"):
+        return "cpu"
+    try:
+        return "cuda" if os.listdir("/proc/driver/nvidia/gpus") else "cpu"
+    except OSError:
+        return "cpu"
+
+
 def keep_freed_memory() -> bool:
     """On glibc, keep the memory a CPU forward frees for the next one, as the allocators torch
     recommends for CPU inference do: by default glibc gives a freed block above its mmap threshold

@@ -23,6 +23,7 @@ from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
 from vst_core.metric_spec import registry
+from vst_core.models.device import likely_device
 from vst_core.records import StoryScores, read_record
 from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
 from vst_core.scoring.record_store import RecordStore, RunKeys, served_line, signature_text, stored_line
@@ -141,7 +142,7 @@ def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
     chunks (hashing the next images, the cache's writes) is paid rarely, and a partial last batch
     costs at most a thirty-second of a chunk."""
     per_story = max(1, images_per_story * settings.top_b)
-    return max(16, -(-32 * settings.batch_size // per_story))
+    return max(16, -(-32 * settings.batch_for(likely_device(settings.device)) // per_story))
 
 
 def _regions_file_problems(story_set: StorySet, models: Models) -> list[str]:

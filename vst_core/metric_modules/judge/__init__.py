@@ -199,7 +199,7 @@ def model(models: ModelsLike) -> Judge:
         from vst_core.metric_modules.judge.local import load_judge
 
         name = s.option("judge_vlm") if s.option("judge_images") else s.option("judge_model")
-        return load_judge(name, vision=s.option("judge_images"), device=s.device, batch_size=min(s.batch_size, 16))
+        return load_judge(name, vision=s.option("judge_images"), device=s.device, batch_size=min(s.batch_for(None), 16))
 
     return models.own(NAME, build)
 

@@ -77,7 +77,7 @@ def model(models: ModelsLike) -> PairScorer:
             tokenizer=s.option("coherence_tokenizer"),
             profile=s.option("coherence_profile"),
             device=s.device,
-            batch_size=s.batch_size,
+            batch_size=s.batch_for(None),
         )
 
     return models.own(NAME, build)

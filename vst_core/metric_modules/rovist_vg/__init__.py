@@ -144,7 +144,7 @@ def model(models: ModelsLike) -> RovistVGModel:
             glove=s.option("glove_file"),
             idf=s.option("rovist_vg_idf"),
             device=s.device,
-            batch_size=s.batch_size,
+            batch_size=s.batch_for(None),
         )
 
     return models.own(NAME, build)

@@ -57,7 +57,7 @@ def model(models: ModelsLike) -> VrankModel:
     def build(m: ModelsLike) -> VrankModel:
         from vst_core.metric_modules.vrank.ranker import load_vrank
 
-        return load_vrank(m.settings.option("vrank_model"), device=m.settings.device, batch_size=m.settings.batch_size)
+        return load_vrank(m.settings.option("vrank_model"), device=m.settings.device, batch_size=m.settings.batch_for(None))
 
     return models.own(NAME, build)
 
