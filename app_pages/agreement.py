@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import loading
 from dashboard.choices import with_options
-from dashboard.frame import page, shown, story_table
+from dashboard.frame import downloads, page, shown, story_table
 from dashboard.keys import JUDGEMENTS
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.meta_eval import METHODS, MetaReport, MetaSettings, best_per_aspect
@@ -243,20 +243,27 @@ def disagreements(report: MetaReport) -> None:
         also_system="worse_system",
         column_order=list(pairs.columns),
     )
-    st.download_button(
+    downloads("downloads-disagreements").download_button(
         "Disagreeing stories (CSV)",
         frame_csv(stories, [report.description]),
         "disagreements.csv",
         "text/csv",
         key="dl-disagreements",
         on_click="ignore",
+        wrap=True,
     )
 
 
 def _significance_colours(frame: pd.DataFrame) -> Any:
     """The matrix, green where the row's metric is significantly better than the column's, red where worse."""
     return frame.style.map(
-        lambda v: "" if not v.endswith("*") else ("background-color:#c6f6d5" if v.startswith("+") else "background-color:#fed7d7")
+        lambda v: (
+            "background-color:#c6f6d5"
+            if v.endswith("*") and v.startswith("+")
+            else "background-color:#fed7d7"
+            if v.endswith("*") and v.startswith("-")
+            else ""
+        )
     )
 
 
@@ -286,41 +293,46 @@ def metric_vs_metric(report: MetaReport) -> None:
         st.markdown(f"**{METHODS[method]} with the human '{md(aspect)}' rating**")
         st.dataframe(_significance_colours(versus_matrix(part, report.metrics)), width="stretch")
         matrix = versus_exports(versus_matrix(part, report.metrics), method, aspect, versus.describe(), report.description)
-        x, y = st.columns(2)
-        x.download_button(
-            "Matrix (LaTeX, booktabs)",
-            matrix["tex"],
-            "metric_vs_metric.tex",
-            "text/x-tex",
-            key="dl-versus-latex",
-            on_click="ignore",
-        )
-        y.download_button(
-            "Matrix (Markdown)",
-            matrix["md"],
-            "metric_vs_metric.md",
-            "text/markdown",
-            key="dl-versus-markdown",
-            on_click="ignore",
-        )
         st.dataframe(part.drop(columns=["aspect"]).round(4), hide_index=True, width="stretch")
     if len(accuracy):
         st.markdown(f"**Pairwise accuracy** on {len(report.pairs)} judged pairs (ties wrong; judged by story scores)")
         st.dataframe(_significance_colours(versus_matrix(accuracy, report.metrics)), width="stretch")
         st.dataframe(accuracy.round(4), hide_index=True, width="stretch")
     both = pd.concat([table.assign(kind="correlation"), accuracy.assign(kind="pairwise accuracy")], ignore_index=True)
-    st.download_button(
+    row = downloads("downloads-versus")
+    if aspect is not None and len(table):
+        row.download_button(
+            "Matrix (LaTeX, booktabs)",
+            matrix["tex"],
+            "metric_vs_metric.tex",
+            "text/x-tex",
+            key="dl-versus-latex",
+            on_click="ignore",
+            wrap=True,
+        )
+        row.download_button(
+            "Matrix (Markdown)",
+            matrix["md"],
+            "metric_vs_metric.md",
+            "text/markdown",
+            key="dl-versus-markdown",
+            on_click="ignore",
+            wrap=True,
+        )
+    row.download_button(
         "Metric vs metric (CSV)",
         frame_csv(both, [report.description, versus.describe()]),
         "metric_vs_metric.csv",
         "text/csv",
         key="dl-versus",
         on_click="ignore",
+        wrap=True,
     )
 
 
-def download(name: str, label: str) -> None:
-    st.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}", on_click="ignore")
+def download(row: Any, name: str, label: str) -> None:
+    """One of the report's CSV tables, as a button in a tab's row of downloads."""
+    row.download_button(label, report.csv(name), f"{name}.csv", "text/csv", key=f"dl-{name}", on_click="ignore", wrap=True)
 
 
 tabs = st.tabs(
@@ -370,25 +382,27 @@ with tabs[0]:
         )
     )
     st.dataframe(correlation_cells(report.system_correlations, method), width="stretch")
-    download("agreement_with_humans", "Story-level table (CSV)")
-    download("system_level", "System-level table (CSV)")
+    row = downloads("downloads-correlations")
+    download(row, "agreement_with_humans", "Story-level table (CSV)")
+    download(row, "system_level", "System-level table (CSV)")
     paper = agreement_exports(cells, method, settings.confidence, resampled_unit(report.correlations), report.description)
-    x, y = st.columns(2)
-    x.download_button(
+    row.download_button(
         "Story-level table (LaTeX, booktabs)",
         paper["tex"],
         "agreement.tex",
         "text/x-tex",
         key="dl-latex",
         on_click="ignore",
+        wrap=True,
     )
-    y.download_button(
+    row.download_button(
         "Story-level table (Markdown)",
         paper["md"],
         "agreement.md",
         "text/markdown",
         key="dl-markdown",
         on_click="ignore",
+        wrap=True,
     )
 with tabs[1]:
     disagreements(report)
@@ -398,7 +412,7 @@ with tabs[2]:
     aspect = y.selectbox("Aspect", report.aspects, key="scatter_aspect")
     if metric and aspect:
         st.plotly_chart(metric_scatter(report.data, metric, aspect, caption), key="scatter")
-    download("matched_data", "Matched scores and judgements (CSV)")
+    download(downloads("downloads-scatter"), "matched_data", "Matched scores and judgements (CSV)")
 with tabs[3]:
     st.caption(
         f"Pairs: {shown(report.pairs_source)}; {len(report.pairs)} pairs. A pair is correct only if the metric scores the better story strictly higher."
@@ -408,7 +422,6 @@ with tabs[3]:
         if report.pairs["agreement"].notna().any():
             st.caption("agreement = k: k raters order the pair as the aggregate does (VHED keeps pairs with k ≥ 4 of 5).")
         st.plotly_chart(gap_accuracy_figure(report.pairwise, caption), key="gap")
-    download("pairwise_accuracy", "Pairwise accuracy (CSV)")
     calibrated = report.tie_calibrated
     if len(calibrated):
         st.markdown("**With ties: WMT's tie calibration**")
@@ -420,11 +433,14 @@ with tabs[3]:
             "pairs have no ties, so ε only decides how the metric's own near-ties count."
         )
         st.dataframe(calibrated.round(4), hide_index=True, width="stretch")
-        download("pairwise_tie_calibrated", "Pairwise accuracy with tie calibration (CSV)")
-    download("pairs", "The pairs, with gap and common raters (CSV)")
     learned = {t: found for t, found in cards.items() if found[0] in report.metrics}
     if learned:
         learned_workbench(report, learned)
+    row = downloads("downloads-pairwise")
+    download(row, "pairwise_accuracy", "Pairwise accuracy (CSV)")
+    if len(calibrated):
+        download(row, "pairwise_tie_calibrated", "Pairwise accuracy with tie calibration (CSV)")
+    download(row, "pairs", "The pairs, with gap and common raters (CSV)")
 with tabs[4]:
     if len(report.bins):
         st.caption(
@@ -439,7 +455,7 @@ with tabs[4]:
         said = f"{md(owner.title)}; run {md(owner.name)}" if owner else "a metric; run it"
         st.info(f"T and P come from {said} to see the bins.")
     if len(report.bins):
-        download("bins", "Bins (CSV)")
+        download(downloads("downloads-bins"), "bins", "Bins (CSV)")
 with tabs[5]:
     if len(report.error_correlations):
         st.plotly_chart(error_heatmap(report.error_correlations, caption), key="errors")
@@ -448,11 +464,11 @@ with tabs[5]:
         st.info(
             "No binary error labels (grammar, repetition, description in isolation, absurdity, event or object mismatch) in the judgements."
         )
-    download("error_correlations", "Error correlations (CSV)")
+    download(downloads("downloads-errors"), "error_correlations", "Error correlations (CSV)")
 with tabs[6]:
     st.caption("Krippendorff's α (interval) per aspect")
     st.dataframe(report.agreement, hide_index=True, width="stretch")
-    download("inter_rater", "Inter-rater agreement (CSV)")
+    download(downloads("downloads-raters"), "inter_rater", "Inter-rater agreement (CSV)")
 
 with tabs[7]:
     metric_vs_metric(report)
@@ -502,7 +518,7 @@ def agreement_report() -> str:
     return view_report(view, "Agreement with humans", view.table.iloc[judged], judged[:8], meta=report, versus=versus)
 
 
-st.download_button(
+downloads().download_button(
     "Report (HTML, opens offline)",
     agreement_report,
     "agreement_report.html",
@@ -511,6 +527,7 @@ st.download_button(
     help="one self-contained file: the agreement table and figure, the metric-vs-metric matrices, "
     "the cards of the first judged stories with their evidence, the signature",
     on_click="ignore",
+    wrap=True,
 )
 st.divider()
 st.caption(f"{shown(report.description)} · judgements sha256 {text_digest(data, 12)}")

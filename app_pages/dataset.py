@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page, story_table
+from dashboard.frame import downloads, page, story_table
 from dashboard.keys import FOUND_SLICE
 from vst_core.analysis.slice_finder import MIN_SLICE, apply_conditions
 from vst_core.analysis.slices import T_SPLIT, Slice, apply_slice, p_split, problem_kinds
@@ -34,7 +34,7 @@ table = view.table
 numeric = [c for c in table_columns() if c in table.columns]
 systems = sorted(table["system"].unique())
 left, right = st.columns([3, 2])  # the systems' chips need the room (at 900 px, 2 of 4 showed in a narrower column)
-chosen = left.multiselect("Systems", systems, default=systems, key=f"systems-{view.key[:12]}")  # per data set
+chosen = left.multiselect("Systems", systems, default=systems, key=f"systems-{view.key[:12]}", wrap=True)  # per data set
 search = right.text_input("Search the story text", "", key="search").strip().lower()
 
 
@@ -94,7 +94,7 @@ if found_slice and found_slice.get("view") == view.key[:12]:  # a slice the slic
 
 a, b, c = st.columns([2, 1, 1])
 order = a.selectbox("Sort by", ["(file order)", *numeric, "sentences", "system", "story"], key="sort")
-descending = b.toggle("Descending", value=False, key="descending")
+descending = b.toggle("Descending", value=False, key="descending", wrap=True)
 pages = max(1, math.ceil(len(shown) / PAGE_ROWS))
 arranged = json_digest([view.key, order, descending, chosen, search, repr(cut)])
 if st.session_state.get("_arranged") != arranged:  # another order or filter starts again at page 1
@@ -145,7 +145,7 @@ def find_slices() -> None:
     a, b, c, d = st.columns(4)
     metric = str(a.selectbox("Metric", metrics, key="find_metric"))
     min_size = int(c.number_input("Smallest slice", 5, 1_000_000, MIN_SLICE, key="find_min"))
-    pairs = d.toggle("Pairs of descriptors", True, key="find_pairs")
+    pairs = d.toggle("Pairs of descriptors", True, key="find_pairs", wrap=True)
     if question.startswith("a metric"):
         judgements, label = loading.session_judgements(set(table["story"].astype(str)))
         if judgements is None or not judgements.aspects:
@@ -221,16 +221,17 @@ systems_all = systems
 find_slices()
 
 rows = shown.index.to_numpy()
-a, b, c = st.columns(3)
-a.download_button(
+row = downloads()
+row.download_button(
     "Download table (CSV)",
     lambda: export_csv(shown.drop(columns=["problems"], errors="ignore"), view.settings, view.inputs, recorded=view.recorded()),
     "scores.csv",
     "text/csv",
     key="dl-table",
     on_click="ignore",
+    wrap=True,
 )
-b.download_button(
+row.download_button(
     "Download records (JSON)",
     lambda: export_json(view.records_at(rows), view.settings, view.inputs, recorded=view.recorded()),
     "scores.json",
@@ -241,8 +242,9 @@ b.download_button(
     if len(rows) > MAX_JSON_RECORDS
     else "every record of the slice with its evidence, read from the scores files",
     on_click="ignore",
+    wrap=True,
 )
-c.download_button(
+row.download_button(
     "Report (HTML, opens offline)",
     lambda: view_report(view, "Dataset", shown, part.index.to_numpy()[:REPORT_CARDS]),
     "report.html",
@@ -251,4 +253,5 @@ c.download_button(
     help=f"one self-contained file: the slice's per-system means with intervals, figures, the cards of the first "
     f"{REPORT_CARDS} stories on this page with their evidence and images, the signature",
     on_click="ignore",
+    wrap=True,
 )

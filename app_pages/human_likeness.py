@@ -3,12 +3,14 @@ repetition (dHM, Surikuchi et al. 2024), with the distributions and the stories 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page, story_link
+from dashboard.frame import downloads, page, story_link
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.dhm_aspects import (
     ASPECTS,
@@ -71,13 +73,14 @@ def cell(mean: float | None, interval: tuple[float, float] | None, n: int) -> st
     return f"{mean:.4f}" + (f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval else "")
 
 
-def profile_section() -> None:
-    """Every measure against the human stories: dHM's distance for any measure, with its test."""
+def profile_section() -> str | None:
+    """Every measure against the human stories: dHM's distance for any measure, with its test; the
+    profile's CSV for the page's downloads (None without one)."""
     found = loading.profile(view.table, view.key, human, resamples)
     st.subheader("Profile: every measure against the human stories", divider="gray")
     if found.empty:
         st.info("No other system shares an image sequence with the human stories on any measure.")
-        return
+        return None
     st.caption(
         "Per system and measure, over the image sequences both it and the human stories have (each side's value on a "
         "sequence is the mean of its stories there): difference = mean of (system − human) [paired bootstrap 95% "
@@ -100,21 +103,34 @@ def profile_section() -> None:
     )[["system", "measure", "direction", "n", "human_mean", "system_mean", "difference", "distance", "p", "p_holm"]]
     st.dataframe(shown.rename(columns={"n": "N"}).round(4), hide_index=True, width="stretch", key="profile")
     head = [f"profile · {view.footer()}", f"human systems: {', '.join(human)}"]
-    st.download_button(
-        "Download the profile (CSV)",
-        frame_csv(found, head),
-        "human_likeness_profile.csv",
-        "text/csv",
-        key="dl-profile",
-        on_click="ignore",
-    )
+    return frame_csv(found, head)
+
+
+def download_row(profile: str | None, distances: Callable[[], str] | None = None) -> None:
+    """The page's downloads, in one row at its end: the profile's CSV and dHM's distances."""
+    row = downloads()
+    if profile is not None:
+        row.download_button(
+            "Download the profile (CSV)",
+            profile,
+            "human_likeness_profile.csv",
+            "text/csv",
+            key="dl-profile",
+            on_click="ignore",
+            wrap=True,
+        )
+    if distances is not None:
+        row.download_button(
+            "Download the distances (CSV)", distances, "dhm_distances.csv", "text/csv", key="dl-dhm", on_click="ignore", wrap=True
+        )
 
 
 if not available_aspects(view.table):
-    profile_section()
+    profile_csv = profile_section()
     st.info(
         "No story has a grounding, coherence or non-redundancy score: run those metrics, or load a scores file that has them."
     )
+    download_row(profile_csv)
     st.stop()
 if partial_note(aspects):
     st.warning(md(partial_note(aspects)) + ".", icon="⚠️")
@@ -139,7 +155,7 @@ if not report.systems:
     st.info("Every loaded story belongs to the human system(s): nothing to compare.")
     st.stop()
 
-profile_section()
+profile_csv = profile_section()
 
 st.subheader("Distributions", divider="gray")
 order = [*human, *(s.system for s in report.systems)]  # the human stories first, then the table's order
@@ -162,4 +178,4 @@ for col, a in zip(boxes, aspects, strict=True):
             help=f"against {', '.join(map(md, report.humans_of(int(top.row))))}; signed {getattr(top, f'signed_{a}'):+.3f}",
         )
 
-st.download_button("Download the distances (CSV)", report.csv, "dhm_distances.csv", "text/csv", key="dl-dhm", on_click="ignore")
+download_row(profile_csv, report.csv)

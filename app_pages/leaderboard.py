@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page
+from dashboard.frame import downloads, page
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATION_CAP, PERMUTATIONS, RESAMPLES, cluster_name
@@ -112,36 +112,51 @@ st.dataframe(
     key="board_pairs",
 )
 head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
-left, middle, right = st.columns(3)
-left.download_button(
+st.caption(signed)
+row = downloads()
+row.download_button(
     "Leaderboard (CSV)",
     frame_csv(board.standings_frame(), head),
     "leaderboard.csv",
     "text/csv",
     key="dl-board",
     on_click="ignore",
+    wrap=True,
 )
-middle.download_button(
-    "Pairwise tests (CSV)", frame_csv(board.pairs_frame(), head), "pairwise.csv", "text/csv", key="dl-pairs", on_click="ignore"
+row.download_button(
+    "Pairwise tests (CSV)",
+    frame_csv(board.pairs_frame(), head),
+    "pairwise.csv",
+    "text/csv",
+    key="dl-pairs",
+    on_click="ignore",
+    wrap=True,
 )
-right.download_button(
+row.download_button(
     "Everything (JSON)",
     json.dumps(board.to_json(), ensure_ascii=False, indent=1),
     "compare.json",
     "application/json",
     key="dl-compare",
     on_click="ignore",
+    wrap=True,
 )
 exports = leaderboard_exports(board)
-left.download_button(
+row.download_button(
     "Both tables (LaTeX, booktabs)",
     exports["leaderboard.tex"],
     "leaderboard.tex",
     "text/plain",
     key="dl-board-tex",
     on_click="ignore",
+    wrap=True,
 )
-middle.download_button(
-    "Both tables (Markdown)", exports["leaderboard.md"], "leaderboard.md", "text/markdown", key="dl-board-md", on_click="ignore"
+row.download_button(
+    "Both tables (Markdown)",
+    exports["leaderboard.md"],
+    "leaderboard.md",
+    "text/markdown",
+    key="dl-board-md",
+    on_click="ignore",
+    wrap=True,
 )
-st.caption(signed)

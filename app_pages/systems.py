@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import loading
-from dashboard.frame import page, story_table
+from dashboard.frame import downloads, page, story_table
 from vst_core.analysis.intervals import SMALL_N_NOTE
 from vst_core.analysis.leaderboard import PERMUTATIONS, RESAMPLES, with_tests
 from vst_core.analysis.systems import paired_sequences, win_tie_loss
@@ -77,11 +77,12 @@ if metric:
         also_system="system_b",
         column_order=list(ranked.columns),
     )
-    st.download_button(
+    downloads().download_button(
         "Download the comparison (CSV)",
         lambda: export_csv(paired, view.settings, view.inputs, recorded=view.recorded()),
         f"{a}-vs-{b}.csv",
         "text/csv",
         key="dl-systems",
         on_click="ignore",
+        wrap=True,
     )

@@ -299,6 +299,14 @@ def story_link(story_id: str, system: str | None, name: str = "story") -> dict[s
     return params
 
 
+def downloads(key: str = "downloads") -> Any:
+    """The one place a page (or a tab) puts its downloads: a row after everything else, its
+    buttons side by side and wrapping onto another row where the page is narrow (give each button
+    ``wrap=True`` so its label is never cut). ``key`` names the row (its element's class is
+    ``st-key-vst-<key>``)."""
+    return st.container(horizontal=True, key=f"vst-{key}", gap="small")
+
+
 def page(title: str, caption: str | None = None) -> RunView:
     """A page's title, the frame's notices and problems, and its view (the page stops without one)."""
     st.title(title)

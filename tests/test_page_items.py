@@ -99,3 +99,48 @@ def test_the_agreement_matrix_on_the_sample_shows_no_signed_zero(app_cache: None
     cells = [str(v) for frame in app.dataframe for v in frame.value.to_numpy().ravel()]
     assert any(c.startswith("0.000") for c in cells)  # the sample's equal agreements
     assert not [c for c in cells if c.startswith(("+0.000", "-0.000"))]
+
+
+def _download_rows(app: AppTest) -> tuple[list[str], list[tuple[str, str]]]:
+    """The main area's blocks in order (the row of downloads by its key) and each download button
+    with the key of the block holding it."""
+    order: list[str] = []
+    found: list[tuple[str, str]] = []
+
+    def walk(node: Any, holder: str) -> None:
+        for child in getattr(node, "children", {}).values():
+            block_id = str(getattr(child.proto, "id", "")) if child.type == "flex_container" else ""
+            key = block_id.split("-vst-", 1)[1] if "-vst-" in block_id else holder
+            if node is app.main:
+                order.append(key if "-vst-" in block_id else child.type)
+            if child.type == "download_button":
+                found.append((child.label, holder))
+            walk(child, key)
+
+    walk(app.main, "")
+    return order, found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["dataset", "systems", "leaderboard", "human"])
+def test_a_page_puts_its_downloads_in_one_row_at_its_end(name: str, app_cache: None) -> None:
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES[name])
+    app.run()
+    assert not app.exception, app.exception
+    order, found = _download_rows(app)
+    assert found and {holder for _, holder in found} == {"downloads"}, found
+    assert order[-3:] == ["downloads", "divider", "caption"]  # then the frame's footer
+
+
+@pytest.mark.slow
+def test_the_agreement_page_puts_each_tab_s_downloads_in_one_row(app_cache: None) -> None:
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES["meta"])
+    app.run()
+    assert not app.exception, app.exception
+    _, found = _download_rows(app)
+    holders: dict[str, list[str]] = {}
+    for label, holder in found:
+        holders.setdefault(holder, []).append(label)
+    assert all(holder.startswith("downloads") for holder in holders), holders
+    assert len(holders["downloads-correlations"]) == 4 and len(holders["downloads-pairwise"]) >= 2
+    assert holders["downloads"] == ["Report (HTML, opens offline)"]
