@@ -39,11 +39,18 @@ def resolve_image(root: Path, ref: str, *, base: Path | None = None) -> Path:
     return resolved
 
 
-def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None) -> dict[str, str | None]:
+#: Folders resolved by :func:`resolve_images`, by (root, folder): kept over one read of a story set.
+Resolved = dict[tuple[str, str], str | None]
+
+
+def resolve_images(
+    root: Path, refs: Iterable[str], *, base: Path | None = None, folders: Resolved | None = None
+) -> dict[str, str | None]:
     """:func:`resolve_image` of many refs at once, as text (None for a ref it refuses): each folder
     is resolved once, and a file in it that is not a symbolic link is that folder's resolved path
     and its name (the rest go through :func:`resolve_image`), so the paths are the same at a small
-    part of the cost: one ``lstat`` a file.
+    part of the cost: one ``lstat`` a file. ``folders`` keeps the folders (and ``root``) resolved
+    over several calls: the stories of one file.
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp()); (top / "images").mkdir(); _ = (top / "images" / "1.jpg").write_bytes(b"")
@@ -52,12 +59,17 @@ def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None)
     (True, None)
     """
     refs = list(refs)
+    folders = folders if folders is not None else {}
     if base is None:
-        try:
-            base = root.resolve()
-        except (OSError, RuntimeError):  # a symlink loop: resolve_image says why, ref by ref
+        if (str(root), "\x00") not in folders:
+            try:
+                folders[(str(root), "\x00")] = str(root.resolve())
+            except (OSError, RuntimeError):  # a symlink loop: resolve_image says why, ref by ref
+                folders[(str(root), "\x00")] = None
+        found = folders[(str(root), "\x00")]
+        if found is None:
             return dict.fromkeys(refs)
-    folders: dict[str, str | None] = {}
+        base = Path(found)
     out: dict[str, str | None] = {}
     for ref in refs:
         if ref in out:
@@ -74,10 +86,10 @@ def resolve_images(root: Path, refs: Iterable[str], *, base: Path | None = None)
         if not simple or any(p in ("", ".", "..") for p in parts):
             out[ref] = _one(root, ref, base)
             continue
-        if folder not in folders:
-            found = _one(root, folder, base) if folder else str(base)
-            folders[folder] = found
-        real = folders[folder]
+        known = (str(base), folder)
+        if known not in folders:
+            folders[known] = _one(root, folder, base) if folder else str(base)
+        real = folders[known]
         if real is None:
             out[ref] = _one(root, ref, base)
             continue

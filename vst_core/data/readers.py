@@ -20,6 +20,7 @@ from vst_core.data.kinds import not_what, wrong_kind
 from vst_core.data.paths import (
     IMAGE_SUFFIXES,
     ImagePathError,
+    Resolved,
     check_image,
     resolve_image,
     resolve_images,
@@ -111,9 +112,11 @@ def load_json(text: str, *, per_record: bool = False, pairs: Callable[[list[tupl
     return value
 
 
-def _image_problems(root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool) -> list[Problem]:
+def _image_problems(
+    root: Path, refs: tuple[str, ...], story_id: str, line: int | None, check: bool, folders: Resolved | None = None
+) -> list[Problem]:
     problems: list[Problem] = []
-    resolved = resolve_images(root, refs) if refs else {}  # the story's folder resolved once
+    resolved = resolve_images(root, refs, folders=folders) if refs else {}  # each folder resolved once
     for k, ref in enumerate(refs):
         found = resolved[ref]
         try:
@@ -167,8 +170,10 @@ def story_from_record(
     splitter: Splitter | None = None,
     check_images: bool = True,
     fallback_id: str = "story",
+    folders: Resolved | None = None,
 ) -> Story:
-    """Build a :class:`Story` from one story-set object; raises ValueError on a malformed one."""
+    """Build a :class:`Story` from one story-set object; raises ValueError on a malformed one.
+    ``folders`` keeps the image folders resolved from one story to the next (one file's)."""
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, got {type(record).__name__}")
     problems: list[Problem] = []
@@ -203,7 +208,7 @@ def story_from_record(
         problems.append(Problem("some sentences are empty", "empty", "warning", line, story_id))
     problems.extend(alignment_problems(len(sentences), frames, len(images), story_id, line))
     characters = _named(characters_of(record.get("characters")), problems, story_id, line)
-    problems.extend(_image_problems(root, images, story_id, line, check_images))
+    problems.extend(_image_problems(root, images, story_id, line, check_images, folders))
     if check_images:
         problems.extend(_crop_problems(root, images, characters, story_id, line))
     system = record.get("system")
@@ -363,6 +368,7 @@ def read_jsonl_stories(path: Path, *, splitter: Splitter | None = None, check_im
     root = path.parent
     stories: list[Story] = []
     problems: list[Problem] = []
+    folders: Resolved = {}  # the image folders, resolved once for the whole file
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
@@ -391,6 +397,7 @@ def read_jsonl_stories(path: Path, *, splitter: Splitter | None = None, check_im
                         splitter=splitter,
                         check_images=check_images,
                         fallback_id=f"{path.stem}-line{number}",
+                        folders=folders,
                     )
                 )
             except json.JSONDecodeError as exc:
@@ -417,6 +424,7 @@ def _stories_from_json(data: Any, path: Path, *, splitter: Splitter | None, chec
             f"{path}: expected a list of stories, {{'stories': [...]}}, {{story_id: text}} or a VIST annotation file"
         )
     stories: list[Story] = []
+    folders: Resolved = {}  # the image folders, resolved once for the whole file
     for index, record in enumerate(data):
         try:
             check_record(record, MAX_DEPTH - 2)
@@ -427,6 +435,7 @@ def _stories_from_json(data: Any, path: Path, *, splitter: Splitter | None, chec
                     splitter=splitter,
                     check_images=check_images,
                     fallback_id=f"{path.stem}-{index + 1}",
+                    folders=folders,
                 )
             )
         except ValueError as exc:

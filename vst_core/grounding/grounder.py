@@ -76,7 +76,7 @@ def parse_ahead(settings: Settings, memo: InputMemo, stories: Sequence[Story], p
         return None
     todo = list({s.key: s for s in stories}.values())
     keys = [memo.phrase_key(s.sentences, pipeline, reference) for s in todo]
-    known = memo.phrases(keys)
+    known = memo.phrases_known(keys)  # an entry that does not decode is parsed again when the grounder reads it
     missing = [(s, k) for s, k in zip(todo, keys, strict=True) if k not in known]
     if len(missing) < AHEAD_MIN:
         return None

@@ -113,6 +113,20 @@ class InputMemo:
 
         return self._store.run(query, default={})
 
+    def phrases_known(self, keys: Iterable[str]) -> set[str]:
+        """The keys of ``keys`` with stored phrases, their values not read (what is left to parse)."""
+        wanted = list(dict.fromkeys(keys))
+
+        def query(db: sqlite3.Connection) -> set[str]:
+            found: set[str] = set()
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(k for (k,) in db.execute(f"SELECT key FROM phrases WHERE key IN ({marks})", chunk))
+            return found
+
+        return self._store.run(query, default=set())
+
     def put_phrases(self, items: dict[str, list[NounPhrase]]) -> None:
         if items:
             rows = [(k, orjson.dumps([_phrase_row(p) for p in v])) for k, v in items.items()]
