@@ -696,7 +696,7 @@ def test_the_bundled_example_leaves_the_sessions_settings_as_they_were() -> None
     assert "equal to 1e-9: **100.00%**" in "".join(m.value for m in app.markdown)  # our side as the example computed it
     said = " ".join(c.value for c in app.main.caption)
     assert "computed again with the example's Definition reference, for this comparison only" in said
-    assert "Definition reference" in app.radio(key="compare_ours").value
+    assert "Definition reference" in str(app.radio(key="compare_ours").value)
     assert "ours: sig " in str(app.get("plotly_chart")[0].proto) and "NR reference n=4" in str(app.get("plotly_chart")[0].proto)
     app.toggle(key="compare_example").set_value(False).run()
     assert app.session_state["variant"] == "paper"

@@ -764,7 +764,8 @@ def test_the_bundled_example_leaves_the_sessions_nr_definition_in_chromium(serve
     """The example's toggle compares with the example's own definition on the Compare page alone:
     on and off, the link keeps no variant, the footer says NR paper, Inspect's space-ref keeps 0.948."""
     with sync_api.sync_playwright() as p:
-        browser, page = _browser(p, 1600, 1400)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.goto(server + "/compare")
         toggle = page.get_by_text("Try it with the bundled example")
         toggle.wait_for(timeout=90_000)
@@ -803,7 +804,8 @@ def test_a_story_typed_on_the_sample_joins_its_sequence_in_chromium(server: str)
     """Typed on Inspect, a story is drawn beside the sample sequence's four stories, under its five
     photos, with its scores; screenshots at 1600 and 900 px."""
     with sync_api.sync_playwright() as p:
-        browser, page = _browser(p, 1600, 1400)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 1400})
         page.goto(server + "/")
         sync_api.expect(page.locator(".vst-card")).to_have_count(4, timeout=90_000)
         _settled(page)
