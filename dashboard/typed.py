@@ -85,8 +85,8 @@ def scored(view: RunView, sequence_id: str, text: str) -> Typed | None:
     view's content key, the sequence and the text): for a set scored here, under the view's settings
     with the models the frame loaded, over every loaded story plus this one (so idf and a sequence's
     pairs are fitted as for the others); for scores files, over the sequence's stories plus this one
-    with the files' metrics that need no model (the others are named in ``left_out``). None for a
-    blank text."""
+    with the files' metrics that need no model (the others are named in ``left_out``; ValueError
+    when none is left). None for a blank text."""
     if not text.strip():
         return None
     return _scored(view, view.key, sequence_id, text)
@@ -105,6 +105,8 @@ def _scored(_view: RunView, key: str, sequence_id: str, text: str) -> Typed | No
         specs = registry().specs
         kept = tuple(m for m in settings.metrics if m in specs and not specs[m].computing.needs & NOT_FROM_FILES)
         left_out = tuple(specs[m].title if m in specs else m for m in settings.metrics if m not in kept)
+        if not kept:
+            raise ValueError(f"each metric of the scores files needs a model, and none runs beside them ({', '.join(left_out)})")
         settings = settings.with_(metrics=kept)
         context = "this sequence's stories and this one"
         stories = sequence

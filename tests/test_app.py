@@ -917,3 +917,18 @@ def test_a_typed_story_joins_a_sequence_of_scores_files_with_the_metrics_that_ne
     cards = _cards_of(app)
     assert len(cards) == 5 and "NR" in cards["**typed** · `typed-space-trip`"] and len(app.get("image")) == 5
     assert any("Typed here, scored over this sequence's stories and this one" in c.value for c in app.main.caption)
+
+
+def test_a_typed_story_beside_scores_that_all_need_a_model_says_why_it_is_not_scored(tmp_path: Path) -> None:
+    from vst_core.cli import main
+
+    released = tmp_path / "released_C.csv"
+    released.write_text("story_id,C_score\nspace-ref,0.5\nspace-generic,0.25\n")
+    out = tmp_path / "coherence.jsonl"
+    assert main(["import-scores", str(released), "--system", "released", "--out", str(out)]) == 0
+    app = make(source="Scores JSONL (no model needed)", scores_path=str(out))
+    app.text_area(key="typed_story").set_value(TYPED).run()
+    assert not app.exception
+    said = [w.value for w in app.warning if w.value.startswith("Your story could not be scored")]
+    assert said and "each metric of the scores files needs a model" in said[0] and "RoViST-C" in said[0]
+    assert len(_cards_of(app)) == 1  # the released story of the sequence, alone
