@@ -18,6 +18,7 @@ from conftest import SAMPLE, clip_args
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import Story, read_story_set
+from vst_core.data.scores_io import record_line
 from vst_core.scoring import runs
 from vst_core.scoring.record_store import FILE_NAME
 from vst_core.scoring.registry import Models
@@ -78,6 +79,10 @@ def test_a_rerun_reads_every_record_back_and_writes_the_same_bytes(tmp_path: Pat
     assert second == first
     fresh = _score(SAMPLE, tmp_path / "c.jsonl", tmp_path / "other-cache")  # a recomputation
     assert fresh == first
+    settings = Settings(metrics=("redundancy",))
+    unstored = Models(settings, cache_dir=tmp_path / "off", coherence=object())  # the store off: a model it cannot name
+    records = list(score_records(read_story_set(SAMPLE), settings, models=unstored))
+    assert "".join(record_line(r) + "\n" for r in records).encode("utf-8") == first
 
 
 def test_an_edited_sentence_computes_that_story_only(tmp_path: Path, computed: list[tuple[str, str]]) -> None:

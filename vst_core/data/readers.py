@@ -119,12 +119,13 @@ def _image_problems(
     resolved = resolve_images(root, refs, folders=folders) if refs else {}  # each folder resolved once
     for k, ref in enumerate(refs):
         found = resolved[ref]
-        try:
-            path = Path(found) if found is not None else resolve_image(root, ref)  # the reason it is refused
-        except ImagePathError as exc:
-            problems.append(Problem(f"image {k + 1}: {exc}", "image", line=line, story_id=story_id))
-            continue
-        if check and (why := check_image(path)):
+        if found is None:
+            try:
+                found = str(resolve_image(root, ref))  # raises the reason it is refused
+            except ImagePathError as exc:
+                problems.append(Problem(f"image {k + 1}: {exc}", "image", line=line, story_id=story_id))
+                continue
+        if check and (why := check_image(Path(found))):
             problems.append(Problem(f"image {k + 1}: {why}", "image", line=line, story_id=story_id))
     return problems
 

@@ -311,25 +311,28 @@ def _records(
     missing = {m: f"not run: {why}" for m, why in (unavailable or {}).items()}
     stamped = signature_text(signature) if store else ""
 
-    def compute(chunk: list[Story]) -> list[StoryScores]:
+    def compute(chunk: list[Story]) -> list[StoryScores | Served]:
         if sequences and (lacking := [s for s in chunk if s.key not in asked]):  # a stored record gone since
             together.update(set_results(story_set, lacking, settings, models, None))
             asked.update(s.key for s in lacking)
         records = score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together)
+        out: list[StoryScores | Served] = [replace(r, errors={**r.errors, **missing}) if missing else r for r in records]
         if store is not None and keying is not None:
             unkeyed = [s for s in chunk if s.key not in keys and not refused(s)]
             if unkeyed:  # photos hashed by this chunk: their digests are in the memo now
                 keys.update(keying.keys(unkeyed))
             rows = {}
-            for story, record in zip(chunk, records, strict=True):
+            for n, (story, record) in enumerate(zip(chunk, records, strict=True)):
                 key = keys.get(story.key)
                 line = stored_line(record) if key is not None and not refused(story) else None
                 if key is not None and line is not None:
                     rows[key] = (line, record.warnings)
+                    if lines and not missing:  # the line written is the one stored: the record made into JSON once
+                        out[n] = Served(served_line(line, stamped), record.warnings)
             store.put(rows)
         if bar is not None:
             bar.update(len(chunk))
-        return [replace(r, errors={**r.errors, **missing}) if missing else r for r in records]
+        return out
 
     block = max(2048, 4 * chunk_size)
     try:
@@ -348,7 +351,7 @@ def _records(
             if bar is not None and served:
                 bar.update(len(served))
             rest = [n for n in range(len(part)) if n not in served]
-            done: dict[int, StoryScores] = {}
+            done: dict[int, StoryScores | Served] = {}
             at = 0
             for n in range(len(part)):
                 if n in served:
