@@ -145,13 +145,15 @@ def test_a_judgements_file_cannot_put_commands_into_the_latex_tables(tmp_path: P
     assert all(re.fullmatch(r"\\label\{[A-Za-z0-9:._-]+\}", line) for line in tex.splitlines() if line.startswith("\\label"))
 
 
-@pytest.mark.slow  # scores the sample, writes a 5 MB file
+@pytest.mark.slow  # scores the sample
 def test_the_report_command_writes_tables_cards_and_paper_tables(tmp_path: Path) -> None:
     out = _report(tmp_path, "--latex", str(tmp_path / "t.tex"), "--markdown", str(tmp_path / "t.md"))
     html = out.read_text(encoding="utf-8")
     assert html.count('class="vst-story-card"') == 8 and html.count("data:image/jpeg;base64,") == 8 * 5
+    assert len(html.encode()) < 1_000_000 and html.count('<figure class="vst-static"><svg') == 4  # was 5.2 MB with plotly.js
     assert "Metric vs metric" in html and "Signature" in html and "meta-eval sig" in html
-    assert "cdn" not in html.lower().split("<script")[0]  # nothing in the head points outside
+    head = html.lower().split("</head>")[0]
+    assert "cdn" not in head and "http:" not in head and "https:" not in head  # nothing in the head points outside
     tex = (tmp_path / "t.tex").read_text()
     assert tex.count("\\begin{tabular}") >= 2 and "\\toprule" in tex
     assert "| metric |" in (tmp_path / "t.md").read_text()
@@ -179,7 +181,7 @@ def test_the_report_opens_offline_in_chromium_with_no_outside_request(tmp_path: 
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (python) not installed")
     if CHROMIUM is None:
         pytest.skip("chromium not installed")
-    out = _report(tmp_path)
+    out = _report(tmp_path, "--interactive")
     requests: list[str] = []
     console: list[str] = []
     with sync_api.sync_playwright() as p:
@@ -451,6 +453,30 @@ def test_a_one_sequence_report_draws_no_box_of_one_story_and_carries_no_plotly()
     html, figures, tables = build_report("Sequence", table, one, one[0].signature, "sig x", resamples=0)
     assert figures == {} and "Plotly" not in html and len(html) < 500_000
     assert tables["systems"].attrs["caption"] == "mean (N stories); no intervals were asked for"
+    assert "<h2>Figures</h2>" not in html and "<svg" not in html  # no heading with nothing under it
+    headings = re.findall(r"<section><h2>([^<]*)</h2>(.{0,7})", html)
+    assert [h for h, after in headings if after.startswith("</sect")] == [] and len(headings) == 3, headings
+
+
+def test_a_report_draws_its_figures_as_svg_and_embeds_plotly_only_when_asked() -> None:
+    """The report's figures are static SVG drawn in the file (kilobytes, no script); plotly's
+    interactive figures, with its 4.8 MB of JavaScript, only with ``interactive``."""
+    import vst_core as vst
+    from vst_core.viz.report import build_report
+
+    records = vst.score_stories(vst.read_story_set(SAMPLE / "stories.jsonl"), "redundancy")
+    table = vst.scores_frame(records)
+    html, figures, _ = build_report("Sample", table, [], records[0].signature, "sig x", resamples=0)
+    assert len(figures) == 3 and html.count('<figure class="vst-static"><svg') == 3 and html.count('class="vst-box"') == 3 * 4
+    assert "Plotly" not in html and "<script" not in html and len(html.encode()) < 40_000
+    assert "<h2>Figures</h2>" in html and html.count("sig x") >= 4  # every figure carries the settings line
+    interactive, _, _ = build_report("Sample", table, [], records[0].signature, "sig x", resamples=0, interactive=True)
+    static, plotly, size = (
+        interactive.count('<figure class="vst-static">'),
+        interactive.count("Plotly"),
+        len(interactive.encode()),
+    )
+    assert static == 0 and plotly > 0 and size > 3_000_000  # counted first: a failing `in` would print 4.8 MB
 
 
 def test_what_a_metric_draws_between_sentences_comes_from_its_spec_and_a_record_given_the_old_way_still_draws(

@@ -1,6 +1,6 @@
-"""``vst report SCORES... --out report.html``: one self-contained HTML report (tables, figures with
-plotly's JavaScript inline, story cards with their evidence and thumbnails, the signature) that
-opens offline; with ``--latex`` / ``--markdown`` the tables for a paper, with ``--figures`` the
+"""``vst report SCORES... --out report.html``: one self-contained HTML report (tables, figures drawn
+as inline SVG, or plotly's interactive ones with --interactive, story cards with their evidence and
+thumbnails, the signature) that opens offline; with ``--latex`` / ``--markdown`` the tables for a paper, with ``--figures`` the
 figures as SVG and PNG."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="one self-contained HTML report (tables, figures, story cards, signature); LaTeX/Markdown tables; SVG/PNG figures",
         description=(
             "Write one HTML file that opens offline and loads nothing from outside it: per-system means with "
-            "bootstrap intervals, a box plot per metric (plotly's JavaScript inline), with --judgements the "
+            "bootstrap intervals, a box plot per metric (drawn as SVG in the file; --interactive: plotly's), with --judgements the "
             "agreement with people and the metric-vs-metric matrices, story cards with their evidence and "
             "thumbnails embedded, and the signature."
         ),
@@ -71,6 +71,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--latex", type=Path, default=None, help="also write the tables as LaTeX (booktabs) to this file")
     p.add_argument("--markdown", type=Path, default=None, help="also write the tables as Markdown to this file")
     p.add_argument("--figures", type=Path, default=None, metavar="DIR", help="also write every figure as SVG and PNG into DIR")
+    p.add_argument(
+        "--interactive",
+        action="store_true",
+        help="plotly's interactive figures (zoom, hover) instead of static SVG: plotly.js, 4.8 MB, inline in the report",
+    )
 
 
 def _records(paths: list[Path]) -> tuple[list[StoryScores], list[str]]:
@@ -130,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         images_root=args.images,
         resamples=args.resamples,
         method=args.method,
+        interactive=args.interactive,
     )
     if args.images is None:
         note("no --images: the story cards have no thumbnails (give the folder the stories' image paths are relative to)")

@@ -1,8 +1,8 @@
-"""Reports that travel: one self-contained HTML file (tables, plotly figures with plotly's
-JavaScript inline, story cards with their evidence and thumbnails as data URLs, the settings
-signature) that opens offline and asks the network for nothing (a Content-Security-Policy allows
-only what the file holds); LaTeX (booktabs) and Markdown tables with intervals and significance
-marks; figures as SVG and PNG files.
+"""Reports that travel: one self-contained HTML file (tables, figures drawn as inline SVG, or
+plotly's interactive ones with its JavaScript inline on request, story cards with their evidence
+and thumbnails as data URLs, the settings signature) that opens offline and asks the network for
+nothing (a Content-Security-Policy allows only what the file holds); LaTeX (booktabs) and Markdown
+tables with intervals and significance marks; figures as SVG and PNG files.
 
 >>> cells = pd.DataFrame({"overall": ["0.412 [0.301, 0.520]* (n=120)"]}, index=pd.Index(["NR"], name="metric"))
 >>> print(markdown_table(cells, "Spearman"))
@@ -43,6 +43,7 @@ from vst_core.signature import signature
 from vst_core.viz.figures import caption_figure, correlation_bars
 from vst_core.viz.safe import html_text, plot_text
 from vst_core.viz.story import annotated_story, evidence_blocks, legend_html, score_cards_html, story_cards
+from vst_core.viz.svg import box_plot_svg, correlation_bars_svg
 from vst_core.viz.tables import RunView, correlation_cells, table_columns
 
 #: Nothing outside the file may load: styles inline, images and fonts as data URLs, and only the
@@ -68,6 +69,7 @@ table.vst-table th{background:#f7fafc}
 .vst-caption{color:#718096;font-size:0.8em}
 .vst-story-card{border:1px solid #e2e8f0;border-radius:8px;padding:10px;margin:10px 0}
 .vst-thumbs img{height:80px;margin-right:4px;border-radius:4px}
+figure.vst-static{margin:12px 0}
 pre.vst-signature{background:#f7fafc;padding:8px;font-size:0.75em;white-space:pre-wrap;word-break:break-all}
 """
 
@@ -157,9 +159,10 @@ def story_card_html(record: StoryScores, metrics: Sequence[str], images_root: Pa
 
 def report_html(title: str, sections: Sequence[Section], signature: Mapping[str, Any], description: str = "") -> str:
     """The whole report: one HTML document with a Content-Security-Policy that lets nothing load
-    from outside it, the sections in order, then the signature as JSON."""
+    from outside it, the sections in order (one with nothing in it left out: no empty heading),
+    then the signature as JSON."""
     nonce = secrets.token_urlsafe(18)
-    body = "".join(f"<section><h2>{html_text(s.title)}</h2>{s.html}</section>" for s in sections)
+    body = "".join(f"<section><h2>{html_text(s.title)}</h2>{s.html}</section>" for s in sections if s.html.strip())
     body = body.replace(_OWN_SCRIPT, f'<script nonce="{nonce}"')
     sig = json.dumps(signature, ensure_ascii=False, indent=1, sort_keys=True, default=str)
     return (
@@ -240,11 +243,14 @@ def build_report(
     images_root: Path | None = None,
     resamples: int = 1000,
     method: str = "spearman",
+    interactive: bool = False,
 ) -> tuple[str, dict[str, Any], dict[str, pd.DataFrame]]:
     """The report of a scores table: per-system means with intervals, a box plot per metric, with
     judgements (``meta``) the agreement table, its figure and the metric-vs-metric matrices
-    (``versus``), then the story ``cards``. Returns (the HTML, the figures by name, the paper
-    tables by name), every figure captioned with ``description`` (the signature's line)."""
+    (``versus``), then the story ``cards``. Returns (the HTML, the plotly figures by name, the
+    paper tables by name), every figure captioned with ``description`` (the signature's line).
+    The HTML's figures are static SVG drawn here (:mod:`vst_core.viz.svg`, a few kB each); with
+    ``interactive`` they are plotly's, its JavaScript (4.8 MB) inline once."""
     columns = [c for c in table_columns() if c in table and table[c].notna().any()]
     sections = []
     summary = system_summary(table, columns, resamples)
@@ -256,9 +262,11 @@ def build_report(
     )
     sections.append(Section("Systems", table_html(summary, f"{summary.attrs['caption']}; {SMALL_N_NOTE}")))
     figures: dict[str, Any] = {}
+    drawn: list[str] = []  # the static figures, in the figures' order
     if table.groupby("system").size().max() > 1:  # a box plot of one story per system shows nothing
         for column in [c for c in columns if direction_of(c) != "none"]:  # every ranked metric (not the first six)
             figures[f"per_system_{column}"] = caption_figure(_box(table, column), description)
+            drawn.append(box_plot_svg(table, column))
     tables: dict[str, pd.DataFrame] = {"systems": summary}
     if meta is not None and len(meta.correlations):
         cells = correlation_cells(meta.correlations, method).rename(columns=aspect_label)
@@ -268,6 +276,7 @@ def build_report(
         )
         tables["agreement"] = cells
         figures["agreement"] = correlation_bars(meta.correlations, method, description)
+        drawn.append(correlation_bars_svg(meta.correlations.assign(aspect=meta.correlations["aspect"].map(aspect_label)), method))
         html = table_html(cells, f"{cells.attrs['caption']}. {SMALL_N_NOTE}")
         if versus is not None and len(versus):
             for aspect in list(dict.fromkeys(versus["aspect"])):
@@ -281,8 +290,16 @@ def build_report(
                     matrix, matrix.attrs["caption"]
                 )
         sections.append(Section("Agreement with people", html))
-    plots = figures_html(list(figures.values()))
-    sections.append(Section("Figures", "".join(plots)))
+    if interactive:
+        plots = figures_html(list(figures.values()))
+    else:  # each figure drawn here, with the settings line under it
+        plots = [
+            f'<figure class="vst-static">{svg}<figcaption class="vst-caption">{html_text(description)}</figcaption></figure>'
+            for svg in drawn
+            if svg
+        ]
+    if plots:  # a report with nothing to draw (one story per system) has no Figures heading
+        sections.append(Section("Figures", "".join(plots)))
     if cards:
         sections.append(
             Section(
@@ -302,10 +319,12 @@ def view_report(
     meta: MetaReport | None = None,
     versus: pd.DataFrame | None = None,
     resamples: int = 1000,
+    interactive: bool = False,
 ) -> str:
     """A page's report as one HTML file: ``table`` (the page's rows of ``view.table``), the story
     cards of ``rows`` (positions in ``view.table``, their evidence read from the view) with
-    thumbnails from the view's image folder, and the view's signature (the scores files' for files)."""
+    thumbnails from the view's image folder, and the view's signature (the scores files' for files);
+    static figures, plotly's with ``interactive``."""
     recorded = view.recorded()
     sig: dict[str, Any] = {"scores": recorded[1] if recorded is not None else signature(view.settings, view.inputs)}
     description = view.footer()
@@ -323,6 +342,7 @@ def view_report(
         versus=versus,
         images_root=view.root,
         resamples=resamples,
+        interactive=interactive,
     )
     return html
 
