@@ -19,8 +19,9 @@ st.html(
       section[data-testid="stSidebar"] { width: 250px !important; min-width: 250px !important; }
     }
     /* the pages' names in the sidebar wrap onto a second line rather than end in "…" */
-    [data-testid="stSidebarNavLink"] span { white-space: normal !important; overflow: visible !important;
-      text-overflow: clip !important; }
+    [data-testid="stSidebarNavLink"] [data-testid="stMarkdownContainer"],
+    [data-testid="stSidebarNavLink"] [data-testid="stMarkdownContainer"] p {
+      white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
     [data-testid="stMain"] .stMarkdown p { word-break: normal; overflow-wrap: break-word; hyphens: none; }
     /* tabs wrap onto a second row rather than scroll out of sight; the selected one is underlined */
     [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }

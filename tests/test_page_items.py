@@ -144,3 +144,17 @@ def test_the_agreement_page_puts_each_tab_s_downloads_in_one_row(app_cache: None
     assert all(holder.startswith("downloads") for holder in holders), holders
     assert len(holders["downloads-correlations"]) == 4 and len(holders["downloads-pairwise"]) >= 2
     assert holders["downloads"] == ["Report (HTML, opens offline)"]
+
+
+@pytest.mark.slow
+def test_the_dataset_page_lets_its_labels_wrap_rather_than_cut_them(app_cache: None) -> None:
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES["dataset"])
+    app.run()
+    assert not app.exception, app.exception
+    widgets = [
+        *app.main.get("download_button"),
+        *app.main.get("multiselect"),
+        app.toggle(key="find_pairs"),
+        app.toggle(key="descending"),
+    ]
+    assert widgets and all(w.proto.wrap for w in widgets), [w.proto.id for w in widgets if not w.proto.wrap]
