@@ -274,3 +274,23 @@ def test_many_image_paths_resolve_as_one_at_a_time(tmp_path: Path) -> None:
 
     assert resolve_images(root, refs) == {ref: one(ref) for ref in refs}
     assert resolve_images(root, ["inner/a.jpg"])["inner/a.jpg"] == str((root / "images" / "a.jpg").resolve())
+
+
+def test_the_models_a_run_built_are_known_by_its_signature_and_a_callers_are_not() -> None:
+    """A run rebuilt from another's models (``vst score`` leaving out a metric whose model does not
+    load) is still served; a model a caller gives is not, but a CLIP encoder whose weights are the
+    ones the signature names is."""
+
+    class Scorer:
+        pass
+
+    class Clip:
+        signature = "ViT-B-32/openai@abc"
+
+    settings = Settings(metrics=("redundancy",))
+    first = Models(settings)
+    first.own("coherence", lambda models: Scorer())
+    assert Models(settings, **first.loaded()).known_models(None)
+    assert not Models(settings, coherence=Scorer()).known_models(None)
+    assert Models(settings, clip=Clip()).known_models("ViT-B-32/openai@abc")  # type: ignore[arg-type]
+    assert not Models(settings, clip=Clip()).known_models("ViT-B-32/openai@other")  # type: ignore[arg-type]
