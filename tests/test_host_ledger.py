@@ -94,3 +94,38 @@ def test_the_gathered_pixels_equal_the_sliced_ones(batch_size: int) -> None:
     for idx, (photo, box) in enumerate(crops):
         expected, _ = resize_crops_grouped([_cut(torch.from_numpy(photo), box)], transform)
         assert torch.equal(seen[idx], expected[0]), idx
+
+
+def test_the_graph_forward_pads_the_last_batch_and_copies_each_result() -> None:
+    """The bookkeeping of the CUDA-graph forward, with an eager replay on the CPU: full and partial
+    batches give the eager forward's rows, a result is not overwritten by the next replay, a batch
+    of another shape or a capture that fails runs eagerly."""
+    import torch
+
+    from vst_core.bench.ledger import tiny_clip
+    from vst_core.models.forward_graph import eager_capture, graph_forward
+
+    model = tiny_clip()
+
+    def forward(x: Any) -> Any:
+        with torch.inference_mode():
+            return torch.nn.functional.normalize(model.encode_image(x).float(), dim=-1)
+
+    torch.manual_seed(1)
+    full, part = torch.randn(4, 3, 224, 224), torch.randn(3, 3, 224, 224)
+    held: list[Any] = []
+    a = graph_forward(forward, full, held, 4, eager_capture)
+    b = graph_forward(forward, part, held, 4, eager_capture)
+    assert len(held) == 1 and held[0] is not None
+    assert torch.allclose(a, forward(full), atol=1e-6) and torch.allclose(b, forward(part), atol=1e-6)
+    assert torch.allclose(a, forward(full), atol=1e-6), "the second replay left the first result as it was"
+    other = torch.randn(2, 3, 224, 224)[:, :, :200]
+    with pytest.raises(RuntimeError):  # another shape is not the graph's: eager, where the tiny model refuses it
+        graph_forward(forward, other, held, 4, eager_capture)
+
+    def broken(fn: Any, static_in: Any) -> Any:
+        raise RuntimeError("capture failed")
+
+    fallback: list[Any] = []
+    assert torch.allclose(graph_forward(forward, full, fallback, 4, broken), forward(full), atol=1e-6)
+    assert fallback == [None]

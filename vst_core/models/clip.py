@@ -48,6 +48,7 @@ from vst_core.models.clip_weights import (
 )
 from vst_core.models.crop_plan import CropQueue, GroupIndex, batch_indices, canvas_bytes, crop_table, pack
 from vst_core.models.device import resolve_device
+from vst_core.models.forward_graph import ForwardGraph, graph_forward, graphs_wanted
 from vst_core.models.hub import ModelLoadError, SettingValueError, option
 
 __all__ = [
@@ -150,6 +151,7 @@ class ClipEncoder:
         self.token_counts: dict[str, int] = {}
         self._norm_tensors: list[tuple[Any, Any]] | None = None
         self._channels: Any = None
+        self._graphs: list[ForwardGraph | None] = []  # the captured image forward (CUDA), once captured
         # for throughput reports: crops and texts through each tower, and the seconds of their forwards
         self.images_encoded = 0
         self.texts_encoded = 0
@@ -200,11 +202,16 @@ class ClipEncoder:
         """
         torch = self._torch
         out = np.zeros((len(texts), self.embed_dim), np.float32)
-        for idx, tokens in self.text_batches(texts):
-            start = time.perf_counter()
-            emb = self.text_tower(tokens).float()
-            out[idx] = torch.nn.functional.normalize(emb, dim=-1).cpu().numpy()
-            self.text_seconds += time.perf_counter() - start
+        order: list[int] = []
+        parts = []
+        batches = self.text_batches(texts)
+        start = time.perf_counter()
+        for idx, tokens in batches:
+            parts.append(torch.nn.functional.normalize(self.text_tower(tokens).float(), dim=-1))
+            order.extend(idx)
+        if parts:  # one copy back for every batch: the only point where the host waits
+            out[order] = (parts[0] if len(parts) == 1 else torch.cat(parts)).cpu().numpy()
+        self.text_seconds += time.perf_counter() - start
         self.texts_encoded += len(texts)
         return out
 
@@ -217,10 +224,14 @@ class ClipEncoder:
 
     def text_batches(self, texts: Sequence[str]) -> list[tuple[list[int], Any]]:
         """(indices into ``texts``, their tokens on the device) per model batch of
-        :attr:`text_batch_size`, shortest texts first."""
+        :attr:`text_batch_size`, shortest texts first. Each text is tokenised once (open_clip's
+        tokenizer: its ids give the count and the tokens), and for a causal tower pooled at the end
+        token a batch's tokens are cut after its longest text on the host, so the device is never
+        asked how long they are."""
+        ids = self._token_ids(texts)
         lengths = []
-        for text in texts:
-            length = self._text_length(text)
+        for k, text in enumerate(texts):
+            length = len(ids[k]) if ids is not None else self._text_length(text)
             lengths.append(length or self.context_length)
             if length is not None and length > self.context_length:
                 log.warning("text of %d tokens truncated to CLIP's context length %d: %.60r", length, self.context_length, text)
@@ -230,15 +241,52 @@ class ClipEncoder:
         size = self.text_batch_size
         for start in range(0, len(texts), size):
             idx = order[start : start + size]
-            batches.append((idx, self.tokenizer([texts[i] for i in idx], context_length=self.context_length).to(self.device)))
+            if ids is not None:
+                tokens = self._tokens_of([ids[i] for i in idx])
+            else:
+                tokens = self._trimmed(self.tokenizer([texts[i] for i in idx], context_length=self.context_length))
+            batches.append((idx, tokens.to(self.device, non_blocking=True)))
         return batches
+
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]] | None:
+        """Each text's ids with its start and end tokens, for open_clip's own tokenizer (None for
+        any other: it is called as it is)."""
+        tok = self.tokenizer
+        if type(tok).__name__ != "SimpleTokenizer" or getattr(tok, "reduction_fn", None) is not None:
+            return None
+        sot, eot = getattr(tok, "sot_token_id", None), getattr(tok, "eot_token_id", None)
+        if sot is None or eot is None:
+            return None
+        return [[sot, *tok.encode(text), eot] for text in texts]
+
+    def _tokens_of(self, ids: Sequence[list[int]]) -> Any:
+        """The (N, L) token tensor open_clip's tokenizer makes of these ids: each cut at the context
+        length with its last token the end token, zeros after; L the longest where the tower can be
+        cut there (:func:`_trimmable`), else the context length."""
+        context = self.context_length
+        eot = self.tokenizer.eot_token_id
+        rows = [row if len(row) <= context else [*row[: context - 1], eot] for row in ids]
+        width = max((len(r) for r in rows), default=1) if self._trim else context
+        block = np.zeros((len(rows), width), np.int64)
+        for k, row in enumerate(rows):
+            block[k, : len(row)] = row
+        return self._torch.from_numpy(block)
+
+    def _trimmed(self, tokens: Any) -> Any:
+        """Host tokens cut after the batch's last non-padding position (where the tower allows it)."""
+        if not self._trim:
+            return tokens
+        used = np.flatnonzero(tokens.numpy().any(axis=0))
+        return tokens[:, : int(used[-1]) + 1 if len(used) else 1]
 
     def text_tower(self, tokens: Any) -> Any:
         """The text tower's forward on a batch of tokens (trimmed after the batch's longest text
         where that cannot change the vectors): the model's raw text embeddings."""
         torch = self._torch
         with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-            return _encode_text_trimmed(self.model, tokens) if self._trim else self.model.encode_text(tokens)
+            if self._trim:  # tokens cut on the host (text_batches): their width is the length
+                return _encode_text_trimmed(self.model, tokens, int(tokens.shape[1]))
+            return self.model.encode_text(tokens)
 
     def _prepare(self, item: Any, load: Callable[[Any], Any] | None) -> Any:
         """One image through the Pillow part of the preprocessing (a worker thread): uint8 (H, W, 3)
@@ -304,11 +352,22 @@ class ClipEncoder:
 
     def _forward_device(self, batch: Any) -> Any:
         """Unit image embeddings of a device batch, left where the model ran (fp16 autocast on CUDA):
-        on a GPU the call returns once the work is queued."""
+        on a GPU the call returns once the work is queued. On CUDA the forward is one captured graph
+        replayed for batches of :attr:`batch_size` rows, the last one padded
+        (:mod:`vst_core.models.forward_graph`; ``VST_CUDA_GRAPH=0`` keeps it eager)."""
         torch = self._torch
         start = time.perf_counter()
-        with torch.inference_mode(), torch.autocast("cuda", enabled=self.device == "cuda"):
-            emb = torch.nn.functional.normalize(self.model.encode_image(batch).float(), dim=-1)
+        cuda = self.device == "cuda"
+
+        def forward(x: Any) -> Any:
+            # autocast without its weight cache: a captured graph must not hold casts made outside it
+            with torch.inference_mode(), torch.autocast("cuda", enabled=cuda, cache_enabled=False if cuda else None):
+                return torch.nn.functional.normalize(self.model.encode_image(x).float(), dim=-1)
+
+        if cuda and graphs_wanted():
+            emb = graph_forward(forward, batch, self._graphs, self.batch_size)
+        else:
+            emb = forward(batch)
         self.image_seconds += time.perf_counter() - start
         return emb
 
@@ -523,12 +582,14 @@ def _trimmable(model: Any) -> bool:
     return causal and model.text_pool_type == "argmax" and bool(getattr(model.transformer, "batch_first", False))
 
 
-def _encode_text_trimmed(model: Any, tokens: Any) -> Any:
-    """open_clip's ``encode_text`` on the tokens up to the batch's last non-padding position."""
+def _encode_text_trimmed(model: Any, tokens: Any, length: int | None = None) -> Any:
+    """open_clip's ``encode_text`` on the tokens up to the batch's last non-padding position
+    (``length`` when the host knows it, else found on the device, which waits for it)."""
     import torch
 
-    used = (tokens != 0).any(dim=0).nonzero()
-    length = int(used.max()) + 1 if len(used) else 1
+    if length is None:
+        used = (tokens != 0).any(dim=0).nonzero()
+        length = int(used.max()) + 1 if len(used) else 1
     tokens = tokens[:, :length]
     cast_dtype = model.transformer.get_cast_dtype()
     x = model.token_embedding(tokens).to(cast_dtype) + model.positional_embedding[:length].to(cast_dtype)
