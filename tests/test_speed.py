@@ -352,6 +352,9 @@ def test_bench_smoke(tiny_clip: tuple[Path, Path], tmp_path: Path, capsys: pytes
     ):
         assert isinstance(printed[key], (int, float)) and printed[key] > 0, key
     assert printed["crops_encoded"] == 3 * 2 * 2 and printed["rss_stories"] == 4 and printed["rss_failed"] == 0
+    # the host-op ledger, counted on 4 and 8 photos: no per-photo upload, one copy back
+    assert printed["ledger_uploads_per_batch"] <= 2 and printed["ledger_d2h_per_chunk"] == 1
+    assert printed["ledger_torch_calls_per_photo_workers"] == 0
     # every text of the cold run went through the tower once; the forwards' share adds both towers
     assert printed["texts_encoded"] > 0
     forwards = printed["crops_encoded"] / printed["raw_crops_per_s"] + printed["texts_encoded"] / printed["raw_text_per_s"]
@@ -434,6 +437,35 @@ def test_trimmed_text_batches_match_the_full_forward_of_vit_b_32(monkeypatch: py
     monkeypatch.setattr("vst_core.models.clip.TEXT_BATCH_MIN", 1)
     assert [len(i) for i, _ in clip.text_batches(texts)] == [3, 2]
     np.testing.assert_allclose(clip.encode_text(texts), full, atol=1e-5)
+
+
+def test_texts_are_tokenised_once_into_the_tokens_the_tokenizer_gives() -> None:
+    """open_clip's tokenizer is asked once a text (its ids give the count and the tokens), and the
+    tokens built from them are the tokenizer's own, cut after the batch's longest text on the host
+    (so the tower never asks the device how long they are)."""
+    import torch
+
+    from vst_core.bench.inputs import random_clip
+
+    clip = random_clip("ViT-B-32", device="cpu", batch_size=64)
+    texts = ["a dog", "the big red balloon over the old city at night", "x", "!! wow !!", "", "word " * 100, "[male] met"]
+    full = clip.tokenizer(texts, context_length=clip.context_length)
+    calls = {"encode": 0}
+    encode = clip.tokenizer.encode
+
+    def counted(text: str) -> list[int]:
+        calls["encode"] += 1
+        return encode(text)
+
+    clip.tokenizer.encode = counted  # type: ignore[method-assign]
+    ((idx, tokens),) = clip.text_batches(texts)
+    assert calls["encode"] == len(texts)
+    assert tokens.shape[1] == clip.context_length  # the 100-word text fills the context
+    assert torch.equal(tokens, full[idx])
+    ((idx, short),) = clip.text_batches(texts[:3])
+    width = int(full[:3].any(dim=0).nonzero().max()) + 1  # the longest of the three, end token included
+    assert short.shape[1] == width < clip.context_length and torch.equal(short, full[:3][idx][:, :width])
+    assert clip.token_counts["word " * 100] == 102
 
 
 def test_a_cold_run_encodes_each_text_of_its_stories_once(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:

@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vst_core.bench.inputs import _TEMPLATES, _fill, write_photos
+from vst_core.bench.inputs import _TEMPLATES, MIXED_SIZES, Sizes, _fill, write_photos
 from vst_core.bench.run import shared_run_metrics
+from vst_core.config import DEVICE_BATCH
 
 
-def write_story_set(
-    folder: Path, sequences: int, images_per_story: int, size: tuple[int, int], *, seed: int = 0, workers: int = 0
-) -> Path:
+def write_story_set(folder: Path, sequences: int, images_per_story: int, size: Sizes, *, seed: int = 0, workers: int = 0) -> Path:
     """``folder/stories.jsonl``: one template story of five sentences over each of ``sequences``
     image sequences, their photos written by ``workers`` processes (one per core). Returns its path."""
     import random
@@ -82,11 +81,11 @@ class E2EConfig:
     sequences: int = 600
     images_per_story: int = 5
     regions: int = 10
-    image_size: tuple[int, int] = (500, 375)
+    image_size: Sizes = MIXED_SIZES  # photos of 24 sizes, as varied as VIST's
     arch: str = "ViT-B-32"
     model_config: str | None = None
     device: str = "cpu"
-    batch_size: int = 256
+    batch_size: int = 0  # 0: the user's default, by the device (the stand-in stands for CUDA: 256)
     workers: int = 0
     stand_in: str | None = None  # "CROPS_PER_S[,TEXTS_PER_S]": forwards as waits
     metrics: str = ""  # "": the metrics of the shared e2e run (each metric's ``Bench.runs``)
@@ -151,8 +150,12 @@ def score_command(config: E2EConfig, stories: Path, checkpoint: Path, out: Path,
         str(config.regions),
         "--device",
         config.device,
-        "--batch-size",
-        str(config.batch_size),
+        # the user's command leaves the batch size to the device; the stand-in stands for CUDA's
+        *(
+            ["--batch-size", str(config.batch_size or (DEVICE_BATCH["cuda"] if config.stand_in else 0))]
+            if config.batch_size or config.stand_in
+            else []
+        ),
         *(["--workers", str(config.workers)] if config.workers else []),
         "--cache-dir",
         str(cache),
@@ -229,7 +232,7 @@ def end_to_end(
         e2e_warm_forwards=runs["warm"][1].get("crops", 0),
     )
     if reference:
-        figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 4)
+        figures["e2e_vs_raw" if raw_crops_per_s else "e2e_vs_standin"] = round(rate / reference, 6)
     cpu = found.get("cpu_seconds") or {}
     figures["e2e_cpu_ms_per_1000_crops"] = {k: round(1e6 * v / max(crops, 1), 1) for k, v in cpu.items()}
     figures["e2e_warm_cpu_seconds"] = runs["warm"][1].get("cpu_seconds")

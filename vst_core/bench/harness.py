@@ -65,7 +65,7 @@ from vst_core.bench.grounding_phases import (
     warm_phase,
     warm_stories_phase,
 )
-from vst_core.bench.inputs import random_clip, synthetic_story_set
+from vst_core.bench.inputs import random_clip, sizes_of, synthetic_story_set
 from vst_core.bench.memory import peak_rss
 from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as before
     CUDA_E2E_TARGETS,
@@ -84,7 +84,7 @@ from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as be
     replicas,
 )
 from vst_core.bench.throughput import text_throughput
-from vst_core.config import Settings
+from vst_core.config import DEVICE_BATCH, Settings
 from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
 
@@ -136,6 +136,24 @@ def standin_phase(run: BenchRun, settings: Settings) -> Figures:
     }
 
 
+def ledger_phase(run: BenchRun, batch_size: int) -> Figures:
+    """ledger: the host-op ledger of the ``device`` image path (:mod:`vst_core.bench.ledger`),
+    counted on ``prep_images`` (at most 96) and twice as many photos of the run's sizes at the
+    CUDA default batch of 256 (on CUDA, the batch the raw phase found best); no timing, so the
+    figures are the same on any machine."""
+    from vst_core.bench.ledger import ledger_figures
+
+    sizes = sizes_of(run.config.image_size)
+    batch = batch_size if run.device == "cuda" else DEVICE_BATCH["cuda"]
+    run.say(f"ledger: host ops of the device path on photos of {len(sizes)} size(s), batch {batch}")
+    figures = ledger_figures(max(2, min(96, run.config.prep_images)), sizes, batch_size=batch)
+    run.say(
+        f"ledger: {figures['ledger_kernels_per_crop']} kernels and {figures['ledger_torch_calls_per_crop']} torch calls a crop, "
+        f"{figures['ledger_kernels_per_batch']} kernels a batch, predicted host {figures['ledger_predicted_host_ms_per_batch']} ms a batch"
+    )
+    return figures
+
+
 def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
     """e2e: ``vst score`` end to end in new processes, cold and warm (:mod:`vst_core.bench.e2e`)."""
     from vst_core.bench.e2e import E2EConfig, end_to_end
@@ -150,7 +168,7 @@ def e2e_phase(run: BenchRun, raw_crops_per_s: float | None) -> Figures:
         arch=config.arch,
         model_config=config.clip_config,
         device=run.device,
-        batch_size=run.clip.batch_size if cuda else STANDIN_BATCH,
+        batch_size=0 if cuda else STANDIN_BATCH,  # on CUDA the user's default: by the device
         workers=config.workers,
         stand_in=None if cuda else config.stand_in,
         seed=config.seed,
@@ -192,6 +210,8 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
             workers=run.clip.workers,
             preprocess=settings.image_preprocess,
         )
+        if "ledger" not in skip:
+            result.update(ledger_phase(run, best))
         if "prep" not in skip:
             result.update(prep_phase(run, settings))
         if "pipeline" not in skip:
@@ -242,7 +262,7 @@ def _machine(config: BenchConfig, device: str, batch_sizes: tuple[int, ...]) -> 
         "stories": config.stories,
         "images_per_story": config.images_per_story,
         "regions_per_image": config.regions,
-        "image_size": list(config.image_size),
+        "image_size": [list(s) for s in sizes_of(config.image_size)],
         "batch_sizes_tried": list(batch_sizes),
     }
 

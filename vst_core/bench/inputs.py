@@ -51,6 +51,29 @@ def _fill(template: str, pick: random.Random) -> str:
 #: Textures drawn once per writer process; each photo is one of them shifted, tinted and re-noised.
 _TEXTURES = 6
 
+#: Photo sizes (width, height) of a collection as varied as VIST's Flickr photos: landscape and
+#: portrait, 4:3, 3:2, 16:9 and square, from 333 to 1024 pixels a side. ``mixed`` photos cycle
+#: through them, so a chunk holds every size.
+MIXED_SIZES: tuple[tuple[int, int], ...] = (
+    (500, 375), (375, 500), (500, 333), (333, 500), (500, 281), (640, 480), (480, 640), (1024, 768),
+    (768, 1024), (1024, 683), (683, 1024), (800, 600), (600, 800), (500, 500), (1024, 576), (720, 540),
+    (500, 400), (400, 500), (640, 427), (427, 640), (500, 354), (354, 500), (612, 612), (960, 720),
+)  # fmt: skip
+
+#: One photo size, or several cycled through.
+Sizes = tuple[int, int] | tuple[tuple[int, int], ...]
+
+
+def sizes_of(size: Sizes) -> tuple[tuple[int, int], ...]:
+    """The sizes photos cycle through.
+
+    >>> sizes_of((500, 375)), len(sizes_of(MIXED_SIZES))
+    (((500, 375),), 24)
+    """
+    if len(size) == 2 and all(isinstance(v, int) for v in size):
+        return (size,)  # type: ignore[return-value]
+    return tuple(size)  # type: ignore[arg-type]
+
 
 def _texture(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
@@ -59,15 +82,17 @@ def _texture(rng: np.random.Generator, width: int, height: int) -> np.ndarray:
     return np.clip((base + rng.normal(0, 0.15, (height, width, 3)) + 1) * 127.5, 0, 255).astype(np.uint8)
 
 
-def _write_part(job: tuple[Path, list[str], tuple[int, int], int]) -> None:
-    """Write the photos ``names`` under ``folder``: distinct content each (shift, tint, noise)."""
+def _write_part(job: tuple[Path, list[tuple[str, tuple[int, int]]], int]) -> None:
+    """Write the photos ``(name, (width, height))`` under ``folder``: distinct content each (shift,
+    tint, noise), cut from textures of the largest size."""
     from PIL import Image
 
-    folder, names, (width, height), seed = job
+    folder, named, seed = job
     rng = np.random.default_rng(seed)
-    textures = [_texture(rng, width, height) for _ in range(_TEXTURES)]
-    for name in names:
-        base = textures[int(rng.integers(_TEXTURES))]
+    full_w, full_h = max(w for _, (w, _) in named), max(h for _, (_, h) in named)
+    textures = [_texture(rng, full_w, full_h) for _ in range(_TEXTURES)]
+    for name, (width, height) in named:
+        base = textures[int(rng.integers(_TEXTURES))][:height, :width]
         shifted = np.roll(base, (int(rng.integers(height)), int(rng.integers(width))), axis=(0, 1))
         tint = rng.integers(-40, 40, 3).astype(np.int16)
         noise = rng.integers(-12, 12, (height, width, 1), dtype=np.int16)
@@ -75,11 +100,14 @@ def _write_part(job: tuple[Path, list[str], tuple[int, int], int]) -> None:
         Image.fromarray(pixels).save(folder / name, quality=90)
 
 
-def write_photos(folder: Path, names: list[str], size: tuple[int, int], *, seed: int = 0, workers: int = 0) -> None:
+def write_photos(folder: Path, names: list[str], size: Sizes, *, seed: int = 0, workers: int = 0) -> None:
     """Write the JPEG photos ``names`` (paths under ``folder``) in ``workers`` processes (one per
-    core): textured, each of distinct content, about as costly to decode as a VIST photo."""
+    core): textured, each of distinct content, about as costly to decode as a VIST photo; of one
+    size, or cycling through several (:data:`MIXED_SIZES`)."""
+    cycle = sizes_of(size)
+    named = [(name, cycle[k % len(cycle)]) for k, name in enumerate(names)]
     workers = max(1, min(workers or os.cpu_count() or 1, len(names)))
-    jobs = [(folder, names[k::workers], size, seed * 1000 + k) for k in range(workers) if names[k::workers]]
+    jobs = [(folder, named[k::workers], seed * 1000 + k) for k in range(workers) if named[k::workers]]
     if len(jobs) > 1:
         with ProcessPoolExecutor(max_workers=len(jobs)) as pool:
             list(pool.map(_write_part, jobs))
@@ -89,7 +117,7 @@ def write_photos(folder: Path, names: list[str], size: tuple[int, int], *, seed:
 
 
 def synthetic_story_set(
-    folder: Path, stories: int, images_per_story: int, size: tuple[int, int], *, stories_per_sequence: int = 1, seed: int = 0
+    folder: Path, stories: int, images_per_story: int, size: Sizes, *, stories_per_sequence: int = 1, seed: int = 0
 ) -> StorySet:
     """Write ``stories`` template stories of 5 sentences over JPEG images into ``folder`` and read
     them back; ``stories_per_sequence`` stories share one image sequence (as VIST's annotators do).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vst_core.bench.inputs import synthetic_sentences, synthetic_words
+from vst_core.bench.inputs import MIXED_SIZES, Sizes, synthetic_sentences, synthetic_words
 from vst_core.data import StorySet
 from vst_core.metric_spec import BENCH_PHASES, Bench, BenchPhase, BenchSize, BenchValue, ReplicaRequest, SharedRun, registry
 from vst_core.models.clip import ClipEncoder
@@ -99,7 +99,7 @@ class BenchConfig:
     stories: int = 16
     images_per_story: int = 5
     regions: int = 10
-    image_size: tuple[int, int] = (500, 375)
+    image_size: Sizes = MIXED_SIZES  # photos of 24 sizes (or one WxH), as varied as VIST's
     arch: str = "ViT-B-32"
     clip_config: str | None = None  # open_clip model-config JSON registering ``arch``
     batch_sizes: tuple[int, ...] = ()  # () = 8,16,32 on CPU; 64..512 on CUDA
@@ -133,6 +133,9 @@ class BenchConfig:
         """A config from :func:`dataclasses.asdict` through JSON (its lists are tuples again)."""
         again: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
         again["sizes"] = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.get("sizes", {}).items()}
+        size = raw.get("image_size")
+        if isinstance(size, list) and size and isinstance(size[0], list):
+            again["image_size"] = tuple(tuple(v) for v in size)
         return cls(**again)
 
     def size(self, name: str) -> Any:

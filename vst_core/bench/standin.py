@@ -7,9 +7,12 @@ changes that a user never sees:
 - with ``--stand-in``, CLIP's image and text forwards become waits of ``batch / rate`` seconds
   (``time.sleep`` releases the GIL, as a process waiting on a GPU does) returning random unit
   vectors of the model's width, and the device-side steps (upload, cut, resize, normalise) are
-  left to the wait, as a GPU does them beside the host. Every other step takes the path a CUDA run
-  takes: decoding overlaps the forwards, images go through pinned-memory's host side, embeddings are
-  collected once per chunk.
+  left to the wait, as a GPU does them beside the host. What the host itself spends launching
+  them is charged as busy time that holds the GIL, as the host-op ledger predicts it on the
+  16-core H100 host (:func:`host_charge`: 30 µs a kernel-launching torch call, 2.5 µs any other;
+  the eager forward's ~350 launches, 7 launches and ~12 calls a crop shape group). Every other
+  step takes the path a CUDA run takes: decoding overlaps the forwards, images go through
+  pinned-memory's host side, embeddings are collected once per chunk.
 - with ``--trace FILE``, the wall-clock time of the first forward, and the CPU seconds of each stage
   (decode, crop/resize, text, forwards' host side, aggregation, writing) as the threads that ran
   them spent them, are written to FILE as JSON when the command exits.
@@ -35,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from vst_core.bench.ledger import predicted_host_ms
 from vst_core.models.clip import ClipEncoder, CropBatch
 
 #: Texts per second of the stand-in's text tower when only the image rate is given: CLIP's text
@@ -133,6 +137,23 @@ _DEVICE = _Device()
 _REAL_COLLECT = ClipEncoder._collect
 
 
+#: Kernel-launching torch calls of one eager forward of ViT-B/32 under CUDA autocast (the ledger's
+#: 348 Python-level calls, 195 compute ops and ~150 casts), of each crop shape group of the device
+#: path (gather, two resizes, two roundings, two clamps) and of a batch besides (index upload,
+#: join, normalisation), and the other torch calls of a group and of a batch (views, slices).
+FORWARD_LAUNCHES = 350
+GROUP_LAUNCHES, GROUP_CALLS = 7, 5
+BATCH_LAUNCHES, BATCH_CALLS = 5, 6
+
+
+def host_charge(seconds: float) -> None:
+    """Busy ``seconds`` holding the GIL (released only at the interpreter's switch interval), as
+    the Python that launches GPU work holds it."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 class StandInEncoder(ClipEncoder):
     """The product's encoder with the accelerator replaced by a timeline of waits: each image
     forward takes ``batch / crops_per_s`` seconds of the device and each text forward
@@ -158,9 +179,13 @@ class StandInEncoder(ClipEncoder):
         return host
 
     def _device_batch(self, crops: CropBatch, transform: Any) -> Any:
+        groups = len(crops.groups)
+        launching, other = BATCH_LAUNCHES + GROUP_LAUNCHES * groups, BATCH_CALLS + GROUP_CALLS * groups
+        host_charge(predicted_host_ms(launching, other) / 1000)
         return np.zeros(len(crops)), list(range(len(crops)))
 
     def _forward_device(self, batch: Any) -> Any:
+        host_charge(predicted_host_ms(FORWARD_LAUNCHES, 0) / 1000)
         seconds = len(batch) / self.crops_per_s
         _queue(seconds, self.clock)
         self.image_seconds += seconds

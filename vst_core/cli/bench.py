@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from vst_core.bench.harness import BenchConfig, Log, run_bench
+from vst_core.bench.inputs import MIXED_SIZES
 from vst_core.bench.run import all_phases, metric_phases, metric_sizes
 from vst_core.bench.standin import parse_rates
 from vst_core.cli.common import EXIT_USAGE, DefaultsHelp, error
@@ -25,7 +26,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--stories", type=int, default=d.stories, help="stories in the throughput set")
     p.add_argument("--images-per-story", type=int, default=d.images_per_story, help="images per story")
     p.add_argument("--regions", type=int, default=d.regions, help="regions per image (top-b)")
-    p.add_argument("--image-size", default="x".join(map(str, d.image_size)), help="synthetic image size WxH")
+    p.add_argument(
+        "--image-size",
+        default="mixed",
+        help="synthetic photo size WxH, or 'mixed': 24 sizes from 333 to 1024 pixels a side, as varied as VIST's photos",
+    )
     p.add_argument("--arch", default=d.arch, help="open_clip architecture, built with random weights")
     p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --arch")
     p.add_argument(
@@ -93,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         unknown = [p for p in skip if p not in phases]
         if unknown:
             raise ValueError(f"unknown phase(s) {', '.join(unknown)}; phases: {', '.join(phases)}")
-        width, height = (int(v) for v in args.image_size.lower().split("x"))
+        mixed = args.image_size.strip().lower() == "mixed"
+        width, height = (1, 1) if mixed else tuple(int(v) for v in args.image_size.lower().split("x"))
         batch_sizes = tuple(int(v) for v in args.batch_sizes.split(",") if v.strip())
         prep_workers = tuple(int(v) for v in args.prep_workers.split(",") if v.strip())
         sizes = {size.name: size.parse(getattr(args, f"size_{size.name}")) for size in metric_sizes()}
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         stories=args.stories,
         images_per_story=args.images_per_story,
         regions=args.regions,
-        image_size=(width, height),
+        image_size=MIXED_SIZES if mixed else (width, height),
         arch=args.arch,
         clip_config=args.clip_config,
         batch_sizes=batch_sizes,

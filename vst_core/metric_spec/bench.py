@@ -27,7 +27,7 @@ BenchValue = int | float | str | tuple[int, ...]
 SharedRun = Literal["grounding", "warm", "memory", "e2e"]
 #: ``vst bench``'s own phases, in their order (each metric's run between ``text`` and ``rss``); no
 #: metric's phase may be named like one.
-BENCH_PHASES: tuple[str, ...] = ("raw", "prep", "pipeline", "warm", "standin", "e2e", "text", "rss")
+BENCH_PHASES: tuple[str, ...] = ("raw", "ledger", "prep", "pipeline", "warm", "standin", "e2e", "text", "rss")
 #: ``vst bench``'s own options (a test keeps them equal to the command's): no metric's size may take one.
 BENCH_FLAGS: frozenset[str] = frozenset(
     {
