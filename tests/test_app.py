@@ -105,7 +105,8 @@ def test_inspect_downloads_carry_the_signature(at: AppTest) -> None:
 
     exported = pd.read_csv(io.StringIO(export_csv(pd.DataFrame({"x": [1]}), settings, inputs)))  # a plain read_csv
     about = str(exported["provenance"].iat[0])
-    assert list(exported.columns) == ["x", "provenance"] and about.startswith(f"sig {signature_id}")
+    assert list(exported.columns) == ["x", "signature_id", "provenance"] and about.startswith(f"sig {signature_id}")
+    assert str(exported["signature_id"].iat[0]) == signature_id
     assert json.loads(about.split(" | signature ", 1)[1])["id"] == signature_id
 
 

@@ -36,9 +36,9 @@ def test_no_text_cell_is_evaluated_and_each_reads_back(values: list[str]) -> Non
     frame = pd.DataFrame({"story": values, "score": np.linspace(-1, 1, len(values))})
     rows = cells(frame_csv(frame, ["=1+1 a description\non a second line"]))
     assert rows[0] == ["story", "score", "provenance"]
-    for (story, score, about), value in zip(rows[1:], values, strict=True):
+    for k, ((story, score, about), value) in enumerate(zip(rows[1:], values, strict=True)):
         assert not evaluated(story) and not evaluated(score) and not evaluated(about)
-        assert about == "'=1+1 a description on a second line"  # what produced it, beside the numbers, as text
+        assert about == ("'=1+1 a description on a second line" if k == 0 else "")  # what produced it, once, as text
         assert (story[1:] if story != value else story) == value  # the apostrophe is the only change
     assert [float(r[1]) for r in rows[1:]] == list(np.linspace(-1, 1, len(values)))  # numbers unchanged
 
@@ -99,8 +99,28 @@ def test_dashboard_exports_carry_no_formula() -> None:
     table = pd.DataFrame({"story": HOSTILE, "system": ["@m"] * len(HOSTILE), "NR": np.arange(len(HOSTILE)) - 2.5})
     text = export_csv(table, Settings())
     header = next(csv.reader(io.StringIO(text, newline="")))
-    assert header[-1] == "provenance" and "signature" in cells(text)[1][-1]
+    assert header[-2:] == ["signature_id", "provenance"] and "signature" in cells(text)[1][-1]
     assert [c for row in cells(text) for c in row if evaluated(c)] == []
+
+
+def test_each_row_names_its_signature_by_id_and_the_file_holds_it_whole_once() -> None:
+    """Every row of an exported table carries the id of the signature that produced it, and the
+    signature itself (the settings, the weights' and inputs' digests) is in the file once, in the
+    first row's provenance cell; a plain ``pandas.read_csv`` reads it. 112 rows were 100 kB when
+    every row repeated the whole signature."""
+    from vst_core.config import Settings
+    from vst_core.signature import signature
+    from vst_core.viz.tables import export_csv
+
+    sig = signature(Settings(), {"stories": "0" * 16})
+    table = pd.DataFrame({"story": [f"s{k}" for k in range(112)], "system": "m", "NR": np.linspace(0, 1, 112)})
+    text = export_csv(table, Settings(), {"stories": "0" * 16})
+    read = pd.read_csv(io.StringIO(text), dtype={"signature_id": str})
+    assert (read["signature_id"] == sig["id"]).all() and len(read) == 112
+    whole = json.dumps(sig, sort_keys=True)
+    assert text.count('""settings""') == 1 and read["provenance"].notna().sum() == 1  # the JSON once (quoted as CSV)
+    assert json.loads(str(read["provenance"].iat[0]).split(" | signature ", 1)[1]) == json.loads(whole)
+    assert len(text.encode()) < 12_000 + len(whole), len(text.encode())
 
 
 #: The product's code: only csv_out writes a CSV (through pandas, its cells made safe first).

@@ -418,7 +418,8 @@ def test_report_on_the_sample(sample_scores: Path) -> None:
     assert report.pairs_source.startswith("every two stories") and len(report.pairs) > 0
     assert report.signature["scores_signatures"] == [records[0].signature_id]
     table = pd.read_csv(io.StringIO(report.csv("pairwise_accuracy")))
-    assert table["provenance"].str.startswith(f"meta-eval sig {report.signature['id']}").all()
+    assert (table["signature_id"].astype(str) == report.signature["id"]).all()
+    assert str(table["provenance"].iat[0]).startswith(f"meta-eval sig {report.signature['id']}")
     json.dumps(report.to_json())
 
 
@@ -448,7 +449,8 @@ def test_cli_writes_the_same_numbers(sample_scores: Path, tmp_path: Path) -> Non
     assert written["signature"]["id"] == expected["signature"]["id"]
     tables = sorted(p.name for p in (tmp_path / "csv").iterdir())
     assert "agreement_with_humans.csv" in tables and "bins.csv" in tables
-    assert pd.read_csv(tmp_path / "csv" / "system_level.csv")["provenance"].str.startswith("meta-eval sig ").all()
+    system_level = pd.read_csv(tmp_path / "csv" / "system_level.csv", dtype={"signature_id": str})
+    assert str(system_level["provenance"].iat[0]).startswith("meta-eval sig ") and system_level["signature_id"].notna().all()
 
 
 def test_cli_reports_ids_that_do_not_match(sample_scores: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

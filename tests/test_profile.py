@@ -81,7 +81,7 @@ def test_the_command_and_the_library_give_the_same_profile(tmp_path: Path) -> No
     assert main(["dhm", str(scores), "--out", str(out), "--profile", "--csv", str(tmp_path / "csv"), "--pairing", "story"]) == 0
     records, _ = vst.read_scores(scores)
     want = vst.human_likeness_profile(records)
-    written = pd.read_csv(tmp_path / "csv" / "profile.csv").drop(columns="provenance")
+    written = pd.read_csv(tmp_path / "csv" / "profile.csv").drop(columns=["signature_id", "provenance"])
     pd.testing.assert_frame_equal(written, pd.read_csv(io.StringIO(want.to_csv(index=False))), check_dtype=False)
     assert [r["measure"] for r in json.loads(out.read_text())["profile"]] == list(want["measure"])
 
