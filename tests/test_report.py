@@ -163,7 +163,7 @@ def test_the_report_command_writes_tables_cards_and_paper_tables(tmp_path: Path)
 def test_figure_files_as_svg_and_png(tmp_path: Path) -> None:
     pytest.importorskip("kaleido", reason="figure files need kaleido")
     if not (shutil.which("chromium") or shutil.which("google-chrome")):
-        pytest.skip("figure files need Chrome or Chromium")
+        pytest.skip("figure files need Chrome or Chromium (Debian: apt-get install chromium)")
     out = _report(tmp_path, "--figures", str(tmp_path / "fig"))
     assert out.is_file()
     svg = tmp_path / "fig" / "per_system_NR.svg"

