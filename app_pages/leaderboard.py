@@ -14,8 +14,7 @@ from dashboard.frame import downloads, page
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE
 from vst_core.analysis.leaderboard import ALPHA, PERMUTATION_CAP, PERMUTATIONS, RESAMPLES, cluster_name
-from vst_core.data.csv_out import frame_csv
-from vst_core.viz.report import leaderboard_exports
+from vst_core.viz.report import leaderboard_csv, leaderboard_exports
 from vst_core.viz.safe import md
 
 view = page(
@@ -111,12 +110,12 @@ st.dataframe(
     width="stretch",
     key="board_pairs",
 )
-head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
+tables = leaderboard_csv(board)  # the page's words and cluster letters, the signature's id on every row
 st.caption(signed)
 row = downloads()
 row.download_button(
     "Leaderboard (CSV)",
-    frame_csv(board.standings_frame(), head),
+    tables["leaderboard.csv"],
     "leaderboard.csv",
     "text/csv",
     key="dl-board",
@@ -125,7 +124,7 @@ row.download_button(
 )
 row.download_button(
     "Pairwise tests (CSV)",
-    frame_csv(board.pairs_frame(), head),
+    tables["pairwise.csv"],
     "pairwise.csv",
     "text/csv",
     key="dl-pairs",

@@ -208,3 +208,27 @@ def test_an_export_gets_the_mode_the_umask_gives(tmp_path: Path, mask: int) -> N
     finally:
         os.umask(before)
     assert (tmp_path / "t.csv").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_the_leaderboard_csv_says_what_the_page_shows() -> None:
+    """The Leaderboard's CSV names its clusters by the letters the page shows (A the best, not 1)
+    and its columns by the page's words (N, 95% low, 95% high); the numbers stay numbers."""
+    import vst_core as vst
+    from vst_core.viz.report import leaderboard_csv
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"story": f"{s}{k}", "sequence": f"q{k}", "system": s, "NR": base + rng.normal(0, 0.02)}
+        for k in range(20)
+        for s, base in (("a", 0.9), ("b", 0.5), ("c", 0.5))
+    ]
+    board = vst.compare(pd.DataFrame(rows), resamples=100, permutations=200)
+    table = pd.read_csv(io.StringIO(leaderboard_csv(board)["leaderboard.csv"]))
+    assert list(table.columns) == [
+        "metric", "direction", "rank", "cluster", "system", "N", "mean", "95% low", "95% high", "small N",
+        "signature_id", "provenance",
+    ]  # fmt: skip
+    assert table.set_index("system")["cluster"].to_dict() == {"a": "A", "b": "B", "c": "B"}
+    assert table["mean"].dtype == float and table["95% low"].dtype == float and table["N"].tolist() == [20] * 3
+    pairs = pd.read_csv(io.StringIO(leaderboard_csv(board)["pairwise.csv"]))
+    assert len(pairs) == 3 and (pairs["signature_id"] == board.signature["id"]).all()

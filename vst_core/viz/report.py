@@ -32,10 +32,11 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.intervals import SMALL_N_MARK, SMALL_N_NOTE, has_interval
-from vst_core.analysis.leaderboard import Leaderboard
+from vst_core.analysis.leaderboard import Leaderboard, cluster_name
 from vst_core.analysis.meta_eval import METHODS, MetaReport
 from vst_core.analysis.meta_eval.stats import resampled_unit
 from vst_core.analysis.meta_eval.versus import versus_matrix
+from vst_core.data.csv_out import frame_csv
 from vst_core.data.images import thumbnail
 from vst_core.data.paths import resolve_image
 from vst_core.records import StoryScores, direction_of
@@ -775,6 +776,31 @@ def leaderboard_exports(board: Leaderboard) -> dict[str, str]:
     }
 
 
+#: The leaderboard's numbers as the Leaderboard page names them (its "Every number" table).
+STANDING_WORDS = {"n": "N", "ci_low": "95% low", "ci_high": "95% high", "small_n": "small N"}
+
+
+def leaderboard_standings(board: Leaderboard) -> pd.DataFrame:
+    """One row per (metric, system), best first within a metric, as the Leaderboard page shows
+    them: the cluster as its letter (A the best; empty for a descriptor), the columns by the page's
+    words (``N``, ``95% low``, ``95% high``); numbers stay numbers (no interval below the minimum N:
+    empty, with ``small N`` true where the page shows the mark)."""
+    frame = board.standings_frame()
+    letters = [None if pd.isna(c) else cluster_name(int(c)) for c in frame["cluster"]]
+    return frame.assign(cluster=letters).rename(columns=STANDING_WORDS)
+
+
+def leaderboard_csv(board: Leaderboard) -> dict[str, str]:
+    """``leaderboard.csv`` (:func:`leaderboard_standings`) and ``pairwise.csv`` (the paired tests),
+    each row with the compare signature's id and its whole JSON once
+    (:func:`~vst_core.data.csv_out.frame_csv`)."""
+    head = [f"compare sig {board.signature.get('id', '?')}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
+    return {
+        "leaderboard.csv": frame_csv(leaderboard_standings(board), head),
+        "pairwise.csv": frame_csv(board.pairs_frame(), head),
+    }
+
+
 def write_figure(fig: Any, stem: Path) -> list[Path]:
     """``stem``.svg and ``stem``.png through plotly's image export (kaleido with a Chrome or
     Chromium); raises RuntimeError saying why when it is not available."""
@@ -803,6 +829,9 @@ __all__ = [
     "markdown_table",
     "markdown_text",
     "agreement_exports",
+    "leaderboard_csv",
+    "leaderboard_exports",
+    "leaderboard_standings",
     "aspect_label",
     "once",
     "paper_exports",
