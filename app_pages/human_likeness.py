@@ -85,7 +85,7 @@ def profile_section() -> str | None:
         "Per system and measure, over the image sequences both it and the human stories have (each side's value on a "
         "sequence is the mean of its stories there): difference = mean of (system − human) [paired bootstrap 95% "
         f"interval, {resamples} resamples of the sequences], p: paired approximate randomization (two-sided, ± its "
-        "Monte-Carlo standard error), p_holm over the system's measures; distance = mean |system − human| [bootstrap "
+        "Monte-Carlo standard error; exact, ± 0, where every one of the 2ᴺ sign flips is counted), p_holm over the system's measures; distance = mean |system − human| [bootstrap "
         f"interval], dHM's per-aspect distance for any measure ({md(aspect_title('G'))} over tanh, as dHM). Direction: which way the "
         f"measure is better (none: a descriptor, to compare with people, not to rank). N: sequences. {SMALL_N_NOTE}"
     )

@@ -86,7 +86,8 @@ st.subheader("Pairwise tests", divider="gray")
 pairs = len(board.systems) * (len(board.systems) - 1) // 2
 st.caption(
     f"d = A − B per sequence: mean difference with its paired-bootstrap 95% interval; p: paired approximate "
-    f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}; doubled, up to "
+    f"randomization ({permutations:,} random sign flips of the differences, two-sided, seed {seed}, or every one of "
+    f"the 2ᴺ flips when there are at most {permutations:,}: an exact p with p_se 0; doubled, up to "
     f"{PERMUTATION_CAP:,}, while {ALPHA} lay within 3 Monte-Carlo standard errors of p: column permutations; all "
     f"tests within {board.permutation_budget.get('budget') or 0:,} draws, "
     f"{board.permutation_budget.get('drawn', 0):,} drawn, a test the budget stopped marked stopped_early) "

@@ -49,7 +49,7 @@ st.caption(
     "*better*: higher, or lower for the repetition measures *inter* and *intra* and the misalignment *T*; a descriptor "
     f"such as *P* has none); a tie is equal within 1e-9. Differences are {md(a)} − {md(b)} as measured, with their "
     f"paired-bootstrap 95% interval ({RESAMPLES:,} resamples of the sequences), the paired approximate-randomization "
-    f"p (two-sided: every one of the 2^N sign flips when there are at most {PERMUTATIONS:,}, an exact p with p_se 0; "
+    f"p (two-sided: every one of the 2ᴺ sign flips when there are at most {PERMUTATIONS:,}, an exact p with p_se 0; "
     f"else {PERMUTATIONS:,} random ones, seed 0, more while α = 0.05 lies within 3 Monte-Carlo standard errors, "
     f"p_se) — Holm's family is one metric, as on the Leaderboard, so p_holm = p for one pair — and "
     f"the effect size d_z = mean / sd of the differences (column d_z † true below the minimum N); the Leaderboard page "
