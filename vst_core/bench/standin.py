@@ -247,6 +247,7 @@ def trace_stages(clock: _Clock) -> None:
     import vst_core.scoring.registry as registry_module
     from vst_core.data.scores_io import ScoresWriter
     from vst_core.metric_spec import registry
+    from vst_core.scoring import runs as runs_module
 
     regions_module.open_image = clock.timed("decode", regions_module.open_image)
     encoder = clip_module.ClipEncoder
@@ -282,7 +283,10 @@ def trace_stages(clock: _Clock) -> None:
             clock.marks["clip_load_end_epoch"] = time.time()
 
     registry_module.load_clip = traced_load
+    # writing: a record made into its line (for the record store and --out alike) and the line written
+    runs_module.stored_line = clock.timed("write", runs_module.stored_line)
     ScoresWriter.write = clock.timed("write", ScoresWriter.write)  # type: ignore[method-assign]
+    ScoresWriter.write_line = clock.timed("write", ScoresWriter.write_line)  # type: ignore[method-assign]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
