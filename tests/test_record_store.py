@@ -294,3 +294,30 @@ def test_the_models_a_run_built_are_known_by_its_signature_and_a_callers_are_not
     assert not Models(settings, coherence=Scorer()).known_models(None)
     assert Models(settings, clip=Clip()).known_models("ViT-B-32/openai@abc")  # type: ignore[arg-type]
     assert not Models(settings, clip=Clip()).known_models("ViT-B-32/openai@other")  # type: ignore[arg-type]
+
+
+def test_the_stories_to_compute_go_in_whole_chunks_and_every_record_in_input_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches: list[list[str]] = []
+    real = runs.score_batch
+
+    def recording(stories: Sequence[Story], *args: Any, **kwargs: Any) -> Any:
+        batches.append([s.story_id for s in stories])
+        return real(stories, *args, **kwargs)
+
+    monkeypatch.setattr(runs, "score_batch", recording)
+    stories, settings = _copy_sample(tmp_path), Settings(metrics=("redundancy",))
+    first = list(
+        score_records(read_story_set(stories), settings, models=Models(settings, cache_dir=tmp_path / "c"), chunk_size=3)
+    )
+    assert [len(b) for b in batches] == [3, 3, 2]  # the chunks a run without the store makes
+    ids = [r.story_id for r in first]
+    for story_id in (ids[0], ids[4], ids[7]):
+        _edit_sentence(stories, story_id)
+    batches.clear()
+    again = list(
+        score_records(read_story_set(stories), settings, models=Models(settings, cache_dir=tmp_path / "c"), chunk_size=2)
+    )
+    assert batches == [[ids[0], ids[4]], [ids[7]]]
+    assert [r.story_id for r in again] == ids

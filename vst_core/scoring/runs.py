@@ -334,7 +334,7 @@ def _records(
             bar.update(len(chunk))
         return out
 
-    block = max(2048, 4 * chunk_size)
+    block = chunk_size * max(4, -(-2048 // chunk_size))  # read a block's stored records at once; whole chunks
     try:
         for start in range(0, len(todo), block):
             part = todo[start : start + block]
