@@ -36,9 +36,9 @@ from vst_core.viz.safe import code, md
 #: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
 MAX_LISTED = 2000
 
-view = page(
+view = page(  # the marks of the metrics that ran only
     "Inspect a story",
-    f"{drawn_in_text()}: hover for details. {legend_html(markdown=True)}",
+    lambda v: f"{drawn_in_text(v.settings.metrics)}: hover for details. {legend_html(markdown=True, metrics=v.settings.metrics)}",
 )
 sequences = view.sequences()
 names = list(sequences)

@@ -6,6 +6,7 @@ through :func:`shown` (no server folder, nothing rendered as markup)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -307,10 +308,13 @@ def downloads(key: str = "downloads") -> Any:
     return st.container(horizontal=True, key=f"vst-{key}", gap="small")
 
 
-def page(title: str, caption: str | None = None) -> RunView:
-    """A page's title, the frame's notices and problems, and its view (the page stops without one)."""
+def page(title: str, caption: str | Callable[[RunView], str] | None = None) -> RunView:
+    """A page's title, the frame's notices and problems, and its view (the page stops without one).
+    A ``caption`` that depends on the view (a callable) is drawn under the title once the view is
+    known."""
     st.title(title)
-    if caption:
+    later = st.empty() if callable(caption) else None
+    if isinstance(caption, str) and caption:
         st.caption(caption, unsafe_allow_html=True)
     frame: Frame = st.session_state[FRAME]
     _notices(frame.notices)
@@ -321,4 +325,6 @@ def page(title: str, caption: str | None = None) -> RunView:
         if frame.empty_hint:
             st.info(frame.empty_hint)
         st.stop()
+    if later is not None and callable(caption):
+        later.caption(caption(frame.view), unsafe_allow_html=True)
     return frame.view

@@ -37,7 +37,6 @@ from vst_core.config import THETA_PRESETS, settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
-from vst_core.data.uploads import story_set_from_files
 from vst_core.hashing import json_digest
 from vst_core.metric_spec import registry
 from vst_core.signature import describe_signature
@@ -147,7 +146,7 @@ def _data(source: str) -> Input:
         if not files:
             return Input()
         story_set, error, messages = session.cached(
-            _files_key(files), lambda folder: story_set_from_files(_contents(files), folder)
+            _files_key(files), lambda folder: loading.read_upload(_contents(files), folder)
         )
         return Input(story_set, error, messages=list(messages))
     return Input(*loading.story_file(str(loading.SAMPLE), loading.SAMPLE.stat().st_mtime))

@@ -324,6 +324,8 @@ def test_the_command_writes_the_pairwise_fields_and_the_signature(tmp_path: Path
     table = pd.read_csv(folder / "pairwise.csv")  # a plain read_csv: what produced it in a column
     assert "p_holm" in table and set(table["signature_id"].astype(str)) == {signature["id"]}
     assert str(table["provenance"].iat[0]).startswith(f"compare sig {signature['id']}")
+    standings = pd.read_csv(folder / "leaderboard.csv")  # the Leaderboard page's file: its words and letters
+    assert "95% low" in standings and set(standings["cluster"].dropna().astype(str)) <= set("ABCDEFGH")
     # the Python door gives the same numbers
     import vst_core as vst
 

@@ -158,3 +158,18 @@ def test_the_dataset_page_lets_its_labels_wrap_rather_than_cut_them(app_cache: N
         app.toggle(key="descending"),
     ]
     assert widgets and all(w.proto.wrap for w in widgets), [w.proto.id for w in widgets if not w.proto.wrap]
+
+
+@pytest.mark.slow
+def test_inspect_lists_the_marks_of_the_metrics_that_ran_only(app_cache: None) -> None:
+    """The Inspect page's key under its title follows the run: grounding's marks only where
+    grounding ran (on a machine without CLIP's weights the sample runs without it)."""
+    from dashboard.keys import FRAME
+
+    app = AppTest.from_file(APP, default_timeout=180).switch_page(PAGES["inspect"])
+    app.run()
+    assert not app.exception, app.exception
+    ran = app.session_state[FRAME].view.settings.metrics
+    key = " ".join(str(c.value) for c in app.caption)
+    assert "repeats an earlier sentence" in key
+    assert ("grounded phrase" in key) == ("grounding" in ran), (ran, key)

@@ -4,7 +4,6 @@ system on every metric and the paired tests between them; the numbers the Leader
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from vst_core.analysis.dhm import HUMAN_SYSTEMS
@@ -36,7 +35,6 @@ from vst_core.cli.common import (
     story_set_given,
     wrong_file,
 )
-from vst_core.data.csv_out import frame_csv
 from vst_core.data.exports import cannot_write, json_text, write_text_whole
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
@@ -272,10 +270,11 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             write_text_whole(args.json, json_text(board.to_json(), ensure_ascii=False, indent=1))  # NaN -> null
             note(f"wrote {args.json}")
-        if args.csv:
-            head = [f"compare sig {board.signature['id']}", f"signature {json.dumps(board.signature, sort_keys=True)}"]
-            write_text_whole(args.csv / "leaderboard.csv", frame_csv(board.standings_frame(), head))
-            write_text_whole(args.csv / "pairwise.csv", frame_csv(board.pairs_frame(), head))
+        if args.csv:  # the Leaderboard page's files: its words, cluster letters, the signature's id on every row
+            from vst_core.viz.report import leaderboard_csv
+
+            for name, text in leaderboard_csv(board).items():
+                write_text_whole(args.csv / name, text)
             note(f"wrote leaderboard.csv and pairwise.csv in {args.csv}")
         if args.latex or args.markdown:
             from vst_core.viz.report import leaderboard_exports

@@ -180,9 +180,9 @@ def report_html(title: str, sections: Sequence[Section], signature: Mapping[str,
     )
 
 
-def legend_section() -> str:
-    """The key to the story cards' highlights."""
-    return f'<div class="vst-caption">{legend_html()}</div>'
+def legend_section(metrics: Sequence[str] | None = None) -> str:
+    """The key to the story cards' highlights (of ``metrics``, the ones that ran; None: every metric's)."""
+    return f'<div class="vst-caption">{legend_html(metrics=metrics)}</div>'
 
 
 def system_summary(table: pd.DataFrame, columns: Sequence[str], resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -305,7 +305,8 @@ def build_report(
         sections.append(
             Section(
                 f"Stories ({len(cards)})",
-                legend_section() + "".join(story_card_html(r, metrics or list(r.metrics), images_root) for r in cards),
+                legend_section(metrics or sorted({m for r in cards for m in r.metrics}))
+                + "".join(story_card_html(r, metrics or list(r.metrics), images_root) for r in cards),
             )
         )
     return report_html(title, sections, signature, description), figures, tables
