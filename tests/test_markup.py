@@ -459,7 +459,7 @@ def test_notices_problems_and_refusals_show_no_server_folder(
     app.run()
     assert not app.exception
     said = " ".join(displayed(body) for body, _ in markdown_texts(app))
-    assert "Coherence is off" in said and "the server's model cache" in said  # the notice names the cache, not its folder
+    assert "Coherence is off" in said and "the local cache on the server" in said  # the notice names the cache, not its folder
     assert not _absolute_paths(app, private), _absolute_paths(app, private)
 
     # a story file uploaded without its images: each image problem names the upload, not its folder
