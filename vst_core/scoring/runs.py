@@ -330,8 +330,6 @@ def _records(
                     if lines and not missing:  # the line written is the one stored: the record made into JSON once
                         out[n] = Served(served_line(line, stamped), record.warnings)
             store.put(rows)
-        if bar is not None:
-            bar.update(len(chunk))
         return out
 
     block = chunk_size * max(4, -(-2048 // chunk_size))  # read a block's stored records at once; whole chunks
@@ -348,20 +346,28 @@ def _records(
                     served[n] = Served(served_line(row[0], stamped), row[1])
                 elif (record := _decoded(row[0], signature)) is not None:
                     served[n] = replace(record, errors={**record.errors, **missing}) if missing else record
-            if bar is not None and served:
-                bar.update(len(served))
             rest = [n for n in range(len(part)) if n not in served]
             done: dict[int, StoryScores | Served] = {}
-            at = 0
+            ends: dict[int, int] = {}  # the last story of each chunk computed: the bar moves once it is yielded
+            at = shown = 0
             for n in range(len(part)):
                 if n in served:
                     yield served[n]
+                    shown += 1
                     continue
                 if n not in done:  # the next chunk of the stories to compute, this one first
+                    if bar is not None and shown:
+                        bar.update(shown)
+                        shown = 0
                     chunk = rest[at : at + chunk_size]
                     at += len(chunk)
                     done.update(zip(chunk, compute([part[m] for m in chunk]), strict=True))
+                    ends[chunk[-1]] = len(chunk)
                 yield done.pop(n)
+                if bar is not None and n in ends:
+                    bar.update(ends.pop(n))
+            if bar is not None and shown:
+                bar.update(shown)
     finally:
         if bar is not None:
             bar.close()
