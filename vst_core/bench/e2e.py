@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from vst_core.bench.inputs import _TEMPLATES, MIXED_SIZES, Sizes, _fill, write_photos
 from vst_core.bench.run import shared_run_metrics
@@ -248,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sequences", type=int, default=600)
     parser.add_argument("--stand-in", default=None, help="CROPS_PER_S[,TEXTS_PER_S]: forwards as waits")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=0, help="0: the user's default (by the device)")
+    parser.add_argument("--image-size", default="mixed", help="photo size WxH, or 'mixed': 24 sizes as varied as VIST's")
     parser.add_argument("--raw", type=float, default=None, help="the bare forward's crops/s on this machine")
     parser.add_argument(
         "--weights",
@@ -261,8 +262,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--folder", type=Path, default=None, help="work here and keep the set, cache and scores (default: a temporary folder)"
     )
     args = parser.parse_args(argv)
+    size = args.image_size.strip().lower()
     config = E2EConfig(
-        sequences=args.sequences, stand_in=args.stand_in, device=args.device, batch_size=args.batch_size, weights=args.weights
+        sequences=args.sequences,
+        stand_in=args.stand_in,
+        device=args.device,
+        batch_size=args.batch_size,
+        weights=args.weights,
+        image_size=MIXED_SIZES if size == "mixed" else cast(tuple[int, int], tuple(int(v) for v in size.split("x"))),
     )
     say = lambda text: print(text, file=sys.stderr, flush=True)
     if args.folder is not None:

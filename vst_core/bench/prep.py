@@ -34,6 +34,9 @@ class PrepOnlyEncoder(ClipEncoder):
     def _on_device(self, host: Any) -> Any:
         return host
 
+    def _canvas_on_device(self, host: Any) -> Any:
+        return host
+
     def _upload(self, host: Any) -> Any:
         return host
 
@@ -87,6 +90,9 @@ class DeviceStepsEncoder(PrepOnlyEncoder):
 
     def _upload(self, host: Any) -> Any:
         return self._timed(lambda: ClipEncoder._upload(self, host))
+
+    def _canvas_on_device(self, host: Any) -> Any:
+        return self._timed(lambda: ClipEncoder._canvas_on_device(self, host))
 
     def _device_batch(self, crops: CropBatch, transform: TensorTransform) -> Any:
         return self._timed(lambda: ClipEncoder._device_batch(self, crops, transform))

@@ -172,6 +172,9 @@ class StandInEncoder(ClipEncoder):
     def overlaps(self) -> bool:
         return True
 
+    def _canvas_on_device(self, host: Any) -> Any:
+        return host
+
     def _upload(self, host: Any) -> Any:
         return host
 
@@ -233,7 +236,10 @@ def _unit_rows(n: int, width: int) -> np.ndarray:
 def install_stand_in(crops_per_s: float, texts_per_s: float, clock: _Clock | None = None) -> None:
     """Give every :class:`ClipEncoder` of this process :class:`StandInEncoder`'s waits (the rates
     and ``clock`` too): the models a ``vst`` command loads stand in for a GPU."""
-    for name in ("overlaps", "_upload", "_on_device", "_device_batch", "_forward_device", "_collect", "text_tower"):
+    for name in (
+        *("overlaps", "_upload", "_canvas_on_device", "_on_device", "_device_batch", "_forward_device", "_collect"),
+        "text_tower",
+    ):
         setattr(ClipEncoder, name, StandInEncoder.__dict__[name])
     ClipEncoder.crops_per_s, ClipEncoder.texts_per_s = crops_per_s, texts_per_s  # type: ignore[attr-defined]
     ClipEncoder.clock = clock  # type: ignore[attr-defined]

@@ -543,7 +543,11 @@ class ClipEncoder:
         shapes = [p.shape for p in photos]
         host = self._host_block(canvas_bytes(shapes), np.uint8)
         canvas, row0 = pack(photos, host.numpy())
-        return self._upload(host[: canvas.size].view(canvas.shape)).to(self._torch.float32), row0
+        return self._canvas_on_device(host[: canvas.size].view(canvas.shape)), row0
+
+    def _canvas_on_device(self, host: Any) -> Any:
+        """A packed host canvas on the device as float32."""
+        return self._upload(host).to(self._torch.float32)
 
     def _plan_batch(self, rows: np.ndarray, canvases: dict[int, Any]) -> CropBatch:
         """The host's part of a batch: its gather indices in one (pinned) block."""
