@@ -19,6 +19,7 @@ from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.metrics.grounding import groovist_score
 from vst_core.models.clip import load_clip
 from vst_core.models.hub import WeightsUnavailableError
+from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
 
@@ -115,9 +116,14 @@ def test_cache_hits_and_model_signature_invalidation(tiny_clip: tuple[Path, Path
     score_story_set(stories, settings, tmp_path / "a.jsonl", models=Models(settings, cache=cache))
     first_misses = cache.misses
     assert first_misses > 0
+    served = EmbeddingCache(tmp_path / "emb.sqlite")  # every record stored: nothing is looked up
+    score_story_set(stories, settings, tmp_path / "served.jsonl", models=Models(settings, cache=served))
+    assert served.misses == served.hits == 0
+    (tmp_path / RECORDS_FILE).unlink()  # without the stored records every vector comes from the cache
     cache2 = EmbeddingCache(tmp_path / "emb.sqlite")
     score_story_set(stories, settings, tmp_path / "b.jsonl", models=Models(settings, cache=cache2))
     assert cache2.misses == 0 and cache2.hits == first_misses
+    assert (tmp_path / "b.jsonl").read_bytes() == (tmp_path / "served.jsonl").read_bytes()
     a, b = read_scores(tmp_path / "a.jsonl")[0], read_scores(tmp_path / "b.jsonl")[0]
     assert [r["metrics"] for r in a] == [r["metrics"] for r in b]
     # another model (other weights -> other signature) must not reuse the vectors

@@ -253,8 +253,8 @@ def test_dataset_theta_is_the_same_in_every_shard(
         assert_close(full[sid], joined[sid], sid)
     capsys.readouterr()
     assert main(["cache", "--cache-dir", str(tmp_path / "cache")]) == 0
-    err = capsys.readouterr().err
-    assert "embeddings.sqlite" in err and "of dim 16" in err and "bytes" in err
+    said = capsys.readouterr().out  # the command's result, on stdout
+    assert "embeddings.sqlite" in said and "of dim 16" in said and "bytes" in said
 
 
 def test_chunk_size_fills_encoder_batches() -> None:
