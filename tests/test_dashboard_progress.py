@@ -34,7 +34,8 @@ def test_reading_an_upload_counts_the_images_it_unpacks(tmp_path: Path) -> None:
     assert seen == [("images", k, 3) for k in range(4)] + [("stories", 0, 1), ("stories", 1, 1)]
 
 
-def test_scoring_counts_the_stories_as_the_cli_bar_does() -> None:
+def test_scoring_counts_the_stories_as_the_cli_bar_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path))  # a cold run: no record stored by another test
     stories = read_story_set(SAMPLE)
     totals: list[int] = []
     done: list[int] = []

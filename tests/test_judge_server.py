@@ -242,7 +242,8 @@ def test_the_key_is_sent_and_written_nowhere(
         assert main([*args, "--no-progress"]) == 0
         assert set(server.authorizations) == {f"Bearer {key}"}
         sent = len(server.requests)
-        # a rerun into a new file: every answer from the cache, no request
+        # a rerun into a new file, its records not stored: every answer from the cache, no request
+        (tmp_path / "c" / "records.sqlite").unlink()
         assert main([*args[:3], str(tmp_path / "again.jsonl"), *args[4:], "--no-progress"]) == 0
         assert len(server.requests) == sent == 24
     err = capsys.readouterr().err
