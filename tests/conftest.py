@@ -30,6 +30,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ["VST_CACHE_DIR"] = tempfile.mkdtemp(prefix="vst-test-cache-")
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_records_stored_by_another_test() -> None:
+    """Each test starts without the records earlier tests stored in the session's cache folder
+    (the vectors stay): a test that counts what a run computes is never served another's records."""
+    from vst_core.scoring.record_store import FILE_NAME
+
+    folder = Path(os.environ["VST_CACHE_DIR"])
+    for suffix in ("", "-wal", "-shm"):
+        (folder / f"{FILE_NAME}{suffix}").unlink(missing_ok=True)
+
+
 #: The dashboard and its pages as AppTest switches to them (tests/test_app.py, tests/test_markup.py).
 APP = str(ROOT / "app.py")
 PAGES = {

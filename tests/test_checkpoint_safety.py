@@ -95,6 +95,7 @@ def _readers_outside_the_loader() -> list[str]:
     return found
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_no_model_file_is_read_outside_the_guarded_loader() -> None:
     """No ``torch.load``, ``torch.jit.load``, pickle, safetensors or open_clip file read anywhere in
     vst_core but the guarded loader (a grep over the sources, by their syntax tree), and no

@@ -43,6 +43,7 @@ def _python(code: str, env: dict[str, str], *args: str) -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_placing_a_model_on_the_cpu_keeps_freed_memory_unless_told_not_to() -> None:
     """``cpu``, and ``auto`` on a machine without a GPU, set glibc's options once when the device is

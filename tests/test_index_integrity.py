@@ -188,6 +188,7 @@ def stored(key: str, suffix: str) -> Path:
     return index_folder() / f"{key}.{suffix}"
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_a_flipped_bit_in_the_stored_parquet_rebuilds_the_index(tmp_path: Path) -> None:
     path = nr_file(tmp_path / "s.jsonl", 200)
     first = load_index([path])

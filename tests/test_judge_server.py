@@ -526,6 +526,7 @@ def dripped_request(head: bytes, slow: bytes, pause: float) -> float:
     return took
 
 
+@pytest.mark.slow  # waits out a timeout: kept out of the fast tier
 def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     """``--judge-timeout`` bounds the whole request: a server sending one byte every 0.2 s (never a
     read timeout) is cut off once the request has taken its seconds, not when it stops dripping."""
@@ -534,6 +535,7 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_timeout() -> None:
     assert took < 6, took  # the old code waited as long as the server dripped (20 s here)
 
 
+@pytest.mark.slow  # waits out a timeout: kept out of the fast tier
 @pytest.mark.parametrize("part", ["status line", "headers"])
 def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeout(part: str) -> None:
     """The deadline holds before the answer's headers have ended too: every socket read of the

@@ -336,6 +336,7 @@ METRIC = MetricSpec("heavy", "Heavy", "", Heavy, (MetricField("heavy", "heavy", 
 """
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_registry_is_left_out(tmp_path: Path) -> None:
     _module(tmp_path, "heavy_metric", HEAVY)
     _module(tmp_path, "asking_metric", "from vst_core.records import FIELDS\nMETRIC = None\n")

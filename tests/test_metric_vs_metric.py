@@ -76,6 +76,7 @@ def test_perm_both_and_the_bootstrap_equal_a_plain_loop() -> None:
     assert (found["williams_t"], found["p_williams"]) == pytest.approx((t, p))
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_perm_both_agrees_with_scipys_paired_permutation_test() -> None:
     a, b, h = _data(40, 2)
     b = a + 0.05 * np.random.default_rng(3).normal(size=40) * a.std()  # nearly the same metric: p is large

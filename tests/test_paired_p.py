@@ -41,6 +41,7 @@ def test_a_p_near_alpha_gets_more_permutations_and_lands_on_the_exact_side() -> 
     assert abs(p - 0.05) >= SE_MARGIN * se or used == PERMUTATION_CAP
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_the_verdict_at_alpha_is_the_same_for_twenty_seeds() -> None:
     fixed = [permutation_p(NEAR, 10_000, np.random.default_rng(seed)) < 0.05 for seed in range(20)]
     adaptive = [adaptive_permutation_p(NEAR, 10_000, np.random.default_rng(seed), (0.05,))[0] < 0.05 for seed in range(20)]

@@ -84,6 +84,7 @@ def test_a_repeated_string_is_refused_from_its_dictionary_before_it_is_expanded(
     assert held and max(held) < 16 * MIB
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_the_footer_refuses_rows_declared_bytes_and_nested_values_before_any_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -270,6 +270,7 @@ def test_a_vwp_table_uploaded_with_its_shots_reads_with_its_images(tmp_path: Pat
     assert len(first.images) == 7 and first.images_ok and first.frames and first.characters
 
 
+@pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 @settings(max_examples=60, deadline=None)
 @given(st.binary(max_size=400), st.sampled_from([".csv", ".tsv", ".parquet"]), st.integers(0, 3000))
 @example(b"[", ".csv", 302)  # a link cut after its host's "[": urlparse raised "Invalid IPv6 URL"
