@@ -154,6 +154,13 @@ def test_a_mistyped_option_shows_the_commands_usage_and_the_option_meant(
     with pytest.raises(SystemExit):
         main(["compare", str(SAMPLE), "--jsn", "x.json"])
     assert "usage: vst compare " in (err := capsys.readouterr().err) and "did you mean --json" in err
+    with pytest.raises(SystemExit):  # the typo is named even when a required option is missing too
+        main(["score", str(SAMPLE), "--metrcs", "redundancy"])
+    err = capsys.readouterr().err
+    assert "did you mean --metrics" in err and "required" not in err
+    with pytest.raises(SystemExit) as fine:  # an abbreviation argparse takes is not a typo
+        main(["score", str(SAMPLE), "--metric", "redundancy"])
+    assert fine.value.code == 2 and "required: --out" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", ["latex", "markdown", "figures", "out"])

@@ -106,6 +106,11 @@ def test_the_report_commands_latex_of_the_sample_compiles(tmp_path: Path) -> Non
             assert len(re.findall(r"scores sig [0-9a-f]+", caption)) == 1, caption
             assert len(re.findall(r"meta-eval sig [0-9a-f]+", caption)) == 1, caption
         assert "non\\_redundancy" not in text and "Metric vs metric, non-redundancy" in text
+        for caption in captions:  # the aspect said once; a caption over cells marked small-N says what it means
+            assert not re.search(r"Metric vs metric, ([a-z-]+): \1:", caption), caption
+        marked = [c for c in captions if "N \\textless{} 10: no interval" in c]
+        assert "dagger" in text and marked, "the sample's small-N mark is explained"
+        assert ".. " not in text
         compile_tables(text, tmp_path)
 
 

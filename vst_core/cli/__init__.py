@@ -94,10 +94,27 @@ def _refuse(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -
     sub.error(f"unrecognized arguments: {' '.join(unknown)}" + "".join(f"; {h}" for h in hints))
 
 
+def _unknown_options(parser: argparse.ArgumentParser, command: str, words: Sequence[str]) -> list[str]:
+    """The words of ``words`` that look like options (``--name``) that ``command`` does not have,
+    not even as an abbreviation argparse would take."""
+    sub: argparse.ArgumentParser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    options = [flag for action in sub._actions for flag in action.option_strings if flag.startswith("--")]
+    unknown = []
+    for word in words:
+        if word == "--":
+            break
+        flag = word.partition("=")[0]
+        if flag.startswith("--") and len(flag) > 2 and not any(o == flag or o.startswith(flag) for o in options):
+            unknown.append(word)
+    return unknown
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     only = argv[0] if argv and argv[0] in _table(argv[0]) else None
     parser = build_parser(only)
+    if only is not None and (mistyped := _unknown_options(parser, only, argv[1:])):
+        _refuse(parser, only, mistyped)  # before argparse: a missing --out would hide the typo
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         _refuse(parser, args.command, unknown)

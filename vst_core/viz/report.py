@@ -712,8 +712,14 @@ def report_exports(tables: Mapping[str, pd.DataFrame], made_with: str) -> dict[s
     made = once(made_with)
     tex, md = ["% needs \\usepackage{booktabs}\n"], []
     for name, table in tables.items():
-        what = table.attrs.get("caption")
-        caption = f"{table_title(name)}: {what}. {made}" if what else f"{table_title(name)}. {made}"
+        title, what = table_title(name), str(table.attrs.get("caption") or "")
+        head, _, rest = what.partition(": ")
+        if rest and head and aspect_label(head).lower() in title.lower():  # "grounding: ..." under a grounding title
+            what = rest
+        if SMALL_N_MARK in " ".join(map(str, table.to_numpy().ravel())) and SMALL_N_NOTE not in what:
+            what = f"{what}. {SMALL_N_NOTE}" if what else SMALL_N_NOTE  # what the mark in its cells means
+        what = what.rstrip(". ")
+        caption = f"{title}: {what}. {made}" if what else f"{title}. {made}"
         tex.append(latex_table(table, caption, f"tab:{name}"))
         md.append(f"### {markdown_text(table_title(name))}\n\n" + markdown_table(table, caption))
     return {"tex": "\n".join(tex), "md": "\n".join(md)}
