@@ -208,6 +208,33 @@ def missing_weights_message(what: str, name: str, extra: str = "") -> str:
     )
 
 
+def hub_cache_from_env() -> Path:
+    """The hub cache folder as huggingface_hub finds it (``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
+    ``HF_HOME``/hub, ``XDG_CACHE_HOME``/huggingface/hub, ~/.cache/huggingface/hub), without importing it."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(name):
+            return Path(os.environ[name]).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def snapshot_file(repo: str, name: str) -> Path | None:
+    """``name`` in the hub cache's snapshot of ``repo`` at ``refs/main`` (``models--org--name/
+    snapshots/<commit>/name``), read from the folder layout alone; None when it is not there (the
+    caller then asks huggingface_hub, which knows every other case)."""
+    if not repo or repo.startswith(("/", ".")) or ".." in repo:
+        return None
+    folder = hub_cache_from_env() / ("models--" + repo.replace("/", "--"))
+    try:
+        commit = (folder / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not commit or "/" in commit or commit.startswith("."):
+        return None
+    path = folder / "snapshots" / commit / name
+    return path if path.is_file() else None
+
+
 def hub_file(repo: str, filenames: tuple[str, ...]) -> Path | None:
     """The first of ``filenames`` in the local hub cache of ``repo`` (or in the folder ``repo``)."""
     folder = Path(repo)
@@ -216,6 +243,9 @@ def hub_file(repo: str, filenames: tuple[str, ...]) -> Path | None:
             if (folder / name).is_file():
                 return folder / name
         return None
+    for name in filenames:  # the hub cache's layout read directly: a rerun need not import huggingface_hub
+        if (direct := snapshot_file(repo, name)) is not None:
+            return direct
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - ships with transformers
