@@ -239,7 +239,7 @@ def test_theta_from_dataset_and_cache_command(
     assert len(read_scores(out)[0]) == 8
     capsys.readouterr()
     assert main(["cache", "--cache-dir", str(tmp_path / "cache")]) == 0
-    assert "embeddings" in capsys.readouterr().err
+    assert "embeddings" in capsys.readouterr().out  # the command's result, on stdout
     assert main(["cache", "--cache-dir", str(tmp_path / "cache"), "--clear"]) == 0
     assert EmbeddingCache(tmp_path / "cache" / "embeddings.sqlite").size()[0] == 0
 

@@ -73,7 +73,8 @@ def test_cli_scores_the_sample_per_aspect_and_a_rerun_makes_no_model_call(judge_
     )
     assert settings["judge_template"].startswith("vst-rubric-v1@")
     assert "judge: 0 model calls" not in done.stderr and (cache / "judge.sqlite").is_file()
-    # a rerun into a fresh file: every answer from the cache, no model call, the same numbers
+    # a rerun into a fresh file, its records not stored: every answer from the cache, no model call, the same numbers
+    (cache / "records.sqlite").unlink()
     again = tmp_path / "again.jsonl"
     second = run_vst(judge_hub, cache, "score", str(SAMPLE), "--out", str(again), "--metrics", "judge", "--no-progress")
     assert second.returncode == 0, second.stderr
@@ -239,6 +240,7 @@ def test_a_damaged_judge_cache_never_fails_a_run_and_gives_the_same_scores(judge
                 "UPDATE answers SET value = ?, checksum = ? WHERE key = ?",
                 [(values[damage], _checksum(k, values[damage]), k) for k in keys],
             )
+    (tmp_path / "c" / "records.sqlite").unlink()  # the rerun asks the damaged answer cache, not stored records
     models = Models(settings, cache_dir=tmp_path / "c")
     summary = score_story_set(stories, settings, tmp_path / "b.jsonl", models=models)
     assert summary.scored == 8 and not summary.failed

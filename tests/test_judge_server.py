@@ -392,6 +392,7 @@ def test_vst_score_against_the_served_model_matches_the_local_backend_and_a_reru
         args += ["--cache-dir", str(tmp_path / "cache"), "--judge-concurrency", "8", "--no-progress"]
         assert main([*args, "--out", str(tmp_path / "first.jsonl")]) == 0
         asked = len(server.requests)
+        (tmp_path / "cache" / "records.sqlite").unlink()  # the rerun asks the answer cache, not stored records
         assert main([*args, "--out", str(tmp_path / "second.jsonl")]) == 0
         assert asked == 96 and len(server.requests) == asked  # 8 stories x 4 aspects x 3 paraphrases, then none
     assert "judge: 0 chat requests to the server (after one /models look-up), 96 answers from the cache and 0 computed" in (

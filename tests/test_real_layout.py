@@ -339,10 +339,11 @@ def test_a_wrong_file_is_a_clear_message_and_exit_4(
 def test_fetch_models_offline_reports_what_is_cached(layout: RealLayout, tmp_path: Path) -> None:
     done = run_vst(layout, "fetch-models", "--rovist-c", str(layout.rovist_c), "--detector")
     assert done.returncode == 0, done.stderr
-    lines = done.stderr.splitlines()
+    said = done.stdout + done.stderr  # the summary on stdout, the progress on stderr
+    lines = done.stdout.splitlines()
     for name in ("CLIP ViT-B-32/openai", "next-sentence model bert-base-uncased", "RoViST-C", "detector"):
         assert any(line.strip().startswith("cached") and name in line for line in lines), name
-    assert str(layout.hf_home / "hub") in done.stderr and str(layout.torch_home / "hub" / "checkpoints") in done.stderr
+    assert str(layout.hf_home / "hub") in said and str(layout.torch_home / "hub" / "checkpoints") in said
     empty = tmp_path / "empty"
     missing = run_vst(
         layout,
@@ -350,7 +351,8 @@ def test_fetch_models_offline_reports_what_is_cached(layout: RealLayout, tmp_pat
         extra_env={"HF_HOME": str(empty), "HF_HUB_CACHE": str(empty / "hub"), "XDG_CACHE_HOME": str(empty)},
     )
     assert missing.returncode == 4
-    assert "missing  CLIP ViT-B-32/openai" in missing.stderr and "missing  next-sentence model" in missing.stderr
+    told = missing.stdout + missing.stderr
+    assert "missing  CLIP ViT-B-32/openai" in told and "missing  next-sentence model" in told
     assert "Traceback" not in missing.stderr
 
 
@@ -442,5 +444,5 @@ def test_train_vrank_from_the_simcse_checkpoint_by_its_real_name(layout: RealLay
     fetched = run_vst(layout, "fetch-models", "--vrank-base")
     assert any(
         line.strip().startswith("cached") and "Vrank base encoder princeton-nlp/sup-simcse-bert-base-uncased" in line
-        for line in fetched.stderr.splitlines()
+        for line in fetched.stdout.splitlines()
     ), fetched.stderr
