@@ -23,11 +23,12 @@ def _cache(home: Path, repo: str, name: str, commit: str = "a" * 40) -> Path:
 
 
 def test_the_layout_gives_the_file_huggingface_hub_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import constants, try_to_load_from_cache
 
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HOME", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # once imported, its setting counts
     target = _cache(tmp_path, "org/model", "open_clip_model.safetensors")
     assert hub_cache_from_env() == tmp_path / "hub"
     found = snapshot_file("org/model", "open_clip_model.safetensors")

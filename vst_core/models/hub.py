@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -210,7 +211,11 @@ def missing_weights_message(what: str, name: str, extra: str = "") -> str:
 
 def hub_cache_from_env() -> Path:
     """The hub cache folder as huggingface_hub finds it (``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``,
-    ``HF_HOME``/hub, ``XDG_CACHE_HOME``/huggingface/hub, ~/.cache/huggingface/hub), without importing it."""
+    ``HF_HOME``/hub, ``XDG_CACHE_HOME``/huggingface/hub, ~/.cache/huggingface/hub), without importing it;
+    once it is imported, its own setting (which a program may have changed)."""
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None and getattr(constants, "HF_HUB_CACHE", None):
+        return Path(constants.HF_HUB_CACHE)
     for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
         if os.environ.get(name):
             return Path(os.environ[name]).expanduser()
