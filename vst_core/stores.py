@@ -18,9 +18,9 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -154,10 +154,24 @@ class SqliteStore:
                 return default
 
 
+def rows_in(db: sqlite3.Connection, select: str, keys: Sequence[str], size: int = 500) -> Iterator[tuple[Any, ...]]:
+    """The rows of ``select`` (whose ``WHERE ... IN ({marks})`` takes the keys) over every key of
+    ``keys``, ``size`` keys a query (SQLite's bound on parameters).
+
+    >>> db = sqlite3.connect(":memory:"); _ = db.execute("CREATE TABLE t (k TEXT)")
+    >>> _ = db.executemany("INSERT INTO t VALUES (?)", [("a",), ("b",), ("c",)])
+    >>> sorted(k for (k,) in rows_in(db, "SELECT k FROM t WHERE k IN ({marks})", ["a", "c", "x"], size=2))
+    ['a', 'c']
+    """
+    for start in range(0, len(keys), size):
+        chunk = keys[start : start + size]
+        yield from db.execute(select.format(marks=",".join("?" * len(chunk))), chunk)
+
+
 def write_many(db: sqlite3.Connection, statement: str, rows: Sequence[tuple[object, ...]]) -> None:
     """``executemany`` then commit: the write a store's ``put`` methods run."""
     db.executemany(statement, rows)
     db.commit()
 
 
-__all__ = ["DAMAGED_SUFFIX", "SqliteStore", "is_damage", "write_many"]
+__all__ = ["DAMAGED_SUFFIX", "SqliteStore", "is_damage", "rows_in", "write_many"]

@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 
 from vst_core.hashing import text_digest
-from vst_core.stores import SqliteStore, write_many
+from vst_core.stores import SqliteStore, rows_in, write_many
 from vst_core.text.phrases import NounPhrase
 
 FILE_NAME = "inputs.sqlite"
@@ -56,13 +56,10 @@ class InputMemo:
 
         def query(db: sqlite3.Connection) -> dict[str, ImageFacts]:
             found: dict[str, ImageFacts] = {}
-            for start in range(0, len(paths), 500):
-                chunk = paths[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(f"SELECT path, stamp, digest, width, height, format FROM images WHERE path IN ({marks})", chunk)
-                for path, stamp, digest, width, height, fmt in rows:
-                    if stamp == stamps[path] and isinstance(digest, str) and len(digest) == 64 and _size_ok(width, height):
-                        found[path] = (digest, (int(width), int(height)), fmt if isinstance(fmt, str) else None)
+            select = "SELECT path, stamp, digest, width, height, format FROM images WHERE path IN ({marks})"
+            for path, stamp, digest, width, height, fmt in rows_in(db, select, paths):
+                if stamp == stamps[path] and isinstance(digest, str) and len(digest) == 64 and _size_ok(width, height):
+                    found[path] = (digest, (int(width), int(height)), fmt if isinstance(fmt, str) else None)
             return found
 
         return self._store.run(query, default={})
@@ -102,13 +99,10 @@ class InputMemo:
 
         def query(db: sqlite3.Connection) -> dict[str, list[NounPhrase]]:
             found: dict[str, list[NounPhrase]] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for key, value in db.execute(f"SELECT key, value FROM phrases WHERE key IN ({marks})", chunk):
-                    phrases = _phrases_of(value)
-                    if phrases is not None:
-                        found[key] = phrases
+            for key, value in rows_in(db, "SELECT key, value FROM phrases WHERE key IN ({marks})", wanted):
+                phrases = _phrases_of(value)
+                if phrases is not None:
+                    found[key] = phrases
             return found
 
         return self._store.run(query, default={})
@@ -118,12 +112,7 @@ class InputMemo:
         wanted = list(dict.fromkeys(keys))
 
         def query(db: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                found.update(k for (k,) in db.execute(f"SELECT key FROM phrases WHERE key IN ({marks})", chunk))
-            return found
+            return {k for (k,) in rows_in(db, "SELECT key FROM phrases WHERE key IN ({marks})", wanted)}
 
         return self._store.run(query, default=set())
 

@@ -49,7 +49,7 @@ from vst_core.grounding.memo import InputMemo, file_stamp
 from vst_core.hashing import file_digest, json_digest, text_digest
 from vst_core.metric_spec import registry
 from vst_core.records import SCORES_FORMAT, StoryScores
-from vst_core.stores import SqliteStore, write_many
+from vst_core.stores import SqliteStore, rows_in, write_many
 
 FILE_NAME = "records.sqlite"
 #: Bumped whenever what a record holds, or how any metric computes it, changes without a change of
@@ -121,12 +121,7 @@ class RecordStore:
         wanted = list(dict.fromkeys(keys))
 
         def query(db: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                found.update(k for (k,) in db.execute(f"SELECT key FROM records WHERE key IN ({marks})", chunk))
-            return found
+            return {k for (k,) in rows_in(db, "SELECT key FROM records WHERE key IN ({marks})", wanted)}
 
         return self._store.run(query, default=set())
 
@@ -136,14 +131,11 @@ class RecordStore:
 
         def query(db: sqlite3.Connection) -> dict[str, Row]:
             found: dict[str, Row] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = db.execute(f"SELECT key, line, warnings, checksum FROM records WHERE key IN ({marks})", chunk)
-                for key, line, warnings, checksum in rows:
-                    row = _row(line, warnings, checksum)
-                    if row is not None:
-                        found[key] = row
+            select = "SELECT key, line, warnings, checksum FROM records WHERE key IN ({marks})"
+            for key, line, warnings, checksum in rows_in(db, select, wanted):
+                row = _row(line, warnings, checksum)
+                if row is not None:
+                    found[key] = row
             return found
 
         return self._store.run(query, default={})
