@@ -28,6 +28,7 @@ LAYER = {
     "analysis": 6,
     "viz": 7,
     "learned": 7,
+    "study": 7,
     "bench": 8,
     "api": 8,
     "metric_modules": 8,
