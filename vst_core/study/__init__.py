@@ -13,6 +13,7 @@ the study pages and ``vst study`` call these.
 ('ann', 4, None)
 """
 
+from vst_core.study.agreement import agreeing_pairs, alpha_interval, fleiss_kappa, krippendorff_alpha
 from vst_core.study.build import (
     DEFAULT_RATERS_PER_ITEM,
     GoldSpec,
@@ -24,19 +25,27 @@ from vst_core.study.build import (
     read_source,
     stories_from_list,
 )
+from vst_core.study.export import export_study
 from vst_core.study.files import (
     STUDY_SUFFIX,
     add_rater,
+    add_raters,
     answers_path,
+    copy_photos,
     find_study,
     load_study,
     new_token,
+    photos_folder,
     rater_for,
     rater_link,
+    revoke,
     revoke_rater,
     save_study,
     studies_folder,
+    study_photo,
 )
+from vst_core.study.frames import judgements_frame, pairwise_frame
+from vst_core.study.live import GOLD_TOLERANCE, ExclusionRule, LiveView, gold_correct, live_view
 from vst_core.study.plan import assigned, deal, plan_for
 from vst_core.study.records import (
     LIKERT_ANCHORS,
@@ -58,6 +67,7 @@ from vst_core.study.store import AnswerStore
 
 __all__ = [
     "DEFAULT_RATERS_PER_ITEM",
+    "GOLD_TOLERANCE",
     "LIKERT_ANCHORS",
     "PROTOCOLS",
     "STUDY_SUFFIX",
@@ -65,6 +75,8 @@ __all__ = [
     "Answer",
     "AnswerStore",
     "Aspect",
+    "ExclusionRule",
+    "LiveView",
     "GoldAnswer",
     "GoldSpec",
     "Item",
@@ -77,6 +89,20 @@ __all__ = [
     "StudyError",
     "StudySource",
     "add_rater",
+    "add_raters",
+    "agreeing_pairs",
+    "alpha_interval",
+    "copy_photos",
+    "export_study",
+    "fleiss_kappa",
+    "gold_correct",
+    "judgements_frame",
+    "krippendorff_alpha",
+    "live_view",
+    "pairwise_frame",
+    "photos_folder",
+    "revoke",
+    "study_photo",
     "answers_path",
     "aspects_from_json",
     "assigned",

@@ -194,7 +194,8 @@ def stories_from_list(rows: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str
 
 
 def _shown(story: StoryFields) -> StoryShown:
-    return StoryShown(str(story.system), str(story.story_id), tuple(story.sentences), tuple(story.images))
+    frames = tuple(getattr(story, "frames", ()) or ())
+    return StoryShown(str(story.system), str(story.story_id), tuple(story.sentences), tuple(story.images), frames)
 
 
 def new_study(

@@ -12,6 +12,7 @@ import hmac
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,11 @@ from vst_core.study.records import (
 __all__ = [
     "STUDY_SUFFIX",
     "add_rater",
+    "add_raters",
+    "copy_photos",
+    "photos_folder",
+    "revoke",
+    "study_photo",
     "answers_path",
     "find_study",
     "load_study",
@@ -50,13 +56,73 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def save_study(study: Study, path: str | Path) -> Path:
+def save_study(study: Study, path: str | Path, *, photos_from: str | Path | None = None) -> Path:
     """Write ``study`` to ``path`` whole or not at all (a temporary file renamed into place); the
-    file carries the study's signature. Returns the path."""
+    file carries the study's signature. Returns the path.
+
+    ``photos_from``: the folder the items' photo references are relative to (a story set's); each
+    photo found there is copied into the study's own photo folder (:func:`photos_folder`), under
+    the same reference, so the rater page finds it after the data it came from is gone. A reference
+    that leaves that folder, or names no file, is not copied (the page shows a grey box)."""
     path = Path(path)
     data: dict[str, Any] = {**study.to_json(), "signature": study.signature}
+    if photos_from is not None:
+        copy_photos(study, Path(photos_from), photos_folder(path))
     write_text_whole(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
     return path
+
+
+def photos_folder(study_path: str | Path) -> Path:
+    """The folder beside a study file that holds its photos: ``<name>.photos``.
+
+    >>> photos_folder("runs/pilot.study.json").name
+    'pilot.photos'
+    """
+    path = Path(study_path)
+    stem = path.name.removesuffix(STUDY_SUFFIX) if path.name.endswith(STUDY_SUFFIX) else path.stem
+    return path.with_name(f"{stem}.photos")
+
+
+def copy_photos(study: Study, source: Path, target: Path) -> tuple[int, list[str]]:
+    """Copy every photo the study's items name from ``source`` into ``target`` (same relative
+    references; a file there already is kept). Returns how many were copied and the references
+    that were not (outside ``source``, missing, over the image byte budget)."""
+    import shutil
+
+    from vst_core.data.images import max_bytes
+    from vst_core.data.paths import ImagePathError, resolve_image
+
+    refs = dict.fromkeys(p for item in study.items for story in item.stories for p in story.photos)
+    copied, skipped = 0, []
+    base = source.resolve()
+    for ref in refs:
+        try:
+            found = resolve_image(source, ref, base=base)
+            into = resolve_image(target, ref)
+        except ImagePathError:
+            skipped.append(ref)
+            continue
+        if not found.is_file() or found.stat().st_size > max_bytes():
+            skipped.append(ref)
+            continue
+        if into.exists():
+            continue
+        into.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(found, into)
+        copied += 1
+    return copied, skipped
+
+
+def study_photo(study_path: str | Path, ref: str) -> Path | None:
+    """The copy of photo ``ref`` in the study's photo folder, or None when it is not there or the
+    reference leaves the folder."""
+    from vst_core.data.paths import ImagePathError, resolve_image
+
+    try:
+        found = resolve_image(photos_folder(study_path), ref)
+    except ImagePathError:
+        return None
+    return found if found.is_file() else None
 
 
 def load_study(path: str | Path) -> Study:
@@ -188,6 +254,21 @@ def revoke_rater(study: Study, name: str) -> Study:
         known = ", ".join(r.name for r in study.raters) or "none"
         raise StudyError(f"no rater named {name!r} (raters: {known})")
     return study.with_raters([replace(r, revoked=True) if r.name == name else r for r in study.raters])
+
+
+def add_raters(study: Study, names: Sequence[str]) -> Study:
+    """:func:`add_rater` for each of ``names``."""
+    for name in names:
+        study = add_rater(study, name)
+    return study
+
+
+def revoke(study: Study, token: Any) -> Study:
+    """``study`` with the live rater holding ``token`` revoked (StudyError when none holds it)."""
+    rater = rater_for(study, token)
+    if rater is None:
+        raise StudyError("no live rater holds that token")
+    return revoke_rater(study, rater.name)
 
 
 def rater_link(base_url: str, rater: Rater) -> str:

@@ -148,13 +148,40 @@ class StoryShown:
     story_id: str
     sentences: tuple[str, ...]
     photos: tuple[str, ...] = ()
+    frames: tuple[int, ...] = ()  # the photo each sentence belongs to (VWP's sentence groups); empty: sentence i, photo i
 
     def to_json(self) -> dict[str, Any]:
-        return {"system": self.system, "story_id": self.story_id, "sentences": list(self.sentences), "photos": list(self.photos)}
+        return {
+            "system": self.system,
+            "story_id": self.story_id,
+            "sentences": list(self.sentences),
+            "photos": list(self.photos),
+            "frames": list(self.frames),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> StoryShown:
-        return cls(str(data["system"]), str(data["story_id"]), tuple(data["sentences"]), tuple(data.get("photos", ())))
+        return cls(
+            str(data["system"]),
+            str(data["story_id"]),
+            tuple(data["sentences"]),
+            tuple(data.get("photos", ())),
+            tuple(data.get("frames", ())),
+        )
+
+    def photo_texts(self) -> tuple[str, ...]:
+        """One text per photo: the sentences of each photo's group joined (the sentences themselves
+        when the story has no groups).
+
+        >>> StoryShown("m", "s", ("A.", "B.", "C."), ("1.jpg", "2.jpg"), (0, 0, 1)).photo_texts()
+        ('A. B.', 'C.')
+        """
+        if not self.frames:
+            return self.sentences
+        groups: list[list[str]] = [[] for _ in range(max(max(self.frames) + 1, len(self.photos)))]
+        for sentence, frame in zip(self.sentences, self.frames, strict=True):
+            groups[frame].append(sentence)
+        return tuple(" ".join(g) for g in groups)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -410,6 +437,12 @@ def _check(study: Study) -> None:
                 _text(sentence, f"a sentence of item {item.item_id}", MAX_INSTRUCTIONS, empty=True)
             for photo in story.photos:
                 _text(photo, f"a photo of item {item.item_id}", 4096)
+            if story.frames and (
+                len(story.frames) != len(story.sentences)
+                or any(not isinstance(f, int) or f < 0 for f in story.frames)
+                or list(story.frames) != sorted(story.frames)
+            ):
+                raise StudyError(f"item {item.item_id}: a story's frames are one non-decreasing photo index a sentence")
         if item.gold is not None:
             problem = value_problem(study, item, item.gold.expected, gold=True)
             if problem:
