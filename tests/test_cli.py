@@ -159,6 +159,7 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
         "compare",
         "report",
         "metrics",
+        "study",
     }  # fmt: skip
     for command in commands():
         with pytest.raises(SystemExit) as exc:

@@ -1,7 +1,7 @@
 """The ``vst`` command line, one module per command: :mod:`.score`, :mod:`.meta_eval`,
 :mod:`.models` (fetch-models, cache), :mod:`.bench`, :mod:`.dhm` (import-scores, dhm), :mod:`.compare`
-(the leaderboard and paired tests), :mod:`.report` and :mod:`.metrics` (the metrics this installation
-knows); a metric's own commands (train-sop, train-vrank, train-cosmic, judge-bias) come from its
+(the leaderboard and paired tests), :mod:`.report`, :mod:`.metrics` (the metrics this installation
+knows) and :mod:`.study` (human-judgement studies: new, raters, status, export); a metric's own commands (train-sop, train-vrank, train-cosmic, judge-bias) come from its
 spec's ``commands`` (:func:`commands`)."""
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("compare", "add_parser", "run"),
     "report": ("report", "add_parser", "run"),
     "metrics": ("metrics", "add_parser", "run"),
+    "study": ("study", "add_parser", "run"),
 }
 
 
@@ -78,12 +79,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _refuse(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -> NoReturn:
+def _command_parser(parser: argparse.ArgumentParser, command: str, words: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of ``command``, or of its step when it has steps and ``words`` name one
+    (``vst study new``)."""
+    sub: argparse.ArgumentParser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    steps = next((a for a in sub._actions if isinstance(a, argparse._SubParsersAction)), None)
+    step = next((w for w in words if not w.startswith("-")), None)
+    if steps is not None and step in steps.choices:
+        chosen: argparse.ArgumentParser = steps.choices[step]
+        return chosen
+    return sub
+
+
+def _refuse(parser: argparse.ArgumentParser, command: str, unknown: list[str], words: Sequence[str] = ()) -> NoReturn:
     """Exit 2 with the command's own usage (not vst's) and, for a mistyped option, the nearest of
     its options: ``vst score --metrcs`` -> "did you mean --metrics?"."""
     import difflib
 
-    sub: argparse.ArgumentParser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    sub = _command_parser(parser, command, words)
     options = [flag for action in sub._actions for flag in action.option_strings]
     hints = []
     for word in unknown:
@@ -97,7 +110,7 @@ def _refuse(parser: argparse.ArgumentParser, command: str, unknown: list[str]) -
 def _unknown_options(parser: argparse.ArgumentParser, command: str, words: Sequence[str]) -> list[str]:
     """The words of ``words`` that look like options (``--name``) that ``command`` does not have,
     not even as an abbreviation argparse would take."""
-    sub: argparse.ArgumentParser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    sub = _command_parser(parser, command, words)
     options = [flag for action in sub._actions for flag in action.option_strings if flag.startswith("--")]
     unknown = []
     for word in words:
@@ -114,10 +127,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = argv[0] if argv and argv[0] in _table(argv[0]) else None
     parser = build_parser(only)
     if only is not None and (mistyped := _unknown_options(parser, only, argv[1:])):
-        _refuse(parser, only, mistyped)  # before argparse: a missing --out would hide the typo
+        _refuse(parser, only, mistyped, argv[1:])  # before argparse: a missing --out would hide the typo
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        _refuse(parser, args.command, unknown)
+        _refuse(parser, args.command, unknown, argv[1:])
     logging.basicConfig(format="warning: %(message)s", level=logging.WARNING)
     try:
         return _runner(args.command)(args)

@@ -84,7 +84,7 @@ IMAGE_SETTINGS: tuple[str, ...] = (
 #: The commands of ``vst`` itself (:data:`vst_core.cli.COMMANDS`; a test keeps the two equal): no
 #: metric's ``commands`` may take one.
 CLI_COMMANDS: frozenset[str] = frozenset(
-    {"bench", "cache", "compare", "dhm", "fetch-models", "import-scores", "meta-eval", "metrics", "report", "score"}
+    {"bench", "cache", "compare", "dhm", "fetch-models", "import-scores", "meta-eval", "metrics", "report", "score", "study"}
 )
 #: The options of ``vst fetch-models`` itself (:mod:`vst_core.cli.models`): no metric's ``fetch`` may take one.
 FETCH_FLAGS: frozenset[str] = frozenset({"--clip-model", "--clip-pretrained", "--detector", "--help"})
