@@ -8,7 +8,8 @@ takes (the workers decode beside the forward), on photos of many sizes, with a t
 - Python-level torch calls (``TorchFunctionMode``): on a GPU host each releases and retakes the GIL;
 - aten compute ops (``TorchDispatchMode``, views left out): each is a kernel launch on CUDA;
 - host-to-device copies (``_upload``), device-to-host copies (``_collect``) and host syncs
-  (``item``, ``tolist``, ``nonzero``, ``int(tensor)`` and the like).
+  (``item``, ``tolist``, ``nonzero``, ``int(tensor)`` and the like);
+- the photo bytes the main thread copies into window canvases itself (the workers copy them).
 
 Runs on N and 2N photos give slopes per crop and per photo; totals over forwards give per batch.
 :func:`predicted_host_ms` turns the counts into a 16-core host time a batch, with per-call costs fitted
@@ -132,6 +133,7 @@ class Run:
     uploads: int
     collects: int
     forward: Counts  # one forward's own counts
+    main_copy_bytes: int = 0  # photo bytes the main thread copied into window canvases itself
 
 
 def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_size: int = 256, workers: int = 2) -> Run:
@@ -152,7 +154,7 @@ def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_s
         counted(lambda: torch.nn.functional.normalize(model.encode_image(x).float(), dim=-1), forward)
     worker_counts = Counts()
     lock = threading.Lock()
-    tally = {"uploads": 0, "collects": 0, "forwards": 0}
+    tally = {"uploads": 0, "collects": 0, "forwards": 0, "main_copy_bytes": 0}
 
     class Ledgered(ClipEncoder):
         @property
@@ -164,6 +166,19 @@ def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_s
             out = counted(lambda: ClipEncoder._host_image(self, load, item), mine)
             with lock:
                 worker_counts.add(mine)
+            return out
+
+        def _upload_canvas(self, photos: list[np.ndarray], blocks: Any = None, window: int = 0, spread: Any = None) -> Any:
+            sizes = [int(p.nbytes) for p in photos]
+            spread_bytes = 0
+
+            def counted_spread(copy: Any, parts: list[list[int]]) -> Any:
+                nonlocal spread_bytes
+                spread_bytes += sum(sizes[k] for part in parts for k in part)
+                return spread(copy, parts)
+
+            out = super()._upload_canvas(photos, blocks, window, counted_spread if spread is not None else None)
+            tally["main_copy_bytes"] += sum(sizes) - spread_bytes  # what the main thread copied itself
             return out
 
         def _upload(self, host: Any) -> Any:
@@ -194,7 +209,10 @@ def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_s
         main.calls[name] -= n * tally["forwards"]
     for name, n in forward.ops.items():
         main.ops[name] -= n * tally["forwards"]
-    return Run(photos, len(out), tally["forwards"], main, worker_counts, tally["uploads"], tally["collects"], forward)
+    return Run(
+        photos, len(out), tally["forwards"], main, worker_counts, tally["uploads"], tally["collects"], forward,
+        tally["main_copy_bytes"],
+    )  # fmt: skip
 
 
 def ledger_figures(photos: int = 96, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_size: int = 256) -> dict[str, float]:
@@ -212,6 +230,7 @@ def ledger_figures(photos: int = 96, sizes: Sequence[tuple[int, int]] = SIZES, *
         "ledger_kernels_per_crop": round((b.main.kernels - a.main.kernels) / crops, 3),
         "ledger_torch_calls_per_photo_workers": round((b.workers.torch_calls - a.workers.torch_calls) / n, 3),
         "ledger_uploads_per_photo": round((b.uploads - a.uploads) / n, 3),
+        "ledger_main_copy_bytes_per_photo": round((b.main_copy_bytes - a.main_copy_bytes) / n),
         "ledger_kernels_per_batch": round(b.main.kernels / b.forwards, 1),
         "ledger_torch_calls_per_batch": round(b.main.torch_calls / b.forwards, 1),
         "ledger_uploads_per_batch": round(b.uploads / b.forwards, 2),

@@ -19,7 +19,7 @@ cuts it, so the gathered pixels are the slices the per-crop path took.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,17 +29,50 @@ import numpy as np
 CROP = np.dtype([("canvas", np.int64), ("r0", np.int64), ("x1", np.int64), ("h", np.int64), ("w", np.int64), ("idx", np.int64)])
 
 
-def pack(photos: Sequence[np.ndarray], out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+#: Runs a copy over parts of the photos, e.g. ``lambda f, parts: list(pool.map(f, parts))``.
+Spread = Callable[[Callable[[list[int]], None], list[list[int]]], object]
+
+
+def pack(
+    photos: Sequence[np.ndarray], out: np.ndarray | None = None, spread: Spread | None = None, parts: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """(canvas, first row of each photo): uint8 (H, W, 3) photos stacked by rows into one
     (sum H, max W, 3) block (``out`` when given: a pinned buffer of at least that size, of which the
-    used part is returned); columns right of a narrower photo are left as they were (never read)."""
+    used part is returned); columns right of a narrower photo are left as they were (never read).
+    With ``spread``, the copies are made in ``parts`` runs of photos of about equal bytes, handed to
+    ``spread`` (worker threads: numpy copies without holding the GIL), not by the caller."""
     rows = np.cumsum([0, *(int(p.shape[0]) for p in photos)])
     width = max((int(p.shape[1]) for p in photos), default=1)
     shape = (int(rows[-1]) or 1, width, 3)
     canvas = np.empty(shape, np.uint8) if out is None else out.reshape(-1)[: shape[0] * shape[1] * 3].reshape(shape)
-    for photo, r0 in zip(photos, rows[:-1]):
-        canvas[r0 : r0 + photo.shape[0], : photo.shape[1]] = photo
+
+    def copy(part: list[int]) -> None:
+        for k in part:
+            photo = photos[k]
+            canvas[rows[k] : rows[k] + photo.shape[0], : photo.shape[1]] = photo
+
+    if spread is None or parts < 2 or len(photos) < 2:
+        copy(list(range(len(photos))))
+    else:
+        spread(copy, split_even([int(p.nbytes) for p in photos], parts))
     return canvas, rows[:-1]
+
+
+def split_even(sizes: Sequence[int], parts: int) -> list[list[int]]:
+    """Indices of ``sizes`` in at most ``parts`` consecutive runs of about equal total size.
+
+    >>> split_even([4, 4, 4, 4], 2), split_even([9, 1, 1, 1], 2), split_even([], 3)
+    ([[0, 1], [2, 3]], [[0], [1, 2, 3]], [])
+    """
+    total = sum(sizes)
+    runs: list[list[int]] = []
+    done = 0
+    for k, size in enumerate(sizes):
+        if not runs or (done >= total * len(runs) / parts and len(runs) < parts):
+            runs.append([])
+        runs[-1].append(k)
+        done += size
+    return runs
 
 
 def canvas_bytes(shapes: Sequence[tuple[int, ...]]) -> int:
