@@ -3,11 +3,22 @@ every page), navigation between the pages, and the settings footer. Run with ``s
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from dashboard import frame, sidebar
 
-st.set_page_config(page_title="Visual story evaluation", page_icon="📖", layout="wide")
+#: A rater's link (``?rater=<token>``), or a server started for raters only (``VST_RATERS_ONLY=1``):
+#: the rater page alone is registered, hidden from navigation; no sidebar, no data, no other page.
+RATER = "rater" in st.query_params or os.environ.get("VST_RATERS_ONLY", "") not in ("", "0")
+
+st.set_page_config(
+    page_title="Rating stories" if RATER else "Visual story evaluation",
+    page_icon="📖",
+    layout="centered" if RATER else "wide",
+    initial_sidebar_state="collapsed" if RATER else "auto",
+)
 st.html(
     """<style>
     /* narrow screens (a laptop at 900 px with the sidebar open): story columns wrap two per row,
@@ -28,6 +39,10 @@ st.html(
     </style>"""
 )
 
+if RATER:
+    st.navigation([st.Page("app_pages/rate.py", title="Rating stories", default=True)], position="hidden").run()
+    st.stop()
+
 navigation = st.navigation(
     [
         st.Page("app_pages/inspect.py", title="Inspect a story", icon=":material/search:", default=True),
@@ -37,6 +52,7 @@ navigation = st.navigation(
         st.Page("app_pages/leaderboard.py", title="Leaderboard", icon=":material/leaderboard:"),
         st.Page("app_pages/human_likeness.py", title="Human-likeness", icon=":material/diversity_3:"),
         st.Page("app_pages/compare.py", title="Compare with other scores", icon=":material/compare_arrows:"),
+        st.Page("app_pages/study.py", title="Human study", icon=":material/how_to_reg:"),
     ]
 )
 choices, data = sidebar.render()

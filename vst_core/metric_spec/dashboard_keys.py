@@ -71,6 +71,7 @@ DASHBOARD_KEYS: frozenset[str] = frozenset(
         "penalize",
         "plugins",
         "profile",
+        "rater",
         "regions",
         "resamples",
         "scatter",

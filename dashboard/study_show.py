@@ -1,0 +1,84 @@
+"""What the study pages draw the same way: a story as its photos in order with each sentence under
+its photo (a missing photo as a grey box), text from a study file escaped, and the rater's link.
+Nothing here decides anything about a study: that is :mod:`vst_core.study`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard import loading
+from vst_core.study import StoryShown, study_photo
+from vst_core.viz.safe import md
+
+#: The grey box drawn where a photo cannot be shown (a constant: nothing from a file in it).
+MISSING_PHOTO = (
+    '<div style="background:#d9d9d9;color:#4a4a4a;aspect-ratio:4/3;display:flex;align-items:center;'
+    'justify-content:center;border-radius:4px;font-size:0.9rem">photo not available</div>'
+)
+
+#: Letters the stories of an item are shown under, left to right.
+LETTERS = "ABCD"
+
+
+def paragraphs(text: str) -> str:
+    """A researcher's text (instructions) as markdown that shows its characters exactly, its
+    paragraphs (blank lines) kept apart.
+
+    >>> paragraphs("Rate *each* story.\\n\\n<b>Be kind</b>")
+    'Rate \\\\*each\\\\* story.\\n\\n\\\\<b\\\\>Be kind\\\\</b\\\\>'
+    """
+    parts = [p.strip() for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
+    return "\n\n".join(md(p) for p in parts)
+
+
+#: A photo's reference -> its file, or None (refused, missing).
+Resolver = Callable[[str], Path | None]
+
+
+def photos_of(study_path: Path) -> Resolver:
+    """A study's photos: the copies in its own photo folder (a reference that leaves it finds nothing)."""
+    return lambda ref: study_photo(study_path, ref)
+
+
+def _photo(column: st.delta_generator.DeltaGenerator, path: Path | None) -> None:
+    if path is not None:
+        try:
+            picture, _, _ = loading.thumbnail(str(path), loading.stamp(path))
+        except OSError:
+            picture = None
+        if picture is not None:
+            column.image(picture, width="stretch")
+            return
+    column.html(MISSING_PHOTO)
+
+
+def story(shown: StoryShown, resolve: Resolver) -> None:
+    """The story's photos in a row in their order, each with its text under it (a photo's group of
+    sentences, for a story written so); a story without photos as its text."""
+    texts = shown.photo_texts()
+    if not shown.photos:
+        st.markdown(" ".join(md(s) for s in shown.sentences))
+        return
+    columns = st.columns(max(len(shown.photos), 3), gap="small")
+    paired = len(texts) == len(shown.photos)
+    for k, ref in enumerate(shown.photos):
+        _photo(columns[k], resolve(ref))
+        if paired and texts[k]:
+            columns[k].markdown(md(texts[k]))
+    if not paired:  # photos and texts that do not pair up: the text under the row
+        st.markdown(" ".join(md(s) for s in shown.sentences))
+
+
+def base_url(url: str | None) -> str:
+    """The dashboard's address a rater's link starts with: scheme, host and port of the page's
+    own address (its path and query dropped).
+
+    >>> base_url("http://localhost:8501/study?x=1"), base_url(None)
+    ('http://localhost:8501/', '/')
+    """
+    found = re.match(r"^(https?://[^/?#]+)", url or "")
+    return f"{found.group(1) if found else ''}/"
