@@ -254,6 +254,7 @@ class Grounder(ImageRegions):
         pending += [e for e in self.extra_images(stories) if e.error is None and e.region_emb is None]
         if pending:
             self._encode_regions(pending, model)
+        self._probe_then()  # when no image of this chunk needed hashing
         if self.vg is not None:
             self.story_nouns(stories)
         if self.encoder is None:

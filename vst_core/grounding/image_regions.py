@@ -106,6 +106,10 @@ class ImageRegions:
         self._grid: dict[tuple[int, int], list[Box]] = {}
         self._box_key: dict[Box, str] = {}
         self.crops: dict[str, ImageEntry] = {}  # images encoded whole, without regions (characters' crops), by ref
+        # the next chunk's images hashed and measured in the background (:meth:`probe_ahead`), by path
+        self._probing: Future[dict[str, tuple[str, tuple[int, int], str | None]]] | None = None
+        self._probe_pool: ThreadPoolExecutor | None = None
+        self._then: list[str] = []  # the next chunk's images, probed once this chunk's digests are taken
 
     def forget_images(self) -> None:
         """Drop the batch's images (vectors stay in the cache; the newest look-ups by content stay)."""
@@ -113,6 +117,60 @@ class ImageRegions:
         _keep_newest(self._region_vectors, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._grid, KEEP_BETWEEN_CHUNKS)
         _keep_newest(self._box_key, KEEP_BETWEEN_CHUNKS)
+
+    def probe_ahead(self, refs: list[str]) -> None:
+        """Hash and measure (header only) the images of ``refs``, the next chunk's, in a background
+        thread while this chunk is encoded: the chunk that names them finds their digests ready
+        (the memo's rule applies: a file whose stamp the memo knows is not read again).
+
+        Only the newest call's images are kept; a probe's failure is the image's error, as it
+        would be when probed in its chunk."""
+        entries: dict[str, ImageEntry] = {}
+        for ref in refs:
+            if ref not in self.images:
+                entry = self._entry(ref)
+                if entry.error is None:
+                    entries.setdefault(str(entry.path), entry)
+        if not entries:
+            return
+        if self._probe_pool is None:
+            self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vst-ahead")
+        workers = (self.encoder.workers if self.encoder is not None else 0) or 1
+        todo = list(entries.values())
+
+        def probe() -> dict[str, tuple[str, tuple[int, int], str | None]]:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-ahead-hash") as pool:
+                digests = self._hashed(todo, pool)
+            return {str(e.path): (digests.get(id(e), ""), e.size, e.error) for e in todo}
+
+        self._probing = self._probe_pool.submit(probe)
+
+    def probe_after(self, refs: list[str]) -> None:
+        """Probe ``refs`` (the next chunk's images) ahead once this chunk's images are hashed
+        (:meth:`probe_ahead`), so the two never wait on each other."""
+        self._then = list(refs)
+
+    def _probe_then(self) -> None:
+        refs, self._then = self._then, []
+        if refs:
+            self.probe_ahead(refs)
+
+    def _probed_ahead(self) -> dict[str, tuple[str, tuple[int, int], str | None]]:
+        """What the last :meth:`probe_ahead` found (waiting for it), once; {} when none ran."""
+        ahead, self._probing = self._probing, None
+        if ahead is None:
+            return {}
+        try:
+            return ahead.result()
+        except Exception:  # probed again in the chunk, where its failure is recorded
+            log.debug("probing the next chunk's images failed", exc_info=True)
+            return {}
+
+    def close(self) -> None:
+        """Stop the background probe thread (a later :meth:`probe_ahead` starts another)."""
+        pool, self._probe_pool, self._probing = self._probe_pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def pending(self, refs: list[str]) -> list[ImageEntry]:
         """The distinct images of ``refs`` not read yet (no error, no vectors)."""
@@ -186,6 +244,19 @@ class ImageRegions:
         """Content digest of each image (sizes set, failures recorded as the entry's error): from the
         memo where the file is the one it saw (same size, mtime, ctime and inode), else read and
         hashed in ``pool``."""
+        digests: dict[int, str] = {}
+        ahead = self._probed_ahead()
+        for entry in pending:
+            found = ahead.get(str(entry.path))
+            if found is not None:
+                digest, entry.size, entry.error = found
+                digests[id(entry)] = digest if entry.error is None else ""
+        digests.update(self._hashed([e for e in pending if id(e) not in digests], pool))
+        self._probe_then()
+        return digests
+
+    def _hashed(self, pending: list[ImageEntry], pool: ThreadPoolExecutor) -> dict[int, str]:
+        """:meth:`_digests` of images not probed ahead: the memo's, else read and hashed in ``pool``."""
         digests: dict[int, str] = {}
         infos: dict[int, os.stat_result] = {}
         if self.memo is not None:

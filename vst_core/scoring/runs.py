@@ -291,6 +291,7 @@ def _records(
         return
     models.load()
     idf: Mapping[str, float] | None = None
+    grounder = None
     if registry().with_need("images") & set(settings.metrics):
         grounder = models.grounder_for(story_set)  # idf and the like fitted over the whole set, before any chunk
         idf = grounder.idf if grounder.needs_idf else None
@@ -361,6 +362,9 @@ def _records(
                         shown = 0
                     chunk = rest[at : at + chunk_size]
                     at += len(chunk)
+                    if grounder is not None:  # the next chunk's photos hashed beside this chunk's model work
+                        upcoming = (part[m] for m in rest[at : at + chunk_size])
+                        grounder.probe_after([ref for story in upcoming if not refused(story) for ref in story.images])
                     done.update(zip(chunk, compute([part[m] for m in chunk]), strict=True))
                     ends[chunk[-1]] = len(chunk)
                 yield done.pop(n)
@@ -371,6 +375,8 @@ def _records(
     finally:
         if bar is not None:
             bar.close()
+        if grounder is not None:
+            grounder.close()
 
 
 def _record_store(models: Models, signature: Mapping[str, Any]) -> RecordStore | None:
