@@ -5,6 +5,7 @@ A link that names no live rater shows one line and nothing else."""
 
 from __future__ import annotations
 
+import secrets
 import time
 
 import streamlit as st
@@ -19,6 +20,7 @@ NOT_VALID = "This link is not valid."
 AT = "_rate_at"
 SHOWN_AT = "_rate_shown_at"
 SAVED = "_rate_saved"
+OWNER = "_rate_owner"
 
 
 def _open() -> tuple[Study, Rater, AnswerStore, list[Presented], study_show.Resolver] | None:
@@ -38,6 +40,10 @@ if opened is None:
     st.markdown(NOT_VALID)
     st.stop()
 study, rater, store, plan, resolve = opened
+if st.session_state.get(OWNER) != (study.signature, rater.name):  # another link opened in this session
+    for name in (AT, SHOWN_AT, SAVED):
+        st.session_state.pop(name, None)
+    st.session_state[OWNER] = (study.signature, rater.name)
 items: dict[str, Item] = {item.item_id: item for item in study.items}
 answered = store.answered(study, rater)
 done = [k for k, p in enumerate(plan) if p.item_id in answered]
@@ -55,19 +61,30 @@ if saved:
 if len(done) == len(plan) and plan:
     st.info("Every item is answered: thank you. You can still go back and change an answer.")
 
-back, ahead, _ = st.columns([1, 1, 4])
+back, ahead, jump = st.columns([1, 1, 2], vertical_alignment="bottom")
 if back.button("← Previous item", key="rate-back", disabled=at == 0):
     st.session_state[AT] = at - 1
     st.rerun()
 if ahead.button("Next item →", key="rate-next", disabled=at >= len(plan) - 1):
     st.session_state[AT] = at + 1
     st.rerun()
+picked = jump.selectbox(
+    "Go to item",
+    range(len(plan)),
+    index=at,
+    format_func=lambda k: f"Item {k + 1}" + (" · answered" if plan[k].item_id in answered else ""),
+    key=f"rate-goto-{at}",
+)
+if picked is not None and picked != at:
+    st.session_state[AT] = int(picked)
+    st.rerun()
 
 presented = plan[at]
 item = items[presented.item_id]
 previous = answered.get(item.item_id)
-shown_at: dict[str, float] = st.session_state.setdefault(SHOWN_AT, {})
-started = shown_at.setdefault(f"{at}:{item.item_id}", time.monotonic())  # from when this item was shown
+shown_at: dict[str, tuple[float, str]] = st.session_state.setdefault(SHOWN_AT, {})
+# from when this item was shown; one request id per showing, so a submission run twice is stored once
+started, request = shown_at.setdefault(f"{at}:{item.item_id}", (time.monotonic(), secrets.token_hex(8)))
 if previous is not None:
     st.caption(f"You answered this item (revision {previous.revision}); a new answer replaces it.")
 
@@ -81,7 +98,7 @@ for k, shown_story in enumerate(stories):
 def save(value: dict[str, int | str]) -> None:
     """Store the answer; said saved (and the next item opened) only once the store committed it."""
     try:
-        store.record(study, rater, presented, value, time.monotonic() - started)
+        store.record(study, rater, presented, value, time.monotonic() - started, request=request)
     except StudyError as exc:
         st.error(f"Not saved: {shown(exc)}")
         return
