@@ -34,6 +34,7 @@ from vst_core.study import (
     new_study,
     rater_link,
     read_source,
+    read_sources,
     revoke_rater,
     save_study,
 )
@@ -67,7 +68,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
         formatter_class=DefaultsHelp,
     )
-    new.add_argument("source", type=Path, metavar="SOURCE", help="stories (what vst score reads) or scores (what it writes)")
+    new.add_argument(
+        "source",
+        type=Path,
+        nargs="+",
+        metavar="SOURCE",
+        help="stories (what vst score reads) or scores (what it writes); several files of one folder are read as one",
+    )
     new.add_argument("--out", type=Path, required=True, help=f"study file to write (name it *{STUDY_SUFFIX} for the rater page)")
     new.add_argument("--protocol", choices=PROTOCOLS, default="likert", help="what a rater answers")
     new.add_argument(
@@ -214,7 +221,7 @@ def _new(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if outputs_unwritable([args.out]):
         return EXIT_INPUT
-    read = read_source(args.source)
+    read = read_sources(args.source)
     for problem in read.problems[:5]:
         note(f"warning: {problem}")
     aspects = aspects_from_json("vist-edit" if args.aspects == "vist-edit" else _json_file(Path(args.aspects), "aspects"))

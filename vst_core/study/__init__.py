@@ -13,7 +13,8 @@ the study pages and ``vst study`` call these.
 ('ann', 4, None)
 """
 
-from vst_core.study.agreement import agreeing_pairs, alpha_interval, fleiss_kappa, krippendorff_alpha
+from typing import TYPE_CHECKING, Any
+
 from vst_core.study.build import (
     DEFAULT_RATERS_PER_ITEM,
     GoldSpec,
@@ -23,9 +24,9 @@ from vst_core.study.build import (
     gold_from_json,
     new_study,
     read_source,
+    read_sources,
     stories_from_list,
 )
-from vst_core.study.export import export_study
 from vst_core.study.files import (
     STUDY_SUFFIX,
     add_rater,
@@ -44,8 +45,6 @@ from vst_core.study.files import (
     studies_folder,
     study_photo,
 )
-from vst_core.study.frames import judgements_frame, pairwise_frame
-from vst_core.study.live import GOLD_TOLERANCE, ExclusionRule, LiveView, gold_correct, live_view
 from vst_core.study.plan import assigned, deal, plan_for
 from vst_core.study.records import (
     LIKERT_ANCHORS,
@@ -64,6 +63,38 @@ from vst_core.study.records import (
     value_problem,
 )
 from vst_core.study.store import AnswerStore
+
+if TYPE_CHECKING:
+    from vst_core.study.agreement import agreeing_pairs, alpha_interval, fleiss_kappa, krippendorff_alpha
+    from vst_core.study.export import export_study
+    from vst_core.study.frames import judgements_frame, pairwise_frame
+    from vst_core.study.live import GOLD_TOLERANCE, ExclusionRule, LiveView, gold_correct, live_view
+
+#: The names whose modules read numpy and pandas, imported when first asked for: the rater page
+#: and a process that only records answers never pay for the statistics.
+_LAZY = {
+    "agreeing_pairs": "agreement",
+    "alpha_interval": "agreement",
+    "fleiss_kappa": "agreement",
+    "krippendorff_alpha": "agreement",
+    "export_study": "export",
+    "judgements_frame": "frames",
+    "pairwise_frame": "frames",
+    "GOLD_TOLERANCE": "live",
+    "ExclusionRule": "live",
+    "LiveView": "live",
+    "gold_correct": "live",
+    "live_view": "live",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"vst_core.study.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_RATERS_PER_ITEM",
@@ -116,6 +147,7 @@ __all__ = [
     "rater_for",
     "rater_link",
     "read_source",
+    "read_sources",
     "revoke_rater",
     "save_study",
     "stories_from_list",

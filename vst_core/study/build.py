@@ -48,6 +48,7 @@ __all__ = [
     "gold_from_json",
     "new_study",
     "read_source",
+    "read_sources",
     "stories_from_list",
 ]
 
@@ -130,6 +131,35 @@ def read_source(path: str | Path) -> StudySource:
     return StudySource(kept, _with_sharing(source, kept), (), tuple(str(p) for p in stories.problems))
 
 
+def read_sources(paths: Sequence[str | Path]) -> StudySource:
+    """:func:`read_source` of several files read as one (people's stories in one file, a model's in
+    another: VWP's release and a model's JSONL). Their photos are relative to one folder, so the
+    files must lie in one folder (StudyError otherwise); a story ``(system, story_id)`` in two files
+    is taken from the first."""
+    read = [read_source(p) for p in paths]
+    if not read:
+        raise StudyError("no source file given")
+    if len(read) == 1:
+        return read[0]
+    folders = {r.source["folder"] for r in read}
+    if len(folders) > 1:
+        raise StudyError(
+            "the source files lie in different folders, so their photos' paths cannot all be followed; put them in one"
+        )
+    stories = tuple(s for r in read for s in r.stories)
+    source = {
+        "file": ", ".join(r.source["file"] for r in read),
+        "sha256": ", ".join(r.source["sha256"] for r in read),
+        "kind": ", ".join(dict.fromkeys(r.source["kind"] for r in read)),
+        "folder": read[0].source["folder"],
+    }
+    ids = sorted({i for r in read for i in r.source.get("signature_ids", "").split(",") if i})
+    if ids:
+        source["signature_ids"] = ",".join(ids)
+    records = tuple(x for r in read for x in r.records)
+    return StudySource(stories, _with_sharing(source, stories), records, tuple(p for r in read for p in r.problems))
+
+
 def _with_sharing(source: dict[str, str], stories: Sequence[StoryFields]) -> dict[str, str]:
     """``source`` with ``shared_ids``: whether a story id belongs to several systems in the file
     (exports then name a story ``<story_id> (<system>)``, as meta-evaluation keys it)."""
@@ -193,9 +223,16 @@ def stories_from_list(rows: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str
     return tuple(dict.fromkeys(out))
 
 
+#: Control characters (C0 but tab, line feed and carriage return; DEL) in a story's text: shown as a space.
+_CONTROLS = {c: " " for c in [*range(0, 9), 11, 12, *range(14, 32), 127]}
+
+
 def _shown(story: StoryFields) -> StoryShown:
+    """A story as shown: its text with control characters as spaces (a sentence from a file is
+    shown as text whatever it holds; markup stays markup, escaped by the page)."""
     frames = tuple(getattr(story, "frames", ()) or ())
-    return StoryShown(str(story.system), str(story.story_id), tuple(story.sentences), tuple(story.images), frames)
+    sentences = tuple(str(s).translate(_CONTROLS) for s in story.sentences)
+    return StoryShown(str(story.system), str(story.story_id), sentences, tuple(story.images), frames)
 
 
 def new_study(

@@ -2,8 +2,8 @@
 
 An answer is acknowledged when :meth:`AnswerStore.record` returns, which is after its transaction
 committed with ``synchronous=FULL``: a process killed after that, a tab closed or two raters
-answering at once lose nothing acknowledged. Each call opens its own connection, so threads and
-processes share a store freely. A rater who changes an answer adds a revision (the history stays;
+answering at once lose nothing acknowledged. A store keeps one connection per process, used by one
+call at a time, so threads and processes share a file freely. A rater who changes an answer adds a revision (the history stays;
 the latest revision is the answer). Unlike the caches of :mod:`vst_core.stores`, a store that cannot
 be written is never skipped: the answer is refused with a :class:`StudyError` saying why.
 
@@ -16,7 +16,9 @@ be written is never skipped: the answer is refused with a :class:`StudyError` sa
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -61,10 +63,14 @@ class AnswerStore:
     """The answers of one or more studies in the SQLite file ``path`` (made when missing).
 
     ``record`` validates and writes one answer in one transaction; ``answers`` and ``answered``
-    read them back. Safe across threads and processes: each call has its own connection."""
+    read them back. Safe across threads (one call at a time on the process's connection) and
+    processes (SQLite's locks; a writer waits up to :data:`BUSY_SECONDS` for another)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._pid = 0
         if self.path.exists() and not self.path.is_file():
             raise StudyError(f"cannot keep answers in {self.path}: not a regular file")
         try:
@@ -87,13 +93,30 @@ class AnswerStore:
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None)
-        try:
-            db.execute("PRAGMA synchronous=FULL")
-            db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
-            yield db
-        finally:
-            db.close()
+        """This process's connection to the file, one call at a time (SQLite takes one writer at a
+        time anyway). It stays open between calls: closing the last connection to a WAL file
+        checkpoints it, which would double the time an answer takes. A call that fails closes it;
+        the next opens a new one (as does a forked process)."""
+        with self._lock:
+            if self._db is None or self._pid != os.getpid():
+                self._db = sqlite3.connect(self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+                self._pid = os.getpid()
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
+            try:
+                yield self._db
+            except BaseException:
+                self.close_connection()
+                raise
+
+    def close_connection(self) -> None:
+        """Close this process's connection (the next call opens another)."""
+        db, self._db = self._db, None
+        if db is not None and self._pid == os.getpid():
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
 
     def record(
         self,
