@@ -30,7 +30,7 @@ from vst_core.viz import (
     scores_table,
     story_cards,
 )
-from vst_core.viz.report import view_report
+from vst_core.viz.report import aspect_label, view_report
 from vst_core.viz.safe import code, md
 
 #: Up to this many image sequences are offered in a list; more are typed or opened from the Dataset page.
@@ -191,7 +191,7 @@ def people(story_id: str, system: str) -> None:
     shared = len(view.rows_of_story(story_id)) > 1  # then a rating must name its system
     ratings = ratings_of(human, story_id, system, shared=shared) if human is not None else []
     if ratings:
-        text = " · ".join(f"{md(r.aspect)} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
+        text = " · ".join(f"{md(aspect_label(r.aspect))} {r.mean:.2f} ± {r.spread:.2f} ({r.n})" for r in ratings)
         st.caption(f"**People** ({human_label}): {text}")
 
 
