@@ -5,7 +5,8 @@ stderr, its exit code 0.
 A command line is a line of a fenced code block that starts with ``vst`` (a ``\\`` at its end
 continues it); its ``# comment`` is dropped. The words the pages use for the reader's own files
 are the sample's (:data:`PLACEHOLDERS`), and ``scores.jsonl`` read (not written) by a line is the
-sample scored with ``redundancy``. A synopsis (``[--json compare.json]``) is run with every
+sample scored with ``redundancy``; a study's files a line reads (:data:`STUDY_FILES`) are a study of
+it with its answers and export. A synopsis (``[--json compare.json]``) is run with every
 optional part given. The lines that cannot run here are :data:`CANNOT_RUN`, each with its reason,
 and the reason is checked: a listed line that could run here, or that no page prints any more,
 fails the test."""
@@ -38,7 +39,10 @@ PLACEHOLDERS = {
 IMAGES = SAMPLE / "images"
 
 #: The commands whose result is printed: a table (or report) on stdout when they end with 0.
-PRINTS_RESULT = {"meta-eval", "compare", "dhm", "metrics", "cache", "fetch-models", "judge-bias", "bench"}
+PRINTS_RESULT = {"meta-eval", "compare", "dhm", "metrics", "cache", "fetch-models", "judge-bias", "bench", "study"}
+#: What a line about a study reads (not writes), made by :func:`sample_study`: the sample's study
+#: with its answers, and its export.
+STUDY_FILES = {"pilot.study.json", "export/pilot-judgements.csv"}
 
 #: Lines that may end with 6 here: a metric's weights are not on this machine, the others are scored.
 WEIGHTS_ABSENT = {
@@ -226,6 +230,24 @@ def sample_scores(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def sample_study(tmp_path_factory: pytest.TempPathFactory, sample_scores: Path) -> Path:
+    """A folder with ``pilot.study.json`` made from the sample's scores, every rater's answers
+    beside it, and its export in ``export/``: what a ``vst study`` line reads."""
+    from vst_core.study import AnswerStore, load_study, plan_for
+
+    folder = tmp_path_factory.mktemp("study")
+    path = folder / "pilot.study.json"
+    assert main(["study", "new", str(sample_scores), "--out", str(path), "--seed", "1"]) == 0
+    study = load_study(path)
+    store = AnswerStore.beside(path)
+    for n, rater in enumerate(study.raters):
+        for step in plan_for(study, rater):
+            store.record(study, rater, step, {a.key: 1 + (n + step.position) % 5 for a in study.aspects}, 4.0)
+    assert main(["study", "export", str(path), "--out", str(folder / "export")]) == 0
+    return folder
+
+
 def test_the_pages_print_commands_and_each_is_run_or_listed() -> None:
     lines = {line for _page, line in printed()}
     assert len(lines) > 30
@@ -246,6 +268,7 @@ def test_a_printed_command_runs_as_printed(
     line: str,
     page: str,
     sample_scores: Path,
+    sample_study: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
@@ -254,6 +277,8 @@ def test_a_printed_command_runs_as_printed(
     writes_scores = "scores.jsonl" in words and words[words.index("scores.jsonl") - 1] == "--out"
     if "scores.jsonl" in words and not writes_scores:
         shutil.copy(sample_scores, tmp_path / "scores.jsonl")
+    if any(w in STUDY_FILES and words[k - 1] != "--out" for k, w in enumerate(words)):
+        shutil.copytree(sample_study, tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("VST_CACHE_DIR", str(tmp_path / "cache"))
     try:
