@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from vst_core.hashing import text_digest
-from vst_core.stores import SqliteStore, write_many
+from vst_core.stores import SqliteStore, rows_in, write_many
 
 
 def region_key(model: str, image_hash: str, box_key: str) -> str:
@@ -54,14 +54,11 @@ class EmbeddingCache:
 
         def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
             by_dim: dict[int, tuple[list[str], list[bytes]]] = {}
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                # only rows whose bytes are ``dim`` float32 values come back
-                for key, dim, blob in db.execute(f"SELECT key, dim, vec FROM emb WHERE key IN ({marks}) {_WELL_FORMED}", chunk):
-                    names, blobs = by_dim.get(dim) or by_dim.setdefault(dim, ([], []))
-                    names.append(key)
-                    blobs.append(blob)
+            # only rows whose bytes are ``dim`` float32 values come back
+            for key, dim, blob in rows_in(db, "SELECT key, dim, vec FROM emb WHERE key IN ({marks}) " + _WELL_FORMED, keys):
+                names, blobs = by_dim.get(dim) or by_dim.setdefault(dim, ([], []))
+                names.append(key)
+                blobs.append(blob)
             found: dict[str, np.ndarray] = {}
             for dim, (names, blobs) in by_dim.items():  # one buffer per width, checked in one pass
                 vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(names), dim)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.hashing import json_digest, text_digest
-from vst_core.stores import SqliteStore, write_many
+from vst_core.stores import SqliteStore, rows_in, write_many
 
 #: The cache file's name in the product's cache folder.
 FILE_NAME = "judge.sqlite"
@@ -106,20 +106,19 @@ class JudgeCache:
 
         def query(db: Any) -> dict[str, Any]:
             found: dict[str, Any] = {}
-            for start in range(0, len(keys), 500):
-                chunk = list(keys[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for key, value, checksum in db.execute(f"SELECT key, value, checksum FROM answers WHERE key IN ({marks})", chunk):
-                    answer = None
-                    if isinstance(value, str) and checksum == _checksum(key, value):
-                        try:
-                            answer = json.loads(value)
-                        except (ValueError, RecursionError):
-                            pass
-                    if answer is not None and (kind is None or valid_answer(kind, answer, labels)):
-                        found[key] = answer
-                    else:
-                        self.dropped += 1
+            for key, value, checksum in rows_in(
+                db, "SELECT key, value, checksum FROM answers WHERE key IN ({marks})", list(keys)
+            ):
+                answer = None
+                if isinstance(value, str) and checksum == _checksum(key, value):
+                    try:
+                        answer = json.loads(value)
+                    except (ValueError, RecursionError):
+                        pass
+                if answer is not None and (kind is None or valid_answer(kind, answer, labels)):
+                    found[key] = answer
+                else:
+                    self.dropped += 1
             return found
 
         found: dict[str, Any] = self._store.run(query, default=dict[str, Any]())
