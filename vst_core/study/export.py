@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from vst_core.data.csv_out import frame_csv
-from vst_core.data.exports import json_text
+from vst_core.data.exports import _umask, json_text
 from vst_core.study.frames import judgements_frame, pairwise_frame
 from vst_core.study.live import ExclusionRule, live_view
 from vst_core.study.records import Answer, Study, StudyError
@@ -54,7 +54,7 @@ def write_whole(files: dict[Path, str]) -> list[Path]:
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, 0o666 & ~_umask())  # the mode an open() would give, not mkstemp's 0600
     except BaseException:
         for tmp, _ in written:
             Path(tmp).unlink(missing_ok=True)
