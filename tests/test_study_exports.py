@@ -5,7 +5,9 @@ tables and its exclusion rule; exports written whole or not at all."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import stat
 from pathlib import Path
 
 import pandas as pd
@@ -191,3 +193,16 @@ def test_an_export_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None
     assert sorted(p.name for p in blocked.iterdir()) == before
     with pytest.raises(StudyError, match="no answers"):
         export_study(study, [], tmp_path / "none")
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077])
+def test_export_files_get_the_mode_the_umask_gives(tmp_path: Path, mask: int) -> None:
+    read = read_source(SCORES)
+    study = new_study(read.stories, raters=1, seed=1, source=read.source, study_id="m")
+    answers = answered(study, tmp_path)
+    old = os.umask(mask)
+    try:
+        paths = export_study(study, answers, tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in paths} == {0o666 & ~mask}
