@@ -168,6 +168,11 @@ def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_s
                 worker_counts.add(mine)
             return out
 
+        def _window(self) -> tuple[int, int]:  # a GPU's window (the device's memory taken as 80 GB)
+            from vst_core.models.clip import WINDOW_BATCHES_CUDA, WINDOW_BYTES_CUDA
+
+            return WINDOW_BATCHES_CUDA, WINDOW_BYTES_CUDA
+
         def _upload_canvas(self, photos: list[np.ndarray], blocks: Any = None, window: int = 0, spread: Any = None) -> Any:
             sizes = [int(p.nbytes) for p in photos]
             spread_bytes = 0
