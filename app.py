@@ -16,7 +16,7 @@ RATER = "rater" in st.query_params or os.environ.get("VST_RATERS_ONLY", "") not 
 st.set_page_config(
     page_title="Rating stories" if RATER else "Visual story evaluation",
     page_icon="📖",
-    layout="centered" if RATER else "wide",
+    layout="wide",
     initial_sidebar_state="collapsed" if RATER else "auto",
 )
 st.html(

@@ -51,9 +51,11 @@ if AT not in st.session_state or not 0 <= int(st.session_state[AT]) < len(plan):
     st.session_state[AT] = next((k for k, p in enumerate(plan) if p.item_id not in answered), 0)
 at = int(st.session_state[AT])
 
+st.html(study_show.STYLE)
 st.title(md(study.title))
-with st.expander("Instructions", expanded=not done):
-    st.markdown(study_show.paragraphs(study.instructions))
+if study.instructions.strip():
+    with st.expander("Instructions", expanded=not done):
+        st.markdown(study_show.paragraphs(study.instructions))
 st.progress(len(done) / max(len(plan), 1), text=f"Item {at + 1} of {len(plan)} · {len(done)} answered")
 saved = st.session_state.pop(SAVED, None)
 if saved:
@@ -92,7 +94,7 @@ stories = [item.stories[k] for k in presented.order]
 for k, shown_story in enumerate(stories):
     if len(stories) > 1:
         st.subheader(f"Story {study_show.LETTERS[k]}", divider="gray")
-    study_show.story(shown_story, resolve)
+    study_show.story(shown_story, resolve, f"rate-{k}")
 
 
 def save(value: dict[str, int | str]) -> None:
@@ -125,7 +127,7 @@ if study.protocol == "likert":
                 horizontal=True,
                 key=f"rate-{at}-{aspect.key}",
             )
-        submitted = st.form_submit_button("Save answer", type="primary", shortcut="Enter", key=f"rate-save-{at}")
+        submitted = st.form_submit_button("Save answer", type="primary", key=f"rate-save-{at}")
     if submitted:
         missing = [a.label for a in study.aspects if chosen[a.key] is None]
         if missing:
@@ -165,7 +167,7 @@ else:  # best-worst
             horizontal=True,
             key=f"rate-{at}-worst",
         )
-        submitted = st.form_submit_button("Save answer", type="primary", shortcut="Enter", key=f"rate-save-{at}")
+        submitted = st.form_submit_button("Save answer", type="primary", key=f"rate-save-{at}")
     if submitted:
         if best is None or worst is None or best == worst:
             st.warning("Pick one best and one other story as the worst.")

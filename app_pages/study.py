@@ -278,19 +278,18 @@ def live(frame: Frame) -> None:
         f"{study.raters_per_item} raters per item · {len(study.raters)} raters · {code(study.signature)}"
     )
     source = study.source
-    st.caption(
-        "Stories from "
-        + (md(source.get("file")) if source.get("file") else md(source.get("kind", "the loaded data")))
-        + (f" · scores {md(source['signature_ids'])}" if source.get("signature_ids") else "")
-        + f" · made {md(study.created)}"
-    )
+    inputs = source.get("inputs", "")
+    origin = md(source["file"]) if source.get("file") else f"the {md(source.get('kind', 'stories'))} loaded {md(inputs)}"
+    scored = f" · scores {md(source['signature_ids'])}" if source.get("signature_ids") else ""
+    st.caption(f"Stories from {origin}{scored} · made {md(study.created)}")
     links(study, path)
+    st.html(study_show.STYLE)
     with st.expander("What a rater sees (the first item, in the study's order)"):
         item = study.items[0]
         for k, shown_story in enumerate(item.stories):
             if len(item.stories) > 1:
                 st.markdown(f"**Story {study_show.LETTERS[k]}**")
-            study_show.story(shown_story, study_show.photos_of(path))
+            study_show.story(shown_story, study_show.photos_of(path), f"preview-{k}")
     a, b, c = st.columns(3)
     accuracy = float(a.number_input("Exclude raters whose gold accuracy is below", 0.0, 1.0, 0.5, 0.05, key="study-min-acc"))
     least = int(b.number_input("…over at least this many gold items", 1, 1000, 2, key="study-min-gold"))

@@ -20,6 +20,13 @@ MISSING_PHOTO = (
     'justify-content:center;border-radius:4px;font-size:0.9rem">photo not available</div>'
 )
 
+#: Every photo of a story in a box of one shape (4:3, the photo whole inside it), so the sentences
+#: under a row of photos start on one line; the grey box of a missing photo has that shape too.
+STYLE = """<style>
+[class*="st-key-story-photos-"] [data-testid="stImage"] img {
+  aspect-ratio: 4 / 3; object-fit: contain; background: #f3f3f3; border-radius: 4px; width: 100%; }
+</style>"""
+
 #: Letters the stories of an item are shown under, left to right.
 LETTERS = "ABCD"
 
@@ -56,14 +63,15 @@ def _photo(column: st.delta_generator.DeltaGenerator, path: Path | None) -> None
     column.html(MISSING_PHOTO)
 
 
-def story(shown: StoryShown, resolve: Resolver) -> None:
+def story(shown: StoryShown, resolve: Resolver, key: str) -> None:
     """The story's photos in a row in their order, each with its text under it (a photo's group of
-    sentences, for a story written so); a story without photos as its text."""
+    sentences, for a story written so); a story without photos as its text. ``key`` names its
+    container (``story-photos-<key>``: :data:`STYLE` gives its photos one shape)."""
     texts = shown.photo_texts()
     if not shown.photos:
         st.markdown(" ".join(md(s) for s in shown.sentences))
         return
-    columns = st.columns(max(len(shown.photos), 3), gap="small")
+    columns = st.container(key=f"story-photos-{key}").columns(max(len(shown.photos), 3), gap="small")
     paired = len(texts) == len(shown.photos)
     for k, ref in enumerate(shown.photos):
         _photo(columns[k], resolve(ref))
