@@ -4,6 +4,7 @@ Nothing here decides anything about a study: that is :mod:`vst_core.study`."""
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -51,14 +52,27 @@ def photos_of(study_path: Path) -> Resolver:
     return lambda ref: study_photo(study_path, ref)
 
 
+@st.cache_data(show_spinner=False, max_entries=1024)
+def photo_bytes(path: str, version: tuple[int, ...]) -> bytes | None:
+    """A photo as the page sends it: its thumbnail (:func:`dashboard.loading.thumbnail`) as JPEG bytes,
+    made once per file version, so a rater's every answer sends the same bytes and encodes nothing
+    again; None when it cannot be shown."""
+    picture, _, _ = loading.thumbnail(path, version)
+    if picture is None:
+        return None
+    out = io.BytesIO()
+    picture.save(out, format="JPEG", quality=88)
+    return out.getvalue()
+
+
 def _photo(column: st.delta_generator.DeltaGenerator, path: Path | None) -> None:
     if path is not None:
         try:
-            picture, _, _ = loading.thumbnail(str(path), loading.stamp(path))
+            data = photo_bytes(str(path), loading.stamp(path))
         except OSError:
-            picture = None
-        if picture is not None:
-            column.image(picture, width="stretch")
+            data = None
+        if data is not None:
+            column.image(data, width="stretch")
             return
     column.html(MISSING_PHOTO)
 
