@@ -32,7 +32,7 @@ def _open() -> tuple[Study, Rater, AnswerStore, list[Presented], study_show.Reso
     if found is None or rater is None:
         return None
     study, path = found
-    return study, rater, AnswerStore.beside(path), plan_for(study, rater), study_show.photos_of(path)
+    return study, rater, AnswerStore.beside(path), plan_for(study, rater), study_show.photos_of(path, study)
 
 
 opened = _open()

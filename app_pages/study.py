@@ -289,7 +289,7 @@ def live(frame: Frame) -> None:
         for k, shown_story in enumerate(item.stories):
             if len(item.stories) > 1:
                 st.markdown(f"**Story {study_show.LETTERS[k]}**")
-            study_show.story(shown_story, study_show.photos_of(path), f"preview-{k}")
+            study_show.story(shown_story, study_show.photos_of(path, study), f"preview-{k}")
     a, b, c = st.columns(3)
     accuracy = float(a.number_input("Exclude raters whose gold accuracy is below", 0.0, 1.0, 0.5, 0.05, key="study-min-acc"))
     least = int(b.number_input("…over at least this many gold items", 1, 1000, 2, key="study-min-gold"))

@@ -12,7 +12,8 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import loading
-from vst_core.study import StoryShown, study_photo
+from vst_core.data.paths import ImagePathError, resolve_image
+from vst_core.study import StoryShown, Study, study_photo
 from vst_core.viz.safe import md
 
 #: The grey box drawn where a photo cannot be shown (a constant: nothing from a file in it).
@@ -47,9 +48,35 @@ def paragraphs(text: str) -> str:
 Resolver = Callable[[str], Path | None]
 
 
-def photos_of(study_path: Path) -> Resolver:
-    """A study's photos: the copies in its own photo folder (a reference that leaves it finds nothing)."""
-    return lambda ref: study_photo(study_path, ref)
+def photos_of(study_path: Path, study: Study) -> Resolver:
+    """A study's photos: the copies in its own photo folder, else (a study made without copies) the
+    folder its stories came from (``source["folder"]``); a reference that leaves the folder finds
+    nothing."""
+    folder = study.source.get("folder")
+    origin = photo_resolver(Path(folder) if folder else None)
+
+    def resolve(ref: str) -> Path | None:
+        found = study_photo(study_path, ref)
+        if found is not None:
+            return found
+        fallback = origin(ref)
+        return fallback if fallback is not None and fallback.is_file() else None
+
+    return resolve
+
+
+def photo_resolver(root: Path | None) -> Resolver:
+    """A function from a photo's reference to its file inside ``root`` (None: refused, or no root)."""
+
+    def resolve(ref: str) -> Path | None:
+        if root is None:
+            return None
+        try:
+            return resolve_image(root, ref)
+        except ImagePathError:
+            return None
+
+    return resolve
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)

@@ -151,6 +151,18 @@ def test_a_wrong_revoked_or_hostile_token_sees_one_plain_line(studies: Path, tok
     assert main_kinds(at) == {"markdown"} and not at.sidebar.children and not at.title
 
 
+def test_a_server_started_for_raters_opens_no_other_page(studies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With VST_RATERS_ONLY=1 a link without a token (a rater who deleted it) finds no researcher's
+    page, no rater links and no data: one line; a rater's own link still works."""
+    study, _ = sample_study(studies, "pairwise")
+    monkeypatch.setenv("VST_RATERS_ONLY", "1")
+    for page in (STUDY_PAGE, "app_pages/dataset.py"):
+        at = AppTest.from_file(APP, default_timeout=90).switch_page(page)
+        at.run()
+        assert [m.value for m in at.markdown] == [NOT_VALID] and not at.sidebar.children, page
+    assert [t.value for t in rater_page(study.raters[0].token).title] == ["Pilot pairwise"]
+
+
 def test_the_rater_page_shows_no_score_no_system_and_no_story_id(studies: Path) -> None:
     study, _ = sample_study(studies, "pairwise")
     names = {s.system for i in study.items for s in i.stories} | {s.story_id for i in study.items for s in i.stories}
@@ -268,7 +280,7 @@ def _hostile_study(folder: Path) -> tuple[Study, Path]:
     study = new_study(
         stories, aspects=aspects, raters=1, title="<img src=x> **Study** $\\sum$",
         instructions="# Read\n\n<script>alert(1)</script> [link](http://evil) $x^2$\n\n- a list",
-        study_id="hostile",
+        study_id="hostile", source={"folder": str(folder)},
     )  # fmt: skip
     return study, save_study(study, folder / f"hostile{STUDY_SUFFIX}", photos_from=folder)
 
@@ -289,9 +301,19 @@ def test_study_text_with_html_markdown_and_latex_is_shown_as_its_characters(stud
     for raw in ("<img", "<script", "](", "<b>", "<i>", ":red["):
         assert raw not in joined.replace("\\<", "").replace("\\]", "").replace(":\u2060red", ""), raw
     boxes = [h.proto.body for h in at.get("html") if "photo not available" in h.proto.body]
-    assert len(boxes) == 3  # no photo outside the study's folder is read: three grey boxes
+    assert len(boxes) == 3  # no photo outside the study's folders is read: three grey boxes
     live = study_page(**{"study-open": path.name})
     assert any(md(study.title) in m.value for m in live.markdown)
+
+
+def test_a_study_made_without_copies_shows_the_photos_of_the_folder_it_came_from(studies: Path) -> None:
+    source = read_source(SAMPLE)
+    study = new_study(source.stories, protocol="pairwise", raters=1, source=source.source, study_id="uncopied")
+    save_study(study, studies / f"uncopied{STUDY_SUFFIX}")  # no photos_from: vst study new without --copy-photos
+    assert not (studies / "uncopied.photos").exists()
+    at = rater_page(study.raters[0].token)
+    assert sum(len(i.proto.imgs) for i in at.get("image")) == 2 * 5
+    assert not [h for h in at.get("html") if "photo not available" in h.proto.body]
 
 
 # ---------------------------------------------------------------- the researcher's page
