@@ -320,11 +320,12 @@ def live(frame: Frame) -> None:
 def links(study: Study, path: Path) -> None:
     """Each rater's own link, and a way to revoke one."""
     with st.expander(f"Rater links ({sum(not r.revoked for r in study.raters)} live)", expanded=True):
-        base = st.text_input(
-            "Address raters open (this dashboard's, as they reach it)",
-            study_show.base_url(st.context.url),
-            key="study-base",
-        ).strip()
+        own = study_show.base_url(st.context.url)
+        typed = st.text_input("Address raters open (this dashboard's, as they reach it)", own, key="study-base")
+        base = study_show.typed_base(typed)
+        if base is None:
+            st.warning(f"{code(typed)} is not an http(s) address with at most a path; the links use {code(own)}.")
+            base = own
         table = pd.DataFrame(
             [{"rater": r.name, "link": "" if r.revoked else rater_link(base, r), "revoked": r.revoked} for r in study.raters]
         )

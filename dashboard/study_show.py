@@ -122,6 +122,20 @@ def story(shown: StoryShown, resolve: Resolver, key: str) -> None:
         st.markdown(" ".join(md(s) for s in shown.sentences))
 
 
+def typed_base(text: str) -> str | None:
+    """An address typed for the raters' links: an ``http(s)://`` address with a host and at most a
+    path (ending in ``/``), or None (anything else: another scheme, a query, spaces).
+
+    >>> typed_base("https://lab.example.org/vst"), typed_base("javascript:alert(1)"), typed_base("http://h/?x=1")
+    ('https://lab.example.org/vst/', None, None)
+    """
+    found = re.fullmatch(r"(https?://[A-Za-z0-9.\-\[\]:]+)(/[A-Za-z0-9._~\-/]*)?", text.strip())
+    if found is None:
+        return None
+    path = (found.group(2) or "").strip("/")
+    return f"{found.group(1)}/{path}/" if path else f"{found.group(1)}/"
+
+
 def base_url(url: str | None) -> str:
     """The dashboard's address a rater's link starts with: scheme, host and port of the page's
     own address (its path and query dropped).

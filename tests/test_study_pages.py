@@ -365,6 +365,21 @@ def test_a_pairwise_study_is_made_from_the_sample_in_the_studies_folder_and_watc
     assert {"dl-study-judgements", "dl-study-exports", "dl-study-links"} <= {b.key for b in at.get("download_button")}
 
 
+def test_the_links_start_only_with_an_http_address(studies: Path) -> None:
+    study, path = sample_study(studies, "pairwise")
+    at = study_page(**{"study-open": path.name, "study-base": "javascript:alert(1)//"})
+    assert any("is not an http(s) address" in w.value for w in at.warning)
+    links = next(d.value for d in at.dataframe if "link" in d.value)["link"].tolist()
+    assert all(
+        not link.startswith("javascript") and link.endswith(f"?rater={r.token}")
+        for link, r in zip(links, study.raters, strict=True)
+    )
+    at.text_input(key="study-base").set_value("https://lab.example.org/vst").run()
+    assert next(d.value for d in at.dataframe if "link" in d.value)["link"].tolist() == [
+        f"https://lab.example.org/vst/?rater={r.token}" for r in study.raters
+    ]
+
+
 def test_a_likert_study_takes_the_edited_aspects_and_a_revoked_link_stops_working(studies: Path) -> None:
     edits = {
         "edited_rows": {0: {"label": "Focus <b>!</b>", "anchors": "not at all | a little | very"}},
