@@ -56,11 +56,14 @@ st.title(md(study.title))
 if study.instructions.strip():
     with st.expander("Instructions", expanded=not done):
         st.markdown(study_show.paragraphs(study.instructions))
-st.progress(len(done) / max(len(plan), 1), text=f"Item {at + 1} of {len(plan)} · {len(done)} answered")
+if not plan:  # more raters than the items need: this rater was dealt none
+    st.info("There is nothing for you to rate in this study. Thank you.")
+    st.stop()
+st.progress(len(done) / len(plan), text=f"Item {at + 1} of {len(plan)} · {len(done)} answered")
 saved = st.session_state.pop(SAVED, None)
 if saved:
     st.success(saved, icon=":material/check:")
-if len(done) == len(plan) and plan:
+if len(done) == len(plan):
     st.info("Every item is answered: thank you. You can still go back and change an answer.")
 
 back, ahead, jump = st.columns([1, 1, 2], vertical_alignment="bottom")

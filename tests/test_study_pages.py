@@ -26,6 +26,7 @@ from vst_core.study import (
     STUDY_SUFFIX,
     AnswerStore,
     Aspect,
+    Sample,
     Study,
     StudyError,
     load_study,
@@ -161,6 +162,18 @@ def test_a_server_started_for_raters_opens_no_other_page(studies: Path, monkeypa
         at.run()
         assert [m.value for m in at.markdown] == [NOT_VALID] and not at.sidebar.children, page
     assert [t.value for t in rater_page(study.raters[0].token).title] == ["Pilot pairwise"]
+
+
+def test_a_rater_dealt_no_item_is_told_so(studies: Path) -> None:
+    source = read_source(SAMPLE)
+    study = new_study(
+        source.stories, raters=12, raters_per_item=1, sample=Sample(sequences=1), source=source.source, study_id="many"
+    )
+    save_study(study, studies / f"many{STUDY_SUFFIX}")
+    idle = next(r for r in study.raters if not plan_for(study, r))  # 4 items, 12 raters: 8 have none
+    at = rater_page(idle.token)
+    assert [i.value for i in at.info] == ["There is nothing for you to rate in this study. Thank you."]
+    assert not at.button and not at.get("progress")
 
 
 def test_the_rater_page_shows_no_score_no_system_and_no_story_id(studies: Path) -> None:
