@@ -104,21 +104,43 @@ def _photo(column: st.delta_generator.DeltaGenerator, path: Path | None) -> None
     column.html(MISSING_PHOTO)
 
 
+#: The most photos drawn side by side: a longer story (a VWP scene's ten shots) goes on in a
+#: second row, so a shot stays large enough to judge (ten in one row: 110 px wide at 1400 px).
+ROW = 6
+
+
+def per_row(count: int, most: int = ROW) -> int:
+    """Photos a row for a story of ``count`` photos: as few rows as hold ``most`` each, shared
+    evenly (the last row may hold fewer).
+
+    >>> [per_row(n) for n in (1, 5, 6, 7, 9, 10, 12, 13)]
+    [1, 5, 6, 4, 5, 5, 6, 5]
+    """
+    if count <= 0:
+        return 0
+    rows = -(-count // most)
+    return -(-count // rows)
+
+
 def story(shown: StoryShown, resolve: Resolver, key: str) -> None:
-    """The story's photos in a row in their order, each with its text under it (a photo's group of
-    sentences, for a story written so); a story without photos as its text. ``key`` names its
-    container (``story-photos-<key>``: :data:`STYLE` gives its photos one shape)."""
+    """The story's photos in their order, each with its text under it (a photo's group of
+    sentences, for a story written so), in rows of at most :data:`ROW` photos of one width; a
+    story without photos as its text. ``key`` names its container (``story-photos-<key>``:
+    :data:`STYLE` gives its photos one shape)."""
     texts = shown.photo_texts()
     if not shown.photos:
         st.markdown(" ".join(md(s) for s in shown.sentences))
         return
-    columns = st.container(key=f"story-photos-{key}").columns(max(len(shown.photos), 3), gap="small")
+    box = st.container(key=f"story-photos-{key}")
+    width = per_row(len(shown.photos))
     paired = len(texts) == len(shown.photos)
-    for k, ref in enumerate(shown.photos):
-        _photo(columns[k], resolve(ref))
-        if paired and texts[k]:
-            columns[k].markdown(md(texts[k]))
-    if not paired:  # photos and texts that do not pair up: the text under the row
+    for start in range(0, len(shown.photos), width):
+        columns = box.columns(max(width, 3), gap="small")
+        for k, ref in enumerate(shown.photos[start : start + width], start):
+            _photo(columns[k - start], resolve(ref))
+            if paired and texts[k]:
+                columns[k - start].markdown(md(texts[k]))
+    if not paired:  # photos and texts that do not pair up: the text under the photos
         st.markdown(" ".join(md(s) for s in shown.sentences))
 
 
