@@ -48,6 +48,8 @@ from vst_core.study import (
 from vst_core.viz.safe import code, md
 
 LIVE, NEW = "Live view", "New study"
+#: Bootstrap draws of α's interval in the live view (``vst study status --resamples``' default).
+RESAMPLES = 200
 #: Session state: the study file just made (opened in the live view on the next run).
 MADE = "_study_made"
 PROTOCOL_NAMES = {
@@ -57,7 +59,8 @@ PROTOCOL_NAMES = {
 }
 DRAWN, DISAGREEING = "Drawn by image sequence and system", "Disagreements found on the Agreement page"
 INSTRUCTIONS = (
-    "You will see photos in order with a short story written for them, one sentence under each photo.\n\n"
+    "You will see photos (or film shots) in order with a short story written for them: under each photo, the part of "
+    "the story written for it.\n\n"
     "Read the whole story, then answer. There are no right answers, except on a few check items."
 )
 
@@ -307,7 +310,7 @@ def live(frame: Frame) -> None:
     def watched() -> None:
         answers = AnswerStore.beside(path).answers(study)
         try:
-            found = live_view(study, answers, scores, rule=rule, signature_ids=signature_ids)
+            found = live_view(study, answers, scores, rule=rule, n_boot=RESAMPLES, signature_ids=signature_ids)
         except StudyError as exc:
             st.error(shown(exc))
             return
@@ -373,10 +376,11 @@ def tables(study: Study, found: LiveView, correlations: bool) -> None:
     st.caption(f"{signed} · answered: raters so far; median_seconds: from the item shown to the answer saved")
     st.subheader("Agreement between raters", divider="gray")
     st.dataframe(found.agreement.round(3), hide_index=True, width="stretch", key="study-agreement")
+    interval = f"its 95% bootstrap interval over items (low, high; {RESAMPLES} resamples, seed {study.seed})"
     what = (
-        "Krippendorff's α (ordinal) per aspect with its 95% bootstrap interval over items (low, high)"
+        f"Krippendorff's α (ordinal) per aspect with {interval}"
         if study.protocol == "likert"
-        else "Krippendorff's α (nominal), the share of rater pairs agreeing and Fleiss' κ"
+        else f"Krippendorff's α (nominal) with {interval}, the share of rater pairs agreeing and Fleiss' κ"
     )
     st.caption(f"{signed} · {what}; excluded raters left out; gold items left out")
     if study.protocol != "likert":
