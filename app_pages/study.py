@@ -34,6 +34,7 @@ from vst_core.study import (
     Study,
     StudyError,
     aspects_from_json,
+    correlation_grid,
     export_study,
     gold_from_json,
     live_view,
@@ -395,8 +396,13 @@ def tables(study: Study, found: LiveView, correlations: bool) -> None:
     elif found.correlations.empty:
         st.info("Not enough answers yet for a correlation.")
     else:
+        scored = f"scores {md(found.scores_signature or 'of the loaded view')}"
+        grid = correlation_grid(found.correlations)
+        if not grid.empty:  # the one figure a researcher reads first, as vst meta-eval prints it
+            st.dataframe(grid, hide_index=True, width="stretch", key="study-correlation-grid")
+            st.caption(f"{signed} · {scored} · Spearman ρ of each metric with each aspect (N: stories or pairs with both)")
         st.dataframe(found.correlations.round(4), hide_index=True, width="stretch", key="study-correlations")
-        st.caption(f"{signed} · scores {md(found.scores_signature or 'of the loaded view')} · N: stories (or pairs) with both")
+        st.caption(f"{signed} · {scored} · every coefficient with its p · N: stories (or pairs) with both")
     for note in found.notes:
         st.caption(shown(note))
 

@@ -413,6 +413,30 @@ def test_a_likert_study_takes_the_edited_aspects_and_a_revoked_link_stops_workin
     assert rater_page(study.raters[0].token).title[0].value == md(study.title)
 
 
+def test_a_likert_live_view_shows_spearman_per_metric_and_aspect_first(studies: Path) -> None:
+    """Every coefficient of every metric and aspect is a long table (72 rows for 3 metrics): the
+    live view shows Spearman's rho as a grid of metric by aspect with its N above it."""
+    at = study_page(**{"study-mode": "New study", "study-id": "likert-grid", "study-per-item": 2})
+    at.button(key="study-create").click().run()
+    assert not at.error, [e.value for e in at.error]
+    path = studies / f"likert-grid{STUDY_SUFFIX}"
+    study = load_study(path)
+    store = AnswerStore.beside(path)
+    for rater in study.raters:
+        for n, presented in enumerate(plan_for(study, rater)):
+            store.record(study, rater, presented, {a.key: 1 + (n + k) % 5 for k, a in enumerate(study.aspects)}, 3.0)
+    at.run()
+    correlations = next(d.value for d in at.dataframe if "coefficient" in d.value)
+    grid = next(d.value for d in at.dataframe if "metric" in d.value and "coefficient" not in d.value)
+    assert list(grid.columns) == ["metric", *(a.key for a in study.aspects)]
+    spearman = correlations[correlations["method"] == "spearman"]
+    for row in spearman.itertuples():
+        shown = grid.loc[grid["metric"] == row.metric, row.aspect].iloc[0]
+        assert shown.endswith(f"(N {int(row.N)})") and (
+            shown.startswith("—") or abs(float(shown.split()[0]) - row.coefficient) < 6e-4
+        )
+
+
 def test_a_study_of_the_disagreements_the_agreement_page_found(studies: Path) -> None:
     data = (SAMPLE.parent / "human_example.csv").read_bytes()
     widgets = {"study-mode": "New study", "study-sample": "Disagreements found on the Agreement page", "study-id": "dis-1"}

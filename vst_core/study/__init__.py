@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from vst_core.study.agreement import agreeing_pairs, alpha_interval, fleiss_kappa, krippendorff_alpha
     from vst_core.study.export import export_study
     from vst_core.study.frames import judgements_frame, pairwise_frame
-    from vst_core.study.live import GOLD_TOLERANCE, ExclusionRule, LiveView, gold_correct, live_view
+    from vst_core.study.live import GOLD_TOLERANCE, ExclusionRule, LiveView, correlation_grid, gold_correct, live_view
 
 #: The names whose modules read numpy and pandas, imported when first asked for: the rater page
 #: and a process that only records answers never pay for the statistics.
@@ -83,6 +83,7 @@ _LAZY = {
     "GOLD_TOLERANCE": "live",
     "ExclusionRule": "live",
     "LiveView": "live",
+    "correlation_grid": "live",
     "gold_correct": "live",
     "live_view": "live",
 }
@@ -124,6 +125,7 @@ __all__ = [
     "agreeing_pairs",
     "alpha_interval",
     "copy_photos",
+    "correlation_grid",
     "export_study",
     "fleiss_kappa",
     "gold_correct",

@@ -27,6 +27,7 @@ __all__ = [
     "ExclusionRule",
     "LiveView",
     "gold_correct",
+    "correlation_grid",
     "live_view",
 ]
 
@@ -287,3 +288,29 @@ def live_view(
         scores_signature=scores_signature,
         notes=tuple(notes),
     )
+
+
+def correlation_grid(correlations: pd.DataFrame, method: str = "spearman") -> pd.DataFrame:
+    """One coefficient of :attr:`LiveView.correlations` as a grid: a row a metric, a column an
+    aspect, each cell ``"+0.800 (N 4)"`` (empty where the pair has no coefficient).
+
+    >>> rows = pd.DataFrame({"metric": ["NR", "NR"], "aspect": ["focused", "share"], "method": ["spearman"] * 2,
+    ...                      "coefficient": [0.8, float("nan")], "N": [4, 2], "p": [0.2, float("nan")]})
+    >>> correlation_grid(rows).to_dict("records")
+    [{'metric': 'NR', 'focused': '+0.800 (N 4)', 'share': '— (N 2)'}]
+    """
+    mine = correlations[correlations["method"] == method]
+    if mine.empty:
+        return pd.DataFrame(columns=["metric"])
+    cells = mine.assign(
+        cell=[
+            f"{'—' if pd.isna(c) else format(float(c), '+.3f')} (N {int(n)})"
+            for c, n in zip(mine["coefficient"], mine["N"], strict=True)
+        ]
+    )
+    grid = cells.pivot(index="metric", columns="aspect", values="cell").fillna("")
+    metrics = list(dict.fromkeys(mine["metric"]))
+    aspects = list(dict.fromkeys(mine["aspect"]))
+    grid = grid.reindex(index=metrics, columns=aspects)
+    grid.columns.name = None
+    return grid.reset_index()
