@@ -139,10 +139,15 @@ def test_three_raters_answer_from_their_own_links_and_the_researcher_watches(ser
         pages = {r.name: browser.new_context(viewport={"width": 1400, "height": 1400}).new_page() for r in study.raters}
         for rater, page in zip(study.raters, pages.values(), strict=True):
             page.goto(url + f"/?rater={rater.token}")
-        # ann answers with the number keys, bo with clicks, cy says every pair is a tie (key 3)
+        # ann answers with the number keys (the story shown first), bo with clicks on the story ann
+        # chose, wherever bo is shown it (so the judgements file has pairs with a winner whatever
+        # order the raters' random plans gave), cy says every pair is a tie (key 3)
+        chosen = _first_shown(study, "ann")
+        bo_plan = plan_for(study, study.rater("bo"))  # type: ignore[arg-type]
+        bo_labels = iter("Story A is better" if p.order[0] == chosen[p.item_id] else "Story B is better" for p in bo_plan)
         counts = {
             "ann": _answer_all(pages["ann"], _press("1"), ("study_rater_first.png", "study_rater_done.png")),
-            "bo": _answer_all(pages["bo"], _click("Story B is better")),
+            "bo": _answer_all(pages["bo"], lambda page: page.get_by_role("button", name=next(bo_labels)).click()),
             "cy": _answer_all(pages["cy"], _press("3")),
         }
         ann = pages["ann"]
@@ -174,19 +179,26 @@ def test_three_raters_answer_from_their_own_links_and_the_researcher_watches(ser
         with researcher.expect_download() as got:
             researcher.get_by_role("button", name=re.compile("Judgements for vst meta-eval")).click()
         judged = read_judgements(Path(got.value.path()).read_bytes())
-        assert judged.layout == "pairwise" and len(judged.pairs) <= 6 and len(judged.pairs) > 0
+        # ann and bo agree on every pair but the one ann changed (then a tie with cy's): 5 have a winner
+        assert judged.layout == "pairwise" and 4 <= len(judged.pairs) <= 6, judged.problems
         browser.close()
 
 
+def _first_shown(study: Study, name: str) -> dict[str, int]:
+    """The index of the story shown first to rater ``name``, by item."""
+    return {p.item_id: p.order[0] for p in plan_for(study, study.rater(name))}  # type: ignore[arg-type]
+
+
 def _check_values(study: Study, latest: list[Any]) -> None:
-    """The number keys and clicks stored the story each meant: 1 and a click on A the left story's index."""
+    """The number keys and clicks stored the story each meant: 1 the left story's index, bo's
+    click the story ann saw first."""
     for answer in latest:
         presented = next(p for p in plan_for(study, study.rater(answer.rater)) if p.item_id == answer.item_id)  # type: ignore[arg-type]
         assert answer.presented == presented.order
         if answer.rater == "ann":
             assert answer.value == {"preferred": presented.order[answer.revision - 1]}  # 1, then changed to 2
         elif answer.rater == "bo":
-            assert answer.value == {"preferred": presented.order[1]}
+            assert answer.value == {"preferred": _first_shown(study, "ann")[answer.item_id]}
         elif answer.rater == "cy":
             assert answer.value == {"preferred": "tie"}
 
