@@ -153,23 +153,18 @@ elif study.protocol == "pairwise":
 else:  # best-worst
     letters = [study_show.LETTERS[k] for k in range(len(stories))]
     with st.form(f"rate-form-{at}", border=False, enter_to_submit=False):
-        best_before = previous.value.get("best") if previous is not None else None
-        worst_before = previous.value.get("worst") if previous is not None else None
         where = {index: k for k, index in enumerate(presented.order)}
-        best = st.radio(
-            "**Best story**",
-            letters,
-            index=where.get(best_before) if isinstance(best_before, int) else None,
-            horizontal=True,
-            key=f"rate-{at}-best",
-        )
-        worst = st.radio(
-            "**Worst story**",
-            letters,
-            index=where.get(worst_before) if isinstance(worst_before, int) else None,
-            horizontal=True,
-            key=f"rate-{at}-worst",
-        )
+        roles: dict[str, str | None] = {}
+        for role in ("best", "worst"):
+            before = previous.value.get(role) if previous is not None else None
+            roles[role] = st.radio(
+                f"**{role.capitalize()} story**",
+                letters,
+                index=where.get(before) if isinstance(before, int) else None,
+                horizontal=True,
+                key=f"rate-{at}-{role}",
+            )
+        best, worst = roles["best"], roles["worst"]
         submitted = st.form_submit_button("Save answer", type="primary", key=f"rate-save-{at}")
     if submitted:
         if best is None or worst is None or best == worst:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import write_jsonl
 from PIL import Image
+from test_speed import tiny_settings
 
-from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.image_regions import ImageRegions
@@ -39,14 +39,7 @@ def _story_set(folder: Path) -> Path:
 
 
 def _scores(tiny_clip: tuple[Path, Path], folder: Path, out: Path) -> list[dict[str, Any]]:
-    config, checkpoint = tiny_clip
-    settings = Settings(
-        metrics=("grounding", "clipscore"),
-        clip_arch="vst-tiny-clip",
-        clip_checkpoint=str(checkpoint),
-        clip_config=str(config),
-        device="cpu",
-    )
+    settings = tiny_settings(tiny_clip, metrics=("grounding", "clipscore"))
     story_set = read_story_set(folder / "stories.jsonl", check_images=False)
     score_story_set(story_set, settings, out, models=Models(settings, cache=EmbeddingCache(None)), chunk_size=2)
     return [{k: v for k, v in r.items() if k not in ("signature", "seconds")} for r in read_scores(out)[0]]

@@ -60,6 +60,13 @@ def answered(study: Study, tmp_path: Path, *, seed: int = 0, careless: tuple[str
     return store.answers(study)
 
 
+def _meta_eval(judgements: Path, out: Path) -> int:
+    """``vst meta-eval`` of the sample's scores against ``judgements`` (no intervals, baselines or
+    permutations): its exit code, the report in ``out``."""
+    options = ["--resamples", "0", "--no-baselines", "--no-progress", "--permutations", "0"]
+    return main(["meta-eval", str(SCORES), str(judgements), "--out", str(out), *options])
+
+
 def test_meta_eval_reads_a_likert_export_of_the_sample_scores(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     read = read_source(SCORES)
     study = new_study(read.stories, raters=3, seed=1, source=read.source, study_id="pilot")
@@ -80,24 +87,7 @@ def test_meta_eval_reads_a_likert_export_of_the_sample_scores(tmp_path: Path, ca
     }
     assert len(judgements.ratings) == 8 * 3 * 6 and not judgements.problems
     report = tmp_path / "report.json"
-    assert (
-        main(
-            [
-                "meta-eval",
-                str(SCORES),
-                str(export),
-                "--out",
-                str(report),
-                "--resamples",
-                "0",
-                "--no-baselines",
-                "--no-progress",
-                "--permutations",
-                "0",
-            ]
-        )
-        == 0
-    )
+    assert _meta_eval(export, report) == 0
     err = capsys.readouterr().err
     assert "matched 8 of 8 judged stories" in err
     rho = pd.DataFrame(json.loads(report.read_text())["correlations"])
@@ -115,24 +105,7 @@ def test_meta_eval_reads_a_pairwise_export_and_its_gold_is_left_out(tmp_path: Pa
     export = tmp_path / "pairs-pairwise.csv"
     frame = pd.read_csv(export, comment="#")
     assert len(frame) == 12 and set(frame["raters"]) == {3}  # 2 sequences x 6 pairs of systems; the gold item left out
-    assert (
-        main(
-            [
-                "meta-eval",
-                str(SCORES),
-                str(export),
-                "--out",
-                str(tmp_path / "r.json"),
-                "--resamples",
-                "0",
-                "--no-baselines",
-                "--no-progress",
-                "--permutations",
-                "0",
-            ]
-        )
-        == 0
-    )
+    assert _meta_eval(export, tmp_path / "r.json") == 0
     accuracy = pd.DataFrame(json.loads((tmp_path / "r.json").read_text())["pairwise_accuracy"])
     assert int(accuracy[(accuracy["metric"] == "NR") & (accuracy["group"] == "all")]["n"].iloc[0]) > 0
 
