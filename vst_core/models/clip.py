@@ -199,6 +199,9 @@ class ClipEncoder:
         self._split = _split_preprocess(preprocess)
         self._tensor = tensor_transform(preprocess)
         self._ring: dict[int, Any] = {}
+        # the host blocks of the device path's window canvases, kept from call to call (a chunk's
+        # encode_crops reuses the blocks the chunk before it filled)
+        self._blocks = CanvasBlocks(reuse=device != "cuda")
         #: tokens (start and end included) of each text :meth:`text_batches` saw since last cleared
         self.token_counts: dict[str, int] = {}
         self._norm_tensors: list[tuple[Any, Any]] | None = None
@@ -508,7 +511,7 @@ class ClipEncoder:
         ahead = max(4 * self.workers, AHEAD_IMAGES, -(-window_crops // 10))
         queue = CropQueue(self.batch_size)
         canvases: dict[int, Any] = {}  # each window's canvas on the device, while crops of it wait
-        blocks = self._canvas_blocks()  # the host blocks the windows are packed into
+        blocks = self._blocks  # the host blocks the windows are packed into
         window: list[tuple[np.ndarray, list[PixelBox]]] = []
         counted = {"crops": 0, "windows": 0}
         with (
@@ -602,14 +605,6 @@ class ClipEncoder:
             return WINDOW_BATCHES, WINDOW_BYTES
         total = int(self._torch.cuda.get_device_properties(self._torch.cuda.current_device()).total_memory)
         return WINDOW_BATCHES_CUDA, max(WINDOW_BYTES, min(WINDOW_BYTES_CUDA, total // 64))
-
-    def _canvas_blocks(self) -> CanvasBlocks:
-        """The host blocks of this encoder's window canvases, kept from call to call (a chunk's
-        :meth:`encode_crops` reuses the blocks the chunk before it filled)."""
-        blocks = self.__dict__.get("_blocks")
-        if blocks is None:
-            blocks = self.__dict__["_blocks"] = CanvasBlocks(reuse=self.device != "cuda")
-        return blocks
 
     def _upload(self, host: Any) -> Any:
         """A host tensor on the device, in one copy (asynchronous from pinned memory)."""
