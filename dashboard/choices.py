@@ -10,10 +10,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vst_core.config import DEFAULT_METRICS, THETA_PRESETS, Settings, SettingsError, available_metrics
+from vst_core.config import DEFAULT_METRICS, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
 from vst_core.metric_spec import MetricSpec, Option, registry
+from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
@@ -39,19 +40,19 @@ class Choices:
     coherence: bool = True
     coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
     grounding: bool = True
-    clip_arch: str = DEFAULTS.clip_arch
-    clip_pretrained: str = DEFAULTS.clip_pretrained or ""
+    clip_arch: str = DEFAULTS.option("clip_model")
+    clip_pretrained: str = DEFAULTS.option("clip_pretrained") or ""
     clip_checkpoint: str = ""
     clip_config: str = ""
-    regions: str = DEFAULTS.regions
+    regions: str = DEFAULTS.option("regions")
     extra_clip: bool = True
     # the metrics' model files as typed, by setting (each metric's model_fields: Vrank's folder turns vrank
     # on, RoViST-VG's checkpoint with a GloVe file rovist_vg); given as a mapping, kept as sorted pairs
     files: tuple[tuple[str, str], ...] = ()
     device: str = DEFAULTS.device
-    theta_name: str = DEFAULTS.theta
+    theta_name: str = DEFAULTS.option("theta")
     theta_value: float = 0.6
-    penalize: bool = DEFAULTS.penalize
+    penalize: bool = DEFAULTS.option("penalize")
     concreteness: bool = True
     plugins: tuple[str, ...] = ()  # installed metrics (the vst_eval.metrics entry points) turned on
 
@@ -195,10 +196,10 @@ def settings_for(choices: Choices) -> Settings:
         f.setting: choices.value(f.setting).strip() or None for s in boxed_metrics().values() for f in s.showing.model_fields
     }
     paths = {k: v for k, v in paths.items() if v is not None or registry().options[k][1].default is None}  # empty: its default
-    regions = parse_regions(choices.regions, DEFAULTS.regions)
+    regions = parse_regions(choices.regions, DEFAULTS.option("regions"))
     return Settings(
         metrics=metrics,
-        clip_arch=choices.clip_arch,
+        clip_model=choices.clip_arch,
         clip_pretrained=choices.clip_pretrained or None,
         clip_checkpoint=choices.clip_checkpoint.strip() or None,
         clip_config=choices.clip_config.strip() or None,
@@ -223,16 +224,16 @@ def base_of(settings: Settings) -> Settings:
     θ, penalty and weighting) at their defaults, applied afterwards by re-aggregating the stored
     similarities (:func:`vst_core.scoring.reaggregate.reaggregate`)."""
     found = registry().reaggregated
-    return settings.with_(**{k: getattr(DEFAULTS, k) for k in (found[1].settings if found is not None else ())})
+    return settings.with_(**{k: DEFAULTS.option(k) for k in (found[1].settings if found is not None else ())})
 
 
 def settings_for_file(choices: Choices, recorded: Settings) -> Settings:
     """Settings recorded in a scores file, with the sidebar's θ / −P / −C applied on top (a θ left
     at the default preset keeps the file's)."""
     return recorded.with_(
-        theta=choices.theta if choices.theta_name != DEFAULTS.theta else recorded.theta,
+        theta=choices.theta if choices.theta_name != DEFAULTS.option("theta") else recorded.option("theta"),
         penalize=choices.penalize,
-        weighting=recorded.weighting if choices.concreteness else "none",
+        weighting=recorded.option("weighting") if choices.concreteness else "none",
     )
 
 
@@ -266,10 +267,10 @@ def without_clip(settings: Settings) -> Settings:
 #: label, the value used instead, and what they must name when they name something that exists (a
 #: missing one is left to its loader, which says so, or takes the value as a model name).
 _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
-    "clip_pretrained": ("Pretrained tag", DEFAULTS.clip_pretrained or "", "any"),
+    "clip_pretrained": ("Pretrained tag", DEFAULTS.option("clip_pretrained") or "", "any"),
     "clip_checkpoint": ("…or local checkpoint file", "", "file"),
     "clip_config": ("open_clip model config", "", "file"),
-    "regions": ("Regions", DEFAULTS.regions, "file"),
+    "regions": ("Regions", DEFAULTS.option("regions"), "file"),
 }
 
 
@@ -294,7 +295,7 @@ def _path_part(field: str, value: str) -> str:
         return box.path(value)
     value = value.strip()
     if field == "regions":  # read as settings_for reads it: '' is the default (a keyword)
-        return parse_regions(value, DEFAULTS.regions).file or ""
+        return parse_regions(value, DEFAULTS.option("regions")).file or ""
     return "" if value in _KEYWORDS else value
 
 
@@ -405,7 +406,7 @@ def url_notices(params: Mapping[str, str]) -> list[str]:
 SIDEBAR_CONTROLS: dict[tuple[str, str], str] = {
     ("clip_checkpoint", "PATH"): "the sidebar's “…or local checkpoint file”",
     ("clip_checkpoint", ""): "“…or local checkpoint file”",
-    ("clip_arch", ""): "“CLIP architecture”",
+    ("clip_model", ""): "“CLIP architecture”",
     ("clip_config", ""): "“open_clip model config”",
     ("regions", ""): "“Regions”",
     ("clip_activation", "quickgelu"): "a “CLIP architecture” ending in -quickgelu",

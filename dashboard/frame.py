@@ -30,6 +30,7 @@ from dashboard.choices import (
 from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
 from dashboard.sidebar import Input
 from vst_core.config import Settings, settings_from_signature
+from vst_core.grounding.options import image_settings
 from vst_core.metric_spec import registry
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
@@ -59,7 +60,8 @@ def model_keys(settings: Settings) -> dict[str, str]:
     """What identifies each toggled model's request (its sidebar fields; the sidebar builds the same
     keys): each metric's own box (its :class:`~vst_core.metric_spec.Switch`), and CLIP's fields for
     the Grounding toggle."""
-    clip = clip_key(settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config)
+    image = image_settings(settings)
+    clip = clip_key(image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config)
     boxes = {name: str(settings.option(sw.setting)) for name, sw in registry().switched.items()}
     return {**boxes, GROUNDING: clip}
 
@@ -78,8 +80,9 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     clip = None
     if registry().with_need("clip") & set(settings.metrics):
         try:
+            image = image_settings(settings)
             clip = loading.clip_encoder(
-                settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
+                image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
             )
             status[GROUNDING] = (keys[GROUNDING], None)
         except (ModelLoadError, ValueError, RuntimeError) as exc:
@@ -90,7 +93,8 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     given = {} if clip is None else {"clip": clip}
     settings = _load_each([m for m in settings.metrics if m not in first], settings, given, notices, status)
     if registry().with_need("images") & set(settings.metrics):
-        if settings.regions == "csv" and not Path(settings.regions_file or "").is_file():
+        image = image_settings(settings)
+        if image.regions == "csv" and not Path(image.regions_file or "").is_file():
             notices.append(
                 "The “Regions” file cannot be read; the weight-free grid is used. Give a regions CSV inside the "
                 "folders this dashboard may read, or grid"

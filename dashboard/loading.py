@@ -35,6 +35,7 @@ from vst_core.data.index import IndexError_, ScoresIndex
 from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload, story_set_from_files
+from vst_core.grounding.options import image_settings
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
 from vst_core.models.clip import ClipEncoder, load_clip
@@ -301,9 +302,9 @@ def model_key(name: str, settings: Settings) -> str:
     )
     own += [o.setting for o in spec.signing.options if not o.signed and o.setting not in own]  # named by digest, as files are
     keys = list(dict.fromkeys([*spec.signing.settings, *own])) if spec in registry().plugins else own
-    parts: dict[str, Any] = {"device": settings.device, **{k: getattr(settings, k, None) for k in keys}}
+    parts: dict[str, Any] = {"device": settings.device, **{k: settings.option(k) for k in keys}}
     for f in spec.showing.model_fields:
-        value = getattr(settings, f.setting, None)
+        value = settings.option(f.setting)
         if value and f.kind == "file":
             try:
                 parts[f"{f.setting}@"] = stamp(Path(value))
@@ -316,7 +317,7 @@ def recheck_paths(name: str, settings: Settings) -> None:
     """Every file or folder metric ``name``'s model is read from (its ``model_fields``) checked again
     right before its loader opens it (:func:`recheck`, :func:`recheck_folder`)."""
     for f in registry().spec(name).showing.model_fields:
-        value = getattr(settings, f.setting, None)
+        value = settings.option(f.setting)
         if value:
             (recheck_folder if f.kind == "folder" else recheck)(value, f"“{f.label}”")
 
@@ -366,15 +367,16 @@ def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryS
 
 
 def _scored(story_set: StorySet, settings: Settings, shown: PageProgress) -> list[StoryScores]:
-    if settings.regions == "csv" and registry().with_need("images") & set(settings.metrics):
+    image = image_settings(settings)
+    if image.regions == "csv" and registry().with_need("images") & set(settings.metrics):
         try:
-            recheck(settings.regions_file, "“Regions”")
+            recheck(image.regions_file, "“Regions”")
         except PathNotAllowed as exc:
             raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
     given: dict[str, Any] = {}
     if registry().with_need("clip") & set(settings.metrics):
         given["clip"] = clip_encoder(
-            settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
+            image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
         )
     loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
     models = Models(settings, **given, **loaded)

@@ -33,12 +33,13 @@ from dashboard.choices import (
     url_notices,
 )
 from dashboard.keys import LINK_NOTICES, MODEL_STATUS
-from vst_core.config import THETA_PRESETS, settings_from_signature
+from vst_core.config import settings_from_signature
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
 from vst_core.hashing import json_digest
 from vst_core.metric_spec import registry
+from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.signature import describe_signature
 from vst_core.viz.safe import md, say
 
@@ -209,7 +210,7 @@ def _from_files(index: ScoresIndex) -> dict[str, Any]:
     values.update(dict.fromkeys(registry().switched, False))
     if len(index.phrases):  # the files keep every phrase's similarity: θ and the ablations apply again
         st.header("Grounding")
-        values.update(_theta_controls(False, None, recorded.theta))
+        values.update(_theta_controls(False, None, recorded.option("theta")))
         again = registry().reaggregated
         whose = md(registry().spec(again[0]).title) + " " if again else ""
         st.caption(
@@ -225,14 +226,14 @@ def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None)
     values: dict[str, Any] = {}
 
     def label(name: str) -> str:
-        if recorded is None or name != DEFAULTS.theta or str(recorded) == DEFAULTS.theta:
+        if recorded is None or name != DEFAULTS.option("theta") or str(recorded) == DEFAULTS.option("theta"):
             return name
         try:
             value = float(recorded)
         except ValueError:
             return f"as the file: {recorded}"
         presets = [k for k, v in THETA_PRESETS.items() if v is not None and abs(float(v) - value) < 1e-9]
-        if presets and presets[0] == DEFAULTS.theta:
+        if presets and presets[0] == DEFAULTS.option("theta"):
             return name
         return f"as the file: {presets[0]} ({value:g})" if presets else f"as the file: {value:g}"
 
@@ -363,8 +364,8 @@ def _plugins() -> dict[str, Any]:
 def _grounding() -> dict[str, Any]:
     st.header("Grounding")
     values: dict[str, Any] = {
-        "clip_arch": _text_input("CLIP architecture", DEFAULTS.clip_arch, key="clip_arch"),
-        "clip_pretrained": _text_input("Pretrained tag", DEFAULTS.clip_pretrained or "", key="clip_pretrained"),
+        "clip_arch": _text_input("CLIP architecture", DEFAULTS.option("clip_model"), key="clip_arch"),
+        "clip_pretrained": _text_input("Pretrained tag", DEFAULTS.option("clip_pretrained") or "", key="clip_pretrained"),
         "clip_checkpoint": _text_input("…or local checkpoint file", "", key="clip_checkpoint"),
         "clip_config": _text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
     }
@@ -379,7 +380,7 @@ def _grounding() -> dict[str, Any]:
     reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
     values["regions"] = _text_input(
         "Regions",
-        DEFAULTS.regions,
+        DEFAULTS.option("regions"),
         key="regions",
         disabled=idle,
         help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",

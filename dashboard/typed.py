@@ -18,6 +18,7 @@ from dashboard.choices import base_of
 from vst_core.config import Settings
 from vst_core.data import Story, StorySet
 from vst_core.data.readers import story_from_record
+from vst_core.grounding.options import image_settings
 from vst_core.metric_spec import registry
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
@@ -115,8 +116,9 @@ def _scored(_view: RunView, key: str, sequence_id: str, text: str) -> Typed | No
         stories = [s for s in (_view.story(r) for r in range(len(_view))) if s is not None]
     story_set = StorySet.of([*stories, story], _view.root, "typed")
     base = base_of(settings)
-    if base.regions == "csv" and registry().with_need("images") & set(base.metrics):
-        loading.recheck(base.regions_file, "“Regions”")  # read again for this story: still inside the allowed folders
+    image = image_settings(base)
+    if image.regions == "csv" and registry().with_need("images") & set(base.metrics):
+        loading.recheck(image.regions_file, "“Regions”")  # read again for this story: still inside the allowed folders
     record = next(score_records(story_set, base, [story], models=_models(base)))
     return Typed(story, reaggregate([record], base, settings)[0], settings, context, left_out)
 
@@ -125,8 +127,9 @@ def _models(settings: Settings) -> Models:
     """The models of ``settings`` as the frame loaded them (each cached once per process)."""
     given: dict[str, Any] = {}
     if registry().with_need("clip") & set(settings.metrics):
+        image = image_settings(settings)
         given["clip"] = loading.clip_encoder(
-            settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_config, settings.device
+            image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
         )
     loaded = {k: v for name in settings.metrics for k, v in loading.metric_models(name, settings, given).items()}
     return Models(settings, **given, **loaded)

@@ -16,8 +16,9 @@ from conftest import ROOT
 from dashboard.choices import Choices, confined, device_notice, in_sidebar_terms, own_controls, plugin_metrics, settings_for
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
-from vst_core.config import AVAILABLE_METRICS, CLIP_ENCODER_METRICS
+from vst_core.config import available_metrics
 from vst_core.data.options import Regions, parse_regions
+from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError, option
 
 PACKAGES = ("dashboard", "app_pages")
@@ -101,10 +102,10 @@ def test_the_circle_check_finds_a_circle() -> None:
 def test_the_regions_option_is_parsed_once(text: str | None, expected: Regions) -> None:
     assert parse_regions(text) == expected
     shown = settings_for(Choices(regions=text or ""))  # the sidebar's field
-    assert (shown.regions, shown.regions_file) == (expected.kind, expected.file)
+    assert (shown.option("regions"), shown.option("regions_file")) == (expected.kind, expected.file)
     argv = ["score", "in.jsonl", "--out", "out.jsonl", *(["--regions", text] if text is not None else [])]
     given = settings_from_args(build_parser().parse_args(argv))  # the CLI's option
-    assert (given.regions, given.regions_file) == (expected.kind, expected.file)
+    assert (given.option("regions"), given.option("regions_file")) == (expected.kind, expected.file)
 
 
 def test_the_regions_field_is_confined_as_it_is_parsed(tmp_path: Path) -> None:
@@ -117,7 +118,9 @@ def test_the_regions_field_is_confined_as_it_is_parsed(tmp_path: Path) -> None:
 def test_clip_metrics_come_from_the_settings_registry() -> None:
     every = Choices(extra_clip=True).clip_metrics
     # COSMic comes with its own model folder; character alignment is offered by name (it needs the characters' crops)
-    computed_from_phrases = [m for m in AVAILABLE_METRICS if m in CLIP_ENCODER_METRICS and m not in ("cosmic", "char_alignment")]
+    computed_from_phrases = [
+        m for m in available_metrics() if m in registry().with_need("clip") and m not in ("cosmic", "char_alignment")
+    ]
     assert list(every) == computed_from_phrases
     assert "char_alignment" in plugin_metrics() and "char_alignment" not in settings_for(Choices(extra_clip=True)).metrics
     assert Choices(extra_clip=True, files={"cosmic_model": "m"}).clip_metrics == (*computed_from_phrases, "cosmic")
@@ -135,7 +138,7 @@ def test_a_metric_asked_for_by_its_model_files_is_on_when_its_required_fields_ar
         *("redundancy", "coherence", "grounding", "clipscore", "rovist_vg_clip"),
         *("rovist_vg", "cosmic", "vrank"),
     )
-    assert (settings.rovist_vg_checkpoint, settings.glove_file, settings.rovist_vg_idf) == ("c.pth", "g.txt", None)
+    assert (settings.option("rovist_vg_checkpoint"), settings.option("glove_file"), settings.option("rovist_vg_idf")) == ("c.pth", "g.txt", None)
     assert "rovist_vg" not in settings_for(Choices(files={"rovist_vg_checkpoint": "c.pth"})).metrics  # no GloVe file
     assert settings_for(replace(every, grounding=False)).metrics == ("redundancy", "coherence", "vrank")
     named = f"pass {option('vrank_model', 'DIR')}, {option('glove_file')} and {option('rovist_vg_idf', 'PATH')}, not --glove-x"
@@ -235,7 +238,7 @@ def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_m
         for other in (
             base.with_(regions="detector"),
             base.with_(top_b=5),
-            base.with_(clip_arch="ViT-B-16"),
+            base.with_(clip_model="ViT-B-16"),
             base.with_(reference_system="human"),
             base.with_(theta="0.3"),
         ):

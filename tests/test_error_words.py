@@ -54,13 +54,15 @@ def test_every_named_setting_is_a_field_and_the_cli_words_are_a_real_option() ->
 def test_a_message_is_worded_by_each_front_end() -> None:
     from dashboard.choices import in_sidebar_terms
 
-    exc = ModelLoadError(f"CLIP weights are missing: pass {option('clip_checkpoint', 'PATH')} or {option('clip_arch')}")
+    exc = ModelLoadError(f"CLIP weights are missing: pass {option('clip_checkpoint', 'PATH')} or {option('clip_model')}")
     assert str(exc) == "CLIP weights are missing: pass --clip-checkpoint PATH or --clip-model"
-    assert exc.phrased(python_words) == "CLIP weights are missing: pass Settings(clip_checkpoint=PATH) or Settings(clip_arch=...)"
+    assert (
+        exc.phrased(python_words) == "CLIP weights are missing: pass Settings(clip_checkpoint=PATH) or Settings(clip_model=...)"
+    )
     assert (
         in_sidebar_terms(exc) == "CLIP weights are missing: pass the sidebar's “…or local checkpoint file” or “CLIP architecture”"
     )
-    assert exc.settings == ["clip_checkpoint", "clip_arch"]
+    assert exc.settings == ["clip_checkpoint", "clip_model"]
 
 
 def test_no_model_message_spells_a_settings_option_itself() -> None:

@@ -30,7 +30,7 @@ def settings_for(tiny_clip: tuple[Path, Path], **kw: object) -> Settings:
     config, checkpoint = tiny_clip
     base = dict(
         metrics=("grounding", "clipscore", "rovist_vg_clip"),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
         device="cpu",

@@ -182,8 +182,8 @@ def test_cli_judge_flags_become_settings() -> None:
         ]
     )
     s = settings_from_args(args)
-    assert s.metrics == ("judge",) and s.judge_template == "r.json" and s.judge_images and s.judge_rationale
-    assert s.judge_model == JUDGE_MODEL
+    assert s.metrics == ("judge",) and s.option("judge_template") == "r.json" and s.option("judge_images") and s.option("judge_rationale")
+    assert s.option("judge_model") == JUDGE_MODEL
 
 
 # ------------------------------------------------------------------------ cache and record

@@ -420,8 +420,8 @@ def test_the_judge_server_boxes_become_settings_or_a_notice() -> None:
         return {"judge_endpoint": endpoint, "judge_served_model": served, "judge_api_key_env": key_env}
 
     asked, notice = with_options(base, boxes(" http://127.0.0.1:8000/v1 ", "qwen-72b", "JUDGE_KEY"), "judge")
-    assert notice is None and asked.judge_endpoint == "http://127.0.0.1:8000/v1"
-    assert (asked.judge_served_model, asked.judge_api_key_env) == ("qwen-72b", "JUDGE_KEY")
+    assert notice is None and asked.option("judge_endpoint") == "http://127.0.0.1:8000/v1"
+    assert (asked.option("judge_served_model"), asked.option("judge_api_key_env")) == ("qwen-72b", "JUDGE_KEY")
     assert with_options(base, boxes("", "", ""), "judge") == (base, None)
     kept, why = with_options(base, boxes("ftp://127.0.0.1/v1", "qwen-72b", ""), "judge")
     assert kept == base and why is not None and "http(s)" in why

@@ -454,7 +454,7 @@ def test_notices_problems_and_refusals_show_no_server_folder(
     def missing(name: str, settings: Any, given: Any = None) -> Any:
         if name != "coherence":
             return real(name, settings, given)
-        spec = settings.coherence_model
+        spec = settings.option("coherence_model")
         raise ModelLoadError(f"weights {spec!r} are not in the local cache ({home}/.cache/huggingface/hub/models--x)")
 
     monkeypatch.setattr(loading, "metric_models", missing)

@@ -43,7 +43,7 @@ def test_vst_metrics_lists_the_builtin_metrics_and_exits_0(capsys: pytest.Captur
 def test_every_builtin_metric_is_one_module_with_its_card_fields_and_settings() -> None:
     reg = registry()
     assert [s.module for s in reg.specs.values()][: len(BUILTIN)] == list(BUILTIN)
-    settings = {f.name for f in dataclasses.fields(Settings)}
+    settings = {f.name for f in dataclasses.fields(Settings)} | {o.setting for c in reg.components.values() for o in c.options}
     columns = [f.column for f in reg.fields]
     assert len(columns) == len(set(columns))
     for spec in reg.specs.values():
@@ -534,7 +534,7 @@ def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_s
     config, checkpoint = tiny_clip
     settings = Settings(
         metrics=("grounding", "title_match"),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
         device="cpu",
@@ -582,7 +582,7 @@ def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_har
     monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)
     assert "t_blind" not in reg.specs and any("t_blind" in p and "needs" in p for p in reg.problems)
     config, checkpoint = tiny_clip
-    clip = dict(clip_arch="vst-tiny-clip", clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
+    clip = dict(clip_model="vst-tiny-clip", clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
     stories = read_story_set(SAMPLE).stories[:3]
     only = Settings(metrics=("grounding",), **clip)
     alone = score_batch(stories, only, {"id": "t"}, Models(only), SAMPLE.parent)
@@ -646,17 +646,18 @@ def test_an_installed_metric_signs_the_settings_it_lists_and_those_of_its_needs(
 
 
 def test_every_setting_is_signed_by_a_rule() -> None:
-    """A Settings field is in the signature always, never, with a need, while another is set, or
-    when a metric of the run lists it: a new field that none of these names would be left out of
-    every signature without a word."""
+    """A run setting (a Settings field) is in the signature always or never; every option of a
+    component or a metric is signed by its rule (a component's by its needs, or in every run with
+    none; a metric's in its runs, or never for a model's file the metric names by digest): a new
+    field that neither set names would be left out of every signature without a word."""
     import dataclasses
 
-    from vst_core.config import ALWAYS_SIGNED, SIGNED_WITH_NEED, UNSIGNED
+    from vst_core.config import ALWAYS_SIGNED, UNSIGNED
 
-    listed = {k for spec in registry().specs.values() for k in spec.settings}
-    ruled = ALWAYS_SIGNED | UNSIGNED | set(SIGNED_WITH_NEED) | listed
-    assert {f.name for f in dataclasses.fields(Settings)} <= ruled
-    assert not ALWAYS_SIGNED & UNSIGNED and not UNSIGNED & set(SIGNED_WITH_NEED)
+    assert {f.name for f in dataclasses.fields(Settings)} == ALWAYS_SIGNED | UNSIGNED and not ALWAYS_SIGNED & UNSIGNED
+    every = Settings(metrics=tuple(registry().specs)).as_dict()
+    for name, (_owner, option) in registry().options.items():
+        assert (option.signed_name in every) == (bool(option.signed) and not option.while_set), name
 
 
 def test_an_installed_metrics_failing_summary_or_margins_stops_neither_the_run_nor_meta_evaluation(
@@ -858,9 +859,9 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
     import dataclasses
 
     from vst_core.cli import COMMANDS, commands
-    from vst_core.metric_spec.spec import CLI_COMMANDS, SHARED_SETTINGS
+    from vst_core.metric_spec.spec import CLI_COMMANDS, RUN_SETTINGS
 
-    assert SHARED_SETTINGS == {f.name for f in dataclasses.fields(Settings)} and CLI_COMMANDS == set(COMMANDS)
+    assert RUN_SETTINGS == {f.name for f in dataclasses.fields(Settings)} and CLI_COMMANDS == set(COMMANDS)
     option = "from vst_core.metric_spec import Option\n"
     reg = _install(
         plugins,
@@ -873,7 +874,7 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
         chosen=option + _good_as("chosen", "s6", "options=(Option('chosen_mode', None, choices=('fast', 'exact')),)"),
     )
     reasons = "\n".join(reg.problems)
-    assert "option 'top_b' is a setting every metric shares" in reasons
+    assert "option 'top_b' is metric 'images''s" in reasons  # the image pipeline's
     assert "option flag '--vrank-model'" in reasons
     assert "command 'score' is vst's own" in reasons and "command 'train-vrank'" in reasons
     assert {"old_import", "chosen"} <= set(reg.specs) and len(reg.problems) == 4, reasons

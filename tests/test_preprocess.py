@@ -12,6 +12,7 @@ from conftest import SAMPLE
 
 from vst_core.config import Settings, SettingsError, settings_from_signature
 from vst_core.grounding.embeddings import EmbeddingCache
+from vst_core.grounding.options import image_preprocess
 from vst_core.scoring.registry import Models
 
 #: Documented bounds (README "Performance", docs/metrics/groovist.md).
@@ -23,7 +24,7 @@ MAX_DELTA_G = 1e-3
 def test_reference_profile_keeps_pillow() -> None:
     with pytest.raises(SettingsError, match="reference grounding profile"):
         Settings(grounding_profile="reference", preprocess="device")
-    assert Settings(grounding_profile="reference", preprocess="auto", device="cuda").image_preprocess == "pil"
+    assert image_preprocess(Settings(grounding_profile="reference", preprocess="auto", device="cuda")) == "pil"
     with pytest.raises(SettingsError, match="preprocess must be"):
         Settings(preprocess="gpu")  # type: ignore[arg-type]
 
@@ -36,9 +37,9 @@ def test_signature_records_the_resolved_preprocessing() -> None:
     # a signature written before the choice existed was made with Pillow's pixels
     old = Settings(metrics=grounding, device="cpu").as_dict()
     del old["preprocess"]
-    assert settings_from_signature({"settings": old}).image_preprocess == "pil"
+    assert image_preprocess(settings_from_signature({"settings": old})) == "pil"
     again = settings_from_signature({"settings": Settings(metrics=grounding, preprocess="device").as_dict()})
-    assert again.image_preprocess == "device"
+    assert image_preprocess(again) == "device"
 
 
 def _crops() -> list[tuple[np.ndarray, tuple[int, int, int, int]]]:
@@ -152,7 +153,7 @@ def test_device_path_reports_a_broken_image_per_story(tiny_clip: tuple[Path, Pat
     config, checkpoint = tiny_clip
     settings = Settings(
         metrics=("grounding",),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
         device="cpu",

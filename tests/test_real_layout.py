@@ -172,7 +172,7 @@ def test_other_weights_or_activation_change_the_signature_and_the_cache_key(real
     # the snapshot's open_clip_config.json says QuickGELU; GELU only when asked for by name
     said = signature(Settings(metrics=("grounding",), clip_checkpoint=blob))
     gelu = signature(Settings(metrics=("grounding",), clip_checkpoint=blob, clip_activation="gelu"))
-    quick = signature(Settings(metrics=("grounding",), clip_arch="ViT-B-32-quickgelu", clip_checkpoint=blob))
+    quick = signature(Settings(metrics=("grounding",), clip_model="ViT-B-32-quickgelu", clip_checkpoint=blob))
     assert "/gelu/" in gelu["settings"]["clip_weights"] and "/quickgelu/" in quick["settings"]["clip_weights"]
     assert "/quickgelu/" in said["settings"]["clip_weights"]
     assert gelu["id"] != quick["id"]

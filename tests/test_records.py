@@ -213,9 +213,10 @@ def test_sidebar_choices_map_to_settings() -> None:
             clip_checkpoint=" w.pt ",
         )
     )
-    assert s.metrics == ("redundancy", "grounding") and (s.nr_variant, s.nr_ngram) == ("reference", 3)
-    assert (s.theta_value, s.penalize, s.weighting) == (0.7, False, "none")
-    assert (s.regions, s.regions_file, s.clip_checkpoint) == ("csv", "boxes.csv", "w.pt")
+    o = s.option
+    assert s.metrics == ("redundancy", "grounding") and (o("nr_variant"), o("nr_ngram")) == ("reference", 3)
+    assert (float(o("theta")), o("penalize"), o("weighting")) == (0.7, False, "none")
+    assert (o("regions"), o("regions_file"), o("clip_checkpoint")) == ("csv", "boxes.csv", "w.pt")
     assert base_of(s) == s.with_(theta="VIST", penalize=True, weighting="concreteness")
     assert Choices().changed(nr_ngram=5, cosmic_model="m").tuned == (("nr_ngram", 5),)
     assert settings_for(Choices(tuned={"nr_ngram": 4})) == settings_for(Choices())  # a default is no change
@@ -254,7 +255,7 @@ def test_a_scores_file_keeps_its_settings_but_theta_and_ablations() -> None:
     same = settings_for_file(Choices(source=SCORES_FILE), recorded)
     assert same == recorded
     changed = settings_for_file(Choices(source=SCORES_FILE, theta_name="VWP", penalize=False, concreteness=False), recorded)
-    assert (changed.theta, changed.penalize, changed.weighting) == ("VWP", False, "none")
+    assert (changed.option("theta"), changed.option("penalize"), changed.option("weighting")) == ("VWP", False, "none")
 
 
 def test_load_records_reports_lines(tmp_path: Path) -> None:

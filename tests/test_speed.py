@@ -31,7 +31,7 @@ def tiny_settings(tiny_clip: tuple[Path, Path], **kw: Any) -> Settings:
     config, checkpoint = tiny_clip
     base: dict[str, Any] = dict(
         metrics=("grounding", "clipscore", "rovist_vg_clip", "redundancy"),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
         device="cpu",
@@ -261,7 +261,7 @@ def test_dataset_theta_is_the_same_in_every_shard(
 def test_chunk_size_fills_encoder_batches() -> None:
     assert chunk_size_for(Settings(batch_size=1)) == 16
     for settings in (Settings(), Settings(batch_size=512)):
-        assert chunk_size_for(settings) * 5 * settings.top_b >= 32 * settings.batch_size
+        assert chunk_size_for(settings) * 5 * settings.option("top_b") >= 32 * settings.batch_size
 
 
 def test_reference_baseline_agrees_with_the_reference_variant() -> None:
@@ -478,7 +478,7 @@ def test_a_cold_run_encodes_each_text_of_its_stories_once(tiny_clip: tuple[Path,
     stories = read_story_set(SAMPLE)
     models = Models(settings, cache=EmbeddingCache(tmp_path / "emb.sqlite"))
     texts = Grounder(settings, models.clip, root=stories.root).texts_of(list(stories))
-    assert len(texts) == len(set(texts)) and any(t.startswith(settings.clipscore_prompt) for t in texts)
+    assert len(texts) == len(set(texts)) and any(t.startswith(settings.option("clipscore_prompt")) for t in texts)
     score_story_set(stories, settings, tmp_path / "a.jsonl", models=models, chunk_size=2)
     assert models.clip.texts_encoded == len(texts) and models.clip.text_seconds > 0 and models.clip.image_seconds > 0
     again = Models(settings, clip=models.clip, cache=EmbeddingCache(tmp_path / "emb.sqlite"))

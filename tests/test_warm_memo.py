@@ -27,7 +27,7 @@ def _settings(tiny_clip: tuple[Path, Path]) -> Settings:
     config, checkpoint = tiny_clip
     return Settings(
         metrics=("grounding", "clipscore"),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),
         device="cpu",

@@ -140,7 +140,7 @@ def test_a_large_set_is_parsed_ahead_and_scores_as_one_process_does(tiny_clip: t
     story_set = synthetic_story_set(tmp_path / "set", 320, 1, (48, 40), stories_per_sequence=8)
     settings = Settings(
         metrics=("grounding",),
-        clip_arch="vst-tiny-clip",
+        clip_model="vst-tiny-clip",
         clip_pretrained=None,
         clip_checkpoint=str(checkpoint),
         clip_config=str(config),

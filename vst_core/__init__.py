@@ -31,11 +31,12 @@ if TYPE_CHECKING:
         scores_frame,
         show,
     )
-    from vst_core.config import THETA_PRESETS, Settings
+    from vst_core.config import Settings
     from vst_core.data import Story, StorySet, read_story_set
     from vst_core.learned.pairs import grouped_split, pairs_of
     from vst_core.metric_modules.vrank.train import VrankConfig, train_vrank
     from vst_core.metric_spec import MetricField, MetricSpec, registry
+    from vst_core.metrics.grounding import THETA_PRESETS
     from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
 
@@ -50,7 +51,7 @@ _WHERE = {
     "scores_frame": "vst_core.api",
     "show": "vst_core.api",
     "StoryView": "vst_core.api",
-    "THETA_PRESETS": "vst_core.config",
+    "THETA_PRESETS": "vst_core.metrics.grounding",
     "Settings": "vst_core.config",
     "Story": "vst_core.data",
     "StorySet": "vst_core.data",

@@ -9,8 +9,10 @@ from typing import Any
 
 from vst_core.config import Settings, library_versions
 from vst_core.data import StorySet
+from vst_core.grounding.options import image_settings
 from vst_core.hashing import json_digest, weights_digest
 from vst_core.metric_spec import registry
+from vst_core.metrics.grounding import resolve_theta
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.records import StoryScores
@@ -35,13 +37,14 @@ def weights_ids(settings: Settings) -> dict[str, str]:
                 if spec not in reg.plugins:
                     raise
                 ids[f"{name}_identity"] = f"unavailable ({type(exc).__name__}: {exc})"  # Models finds it before a run
+    image = image_settings(settings)
     if registry().with_need("clip") & set(settings.metrics):
         ids["clip_weights"] = clip_signature(
-            settings.clip_arch, settings.clip_pretrained, settings.clip_checkpoint, settings.clip_activation
+            image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_activation
         )
-        if settings.clip_checkpoint:
-            ids["clip_checkpoint"] = checkpoint_signature(settings.clip_arch, settings.clip_checkpoint)
-    if registry().with_need("images") & set(settings.metrics) and settings.regions == "detector":
+        if image.clip_checkpoint:
+            ids["clip_checkpoint"] = checkpoint_signature(image.clip_model, image.clip_checkpoint)
+    if registry().with_need("images") & set(settings.metrics) and image.regions == "detector":
         found = detector_weights_path()
         ids["detector_weights"] = f"fasterrcnn_resnet50_fpn_v2@{weights_digest(found) if found else _MISSING_MARK}"
     return ids
@@ -52,12 +55,13 @@ def text_ids(settings: Settings) -> dict[str, str]:
     NR's reference profile (NLTK's version), and the spaCy pipeline (name and version) that finds
     noun phrases or splits sentences."""
     ids: dict[str, str] = {}
-    if settings.splitter == "punkt":
+    splitter, spacy_model = settings.option("splitter"), settings.option("spacy_model")
+    if splitter == "punkt":
         ids["punkt"] = splitter_name()
     clip = bool(registry().with_need("images") & set(settings.metrics))
-    reference = clip and settings.grounding_profile == "reference"
-    if settings.splitter == "spacy" or clip:
-        name = settings.spacy_model or (reference_spacy_model() if reference else None)
+    reference = clip and settings.option("grounding_profile") == "reference"
+    if splitter == "spacy" or clip:
+        name = spacy_model or (reference_spacy_model() if reference else None)
         ids["spacy_pipeline"] = spacy_pipeline_id(name)
     if reference:
         ids["wordnet"] = wordnet_id()
@@ -145,16 +149,18 @@ def describe(settings: Settings, inputs: Inputs | None = None) -> str:
         if name in settings.metrics and spec.signing.caption is not None:
             parts.append(spec.signing.caption(recorded))
     if registry().with_need("clip") & set(settings.metrics):
-        source = "file" if settings.clip_checkpoint else settings.clip_pretrained
-        clip = str(recorded.get("clip_weights") or f"{settings.clip_arch}/{source}")
+        image, option = image_settings(settings), settings.option
+        source = "file" if image.clip_checkpoint else image.clip_pretrained
+        clip = str(recorded.get("clip_weights") or f"{image.clip_model}/{source}")
         ablation = "".join(
             [
-                " -P" if not settings.penalize else "",
-                {"concreteness": "", "idf": " -C+idf", "none": " -C"}[settings.weighting],
-                " nouns" if settings.units == "nouns" else "",
+                " -P" if not option("penalize") else "",
+                {"concreteness": "", "idf": " -C+idf", "none": " -C"}[option("weighting")],
+                " nouns" if option("units") == "nouns" else "",
             ]
         )
-        parts.append(f"CLIP {clip} θ={settings.theta_value:.4f} regions {settings.regions} top{settings.top_b}{ablation}")
+        theta = resolve_theta(str(option("theta")))
+        parts.append(f"CLIP {clip} θ={theta:.4f} regions {image.regions} top{image.top_b}{ablation}")
     parts.append(f"vst-eval {sig['versions'].get('vst-eval', '?')}")
     return " · ".join(parts)
 

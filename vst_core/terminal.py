@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from vst_core.config import SettingsError, metric_options
-from vst_core.metric_spec import registry
+from vst_core.metric_spec import Option, registry
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3
@@ -65,31 +65,47 @@ class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def metric_arguments(p: argparse.ArgumentParser, only: str | None = None) -> None:
-    """Each metric's own settings (its spec's ``options``; of metric ``only`` alone when given), one
-    group per metric, in the registry's order: an on/off option is a flag that turns it on."""
-    for spec in registry().specs.values():
-        if not spec.signing.options or only not in (None, spec.name):
-            continue
-        group = p.add_argument_group(f"{spec.title} ({spec.name})")
-        for option in spec.signing.options:
-            shown = "" if option.default in (None, "") or option.kind == "bool" else f" (default: {option.default!r})"
-            words = f"{spec.name}: {option.help}{shown}".replace("%", "%%")
-            try:
-                if option.kind == "bool":  # the flag sets the other value than the default
-                    const = not option.default
-                    group.add_argument(option.cli_flag, dest=_dest(option.setting), action="store_const", const=const, help=words)
-                    continue
-                group.add_argument(
-                    option.cli_flag,
-                    dest=_dest(option.setting),
-                    default=None,
-                    choices=option.choices or None,
-                    metavar=None if option.choices else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
-                    help=words,
-                )
-            except argparse.ArgumentError as exc:  # a flag the command has already: the command keeps working
-                note(f"warning: {spec.name}'s option {option.setting} is not on this command: {exc}")
+def metric_arguments(p: argparse.ArgumentParser, only: str | None = None, components: bool = True) -> None:
+    """The settings the components and the metrics own (their ``options``; of metric ``only`` alone
+    when given), one group per owner: the components' first (with ``components``), then the metrics
+    in the registry's order. A flag that takes no value (an on/off option, or one with a ``const``)
+    sets its ``bare_value``."""
+    reg = registry()
+    owners: list[tuple[str, str, tuple[Option, ...]]] = []
+    if components and only is None:
+        owners += [(c.name, c.title, c.options) for c in reg.components.values()]
+    owners += [(s.name, f"{s.title} ({s.name})", s.signing.options) for s in reg.specs.values() if only in (None, s.name)]
+    for name, title, options in owners:
+        if options:
+            group = p.add_argument_group(title)
+            for option in options:
+                add_option(group, option, name)
+
+
+def add_option(group: Any, option: Option, owner: str = "") -> None:
+    """``option`` as a command-line option of ``group`` (an argparse parser or group), read back by
+    :func:`metric_options_from_args`; a flag the command has already is left off with a warning."""
+    shown = "" if option.default in (None, "") or option.bare_value is not None else f" (default: {option.default!r})"
+    words = f"{owner}: {option.help}{shown}" if owner and owner not in ("text", "images") else f"{option.help}{shown}"
+    words = words.replace("%", "%%")
+    try:
+        if option.bare_value is not None:  # the flag sets the other value than the default
+            group.add_argument(
+                option.cli_flag, dest=_dest(option.setting), action="store_const", const=option.bare_value, help=words
+            )
+            return
+        group.add_argument(
+            option.cli_flag,
+            dest=_dest(option.setting),
+            default=None,
+            choices=None if option.expand or option.presets else option.choices or None,
+            metavar=None
+            if option.choices and not (option.expand or option.presets)
+            else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+            help=words,
+        )
+    except argparse.ArgumentError as exc:  # a flag the command has already: the command keeps working
+        note(f"warning: {owner}'s option {option.setting} is not on this command: {exc}")
 
 
 def _dest(setting: str) -> str:
@@ -105,7 +121,13 @@ def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
         if text is None:
             continue
         try:
-            found[setting] = option.parse(text)
+            value = option.parse(text)
         except ValueError as exc:
             raise SettingsError(f"{option.cli_flag}: {exc}") from None
+        found.update(option.expand(value) if option.expand is not None else {setting: value})
     return found
+
+
+def given_option(args: argparse.Namespace, setting: str) -> Any:
+    """The text the command line gave for the option ``setting`` (None: not given)."""
+    return getattr(args, _dest(setting), None)

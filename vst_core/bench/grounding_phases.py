@@ -180,14 +180,14 @@ def grounding_settings(config: BenchConfig, device: str, batch_size: int) -> Set
     ``Bench.runs``: grounding), with the random-weight encoder."""
     return Settings(
         metrics=shared_run_metrics("grounding"),
-        clip_arch=config.arch,
+        clip_model=config.arch,
         clip_pretrained=f"random-seed{config.seed}",
         clip_config=config.clip_config,
         top_b=config.regions,
         device=device,
         batch_size=batch_size,
         workers=config.workers,
-        preprocess=config.preprocess,  # type: ignore[arg-type]
+        preprocess=config.preprocess,
     )
 
 

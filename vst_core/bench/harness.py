@@ -86,6 +86,7 @@ from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as be
 )
 from vst_core.bench.throughput import text_throughput
 from vst_core.config import DEVICE_BATCH, Settings
+from vst_core.grounding.options import image_preprocess
 from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
 
@@ -224,7 +225,7 @@ def run_bench(config: BenchConfig, *, log: Callable[[str], None] | None = None) 
             batch_size=best,
             signature_id=signature_id(settings),
             workers=run.clip.workers,
-            preprocess=settings.image_preprocess,
+            preprocess=image_preprocess(settings),
         )
         if "ledger" not in skip:
             result.update(ledger_phase(run, best))

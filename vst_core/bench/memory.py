@@ -68,7 +68,7 @@ def rss_worker(payload: str) -> None:
         own = replicas(config, folder, clip.device, batch_size, metrics)
         settings = Settings(
             metrics=metrics,
-            clip_arch=config.arch,
+            clip_model=config.arch,
             clip_pretrained=f"random-seed{config.seed}",
             clip_config=config.clip_config,
             top_b=config.rss_regions,

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
-from vst_core.config import Settings
+from vst_core.grounding.options import clip_arguments, clip_from_args
 from vst_core.metric_spec import FetchPlan
 from vst_core.models.hub import ModelLoadError
-
-DEFAULTS = Settings()
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,8 +25,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         ),
         formatter_class=DefaultsHelp,
     )
-    fetch.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
-    fetch.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
+    clip_arguments(fetch, ("clip_model", "clip_pretrained"))
     fetch.add_argument("--detector", action="store_true", help="also fetch torchvision's Faster R-CNN weights")
     _metric_arguments(fetch)
 
@@ -63,9 +60,10 @@ def run_fetch(args: argparse.Namespace) -> int:
     checked by scoring one input. Exit 4 when any model is missing or does not load."""
     from vst_core.models.fetch import fetch_models
 
+    image = clip_from_args(args)
     report = fetch_models(
-        clip_arch=args.clip_model,
-        clip_pretrained=args.clip_pretrained,
+        clip_arch=image.clip_model,
+        clip_pretrained=image.clip_pretrained or "",
         detector=args.detector,
         more=_metric_plans(args),
         log=note,

@@ -7,11 +7,19 @@ import argparse
 from pathlib import Path
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, wrong_file
-from vst_core.cli.score_options import DEFAULTS, add_options, identity_arguments, settings_from_args, with_identity
+from vst_core.cli.score_options import (
+    DEFAULTS,
+    add_options,
+    identity_arguments,
+    settings_from_args,
+    wants_dataset_theta,
+    with_identity,
+)
 from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.data.scores_io import scored_keys
+from vst_core.grounding.options import image_settings
 from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError, SettingFileError
 from vst_core.scoring.registry import Models
@@ -62,10 +70,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def _read(args: argparse.Namespace, settings: Settings) -> StorySet:
     splitter = None  # the readers' default: Punkt
-    if settings.splitter == "spacy":
+    if settings.option("splitter") == "spacy":
         from vst_core.text.phrases import load_spacy, split_sentences
 
-        nlp = load_spacy(settings.spacy_model)
+        nlp = load_spacy(settings.option("spacy_model"))
         splitter = lambda text: split_sentences(text, nlp)
     story_set = read_story_set(
         args.input,
@@ -110,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
     if not len(story_set):
         error(f"no story could be read from {args.input}")
         return EXIT_INPUT
-    if settings.regions == "csv" and settings.regions_file:
+    image = image_settings(settings)
+    if image.regions == "csv" and image.regions_file:
         try:
-            read_regions_csv(settings.regions_file)  # a bad regions file is bad input, before any model loads
+            read_regions_csv(image.regions_file)  # a bad regions file is bad input, before any model loads
         except (OSError, ValueError) as exc:
             error(f"regions file: {exc}")
             return EXIT_INPUT
@@ -148,7 +157,7 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
         else:
             unavailable = {}  # every metric's model is missing: the first one's error below, exit 4
     try:
-        if args.theta == "dataset":
+        if wants_dataset_theta(args):
             theta, count = dataset_theta(story_set, models, chunk_size_for(settings))
             settings = settings.with_(theta=repr(theta))
             models = Models(settings, clip=models.clip, cache=models.cache).taking_over(models)

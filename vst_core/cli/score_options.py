@@ -1,6 +1,6 @@
-"""``vst score``'s options, grouped by what they set (the story's identity, text, CLIP and regions,
-each metric's own options, the judge, the run), and the :class:`~vst_core.config.Settings`
-they describe. Every default comes from ``Settings``."""
+"""``vst score``'s options, grouped by what they set (the story's identity; the text side's, the image
+pipeline's and each metric's own options, generated from their declarations; the run), and the
+:class:`~vst_core.config.Settings` they describe. Every default comes from its declaration."""
 
 from __future__ import annotations
 
@@ -11,16 +11,13 @@ from pathlib import Path
 from vst_core.cli.common import EXIT_PARTIAL
 from vst_core.config import Settings, parse_metrics
 from vst_core.data import StorySet
-from vst_core.data.options import parse_regions
-from vst_core.terminal import metric_arguments, metric_options_from_args
+from vst_core.terminal import given_option, metric_arguments, metric_options_from_args
 
 DEFAULTS = Settings()
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
     """Every option of ``vst score`` after INPUT, --out and --metrics."""
-    _text_arguments(p)
-    _clip_arguments(p)
     metric_arguments(p)
     _run_arguments(p)
 
@@ -59,71 +56,6 @@ def with_identity(story_set: StorySet, system: str | None, sequence_from: str) -
     return StorySet(stories, story_set.root, story_set.source, story_set.problems)
 
 
-def _text_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--split",
-        choices=("punkt", "spacy"),
-        default=DEFAULTS.splitter,
-        help="how a story given as one text is split into sentences: NLTK Punkt, as the public RoViST and dHM code "
-        "(fast), or the spaCy pipeline's parser",
-    )
-    p.add_argument(
-        "--spacy-model",
-        default=DEFAULTS.spacy_model,
-        help="spaCy pipeline for noun phrases (and for --split spacy); default: first installed English one",
-    )
-
-
-def _clip_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--clip-model", default=DEFAULTS.clip_arch, help="open_clip architecture")
-    p.add_argument("--clip-pretrained", default=DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
-    p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
-    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
-    p.add_argument(
-        "--clip-activation",
-        choices=("auto", "gelu", "quickgelu"),
-        default=DEFAULTS.clip_activation,
-        help="auto (default): as the weights say (OpenAI's files and the openai tags: QuickGELU); a --clip-checkpoint "
-        "that does not say must name it: quickgelu for OpenAI's weights and fine-tunes of them, gelu for open_clip's",
-    )
-    p.add_argument(
-        "--theta",
-        default=DEFAULTS.theta,
-        help="GROOVIST threshold: VIST (0.6159), AESOP (0.5950), VWP (0.6194), custom (0.5), a number, or "
-        "'dataset' (the mean NP score over INPUT, computed first and recorded in the signature)",
-    )
-    p.add_argument(
-        "--regions",
-        default=None,
-        metavar="FILE|detector|grid",
-        help="image regions: a regions CSV (image_name,image_id,bbox,object,score), 'detector' (torchvision "
-        f"Faster R-CNN, needs its weights) or 'grid' (ten weight-free proposals). Default: {DEFAULTS.regions}",
-    )
-    p.add_argument("--top-b", type=int, default=DEFAULTS.top_b, help="regions kept per image")
-    p.add_argument("--whole-image", action="store_true", help="add the whole image to each image's regions")
-    p.add_argument("--no-penalty", action="store_true", help="GROOVIST ablation -P: no θ penalty")
-    p.add_argument(
-        "--weighting",
-        choices=("concreteness", "idf", "none"),
-        default=DEFAULTS.weighting,
-        help="NP weights: Brysbaert concreteness (GROOVIST), idf (ablation -C +idf) or none (-C)",
-    )
-    p.add_argument("--nouns", action="store_true", help="ablation: head nouns instead of noun phrases")
-    p.add_argument(
-        "--grounding-profile",
-        choices=("paper", "reference"),
-        default=DEFAULTS.grounding_profile,
-        help="reference: the GROOVIST code's text side and crops (a phrase dropped only when it is a pronoun as a "
-        "whole, concreteness of whitespace words with WordNet noun lemmas, Pillow's rounding of boxes, en_core_web_trf "
-        "when installed)",
-    )
-    p.add_argument(
-        "--expressions",
-        action="store_true",
-        help="concreteness: try the whole phrase and multi-word expressions ('parking lot') first",
-    )
-
-
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache-dir", type=Path, default=None, help="embedding cache folder (default $VST_CACHE_DIR, else ~/.cache/vst-eval)"
@@ -140,15 +72,6 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=DEFAULTS.workers,
         help="threads decoding and cropping images beside the model (0: one per core, at most 8)",
-    )
-    p.add_argument(
-        "--preprocess",
-        choices=("auto", "pil", "device"),
-        default=DEFAULTS.preprocess,
-        help="how region crops are resized for CLIP: pil (Pillow in the worker threads, the GROOVIST code's pixels), "
-        "device (each image decoded once, crops cut, resized and normalised on the model's device: the fast path on "
-        "a GPU; max |Δ cosine| 2.4e-7 against pil, see docs/performance.md), auto (device on CUDA, pil on a CPU); recorded in "
-        "the signature",
     )
     p.add_argument(
         "--no-spans",
@@ -185,30 +108,20 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
-    """The :class:`Settings` the options describe (SettingsError when they cannot be used)."""
-    regions = parse_regions(args.regions, DEFAULTS.regions)
+    """The :class:`Settings` the options describe (SettingsError when they cannot be used); θ
+    ``dataset`` is left at its default here, for the run to compute (:func:`wants_dataset_theta`)."""
+    options = metric_options_from_args(args)
+    if wants_dataset_theta(args):
+        options.pop("theta")
     return Settings(
         metrics=parse_metrics(args.metrics),
-        spacy_model=args.spacy_model,
-        splitter=args.split,
         device=args.device,
         batch_size=args.batch_size,
         workers=args.workers,
-        preprocess=args.preprocess,
-        clip_arch=args.clip_model,
-        clip_pretrained=args.clip_pretrained,
-        clip_checkpoint=args.clip_checkpoint,
-        clip_config=args.clip_config,
-        clip_activation=args.clip_activation,
-        theta=DEFAULTS.theta if args.theta == "dataset" else args.theta,
-        regions=regions.kind,
-        regions_file=regions.file,
-        top_b=args.top_b,
-        whole_image=args.whole_image,
-        penalize=not args.no_penalty,
-        weighting=args.weighting,
-        units="nouns" if args.nouns else "phrases",
-        expressions=args.expressions,
-        grounding_profile=args.grounding_profile,
-        options=tuple(metric_options_from_args(args).items()),
+        options=options,
     )
+
+
+def wants_dataset_theta(args: argparse.Namespace) -> bool:
+    """Whether ``--theta dataset`` was given: θ is the mean NP score over the input."""
+    return given_option(args, "theta") == "dataset"

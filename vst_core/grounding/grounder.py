@@ -57,8 +57,9 @@ Ahead = tuple["PhrasesAhead", str, list[str]]
 
 def spacy_name(settings: Settings) -> str | None:
     """The spaCy pipeline the settings parse noun phrases with (None: the first installed)."""
-    reference = settings.grounding_profile == "reference"
-    return reference_spacy_model() if reference and not settings.spacy_model else settings.spacy_model
+    reference = settings.option("grounding_profile") == "reference"
+    spacy_model: str | None = settings.option("spacy_model")
+    return reference_spacy_model() if reference and not spacy_model else spacy_model
 
 
 def parse_ahead(settings: Settings, memo: InputMemo, stories: Sequence[Story], processes: int) -> Ahead | None:
@@ -69,7 +70,7 @@ def parse_ahead(settings: Settings, memo: InputMemo, stories: Sequence[Story], p
     from its files)."""
     if not registry().with_need("clip") & set(settings.metrics):
         return None
-    reference = settings.grounding_profile == "reference"
+    reference = settings.option("grounding_profile") == "reference"
     name = spacy_name(settings)
     pipeline = pipeline_id_of(name)
     if pipeline is None:
@@ -131,7 +132,7 @@ class Grounder(ImageRegions):
 
     def units(self, phrases: Sequence[P]) -> list[tuple[str, P]]:
         """(text to embed, phrase) per unit; with units='nouns' the head lemma, de-duplicated."""
-        if self.settings.units == "phrases":
+        if self.settings.option("units") == "phrases":
             return [(p.text, p) for p in phrases]
         seen: dict[str, P] = {}
         for p in phrases:
@@ -141,7 +142,7 @@ class Grounder(ImageRegions):
     @property
     def needs_idf(self) -> bool:
         """Whether the settings use idf weights over the set (-C +idf, or a metric that needs ``idf``)."""
-        return self.settings.weighting == "idf" or bool(registry().with_need("idf") & set(self.settings.metrics))
+        return self.settings.option("weighting") == "idf" or bool(registry().with_need("idf") & set(self.settings.metrics))
 
     @property
     def _clip_phrases(self) -> bool:
@@ -161,7 +162,7 @@ class Grounder(ImageRegions):
                 docs_nouns.append([p.root for p in phrases])
             self.idf = {**idf_table(docs_units), **{f"noun:{k}": v for k, v in idf_table(docs_nouns).items()}}
         if self.vg is not None:
-            found = nouns_many([s.sentences for s in stories], self.settings.spacy_model)
+            found = nouns_many([s.sentences for s in stories], self.settings.option("spacy_model"))
             if self.vg.idf is None:  # no table of the authors': fitted over the set
                 self.idf.update({f"vg:{k}": v for k, v in idf_table([[n.text for n in f] for f in found]).items()})
             self.vg.load_words({n.text for f in found for n in f})
@@ -170,7 +171,7 @@ class Grounder(ImageRegions):
         """RoViST-VG's nouns of every story not done yet, tagged in one pass."""
         todo = list({s.key: s for s in stories if s.key not in self.nouns}.values())
         if todo:
-            found = nouns_many([s.sentences for s in todo], self.settings.spacy_model)
+            found = nouns_many([s.sentences for s in todo], self.settings.option("spacy_model"))
             self.nouns.update((s.key, n) for s, n in zip(todo, found, strict=True))
 
     def _collect_ahead(self) -> None:
@@ -193,8 +194,12 @@ class Grounder(ImageRegions):
         if not todo:
             return
         self._collect_ahead()
-        reference = self.settings.grounding_profile == "reference"
-        name = reference_spacy_model() if reference and not self.settings.spacy_model else self.settings.spacy_model
+        reference = self.settings.option("grounding_profile") == "reference"
+        name = (
+            reference_spacy_model()
+            if reference and not self.settings.option("spacy_model")
+            else self.settings.option("spacy_model")
+        )
         keys: dict[tuple[str, str], str] = {}
         nlp: Language | None = None
         if self.memo is not None:
@@ -415,14 +420,15 @@ class Grounder(ImageRegions):
         """Each phrase unit's weight by the settings' ``weighting``: idf over the set, none (1), or
         concreteness (of the head lemma with units='nouns'; of the whitespace words and their WordNet
         lemmas in the reference profile; else of the phrase's words and lemmas, each pair once)."""
-        s = self.settings
-        if s.weighting == "idf":
+        option = self.settings.option
+        if option("weighting") == "idf":
             return [self.idf.get(u, 0.0) for u, _ in units]
-        if s.weighting == "none":
+        if option("weighting") == "none":
             return [1.0] * len(units)
-        if s.units == "nouns":
-            return [phrase_concreteness([u], None, expressions=s.expressions) for u, _ in units]
-        if s.grounding_profile == "reference":  # whitespace words of the phrase, WordNet noun lemmas
+        expressions = bool(option("expressions"))
+        if option("units") == "nouns":
+            return [phrase_concreteness([u], None, expressions=expressions) for u, _ in units]
+        if option("grounding_profile") == "reference":  # whitespace words of the phrase, WordNet noun lemmas
             return [phrase_concreteness(words, [noun_lemma(w) for w in words]) for words in (u.split(" ") for u, _ in units)]
         # the same words and lemmas weigh the same: each distinct pair looked up once
         memo, out = self._weight_of, []
@@ -430,7 +436,7 @@ class Grounder(ImageRegions):
             key = (p.words or tuple(p.text.split()), p.lemmas or None)
             weight = memo.get(key)
             if weight is None:
-                weight = memo[key] = phrase_concreteness(key[0], key[1], expressions=s.expressions)
+                weight = memo[key] = phrase_concreteness(key[0], key[1], expressions=expressions)
             out.append(weight)
         return out
 
@@ -446,4 +452,4 @@ class Grounder(ImageRegions):
     @property
     def tagger(self) -> str:
         """The tagger that finds RoViST-VG's nouns (its name and version)."""
-        return tagger_name(self.settings.spacy_model)
+        return tagger_name(self.settings.option("spacy_model"))

@@ -26,6 +26,7 @@ from vst_core.data.images import check_bytes, image_header, open_image, reductio
 from vst_core.data.regions import Box, RegionsTable, grid_proposals, select_regions, whole_image
 from vst_core.grounding.embeddings import EmbeddingCache, region_key
 from vst_core.grounding.memo import InputMemo, file_stamp
+from vst_core.grounding.options import image_preprocess, image_settings
 from vst_core.hashing import file_digest
 from vst_core.metric_spec import registry
 from vst_core.metric_spec.contract import RegionModelLike
@@ -91,6 +92,8 @@ class ImageRegions:
         memo: InputMemo | None = None,
     ) -> None:
         self.settings = settings
+        self.image = image_settings(settings)
+        self.profile: str = settings.option("grounding_profile")
         self.memo = memo  # image digests (and the grounder's noun phrases) of earlier runs
         self.encoder = encoder
         self.vg = vg
@@ -203,7 +206,7 @@ class ImageRegions:
             return ImageEntry(Path(ref), ref, error=str(exc), whole_only=whole_only)
 
     def _encode_regions(self, pending: list[ImageEntry], model: str) -> None:
-        s = self.settings
+        s = self.image
         workers = (self.encoder.workers if self.encoder is not None else 0) or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="vst-images") as pool:
             digests = self._digests(pending, pool)
@@ -223,12 +226,12 @@ class ImageRegions:
                 for entry in pending:
                     entry.region_emb = np.zeros((len(entry.boxes), 0), np.float32)
                 return
-            whole = bool(registry().with_need("image_vector") & set(s.metrics))  # encoded only when asked for
+            whole = bool(registry().with_need("image_vector") & set(self.settings.metrics))  # encoded only when asked for
             pending += whole_only if whole else []
             keys, found, unique = self._lookup(pending, digests, model, whole)
             if not unique:
                 vectors = np.zeros((0, 0), np.float32)
-            elif s.image_preprocess == "device":
+            elif image_preprocess(self.settings) == "device":
                 vectors = self._encode_on_device(unique, decoded)
             else:
                 vectors = self._encode_with_pillow(unique, decoded, pool)
@@ -325,7 +328,7 @@ class ImageRegions:
             entry, box, _ = item
             try:
                 image = image_of(entry)  # a large JPEG is decoded reduced: boxes follow
-                return _crop(image, box.scaled(*scale_of(image, entry.size)), self.settings.grounding_profile)
+                return _crop(image, box.scaled(*scale_of(image, entry.size)), self.profile)
             except Exception as exc:  # truncated data shows only when decoded
                 _failed(entry, exc)
                 return Image.new("RGB", (1, 1))
@@ -404,7 +407,7 @@ class ImageRegions:
                 entry.error = f"cannot read {entry.path.name}: {type(exc).__name__}: {exc}"
         ok = [e for e in pending if e.error is None]
         assert self.detector is not None
-        detected = self.detector.boxes(images, self.settings.top_b)
+        detected = self.detector.boxes(images, self.image.top_b)
         for entry, image in zip(ok, images, strict=True):
             decoded[id(entry)] = _done(image)
         back = [
@@ -421,8 +424,8 @@ class ImageRegions:
         the (image, box, key) crops still to encode, each distinct content once."""
         boxes = {id(e): [*e.boxes, *([whole_image(*e.size)] if whole else [])] for e in pending}
         # another crop or resize gives other vectors: the reference profile's rounding, the device's resize
-        crop = {"paper": "", "reference": "|pil-round"}[self.settings.grounding_profile]
-        if self.settings.image_preprocess == "device":
+        crop = {"paper": "", "reference": "|pil-round"}[self.profile]
+        if image_preprocess(self.settings) == "device":
             crop += "|device-resize"
         keys = {id(e): [region_key(model, digests[id(e)], self._key_of(b) + crop) for b in boxes[id(e)]] for e in pending}
         known = self._region_vectors  # an image of the last chunk's stories again
@@ -459,7 +462,7 @@ class ImageRegions:
         """The weight-free proposals chosen for an image of this size (computed once per size)."""
         chosen = self._grid.get((width, height))
         if chosen is None:
-            s = self.settings
+            s = self.image
             boxes = grid_proposals(width, height)
             chosen = self._grid[(width, height)] = select_regions(
                 boxes, width, height, top_b=s.top_b, include_whole=s.whole_image
@@ -467,7 +470,7 @@ class ImageRegions:
         return list(chosen)
 
     def _regions(self, pending: list[ImageEntry], detected: dict[int, list[Box]]) -> None:
-        s = self.settings
+        s = self.image
         for entry in pending:
             width, height = entry.size
             found: list[Box] | None = None

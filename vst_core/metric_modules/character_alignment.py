@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vst_core.metric_spec import (
-    IMAGE_SETTINGS,
     Card,
     Computing,
     GrounderLike,
@@ -30,7 +29,6 @@ from vst_core.metric_spec import (
     MetricField,
     MetricSpec,
     Showing,
-    Signing,
     StoryRecordLike,
 )
 from vst_core.metrics.characters import Mention  # the record's per-mention part (pure, stdlib only)
@@ -168,7 +166,6 @@ METRIC = MetricSpec(
         image_refs=image_refs,
         load=lambda models: models.clip,
     ),
-    signing=Signing(settings=IMAGE_SETTINGS),
     showing=Showing(
         cards=cards,
         evidence=evidence,

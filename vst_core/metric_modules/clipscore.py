@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
-    IMAGE_SETTINGS,
     Bench,
     Computing,
     GrounderLike,
@@ -76,7 +75,6 @@ METRIC = MetricSpec(
         load=lambda models: models.clip,
     ),
     signing=Signing(
-        settings=IMAGE_SETTINGS,
         options=(
             Option(
                 "clipscore_prompt",

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
-    IMAGE_SETTINGS,
     Computing,
     GrounderLike,
     ImageEntryLike,
@@ -21,7 +20,6 @@ from vst_core.metric_spec import (
     PhraseLike,
     Reading,
     SettingsLike,
-    Signing,
 )
 from vst_core.records import NounMatch, RovistVGClipScores
 
@@ -85,6 +83,5 @@ METRIC = MetricSpec(
         texts=texts,
         load=lambda models: models.clip,
     ),
-    signing=Signing(settings=(*IMAGE_SETTINGS, "spacy_model")),
     reading=Reading(formerly=("rovist_vg",)),  # earlier versions wrote this record under that name
 )

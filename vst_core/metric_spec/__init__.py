@@ -66,17 +66,18 @@ from vst_core.metric_spec.dashboard_keys import DASHBOARD_KEY_PREFIXES, DASHBOAR
 from vst_core.metric_spec.spec import (
     BUILTIN,
     BUILTIN_METRICS,
+    COMPONENTS,
     DEFAULT_METRICS,
     ENTRY_POINT_GROUP,
-    IMAGE_SETTINGS,
     NAME_PATTERN,
     OTHER_DIRECTIONS,
-    SHARED_SETTINGS,
+    RUN_SETTINGS,
     AgainKey,
     CaptionHook,
     Card,
     CardsHook,
     CompleteHook,
+    Component,
     Computing,
     Diagnostics,
     Direction,
@@ -157,7 +158,9 @@ __all__ = [
     "DASHBOARD_KEYS",
     "DEFAULT_METRICS",
     "ENTRY_POINT_GROUP",
-    "IMAGE_SETTINGS",
+    "RUN_SETTINGS",
+    "COMPONENTS",
+    "Component",
     "NAME_PATTERN",
     "OTHER_DIRECTIONS",
     "AgainKey",
@@ -224,6 +227,8 @@ class Registry:
 
     specs: Mapping[str, MetricSpec]
     problems: tuple[str, ...] = ()
+    #: the shared work the metrics read, with the options it owns (:data:`COMPONENTS`)
+    components: Mapping[str, Component] = dataclasses.field(default_factory=dict)
 
     def spec(self, name: str) -> MetricSpec:
         return self.specs[name]
@@ -280,11 +285,26 @@ class Registry:
         return name
 
     @functools.cached_property
-    def options(self) -> dict[str, tuple[MetricSpec, Option]]:
-        """Every metric's own settings (:class:`Option`), by name: the metric and the option; one named
-        like a setting every metric shares (:data:`SHARED_SETTINGS`) cannot be told apart from it
-        and is left out (registration refuses a package's)."""
-        return {o.setting: (s, o) for s in self.specs.values() for o in s.signing.options if o.setting not in SHARED_SETTINGS}
+    def options(self) -> dict[str, tuple[MetricSpec | Component, Option]]:
+        """Every setting a component or a metric owns (:class:`Option`), by name: its owner and the
+        option, the components' first; one named like a setting of the run (:data:`RUN_SETTINGS`)
+        cannot be told apart from it and is left out (registration refuses a package's).
+
+        >>> registry().options["clip_model"][0].name, registry().options["theta"][0].name
+        ('images', 'grounding')
+        """
+        owned: list[tuple[MetricSpec | Component, Option]] = [(c, o) for c in self.components.values() for o in c.options]
+        owned += [(s, o) for s in self.specs.values() for o in s.signing.options]
+        return {o.setting: (owner, o) for owner, o in owned if o.setting not in RUN_SETTINGS}
+
+    @functools.cached_property
+    def formerly_signed(self) -> dict[str, str]:
+        """The options signed under another name (:attr:`Option.signed_as`): that name -> the option's.
+
+        >>> registry().formerly_signed["clip_arch"]
+        'clip_model'
+        """
+        return {o.signed_as: name for name, (_, o) in self.options.items() if o.signed_as}
 
     @property
     def switched(self) -> dict[str, Switch]:
@@ -362,6 +382,12 @@ def _build() -> Registry:
 def _collect() -> Registry:
     specs: dict[str, MetricSpec] = {}
     problems: list[str] = []
+    components: dict[str, Component] = {}
+    for name, module in COMPONENTS.items():
+        component = importlib.import_module(module).COMPONENT
+        if not isinstance(component, Component) or component.name != name:  # pragma: no cover - a module renamed
+            raise RuntimeError(f"{module} declares no Component named {name!r}")
+        components[name] = component
     for name, module in BUILTIN_METRICS.items():
         spec = _with_module(importlib.import_module(module).METRIC, module)
         if spec.name != name:  # pragma: no cover - a built-in module renamed without its entry here
@@ -383,7 +409,7 @@ def _collect() -> Registry:
             if callable(spec) and not isinstance(spec, MetricSpec):
                 spec = spec()
             spec = _with_module(spec, where.split(":")[0])
-            check_plugin(spec, specs)
+            check_plugin(spec, specs, tuple(components.values()))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a broken plugin (sys.exit at import included) is left out with its reason
@@ -392,7 +418,7 @@ def _collect() -> Registry:
             problems.append(message)
             continue
         specs[spec.name] = spec
-    return Registry(specs, tuple(problems))
+    return Registry(specs, tuple(problems), components)
 
 
 def _with_module(spec: object, module: str) -> MetricSpec:

@@ -10,7 +10,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
@@ -22,7 +22,8 @@ from vst_core.metric_spec.spec import (
     GROUP_OF,
     NAME_PATTERN,
     OTHER_DIRECTIONS,
-    SHARED_SETTINGS,
+    RUN_SETTINGS,
+    Component,
     MetricSpec,
     Need,
     OptionKind,
@@ -39,13 +40,14 @@ def _others(name: str) -> bool:
     return any(name == o or name.startswith(o + "-") or name.startswith(o + " ") for o in OTHER_DIRECTIONS)
 
 
-def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec], components: Sequence[Component] = ()) -> None:
     """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
     report names are one namespace with every other metric's, the table's own columns and the
     baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
     and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); its
     ``model_fields`` name its own options (names no other metric's options have), no ``switch``, no ``region_model``, no ``dhm`` aspect, no ``reaggregate`` and
-    no ``formerly`` name that is in use."""
+    no ``formerly`` name that is in use; its options are named like no setting of a run
+    (:data:`RUN_SETTINGS`) and no option of a metric or a component (``components``)."""
     if not NAME_PATTERN.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
     names = {n for s in taken.values() for n in (s.name, *s.reading.aliases)}
@@ -84,13 +86,15 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
     own = {o.setting for o in spec.signing.options}
     if any(f.setting not in own for f in spec.showing.model_fields) or spec.showing.switch is not None:
         raise ValueError(f"a model field names one of the metric's own options; a switch is {_held(taken, 'switch')}")
-    taken_options = {o.setting: s.name for s in taken.values() for o in s.signing.options}
-    taken_flags = {o.cli_flag: s.name for s in taken.values() for o in s.signing.options}
+    owned = [(s.name, o) for s in taken.values() for o in s.signing.options]
+    owned += [(c.name, o) for c in components for o in c.options]
+    taken_options = {o.setting: name for name, o in owned}
+    taken_flags = {o.cli_flag: name for name, o in owned}
     for o in spec.signing.options:
         if not NAME_PATTERN.fullmatch(o.setting):
             raise ValueError(f"option {o.setting!r} must be lower-case letters, digits and _ (at most 40)")
-        if o.setting in SHARED_SETTINGS:
-            raise ValueError(f"option {o.setting!r} is a setting every metric shares")
+        if o.setting in RUN_SETTINGS:
+            raise ValueError(f"option {o.setting!r} is a setting of every run")
         if o.setting in taken_options:
             raise ValueError(f"option {o.setting!r} is metric {taken_options[o.setting]!r}'s")
         if not re.fullmatch(r"--[a-z][a-z0-9-]*", o.cli_flag) or o.cli_flag in taken_flags:
@@ -101,7 +105,7 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
             raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
         if o.refuse(o.default) is not None:
             raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
-        _check_control(o, spec, taken)
+        _check_control(o, spec, taken, components)
     others = {c: s.name for s in taken.values() for c in s.tools.commands}
     for command in spec.tools.commands:
         if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
@@ -247,7 +251,7 @@ def _untaken(
         raise ValueError(f"{what} {key!r} is not {words}, or it is {owner}")
 
 
-def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) -> None:
+def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec], components: Sequence[Component] = ()) -> None:
     """An option's sidebar control: finite bounds only on a number (low < high, the default within
     them), a default that is one of its choices or a number (the dashboard shows it as the command
     line runs it); the key of its box or control (``key`` or the setting's name; a model file's box,
@@ -271,6 +275,7 @@ def _check_control(o: Any, spec: MetricSpec, taken: Mapping[str, MetricSpec]) ->
     if not (o.key or o.label or boxed):  # no widget: a box or a control is keyed by key or setting
         return
     others = [p for s in taken.values() for p in s.signing.options if p.setting != o.setting]
+    others += [p for c in components for p in c.options]
     others += [p for p in spec.signing.options if p.setting != o.setting]
     used = {p.control_key for p in others if p.is_control or p.key} | {p.setting for p in others}
     for key in dict.fromkeys((o.control_key, o.setting)):  # the sidebar's values go by the setting too

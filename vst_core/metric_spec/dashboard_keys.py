@@ -68,7 +68,6 @@ DASHBOARD_KEYS: frozenset[str] = frozenset(
         "p_split",
         "page",
         "pair_aspect",
-        "penalize",
         "plugins",
         "profile",
         "rater",

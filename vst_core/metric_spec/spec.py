@@ -60,27 +60,14 @@ BUILTIN_METRICS: dict[str, str] = {
 BUILTIN: tuple[str, ...] = tuple(BUILTIN_METRICS.values())
 #: The metrics of a run that names none (text only, no model): also the ones every story card shows first.
 DEFAULT_METRICS: tuple[str, ...] = ("redundancy",)
-#: The settings every metric shares (:class:`vst_core.config.Settings`' fields; a test keeps the two
-#: equal): no metric's own :class:`Option` may be named like one.
-SHARED_SETTINGS: frozenset[str] = frozenset(
-    {
-        *("batch_size", "clip_activation", "clip_arch", "clip_checkpoint", "clip_config", "clip_pretrained"),
-        *("device", "expressions", "grounding_profile", "metrics", "options"),
-        *("penalize", "preprocess", "regions", "regions_file", "spacy_model", "splitter", "theta", "top_b"),
-        *("units", "weighting", "whole_image", "workers"),
-    }
-)
-#: The shared settings that change the numbers of the image work every image metric reads (CLIP's
-#: weights, the regions, how crops are preprocessed): an image metric lists them in its ``settings``.
-IMAGE_SETTINGS: tuple[str, ...] = (
-    "clip_arch",
-    "clip_pretrained",
-    "clip_checkpoint",
-    "clip_config",
-    "clip_activation",
-    "regions",
-    "preprocess",
-)
+#: The settings of a run itself (:class:`vst_core.config.Settings`' fields; a test keeps the two
+#: equal): what is computed, where and how fast. Every other setting is an :class:`Option` of a
+#: metric or of a component (:data:`COMPONENTS`), and none may be named like one of these.
+RUN_SETTINGS: frozenset[str] = frozenset({"metrics", "device", "batch_size", "workers", "options"})
+#: The shared work the metrics read, each a module declaring ``COMPONENT`` (:class:`Component`) with
+#: the options it owns: the text side (sentence splitter, spaCy pipeline) and the image pipeline
+#: (CLIP, regions, preprocessing). Imported on first use, as the built-in metrics are.
+COMPONENTS: dict[str, str] = {"text": "vst_core.text.options", "images": "vst_core.grounding.options"}
 #: The commands of ``vst`` itself (:data:`vst_core.cli.COMMANDS`; a test keeps the two equal): no
 #: metric's ``commands`` may take one.
 CLI_COMMANDS: frozenset[str] = frozenset(
@@ -238,6 +225,40 @@ class Option:
     bounds: tuple[float, float] | None = None
     #: the sidebar's key and URL parameter of a control (none: the setting's name)
     key: str = ""
+    #: signed in every run with a metric that has one of these needs (a component's options: CLIP's
+    #: weights in every run that loads CLIP), besides the runs of the metric that owns it
+    needs: tuple[Need, ...] = ()
+    #: the name earlier versions signed it under (``clip_model`` was ``clip_arch``): signatures keep
+    #: it, so the ids of their runs stay, and a recorded signature's name is read back as this option
+    signed_as: str = ""
+    #: the value the flag given bare sets (``--nouns``: ``units`` "nouns"); an on/off option's is the
+    #: other value than its default. None: the flag takes a value
+    const: OptionValue = None
+    #: named presets of a number (θ: VIST, AESOP, ...): the option's value is a preset's name or a
+    #: number, and its sidebar control a choice of preset with a slider within ``bounds`` for a number
+    presets: tuple[tuple[str, float], ...] = ()
+    #: the settings a value given on the command line or in a box stands for (``--regions FILE``:
+    #: ``regions`` "csv" and ``regions_file`` FILE); None: the option's own value
+    expand: Callable[[OptionValue], Mapping[str, OptionValue]] | None = None
+    #: the value a signature records, from the run's settings (θ: the number its preset stands for;
+    #: ``preprocess``: what ``auto`` resolves to); None: the option's value as set
+    signed_value: Callable[[SettingsLike], OptionValue] | None = None
+
+    @property
+    def signed_name(self) -> str:
+        """The option's name in a signature: ``signed_as`` or the setting's name."""
+        return self.signed_as or self.setting
+
+    @property
+    def bare_value(self) -> OptionValue:
+        """The value the flag given without a value sets (None: the flag takes one).
+
+        >>> Option("penalize", True, kind="bool").bare_value, Option("units", "phrases", const="nouns").bare_value
+        (False, 'nouns')
+        """
+        if self.const is not None:
+            return self.const
+        return (not self.default) if self.kind == "bool" else None
 
     @property
     def control_key(self) -> str:
@@ -253,7 +274,8 @@ class Option:
         True
         """
         return bool(self.label) and (
-            (self.kind in ("int", "float") and self.bounds is not None) or (self.kind == "text" and bool(self.choices))
+            (self.kind in ("int", "float") and self.bounds is not None)
+            or (self.kind == "text" and bool(self.choices or self.presets))
         )
 
     @property
@@ -851,6 +873,23 @@ class _ImageScore(Generic[R]):
 
     def __call__(self, stories: Sequence[Story], run: RunLike) -> Mapping[Key, R | str]:
         return cast("Mapping[Key, R | str]", run.image_records(stories, self.build, metric=self.metric))
+
+
+@dataclass(frozen=True)
+class Component:
+    """Shared work the metrics read and the settings it owns (:data:`COMPONENTS`): its ``name`` and
+    ``title`` (the command line's group of its options), its ``options`` (each an :class:`Option`,
+    signed by its ``needs``: a component's option with none is signed in every run) and ``check``, why
+    a run's values of them cannot be used together.
+
+    >>> Component("text", "Text", (Option("splitter", "punkt", choices=("punkt", "spacy"), flag="--split"),)).options[0].cli_flag
+    '--split'
+    """
+
+    name: str
+    title: str
+    options: tuple[Option, ...]
+    check: SettingsCheckHook | None = None
 
 
 #: Numbers outside the registry whose direction is known: the text-overlap baselines and dHM

@@ -753,7 +753,7 @@ def load_clip(
     except Exception as exc:
         raise ModelLoadError(
             f"CLIP weights {weights.path} do not load as {arch if weights.kind == 'open_clip' else 'an OpenAI CLIP model'}: "
-            f"{short_error(exc)}. Check {option('clip_arch')} / {option('clip_checkpoint')}."
+            f"{short_error(exc)}. Check {option('clip_model')} / {option('clip_checkpoint')}."
         ) from None
     return ClipEncoder(model, preprocess, tokenizer, weights.signature, device=device, batch_size=batch_size, workers=workers)
 

@@ -159,7 +159,7 @@ def _checkpoint_weights(
     if activation != "auto":
         if activation == "gelu" and arch.endswith("-quickgelu"):
             raise ModelLoadError(
-                f"{option('clip_arch', arch)} is the QuickGELU version: use {arch[: -len('-quickgelu')]} for GELU"
+                f"{option('clip_model', arch)} is the QuickGELU version: use {arch[: -len('-quickgelu')]} for GELU"
             )
         quick = activation == "quickgelu"
     elif arch.endswith("-quickgelu"):
@@ -178,7 +178,7 @@ def _checkpoint_weights(
             raise ActivationUnknownError(
                 f"CLIP checkpoint {path} does not say which activation its weights were trained with, and {arch} "
                 "exists with either. OpenAI's weights and models fine-tuned from them (GROOVIST's CLIP among them) "
-                f"need QuickGELU: add {option('clip_activation', 'quickgelu')} (or {option('clip_arch', arch + '-quickgelu')}). "
+                f"need QuickGELU: add {option('clip_activation', 'quickgelu')} (or {option('clip_model', arch + '-quickgelu')}). "
                 f"Weights trained with open_clip's default GELU: add {option('clip_activation', 'gelu')}."
             )
         else:
@@ -335,7 +335,7 @@ def clip_model_name(arch: str) -> str:
     """
     if not is_model_name(arch):
         raise ModelLoadError(
-            f"{option('clip_arch')} {arch!r} is not a model name: a name has no path separator, '..', NUL or "
+            f"{option('clip_model')} {arch!r} is not a model name: a name has no path separator, '..', NUL or "
             f"control character (give a model configuration file with {option('clip_config', 'JSON')})"
         )
     return arch

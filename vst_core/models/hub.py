@@ -35,7 +35,6 @@ def option(setting: str, placeholder: str = "") -> str:
 #: The command line's option of each shared setting whose option is not its name with dashes (a
 #: metric's own settings give theirs in their :class:`~vst_core.metric_spec.Option`).
 CLI_OPTIONS = {
-    "clip_arch": "--clip-model",
     "regions_file": "--regions",
 }
 

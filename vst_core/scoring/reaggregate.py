@@ -26,7 +26,7 @@ def reaggregate(records: Sequence[StoryScores], base: Settings, wanted: Settings
     if found is None:
         raise ValueError("no setting can be changed without scoring again")
     name, again = found
-    if base.with_(**{k: getattr(wanted, k) for k in again.settings}) != wanted:
+    if base.with_(**{k: wanted.option(k) for k in again.settings}) != wanted:
         raise ValueError(f"only {again.what} can be changed without scoring again")
     why = again.refuse(base, wanted)
     if why is not None:

@@ -46,6 +46,7 @@ from vst_core.data.images import max_bytes, max_pixels
 from vst_core.data.paths import resolve_images
 from vst_core.data.scores_io import record_line, settings_id
 from vst_core.grounding.memo import InputMemo, file_stamp
+from vst_core.grounding.options import image_settings
 from vst_core.hashing import file_digest, json_digest, text_digest
 from vst_core.metric_spec import registry
 from vst_core.records import SCORES_FORMAT, StoryScores
@@ -303,7 +304,8 @@ def run_key(
     if images:
         parts["image_budget"] = [max_pixels(), max_bytes()]
         parts["idf"] = json_digest(sorted(idf.items())) if idf else None
-        regions = settings.regions_file if settings.regions == "csv" else None
+        image = image_settings(settings)
+        regions = image.regions_file if image.regions == "csv" else None
         parts["regions_file"] = _file_content(regions) if regions else None
     return json_digest(parts)
 

@@ -16,6 +16,7 @@ from vst_core.grounding.embeddings import EmbeddingCache
 from vst_core.grounding.grounder import Ahead, Grounder, parse_ahead
 from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
 from vst_core.grounding.memo import InputMemo, regular_stamp
+from vst_core.grounding.options import image_settings
 from vst_core.hashing import file_digest
 from vst_core.metric_spec import MetricSpec, registry
 from vst_core.models.checkpoints import READ_CHECKS
@@ -101,14 +102,14 @@ class Models:
         lacks, so a rerun whose vectors are all cached never imports torch; any other weights are
         built now, so a file that does not load is found before any work."""
         if self._clip is None:
-            s = self.settings
+            s, image = self.settings, image_settings(self.settings)
             build = partial(
                 load_clip,
-                s.clip_arch,
-                s.clip_pretrained,
-                checkpoint=s.clip_checkpoint,
-                model_config=s.clip_config,
-                activation=s.clip_activation,
+                image.clip_model,
+                image.clip_pretrained,
+                checkpoint=image.clip_checkpoint,
+                model_config=image.clip_config,
+                activation=image.clip_activation,
                 device=s.device,
                 batch_size=s.batch_size,
                 workers=s.workers,
@@ -117,15 +118,17 @@ class Models:
             weights = None
             if memo is not None:
                 try:
-                    weights = resolve_clip_weights(s.clip_arch, s.clip_pretrained, s.clip_checkpoint, s.clip_activation)
+                    weights = resolve_clip_weights(
+                        image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_activation
+                    )
                 except (ModelLoadError, ValueError, OSError):
                     weights = None  # built now: load_clip gives the error with its fix
             stamp = regular_stamp(weights.path) if weights is not None and weights.path is not None else None
             if stamp is not None:  # weights remembered as built before the loader's checks are read (checked) once more
                 stamp = f"{stamp}|{READ_CHECKS}"
-            if stamp is not None and s.clip_config is not None:
+            if stamp is not None and image.clip_config is not None:
                 # the model config defines the architecture the weights are built into: its content counts too
-                config = Path(s.clip_config)
+                config = Path(image.clip_config)
                 stamp = f"{stamp}|config:{file_digest(config)}" if config.is_file() else None
             if memo is None or weights is None or stamp is None or not memo.model_built(weights.signature, stamp):
                 encoder = build()
@@ -207,17 +210,17 @@ class Models:
         """The grounder of a dataset folder, built on first use."""
         key = str(root)
         if key not in self._grounders:
-            s = self.settings
+            s, image = self.settings, image_settings(self.settings)
             table = None
-            if s.regions == "csv" and s.regions_file:
-                table, problems = read_regions_csv(s.regions_file)
+            if image.regions == "csv" and image.regions_file:
+                table, problems = read_regions_csv(image.regions_file)
                 self.problems.extend(problems)
             clip = self.clip if registry().with_need("clip") & set(s.metrics) else None
             vg = next(
                 (spec.computing.region_model(self) for spec in registry().in_use(s.metrics) if spec.computing.region_model), None
             )
             detector = None
-            if s.regions == "detector":
+            if image.regions == "detector":
                 device = clip.device if clip is not None else vg.device if vg is not None else "cpu"
                 detector = Detector(device)
             ahead, self._ahead = self._ahead, None

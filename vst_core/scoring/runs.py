@@ -141,7 +141,7 @@ def chunk_size_for(settings: Settings, images_per_story: int = 5) -> int:
     crops (``images_per_story · top_b`` crops a story), so batches are full, the work between
     chunks (hashing the next images, the cache's writes) is paid rarely, and a partial last batch
     costs at most a thirty-second of a chunk."""
-    per_story = max(1, images_per_story * settings.top_b)
+    per_story = max(1, images_per_story * int(settings.option("top_b")))
     return max(16, -(-32 * settings.batch_for(likely_device(settings.device)) // per_story))
 
 

@@ -48,19 +48,24 @@ Key = tuple[str, str]
 
 @dataclass
 class ScoringRun:
-    """What a metric's ``score`` hook is given with a batch of stories: the settings, the models
-    (loaded once), the story set's folder, whether NR keeps its spans, the set metrics computed
-    before the chunks (``together``), and the image work shared by the image metrics (each story's
-    images prepared once a batch). Warnings a metric raises on a story go into its record."""
+    """What a metric's ``score`` hook is given with a batch of stories: the settings (each metric's
+    own options among them), the models (loaded once), the story set's folder, the set metrics
+    computed before the chunks (``together``), and the image work shared by the image metrics (each
+    story's images prepared once a batch). Warnings a metric raises on a story go into its record."""
 
     settings: Settings
     models: Models
     root: Path
-    spans: bool = True
     together: Mapping[Key, Mapping[str, MetricScores | str]] = field(default_factory=dict)
     warnings: dict[Key, list[str]] = field(default_factory=dict)
     _grounder: Grounder | None = None
     _entries: dict[Key, list[ImageEntry] | str] = field(default_factory=dict)
+
+    @property
+    def spans(self) -> bool:
+        """RoViST-NR's option ``spans`` (``--no-spans``), read by an installed metric through
+        :class:`~vst_core.metric_spec.RunLike`, which still names it; RoViST-NR reads its option."""
+        return bool(self.settings.option("spans"))
 
     def warn(self, key: Key, message: str) -> None:
         self.warnings.setdefault(key, []).append(message)
@@ -246,16 +251,15 @@ def score_batch(
     models: Models,
     root: Path,
     *,
-    spans: bool = True,
     together: Mapping[Key, Mapping[str, MetricScores | str]] | None = None,
 ) -> list[StoryScores]:
     """Score stories together: each metric of ``settings`` is its module's ``score`` hook on the
     whole batch (:mod:`vst_core.metric_modules`): sentence pairs in one model call, regions and
-    phrases of every story encoded in shared batches, NR in one vectorised pass when ``spans`` is
-    False. A metric that fails on the batch gives each story the reason; a story whose text is
-    empty, or longer than a limit allows (:func:`refused`), carries that error for every metric and
-    no hook is given it. A model that cannot load stops the run."""
-    run = ScoringRun(settings, models, root, spans, together or {})
+    phrases of every story encoded in shared batches. A metric that fails on the batch gives each
+    story the reason; a story whose text is empty, or longer than a limit allows (:func:`refused`),
+    carries that error for every metric and no hook is given it. A model that cannot load stops the
+    run."""
+    run = ScoringRun(settings, models, root, together or {})
     blocked = {s.key: refused(s) for s in stories}
     todo = [s for s in stories if not blocked[s.key]]
     results: dict[str, Mapping[Key, MetricScores | str]] = {}

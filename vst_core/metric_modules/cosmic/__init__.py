@@ -103,7 +103,7 @@ METRIC = MetricSpec(
         load=lambda models: (models.clip, model(models)),  # CLIP's image vectors and its own folder
     ),
     signing=Signing(
-        settings=("clip_arch", "clip_pretrained", "clip_checkpoint"),
+        settings=("clip_model", "clip_pretrained", "clip_checkpoint"),
         identity=identity,
         options=(
             Option(

@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from vst_core.config import Settings
+from vst_core.grounding.options import clip_arguments, clip_from_args
 from vst_core.metric_modules.cosmic.train import CosmicConfig, train_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 from vst_core.models.protocols import ImageTextEncoder
 from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
 
 DEFAULTS = CosmicConfig()
-SCORE_DEFAULTS = Settings()
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,16 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--max-length", type=int, default=DEFAULTS.max_length, help="maximum tokens per caption")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed (split, shuffling, initialisation)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
-    p.add_argument("--clip-model", default=SCORE_DEFAULTS.clip_arch, help="open_clip architecture")
-    p.add_argument("--clip-pretrained", default=SCORE_DEFAULTS.clip_pretrained, help="open_clip pretrained tag")
-    p.add_argument("--clip-checkpoint", default=None, help="local CLIP checkpoint file instead of the pretrained tag")
-    p.add_argument("--clip-config", default=None, help="open_clip model-config JSON that defines --clip-model")
-    p.add_argument(
-        "--clip-activation",
-        choices=("auto", "gelu", "quickgelu"),
-        default=SCORE_DEFAULTS.clip_activation,
-        help="as for `vst score`: a --clip-checkpoint that does not say which activation it needs must name it",
-    )
+    clip_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
@@ -72,13 +62,14 @@ def run(args: argparse.Namespace) -> int:
     def clip() -> ImageTextEncoder:
         from vst_core.models.clip import load_clip
 
+        image = clip_from_args(args)
         return load_clip(
-            args.clip_model,
-            args.clip_pretrained,
-            checkpoint=args.clip_checkpoint,
-            model_config=args.clip_config,
+            image.clip_model,
+            image.clip_pretrained,
+            checkpoint=image.clip_checkpoint,
+            model_config=image.clip_config,
             device=args.device,
-            activation=args.clip_activation,
+            activation=image.clip_activation,
         )
 
     try:

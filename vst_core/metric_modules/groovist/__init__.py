@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from vst_core.data.index_lines import finite_number
 from vst_core.metric_modules.groovist.html import LEGEND, marks
+from vst_core.metric_modules.groovist.options import OPTIONS, groovist_settings
 from vst_core.metric_spec import (
-    IMAGE_SETTINGS,
     AgainKey,
     Bench,
     Card,
@@ -51,7 +51,7 @@ def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLik
     from vst_core.metrics.tokens import is_punctuation
     from vst_core.text.phrases import token_texts
 
-    s = grounder.settings
+    s = groovist_settings(grounder.settings)
     regions = np.concatenate([e.region_emb for e in entries])
     owner = [k for k, e in enumerate(entries) for _ in e.boxes]
     boxes = [b for e in entries for b in e.boxes]
@@ -112,12 +112,14 @@ def cards(story: StoryRecordLike) -> list[Card]:
 
 def _again_key(settings: SettingsLike) -> AgainKey:
     """(θ, penalty, weights used): what GROOVIST's aggregation depends on."""
-    return (settings.theta_value, settings.penalize, settings.weighting != "none")
+    g = groovist_settings(settings)
+    return (g.theta_value, g.penalize, g.weighting != "none")
 
 
 def _refuse(base: SettingsLike, wanted: SettingsLike) -> str | None:
-    if wanted.weighting not in ("none", base.weighting):
-        return f"weights {wanted.weighting!r} are not stored in records scored with {base.weighting!r}"
+    had, want = groovist_settings(base).weighting, groovist_settings(wanted).weighting
+    if want not in ("none", had):
+        return f"weights {want!r} are not stored in records scored with {had!r}"
     return None
 
 
@@ -214,18 +216,7 @@ METRIC = MetricSpec(
         load=lambda models: models.clip,
         reaggregate=REAGGREGATION,
     ),
-    signing=Signing(
-        settings=(
-            *IMAGE_SETTINGS,
-            "theta",
-            "penalize",
-            "weighting",
-            "units",
-            "expressions",
-            "grounding_profile",
-            "spacy_model",
-        )
-    ),
+    signing=Signing(options=OPTIONS),
     showing=Showing(
         cards=cards,
         marks=marks,

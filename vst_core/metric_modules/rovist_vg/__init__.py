@@ -112,7 +112,7 @@ def identity(settings: SettingsLike) -> dict[str, str]:
         settings.option("glove_file") or "",
         settings.option("rovist_vg_idf"),
     )
-    return {"rovist_vg_weights": weights, "rovist_vg_tagger": tagger_id(settings.spacy_model), "punkt": splitter_name()}
+    return {"rovist_vg_weights": weights, "rovist_vg_tagger": tagger_id(settings.option("spacy_model")), "punkt": splitter_name()}
 
 
 def tagger_id(spacy_model: str | None) -> str:
