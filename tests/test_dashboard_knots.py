@@ -138,7 +138,11 @@ def test_a_metric_asked_for_by_its_model_files_is_on_when_its_required_fields_ar
         *("redundancy", "coherence", "grounding", "clipscore", "rovist_vg_clip"),
         *("rovist_vg", "cosmic", "vrank"),
     )
-    assert (settings.option("rovist_vg_checkpoint"), settings.option("glove_file"), settings.option("rovist_vg_idf")) == ("c.pth", "g.txt", None)
+    assert (settings.option("rovist_vg_checkpoint"), settings.option("glove_file"), settings.option("rovist_vg_idf")) == (
+        "c.pth",
+        "g.txt",
+        None,
+    )
     assert "rovist_vg" not in settings_for(Choices(files={"rovist_vg_checkpoint": "c.pth"})).metrics  # no GloVe file
     assert settings_for(replace(every, grounding=False)).metrics == ("redundancy", "coherence", "vrank")
     named = f"pass {option('vrank_model', 'DIR')}, {option('glove_file')} and {option('rovist_vg_idf', 'PATH')}, not --glove-x"

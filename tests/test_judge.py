@@ -182,7 +182,12 @@ def test_cli_judge_flags_become_settings() -> None:
         ]
     )
     s = settings_from_args(args)
-    assert s.metrics == ("judge",) and s.option("judge_template") == "r.json" and s.option("judge_images") and s.option("judge_rationale")
+    assert (
+        s.metrics == ("judge",)
+        and s.option("judge_template") == "r.json"
+        and s.option("judge_images")
+        and s.option("judge_rationale")
+    )
     assert s.option("judge_model") == JUDGE_MODEL
 
 
