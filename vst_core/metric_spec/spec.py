@@ -235,7 +235,7 @@ class Option:
     #: other value than its default. None: the flag takes a value
     const: OptionValue = None
     #: named presets of a number (θ: VIST, AESOP, ...): the option's value is a preset's name or a
-    #: number, and its sidebar control a choice of preset with a slider within ``bounds`` for a number
+    #: number (the dashboard's θ control offers them, then a slider within ``bounds``)
     presets: tuple[tuple[str, float], ...] = ()
     #: the settings a value given on the command line or in a box stands for (``--regions FILE``:
     #: ``regions`` "csv" and ``regions_file`` FILE); None: the option's own value
@@ -274,8 +274,7 @@ class Option:
         True
         """
         return bool(self.label) and (
-            (self.kind in ("int", "float") and self.bounds is not None)
-            or (self.kind == "text" and bool(self.choices or self.presets))
+            (self.kind in ("int", "float") and self.bounds is not None) or (self.kind == "text" and bool(self.choices))
         )
 
     @property
