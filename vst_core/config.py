@@ -141,14 +141,17 @@ class Settings:
         return found[1].default
 
     def with_(self, **changes: Any) -> Settings:
-        """A copy with some settings changed (validated again): run settings and options alike.
+        """A copy with some settings changed (validated again): run settings and options alike;
+        ``options`` given whole replaces the options set.
 
-        >>> Settings(theta="AESOP").with_(theta="VIST", device="cpu").options
-        ()
+        >>> Settings(theta="AESOP").with_(theta="VIST", device="cpu").options, Settings(top_b=3).with_(options=()).options
+        ((), ())
         """
         run = {k: changes.pop(k) for k in [k for k in changes if k in _FIELDS and k != "options"]}
         values = {f: getattr(self, f) for f in _FIELDS if f != "options"}
-        return Settings(**{**values, **run}, options={**dict(self.options), **dict(changes.pop("options", ())), **changes})
+        given = changes.pop("options", None)  # options given whole replace the set ones
+        kept = dict(self.options) if given is None else dict(given.items() if isinstance(given, Mapping) else given)
+        return Settings(**{**values, **run}, options={**kept, **changes})
 
     def batch_for(self, device: str | None) -> int:
         """The model batch size on ``device`` (``cuda`` or ``cpu``): ``batch_size`` when set, else

@@ -101,7 +101,7 @@ def add_option(group: Any, option: Option, owner: str = "") -> None:
             choices=None if option.expand or option.presets else option.choices or None,
             metavar=None
             if option.choices and not (option.expand or option.presets)
-            else option.metavar or {"int": "N", "float": "X"}.get(option.kind, "TEXT"),
+            else option.metavar or {"int": "N", "float": "X", "file": "FILE", "folder": "DIR"}.get(option.kind, "TEXT"),
             help=words,
         )
     except argparse.ArgumentError as exc:  # a flag the command has already: the command keeps working

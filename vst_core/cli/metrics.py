@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vst_core.cli.common import EXIT_PLUGIN, DefaultsHelp
+from vst_core.config import Settings
 from vst_core.metric_spec import MetricSpec, registry
 
 
@@ -36,6 +37,12 @@ def listing() -> dict[str, Any]:
     fields (column, attribute, direction, whether meta-evaluation ranks it) and its own options (the
     setting, its ``vst score`` flag, kind, default, whether it is signed), and the problems."""
     reg = registry()
+
+    def signed_settings(spec: MetricSpec) -> list[str]:  # what a run of the metric alone signs, by its rules
+        if spec.computing.score is None:  # only read from files
+            return list(spec.signing.settings)
+        return [k for k in Settings(metrics=(spec.name,)).as_dict() if k != "metrics"]
+
     return {
         "metrics": [
             {
@@ -47,7 +54,7 @@ def listing() -> dict[str, Any]:
                 "installed": s in reg.plugins,
                 "computable": s.computing.score is not None,
                 "needs": sorted(s.computing.needs),
-                "settings": list(s.signing.settings),
+                "settings": signed_settings(s),
                 "card": s.card,
                 "fields": [
                     {"column": f.column, "attr": f.attr, "direction": f.direction, "report": f.report, "help": f.help}
