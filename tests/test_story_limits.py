@@ -82,7 +82,7 @@ def test_a_record_lists_at_most_max_spans_and_stays_a_line_the_reader_takes() ->
     assert len(line) < 3_000_000  # a scores line the reader takes (10 MB); with every pair listed, 80 MB
 
     # the spans a --no-spans run left out come back with the same note when the story is shown
-    (without,) = score_records(StorySet.of([story], "."), NR, spans=False)
+    (without,) = score_records(StorySet.of([story], "."), NR.with_(spans=False))
     shown = rovist_nr.complete(without)
     assert shown is not None and shown.inter_repeats == record.inter_repeats and shown.notes[-1] == record.notes[-1]
 
@@ -101,7 +101,7 @@ def test_a_story_over_a_limit_is_refused_with_its_reason_and_the_next_one_scores
     fine = Story.from_sentences(["We went to the beach.", "The beach was sunny."], story_id="fine")
     for spans in (True, False):
         seen.clear()
-        records = {r.story_id: r for r in score_records(StorySet.of([many, long, fine], "."), NR, spans=spans)}
+        records = {r.story_id: r for r in score_records(StorySet.of([many, long, fine], "."), NR.with_(spans=spans))}
         assert records["many"].metrics == {} and records["long"].metrics == {}
         assert records["many"].errors == {
             "redundancy": f"story not scored: {MAX_STORY_SENTENCES + 1:,} sentences, over the limit of "
@@ -124,9 +124,9 @@ def test_the_reference_reading_is_held_to_the_sentence_limit_after_its_own_split
     story = Story.from_sentences([" ".join(["It rained."] * 300)], story_id="one")
     assert refused(story) == ""
     for spans in (True, False):
-        (paper,) = score_records(StorySet.of([story], "."), NR, spans=spans)
+        (paper,) = score_records(StorySet.of([story], "."), NR.with_(spans=spans))
         assert paper.metrics["redundancy"].score is not None
-        (ref,) = score_records(StorySet.of([story], "."), Settings(metrics=("redundancy",), nr_variant="reference"), spans=spans)
+        (ref,) = score_records(StorySet.of([story], "."), Settings(metrics=("redundancy",), nr_variant="reference", spans=spans))
         assert ref.errors["redundancy"] == (
             "ValueError: the public code's sentence split of the story gives 300 sentences, over the limit of "
             f"{MAX_STORY_SENTENCES} a story (VST_MAX_STORY_SENTENCES raises it)"

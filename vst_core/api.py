@@ -14,6 +14,7 @@ signature: :func:`score_stories` is ``vst score``, :func:`meta_evaluate` is ``vs
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,10 +39,13 @@ from vst_core.data.merge import merge_records
 from vst_core.models.hub import ModelLoadError, SettingValueError, python_words
 from vst_core.problems import Problem
 from vst_core.records import StoryScores
+from vst_core.scoring.policy import RunReport, ScoredStories
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_records
 
 __all__ = ["compare", "human_likeness", "meta_evaluate", "read_scores", "score_stories", "scores_frame"]
+
+_log = logging.getLogger(__name__)
 
 
 def _settings(settings: Settings | None, metrics: Iterable[str] | str | None) -> Settings:
@@ -58,10 +62,15 @@ def score_stories(
     settings: Settings | None = None,
     models: Models | None = None,
     root: str | Path = ".",
-) -> list[StoryScores]:
+    strict: bool = False,
+) -> ScoredStories:
     """Score every story with ``metrics`` (or those of ``settings``; default RoViST-NR, RoViST-C
     and GROOVIST), as ``vst score`` does: chunks batched together, θ and idf fitted over the
-    whole set, one record per story in input order.
+    whole set, one record per story in input order, and the same policy
+    (:mod:`vst_core.scoring.policy`): a metric whose model does not load is not run, the others
+    are, each record names it in its ``errors``, and a warning is logged with the reason (also on
+    the result's ``report``); with ``strict`` (or when no metric's model loads) its
+    :class:`~vst_core.models.hub.ModelLoadError` is raised instead.
 
     Args:
         stories: a :class:`StorySet` (its image paths relative to its folder) or stories made in
@@ -70,22 +79,30 @@ def score_stories(
             ``rovist_vg``) or one comma-separated string.
         settings: every other setting (a paper preset, θ, models); ``metrics`` overrides its own.
         models: loaded or injected models to share between calls.
+        strict: raise when a metric's model does not load instead of scoring the others.
 
     Returns:
-        One :class:`StoryScores` per story: numbers, evidence, errors and the signature.
+        One :class:`StoryScores` per story (numbers, evidence, errors and the signature), as a
+        list with the run's :class:`~vst_core.scoring.policy.RunReport` as ``report``: the
+        metrics not run and why (``report.reasons(python_words)``), the metrics' summaries.
 
     >>> s = Story.from_sentences(["A dog ran.", "The dog ran home."], story_id="d")
-    >>> [r.story_id for r in score_stories([s], "redundancy")]
-    ['d']
+    >>> scored = score_stories([s], "redundancy,vrank", settings=Settings(vrank_model="/nonexistent/vrank"))
+    >>> [r.story_id for r in scored], list(scored.report.not_run), scored[0].errors["vrank"][:9]
+    (['d'], ['vrank'], 'not run: ')
     """
     story_set = stories if isinstance(stories, StorySet) else StorySet.of(stories, root)
     chosen = _settings(settings, metrics)
     models = models or Models(chosen)
+    report = RunReport()
     try:
-        return list(score_records(story_set, chosen, models=models))
+        scored = ScoredStories(score_records(story_set, chosen, models=models, strict=strict, report=report), report)
     except (ModelLoadError, SettingValueError) as exc:  # the settings it names, as the Settings fields to pass
         exc.args = (exc.phrased(python_words),)
         raise
+    for line in report.warnings(python_words):
+        _log.warning("%s", line)
+    return scored
 
 
 def read_scores(*paths: str | Path) -> tuple[list[StoryScores], list[Problem]]:

@@ -20,19 +20,18 @@ from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.data.scores_io import scored_keys
 from vst_core.grounding.options import image_settings
-from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError, SettingFileError
+from vst_core.scoring.policy import RunReport
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import (
     ResumeMismatchError,
     RunLockedError,
     RunSummary,
-    chunk_size_for,
     parse_shard,
     score_story_set,
     shard_stories,
 )
-from vst_core.scoring.story import dataset_theta, refused
+from vst_core.scoring.story import refused
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "that wrote it (settings and its input file's digest); the check before appending compares settings."
         ),
         formatter_class=DefaultsHelp,
+        # RoViST-NR's --no-spans is its own option now, and the run's options declare it too: the
+        # later declaration is kept, read in _run, until the run's options leave it to the metric
+        conflict_handler="resolve",
     )
     p.add_argument(
         "input",
@@ -88,8 +90,6 @@ def _read(args: argparse.Namespace, settings: Settings) -> StorySet:
 def _report(summary: RunSummary, story_set: StorySet) -> None:
     for problem in summary.problems[len(story_set.problems) :]:
         note(problem)
-    for warning in summary.warnings:
-        note(f"warning: {warning}")
     skipped_lines = sum(1 for p in story_set.problems if p.kind == "line")
     note(
         f"scored {summary.scored} stories, skipped {summary.skipped} already in {summary.out}"
@@ -141,27 +141,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shard: tuple[int, int] | None, models: Models) -> int:
-    unavailable: dict[str, str] = {}
-    if not args.strict and len(settings.metrics) > 1:
-        try:
-            unavailable = models.unloadable()
-        except ValueError as exc:  # a setting's file that cannot be used (SettingFileError, exit 2 as any usage error)
-            error(str(exc))
-            return EXIT_USAGE
-        if unavailable and len(unavailable) < len(settings.metrics):
-            for metric, why in unavailable.items():
-                error(f"{metric} is not run: {why}")
-            settings = settings.with_(metrics=tuple(m for m in settings.metrics if m not in unavailable))
-            models = Models(settings, cache_dir=args.cache_dir, **models.loaded()).taking_over(models)
-            note(f"scoring {', '.join(settings.metrics)} only; each record names the metrics not run (exit {EXIT_PARTIAL})")
-        else:
-            unavailable = {}  # every metric's model is missing: the first one's error below, exit 4
-    try:
-        if wants_dataset_theta(args):
-            theta, count = dataset_theta(story_set, models, chunk_size_for(settings))
-            settings = settings.with_(theta=repr(theta))
-            models = Models(settings, clip=models.clip, cache=models.cache).taking_over(models)
+    def settled(report: RunReport) -> None:  # what the run's policy settled, said before the first story
+        for line in report.warnings():
+            error(line)
+        if report.not_run:
+            note(f"scoring {', '.join(report.metrics)} only; each record names the metrics not run (exit {EXIT_PARTIAL})")
+        if report.theta is not None:
+            theta, count = report.theta
             note(f"θ = {theta:.6f} (mean NP score over {count} phrases of {args.input})")
+
+    if getattr(args, "no_spans", False):  # the run options' own --no-spans, while they still declare it beside RoViST-NR's
+        settings = settings.with_(spans=False)
+    try:
         summary = score_story_set(
             story_set,
             settings,
@@ -170,8 +161,9 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
             models=models,
             shard=shard,
             progress=None if args.no_progress else (lambda total: bar(total, "story", "scoring")),
-            spans=not args.no_spans,
-            unavailable=unavailable,
+            strict=args.strict,
+            theta_from_set=wants_dataset_theta(args),
+            on_start=settled,
         )
     except (ResumeMismatchError, RunLockedError, SettingFileError) as exc:
         error(str(exc))
@@ -183,19 +175,12 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
         error(f"cannot write {args.out}: {exc.strerror or exc}; the records already written stay valid and resumable")
         return EXIT_INPUT
     _report(summary, story_set)
-    failed = False
-    for name in settings.metrics:  # what each metric's module says of the run (the judge's calls and cache)
-        spec = registry().spec(name)
-        if spec.computing.summary is not None:
-            try:
-                notes, failures = spec.computing.summary(models)
-            except Exception as exc:  # an installed metric's summary: the run and its records are done
-                notes, failures = [], [f"{spec.title}: its run summary failed: {type(exc).__name__}: {exc}"]
-            for line in notes:
-                note(line)
-            for line in failures:
-                error(line)
-            failed = failed or bool(failures)
+    for said in summary.report.said:  # what each metric's module says of the run (the judge's calls and cache)
+        for line in said.notes:
+            note(line)
+        for line in said.failures:
+            error(line)
+    failed = bool(summary.report.failures)
     if failed and args.strict:
         return EXIT_WEIGHTS
     if summary.scored and len(summary.failed) == summary.scored:
@@ -206,7 +191,7 @@ def _run(args: argparse.Namespace, settings: Settings, story_set: StorySet, shar
                 f"(the first: {why}); the errors field of each record says why"
             )
             return EXIT_INPUT
-    return EXIT_PARTIAL if unavailable or failed else 0
+    return EXIT_PARTIAL if summary.report.not_run or failed else 0
 
 
 def _valued(out: Path, written: int) -> tuple[int, str]:

@@ -6,7 +6,8 @@ A record is stored under a key of everything it depends on:
 
 * the run: :data:`RECORD_STORE_VERSION`, the scores format, the settings id of the run's signature
   (settings, each model's weights digest, preprocessing, text pipelines, library and metric
-  package versions), whether NR keeps its spans, and with image metrics the image budgets, the
+  package versions), the options of its metrics the signature leaves out that change what a record
+  holds (RoViST-NR's ``spans``), and with image metrics the image budgets, the
   regions file's content and the idf fitted over the set;
 * the story: its id, system, sequence id, sentences, image refs, groups, characters and the
   problems reading it found; with image metrics the content digest of each photo and crop it reads
@@ -176,7 +177,6 @@ class RunKeys:
         signature: Mapping[str, Any],
         *,
         memo: InputMemo | None,
-        spans: bool,
         idf: Mapping[str, float] | None = None,
     ) -> None:
         reg = registry()
@@ -192,7 +192,7 @@ class RunKeys:
         together = [spec for name, spec in reg.specs.items() if name in metrics and spec.computing.together is not None]
         self.sequences = bool(together)
         self.whole_set = any(spec in reg.plugins for spec in together)  # an installed one may read any story
-        self.run = run_key(settings, signature, spans=spans, images=self.images, idf=idf)
+        self.run = run_key(settings, signature, images=self.images, idf=idf)
         self._base: Path | None = None
 
     def keys(self, stories: Sequence[Story]) -> dict[Key, str]:
@@ -286,20 +286,20 @@ def _group_of(story: Story, whole_set: bool) -> str:
     return story.sequence_id or f"\0{story.system}\0{story.story_id}"
 
 
-def run_key(
-    settings: Settings, signature: Mapping[str, Any], *, spans: bool, images: bool, idf: Mapping[str, float] | None = None
-) -> str:
-    """What every record of a run depends on, as one digest.
+def run_key(settings: Settings, signature: Mapping[str, Any], *, images: bool, idf: Mapping[str, float] | None = None) -> str:
+    """What every record of a run depends on, as one digest: besides the settings its signature
+    names, the options of the run's metrics that it leaves out and that are not a model's file
+    (:func:`unsigned_options`: whether RoViST-NR's records keep their spans).
 
-    >>> a = run_key(Settings(metrics=("redundancy",)), {"id": "x", "settings": {}}, spans=True, images=False)
-    >>> a == run_key(Settings(metrics=("redundancy",)), {"id": "x", "settings": {}}, spans=False, images=False)
+    >>> a = run_key(Settings(metrics=("redundancy",)), {"id": "x", "settings": {}}, images=False)
+    >>> a == run_key(Settings(metrics=("redundancy",), spans=False), {"id": "x", "settings": {}}, images=False)
     False
     """
     parts: dict[str, Any] = {
         "store": RECORD_STORE_VERSION,
         "format": SCORES_FORMAT,
         "settings": settings_id(dict(signature)),
-        "spans": spans,
+        "unsigned": unsigned_options(settings),
     }
     if images:
         parts["image_budget"] = [max_pixels(), max_bytes()]
@@ -308,6 +308,27 @@ def run_key(
         regions = image.regions_file if image.regions == "csv" else None
         parts["regions_file"] = _file_content(regions) if regions else None
     return json_digest(parts)
+
+
+def unsigned_options(settings: Settings) -> list[tuple[str, Any]]:
+    """The options of the run's metrics set away from their defaults that its signature leaves out
+    and that name no model's file or folder (the signature names those by digest): they change no
+    number but may change what a record holds, so a stored record is read back only under the same.
+
+    >>> unsigned_options(Settings(metrics=("redundancy",), spans=False))
+    [('spans', False)]
+    >>> unsigned_options(Settings(metrics=("coherence",), spans=False))  # not a metric of the run
+    []
+    """
+    owners = registry().options
+    return [
+        (name, value)
+        for name, value in settings.options
+        if name in owners
+        and getattr(owners[name][0], "name", None) in settings.metrics
+        and not owners[name][1].signed
+        and owners[name][1].kind not in ("file", "folder")
+    ]
 
 
 def _file_content(path: str) -> str:

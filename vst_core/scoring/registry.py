@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -81,6 +82,10 @@ class Models:
         self._memo: InputMemo | None = None
         self._ahead: Ahead | None = None
         self.problems: list[Problem] = []
+        #: the warnings of the records of the run these models score (its engine keeps them, those
+        #: read back from the record store too), for the metrics' summary hooks: RoViST-C's says its
+        #: truncated pairs
+        self.warnings: list[str] = []
 
     def own(self, key: str, build: Callable[[Models], T]) -> T:
         """A metric's own model (or store) under ``key`` (the metric's name, or its name, ``_`` and a
@@ -263,18 +268,9 @@ class Models:
 
     def unloadable(self) -> dict[str, str]:
         """Each metric of the settings whose model cannot load, with the reason (the others' models
-        are loaded now); the redundancy metric needs none and is never here."""
-        found: dict[str, str] = {}
-        for metric, loader in self._loaders().items():
-            clip = metric in registry().with_need("clip")
-            if clip and any(m in registry().with_need("clip") for m in found):  # CLIP failed once: the same reason
-                found[metric] = next(found[m] for m in found if m in registry().with_need("clip"))
-                continue
-            try:
-                loader()
-            except ModelLoadError as exc:
-                found[metric] = str(exc)
-        return found
+        are loaded now; :func:`unloadable_metrics`); the redundancy metric needs none and is never here."""
+        found = unloadable_metrics(self.settings.metrics, self.load_metric, clip=lambda: self.clip)
+        return {metric: str(error) for metric, error in found.metrics.items()}
 
     def load_metric(self, name: str) -> None:
         """Load what metric ``name`` needs now (nothing for a text metric); ModelLoadError says why not."""
@@ -286,6 +282,54 @@ class Models:
         """Load every model the settings need now, so a missing one fails before any work."""
         for loader in self._loaders().values():
             loader()
+
+
+@dataclass(frozen=True)
+class Unloadable:
+    """The metrics of a run whose model does not load, each with its error (``metrics``; CLIP's for
+    every metric that needs CLIP when CLIP is what fails), and CLIP's own error (``clip``), if any."""
+
+    metrics: dict[str, BaseException] = field(default_factory=dict)
+    clip: BaseException | None = None
+
+
+def unloadable_metrics(
+    metrics: Sequence[str],
+    load: Callable[[str], object],
+    *,
+    clip: Callable[[], object] | None = None,
+    catch: tuple[type[BaseException], ...] = (ModelLoadError,),
+) -> Unloadable:
+    """Which of ``metrics`` cannot have their models, the others' loaded now: CLIP first (``clip``,
+    once, when a metric needs it: its failure is the reason of each metric that needs it), then each
+    metric's own (``load(name)``: :meth:`Models.load_metric`, or a front end's cached loader), in the
+    registry's order. An error of a type in ``catch`` leaves the metric out; any other is raised.
+
+    >>> def load(name: str) -> None:
+    ...     if name == "vrank":
+    ...         raise ModelLoadError("no folder")
+    >>> found = unloadable_metrics(("redundancy", "vrank"), load)
+    >>> {m: str(e) for m, e in found.metrics.items()}, found.clip
+    ({'vrank': 'no folder'}, None)
+    """
+    reg = registry()
+    needs_clip = reg.with_need("clip")
+    clip_error: BaseException | None = None
+    if clip is not None and needs_clip & set(metrics):
+        try:
+            clip()
+        except catch as exc:
+            clip_error = exc
+    found: dict[str, BaseException] = {}
+    for name in [n for n in reg.specs if n in metrics]:
+        if clip_error is not None and name in needs_clip:
+            found[name] = clip_error
+            continue
+        try:
+            load(name)
+        except catch as exc:
+            found[name] = exc
+    return Unloadable(found, clip_error)
 
 
 def _installed_load(spec: MetricSpec, models: Models) -> object:

@@ -1,4 +1,5 @@
-"""Scoring runs over a story set: chunks, resume, shards and the run summary.
+"""Scoring runs over a story set: the run's policy (:mod:`vst_core.scoring.policy`), chunks,
+resume, shards and the run summary.
 
 Records are appended to the scores JSONL as each chunk is done, so an interrupted run keeps what
 it finished; a rerun with the same settings skips the stories already there (a story is
@@ -25,6 +26,7 @@ from vst_core.hashing import bucket
 from vst_core.metric_spec import registry
 from vst_core.models.device import likely_device
 from vst_core.records import StoryScores, read_record
+from vst_core.scoring.policy import RunReport, skip_unloadable, summaries, theta_over_set
 from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
 from vst_core.scoring.record_store import RecordStore, RunKeys, served_line, signature_text, stored_line
 from vst_core.scoring.registry import Models
@@ -42,6 +44,9 @@ class ProgressBar(Protocol):
 
 #: ``progress(total)`` gives a bar that is advanced as stories are written (tqdm fits).
 Progress = Callable[[int], ProgressBar]
+#: ``on_start(report)`` is called once the run's policy is settled (the metrics not run and why, θ
+#: ``dataset``), before any story is scored: what a front end says before its progress bar.
+OnStart = Callable[[RunReport], None]
 
 
 class ResumeMismatchError(RuntimeError):
@@ -79,7 +84,10 @@ def locked(out: Path) -> Iterator[None]:
 
 @dataclass
 class RunSummary:
-    """What a scoring run did."""
+    """What a scoring run did: the stories scored (``scored``), those already in its file
+    (``skipped``), those with errors (``failed``: a metric not run aside), the input's and the regions
+    file's problems, and the run's :class:`~vst_core.scoring.policy.RunReport` (the metrics not run
+    and why, θ ``dataset``, what each metric's summary hook said)."""
 
     out: Path
     signature_id: str
@@ -88,7 +96,12 @@ class RunSummary:
     skipped: int = 0
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    report: RunReport = field(default_factory=RunReport)
+
+    @property
+    def warnings(self) -> list[str]:
+        """One line per metric not run, as ``vst score`` says it (:meth:`RunReport.warnings`)."""
+        return self.report.warnings()
 
 
 def already_scored(out: Path, wanted: str) -> set[tuple[str, str]]:
@@ -179,26 +192,27 @@ def score_story_set(
     models: Models | None = None,
     chunk_size: int | None = None,
     shard: tuple[int, int] | None = None,
-    spans: bool = True,
-    unavailable: Mapping[str, str] | None = None,
+    strict: bool = False,
+    theta_from_set: bool = False,
+    on_start: OnStart | None = None,
 ) -> RunSummary:
     """Score every story not yet in ``out`` and append its record, one line per story.
 
-    Stories go through in chunks (``chunk_size``, default :func:`chunk_size_for`) so model
-    inputs of many stories share a batch; each record is written as soon as its chunk is done,
-    so an interrupted run loses at most one chunk, and memory is bounded by a chunk. With
-    ``shard=(i, n)`` only the stories of :func:`shard_stories` are scored; idf and the like are
-    still fitted over the whole set, so every shard gives the numbers a single run would.
-    With ``spans=False`` the NR numbers of a chunk come from one vectorised pass and the records
-    hold no repeated spans (the dashboard recomputes them for the stories it shows).
-    ``unavailable`` (metric -> reason) names metrics left out of ``settings`` because their model
-    cannot load (:meth:`Models.unloadable`): each record carries them as per-metric errors.
+    The run's policy comes first (:mod:`vst_core.scoring.policy`): a metric whose model does not
+    load is left out with its reason, each record naming it, unless ``strict``; with
+    ``theta_from_set`` GROOVIST's θ is the mean NP score over the whole set; ``on_start`` is told
+    before any story is scored. Stories go through in chunks (``chunk_size``, default
+    :func:`chunk_size_for`) so model inputs of many stories share a batch; each record is written
+    as soon as its chunk is done, so an interrupted run loses at most one chunk, and memory is
+    bounded by a chunk. With ``shard=(i, n)`` only the stories of :func:`shard_stories` are scored;
+    idf, θ and the like are still fitted over the whole set, so every shard gives the numbers a
+    single run would. What each metric's summary hook says at the end is in the summary's report.
     """
     out = Path(out)
     with locked(out):
         return _score_story_set(
-            story_set, settings, out, overwrite, progress, models or Models(settings), chunk_size, shard, spans,
-            dict(unavailable or {}),
+            story_set, settings, out, overwrite, progress, models or Models(settings), chunk_size, shard,
+            _Policy(strict, theta_from_set, on_start),
         )  # fmt: skip
 
 
@@ -220,28 +234,37 @@ def score_records(
     signature: Mapping[str, Any] | None = None,
     chunk_size: int | None = None,
     progress: Progress | None = None,
-    spans: bool = True,
-    unavailable: Mapping[str, str] | None = None,
     problems: list[str] | None = None,
+    strict: bool = False,
+    theta_from_set: bool = False,
+    report: RunReport | None = None,
+    on_start: OnStart | None = None,
 ) -> Iterator[StoryScores]:
     """The scoring engine: one :class:`StoryScores` per story of ``stories`` (default: every story
-    of ``story_set``), in their order, yielded chunk by chunk. The models are loaded before any
-    work (a :class:`ModelLoadError` says which and why), the set-level results (Vrank's pairs,
-    COSMic's references) are fitted over ``story_set`` first, and each chunk's stories share their
-    model batches (:func:`score_batch`). A story scored before under the same settings, with the
-    same text, photos and set-level inputs, is read from the record store in the cache folder
+    of ``story_set``), in their order, yielded chunk by chunk. The run's policy comes first
+    (:mod:`vst_core.scoring.policy`): a metric whose model does not load is left out with its
+    reason, each record naming it in its ``errors`` (``not run: ...``), unless ``strict`` (then,
+    as when no metric's model loads, its :class:`ModelLoadError` says which and why, before any
+    work); with ``theta_from_set`` GROOVIST's θ is the mean NP score over ``story_set``;
+    ``on_start`` is told before any story is scored. The set-level results (Vrank's pairs, COSMic's
+    references) are fitted over ``story_set`` first, and each chunk's stories share their model
+    batches (:func:`score_batch`). A story scored before under the same settings, with the same
+    text, photos and set-level inputs, is read from the record store in the cache folder
     (:mod:`vst_core.scoring.record_store`) instead, stamped with this run's signature: the same
-    record. ``unavailable`` (metric -> reason) names metrics left out
-    of ``settings`` because their model cannot load: each record carries them as per-metric
-    errors. The regions file's problems are appended to ``problems``. The CLI writes what this
-    yields (:func:`score_story_set`), the Python API returns it and the dashboard caches it, so
-    the three give the same records.
+    record. The regions file's problems are appended to ``problems``; the metrics not run, θ and,
+    once the last record is yielded, what each metric's summary hook says, to ``report``. The CLI
+    writes what this yields (:func:`score_story_set`), the Python API returns it and the dashboard
+    caches it, so the three give the same records.
 
     >>> from vst_core.data.types import Story
     >>> story_set = StorySet.of([Story.from_sentences(["A dog ran.", "A dog ran."], story_id="d")], ".")
     >>> [round(r.metrics["redundancy"].score, 2) for r in score_records(story_set, Settings(metrics=("redundancy",)))]
     [0.0]
     """
+    report = report if report is not None else RunReport()
+    settings, models = _settled(
+        story_set, settings, models or Models(settings), _Policy(strict, theta_from_set, on_start), report
+    )
     for item in _records(
         story_set,
         settings,
@@ -250,13 +273,39 @@ def score_records(
         signature=signature,
         chunk_size=chunk_size,
         progress=progress,
-        spans=spans,
-        unavailable=unavailable,
+        not_run=report.reasons(),
         problems=problems,
         lines=False,
     ):
         assert isinstance(item, StoryScores)
         yield item
+    report.said = summaries(settings, models)
+
+
+@dataclass(frozen=True)
+class _Policy:
+    """What a caller asks of the run's policy: ``strict`` (a model that does not load stops the run),
+    θ over the whole set, and whom to tell once it is settled."""
+
+    strict: bool = False
+    theta_from_set: bool = False
+    on_start: OnStart | None = None
+
+
+def _settled(
+    story_set: StorySet, settings: Settings, models: Models, policy: _Policy, report: RunReport
+) -> tuple[Settings, Models]:
+    """The settings and models a run scores with once its policy is applied (:mod:`.policy`): the
+    metrics whose model does not load left out (unless strict), θ ``dataset`` computed; both in
+    ``report``, and said to ``policy.on_start``."""
+    settings, models, report.not_run = skip_unloadable(settings, models, strict=policy.strict)
+    if policy.theta_from_set:
+        settings, models, report.theta = theta_over_set(story_set, settings, models, chunk_size_for(settings))
+    report.metrics = settings.metrics
+    models.warnings = []  # the warnings of this run's records, for the metrics' summary hooks
+    if policy.on_start is not None:
+        policy.on_start(report)
+    return settings, models
 
 
 @dataclass(frozen=True)
@@ -276,13 +325,14 @@ def _records(
     signature: Mapping[str, Any] | None,
     chunk_size: int | None,
     progress: Progress | None,
-    spans: bool,
-    unavailable: Mapping[str, str] | None,
+    not_run: Mapping[str, str],
     problems: list[str] | None,
     lines: bool,
 ) -> Iterator[StoryScores | Served]:
-    """:func:`score_records`, with a stored record given as its line (:class:`Served`) when
-    ``lines`` (what the CLI writes as it is), decoded otherwise."""
+    """:func:`score_records` once its policy is settled (``not_run``: metric -> why, as each record
+    says it), with a stored record given as its line (:class:`Served`) when ``lines`` (what the CLI
+    writes as it is), decoded otherwise. Each record's warnings are kept in ``models.warnings`` for
+    the metrics' summary hooks."""
     models = models or Models(settings)
     todo = list(story_set) if stories is None else list(stories)
     signature = signature if signature is not None else run_signature(story_set, settings, models)
@@ -298,7 +348,7 @@ def _records(
         if problems is not None:
             problems.extend(_regions_file_problems(story_set, models))
     store = _record_store(models, signature)
-    keying = RunKeys(story_set, settings, signature, memo=models.memo, spans=spans, idf=idf) if store else None
+    keying = RunKeys(story_set, settings, signature, memo=models.memo, idf=idf) if store else None
     keys = keying.keys([s for s in todo if not refused(s)]) if keying else {}
     together: SetResults = {}
     asked: set[Key] = set()
@@ -309,14 +359,14 @@ def _records(
         together = set_results(story_set, unserved, settings, models, progress)
         asked = {s.key for s in unserved}
     bar = progress(len(todo)) if progress else None
-    missing = {m: f"not run: {why}" for m, why in (unavailable or {}).items()}
+    missing = {m: f"not run: {why}" for m, why in not_run.items()}
     stamped = signature_text(signature) if store else ""
 
     def compute(chunk: list[Story]) -> list[StoryScores | Served]:
         if sequences and (lacking := [s for s in chunk if s.key not in asked]):  # a stored record gone since
             together.update(set_results(story_set, lacking, settings, models, None))
             asked.update(s.key for s in lacking)
-        records = score_batch(chunk, settings, signature, models, story_set.root, spans=spans, together=together)
+        records = score_batch(chunk, settings, signature, models, story_set.root, together=together)
         out: list[StoryScores | Served] = [replace(r, errors={**r.errors, **missing}) if missing else r for r in records]
         if store is not None and keying is not None:
             unkeyed = [s for s in chunk if s.key not in keys and not refused(s)]
@@ -353,6 +403,7 @@ def _records(
             at = shown = 0
             for n in range(len(part)):
                 if n in served:
+                    models.warnings.extend(served[n].warnings)
                     yield served[n]
                     shown += 1
                     continue
@@ -367,7 +418,9 @@ def _records(
                         grounder.probe_after([ref for story in upcoming if not refused(story) for ref in story.images])
                     done.update(zip(chunk, compute([part[m] for m in chunk]), strict=True))
                     ends[chunk[-1]] = len(chunk)
-                yield done.pop(n)
+                item = done.pop(n)
+                models.warnings.extend(item.warnings)
+                yield item
                 if bar is not None and n in ends:
                     bar.update(ends.pop(n))
             if bar is not None and shown:
@@ -412,15 +465,16 @@ def _score_story_set(
     models: Models,
     chunk_size: int | None,
     shard: tuple[int, int] | None,
-    spans: bool,
-    unavailable: dict[str, str],
+    policy: _Policy,
 ) -> RunSummary:
+    report = RunReport()
+    settings, models = _settled(story_set, settings, models, policy, report)
     signature = run_signature(story_set, settings, models)
     if overwrite and out.exists():
         out.unlink()
     made_with = settings_id(signature)
     done = already_scored(out, made_with)
-    summary = RunSummary(out, signature["id"], made_with, problems=[str(p) for p in story_set.problems])
+    summary = RunSummary(out, signature["id"], made_with, problems=[str(p) for p in story_set.problems], report=report)
     mine: Sequence[Story] = shard_stories(story_set, *shard) if shard else list(story_set)
     todo = [s for s in mine if (s.system, s.story_id) not in done]
     summary.skipped = len(mine) - len(todo)
@@ -434,8 +488,7 @@ def _score_story_set(
         signature=signature,
         chunk_size=chunk_size,
         progress=progress,
-        spans=spans,
-        unavailable=unavailable,
+        not_run=report.reasons(),
         problems=summary.problems,
         lines=True,
     )
@@ -444,10 +497,9 @@ def _score_story_set(
             summary.scored += 1
             if isinstance(record, Served):  # a stored record without errors: its line as it is
                 writer.write_line(record.line)
-                summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
                 continue
             writer.write(record)
-            summary.warnings.extend(w for w in record.warnings if w.startswith("coherence:"))
-            if any(metric not in unavailable for metric in record.errors):
+            if any(metric not in report.not_run for metric in record.errors):
                 summary.failed.append(record.story_id)
+    report.said = summaries(settings, models)
     return summary

@@ -83,6 +83,21 @@ def model(models: ModelsLike) -> PairScorer:
     return models.own(NAME, build)
 
 
+def summary(models: ModelsLike) -> tuple[list[str], list[str]]:
+    """What a run says of RoViST-C when it ends: each warning its records carry (a pair longer than the
+    model reads, truncated; a story the reference profile left unscored), one line each, from the
+    warnings of the run's records its models hold (``models.warnings``: those read back from the
+    record store too), the others' left out.
+
+    >>> class Run:
+    ...     warnings = ["coherence: pair 1->2 of story 'a' is longer than the model reads", "an image is missing"]
+    >>> summary(Run())  # type: ignore[arg-type]
+    (["warning: coherence: pair 1->2 of story 'a' is longer than the model reads"], [])
+    """
+    said: Sequence[str] = getattr(models, "warnings", ())
+    return [f"warning: {w}" for w in said if w.startswith(f"{NAME}:")], []
+
+
 def identity(settings: SettingsLike) -> dict[str, str]:
     """The pair scorer's weights (and, for RoViST-C, its tokenizer) by digest."""
     from vst_core.metric_modules.rovist_c.scorers import pair_weights_id
@@ -195,6 +210,7 @@ METRIC = MetricSpec(
         needs=frozenset({"model"}),
         score=score,
         load=model,
+        summary=summary,
     ),
     signing=Signing(
         settings=("splitter",),

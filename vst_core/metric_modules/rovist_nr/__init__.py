@@ -1,8 +1,8 @@
 """RoViST-NR (Wang et al., 2022): non-redundancy = 1 − mean(inter, intra), with the repeated spans.
 
 Formula: :mod:`vst_core.metrics.redundancy`; one story: :func:`.batch.redundancy_of`;
-``--no-spans``: one vectorised pass (:func:`.batch.redundancy_without_spans`); records from
-results: :mod:`.builders`.
+``--no-spans`` (its option ``spans`` off): one vectorised pass (:func:`.batch.redundancy_without_spans`);
+records from results: :mod:`.builders`.
 Card: ``docs/metrics/rovist_nr.md``.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from vst_core.metric_modules.rovist_nr.bench import BENCH
-from vst_core.metric_modules.rovist_nr.defaults import NAME, OPTIONS, ngram_of, variant_of
+from vst_core.metric_modules.rovist_nr.defaults import NAME, OPTIONS, ngram_of, spans_of, variant_of
 from vst_core.metric_modules.rovist_nr.html import LEGEND, marks
 from vst_core.metric_spec import (
     Card,
@@ -34,11 +34,11 @@ if TYPE_CHECKING:
 
 
 def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
-    """NR of every story: with repeated spans, or without them in one pass (``run.spans`` False)."""
+    """NR of every story: with repeated spans, or without them in one pass (the option ``spans`` off)."""
     from vst_core.metric_modules.rovist_nr.batch import redundancy_of, redundancy_without_spans
 
     s = run.settings
-    if not run.spans:
+    if not spans_of(s):
         return redundancy_without_spans([x for x in stories if not x.is_empty], s)
     out: dict[tuple[str, str], Any] = {}
     for story in stories:

@@ -1,9 +1,12 @@
 """RoViST-NR's name and its own settings, for its modules that the package's ``__init__`` imports
-(no circle): the intra-sentence n-gram window and the definition (the paper's or the public code's).
+(no circle): the intra-sentence n-gram window, the definition (the paper's or the public code's) and
+whether the records keep the repeated spans.
 
 >>> from vst_core.config import Settings
 >>> NAME, ngram_of(Settings()), variant_of(Settings(nr_variant="reference", nr_ngram=3)), ngram_of(Settings(nr_ngram=3))
 ('redundancy', 4, 'reference', 3)
+>>> spans_of(Settings()), spans_of(Settings(spans=False)), SPANS.cli_flag
+(True, False, '--no-spans')
 """
 
 from __future__ import annotations
@@ -44,7 +47,19 @@ VARIANT = Option(
     choices=("paper", "reference"),
     key="variant",
 )
-OPTIONS: tuple[Option, ...] = (VARIANT, NGRAM)
+#: Whether the records keep the repeated spans: ``--no-spans`` (``Settings(spans=False)``) gives the
+#: numbers only, from one vectorised pass per chunk. Not signed: the numbers are the same either way,
+#: and a run's id with it is the one without it, as before it was the metric's own.
+SPANS = Option(
+    "spans",
+    True,
+    help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
+    "hold no repeated spans, which the dashboard recomputes for the stories it shows",
+    kind="bool",
+    flag="--no-spans",
+    signed=False,
+)
+OPTIONS: tuple[Option, ...] = (VARIANT, NGRAM, SPANS)
 
 
 def ngram_of(settings: SettingsLike) -> int:
@@ -55,3 +70,8 @@ def ngram_of(settings: SettingsLike) -> int:
 def variant_of(settings: SettingsLike) -> NRVariant:
     """The run's definition (``nr_variant``): ``"paper"`` or ``"reference"``."""
     return cast(NRVariant, settings.option(VARIANT.setting))
+
+
+def spans_of(settings: SettingsLike) -> bool:
+    """Whether the run's records keep the repeated spans (``spans``; ``--no-spans`` turns it off)."""
+    return bool(settings.option(SPANS.setting))
