@@ -106,8 +106,8 @@ def test_a_key_given_any_way_the_dashboard_gives_one_is_collected(tmp_path: Path
 def _keyed(name: str, option: str, model_field: str = "") -> str:
     """A plugin metric ``name`` with one option (and a model file box of its own when given)."""
     head = "from vst_core.metric_spec import ModelField, Option\n"
-    fields = f", model_fields=({model_field},)" if model_field else ""
-    return head + _good_as(name, f"{name} n", f"options=({option},){fields}")
+    fields = f", showing=Showing(model_fields=({model_field},))" if model_field else ""
+    return head + _good_as(name, f"{name} n", f"signing=Signing(options=({option},)){fields}")
 
 
 @pytest.mark.slow  # about 450 plugin modules imported and checked

@@ -233,7 +233,7 @@ def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_m
     from vst_core.config import Settings
     from vst_core.metric_spec import registry
 
-    found = [(spec.name, f.setting) for spec in model_metrics().values() for f in spec.model_fields]
+    found = [(spec.name, f.setting) for spec in model_metrics().values() for f in spec.showing.model_fields]
     assert found and all(registry().options[setting][0].name == name for name, setting in found)
     assert all(Choices(files={s: "x"}).value(s) == "x" for _, s in found)
     base = Settings(metrics=("redundancy", "grounding", "rovist_vg", "cosmic", "vrank"))
@@ -267,7 +267,7 @@ def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_mode
     switched = registry().switched
     assert list(switched) == ["coherence"]
     choice_fields = {f.name for f in dataclasses.fields(Choices)}
-    own = {o.setting for o in registry().spec("coherence").options}  # the switch's settings are the metric's own options
+    own = {o.setting for o in registry().spec("coherence").signing.options}  # the switch's settings are the metric's own options
     for name, sw in switched.items():
         assert {name, sw.setting} <= choice_fields and {sw.setting, *sw.loads} <= own
         assert name in settings_for(Choices(grounding=False)).metrics

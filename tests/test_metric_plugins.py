@@ -49,11 +49,11 @@ def test_every_builtin_metric_is_one_module_with_its_card_fields_and_settings() 
     for spec in reg.specs.values():
         if spec.module.startswith("vst_core."):
             assert (ROOT / spec.card).is_file(), spec.card
-            assert spec.score is not None and spec.description
+            assert spec.computing.score is not None and spec.description
         assert all(f.metric == spec.name and f.attr in spec.record.__dataclass_fields__ for f in spec.fields)
-        own = {o.setting for o in spec.options}  # its own options, declared in its module alone
-        assert set(spec.settings) <= settings | own, set(spec.settings) - settings - own
-        assert spec.main_value in spec.record.__dataclass_fields__
+        own = {o.setting for o in spec.signing.options}  # its own options, declared in its module alone
+        assert set(spec.signing.settings) <= settings | own, set(spec.signing.settings) - settings - own
+        assert spec.reading.main_value in spec.record.__dataclass_fields__
 
 
 def _module(folder: Path, name: str, body: str) -> None:
@@ -71,7 +71,7 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 GOOD = """
 from dataclasses import dataclass
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import Computing, MetricField, MetricSpec, Reading, Showing, Signing, Tools
 
 @dataclass(frozen=True)
 class Count:
@@ -82,7 +82,8 @@ def score(stories, run):
     return {s.key: Count(float(len(s.text.split())), len(s.text.split())) for s in stories}
 
 METRIC = MetricSpec("word_count", "Words", "number of words", Count,
-                    (MetricField("words n", "word_count", "score", "words", direction="none"),), score=score)
+                    (MetricField("words n", "word_count", "score", "words", direction="none"),),
+                    computing=Computing(score=score))
 """
 
 
@@ -170,7 +171,7 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
 BAD = """
 import math
 from dataclasses import dataclass
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import Computing, MetricField, MetricSpec, Showing
 
 @dataclass(frozen=True)
 class Odd:
@@ -189,7 +190,7 @@ def evidence(record):
     raise KeyError("no evidence here")
 
 METRIC = MetricSpec("odd", "Odd", "", Odd, (MetricField("odd", "odd", "score", "", report="odd"),),
-                    score=score, cards=cards, evidence=evidence)
+                    computing=Computing(score=score), showing=Showing(cards=cards, evidence=evidence))
 """
 
 
@@ -216,10 +217,12 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
     assert evidence_blocks(records[2]) == [("Odd: evidence not drawn", "KeyError: &#x27;no evidence here&#x27;")]
 
 
-def _good_as(name: str, column: str, keywords: str = "") -> str:
-    """GOOD's source as the metric ``name`` with the column ``column`` and more MetricSpec ``keywords``."""
+def _good_as(name: str, column: str, keywords: str = "", *, computing: str = "") -> str:
+    """GOOD's source as the metric ``name`` with the column ``column``, more MetricSpec ``keywords``
+    (its groups: ``signing=Signing(...)``) and more fields of its ``computing`` group."""
     body = GOOD.replace('"word_count"', f'"{name}"').replace('"words n"', f'"{column}"')
-    return body.replace("score=score)", f"score=score, {keywords})") if keywords else body
+    more = f"score=score{', ' + computing if computing else ''}){', ' + keywords if keywords else ''})"
+    return body.replace("score=score))", more)
 
 
 def _long_flags(command: str) -> set[str]:
@@ -248,21 +251,27 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         col_system=GOOD.replace('"words n"', '"system"'),
         col_bleu=GOOD.replace('"word_count"', '"bleu_like"').replace('"words n"', '"BLEU-4"'),
         col_report=GOOD.replace('"word_count"', '"rep"').replace('direction="none"', 'report="inter"'),
-        alias_r=GOOD.replace('"word_count"', '"alias_r"').replace("score=score)", "score=score, aliases=('r',))"),
+        alias_r=GOOD.replace('"word_count"', '"alias_r"').replace(
+            "score=score))", "score=score), reading=Reading(aliases=('r',)))"
+        ),
         twice=GOOD.replace('"word_count"', '"twice"').replace(
             '(MetricField("words n", "twice", "score", "words", direction="none"),)',
             '(MetricField("t1", "twice", "score", "w"), MetricField("t1", "twice", "words", "w"))',
         ),
         list_field=GOOD.replace('"word_count"', '"listy"').replace("    words: int", "    words: list[int]"),
         model_box=GOOD.replace('"word_count"', '"boxed"')
-        .replace("score=score)", "score=score, model_fields=(ModelField('vrank_model', 'V', 'folder', '--v'),))")
-        .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, ModelField"),
+        .replace(
+            "score=score))", "score=score), showing=Showing(model_fields=(ModelField('vrank_model', 'V', 'folder', '--v'),)))"
+        )
+        .replace("import Computing,", "import ModelField, Computing,"),
         switched=GOOD.replace('"word_count"', '"switched"')
-        .replace("score=score)", "score=score, switch=Switch('S', 'coherence_model', 'B', 'L'))")
-        .replace("import MetricField, MetricSpec", "import MetricField, MetricSpec, Switch"),
+        .replace("score=score))", "score=score), showing=Showing(switch=Switch('S', 'coherence_model', 'B', 'L')))")
+        .replace("import Computing,", "import Switch, Computing,"),
         aspect=GOOD.replace('"word_count"', '"aspect"').replace('direction="none")', 'direction="none", dhm="C")'),
         regions=GOOD.replace('"word_count"', '"regions_too"').replace("score=score)", "score=score, region_model=print)"),
-        taker=GOOD.replace('"word_count"', '"taker"').replace("score=score)", "score=score, formerly=('coherence',))"),
+        taker=GOOD.replace('"word_count"', '"taker"').replace(
+            "score=score))", "score=score), reading=Reading(formerly=('coherence',)))"
+        ),
         again=GOOD.replace('"word_count"', '"again"')
         .replace("score=score)", "score=score, reaggregate=REAGGREGATION)")
         .replace(
@@ -372,8 +381,8 @@ def test_importing_any_module_never_builds_the_registry() -> None:
 def test_an_installed_metric_that_cannot_load_is_not_run_and_what_it_imports_is_checked(
     plugins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    hooks = "score=score, load=lambda m: 1 / 0, from_score=lambda v, note: {'score': v}, aliases=('wc',))"
-    _install(plugins, monkeypatch, loads_badly=GOOD.replace("score=score)", hooks))
+    hooks = "score=score, load=lambda m: 1 / 0), reading=Reading(from_score=lambda v, note: {'score': v}, aliases=('wc',)))"
+    _install(plugins, monkeypatch, loads_badly=GOOD.replace("score=score))", hooks))
     from vst_core.data.importing import ImportError_, metric_record
     from vst_core.data.index import index_key
     from vst_core.scoring.registry import Models
@@ -493,7 +502,7 @@ def test_metric_field_value_ignores_what_is_not_a_number() -> None:
 IMAGE_METRIC = """
 from dataclasses import dataclass
 import numpy as np
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.metric_spec import Computing, MetricField, MetricSpec
 
 @dataclass(frozen=True)
 class Title:
@@ -509,7 +518,7 @@ def record(grounder, story, entries):
 
 METRIC = MetricSpec("title_match", "Title match", "the first sentence's best region", Title,
                     (MetricField("title", "title_match", "score", "best cosine of the first sentence"),),
-                    needs=frozenset({"images", "clip"}), image_record=record, texts=texts)
+                    computing=Computing(needs=frozenset({"images", "clip"}), image_record=record, texts=texts))
 """
 
 
@@ -530,7 +539,7 @@ def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_s
     reg = _install(plugins, monkeypatch, title_metric=IMAGE_METRIC)
     monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)  # spaCy reads its own (the registry is built)
     spec = reg.spec("title_match")
-    assert spec.score is not None and "title_match" in reg.with_need("clip")
+    assert spec.computing.score is not None and "title_match" in reg.with_need("clip")
     config, checkpoint = tiny_clip
     settings = Settings(
         metrics=("grounding", "title_match"),
@@ -636,8 +645,8 @@ def test_an_installed_metric_signs_the_settings_it_lists_and_those_of_its_needs(
     _install(
         plugins,
         monkeypatch,
-        theta_reader=_good_as("theta_reader", "tr", "settings=('theta',)"),
-        clip_reader=_good_as("clip_reader", "cr", "needs=frozenset({'clip'})"),
+        theta_reader=_good_as("theta_reader", "tr", "signing=Signing(settings=('theta',))"),
+        clip_reader=_good_as("clip_reader", "cr", computing="needs=frozenset({'clip'})"),
     )
     assert set(Settings(metrics=("theta_reader",)).as_dict()) == _ALWAYS | {"theta"}
     assert Settings(metrics=("theta_reader",), theta="0.3").as_dict()["theta"] == 0.3
@@ -679,7 +688,11 @@ def test_an_installed_metrics_failing_summary_or_margins_stops_neither_the_run_n
         def margins(record):
             raise RuntimeError("margins boom")
 
-        METRIC = dataclasses.replace(METRIC, summary=summary, margins=margins)
+        METRIC = dataclasses.replace(
+            METRIC,
+            computing=dataclasses.replace(METRIC.computing, summary=summary),
+            reading=dataclasses.replace(METRIC.reading, margins=margins),
+        )
         """
     )
     reg = _install(plugins, monkeypatch, ranker=body)
@@ -702,7 +715,7 @@ def test_an_installed_metric_that_needs_clip_is_turned_on_and_off_under_more_met
     _install(
         plugins,
         monkeypatch,
-        clip_plugin=_good_as("clip_plugin", "cp", "needs=frozenset({'clip'})"),
+        clip_plugin=_good_as("clip_plugin", "cp", computing="needs=frozenset({'clip'})"),
     )
     assert "clip_plugin" in plugin_metrics() and "clip_plugin" not in Choices(extra_clip=True).clip_metrics
     assert "clip_plugin" not in settings_for(Choices(extra_clip=True)).metrics
@@ -866,12 +879,13 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
     reg = _install(
         plugins,
         monkeypatch,
-        shared=option + _good_as("shared", "s1", "options=(Option('top_b', 3, kind='int'),)"),
-        flagged=option + _good_as("flagged", "s2", "options=(Option('flag_x', flag='--vrank-model'),)"),
-        scored=_good_as("scored", "s3", "commands={'score': 'x'}"),
-        trainer=_good_as("trainer", "s4", "commands={'train-vrank': 'x'}"),
+        shared=option + _good_as("shared", "s1", "signing=Signing(options=(Option('top_b', 3, kind='int'),))"),
+        flagged=option + _good_as("flagged", "s2", "signing=Signing(options=(Option('flag_x', flag='--vrank-model'),))"),
+        scored=_good_as("scored", "s3", "tools=Tools(commands={'score': 'x'})"),
+        trainer=_good_as("trainer", "s4", "tools=Tools(commands={'train-vrank': 'x'})"),
         old_import="from vst_core.records import CoherenceScores, VrankScores\n" + _good_as("old_import", "s5"),
-        chosen=option + _good_as("chosen", "s6", "options=(Option('chosen_mode', None, choices=('fast', 'exact')),)"),
+        chosen=option
+        + _good_as("chosen", "s6", "signing=Signing(options=(Option('chosen_mode', None, choices=('fast', 'exact')),))"),
     )
     reasons = "\n".join(reg.problems)
     assert "option 'top_b' is metric 'images''s" in reasons  # the image pipeline's
@@ -899,9 +913,9 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
     reg = _install(
         plugins,
         monkeypatch,
-        toyfetch=fetch + _good_as("toyfetch", "f1", "fetch=FETCH"),
-        ownflag=clash.format("detector") + _good_as("ownflag", "f2", "fetch=FETCH"),
-        otherflag=clash.format("judge-vlm") + _good_as("otherflag", "f3", "fetch=FETCH"),
+        toyfetch=fetch + _good_as("toyfetch", "f1", "tools=Tools(fetch=FETCH)"),
+        ownflag=clash.format("detector") + _good_as("ownflag", "f2", "tools=Tools(fetch=FETCH)"),
+        otherflag=clash.format("judge-vlm") + _good_as("otherflag", "f3", "tools=Tools(fetch=FETCH)"),
     )
     reasons = "\n".join(reg.problems)
     assert "'--detector' is not --lower-case-words, or it is the command's own" in reasons and "None" not in reasons
@@ -949,7 +963,7 @@ def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_s
         "def _plan(v):\n    raise RuntimeError('no plan')\n"
         "FETCH = Fetch((FetchArgument('--broken-model', 'x'),), _plan)\n"
     )
-    _install(plugins, monkeypatch, brokenfetch=broken + _good_as("brokenfetch", "b1", "fetch=FETCH"))
+    _install(plugins, monkeypatch, brokenfetch=broken + _good_as("brokenfetch", "b1", "tools=Tools(fetch=FETCH)"))
     plans = _metric_plans(build_parser("fetch-models").parse_args(["fetch-models"]))
     broken = [c for p in plans for c in p.checks if c[0] == "metric 'brokenfetch''s models"]
     failed = fetch.fetch_models(more=[FetchPlan(tuple(broken))])
@@ -994,35 +1008,41 @@ def test_a_blank_server_address_on_the_command_line_is_no_server_and_a_path_is_a
     assert Settings(vrank_model=tmp_path).option("vrank_model") == str(tmp_path)
 
 
-def test_a_spec_given_flat_or_in_groups_is_the_same_and_reads_both_ways() -> None:
-    """The narrow core and its typed groups: a spec declared with earlier versions' flat keywords equals
-    the grouped one, reads both ways, keeps its option's box and signed setting, and ``replace`` takes
-    either; a misspelt keyword or attribute is an error, not a silent None."""
+def test_a_spec_takes_its_groups_only_and_keeps_what_its_options_imply_through_replace() -> None:
+    """The narrow core and its typed groups: a group's field given as a keyword of its own, or read
+    as an attribute of the spec, is an error, not a silent None; made (and made again by
+    ``replace``), the spec holds its option's box and its signed setting once, and an image metric
+    its ``score`` over the shared image work."""
     from dataclasses import replace
 
     from vst_core.metric_spec import Computing, Option, Reading, Signing
-    from vst_core.records import RedundancyScores
 
-    def score(stories: Any, run: Any) -> dict[tuple[str, str], RedundancyScores | str]:
+    @dataclasses.dataclass(frozen=True)
+    class X:
+        score: float | None
+
+    def score(stories: Any, run: Any) -> dict[tuple[str, str], X | str]:
         return {}
 
-    core = ("x", "X", "d", RedundancyScores, (MetricField("X", "x", "score", "h"),))
+    core = ("x", "X", "d", X, (MetricField("X", "x", "score", "h"),))
     option = Option("x_file", kind="file", label="X file", signed=False)
-    flat = MetricSpec(*core, score=score, aliases=("a",), options=(option, Option("x_n", 3, kind="int")))
-    grouped = MetricSpec(
+    spec = MetricSpec(
         *core,
         computing=Computing(score=score),
         reading=Reading(aliases=("a",)),
         signing=Signing(options=(option, Option("x_n", 3, kind="int"))),
     )
-    assert flat == grouped and flat.score is score and flat.computing.score is score
-    assert [f.setting for f in flat.showing.model_fields] == ["x_file"] and flat.signing.settings == ("x_n",)
-    again = replace(flat, aliases=("b",))
-    assert again.reading.aliases == ("b",) and again.computing.score is score and again.signing.settings == ("x_n",)
+    assert spec.computing.score is score and spec.reading.aliases == ("a",)
+    assert [f.setting for f in spec.showing.model_fields] == ["x_file"] and spec.signing.settings == ("x_n",)
+    again = replace(spec, reading=Reading(aliases=("b",)), module="m")
+    assert again.reading.aliases == ("b",) and again.computing.score is score and again == replace(again)
+    assert [f.setting for f in again.showing.model_fields] == ["x_file"] and again.signing.settings == ("x_n",)
+    image = MetricSpec(*core, computing=Computing(needs=frozenset({"images", "clip"}), image_record=lambda g, s, e: X(1.0)))
+    assert type(image.computing.score).__name__ == "_ImageScore"
     with pytest.raises(TypeError):
-        MetricSpec(*core, scroe=score)  # type: ignore[call-arg]
+        MetricSpec(*core, score=score)  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
-        flat.scroe  # type: ignore[attr-defined]  # noqa: B018
+        spec.score  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_a_plugins_bench_phase_and_sizes_are_vst_bench_flags_and_phases_and_a_taken_one_is_refused(
@@ -1044,21 +1064,22 @@ def test_a_plugins_bench_phase_and_sizes_are_vst_bench_flags_and_phases_and_a_ta
     reg = _install(
         plugins,
         monkeypatch,
-        toybench=bench + _good_as("toybench", "b1", "bench=BENCH"),
-        ownphase=clash.format("(BenchPhase('rss', dict),)") + _good_as("ownphase", "b2", "bench=BENCH"),
-        otherphase=clash.format("(BenchPhase('judge', dict),)") + _good_as("otherphase", "b3", "bench=BENCH"),
-        ownsize=clash.format("(), (BenchSize('text_stories', 1, 'x'),)") + _good_as("ownsize", "b4", "bench=BENCH"),
-        othersize=clash.format("(), (BenchSize('judge_size', 'a', 'x'),)") + _good_as("othersize", "b5", "bench=BENCH"),
+        toybench=bench + _good_as("toybench", "b1", "tools=Tools(bench=BENCH)"),
+        ownphase=clash.format("(BenchPhase('rss', dict),)") + _good_as("ownphase", "b2", "tools=Tools(bench=BENCH)"),
+        otherphase=clash.format("(BenchPhase('judge', dict),)") + _good_as("otherphase", "b3", "tools=Tools(bench=BENCH)"),
+        ownsize=clash.format("(), (BenchSize('text_stories', 1, 'x'),)") + _good_as("ownsize", "b4", "tools=Tools(bench=BENCH)"),
+        othersize=clash.format("(), (BenchSize('judge_size', 'a', 'x'),)")
+        + _good_as("othersize", "b5", "tools=Tools(bench=BENCH)"),
         twophases=clash.format("(BenchPhase('twice', dict), BenchPhase('twice', dict))")
-        + _good_as("twophases", "b6", "bench=BENCH"),
+        + _good_as("twophases", "b6", "tools=Tools(bench=BENCH)"),
         twosizes=clash.format("(), (BenchSize('twice_n', 1, 'a'), BenchSize('twice_n', 2, 'b'))")
-        + _good_as("twosizes", "b7", "bench=BENCH"),
+        + _good_as("twosizes", "b7", "tools=Tools(bench=BENCH)"),
         alien=clash.format("(BenchPhase('alien', dict, targets={'warm_speedup': 0.0}),)")
-        + _good_as("alien", "b8", "bench=BENCH"),
-        onoff=clash.format("(), (BenchSize('onoff', True, 'x'),)") + _good_as("onoff", "b9", "bench=BENCH"),
-        nolegend=_good_as("nolegend", "b10", "legend=None"),
-        badlegend=_good_as("badlegend", "b11", "legend=('a',)"),
-        nowords=_good_as("nowords", "b12", "in_text=None"),
+        + _good_as("alien", "b8", "tools=Tools(bench=BENCH)"),
+        onoff=clash.format("(), (BenchSize('onoff', True, 'x'),)") + _good_as("onoff", "b9", "tools=Tools(bench=BENCH)"),
+        nolegend=_good_as("nolegend", "b10", "showing=Showing(legend=None)"),
+        badlegend=_good_as("badlegend", "b11", "showing=Showing(legend=('a',))"),
+        nowords=_good_as("nowords", "b12", "showing=Showing(in_text=None)"),
     )
     reasons = "\n".join(reg.problems)
     assert "bench phase 'rss' is not lower_case_words, or it is the command's own" in reasons
@@ -1100,7 +1121,7 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
     from dashboard.choices import Choices, controls, settings_for, url_notices
 
     def with_option(name: str, option: str) -> str:
-        return "from vst_core.metric_spec import Option\n" + _good_as(name, f"{name} n", f"options=({option},)")
+        return "from vst_core.metric_spec import Option\n" + _good_as(name, f"{name} n", f"signing=Signing(options=({option},))")
 
     reg = _install(
         plugins,

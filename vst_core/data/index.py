@@ -50,7 +50,7 @@ from vst_core.records import RecordError, StoryScores, decode, read_record
 
 #: Bumped when the stored layout, or what a line's numbers are read as, changes (old indexes are
 #: then rebuilt, not misread): 5 reads a record an earlier version wrote under another metric's name
-#: as the metric now named so (``MetricSpec.formerly``); 6 says which lines name no system.
+#: as the metric now named so (``MetricSpec.reading.formerly``); 6 says which lines name no system.
 INDEX_FORMAT = 6
 ID_COLUMNS = ["story", "sequence", "system"]
 TAIL_COLUMNS = ["sentences", "text", "error", "problems"]

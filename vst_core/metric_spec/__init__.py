@@ -424,4 +424,4 @@ def _collect() -> Registry:
 def _with_module(spec: object, module: str) -> MetricSpec:
     if not isinstance(spec, MetricSpec):
         raise TypeError(f"{module} gives a {type(spec).__name__}, not a MetricSpec")
-    return MetricSpec(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__}, "module": module})
+    return dataclasses.replace(spec, module=module)

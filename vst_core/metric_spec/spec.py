@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeGuard, TypeVar, cast
 
@@ -715,14 +715,13 @@ class Tools:
     bench: Bench | None = None
 
 
-#: The groups of a :class:`MetricSpec`, by attribute, and the group each of their fields is in (a
-#: keyword of ``MetricSpec(...)`` may name any of them: ``score=`` is ``computing=Computing(score=...)``).
+#: The groups of a :class:`MetricSpec`, by attribute, and the group each of their fields is in
+#: (``score`` is ``computing.score``): what registration names a hook by.
 GROUPS: dict[str, type] = {"computing": Computing, "signing": Signing, "showing": Showing, "reading": Reading, "tools": Tools}
 GROUP_OF: dict[str, str] = {f.name: g for g, kind in GROUPS.items() for f in fields(kind)}
-_UNSET: Any = object()
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class MetricSpec(Generic[R]):
     """Everything the product needs to know about one metric: a narrow core, and the rest in typed
     groups.
@@ -730,16 +729,20 @@ class MetricSpec(Generic[R]):
     The core: ``name`` (in ``--metrics`` and on disk), ``title``, ``description``; ``record``, a frozen
     dataclass of JSON-able fields (str, int, float, bool, None, tuples, nested frozen dataclasses),
     read back by its type hints; ``fields``, its numbers (each ``MetricField.metric`` is ``name``);
-    ``card``, its metric card (a path in this project, a URL for a plugin). The groups:
-    :class:`Computing` (``computing``), :class:`Signing` (``signing``), :class:`Showing`
-    (``showing``), :class:`Reading` (``reading``) and :class:`Tools` (``tools``). A group's field may
-    also be given as a keyword of its own (``MetricSpec(..., score=score)``), as earlier versions
-    declared it, and read so (``spec.score``), though the product reads the groups.
+    ``card``, its metric card (a path in this project, a URL for a plugin). The groups, each given
+    by keyword: :class:`Computing` (``computing``), :class:`Signing` (``signing``), :class:`Showing`
+    (``showing``), :class:`Reading` (``reading``) and :class:`Tools` (``tools``). Made, the spec
+    holds what its options imply: each file or folder option with a ``label`` is a box of
+    ``showing.model_fields``, each signed option a setting of ``signing.settings``, and an image
+    metric (``image_record``, no ``score``) is scored through the image work the run shares.
 
-    >>> from vst_core.records import RedundancyScores
-    >>> spec = MetricSpec("nr", "NR", "d", RedundancyScores, (MetricField("NR", "nr", "score", "h"),), aliases=("r",))
-    >>> spec.reading.aliases, spec.aliases, spec.computing.score is None
-    (('r',), ('r',), True)
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Words:
+    ...     score: float | None
+    >>> spec = MetricSpec("nr", "NR", "d", Words, (MetricField("NR", "nr", "score", "h"),), reading=Reading(aliases=("r",)))
+    >>> spec.reading.aliases, spec.computing.score is None
+    (('r',), True)
     """
 
     name: str
@@ -747,6 +750,7 @@ class MetricSpec(Generic[R]):
     description: str
     record: type[R]
     fields: tuple[MetricField, ...]
+    _: KW_ONLY
     card: str = ""
     computing: Computing[R] = field(default_factory=Computing)
     signing: Signing = field(default_factory=Signing)
@@ -755,101 +759,17 @@ class MetricSpec(Generic[R]):
     tools: Tools = field(default_factory=Tools)
     module: str = field(default="", compare=False)
 
-    def __init__(
-        self,
-        name: str,
-        title: str,
-        description: str,
-        record: type[R],
-        fields: tuple[MetricField, ...],
-        *,
-        card: str = "",
-        computing: Computing[R] | None = None,
-        signing: Signing | None = None,
-        showing: Showing[R] | None = None,
-        reading: Reading[R] | None = None,
-        tools: Tools | None = None,
-        module: str = "",
-        # each group's fields, as keywords of their own
-        needs: frozenset[Need] = _UNSET,
-        score: ScoreHook[R] | None = _UNSET,
-        image_record: ImageRecordHook[R] | None = _UNSET,
-        texts: TextsHook | None = _UNSET,
-        image_refs: ImageRefsHook | None = _UNSET,
-        together: SetHook[R] | None = _UNSET,
-        load: LoadHook | None = _UNSET,
-        region_model: RegionModelHook | None = _UNSET,
-        reaggregate: Reaggregation[R] | None = _UNSET,
-        summary: SummaryHook | None = _UNSET,
-        settings: tuple[str, ...] = _UNSET,
-        options: tuple[Option, ...] = _UNSET,
-        check: SettingsCheckHook | None = _UNSET,
-        version: str = _UNSET,
-        identity: IdentityHook | None = _UNSET,
-        caption: CaptionHook | None = _UNSET,
-        cards: CardsHook | None = _UNSET,
-        evidence: EvidenceHook | None = _UNSET,
-        transitions: TransitionsHook[R] | None = _UNSET,
-        marks: MarksHook[R] | None = _UNSET,
-        legend: tuple[LegendEntry, ...] = _UNSET,
-        in_text: str = _UNSET,
-        regions: RegionsHook[R] | None = _UNSET,
-        complete: CompleteHook[R] | None = _UNSET,
-        diagnostics: Diagnostics | None = _UNSET,
-        model_fields: tuple[ModelField, ...] = _UNSET,
-        switch: Switch | None = _UNSET,
-        offered: bool = _UNSET,
-        main_value: str = _UNSET,
-        aliases: tuple[str, ...] = _UNSET,
-        from_score: ImportHook[R] | None = _UNSET,
-        formerly: tuple[str, ...] = _UNSET,
-        margins: MarginsHook[R] | None = _UNSET,
-        commands: Mapping[str, str] = _UNSET,
-        fetch: Fetch | None = _UNSET,
-        trained_folder: str = _UNSET,
-        bench: Bench | None = _UNSET,
-    ) -> None:
-        given = {k: v for k, v in locals().items() if k in GROUP_OF and v is not _UNSET}
-        groups: dict[str, Any] = {
-            "computing": computing or Computing(),
-            "signing": signing or Signing(),
-            "showing": showing or Showing(),
-            "reading": reading or Reading(),
-            "tools": tools or Tools(),
-        }
-        for group in GROUPS:
-            own = {k: v for k, v in given.items() if GROUP_OF[k] == group}
-            if own:
-                groups[group] = replace(groups[group], **own)
-        sign, show, compute = groups["signing"], groups["showing"], groups["computing"]
+    def __post_init__(self) -> None:
+        sign, show, compute = self.signing, self.showing, self.computing
         known = {f.setting for f in show.model_fields}
         boxes = tuple(f for o in sign.options if (f := o.model_field()) is not None and f.setting not in known)
         if boxes:  # an option with a box is its model field
-            groups["showing"] = replace(show, model_fields=show.model_fields + boxes)
+            object.__setattr__(self, "showing", replace(show, model_fields=show.model_fields + boxes))
         signed = tuple(o.setting for o in sign.options if o.signed and o.setting not in sign.settings)
         if signed:  # what a run of the metric signs: its signed options, declared once
-            groups["signing"] = replace(sign, settings=sign.settings + signed)
+            object.__setattr__(self, "signing", replace(sign, settings=sign.settings + signed))
         if compute.score is None and compute.image_record is not None:
-            groups["computing"] = replace(compute, score=_ImageScore(compute.image_record, name))
-        for key, value in {
-            "name": name,
-            "title": title,
-            "description": description,
-            "record": record,
-            "fields": fields,
-            "card": card,
-            **groups,
-            "module": module,
-        }.items():
-            object.__setattr__(self, key, value)
-
-    if not TYPE_CHECKING:  # ``spec.score`` reads ``spec.computing.score``, as earlier versions' field did
-
-        def __getattr__(self, name: str) -> Any:
-            group = GROUP_OF.get(name)
-            if group is None or name.startswith("_"):
-                raise AttributeError(name)
-            return getattr(object.__getattribute__(self, group), name)
+            object.__setattr__(self, "computing", replace(compute, score=_ImageScore(compute.image_record, self.name)))
 
     def default_cards(self, story: StoryRecordLike) -> list[Card]:
         """One card per reported field (or the first field), its help as the hover text."""
