@@ -503,7 +503,7 @@ def test_what_a_metric_draws_between_sentences_comes_from_its_spec_and_a_record_
     def broken(found: object) -> dict[int, str]:
         raise KeyError("no chips")
 
-    monkeypatch.setitem(registry().specs, "coherence", replace(spec, transitions=broken))
+    monkeypatch.setitem(registry().specs, "coherence", replace(spec, showing=replace(spec.showing, transitions=broken)))
     assert between_sentences(record) == {} and "Three." in annotated_story(record)
 
 
@@ -533,9 +533,12 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
         "redundancy",
         replace(
             spec,
-            marks=lambda r: [hostile, "not a mark"],
-            legend=(LegendEntry("<img src=x>", "highlight", 'x;"><script>'),),
-            in_text="*bold* <b>",
+            showing=replace(
+                spec.showing,
+                marks=lambda r: [hostile, "not a mark"],
+                legend=(LegendEntry("<img src=x>", "highlight", 'x;"><script>'),),
+                in_text="*bold* <b>",
+            ),
         ),
     )
     html = annotated_story(record)
@@ -547,7 +550,7 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
     def broken(found: object) -> list[Mark]:
         raise KeyError("no marks")
 
-    monkeypatch.setitem(registry().specs, "redundancy", replace(spec, marks=broken))
+    monkeypatch.setitem(registry().specs, "redundancy", replace(spec, showing=replace(spec.showing, marks=broken)))
     assert marks_of(record) == [] and "vst-repeat" not in annotated_story(record) and "The dog sat." in annotated_story(record)
     assert "vst-repeat" not in story_html(record.sentences, nr)
     # a colour is a colour or nothing; a mark of the wrong types, a legend that is not one, an endless hook: left out
@@ -569,7 +572,9 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
             yield overlay
 
     for hook, legend in ((lambda r: [overlay, *wrong], None), (endless, (LegendEntry("a", "highlight", "red"), "b"))):
-        monkeypatch.setitem(registry().specs, "redundancy", replace(spec, marks=hook, legend=legend))
+        monkeypatch.setitem(
+            registry().specs, "redundancy", replace(spec, showing=replace(spec.showing, marks=hook, legend=legend))
+        )
         html = annotated_story(record)
         assert "position:fixed" not in html and "background:transparent" in html and "The dog sat." in html
         assert "repeats an earlier" not in legend_html() and ">b<" not in legend_html()
@@ -578,7 +583,11 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
     from markdown_it import MarkdownIt
 
     label = "![i](https://x.example/a.png) [l](https://x.example) **b** <img src=x>"
-    monkeypatch.setitem(registry().specs, "redundancy", replace(spec, legend=(LegendEntry(label, "highlight", "red"),)))
+    monkeypatch.setitem(
+        registry().specs,
+        "redundancy",
+        replace(spec, showing=replace(spec.showing, legend=(LegendEntry(label, "highlight", "red"),))),
+    )
     shown = MarkdownIt("commonmark", {"html": True}).render(f"{drawn_in_text()}: hover for details. {legend_html(markdown=True)}")
     assert "<img" not in shown and "<a " not in shown and "<strong>" not in shown and "**b**" in shown
     assert "&lt;img src=x&gt;" in legend_html() and "\\<img" not in legend_html()  # the report's HTML: escaped for HTML
