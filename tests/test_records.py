@@ -32,7 +32,8 @@ from vst_core.records import (
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.story import score_story
 from vst_core.signature import signature
-from vst_core.viz import TABLE_COLUMNS, scores_table
+from vst_core.viz import scores_table
+from vst_core.viz.tables import table_columns
 
 
 def phrase(text: str, cosine: float, weight: float = 1.0) -> PhraseMatch:
@@ -148,9 +149,11 @@ def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model(
 
 
 def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
-    from vst_core.analysis.meta_eval import COVARIATES, METRIC_COLUMNS
+    from vst_core.analysis.meta_eval.report import covariate_fields, metric_fields
 
-    assert list(TABLE_COLUMNS) == [f.column for f in FIELDS]
+    METRIC_COLUMNS, COVARIATES = tuple(metric_fields()), tuple(covariate_fields())
+
+    assert list(table_columns()) == [f.column for f in FIELDS]
     assert set(METRIC_COLUMNS) == {f.report for f in FIELDS if f.report}  # the registry's, whatever it holds
     assert set(METRIC_COLUMNS) >= {  # the built-ins' (a new metric adds to them, none goes missing)
         "NR",

@@ -67,15 +67,6 @@ from vst_core.analysis.paired_tests import (
 from vst_core.metric_spec import Direction, registry
 from vst_core.records import direction_of
 
-#: The columns of the story table that are metrics, in the registry's order (read when asked).
-METRIC_COLUMNS: tuple[str, ...]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "METRIC_COLUMNS":
-        return tuple(f.column for f in registry().fields)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 @dataclass(frozen=True, slots=True)
 class Standing:

@@ -1,9 +1,6 @@
 """What pages draw, built from records with no streamlit import: story HTML and cards
 (:mod:`.story`), tables, the page view and exports (:mod:`.tables`), plotly figures (:mod:`.figures`)."""
 
-from typing import Any
-
-from vst_core.viz import tables
 from vst_core.viz.figures import (
     bins_figure,
     caption_figure,
@@ -41,7 +38,6 @@ from vst_core.viz.tables import (
 )
 
 __all__ = [
-    "TABLE_COLUMNS",
     "table_columns",
     "RunView",
     "bins_figure",
@@ -72,10 +68,3 @@ __all__ = [
     "story_html",
     "system_figure",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """``TABLE_COLUMNS``: the registry's table columns (:func:`table_columns`), read when asked."""
-    if name == "TABLE_COLUMNS":
-        return tables.table_columns()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

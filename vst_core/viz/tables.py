@@ -210,19 +210,9 @@ class RunView:
         return f"Settings: {describe(self.settings, self.inputs)} · device: {self.device}"
 
 
-#: Table column -> (metric, field) of a score record (from the registry, read when asked).
-TABLE_COLUMNS: dict[str, tuple[str, str]]
-
-
 def table_columns() -> dict[str, tuple[str, str]]:
     """Table column -> (metric, attribute) of every number in the registry, in its order."""
     return {f.column: (f.metric, f.attr) for f in registry().fields}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "TABLE_COLUMNS":
-        return table_columns()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def scores_table(records: Sequence[StoryScores], metrics: Sequence[str]) -> pd.DataFrame:

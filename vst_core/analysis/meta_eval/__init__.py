@@ -7,9 +7,6 @@ with judgements into the report the CLI writes and the page shows,
 PERM-BOTH). The names are re-exported here.
 """
 
-from typing import Any
-
-from vst_core.analysis.meta_eval import report
 from vst_core.analysis.meta_eval.judgements import ERROR_TAGS, LAYOUTS, Judgements, JudgementsError
 from vst_core.analysis.meta_eval.ratings import aggregate, inter_rater
 from vst_core.analysis.meta_eval.reader import read_judgements, read_vhed, read_vist_edit
@@ -41,15 +38,11 @@ from vst_core.analysis.meta_eval.versus import (
 )
 
 __all__ = [
-    "COVARIATES",
     "covariate_fields",
     "metric_fields",
-    "COVARIATE_FIELDS",
     "ERROR_TAGS",
     "LAYOUTS",
     "METHODS",
-    "METRIC_COLUMNS",
-    "METRIC_FIELDS",
     "Correlation",
     "Judgements",
     "JudgementsError",
@@ -85,10 +78,3 @@ __all__ = [
     "vist_edit_story_id",
     "williams_test",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The registry's views (:mod:`vst_core.analysis.meta_eval.report`), read when asked."""
-    if name in ("METRIC_FIELDS", "METRIC_COLUMNS", "COVARIATE_FIELDS", "COVARIATES"):
-        return getattr(report, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

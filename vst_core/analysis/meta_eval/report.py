@@ -30,13 +30,6 @@ from vst_core.data.csv_out import frame_csv
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import BASELINES, baseline_scores, baselines_said
 
-#: Metric column -> (metric, field) of a score record (the quality metrics), and the story
-#: descriptors used for the GROOVIST Fig. 3 bins: the registry's, read when asked.
-METRIC_FIELDS: dict[str, tuple[str, str]]
-METRIC_COLUMNS: tuple[str, ...]
-COVARIATE_FIELDS: dict[str, tuple[str, str]]
-COVARIATES: tuple[str, ...]
-
 
 def metric_fields() -> dict[str, tuple[str, str]]:
     """Report name -> (metric, attribute) of every quality number in the registry."""
@@ -46,18 +39,6 @@ def metric_fields() -> dict[str, tuple[str, str]]:
 def covariate_fields() -> dict[str, tuple[str, str]]:
     """Column -> (metric, attribute) of every story descriptor in the registry (T, P)."""
     return {f.column: (f.metric, f.attr) for f in registry().fields if f.covariate}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "METRIC_FIELDS":
-        return metric_fields()
-    if name == "METRIC_COLUMNS":
-        return tuple(metric_fields())
-    if name == "COVARIATE_FIELDS":
-        return covariate_fields()
-    if name == "COVARIATES":
-        return tuple(covariate_fields())
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
