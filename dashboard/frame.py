@@ -24,6 +24,7 @@ from dashboard.choices import (
     in_sidebar_terms,
     settings_for,
     settings_for_file,
+    sidebar_words,
     without,
     without_clip,
 )
@@ -35,6 +36,8 @@ from vst_core.metric_spec import registry
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
+from vst_core.scoring.policy import RunReport, worded
+from vst_core.scoring.registry import unloadable_metrics
 from vst_core.viz import RunView
 from vst_core.viz.safe import CACHE, code, md, redact, say
 
@@ -72,26 +75,36 @@ def toggle_titles() -> dict[str, str]:
 
 
 def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, str | None]]) -> Settings:
-    """Load the models the settings need; each one that cannot load is turned off with one notice
-    (naming the sidebar controls), and a toggled one's reason kept in ``status``."""
-    keys, switched = model_keys(settings), registry().switched
-    first = [m for m in settings.metrics if m in switched and m not in registry().with_need("clip")]
-    settings = _load_each(first, settings, {}, notices, status)  # the sections above Grounding first, as drawn
-    clip = None
-    if registry().with_need("clip") & set(settings.metrics):
-        try:
-            image = image_settings(settings)
-            clip = loading.clip_encoder(
-                image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
-            )
-            status[GROUNDING] = (keys[GROUNDING], None)
-        except (ModelLoadError, ValueError, RuntimeError) as exc:
-            reason = in_sidebar_terms(exc)
-            notices.append(f"Grounding is off: {reason}")
-            status[GROUNDING] = (keys[GROUNDING], reason)
-            settings = without_clip(settings)
-    given = {} if clip is None else {"clip": clip}
-    settings = _load_each([m for m in settings.metrics if m not in first], settings, given, notices, status)
+    """Load the models the settings need as a run does (:func:`unloadable_metrics`: CLIP once for
+    every metric that needs it, then each metric's own), each through the dashboard's cache; a
+    metric that cannot have its model is turned off with one notice naming the sidebar's controls
+    (the Grounding toggle's for CLIP), in the sidebar's order, and a toggled one's reason kept in
+    ``status``."""
+    keys, reg = model_keys(settings), registry()
+    switched, needs_clip = reg.switched, reg.with_need("clip")
+    given: dict[str, Any] = {}
+
+    def clip() -> None:
+        given["clip"] = loading.clip_encoder(settings)
+
+    def load(name: str) -> None:
+        loading.metric_models(name, settings, given)
+
+    found = unloadable_metrics(settings.metrics, load, clip=clip, catch=(Exception,))  # any loader's failure: the page goes on
+    first = [m for m in settings.metrics if m in switched and m not in needs_clip]  # the sections above Grounding
+    grounding = [GROUNDING] if needs_clip & set(settings.metrics) else []
+    for name in [*first, *grounding, *[m for m in settings.metrics if m not in first]]:  # as the sidebar draws them
+        error = found.clip if name == GROUNDING else found.metrics.get(name)
+        if name != GROUNDING and error is not None and error is found.clip:
+            continue  # off with Grounding, said once
+        reason = in_sidebar_terms(error) if error is not None else None
+        if name in switched or name == GROUNDING:
+            status[name] = (keys[name], reason)
+        if reason is not None:
+            title = "Grounding" if name == GROUNDING else switched[name].header if name in switched else reg.spec(name).title
+            notices.append(f"{title} is off: {reason}")
+    settings = without_clip(settings) if found.clip is not None else settings
+    settings = without(settings, tuple(found.metrics))
     if registry().with_need("images") & set(settings.metrics):
         image = image_settings(settings)
         if image.regions == "csv" and not Path(image.regions_file or "").is_file():
@@ -103,27 +116,6 @@ def _probe(settings: Settings, notices: list[str], status: dict[str, tuple[str, 
     return settings
 
 
-def _load_each(
-    names: list[str], settings: Settings, given: dict[str, Any], notices: list[str], status: dict[str, tuple[str, str | None]]
-) -> Settings:
-    """Load each metric's own models (``given``: CLIP, loaded once for them all); a metric whose
-    model fails is turned off with one notice, and a toggled one's reason kept in ``status``."""
-    keys, switched = model_keys(settings), registry().switched
-    for name in names:
-        try:
-            loading.metric_models(name, settings, given)
-            if name in switched:
-                status[name] = (keys[name], None)
-        except Exception as exc:  # any metric's loader: the metric is off, the page goes on
-            reason = in_sidebar_terms(exc)
-            title = switched[name].header if name in switched else registry().spec(name).title
-            notices.append(f"{title} is off: {reason}")
-            if name in switched:
-                status[name] = (keys[name], reason)
-            settings = without(settings, (name,))
-    return settings
-
-
 def _device(settings: Settings) -> str:
     """Where the settings' models run (torch asked only when a model is in use)."""
     uses_models = bool((registry().with_need("model") | registry().with_need("clip")) & set(settings.metrics))
@@ -132,16 +124,32 @@ def _device(settings: Settings) -> str:
 
 def _view(data: Input, settings: Settings, notices: list[str]) -> RunView:
     """The view of the loaded set under ``settings`` (cached: models run once per base setting, and
-    the view, its records' digest included, is built once per set, settings and device)."""
+    the view, its records' digest included, is built once per set, settings and device), with what
+    the run's report says as notices: a metric the run left out, a metric's failures."""
     assert data.story_set is not None
     key = data.story_set.digest()
     base = base_of(settings)
     try:
-        return loading.records_view(data.story_set, key, base, settings, _device(settings))
+        view, report = loading.records_view(data.story_set, key, base, settings, _device(settings))
     except ModelLoadError as exc:  # e.g. the detector's weights: one notice, NR and coherence still run
         notices.append(f"Grounding is off: {exc}")
         base, settings = without_clip(base), without_clip(settings)
-        return loading.records_view(data.story_set, key, base, settings, _device(settings))
+        view, report = loading.records_view(data.story_set, key, base, settings, _device(settings))
+    notices.extend(said(report))
+    return view
+
+
+def said(report: RunReport) -> list[str]:
+    """What a run's report says that the page shows as notices: each metric the run left out (its
+    model did not load, the sidebar's words for its settings) and each failure its summary names.
+
+    >>> from vst_core.scoring.policy import Said
+    >>> said(RunReport(("redundancy",), {"vrank": "no folder"}, said=[Said("judge", ("42 calls",), ("no answer",))]))
+    ['Vrank is off: no folder', 'no answer']
+    """
+    specs = registry().specs
+    off = [f"{specs[m].title if m in specs else m} is off: {worded(why, sidebar_words)}" for m, why in report.not_run.items()]
+    return [*off, *report.failures]
 
 
 def _has_cuda() -> bool:

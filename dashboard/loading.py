@@ -38,12 +38,12 @@ from vst_core.data.uploads import place_upload, story_set_from_files
 from vst_core.grounding.options import image_settings
 from vst_core.metric_spec import registry
 from vst_core.metrics.baselines import baseline_scores
-from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.models.hub import ModelLoadError
+from vst_core.models.protocols import ImageTextEncoder
 from vst_core.problems import Problem
-from vst_core.records import StoryScores
+from vst_core.scoring.policy import RunReport, ScoredStories
 from vst_core.scoring.reaggregate import reaggregate
-from vst_core.scoring.registry import Models
+from vst_core.scoring.registry import Models, unloadable_metrics
 from vst_core.scoring.runs import score_records
 from vst_core.viz import RunView
 
@@ -280,13 +280,22 @@ def recheck(value: str | None, what: str) -> None:
         open_confined(confine(value, roots, what=what), roots, what=what).close()
 
 
+def clip_encoder(settings: Settings) -> ImageTextEncoder:
+    """CLIP of ``settings``, through :class:`Models` as the command line has it (weights that built
+    before come as a lazy encoder, built on the first vector the cache lacks), once per process for
+    its fields, device, batch size and workers; a typed checkpoint or config is checked again first
+    (PathNotAllowed, a ValueError the frame shows as a notice)."""
+    image = image_settings(settings)
+    fields = [image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, image.clip_activation]
+    return _clip(orjson.dumps([*fields, settings.device, settings.batch_size, settings.workers]).decode(), settings)
+
+
 @st.cache_resource(show_spinner="Loading CLIP…")
-def clip_encoder(arch: str, pretrained: str | None, checkpoint: str | None, config: str | None, device: str) -> ClipEncoder:
-    """One CLIP encoder per process, keyed by its name strings and device (a typed checkpoint or
-    config is checked again first: PathNotAllowed, a ValueError the frame shows as a notice)."""
-    recheck(checkpoint, "“…or local checkpoint file”")
-    recheck(config, "“open_clip model config”")
-    return load_clip(arch, pretrained, checkpoint=checkpoint, model_config=config, device=device)
+def _clip(key: str, _settings: Settings) -> ImageTextEncoder:
+    image = image_settings(_settings)
+    recheck(image.clip_checkpoint, "“…or local checkpoint file”")
+    recheck(image.clip_config, "“open_clip model config”")
+    return Models(_settings).clip
 
 
 def model_key(name: str, settings: Settings) -> str:
@@ -356,42 +365,58 @@ def measured(_view: RunView, key: str, rows: tuple[int, ...], settings: Settings
     return pd.DataFrame(measure.measure.run(stories, _view.root, settings))
 
 
+def loaded_models(settings: Settings) -> Models:
+    """The models of ``settings`` as the dashboard keeps them, each loaded once per process (CLIP by
+    :func:`clip_encoder`, every metric's own by :func:`metric_models`), in one :class:`Models`; a
+    model that does not load is left to the run's policy, which leaves its metric out with the
+    reason (:func:`vst_core.scoring.runs.score_records`)."""
+    given: dict[str, Any] = {}
+    loaded: dict[str, Any] = {}
+
+    def clip() -> None:
+        given["clip"] = clip_encoder(settings)
+
+    def load(name: str) -> None:
+        loaded.update(metric_models(name, settings, given))
+
+    unloadable_metrics(settings.metrics, load, clip=clip)
+    return Models(settings, **given, **loaded)
+
+
 @st.cache_data(show_spinner=False)
-def score_all(_story_set: StorySet, key: str, settings: Settings) -> list[StoryScores]:
+def score_all(_story_set: StorySet, key: str, settings: Settings) -> ScoredStories:
     """Every story of a set scored under ``settings`` (cached by the set's digest ``key``), with a
     progress bar counting the stories done (and a set metric's work before them, Vrank's pairs); a
-    typed regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails)."""
+    typed regions CSV is checked again first (ModelLoadError, shown as a notice, when it fails). The
+    run's policy is the command line's and the Python API's: a metric whose model does not load is
+    not run, each record says why, and so does the result's ``report``."""
     with PageProgress(f"Scoring {len(_story_set):,} stories") as shown:
         shown(0, len(_story_set))
         return _scored(_story_set, settings, shown)
 
 
-def _scored(story_set: StorySet, settings: Settings, shown: PageProgress) -> list[StoryScores]:
+def _scored(story_set: StorySet, settings: Settings, shown: PageProgress) -> ScoredStories:
     image = image_settings(settings)
     if image.regions == "csv" and registry().with_need("images") & set(settings.metrics):
         try:
             recheck(image.regions_file, "“Regions”")
         except PathNotAllowed as exc:
             raise ModelLoadError(f"{exc}; give another “Regions” file, or grid") from None
-    given: dict[str, Any] = {}
-    if registry().with_need("clip") & set(settings.metrics):
-        given["clip"] = clip_encoder(
-            image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
-        )
-    loaded = {k: v for name in settings.metrics for k, v in metric_models(name, settings, given).items()}
-    models = Models(settings, **given, **loaded)
-    # the engine of `vst score` and the Python API: the same batches, set-level fits and records
-    return list(score_records(story_set, settings, models=models, progress=shown.bar))
+    report = RunReport()
+    # the engine of `vst score` and the Python API: the same policy, batches, set-level fits and records
+    records = score_records(story_set, settings, models=loaded_models(settings), progress=shown.bar, report=report)
+    return ScoredStories(records, report)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def records_view(_story_set: StorySet, key: str, base: Settings, settings: Settings, device: str) -> RunView:
+def records_view(_story_set: StorySet, key: str, base: Settings, settings: Settings, device: str) -> tuple[RunView, RunReport]:
     """The view of a story set scored under ``base`` (:func:`score_all`) with θ and the ablations of
-    ``settings`` re-applied, kept across reruns by the set's digest ``key``, the settings and the
-    device: its key (the records' digest), lookups and table are built once per view, not on every
-    widget change."""
-    records = reaggregate(score_all(_story_set, key, base), base, settings)
-    return RunView.of_records(_story_set, records, settings, device)
+    ``settings`` re-applied, and the run's report, kept across reruns by the set's digest ``key``,
+    the settings and the device: the view's key (the records' digest), lookups and table are built
+    once per view, not on every widget change."""
+    scored = score_all(_story_set, key, base)
+    records = reaggregate(scored, base, settings)
+    return RunView.of_records(_story_set, records, settings, device), scored.report
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

@@ -125,11 +125,4 @@ def _scored(_view: RunView, key: str, sequence_id: str, text: str) -> Typed | No
 
 def _models(settings: Settings) -> Models:
     """The models of ``settings`` as the frame loaded them (each cached once per process)."""
-    given: dict[str, Any] = {}
-    if registry().with_need("clip") & set(settings.metrics):
-        image = image_settings(settings)
-        given["clip"] = loading.clip_encoder(
-            image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config, settings.device
-        )
-    loaded = {k: v for name in settings.metrics for k, v in loading.metric_models(name, settings, given).items()}
-    return Models(settings, **given, **loaded)
+    return loading.loaded_models(settings)
