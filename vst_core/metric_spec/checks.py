@@ -6,11 +6,12 @@ with the reason; the other metrics keep working."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import types
 import typing
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import is_dataclass
 from typing import Any, Literal, Union
 
@@ -40,31 +41,59 @@ def _others(name: str) -> bool:
     return any(name == o or name.startswith(o + "-") or name.startswith(o + " ") for o in OTHER_DIRECTIONS)
 
 
-def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec], components: Sequence[Component] = ()) -> None:
-    """Refuse a plugin spec that would be ambiguous or unreadable: its name, aliases, columns and
-    report names are one namespace with every other metric's, the table's own columns and the
-    baselines'; its record must be a dataclass the JSON reader can read back; its needs must be known
-    and cover its image hooks (``image_record``: images; ``texts``: images and CLIP); its
-    ``model_fields`` name its own options (names no other metric's options have), no ``switch``, no ``region_model``, no ``dhm`` aspect, no ``reaggregate`` and
-    no ``formerly`` name that is in use; its options are named like no setting of a run
-    (:data:`RUN_SETTINGS`) and no option of a metric or a component (``components``)."""
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A plugin spec and what registration checks it against: the metrics registered before it
+    (``taken``) and the components' options (``components``), with the names they hold."""
+
+    spec: MetricSpec
+    taken: Mapping[str, MetricSpec]
+    components: Sequence[Component] = ()
+
+    @functools.cached_property
+    def names(self) -> set[str]:
+        """Every name and alias of the metrics registered before."""
+        return {n for s in self.taken.values() for n in (s.name, *s.reading.aliases)}
+
+    @functools.cached_property
+    def own(self) -> set[str]:
+        """The settings of the spec's own options."""
+        return {o.setting for o in self.spec.signing.options}
+
+
+#: A rule of registration: raises ValueError or TypeError with the reason a spec is refused.
+Rule = Callable[[Claim], None]
+
+
+def _name(c: Claim) -> None:
+    """The name: lower-case words, nobody's name or alias; each alias lower-case and untaken."""
+    spec = c.spec
     if not NAME_PATTERN.fullmatch(spec.name):
         raise ValueError(f"metric name {spec.name!r} must be lower-case letters, digits and _ (at most 40)")
-    names = {n for s in taken.values() for n in (s.name, *s.reading.aliases)}
-    if spec.name in names:
-        owner = next(s.module for s in taken.values() if spec.name in (s.name, *s.reading.aliases))
+    if spec.name in c.names:
+        owner = next(s.module for s in c.taken.values() if spec.name in (s.name, *s.reading.aliases))
         raise ValueError(f"the name {spec.name!r} is taken by {owner}")
     for alias in spec.reading.aliases:
-        if alias in names or alias == spec.name or alias != alias.strip().lower() or not alias:
+        if alias in c.names or alias == spec.name or alias != alias.strip().lower() or not alias:
             raise ValueError(f"alias {alias!r} is taken or not lower-case")
-    if not (isinstance(spec.record, type) and is_dataclass(spec.record)):
+
+
+def _record(c: Claim) -> None:
+    """The record: a dataclass type of its own that the JSON reader can read back."""
+    if not (isinstance(c.spec.record, type) and is_dataclass(c.spec.record)):
         raise TypeError("record must be a dataclass type")
-    if any(s.record is spec.record for s in taken.values()):
-        raise ValueError(f"record type {spec.record.__name__} is another metric's")
-    readable_record(spec.record)
+    if any(s.record is c.spec.record for s in c.taken.values()):
+        raise ValueError(f"record type {c.spec.record.__name__} is another metric's")
+    readable_record(c.spec.record)
+
+
+def _fields(c: Claim) -> None:
+    """At least one field; each of this metric, reading an attribute its record has, with a known
+    direction; columns and report names nobody's (the table's own, the baselines', dHM included)."""
+    spec = c.spec
     if not spec.fields:
         raise ValueError("a metric declares at least one field")
-    used = {n for s in taken.values() for f in s.fields for n in (f.column, f.report) if n}
+    used = {n for s in c.taken.values() for f in s.fields for n in (f.column, f.report) if n}
     attrs = set(spec.record.__dataclass_fields__)
     for f in spec.fields:
         if f.metric != spec.name:
@@ -83,14 +112,22 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec], components: 
             raise ValueError(f"field {f.column!r}: direction must be higher, lower or none")
     if spec.reading.main_value not in attrs:
         raise ValueError(f"main_value {spec.reading.main_value!r} is not a field of {spec.record.__name__}")
-    own = {o.setting for o in spec.signing.options}
-    if any(f.setting not in own for f in spec.showing.model_fields) or spec.showing.switch is not None:
-        raise ValueError(f"a model field names one of the metric's own options; a switch is {_held(taken, 'switch')}")
-    owned = [(s.name, o) for s in taken.values() for o in s.signing.options]
-    owned += [(c.name, o) for c in components for o in c.options]
+
+
+def _boxes(c: Claim) -> None:
+    """Model fields name the metric's own options; a sidebar section of its own is the product's."""
+    if any(f.setting not in c.own for f in c.spec.showing.model_fields) or c.spec.showing.switch is not None:
+        raise ValueError(f"a model field names one of the metric's own options; a switch is {_held(c.taken, 'switch')}")
+
+
+def _options(c: Claim) -> None:
+    """Each option: lower-case words, no run setting, nobody's option or flag, a known kind, a default
+    its own kind and check take, and a control the dashboard can draw (:func:`_check_control`)."""
+    owned = [(s.name, o) for s in c.taken.values() for o in s.signing.options]
+    owned += [(comp.name, o) for comp in c.components for o in comp.options]
     taken_options = {o.setting: name for name, o in owned}
     taken_flags = {o.cli_flag: name for name, o in owned}
-    for o in spec.signing.options:
+    for o in c.spec.signing.options:
         if not NAME_PATTERN.fullmatch(o.setting):
             raise ValueError(f"option {o.setting!r} must be lower-case letters, digits and _ (at most 40)")
         if o.setting in RUN_SETTINGS:
@@ -105,48 +142,89 @@ def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec], components: 
             raise ValueError(f"option {o.setting!r}: kind must be one of {', '.join(typing.get_args(OptionKind))}")
         if o.refuse(o.default) is not None:
             raise ValueError(f"option {o.setting!r}: its default is refused: {o.refuse(o.default)}")
-        _check_control(o, spec, taken, components)
-    others = {c: s.name for s in taken.values() for c in s.tools.commands}
-    for command in spec.tools.commands:
+        _check_control(o, c.spec, c.taken, c.components)
+
+
+def _commands(c: Claim) -> None:
+    """Its own vst commands and fetch-models options: lower-case words, none vst's or another metric's."""
+    others = {command: s.name for s in c.taken.values() for command in s.tools.commands}
+    for command in c.spec.tools.commands:
         if command in CLI_COMMANDS or command in others or not re.fullmatch(r"[a-z][a-z0-9-]{0,39}", command):
             raise ValueError(f"command {command!r} is vst's own or another metric's, or not lower-case words with -")
-    used_fetch = {a.flag: s.name for s in taken.values() if s.tools.fetch is not None for a in s.tools.fetch.arguments}
-    for a in spec.tools.fetch.arguments if spec.tools.fetch is not None else ():
+    used_fetch = {a.flag: s.name for s in c.taken.values() if s.tools.fetch is not None for a in s.tools.fetch.arguments}
+    for a in c.spec.tools.fetch.arguments if c.spec.tools.fetch is not None else ():
         if not re.fullmatch(r"--[a-z][a-z0-9-]*", a.flag) or a.flag in FETCH_FLAGS or a.flag in used_fetch:
             owner = f"metric {used_fetch[a.flag]!r}'s" if a.flag in used_fetch else "the command's own"
             raise ValueError(f"fetch-models option {a.flag!r} is not --lower-case-words, or it is {owner}")
-    _check_bench(spec, taken)
-    legend = spec.showing.legend
-    if not isinstance(legend, tuple) or not all(is_legend_entry(e) for e in legend):
+
+
+def _bench(c: Claim) -> None:
+    """Its vst bench phases and sizes (:func:`_check_bench`)."""
+    _check_bench(c.spec, c.taken)
+
+
+def _drawing(c: Claim) -> None:
+    """Its legend and the words a page says its marks with; what its measurement asks for and its
+    trained folder are its own options."""
+    showing = c.spec.showing
+    if not isinstance(showing.legend, tuple) or not all(is_legend_entry(e) for e in showing.legend):
         raise ValueError("legend is a tuple of LegendEntry(label, 'highlight' or 'underline', colour)")
-    if not isinstance(spec.showing.in_text, str):
+    if not isinstance(showing.in_text, str):
         raise ValueError("in_text is the words a page says the metric's marks with (a str)")
-    asks = (
-        spec.showing.diagnostics.measure.asks
-        if spec.showing.diagnostics is not None and spec.showing.diagnostics.measure is not None
-        else ()
-    )
-    if any(a not in own for a in asks):
+    measure = showing.diagnostics.measure if showing.diagnostics is not None else None
+    if any(a not in c.own for a in (measure.asks if measure is not None else ())):
         raise ValueError("a measurement asks only for the metric's own options")
-    if spec.tools.trained_folder and spec.tools.trained_folder not in own:
-        raise ValueError(f"trained_folder {spec.tools.trained_folder!r} is not one of the metric's own options")
+    if c.spec.tools.trained_folder and c.spec.tools.trained_folder not in c.own:
+        raise ValueError(f"trained_folder {c.spec.tools.trained_folder!r} is not one of the metric's own options")
+
+
+def _products(c: Claim) -> None:
+    """What only the product's metrics hold: the grounder's region model, dHM's aspects, the scores
+    index's re-aggregated items; and no ``formerly`` name in use."""
+    spec = c.spec
     if spec.computing.region_model is not None:  # the grounder runs one region model
-        raise ValueError(f"region_model is {_held(taken, 'region_model')} (the grounder runs its model over the regions)")
+        raise ValueError(f"region_model is {_held(c.taken, 'region_model')} (the grounder runs its model over the regions)")
     for old in spec.reading.formerly:  # another metric's records are never read as this one's
-        if old in names or old == spec.name:
+        if old in c.names or old == spec.name:
             raise ValueError(f"formerly {old!r} is a name in use: only names no metric has any more can be read as this one's")
     if any(f.dhm for f in spec.fields):  # dHM's distances are the paper's (and one more, on request)
-        aspects = ", ".join(f"{f.dhm} of {s.title}" for s in taken.values() for f in s.fields if f.dhm)
+        aspects = ", ".join(f"{f.dhm} of {s.title}" for s in c.taken.values() for f in s.fields if f.dhm)
         raise ValueError(f"dhm aspects are the built-in metrics': {aspects or 'none here'}")
     if spec.computing.reaggregate is not None:  # the scores index keeps one metric's items
-        raise ValueError(f"reaggregate is {_held(taken, 'reaggregate')} (the scores index keeps one metric's items)")
-    unknown = set(spec.computing.needs) - set(typing.get_args(Need))
+        raise ValueError(f"reaggregate is {_held(c.taken, 'reaggregate')} (the scores index keeps one metric's items)")
+
+
+def _needs(c: Claim) -> None:
+    """Known needs, covering its image hooks (``image_record``: images; ``texts``: images and CLIP)."""
+    computing = c.spec.computing
+    unknown = set(computing.needs) - set(typing.get_args(Need))
     if unknown:
         raise ValueError(f"unknown needs {sorted(unknown)}; a metric may need {', '.join(typing.get_args(Need))}")
-    if spec.computing.image_record is not None and "images" not in spec.computing.needs:
+    if computing.image_record is not None and "images" not in computing.needs:
         raise ValueError("an image_record hook works on the story's images: declare needs={'images', ...}")
-    if spec.computing.texts is not None and not {"images", "clip"} <= spec.computing.needs:
+    if computing.texts is not None and not {"images", "clip"} <= computing.needs:
         raise ValueError("a texts hook is encoded by CLIP beside the regions: declare needs={'images', 'clip'}")
+
+
+#: What registration checks of an installed metric, in order: each rule's docstring says what it refuses.
+RULES: tuple[Rule, ...] = (_name, _record, _fields, _boxes, _options, _commands, _bench, _drawing, _products, _needs)
+
+
+def check_plugin(spec: MetricSpec, taken: Mapping[str, MetricSpec], components: Sequence[Component] = ()) -> None:
+    """Refuse a plugin spec that would be ambiguous or unreadable beside the metrics registered before
+    it (``taken``) and the components' options: the first of :data:`RULES` it breaks raises with the reason.
+
+    >>> from vst_core.metric_spec import registry
+    >>> [rule.__name__ for rule in RULES][:3]
+    ['_name', '_record', '_fields']
+    >>> check_plugin(registry().spec("redundancy"), registry().specs)
+    Traceback (most recent call last):
+    ...
+    ValueError: the name 'redundancy' is taken by vst_core.metric_modules.rovist_nr
+    """
+    claim = Claim(spec, taken, components)
+    for rule in RULES:
+        rule(claim)
 
 
 def readable_record(kind: type, seen: frozenset[type] = frozenset()) -> None:
