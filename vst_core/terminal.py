@@ -1,7 +1,8 @@
 """What every command says and reads on the terminal, below the commands themselves (the CLI's and
 a metric package's own, such as ``vst train-vrank``): exit codes, errors and notes on stderr, a
-progress bar, a comma-separated option, ``--help`` with defaults, and each metric's own settings
-as flags (:func:`metric_arguments`, from its spec's ``Option`` rows).
+progress bar, a comma-separated option, ``--help`` with defaults, each metric's own settings
+as flags (:func:`metric_arguments`, from its spec's ``Option`` rows), and the flags every trainer
+shares (:func:`training_arguments`).
 
 >>> EXIT_USAGE, EXIT_WEIGHTS
 (2, 4)
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 from vst_core.config import SettingsError, metric_options
 from vst_core.metric_spec import Option, registry
@@ -63,6 +64,61 @@ class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         if "(default" in text or action.default in (None, "", argparse.SUPPRESS):
             return text
         return super()._get_help_string(action)
+
+
+class TrainingDefaults(Protocol):
+    """A trainer's config, where the flags every trainer shares take their defaults from."""
+
+    @property
+    def base(self) -> str: ...
+    @property
+    def epochs(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def learning_rate(self) -> float: ...
+    @property
+    def max_length(self) -> int: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+
+
+def training_arguments(
+    p: argparse.ArgumentParser,
+    defaults: TrainingDefaults,
+    *,
+    base: str,
+    epochs: str,
+    batch_size: str,
+    lr: str,
+    held_out: tuple[float, str],
+    max_length: str,
+    seed: str,
+) -> None:
+    """The flags every trainer shares (``vst train-vrank``, ``train-cosmic``, ``train-sop``): --base,
+    --epochs, --batch-size, --lr, --held-out, --max-length and --seed, each with its default from
+    the trainer's config (``held_out``: the default and its help) and its help in the trainer's
+    words, then --device (where to train) and --no-progress.
+
+    >>> from types import SimpleNamespace
+    >>> p = argparse.ArgumentParser()
+    >>> config = SimpleNamespace(base="bert", epochs=3, batch_size=16, learning_rate=2e-5, max_length=128, seed=13, device="auto")
+    >>> training_arguments(p, config, base="b", epochs="e", batch_size="n", lr="l", held_out=(0.1, "h"), max_length="m", seed="s")
+    >>> args = p.parse_args(["--epochs", "5"])
+    >>> args.epochs, args.lr, args.held_out, args.device, args.no_progress
+    (5, 2e-05, 0.1, 'auto', False)
+    """
+    p.add_argument("--base", default=defaults.base, help=base)
+    p.add_argument("--epochs", type=int, default=defaults.epochs, help=epochs)
+    p.add_argument("--batch-size", type=int, default=defaults.batch_size, help=batch_size)
+    p.add_argument("--lr", type=float, default=defaults.learning_rate, help=lr)
+    p.add_argument("--held-out", type=float, default=held_out[0], help=held_out[1])
+    p.add_argument("--max-length", type=int, default=defaults.max_length, help=max_length)
+    p.add_argument("--seed", type=int, default=defaults.seed, help=seed)
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=defaults.device, help="where to train")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def metric_arguments(p: argparse.ArgumentParser, only: str | None = None, components: bool = True) -> None:

@@ -11,7 +11,7 @@ from vst_core.grounding.options import clip_arguments, clip_from_args
 from vst_core.metric_modules.cosmic.train import CosmicConfig, train_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 from vst_core.models.protocols import ImageTextEncoder
-from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
+from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, training_arguments
 
 DEFAULTS = CosmicConfig()
 
@@ -33,17 +33,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--images", type=Path, required=True, help="folder of the TSV's images")
     p.add_argument("--out", type=Path, required=True, help="model folder to write")
     p.add_argument("--test", type=Path, default=None, help="held-out ratings in the same layout (default: hold out images)")
-    p.add_argument("--base", default=DEFAULTS.base, help="BERT to encode captions (hub id or local directory), kept frozen")
-    p.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help="training epochs")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="examples per step")
-    p.add_argument("--lr", type=float, default=DEFAULTS.learning_rate, help="Adam learning rate")
     p.add_argument("--hidden-size", type=int, default=DEFAULTS.hidden_size, help="width of the rating MLP")
-    p.add_argument("--held-out", type=float, default=DEFAULTS.held_out, help="fraction of images held out without --test")
-    p.add_argument("--max-length", type=int, default=DEFAULTS.max_length, help="maximum tokens per caption")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed (split, shuffling, initialisation)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
     clip_arguments(p)
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    training_arguments(
+        p,
+        DEFAULTS,
+        base="BERT to encode captions (hub id or local directory), kept frozen",
+        epochs="training epochs",
+        batch_size="examples per step",
+        lr="Adam learning rate",
+        held_out=(DEFAULTS.held_out, "fraction of images held out without --test"),
+        max_length="maximum tokens per caption",
+        seed="random seed (split, shuffling, initialisation)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 from vst_core.data import StorySetError, read_story_set
 from vst_core.metric_modules.rovist_c.sop_train import SOPConfig, train_sop
 from vst_core.models.hub import WeightsUnavailableError
-from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
+from vst_core.terminal import EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, training_arguments
 
 DEFAULTS = SOPConfig()
 
@@ -28,16 +28,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("stories", type=Path, metavar="STORIES", help="story set (JSON, JSONL or VIST annotation JSON)")
     p.add_argument("--out", type=Path, required=True, help="checkpoint directory to write")
-    p.add_argument("--base", default=DEFAULTS.base, help="base model (hub id or local directory)")
-    p.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help="maximum number of epochs")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="training batch size (pairs)")
-    p.add_argument("--lr", type=float, default=DEFAULTS.learning_rate, help="AdamW learning rate")
-    p.add_argument("--held-out", type=float, default=DEFAULTS.held_out, help="fraction of image sequences held out")
     p.add_argument("--patience", type=int, default=DEFAULTS.patience, help="epochs without held-out improvement before stopping")
-    p.add_argument("--max-length", type=int, default=DEFAULTS.max_length, help="maximum tokens per pair")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="random seed (split, shuffling, initialisation)")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    training_arguments(
+        p,
+        DEFAULTS,
+        base="base model (hub id or local directory)",
+        epochs="maximum number of epochs",
+        batch_size="training batch size (pairs)",
+        lr="AdamW learning rate",
+        held_out=(DEFAULTS.held_out, "fraction of image sequences held out"),
+        max_length="maximum tokens per pair",
+        seed="random seed (split, shuffling, initialisation)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from vst_core.hashing import text_digest
 from vst_core.learned.pairs import PairsError, grouped_split, pairs_of, random_split, story_texts, vhed_texts
 from vst_core.metric_modules.vrank.train import NonFiniteLossError, VrankConfig, train_vrank
 from vst_core.models.hub import ModelLoadError, hf_weights_id
-from vst_core.terminal import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note
+from vst_core.terminal import EXIT_DIVERGED, EXIT_INPUT, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, training_arguments
 
 DEFAULTS = VrankConfig()
 
@@ -37,14 +37,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--out", type=Path, required=True, help="model folder to write")
     p.add_argument("--stories", type=Path, help="story set with the judged stories' texts (not needed for VHED)")
     p.add_argument("--layout", choices=LAYOUTS, default="auto", help="judgements layout")
-    p.add_argument("--base", default=DEFAULTS.base, help="encoder: Hugging Face name or local folder")
     p.add_argument("--pooling", choices=("auto", "cls", "mean"), default=DEFAULTS.pooling, help="sentence embedding of the pair")
-    p.add_argument("--epochs", type=int, default=DEFAULTS.epochs, help="training epochs")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size, help="pairs per batch")
-    p.add_argument("--lr", type=float, default=DEFAULTS.learning_rate, help="Adam learning rate")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="seed of the split, shuffling and initialisation")
-    p.add_argument("--max-length", type=int, default=DEFAULTS.max_length, help="maximum tokens of a story pair")
-    p.add_argument("--held-out", type=float, default=0.1, help="fraction of image sequences held out")
     p.add_argument(
         "--split",
         choices=("sequence", "pair"),
@@ -53,7 +46,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--no-swap", action="store_true", help="do not add the swapped pairs")
     p.add_argument("--precision", choices=("auto", "fp32", "fp16", "bf16"), default=DEFAULTS.precision, help="auto: fp16 on CUDA")
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default=DEFAULTS.device, help="where to train")
     p.add_argument(
         "--threads",
         type=int,
@@ -62,7 +54,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--mlm", type=Path, help="story set for masked-LM pre-training first (the paper: SIND reference stories)")
     p.add_argument("--mlm-epochs", type=int, default=1, help="masked-LM epochs when --mlm is given")
-    p.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    training_arguments(
+        p,
+        DEFAULTS,
+        base="encoder: Hugging Face name or local folder",
+        epochs="training epochs",
+        batch_size="pairs per batch",
+        lr="Adam learning rate",
+        held_out=(0.1, "fraction of image sequences held out"),
+        max_length="maximum tokens of a story pair",
+        seed="seed of the split, shuffling and initialisation",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
