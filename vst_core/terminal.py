@@ -164,8 +164,12 @@ def add_option(group: Any, option: Option, owner: str = "") -> None:
         note(f"warning: {owner}'s option {option.setting} is not on this command: {exc}")
 
 
+#: How the argparse destination of a component's or a metric's option begins (:func:`add_option`).
+OPTION_DEST = "metric_option__"
+
+
 def _dest(setting: str) -> str:
-    return f"metric_option__{setting}"
+    return f"{OPTION_DEST}{setting}"
 
 
 def metric_options_from_args(args: argparse.Namespace) -> dict[str, Any]:
