@@ -217,6 +217,54 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
     assert evidence_blocks(records[2]) == [("Odd: evidence not drawn", "KeyError: &#x27;no evidence here&#x27;")]
 
 
+DRAWN = """
+from dataclasses import dataclass, replace
+from vst_core.metric_spec import Computing, MetricField, MetricSpec, Showing
+
+@dataclass(frozen=True)
+class Drawn:
+    score: float | None
+    words: tuple[str, ...] = ()
+
+def score(stories, run):
+    return {s.key: Drawn(float(len(s.sentences))) for s in stories}
+
+def cards(record):
+    return [("drawn", None, "no record")] if record is None else [("drawn", record.score, f"{len(record.words)} words")]
+
+def evidence(record):
+    return ("Drawn", ", ".join(record.words)) if record.words else None
+
+def complete(record, story):
+    return replace(record, words=tuple(story.sentences[0].split()))
+
+METRIC = MetricSpec("drawn", "Drawn", "", Drawn, (MetricField("drawn", "drawn", "score", "", report="drawn"),),
+                    computing=Computing(score=score), showing=Showing(cards=cards, evidence=evidence, complete=complete))
+"""
+
+
+def test_an_installed_metrics_drawing_hooks_are_given_its_own_record_or_none(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cards`` is given the story's record of the metric, or None when the story has none;
+    ``evidence`` its record; ``complete`` its record and the story it is of."""
+    from vst_core.records import StoryScores
+    from vst_core.scoring.story import completed
+    from vst_core.viz.story import evidence_blocks, story_cards
+
+    reg = _install(plugins, monkeypatch, drawn_metric=DRAWN)
+    kind = reg.spec("drawn").record
+    record = StoryScores("s", "q", "m", ("A dog ran.", "It sat."), metrics={"drawn": kind(2.0)})
+    assert story_cards(record, ("drawn",))[-1] == ("drawn", "2.000", "0 words")
+    assert evidence_blocks(record) == []  # no words yet: its evidence says none
+    shown = completed(record)
+    assert shown.metrics["drawn"] == kind(2.0, ("A", "dog", "ran."))
+    assert story_cards(shown, ("drawn",))[-1] == ("drawn", "2.000", "3 words")
+    assert evidence_blocks(shown) == [("Drawn", "A, dog, ran.")]
+    bare = StoryScores("s", "q", "m", ("A dog ran.",))
+    assert story_cards(bare, ("drawn",))[-1] == ("drawn", "undefined", "no record") and evidence_blocks(bare) == []
+
+
 def _good_as(name: str, column: str, keywords: str = "", *, computing: str = "") -> str:
     """GOOD's source as the metric ``name`` with the column ``column``, more MetricSpec ``keywords``
     (its groups: ``signing=Signing(...)``) and more fields of its ``computing`` group."""
@@ -496,7 +544,8 @@ def test_metric_field_value_ignores_what_is_not_a_number() -> None:
 
     assert MetricField("x", "m", "score", "").value(Story()) is None
     spec = MetricSpec("m", "M", "", R, (MetricField("x", "m", "score", "", report="x"),))
-    assert spec.cards_of(Story()) == [("x", None, "")]
+    assert spec.cards_of(R("high")) == [("x", None, "")] and spec.cards_of(None) == [("x", None, "")]
+    assert spec.cards_of(R(0.5)) == [("x", 0.5, "")]  # the default card reads the metric's own record
 
 
 IMAGE_METRIC = """

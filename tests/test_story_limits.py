@@ -83,7 +83,7 @@ def test_a_record_lists_at_most_max_spans_and_stays_a_line_the_reader_takes() ->
 
     # the spans a --no-spans run left out come back with the same note when the story is shown
     (without,) = score_records(StorySet.of([story], "."), NR.with_(spans=False))
-    shown = rovist_nr.complete(without)
+    shown = rovist_nr.complete(without.metrics["redundancy"], without)
     assert shown is not None and shown.inter_repeats == record.inter_repeats and shown.notes[-1] == record.notes[-1]
 
 

@@ -36,7 +36,6 @@ from vst_core.metric_spec import (
     Showing,
     Signing,
     Story,
-    StoryRecordLike,
 )
 
 NAME = "lexical_variety"
@@ -84,10 +83,9 @@ def identity(settings: SettingsLike) -> dict[str, str]:
     return {STOPWORDS: hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else "none"}
 
 
-def evidence(record: StoryRecordLike) -> tuple[str, str] | None:
-    """The words the story repeats, as an escaped list."""
-    found = record.metrics.get(NAME)
-    if found is None or not found.repeated:
+def evidence(found: LexicalVariety) -> tuple[str, str] | None:
+    """The words the story repeats (given the story's record), as an escaped list."""
+    if not found.repeated:
         return None
     items = "".join(f"<li>{html.escape(w)}</li>" for w in found.repeated)
     n = len(found.repeated)

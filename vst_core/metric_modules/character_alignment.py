@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,7 +29,6 @@ from vst_core.metric_spec import (
     MetricField,
     MetricSpec,
     Showing,
-    StoryRecordLike,
 )
 from vst_core.metrics.characters import Mention  # the record's per-mention part (pure, stdlib only)
 
@@ -116,9 +115,8 @@ def _best(entry: ImageEntryLike, vector: np.ndarray) -> float:
     return float(np.max(np.concatenate(parts)))
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
-    """One card, the mean rank; none for a story given no named characters."""
-    found = story.metrics.get(NAME)
+def cards(found: CharacterAlignmentScores | None) -> list[Card]:
+    """One card, the mean rank; none for a story given no named characters (or without a record)."""
     if found is None or not found.named:
         return []
     return [
@@ -126,13 +124,12 @@ def cards(story: StoryRecordLike) -> list[Card]:
     ]
 
 
-def evidence(record: Any) -> tuple[str, str] | None:
+def evidence(found: CharacterAlignmentScores) -> tuple[str, str] | None:
     """Each mention: the character, the image it is named beside, that image's rank and the image
     that shows the character best; escaped."""
     import html
 
-    found = record.metrics.get(NAME)
-    if found is None or not found.mentions:
+    if not found.mentions:
         return None
     rows = "".join(
         f"<li><b>{html.escape(m.name)}</b> named beside image {m.frame + 1}: rank {m.rank:.2f}"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from vst_core.metric_spec import Card, Computing, MetricField, MetricSpec, Reading, RunLike, Showing, StoryRecordLike
+from vst_core.metric_spec import Card, Computing, Key, MetricField, MetricSpec, Reading, RunLike, Showing
 from vst_core.metrics.characters import Track  # the record's per-character part (pure, stdlib only)
 
 if TYPE_CHECKING:
@@ -72,29 +72,27 @@ def record(story: Story) -> CharacterScores:
     )
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, CharacterScores | str]:
     """Every story's :func:`record`."""
     return {story.key: record(story) for story in stories}
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
+def cards(found: CharacterScores | None) -> list[Card]:
     """One card: the characters' coherence, with continuity and spread on hover; none for a story
-    given no named characters."""
+    given no named characters (or without a record)."""
     from vst_core.viz.story import format_score
 
-    found = story.metrics.get(NAME)
     if found is None or not found.named:  # a story given no characters has nothing to show
         return []
     tip = f"continuity {format_score(found.continuity)} · spread {format_score(found.spread)} · {found.found} of {found.named} named"
     return [("Characters", found.score, tip)]
 
 
-def evidence(record: Any) -> tuple[str, str] | None:
+def evidence(found: CharacterScores) -> tuple[str, str] | None:
     """Each character's sentences (1-based) and image groups, escaped."""
     import html
 
-    found = record.metrics.get(NAME)
-    if found is None or not found.tracks:
+    if not found.tracks:
         return None
     rows = "".join(
         f"<li><b>{html.escape(t.name)}</b>: sentences {', '.join(str(s + 1) for s in t.sentences)}"

@@ -125,7 +125,7 @@ from vst_core.metric_spec.spec import (
     is_legend_entry,
     is_mark,
 )
-from vst_core.story import Story
+from vst_core.story import Story, StoryFields
 
 _log = logging.getLogger(__name__)
 
@@ -149,6 +149,7 @@ __all__ = [
     "PhraseLike",
     "RunLike",
     "Story",
+    "StoryFields",
     "StorySetLike",
     "WordLike",
     "BUILTIN",

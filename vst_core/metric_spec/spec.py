@@ -84,9 +84,9 @@ class _HasMetrics(Protocol):
 
 
 class StoryRecordLike(StoryFields, Protocol):
-    """What the display hooks are given: a story's record (:class:`vst_core.records.StoryScores`): the
-    story (its ids, sentences and image references) and each metric's record under its name in
-    ``metrics``."""
+    """A story's record (:class:`vst_core.records.StoryScores`): the story (its ids, sentences and
+    image references) and each metric's record under its name in ``metrics``; what a metric's
+    :class:`Diagnostics` table reads. The drawing hooks are given the metric's own record instead."""
 
     @property
     def metrics(self) -> Mapping[str, Any]: ...
@@ -474,8 +474,10 @@ IdentityHook = Callable[[SettingsLike], dict[str, str]]
 #: Its part of a run's one-line description, from the signature's recorded settings alone (so a
 #: footer and a record read back from a file say the same): ``(recorded settings) -> text``.
 CaptionHook = Callable[[Mapping[str, Any]], str]
-#: The score cards of a story's record of this metric: ``(story record) -> [(label, value, tip)]``.
-CardsHook = Callable[[StoryRecordLike], list[Card]]
+#: The score cards of a story for this metric: ``(its record, or None) -> [(label, value, tip)]``.
+#: Called for every metric of the run on every story drawn: None when the story has no record of
+#: the metric (its error, or a story it was not scored on), where a card shows no value or none is shown.
+CardsHook = Callable[[R | None], list[Card]]
 #: A metric's own judgement of a story against the others of its sequence: ``(the metric's record) ->
 #: [(other system, other story id, margin)]``, margin > 0 when the story is preferred (Vrank's);
 #: meta-evaluation judges the metric's pairs by them instead of by the difference of its scores.
@@ -483,9 +485,10 @@ MarginsHook = Callable[[R], "Iterable[tuple[str, str, float]]"]
 #: What a run says of the metric when it ends: ``(models) -> (notes, failures)``, lines for the user
 #: (its model calls, its cache) and one line per kind of failed call (any fails ``vst score --strict``).
 SummaryHook = Callable[[ModelsLike], "tuple[list[str], list[str]]"]
-#: The metric's record of a story with what a run left out and drawing needs filled in: ``(story
-#: record) -> the metric's record`` (RoViST-NR's repeated spans of a ``--no-spans`` run).
-CompleteHook = Callable[[StoryRecordLike], R | None]
+#: The metric's record of a story with what a run left out and drawing needs filled in: ``(its record,
+#: the story it is of) -> its record`` (RoViST-NR's repeated spans of a ``--no-spans`` run, from the
+#: story's sentences); called only on a story that has a record of the metric.
+CompleteHook = Callable[[R, StoryFields], R | None]
 #: Why a run's settings cannot be used for this metric (its options together: the judge's server needs
 #: the name it serves the model under): ``(settings) -> reason or None``; called when a
 #: :class:`vst_core.config.Settings` is made with the metric's options set.
@@ -618,9 +621,10 @@ RegionsHook = Callable[[R], "tuple[str, Sequence[Region]]"]
 #: What the metric draws between consecutive sentences of a story, from its record: ``(its record) ->
 #: {k: HTML between sentence k and k+1}`` (RoViST-C's coherence chips); every text escaped.
 TransitionsHook = Callable[[R], "Mapping[int, str]"]
-#: The evidence of a story's record of this metric: ``(story record) -> (title, HTML) or None``;
-#: every text from the record escaped (:func:`vst_core.viz.safe.html_text`).
-EvidenceHook = Callable[[StoryRecordLike], "tuple[str, str] | None"]
+#: The evidence of a story's record of this metric: ``(its record) -> (title, HTML) or None``, called
+#: only on a story that has a record of the metric; every text from the record escaped
+#: (:func:`vst_core.viz.safe.html_text`).
+EvidenceHook = Callable[[R], "tuple[str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -670,10 +674,12 @@ class Showing(Generic[R]):
     ``regions`` its items matched, outlined on request; ``complete``, what a run left out filled in
     before a story is drawn; its own Agreement section (``diagnostics``); the dashboard's boxes of its
     model's files (``model_fields``, with the boxes of its file options), its own sidebar section
-    (``switch``: RoViST-C's pair model) and whether the dashboard ``offered`` to compute it."""
+    (``switch``: RoViST-C's pair model) and whether the dashboard ``offered`` to compute it. Each
+    drawing hook is given the metric's own record of the story (``cards`` is given None when the
+    story has none; the others are called only when it has one; ``complete`` is given the story too)."""
 
-    cards: CardsHook | None = None
-    evidence: EvidenceHook | None = None
+    cards: CardsHook[R] | None = None
+    evidence: EvidenceHook[R] | None = None
     transitions: TransitionsHook[R] | None = None
     marks: MarksHook[R] | None = None
     legend: tuple[LegendEntry, ...] = ()
@@ -771,15 +777,16 @@ class MetricSpec(Generic[R]):
         if compute.score is None and compute.image_record is not None:
             object.__setattr__(self, "computing", replace(compute, score=_ImageScore(compute.image_record, self.name)))
 
-    def default_cards(self, story: StoryRecordLike) -> list[Card]:
-        """One card per reported field (or the first field), its help as the hover text."""
+    def default_cards(self, record: R | None) -> list[Card]:
+        """One card per reported field (or the first field) of ``record`` (None: no value), its help
+        as the hover text."""
         shown = [f for f in self.fields if f.report] or list(self.fields[:1])
-        return [(f.column, f.value(story), f.help) for f in shown]
+        return [(f.column, f.number(record), f.help) for f in shown]
 
-    def cards_of(self, story: StoryRecordLike) -> list[Card]:
-        """The story's score cards for this metric."""
+    def cards_of(self, record: R | None) -> list[Card]:
+        """A story's score cards for this metric, from its record of it (None: it has none)."""
         cards = self.showing.cards
-        return cards(story) if cards is not None else self.default_cards(story)
+        return cards(record) if cards is not None else self.default_cards(record)
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,13 @@ from vst_core.signature import signature as settings_signature
 
 def completed(record: StoryScores) -> StoryScores:
     """The record with what a run left out and drawing needs filled in by each metric's module
-    (its ``complete``: RoViST-NR's repeated spans of a ``--no-spans`` run); a hook that fails or
-    gives something else leaves that metric's record as it is."""
+    (its ``complete``, given its record and the story: RoViST-NR's repeated spans of a ``--no-spans``
+    run); a hook that fails or gives something else leaves that metric's record as it is."""
     for name, spec in registry().specs.items():
         if spec.showing.complete is None or name not in record.metrics:
             continue
         try:
-            filled = spec.showing.complete(record)
+            filled = spec.showing.complete(record.metrics[name], record)
         except Exception:  # drawing goes on with the record as it was written
             continue
         if isinstance(filled, spec.record):

@@ -367,8 +367,8 @@ def format_score(value: float | None, digits: int = 3) -> str:
 
 def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
     """Score cards (label, value, hover text) of a story: the default metrics (RoViST-NR) always, then
-    each metric run in registry order, drawn by its module (:attr:`~vst_core.metric_spec.MetricSpec.cards`);
-    an error shows as such."""
+    each metric run in registry order, drawn by its module from the story's record of it, or None when
+    the story has none (:attr:`~vst_core.metric_spec.Showing.cards`); an error shows as such."""
     specs = registry().specs
     shown = [*DEFAULT_METRICS, *(name for name in specs if name in metrics and name not in DEFAULT_METRICS)]
     out: list[tuple[str, str, str]] = []
@@ -377,7 +377,7 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
         if spec is None:
             continue
         try:
-            cards = [(label, format_score(value), tip) for label, value, tip in spec.cards_of(record)]
+            cards = [(label, format_score(value), tip) for label, value, tip in spec.cards_of(record.metrics.get(name))]
         except Exception as exc:  # an installed metric's drawing that fails shows why, the page goes on
             cards = [(spec.title, "error", f"its cards could not be drawn: {type(exc).__name__}: {exc}")]
         out.extend((card[0], "error", record.errors[name]) if name in record.errors else card for card in cards)
@@ -385,13 +385,14 @@ def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, 
 
 
 def evidence_blocks(record: StoryScores) -> list[tuple[str, str]]:
-    """(title, HTML) of each metric's evidence block on a story (its module's ``evidence``), in
-    registry order; metrics without one, or without evidence on this story, are left out."""
+    """(title, HTML) of each metric's evidence block on a story (its module's ``evidence``, given the
+    story's record of the metric), in registry order; metrics without one, without a record on this
+    story or without evidence in it, are left out."""
     blocks = []
     for name, spec in registry().specs.items():
         if spec.showing.evidence is not None and name in record.metrics:
             try:
-                block = spec.showing.evidence(record)
+                block = spec.showing.evidence(record.metrics[name])
                 if block is not None and not (
                     isinstance(block, tuple) and len(block) == 2 and all(isinstance(x, str) for x in block)
                 ):

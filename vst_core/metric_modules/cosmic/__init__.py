@@ -8,12 +8,13 @@ The model: :mod:`.rater`; training: :mod:`.train`; over the set:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from vst_core.metric_modules.cosmic.record import CosmicScores, CosmicSentence
 from vst_core.metric_spec import (
     Card,
     Computing,
+    Key,
     MetricField,
     MetricSpec,
     ModelsLike,
@@ -22,7 +23,7 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
+    StorySetLike,
     Tools,
 )
 
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
 NAME = "cosmic"
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
-    return run.set_records(stories, NAME)
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, CosmicScores | str]:
+    """Each story's record from the set's results (:func:`together`, before the chunks)."""
+    return cast("Mapping[Key, CosmicScores | str]", run.set_records(stories, NAME))
 
 
 def identity(settings: SettingsLike) -> dict[str, str]:
@@ -56,25 +58,29 @@ def model(models: ModelsLike) -> CosmicModel:
 
 
 def together(
-    story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
-) -> Mapping[tuple[str, str], Any]:
+    story_set: StorySetLike,
+    todo: Sequence[Story],
+    settings: SettingsLike,
+    models: ModelsLike,
+    progress: Callable[[int], object] | None,
+) -> Mapping[Key, CosmicScores | str]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
     from vst_core.metric_modules.cosmic.sets import cosmic_results
 
     return cosmic_results(story_set, todo, settings, model(models), models.clip)
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
-    cm = story.metrics.get(NAME)
+def cards(cm: CosmicScores | None) -> list[Card]:
+    """One card: the mean rating, with the reference story and the model on hover."""
     tip = f"mean sentence rating against {cm.reference} · {cm.model}" if cm else ""
     return [("COSMic", cm.score if cm else None, tip)]
 
 
-def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
+def evidence(cm: CosmicScores) -> tuple[str, str] | None:
+    """Each sentence's rating against the reference's (:func:`.html.cosmic_html`)."""
     from vst_core.metric_modules.cosmic.html import cosmic_html
 
-    cm = story.metrics.get(NAME)
-    if cm is None or not cm.sentences:
+    if not cm.sentences:
         return None
     return f"COSMic: {len(cm.sentences)} sentences against the reference", cosmic_html(cm)
 

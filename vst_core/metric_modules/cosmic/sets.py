@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vst_core.config import REFERENCE_SYSTEMS, Settings
-from vst_core.data import Story, StorySet
+from vst_core.config import REFERENCE_SYSTEMS
+from vst_core.data import Story
 from vst_core.metric_modules.cosmic.record import CosmicScores
-from vst_core.scoring.sets import MetricResults, sequences_of
+from vst_core.metric_spec import Key, SettingsLike, StorySetLike
+from vst_core.scoring.sets import sequences_of
 
 if TYPE_CHECKING:
     from vst_core.metric_modules.cosmic.rater import CosmicModel
@@ -31,15 +32,15 @@ def reference_of(group: Sequence[Story], system: str | None) -> Story | None:
 
 
 def cosmic_results(
-    story_set: StorySet, todo: Sequence[Story], settings: Settings, model: CosmicModel, clip: ImageTextEncoder
-) -> MetricResults:
+    story_set: StorySetLike, todo: Sequence[Story], settings: SettingsLike, model: CosmicModel, clip: ImageTextEncoder
+) -> dict[Key, CosmicScores | str]:
     """COSMic on every story of ``todo`` against its sequence's reference story (see
     :func:`reference_of`); a story without a reference gets the reason instead."""
     from vst_core.metric_modules.cosmic.rater import cosmic_records
 
     wanted = {s.key for s in todo}
     jobs: list[tuple[Story, Story]] = []
-    out: MetricResults = {}
+    out: dict[Key, CosmicScores | str] = {}
     for group in sequences_of(story_set).values():
         reference = reference_of(group, settings.option("reference_system"))
         for story in group:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.data.index_lines import finite_number
 from vst_core.metric_modules.groovist.html import LEGEND, marks
@@ -30,12 +30,13 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
     Tools,
 )
 from vst_core.records import GroundingScores
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from vst_core.data import Story
 
 NAME = "grounding"
@@ -91,11 +92,10 @@ def from_score(value: float, note: str) -> GroundingScores:
     return GroundingScores(math.tanh(value), value, None, None, (), None, (), (note,))
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
+def cards(grd: GroundingScores | None) -> list[Card]:
     """GROOVIST with its unbounded value, θ, T and P on hover; T on a card of its own."""
     from vst_core.viz.story import format_score
 
-    grd = story.metrics.get(NAME)
     detail = (
         (
             f"unbounded {format_score(grd.unbounded)} · θ {format_score(grd.theta, 4)} · "
@@ -136,7 +136,7 @@ def _record_again(grounding: GroundingScores, key: AgainKey) -> GroundingScores:
     return rescore_grounding(grounding, theta, penalize=penalize, weight=weight)
 
 
-def _items(value: Any) -> list[tuple[float, float]]:
+def _items(value: object) -> list[tuple[float, float]]:
     """(best cosine, weight) of each phrase of a GROOVIST record read from a file; none unless every
     phrase has both."""
     phrases = value.get("phrases") if isinstance(value, dict) else None
@@ -151,7 +151,7 @@ def _items(value: Any) -> list[tuple[float, float]]:
     return out
 
 
-def _columns(cosines: Any, weights: Any, rows: Any, n: int, key: AgainKey) -> dict[str, Any]:
+def _columns(cosines: np.ndarray, weights: np.ndarray, rows: np.ndarray, n: int, key: AgainKey) -> dict[str, np.ndarray]:
     import numpy as np
 
     from vst_core.metrics.grounding import groovist_many
@@ -161,7 +161,7 @@ def _columns(cosines: Any, weights: Any, rows: Any, n: int, key: AgainKey) -> di
     return {"GROOVIST raw": unbounded, "GROOVIST": np.tanh(unbounded)}
 
 
-def _provenance(key: AgainKey) -> dict[str, Any]:
+def _provenance(key: AgainKey) -> dict[str, float | bool | str]:
     theta, penalize, weight = key
     return {"theta": theta, "penalize": penalize, "weights": weight}
 

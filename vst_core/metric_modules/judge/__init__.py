@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.metric_modules.judge.bench import BENCH
 from vst_core.metric_modules.judge.defaults import JUDGE_MODEL, JUDGE_VLM, NAME
@@ -26,6 +26,7 @@ from vst_core.metric_spec import (
     FetchArgument,
     FetchCheck,
     FetchPlan,
+    Key,
     Measure,
     MetricField,
     MetricSpec,
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from vst_core.metric_modules.judge.template import Rubric
 
 
-def _positive(value: Any) -> str | None:
+def _positive(value: float | None) -> str | None:
     return None if value is None or value > 0 else f"must be > 0 seconds, got {value}"
 
 
@@ -158,7 +159,7 @@ def check(settings: SettingsLike) -> str | None:
     return None
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, JudgeScores | str]:
     """The batch's prompts in shared model calls; a chunk the model cannot take gives each story the
     reason; a model that cannot load stops the run (:class:`~vst_core.models.hub.ModelLoadError`)."""
     from vst_core.metric_modules.judge.batch import judge_records
@@ -167,7 +168,7 @@ def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], An
     texts = [s for s in stories if not s.is_empty]
     m = run.models
     try:
-        judged: dict[tuple[str, str], Any] = (
+        judged: dict[Key, JudgeScores | str] = (
             dict(judge_records(texts, run.settings, model(m), rubric(m), answers(m), run.root)) if texts else {}
         )
     except ModelLoadError:
@@ -268,29 +269,29 @@ def fetch_check(model: str, vision: bool = False) -> tuple[str, bool, Callable[[
     return f"{kind} {model}", hub_file(model, HF_WEIGHT_FILES) is not None, rate
 
 
-def caption(recorded: Mapping[str, Any]) -> str:
+def caption(recorded: Mapping[str, object]) -> str:
     images = " with images" if recorded.get("judge_images") else ""
     return f"judge {recorded.get('judge_weights')}{images} {recorded.get('judge_template')}"
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
+def cards(jd: JudgeScores | None) -> list[Card]:
+    """One card: the overall score, with each aspect on hover (:func:`.html.judge_detail`)."""
     from vst_core.metric_modules.judge.html import judge_detail
 
-    jd = story.metrics.get(NAME)
     return [("judge", jd.score if jd else None, judge_detail(jd) if jd else "")]
 
 
-def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
+def evidence(jd: JudgeScores) -> tuple[str, str] | None:
+    """Each aspect's score and what the judge was asked (:func:`.html.judge_html`)."""
     from vst_core.metric_modules.judge.html import judge_html
 
-    jd = story.metrics.get(NAME)
-    if jd is None or not jd.aspects:
+    if not jd.aspects:
         return None
     overall = "undefined" if jd.score is None else f"{jd.score:.2f}"
     return f"Rubric judge: overall {overall} of 5, {len(jd.aspects)} aspects", judge_html(jd)
 
 
-def summary(models: Any) -> tuple[list[str], list[str]]:
+def summary(models: ModelsLike) -> tuple[list[str], list[str]]:
     """The judge's calls, its cache's hits and misses (and any damage set aside), and the prompts a
     server answered with nothing usable."""
     judge, cache = model(models), answers(models)

@@ -8,7 +8,7 @@ Card: ``docs/metrics/rovist_c.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.metric_modules.rovist_c.bench import BENCH
 from vst_core.metric_modules.rovist_c.defaults import NSP_MODEL
@@ -18,7 +18,9 @@ from vst_core.metric_spec import (
     Computing,
     Fetch,
     FetchArgument,
+    FetchCheck,
     FetchPlan,
+    Key,
     MetricField,
     MetricSpec,
     ModelsLike,
@@ -29,7 +31,6 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
     Switch,
     Tools,
 )
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 NAME = "coherence"
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, CoherenceScores | str]:
     """Every transition of the batch through the pair scorer once; a truncated pair is a warning."""
     from vst_core.metric_modules.rovist_c.batch import coherence_of, pair_scores_for, profile_problem, truncation_warnings
 
@@ -50,7 +51,7 @@ def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], An
     if problem:
         return {story.key: f"ValueError: {problem}" for story in stories}
     scored = pair_scores_for(stories, scorer, s.option("coherence_context"), repeat_is_zero=s.option("coherence_repeat_zero"))
-    out: dict[tuple[str, str], Any] = {}
+    out: dict[Key, CoherenceScores | str] = {}
     for story in stories:
         try:
             record = coherence_of(story, s, scored[story.key], scorer.name)
@@ -109,7 +110,7 @@ def identity(settings: SettingsLike) -> dict[str, str]:
     }
 
 
-def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None = None) -> list[tuple[str, bool, Any]]:
+def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None = None) -> list[FetchCheck]:
     """``vst fetch-models``: the next-sentence model ``model`` and, with ``rovist_c``, the authors'
     RoViST-C file with its tokenizer, each as (name, whether its weights are cached, a check that
     loads it and scores a sentence pair)."""
@@ -125,7 +126,7 @@ def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None 
         related, unrelated = scorer.score_pairs(SENTENCE_PAIRS)
         return f"loads and scores (P(next) {related:.3f} for a related pair, {unrelated:.3f} for an unrelated one)"
 
-    checks: list[tuple[str, bool, Any]] = [(f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp)]
+    checks: list[FetchCheck] = [(f"next-sentence model {model}", hub_file(model, HF_WEIGHT_FILES) is not None, nsp)]
     if rovist_c:
         from vst_core.metric_modules.rovist_c.albert_tokenizer import ROVIST_C_TOKENIZER
 
@@ -142,7 +143,7 @@ def fetch_checks(model: str, rovist_c: str | None = None, tokenizer: str | None 
     return checks
 
 
-def caption(recorded: Mapping[str, Any]) -> str:
+def caption(recorded: Mapping[str, object]) -> str:
     profile = " reference" if recorded.get("coherence_profile") == "reference" else ""
     return f"coherence{profile} {recorded.get('coherence_weights') or recorded.get('coherence_model')}"
 
@@ -162,8 +163,8 @@ def from_score(value: float, note: str) -> CoherenceScores:
     return CoherenceScores(value, (), None, "imported", (note,))
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
-    coh = story.metrics.get(NAME)
+def cards(coh: CoherenceScores | None) -> list[Card]:
+    """One card: the mean probability, with the pair model on hover."""
     return [("coherence", coh.score if coh else None, f"mean P(next follows) · {coh.model}" if coh else "")]
 
 

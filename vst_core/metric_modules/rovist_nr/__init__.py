@@ -9,7 +9,7 @@ Card: ``docs/metrics/rovist_nr.md``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vst_core.metric_modules.rovist_nr.bench import BENCH
 from vst_core.metric_modules.rovist_nr.defaults import NAME, OPTIONS, ngram_of, spans_of, variant_of
@@ -17,6 +17,7 @@ from vst_core.metric_modules.rovist_nr.html import LEGEND, marks
 from vst_core.metric_spec import (
     Card,
     Computing,
+    Key,
     MetricField,
     MetricSpec,
     Reading,
@@ -24,7 +25,7 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
+    StoryFields,
     Tools,
 )
 from vst_core.records import RedundancyScores
@@ -33,14 +34,14 @@ if TYPE_CHECKING:
     from vst_core.data import Story
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, RedundancyScores | str]:
     """NR of every story: with repeated spans, or without them in one pass (the option ``spans`` off)."""
     from vst_core.metric_modules.rovist_nr.batch import redundancy_of, redundancy_without_spans
 
     s = run.settings
     if not spans_of(s):
         return redundancy_without_spans([x for x in stories if not x.is_empty], s)
-    out: dict[tuple[str, str], Any] = {}
+    out: dict[Key, RedundancyScores | str] = {}
     for story in stories:
         try:
             out[story.key] = redundancy_of(story, ngram_of(s), variant_of(s))
@@ -56,7 +57,7 @@ def identity(settings: SettingsLike) -> dict[str, str]:
     return {"punkt": splitter_name()} if variant_of(settings) == "reference" else {}
 
 
-def caption(recorded: Mapping[str, Any]) -> str:
+def caption(recorded: Mapping[str, object]) -> str:
     return f"NR {recorded.get('nr_variant')} n={recorded.get('nr_ngram')}"
 
 
@@ -64,18 +65,17 @@ def from_score(value: float, note: str) -> RedundancyScores:
     return RedundancyScores(value, None, None, "imported", 4, (note,))
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
+def cards(nr: RedundancyScores | None) -> list[Card]:
     """One card: NR, with inter and intra on hover."""
     from vst_core.viz.story import format_score
 
-    nr = story.metrics.get(NAME)
     tip = f"inter {format_score(nr.inter)} · intra {format_score(nr.intra)}" if nr is not None else ""
     return [("NR", nr.score if nr is not None else None, tip)]
 
 
-def complete(story: StoryRecordLike) -> RedundancyScores | None:
-    """The story's NR record with the repeated spans a ``--no-spans`` run left out, recomputed from its
-    sentences (the same numbers; the note on spans past the cap kept); other records, and that of a
+def complete(nr: RedundancyScores, story: StoryFields) -> RedundancyScores | None:
+    """The NR record ``nr`` of ``story`` with the repeated spans a ``--no-spans`` run left out, recomputed
+    from the story's sentences (the same numbers; the note on spans past the cap kept); other records, and that of a
     story over the length limits (:func:`vst_core.config.story_limit_reason`), as they are."""
     from dataclasses import replace
 
@@ -85,8 +85,7 @@ def complete(story: StoryRecordLike) -> RedundancyScores | None:
     from vst_core.metric_modules.rovist_nr.builders import NO_SPANS_NOTE
     from vst_core.metrics.redundancy import CAPPED
 
-    nr = story.metrics.get(NAME)
-    if nr is None or nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
+    if nr.inter_repeats is not None or NO_SPANS_NOTE not in nr.notes or nr.variant == "imported":
         return nr
     if story_limit_reason(story.sentences) is not None:
         return nr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from vst_core.metric_modules.rovist_vg.defaults import VIT
 from vst_core.metric_spec import (
@@ -31,7 +31,6 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
     Tools,
 )
 from vst_core.records import RovistVGScores
@@ -126,7 +125,7 @@ def tagger_id(spacy_model: str | None) -> str:
         return f"spacy/{spacy_model or 'default'}:not-installed"
 
 
-def caption(recorded: Mapping[str, Any]) -> str:
+def caption(recorded: Mapping[str, object]) -> str:
     return f"RoViST-VG {recorded.get('rovist_vg_weights')} regions {recorded.get('regions')} top{recorded.get('top_b')}"
 
 
@@ -150,18 +149,18 @@ def model(models: ModelsLike) -> RovistVGModel:
     return models.own(NAME, build)
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
+def cards(vg: RovistVGScores | None) -> list[Card]:
+    """One card: Eq. 3, with S and each noun's best region on hover (:func:`.html.rovist_vg_detail`)."""
     from vst_core.metric_modules.rovist_vg.html import rovist_vg_detail
 
-    vg = story.metrics.get(NAME)
     return [("RoViST-VG", vg.score if vg else None, rovist_vg_detail(vg) if vg else "")]
 
 
-def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
+def evidence(vg: RovistVGScores) -> tuple[str, str] | None:
+    """Each noun, its best region, cosine and idf (:func:`.html.rovist_vg_html`)."""
     from vst_core.metric_modules.rovist_vg.html import rovist_vg_html
 
-    vg = story.metrics.get(NAME)
-    if vg is None or not vg.nouns:
+    if not vg.nouns:
         return None
     return f"RoViST-VG: {len(vg.nouns)} nouns and their best regions", rovist_vg_html(vg)
 

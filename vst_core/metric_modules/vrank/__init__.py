@@ -10,7 +10,7 @@ Everything the product knows of Vrank is in this package: the spec (here), its r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from vst_core.metric_modules.vrank.defaults import BASE_ENCODER
 from vst_core.metric_modules.vrank.record import Preference, VrankScores
@@ -20,6 +20,7 @@ from vst_core.metric_spec import (
     Fetch,
     FetchArgument,
     FetchPlan,
+    Key,
     MetricField,
     MetricSpec,
     ModelsLike,
@@ -29,7 +30,7 @@ from vst_core.metric_spec import (
     SettingsLike,
     Showing,
     Signing,
-    StoryRecordLike,
+    StorySetLike,
     Tools,
 )
 
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
 NAME = "vrank"
 
 
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[tuple[str, str], Any]:
-    return run.set_records(stories, NAME)
+def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, VrankScores | str]:
+    """Each story's record from the set's results (:func:`together`, before the chunks)."""
+    return cast("Mapping[Key, VrankScores | str]", run.set_records(stories, NAME))
 
 
 def identity(settings: SettingsLike) -> dict[str, str]:
@@ -63,8 +65,12 @@ def model(models: ModelsLike) -> VrankModel:
 
 
 def together(
-    story_set: Any, todo: Sequence[Story], settings: Any, models: Any, progress: Callable[[int], object] | None
-) -> Mapping[tuple[str, str], Any]:
+    story_set: StorySetLike,
+    todo: Sequence[Story],
+    settings: SettingsLike,
+    models: ModelsLike,
+    progress: Callable[[int], object] | None,
+) -> Mapping[Key, VrankScores | str]:
     """Over the whole set, before the chunks (so a shard compares a story with the stories a single run would)."""
     from vst_core.metric_modules.vrank.sets import vrank_results
 
@@ -87,23 +93,23 @@ def fetch_check(model: str) -> tuple[str, bool, Callable[[], str]]:
     return f"Vrank base encoder {model}", hub_file(model, HF_WEIGHT_FILES) is not None, encode
 
 
-def cards(story: StoryRecordLike) -> list[Card]:
-    vr = story.metrics.get(NAME)
+def cards(vr: VrankScores | None) -> list[Card]:
+    """One card: the mean margin, with how many stories it is over and the model on hover."""
     tip = f"mean margin over {len(vr.preferences)} other stories of the sequence · {vr.model}" if vr else ""
     return [("Vrank", vr.score if vr else None, tip)]
 
 
-def evidence(story: StoryRecordLike) -> tuple[str, str] | None:
+def evidence(vr: VrankScores) -> tuple[str, str] | None:
+    """The margin against each other story of the sequence (:func:`.html.vrank_html`)."""
     from vst_core.metric_modules.vrank.html import vrank_html
 
-    vr = story.metrics.get(NAME)
-    if vr is None or not vr.preferences:
+    if not vr.preferences:
         return None
     wins = sum(p.margin > 0 for p in vr.preferences)
     return f"Vrank: preferred to {wins} of {len(vr.preferences)} stories", vrank_html(vr)
 
 
-def margins(vr: Any) -> list[tuple[str, str, float]]:
+def margins(vr: VrankScores) -> list[tuple[str, str, float]]:
     """Vrank's margin against each other story of the sequence (its preferences)."""
     return [(p.system, p.story_id, p.margin) for p in vr.preferences]
 

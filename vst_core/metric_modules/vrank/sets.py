@@ -8,21 +8,22 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from vst_core.data import Story, StorySet
+from vst_core.data import Story
 from vst_core.metric_modules.vrank.ranking import story_margins
 from vst_core.metric_modules.vrank.record import Preference, VrankScores
-from vst_core.scoring.sets import MetricResults, sequences_of
+from vst_core.metric_spec import Key, StorySetLike
+from vst_core.scoring.sets import sequences_of
 
 if TYPE_CHECKING:
     from vst_core.metric_modules.vrank.ranker import VrankModel
 
 
 def vrank_results(
-    story_set: StorySet,
+    story_set: StorySetLike,
     todo: Sequence[Story],
     model: VrankModel,
     progress: Callable[[int], object] | None = None,
-) -> MetricResults:
+) -> dict[Key, VrankScores | str]:
     """Vrank on every story of ``todo``: each ordered pair of distinct non-empty stories of its
     sequence (from the whole set) through the ranker once, margins by :func:`story_margins`."""
     wanted = {s.key for s in todo}
@@ -31,7 +32,7 @@ def vrank_results(
     for group in groups:
         texts = [s for s in group if not s.is_empty]
         ordered.extend((a, b) for a in texts for b in texts if a.key != b.key)
-    out: MetricResults = {}
+    out: dict[Key, VrankScores | str] = {}
     gaps = model.predict([(a.text, b.text) for a, b in ordered], progress=progress) if ordered else np.zeros(0)
     predicted = {(a.key, b.key): float(g) for (a, b), g in zip(ordered, gaps, strict=True)}
     for group in groups:
