@@ -297,9 +297,15 @@ def test_theta_and_ablations_apply_again_to_a_scores_files_similarities(scores_f
     df = table(app).set_index("story")
     records, _ = load_records(scores_file)
     base = settings_from_signature(dict(records[0].signature))
-    want = {r.story_id: r.grounding.unbounded for r in reaggregate(records, base, base.with_(theta="0.3", penalize=False))}
+    want = {
+        r.story_id: r.metrics["grounding"].unbounded for r in reaggregate(records, base, base.with_(theta="0.3", penalize=False))
+    }
     assert want and all(abs(df.loc[k, "GROOVIST raw"] - v) < 1e-9 for k, v in want.items() if v is not None)
-    assert any(abs(df.loc[r.story_id, "GROOVIST raw"] - r.grounding.unbounded) > 1e-6 for r in records if r.grounding)
+    assert any(
+        abs(df.loc[r.story_id, "GROOVIST raw"] - r.metrics["grounding"].unbounded) > 1e-6
+        for r in records
+        if r.metrics.get("grounding")
+    )
     footer = app.main.caption[-1].value
     assert "GROOVIST re-applied to the stored similarities with θ 0.3 -P" in footer
     inspect = make(**widgets)

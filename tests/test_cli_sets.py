@@ -102,7 +102,11 @@ def test_without_system_every_story_of_the_release_layout_is_unknown(tmp_path: P
 
 
 def _nr(out: Path) -> dict[tuple[str, str], float]:
-    return {(r.system, r.story_id): r.redundancy.score for r in load_records(out)[0] if r.redundancy is not None}
+    return {
+        (r.system, r.story_id): r.metrics["redundancy"].score
+        for r in load_records(out)[0]
+        if r.metrics.get("redundancy") is not None
+    }
 
 
 @pytest.mark.parametrize("pairing", ["story", "sequence"])

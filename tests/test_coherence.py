@@ -111,7 +111,7 @@ def test_truncation_warning_names_the_story(tiny_bert: Path, tmp_path: Path) -> 
     settings = Settings(metrics=("coherence",), coherence_model=f"bert-nsp:{tiny_bert}", device="cpu")
     record = score_story(story, settings, models=Models(settings))
     assert any("long-one" in w and "truncated" in w for w in record.warnings)
-    assert record.coherence is not None and record.coherence.pairs[0].truncated is True
+    assert record.metrics.get("coherence") is not None and record.metrics["coherence"].pairs[0].truncated is True
 
 
 def _tiny_rovist_c(path: Path, vocab_size: int, head_out: int = 2) -> torch.nn.Module:
@@ -300,9 +300,9 @@ def test_prefix_context_scores_each_sentence_after_the_whole_story_so_far(tiny_b
     story = Story("s", "s", "m", sentences)
     models = Models(settings)
     record = score_story(story, settings, models=models)
-    assert record.coherence is not None and record.coherence.context == "prefix"
+    assert record.metrics.get("coherence") is not None and record.metrics["coherence"].context == "prefix"
     want = rovist_c.model(models).score_pairs(pairs_of(sentences, "prefix"))
-    assert [p.probability for p in record.coherence.pairs] == pytest.approx(list(want), abs=1e-6)
+    assert [p.probability for p in record.metrics["coherence"].pairs] == pytest.approx(list(want), abs=1e-6)
     from vst_core.signature import signature
 
     assert signature(settings)["id"] != signature(settings.with_(coherence_context="pair"))["id"]

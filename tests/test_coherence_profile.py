@@ -403,7 +403,7 @@ def test_reference_profile_scores_as_the_authors_loops(albert_tokenizer: Path, r
             valid, _ = dhm_eval_coherence(stories, model)
             want = {sid: (dhm_get_coherence_score(v, model) if sid in valid else None) for sid, v in stories.items()}
         for sid, expected in want.items():
-            coh = records[sid].coherence
+            coh = records[sid].metrics.get("coherence")
             assert coh is not None
             if expected is None:
                 assert coh.score is None and any(OVER_LONG_NOTE in n for n in coh.notes), (context, sid)
@@ -413,7 +413,9 @@ def test_reference_profile_scores_as_the_authors_loops(albert_tokenizer: Path, r
                 assert got == pytest.approx(expected, abs=1e-5), (context, sid)
                 assert coh.score == pytest.approx(float(np.mean(expected)), abs=1e-5)
             checked += 1
-    assert records["long"].coherence is not None and records["long"].coherence.score is None  # 64 positions
+    assert (
+        records["long"].metrics.get("coherence") is not None and records["long"].metrics["coherence"].score is None
+    )  # 64 positions
     parity.record(
         metric="RoViST-C (reference profile)",
         reference="RoViST scripts/coherence_scorer.py (pair loop) and dHM evaluate/eval_C_R.py "
@@ -435,14 +437,14 @@ def test_paper_profile_still_truncates_and_warns(albert_tokenizer: Path, rovist_
     )
     story = Story("long-one", "s", "m", ("We went to the beach.", " ".join(["the big red ball"] * 16) + "."))
     record = score_story(story, settings_, models=Models(settings_))
-    coh = record.coherence
+    coh = record.metrics.get("coherence")
     assert coh is not None and coh.score is not None and coh.pairs[0].truncated
     assert any("truncated" in w and "long-one" in w for w in record.warnings)
     ref = settings_.with_(coherence_profile="reference")
     record = score_story(story, ref, models=Models(ref))
-    coh = record.coherence
+    coh = record.metrics.get("coherence")
     assert coh is not None and coh.score is None and coh.pairs[0].probability is None and not coh.pairs[0].truncated
     assert math.isnan(rovist_c_metric.model(Models(ref)).score_pairs([(story.sentences[0], story.sentences[1])])[0])
     # a scorer loaded for the paper profile (fast tokenizer) never gives reference numbers
     record = score_story(story, ref, models=Models(ref, coherence=rovist_c_metric.model(Models(settings_))))
-    assert record.coherence is None and "slow ALBERT tokenizer" in record.errors["coherence"]
+    assert record.metrics.get("coherence") is None and "slow ALBERT tokenizer" in record.errors["coherence"]

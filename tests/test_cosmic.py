@@ -380,9 +380,13 @@ def test_score_the_sample_from_the_cli_and_see_it_in_inspect(
     assert len(records) == 8 and not problems
     for record in records:
         if record.system == "reference":  # the reference is not rated against itself
-            assert record.cosmic is not None and record.cosmic.score is None and "reference story" in record.cosmic.notes[0]
+            assert (
+                record.metrics.get("cosmic") is not None
+                and record.metrics["cosmic"].score is None
+                and "reference story" in record.metrics["cosmic"].notes[0]
+            )
             continue
-        cosmic = record.cosmic
+        cosmic = record.metrics.get("cosmic")
         assert cosmic is not None and cosmic.reference.startswith("reference:")
         assert len(cosmic.sentences) == len(record.sentences) and all(s.rating is not None for s in cosmic.sentences)
         assert cosmic.score == pytest.approx(
@@ -431,7 +435,11 @@ def test_the_dashboard_scores_the_sample_with_a_cosmic_folder(
     out = tmp_path_factory.mktemp("cosmic-dashboard") / "scores.jsonl"
     args = ["score", str(SAMPLE), "--metrics", "redundancy,grounding,cosmic", "--cosmic-model", str(trained["out"])]
     assert main([*args, *clip_args(tiny_clip), "--out", str(out), "--no-progress"]) == 0
-    cli = {r.story_id: r.cosmic.score for r in load_records(out)[0] if r.cosmic is not None and r.cosmic.score is not None}
+    cli = {
+        r.story_id: r.metrics["cosmic"].score
+        for r in load_records(out)[0]
+        if r.metrics.get("cosmic") is not None and r.metrics["cosmic"].score is not None
+    }
     shown = {k: v for k, v in zip(table["story"], table["COSMic"], strict=True) if v == v}
     assert len(cli) == 6 and shown.keys() == cli.keys()
     assert all(shown[k] == pytest.approx(cli[k], abs=1e-6) for k in cli)

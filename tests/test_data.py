@@ -16,7 +16,8 @@ from vst_core.data import (
     read_story_set,
     resolve_image,
 )
-from vst_core.records import ClipScoreScores, StoryScores
+from vst_core.metric_modules.clipscore import ClipScoreScores
+from vst_core.records import StoryScores
 
 
 def story(**kw: object) -> dict[str, object]:

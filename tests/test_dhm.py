@@ -156,9 +156,9 @@ def test_imported_records_are_signed_with_the_file_and_the_variant(tmp_path: Pat
     assert values == {"a": 0.5} and len(problems) == 2
     (record,) = imported_records({("m", "a"): {"grounding": 0.5}}, src, {"grounding": "dHM release"})
     assert (
-        record.grounding is not None
-        and record.grounding.unbounded == 0.5
-        and record.grounding.score == pytest.approx(math.tanh(0.5))
+        record.metrics.get("grounding") is not None
+        and record.metrics["grounding"].unbounded == 0.5
+        and record.metrics["grounding"].score == pytest.approx(math.tanh(0.5))
     )
     imported = record.signature["imported"]
     assert (
@@ -167,7 +167,7 @@ def test_imported_records_are_signed_with_the_file_and_the_variant(tmp_path: Pat
     out = tmp_path / "s.jsonl"
     assert main(["import-scores", str(src), "--system", "m", "--out", str(out)]) == 0
     back, problems = load_records(out)
-    assert problems == [] and back[0].grounding is not None and back[0].grounding.theta is None
+    assert problems == [] and back[0].metrics.get("grounding") is not None and back[0].metrics["grounding"].theta is None
 
 
 def test_a_long_csv_imports_several_systems_and_metrics(tmp_path: Path) -> None:

@@ -257,11 +257,11 @@ def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path]
     score_story_set(stories, other, tmp_path / "b.jsonl", models=Models(other, cache=cache))
     a_records, b_records = load_records(tmp_path / "a.jsonl")[0], load_records(tmp_path / "b.jsonl")[0]
     for a, b, whole in zip(a_records, b_records, reaggregate(a_records, base, other), strict=True):
-        assert a.grounding is not None and b.grounding is not None
-        re = rescore_grounding(a.grounding, 0.9, penalize=False, weight=False)
-        assert re.score == pytest.approx(b.grounding.score)
-        assert [p.contribution for p in re.phrases] == pytest.approx([p.contribution for p in b.grounding.phrases])
-        assert whole.grounding == re and whole.signature_id == b.signature_id  # the whole record, re-signed
+        assert a.metrics.get("grounding") is not None and b.metrics.get("grounding") is not None
+        re = rescore_grounding(a.metrics["grounding"], 0.9, penalize=False, weight=False)
+        assert re.score == pytest.approx(b.metrics["grounding"].score)
+        assert [p.contribution for p in re.phrases] == pytest.approx([p.contribution for p in b.metrics["grounding"].phrases])
+        assert whole.metrics.get("grounding") == re and whole.signature_id == b.signature_id  # the whole record, re-signed
 
 
 def test_reference_profile_weights_phrases_as_the_groovist_code(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:

@@ -59,8 +59,10 @@ def test_each_system_gets_its_own_nr_in_one_batch(tmp_path: Path, spans: bool) -
     stories = read_story_set(path)
     for record in records:
         want = redundancy_of(stories.get(record.story_id, record.system), 4, "paper").score
-        assert record.redundancy is not None and record.redundancy.score == pytest.approx(want, abs=1e-12)
-    by_key = {(r.system, r.story_id): r.redundancy.score for r in records if r.redundancy}
+        assert record.metrics.get("redundancy") is not None and record.metrics["redundancy"].score == pytest.approx(
+            want, abs=1e-12
+        )
+    by_key = {(r.system, r.story_id): r.metrics["redundancy"].score for r in records if r.metrics.get("redundancy")}
     assert by_key[("reference", "45530")] != by_key[("llava", "45530")]
 
 
@@ -86,9 +88,9 @@ def test_grounding_parses_each_systems_phrases(tmp_path: Path, tiny_clip: tuple[
     assert main(["score", str(path), "--out", str(out), "--metrics", "grounding", "--no-progress", *clip_args(tiny_clip)]) == 0
     records, _ = load_records(out)
     for record in records:
-        assert record.grounding is not None
+        assert record.metrics.get("grounding") is not None
         text = " ".join(record.sentences).lower()
-        assert record.grounding.phrases and all(p.surface.lower() in text for p in record.grounding.phrases)
+        assert record.metrics["grounding"].phrases and all(p.surface.lower() in text for p in record.metrics["grounding"].phrases)
     human = next(r for r in records if r.system == "reference" and r.story_id == "45530")
     model = next(r for r in records if r.system == "llava" and r.story_id == "45530")
-    assert {p.text for p in human.grounding.phrases} != {p.text for p in model.grounding.phrases}  # type: ignore[union-attr]
+    assert {p.text for p in human.metrics["grounding"].phrases} != {p.text for p in model.metrics["grounding"].phrases}  # type: ignore[attr-defined]

@@ -29,12 +29,16 @@ from vst_core.data.index_build import build_index
 from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, is_imported, merge_records
 from vst_core.data.scores_io import load_records
-from vst_core.records import FIELDS, CoherenceScores, GroundingScores, RedundancyScores, StoryScores
+from vst_core.metric_modules.groovist.record import GroundingScores
+from vst_core.metric_modules.rovist_c.record import CoherenceScores
+from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metric_spec import registry
+from vst_core.records import StoryScores
 from vst_core.viz.tables import scores_table
 
 EXAMPLES = int(os.environ.get("VST_HYPOTHESIS_EXAMPLES", "150"))
 COMPUTED = {"id": "computed01", "settings": {"metrics": ["redundancy"]}}
-NUMBER_COLUMNS = [f.column for f in FIELDS]
+NUMBER_COLUMNS = [f.column for f in registry().fields]
 
 
 @pytest.fixture(autouse=True)
@@ -119,8 +123,8 @@ def test_two_systems_sharing_ids_get_their_own_rows_and_numbers(tmp_path: Path) 
     assert index.rows_of_story("45530") == [0, 1]
     assert index.row_of("reference", "7") is None
     record, problems = index.record(index.row_of("llava", "45530") or 0)
-    assert record is not None and record.system == "llava" and record.redundancy is not None
-    assert record.redundancy.score == pytest.approx(0.6) and problems == []
+    assert record is not None and record.system == "llava" and record.metrics.get("redundancy") is not None
+    assert record.metrics["redundancy"].score == pytest.approx(0.6) and problems == []
 
 
 def test_computed_nr_and_imported_gcr_merge_into_one_row_per_story(tmp_path: Path) -> None:
@@ -145,7 +149,7 @@ def test_computed_nr_and_imported_gcr_merge_into_one_row_per_story(tmp_path: Pat
         assert record is not None and problems == []
         assert record.sentences == ("reference story 1 one.", "Two.")
         assert set(record.metrics) == {"redundancy", "coherence", "grounding"}
-        assert record.redundancy is not None and record.redundancy.variant == "paper"
+        assert record.metrics.get("redundancy") is not None and record.metrics["redundancy"].variant == "paper"
         assert is_imported(record.signature)  # merged: names both sources
 
 
@@ -161,7 +165,11 @@ def test_a_computed_value_beats_an_imported_one_whatever_the_order(tmp_path: Pat
     assert conflict == Conflict("llava", "1", "redundancy", 0.6, "nr.jsonl", 0.55, "released.jsonl")
     assert "nr.jsonl is used" in str(conflict)
     record, _ = index.record(0)
-    assert record is not None and record.redundancy is not None and record.redundancy.score == pytest.approx(0.6)
+    assert (
+        record is not None
+        and record.metrics.get("redundancy") is not None
+        and record.metrics["redundancy"].score == pytest.approx(0.6)
+    )
     assert exact(paths)[1] == index.conflicts  # the same rule as merge_records
 
 
@@ -227,7 +235,7 @@ def test_a_file_read_by_several_processes_indexes_as_one_read_in_order(tmp_path:
 
 def assert_table_matches(index: ScoresIndex, merged: Sequence[StoryScores]) -> None:
     """The index's table is the exact reader's :func:`scores_table` of the merged records, row by row."""
-    expected = scores_table(merged, [f.metric for f in FIELDS]).set_index(["system", "story"])
+    expected = scores_table(merged, [f.metric for f in registry().fields]).set_index(["system", "story"])
     table = index.table.set_index(["system", "story"])
     assert sorted(table.index) == sorted(expected.index)
     table = table.loc[expected.index]

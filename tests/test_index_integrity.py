@@ -30,7 +30,8 @@ from vst_core.data.index_build import build_index
 from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, merge_records
 from vst_core.data.scores_io import load_records
-from vst_core.records import RedundancyScores, StoryScores
+from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.records import StoryScores
 
 COMPUTED = {"id": "computed01", "settings": {"metrics": ["redundancy"]}}
 
@@ -242,8 +243,8 @@ def test_a_same_size_rewrite_with_its_mtime_restored_is_indexed_again(tmp_path: 
     row = again.row_of("x", "1")
     assert row is not None and again.table["NR"].iat[row] == pytest.approx(1.0)
     record, problems = again.record(row)
-    assert problems == [] and record is not None and record.redundancy is not None
-    assert record.redundancy.score == pytest.approx(1.0)  # table and evidence agree
+    assert problems == [] and record is not None and record.metrics.get("redundancy") is not None
+    assert record.metrics["redundancy"].score == pytest.approx(1.0)  # table and evidence agree
 
 
 def in_time(run: Callable[[], Any], seconds: float = 10) -> Any:
@@ -301,7 +302,11 @@ def test_three_files_name_the_value_used_after_every_file(tmp_path: Path) -> Non
     assert all(str(conflict).endswith("c.jsonl is used") for conflict in index.conflicts)
     records = [(r, p.name) for p in (a, b, c) for r in load_records(p)[0]]
     merged, conflicts = merge_records(records)
-    assert conflicts == expected and merged[0].redundancy is not None and merged[0].redundancy.score == pytest.approx(0.9)
+    assert (
+        conflicts == expected
+        and merged[0].metrics.get("redundancy") is not None
+        and merged[0].metrics["redundancy"].score == pytest.approx(0.9)
+    )
     assert load_index([a, b, c]).conflicts == expected  # the stored index says the same
 
 

@@ -136,7 +136,7 @@ def test_the_vision_language_judge_sees_the_images(judge_env: Path, tmp_path: Pa
     from vst_core.data.scores_io import load_records
 
     records = load_records(tmp_path / "v.jsonl")[0]
-    judged = [r.judge for r in records if r.judge is not None]
+    judged = [r.metrics.get("judge") for r in records if r.metrics.get("judge") is not None]
     assert len(judged) == 8 and all(j.without_images and j.aspects[0].images for j in judged)
     assert any(j.aspect("overall").score != j.aspect("overall", images=False).score for j in judged)  # type: ignore[union-attr]
     table = judge_bias_table(records)

@@ -412,7 +412,7 @@ def test_report_on_the_sample(sample_scores: Path) -> None:
     assert report.aspects == ["grounding", "coherence", "non_redundancy", "overall"]
     nr = report.correlations.set_index(["aspect", "method"]).loc[("non_redundancy", "spearman")]
     human = aggregate(read_judgements(EXAMPLE))["non_redundancy"]
-    metric = pd.Series({r.story_id: r.redundancy.score for r in records if r.redundancy})
+    metric = pd.Series({r.story_id: r.metrics["redundancy"].score for r in records if r.metrics.get("redundancy")})
     assert nr["value"] == pytest.approx(stats.spearmanr(metric[human.index], human).statistic)
     assert nr["value"] > 0.5  # the repetitive stories are the ones rated low on non-redundancy
     assert report.pairs_source.startswith("every two stories") and len(report.pairs) > 0
@@ -481,7 +481,7 @@ def test_pairs_can_be_ordered_by_another_aspect(sample_scores: Path) -> None:
     assert by_nr.signature["id"] != default.signature["id"]
     nr_all = by_nr.pairwise.set_index(["metric", "subset"]).loc[("NR", "all pairs")]
     human = aggregate(j)
-    metric = {r.story_id: r.redundancy.score for r in records if r.redundancy}
+    metric = {r.story_id: r.metrics["redundancy"].score for r in records if r.metrics.get("redundancy")}
     correct = total = 0
     for seq in ("space", "home"):
         ids = [f"{seq}-{k}" for k in ("ref", "grounded", "generic", "offtopic")]

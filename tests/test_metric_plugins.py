@@ -50,6 +50,8 @@ def test_every_builtin_metric_is_one_module_with_its_card_fields_and_settings() 
         if spec.module.startswith("vst_core."):
             assert (ROOT / spec.card).is_file(), spec.card
             assert spec.computing.score is not None and spec.description
+            home = spec.record.__module__  # its record beside its spec: the module, or its package's record.py
+            assert home == spec.module or home.startswith(spec.module + "."), (spec.name, home)
         assert all(f.metric == spec.name and f.attr in spec.record.__dataclass_fields__ for f in spec.fields)
         own = {o.setting for o in spec.signing.options}  # its own options, declared in its module alone
         assert set(spec.signing.settings) <= settings | own, set(spec.signing.settings) - settings - own
@@ -130,12 +132,12 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(
     # the good plugin is a metric like the others: listed, read back, in the table's registry
     from vst_core.config import parse_metrics
     from vst_core.data import read_story_set
-    from vst_core.records import FIELDS, read_record
+    from vst_core.records import read_record
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import score_batch
 
     assert parse_metrics("redundancy,word_count") == ("redundancy", "word_count")
-    assert "words n" in [f.column for f in FIELDS]
+    assert "words n" in [f.column for f in registry().fields]
     stories = read_story_set(SAMPLE).stories[:2]
     settings = Settings(metrics=("redundancy", "word_count"))
     records = score_batch(stories, settings, {"id": "t"}, Models(settings), SAMPLE.parent)
@@ -165,7 +167,9 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
 
     settings = Settings(metrics=("redundancy", "word_count"))
     records = score_batch(read_story_set(SAMPLE).stories[:3], settings, {"id": "t"}, Models(settings), SAMPLE.parent)
-    assert len(records) == 3 and all(r.errors["word_count"] == reason and r.redundancy is not None for r in records)
+    assert len(records) == 3 and all(
+        r.errors["word_count"] == reason and r.metrics.get("redundancy") is not None for r in records
+    )
 
 
 BAD = """
@@ -396,7 +400,7 @@ METRIC = MetricSpec("heavy", "Heavy", "", Heavy, (MetricField("heavy", "heavy", 
 @pytest.mark.slow  # seconds on 2 cores: kept out of the fast tier
 def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_registry_is_left_out(tmp_path: Path) -> None:
     _module(tmp_path, "heavy_metric", HEAVY)
-    _module(tmp_path, "asking_metric", "from vst_core.records import FIELDS\nMETRIC = None\n")
+    _module(tmp_path, "asking_metric", "from vst_core.records import fields_of\nMETRIC = fields_of(['redundancy'])\n")
     script = (
         "import json\n"
         "from importlib import metadata\n"
@@ -405,7 +409,7 @@ def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_
         "ms.metadata.entry_points = lambda group: points\n"
         "import vst_core.records as records\n"
         "print(json.dumps({'heavy': 'heavy' in ms.registry().specs, 'problems': list(ms.registry().problems), "
-        "'fields': len(records.FIELDS)}))\n"
+        "'fields': len(records.fields_of(ms.registry().names))}))\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
@@ -916,8 +920,8 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
 ) -> None:
     """An option named like a shared setting, a flag another metric's option has, or a command of vst
     itself or of another metric would break every command or silently replace one: the package is
-    left out with the reason. A package that imports a record type from its former place in
-    ``vst_core.records`` at its top still loads (the alias does not ask the registry)."""
+    left out with the reason. A package that imports another metric's record type from that metric's
+    package at its top still loads (importing a metric's package does not ask the registry)."""
     import dataclasses
 
     from vst_core.cli import COMMANDS, commands
@@ -932,7 +936,9 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
         flagged=option + _good_as("flagged", "s2", "signing=Signing(options=(Option('flag_x', flag='--vrank-model'),))"),
         scored=_good_as("scored", "s3", "tools=Tools(commands={'score': 'x'})"),
         trainer=_good_as("trainer", "s4", "tools=Tools(commands={'train-vrank': 'x'})"),
-        old_import="from vst_core.records import CoherenceScores, VrankScores\n" + _good_as("old_import", "s5"),
+        record_import="from vst_core.metric_modules.rovist_c.record import CoherenceScores\n"
+        + "from vst_core.metric_modules.vrank import VrankScores\n"
+        + _good_as("record_import", "s5"),
         chosen=option
         + _good_as("chosen", "s6", "signing=Signing(options=(Option('chosen_mode', None, choices=('fast', 'exact')),))"),
     )
@@ -940,7 +946,7 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
     assert "option 'top_b' is metric 'images''s" in reasons  # the image pipeline's
     assert "option flag '--vrank-model'" in reasons
     assert "command 'score' is vst's own" in reasons and "command 'train-vrank'" in reasons
-    assert {"old_import", "chosen"} <= set(reg.specs) and len(reg.problems) == 4, reasons
+    assert {"record_import", "chosen"} <= set(reg.specs) and len(reg.problems) == 4, reasons
     assert commands()["score"][0] == "vst_core.cli.score"
     assert Settings(chosen_mode="fast").option("chosen_mode") == "fast" and Settings().option("chosen_mode") is None
 

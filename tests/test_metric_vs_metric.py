@@ -26,7 +26,9 @@ from vst_core.analysis.meta_eval.versus import (
     williams_test,
 )
 from vst_core.cli import main
-from vst_core.records import ClipScoreScores, RedundancyScores, StoryScores
+from vst_core.metric_modules.clipscore import ClipScoreScores
+from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.records import StoryScores
 
 
 def test_williams_t_equals_the_formula_worked_by_hand() -> None:

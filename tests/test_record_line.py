@@ -18,14 +18,15 @@ from vst_core.config import Settings
 from vst_core.data import ScoresWriter, read_story_set
 from vst_core.data.scores_io import record_line
 from vst_core.hashing import json_line
-from vst_core.records import METRIC_TYPES, StoryScores, read_record
+from vst_core.metric_spec import registry
+from vst_core.records import StoryScores, read_record
 from vst_core.scoring.story import score_story
 from vst_core.scoring.synthetic import synthetic_record
 
 #: Text with what a JSON line must escape or keep: quotes, a backslash, non-ASCII, line separators.
 _TEXT = st.text(alphabet=st.sampled_from(list('ab "\\\n\té\u2028\u2029\x85😀')), max_size=12)
 _METRICS = st.one_of(
-    *(st.builds(kind) for kind in METRIC_TYPES.values()),
+    *(st.builds(kind) for kind in registry().types.values()),
 )
 
 
@@ -35,7 +36,7 @@ def reference_line(record: StoryScores) -> str:
 
 @settings(max_examples=examples(150), deadline=None)
 @given(
-    metrics=st.dictionaries(st.sampled_from(sorted(METRIC_TYPES)), _METRICS, max_size=4),
+    metrics=st.dictionaries(st.sampled_from(sorted(registry().types)), _METRICS, max_size=4),
     sentences=st.lists(_TEXT, max_size=3),
     errors=st.dictionaries(_TEXT, _TEXT, max_size=2),
 )

@@ -16,19 +16,11 @@ from hypothesis import strategies as st
 from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
 from vst_core.config import Settings, SettingsError, settings_from_signature
 from vst_core.data import load_records, read_story_set
+from vst_core.metric_modules.groovist.record import GroundingScores, PhraseMatch
 from vst_core.metric_modules.groovist.rescore import rescore_grounding
-from vst_core.records import (
-    FIELDS,
-    METRIC_TYPES,
-    CoherencePair,
-    CoherenceScores,
-    GroundingScores,
-    PhraseMatch,
-    RecordError,
-    StoryScores,
-    decode,
-    read_record,
-)
+from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
+from vst_core.metric_spec import registry
+from vst_core.records import RecordError, StoryScores, decode, read_record
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.story import score_story
 from vst_core.signature import signature
@@ -61,7 +53,7 @@ def test_a_bad_metric_record_is_an_error_of_that_metric_only() -> None:
     data["metrics"]["coherence"]["pairs"][0]["probability"] = "high"
     data["metrics"]["mystery"] = {"score": 1}
     back, problems = read_record(data, line=7)
-    assert back is not None and back.coherence is None
+    assert back is not None and back.metrics.get("coherence") is None
     assert (
         back.errors["coherence"]
         == "unreadable record: metrics.coherence.pairs[0].probability: expected a finite number, got 'high'"
@@ -114,7 +106,7 @@ JSON = st.recursive(
 
 
 @settings(max_examples=examples(300), deadline=None)
-@given(JSON, st.sampled_from(sorted(METRIC_TYPES)))
+@given(JSON, st.sampled_from(sorted(registry().types)))
 def test_any_json_reads_without_raising(value: Any, metric: str) -> None:
     for data in (value, {"story_id": "x", "sentences": ["A."], "metrics": {metric: value}}):
         record, problems = read_record(data)
@@ -138,14 +130,20 @@ def test_reaggregate_signs_with_the_new_settings_and_refuses_what_needs_a_model(
     record = StoryScores("a", "s", "m", ("A dog.",), metrics={"grounding": grounding(0.3, 0.9)}, signature={"id": "old"})
     wanted = base.with_(theta="1.0", penalize=False)
     (out,) = reaggregate([record], base, wanted)
-    assert out.signature_id == signature(wanted)["id"] and out.grounding is not None and out.grounding.theta == 1.0
+    assert (
+        out.signature_id == signature(wanted)["id"]
+        and out.metrics.get("grounding") is not None
+        and out.metrics["grounding"].theta == 1.0
+    )
     assert reaggregate([record], base, base) == [record]
     with pytest.raises(ValueError, match="only θ, the penalty and the weighting can be changed without scoring again"):
         reaggregate([record], base, base.with_(nr_ngram=3))
     with pytest.raises(ValueError, match="weights 'idf' are not stored in records scored with 'concreteness'"):
         reaggregate([record], base, base.with_(weighting="idf"))
     (plain,) = reaggregate([record], base, base.with_(weighting="none"))
-    assert plain.grounding is not None and plain.grounding.unbounded == pytest.approx(2.5 * (0.3 + 0.9) / 2)  # both ≥ θ
+    assert plain.metrics.get("grounding") is not None and plain.metrics["grounding"].unbounded == pytest.approx(
+        2.5 * (0.3 + 0.9) / 2
+    )  # both ≥ θ
 
 
 def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
@@ -153,8 +151,8 @@ def test_one_registry_feeds_tables_and_meta_evaluation() -> None:
 
     METRIC_COLUMNS, COVARIATES = tuple(metric_fields()), tuple(covariate_fields())
 
-    assert list(table_columns()) == [f.column for f in FIELDS]
-    assert set(METRIC_COLUMNS) == {f.report for f in FIELDS if f.report}  # the registry's, whatever it holds
+    assert list(table_columns()) == [f.column for f in registry().fields]
+    assert set(METRIC_COLUMNS) == {f.report for f in registry().fields if f.report}  # the registry's, whatever it holds
     assert set(METRIC_COLUMNS) >= {  # the built-ins' (a new metric adds to them, none goes missing)
         "NR",
         "RoViST-C",
@@ -272,7 +270,8 @@ def test_load_records_reports_lines(tmp_path: Path) -> None:
 
 def test_a_variant_outside_its_type_is_a_reported_error_of_that_metric() -> None:
     """The decoder checks Literal fields: an NR variant the code does not know is refused, not kept."""
-    from vst_core.records import RecordError, RedundancyScores, decode
+    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+    from vst_core.records import RecordError, decode
 
     good = {"score": 0.9, "inter": 0.1, "intra": 0.1, "variant": "reference", "n": 4}
     assert decode(RedundancyScores, good).variant == "reference"
@@ -283,8 +282,7 @@ def test_a_variant_outside_its_type_is_a_reported_error_of_that_metric() -> None
 def test_every_metric_has_the_value_merging_compares() -> None:
     """A story written twice is merged by its main value: every metric type needs one."""
     from vst_core.data.merge import main_attr
-    from vst_core.records import METRIC_TYPES
 
-    for name, kind in METRIC_TYPES.items():
+    for name, kind in registry().types.items():
         assert main_attr(name) in kind.__dataclass_fields__, name
     assert main_attr("grounding") == "unbounded"

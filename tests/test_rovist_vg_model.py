@@ -18,7 +18,9 @@ import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE, ParityLog
 
 from vst_core.hashing import weights_digest
-from vst_core.records import RovistVGClipScores, RovistVGScores, StoryScores, read_record
+from vst_core.metric_modules.rovist_vg.record import RovistVGScores
+from vst_core.metric_modules.rovist_vg_clip import RovistVGClipScores
+from vst_core.records import StoryScores, read_record
 
 REGIONS_PER_IMAGE = 12  # more than top_b (10): the first ten of each image are used, as their [:num_bbox]
 
@@ -42,8 +44,8 @@ def test_an_old_clip_based_rovist_vg_record_reads_as_rovist_vg_clip() -> None:
     }
     record, problems = read_record(old)
     assert record is not None and not [p for p in problems if p.severity == "error"]
-    assert "rovist_vg" not in record.metrics and isinstance(record.rovist_vg_clip, RovistVGClipScores)
-    assert record.rovist_vg_clip.nouns[0].noun == "dog" and record.rovist_vg_clip.score == 0.33
+    assert "rovist_vg" not in record.metrics and isinstance(record.metrics.get("rovist_vg_clip"), RovistVGClipScores)
+    assert record.metrics["rovist_vg_clip"].nouns[0].noun == "dog" and record.metrics["rovist_vg_clip"].score == 0.33
 
 
 def test_the_scores_index_reads_an_old_clip_based_record_as_the_reader_does(tmp_path: Path) -> None:
@@ -84,7 +86,7 @@ def test_the_scores_index_reads_an_old_clip_based_record_as_the_reader_does(tmp_
 
 
 def test_a_model_record_round_trips() -> None:
-    from vst_core.records import NounRegion
+    from vst_core.metric_modules.rovist_vg.record import NounRegion
 
     vg = RovistVGScores(
         0.5,
@@ -96,7 +98,7 @@ def test_a_model_record_round_trips() -> None:
     )
     record = StoryScores("s", "s", "sys", ("A dog ran.",), metrics={"rovist_vg": vg})
     back, _ = read_record(json.loads(json.dumps(record.to_json())))
-    assert back is not None and back.rovist_vg == vg and back.rovist_vg_clip is None
+    assert back is not None and back.metrics.get("rovist_vg") == vg and back.metrics.get("rovist_vg_clip") is None
 
 
 # --------------------------------------------------------------------------- the replicas
@@ -449,10 +451,14 @@ def test_a_noun_the_table_lacks_takes_its_largest_idf_and_says_so(
     )  # fmt: skip
     point_at(monkeypatch, hub_env(vg_files))
     records = score_stories(read_story_set(SAMPLE), settings=settings)
-    with_dog = [r for r in records if r.rovist_vg is not None and any(n.noun == "dog" for n in r.rovist_vg.nouns)]
+    with_dog = [
+        r
+        for r in records
+        if r.metrics.get("rovist_vg") is not None and any(n.noun == "dog" for n in r.metrics["rovist_vg"].nouns)
+    ]
     assert with_dog
     for record in with_dog:
-        vg = record.rovist_vg
+        vg = record.metrics.get("rovist_vg")
         assert vg is not None
         assert next(n.idf for n in vg.nouns if n.noun == "dog") == pytest.approx(max(table.values()))
         assert any("not in idf_dict.pkl (dog" in note for note in vg.notes)

@@ -274,8 +274,9 @@ def test_pair_margins_judge_a_pairwise_metric_instead_of_its_scores() -> None:
 def test_meta_eval_reads_vrank_margins_and_holds_out_its_training_stories() -> None:
     from vst_core.analysis.meta_eval import read_judgements, run_meta_eval
     from vst_core.analysis.meta_eval.settings import MetaSettings
+    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
     from vst_core.metric_modules.vrank import Preference, VrankScores
-    from vst_core.records import RedundancyScores, StoryScores
+    from vst_core.records import StoryScores
 
     def record(story: str, score: float, prefs: tuple[Preference, ...]) -> StoryScores:
         nr = RedundancyScores(score=score, inter=0.0, intra=0.0, variant="paper", n=4)
@@ -392,7 +393,7 @@ def test_the_dashboard_scores_the_sample_with_a_vrank_folder(
     # the same numbers as the command line
     out = tmp_path_factory.mktemp("vrank-cli") / "scores.jsonl"
     assert main(["score", str(SAMPLE), "--metrics", "redundancy,vrank", "--vrank-model", str(trained), "--out", str(out)]) == 0
-    cli = {r.story_id: r.vrank.score for r in load_records(out)[0] if r.vrank is not None}
+    cli = {r.story_id: r.metrics["vrank"].score for r in load_records(out)[0] if r.metrics.get("vrank") is not None}
     shown = dict(zip(table["story"], table["Vrank"], strict=True))
     assert shown.keys() == cli.keys() and all(shown[k] == pytest.approx(cli[k], abs=1e-6) for k in cli)
 
@@ -401,8 +402,9 @@ def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Pat
     """Vrank's preferences of every row in one pass over the file equal what reading each record
     gives; a story written twice keeps its first line, as merging does; an edited file gives nothing, never wrong data."""
     from vst_core.data.index_build import build_index
+    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
     from vst_core.metric_modules.vrank import Preference, VrankScores
-    from vst_core.records import RedundancyScores, StoryScores
+    from vst_core.records import StoryScores
 
     def line(story: str, system: str, margin: float) -> str:
         nr = RedundancyScores(score=0.9, inter=0.1, intra=0.1, variant="paper", n=4)
@@ -415,7 +417,7 @@ def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Pat
     index = build_index([path])
     rows = list(range(len(index.table)))
     bulk = index.metric_records(rows, "vrank")
-    assert bulk == {row: index.record(row)[0].vrank for row in rows}
+    assert bulk == {row: index.record(row)[0].metrics.get("vrank") for row in rows}
     assert bulk[index.row_of("a", "2")].score == 0.5
     assert index.metric_records(rows, "no-such-metric") == {}
     path.write_text(path.read_text().replace("0.5", "0.6"))

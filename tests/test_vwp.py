@@ -174,8 +174,8 @@ def test_nr_reads_the_sentences_not_the_groups(tmp_path: Path) -> None:
     scores = tmp_path / "nr.jsonl"
     assert main(["score", str(out), "--out", str(scores), "--metrics", "redundancy", "--no-progress"]) == 0
     records = {r.story_id: r for r in load_records(scores)[0]}
-    assert records["g"].redundancy.score == records["r"].redundancy.score  # type: ignore[union-attr]
-    assert records["g"].redundancy.score != records["p"].redundancy.score  # type: ignore[union-attr]
+    assert records["g"].metrics["redundancy"].score == records["r"].metrics["redundancy"].score  # type: ignore[attr-defined]
+    assert records["g"].metrics["redundancy"].score != records["p"].metrics["redundancy"].score  # type: ignore[attr-defined]
     assert records["g"].frames == (0, 0, 1) and records["r"].frames == ()
 
 
@@ -239,11 +239,13 @@ def test_grounding_keeps_the_shot_alignment(tmp_path: Path, tiny_clip: tuple[Pat
     assert code == 0
     records = {r.story_id: r for r in load_records(out)[0]}
     seven, ten, short = records["A1"], records["A2"], records["A3"]
-    assert len(seven.clipscore.pairs) == 7 and len(ten.clipscore.pairs) == 10  # type: ignore[union-attr]
-    assert seven.grounding.temporal_misalignment is not None  # type: ignore[union-attr]
-    assert len(seven.grounding.misalignment_per_sentence) == 7  # type: ignore[union-attr]  # one per group
-    assert any("T per image group: 11 sentences in 7 groups" in n for n in seven.grounding.notes)  # type: ignore[union-attr]
-    assert len(short.clipscore.pairs) == 2 and any("2 sentence groups, 5 images" in n for n in short.clipscore.notes)  # type: ignore[union-attr]
+    assert len(seven.metrics["clipscore"].pairs) == 7 and len(ten.metrics["clipscore"].pairs) == 10  # type: ignore[attr-defined]
+    assert seven.metrics["grounding"].temporal_misalignment is not None  # type: ignore[attr-defined]
+    assert len(seven.metrics["grounding"].misalignment_per_sentence) == 7  # type: ignore[attr-defined]  # one per group
+    assert any("T per image group: 11 sentences in 7 groups" in n for n in seven.metrics["grounding"].notes)  # type: ignore[attr-defined]
+    assert len(short.metrics["clipscore"].pairs) == 2 and any(
+        "2 sentence groups, 5 images" in n for n in short.metrics["clipscore"].notes
+    )  # type: ignore[attr-defined]
     assert any("2 sentence groups for 5 images" in w for w in short.warnings)
 
 

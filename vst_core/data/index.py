@@ -20,7 +20,7 @@ the entry point (stored, else built and stored).
 >>> from vst_core.data.index_store import load_index         # doctest: +SKIP
 >>> index = load_index(["scores.jsonl"])                     # doctest: +SKIP
 >>> index.table[["system", "story", "NR"]].head()            # doctest: +SKIP
->>> index.record(index.row_of("llava", "45530")).redundancy  # doctest: +SKIP
+>>> index.record(index.row_of("llava", "45530"))[0].metrics["redundancy"]  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ values that differ by more than :data:`TOLERANCE` are a :class:`Conflict`, repor
 sources and the one used, never resolved silently; the value named as used is the one kept after
 every source is read (three files: a later computed value replaces an imported one named earlier).
 
->>> from vst_core.records import RedundancyScores, StoryScores
->>> a = StoryScores("1", "1", "human", ("A cat.",), metrics={"redundancy": RedundancyScores(0.9, 0.1, 0.1, "paper", 4)})
->>> b = StoryScores("1", "1", "llava", ("A dog.",), metrics={"redundancy": RedundancyScores(0.8, 0.2, 0.2, "paper", 4)})
+>>> NR = registry().spec("redundancy").record  # RoViST-NR's record type
+>>> a = StoryScores("1", "1", "human", ("A cat.",), metrics={"redundancy": NR(0.9, 0.1, 0.1, "paper", 4)})
+>>> b = StoryScores("1", "1", "llava", ("A dog.",), metrics={"redundancy": NR(0.8, 0.2, 0.2, "paper", 4)})
 >>> merged, conflicts = merge_records([(a, "x.jsonl"), (b, "x.jsonl")])
->>> [(r.system, r.redundancy.score) for r in merged], conflicts
+>>> [(r.system, r.metrics["redundancy"].score) for r in merged], conflicts
 ([('human', 0.9), ('llava', 0.8)], [])
 """
 

@@ -8,6 +8,7 @@ and the prompted sentences' the image metrics' shared work encoded
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
@@ -23,12 +24,20 @@ from vst_core.metric_spec import (
     Signing,
     Tools,
 )
-from vst_core.records import ClipScoreScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
 
 NAME = "clipscore"
+
+
+@dataclass(frozen=True, slots=True)
+class ClipScoreScores:
+    """CLIPScore: mean of 2.5 · max(cos(sentence i, image i), 0) over the ``pairs``."""
+
+    score: float | None
+    pairs: tuple[float, ...]
+    notes: tuple[str, ...] = ()
 
 
 def texts(settings: SettingsLike, story: Story, phrases: Sequence[PhraseLike]) -> list[str]:

@@ -9,6 +9,7 @@ Card: ``docs/metrics/rovist_vg_clip.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from vst_core.metric_spec import (
@@ -21,13 +22,31 @@ from vst_core.metric_spec import (
     Reading,
     SettingsLike,
 )
-from vst_core.records import NounMatch, RovistVGClipScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
     from vst_core.metrics.grounding import RovistVG
 
 NAME = "rovist_vg_clip"
+
+
+@dataclass(frozen=True, slots=True)
+class NounMatch:
+    """One head noun: its best CLIP cosine over every region, and its idf weight."""
+
+    noun: str
+    best_cosine: float
+    idf: float
+
+
+@dataclass(frozen=True, slots=True)
+class RovistVGClipScores:
+    """RoViST-VG's aggregation of CLIP similarities (``rovist_vg_clip``): ``score`` = 2/(1+exp(−0.5·lse)) − 1."""
+
+    score: float | None
+    lse: float | None
+    nouns: tuple[NounMatch, ...]
+    notes: tuple[str, ...] = ()
 
 
 def texts(settings: SettingsLike, story: Story, phrases: Sequence[PhraseLike]) -> list[str]:

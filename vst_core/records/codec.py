@@ -106,8 +106,12 @@ def record_problem(kind: type, value: Any, max_bytes: int | None = None) -> str 
     """Why ``value`` cannot be written as a ``kind`` record and read back the same (not JSON, a
     non-finite number, a field the reader refuses, over ``max_bytes`` as JSON), or None.
 
-    >>> from vst_core.records import ClipScoreScores
-    >>> record_problem(ClipScoreScores, ClipScoreScores(float("nan"), ()))  # doctest: +ELLIPSIS
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Scores:
+    ...     score: float | None
+    ...     pairs: tuple[float, ...]
+    >>> record_problem(Scores, Scores(float("nan"), ()))  # doctest: +ELLIPSIS
     'ValueError: Out of range float values are not JSON compliant...'
     """
     try:

@@ -10,8 +10,7 @@ from typing import Any
 from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 from vst_core.records.codec import RecordError, _value, decode
-from vst_core.records.story import SCORES_FORMAT, StoryScores
-from vst_core.records.types import MetricScores
+from vst_core.records.story import SCORES_FORMAT, MetricScores, StoryScores
 
 #: Top-level fields every record of this format has; older ones are completed and reported.
 EXPECTED_FIELDS = ("format", "sequence_id", "system", "images", "metrics", "errors", "warnings", "signature")

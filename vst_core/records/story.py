@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from vst_core.records.codec import encode
-from vst_core.records.types import (
-    ClipScoreScores,
-    GroundingScores,
-    MetricScores,
-    RedundancyScores,
-    RovistVGClipScores,
-    RovistVGScores,
-)
 
 #: Layout version written into every record; bumped when the layout changes.
 SCORES_FORMAT = 1
-T = TypeVar("T")
+#: A metric's record of a story: a frozen dataclass its metric's module declares (its spec's
+#: ``record``; GROOVIST's ``metric_modules/groovist/record.py``), known here only through the
+#: registry, which the reader decodes each record by.
+MetricScores = object
 
 
 @dataclass(frozen=True)
@@ -38,46 +33,6 @@ class StoryScores:
     format: int = SCORES_FORMAT
     frames: tuple[int, ...] = ()  # the image each sentence belongs to (sentence groups); empty: one per image
     characters: tuple[tuple[str, str], ...] = ()  # the story's named characters: (name, crop file or '')
-
-    @property
-    def redundancy(self) -> RedundancyScores | None:
-        return _of_type(self.metrics, RedundancyScores)
-
-    @property
-    def coherence(self) -> Any:
-        """RoViST-C's record of the story (its package's ``CoherenceScores``), or None."""
-        return self.metrics.get("coherence")
-
-    @property
-    def grounding(self) -> GroundingScores | None:
-        return _of_type(self.metrics, GroundingScores)
-
-    @property
-    def clipscore(self) -> ClipScoreScores | None:
-        return _of_type(self.metrics, ClipScoreScores)
-
-    @property
-    def rovist_vg(self) -> RovistVGScores | None:
-        return _of_type(self.metrics, RovistVGScores)
-
-    @property
-    def rovist_vg_clip(self) -> RovistVGClipScores | None:
-        return _of_type(self.metrics, RovistVGClipScores)
-
-    @property
-    def vrank(self) -> Any:
-        """Vrank's record of the story (its package's ``VrankScores``), or None."""
-        return self.metrics.get("vrank")
-
-    @property
-    def cosmic(self) -> Any:
-        """COSMic's record of the story (its package's ``CosmicScores``), or None."""
-        return self.metrics.get("cosmic")
-
-    @property
-    def judge(self) -> Any:
-        """The rubric judge's record of the story (its package's ``JudgeScores``), or None."""
-        return self.metrics.get("judge")
 
     @property
     def signature_id(self) -> str | None:
@@ -108,8 +63,3 @@ class StoryScores:
         if self.characters:
             out["characters"] = [list(c) for c in self.characters]
         return out
-
-
-def _of_type(metrics: Mapping[str, object], kind: type[T]) -> T | None:
-    """The record of type ``kind`` among a story's metrics (each metric has its own record type)."""
-    return next((v for v in metrics.values() if type(v) is kind), None)

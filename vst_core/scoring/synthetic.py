@@ -24,18 +24,13 @@ from pathlib import Path
 
 from vst_core.hashing import json_line
 from vst_core.metric_spec import registry
-from vst_core.records import (
-    CoherenceScores,
-    GroundingScores,
-    InterRepeat,
-    PhraseMatch,
-    RedundancyScores,
-    StoryScores,
-)
+from vst_core.records import MetricScores, StoryScores, decode
 
 _NOUNS = "family beach dog party cake friends park city lake mountain house car street tree dinner game church crowd".split()
 _WORDS = "we went to the had a great time and then all of us were very happy at our it was fun day".split()
 SYSTEMS: tuple[str, ...] = ("human", "llava", "arel", "glac", "gpt")
+#: The metrics of a synthetic record, whose record types the registry gives (their JSON is built here).
+METRICS: tuple[str, ...] = ("redundancy", "coherence", "grounding")
 
 
 def _sentence(rng: random.Random) -> str:
@@ -50,9 +45,11 @@ def _spans(sentence: str, word: str) -> tuple[tuple[int, int], ...]:
 def synthetic_record(
     story_id: str, system: str, rng: random.Random, signature: dict[str, object], images: Sequence[str] = ()
 ) -> StoryScores:
-    """One story with full evidence (see the module); the spans point at the words they name."""
+    """One story with full evidence (see the module); the spans point at the words they name. Each
+    metric's record is built as its JSON and read by the record type the registry gives it."""
     sentences = tuple(_sentence(rng) for _ in range(5))
-    phrases = []
+    phrases: list[dict[str, object]] = []
+    contributions: list[float] = []
     for k in range(rng.randint(6, 12)):
         sentence = rng.randrange(5)
         words = re.findall(r"[a-z]+", sentences[sentence].lower())
@@ -62,48 +59,54 @@ def synthetic_record(
         cosine = rng.uniform(0.15, 0.35)
         score = 2.5 * cosine - 0.6159241924121119
         phrases.append(
-            PhraseMatch(
-                f"the {noun}", sentences[sentence][start:end], sentence, (start, end), cosine, score, rng.randrange(5),
-                (10.0 * k, 12.0, 10.0 * k + 80, 96.0), noun, 4.5, 4.5 * score, score >= 0,
-            )
+            {
+                "text": f"the {noun}", "surface": sentences[sentence][start:end], "sentence": sentence,
+                "span": [start, end], "best_cosine": cosine, "score": score, "image": rng.randrange(5),
+                "box": [10.0 * k, 12.0, 10.0 * k + 80, 96.0], "box_label": noun, "weight": 4.5,
+                "contribution": 4.5 * score, "positive": score >= 0,
+            }
         )  # fmt: skip
-    unbounded = sum(p.contribution for p in phrases) / len(phrases)
-    grounding = GroundingScores(
-        round(math.tanh(unbounded), 6), unbounded, 0.6159241924121119, rng.random(),
-        tuple(rng.random() for _ in range(5)), rng.uniform(0.1, 0.4), tuple(phrases),
-    )  # fmt: skip
-    from vst_core.records import CoherencePair, CoherenceScores  # RoViST-C's, read through the registry
-
-    pairs = tuple(CoherencePair(i, i + 1, rng.random()) for i in range(4))
-    coherence = CoherenceScores(sum(p.probability or 0 for p in pairs) / 4, pairs, 0, "bert-nsp")
-    inter = []
+        contributions.append(4.5 * score)
+    unbounded = sum(contributions) / len(phrases)
+    grounding = {
+        "score": round(math.tanh(unbounded), 6), "unbounded": unbounded, "theta": 0.6159241924121119,
+        "temporal_misalignment": rng.random(), "misalignment_per_sentence": [rng.random() for _ in range(5)],
+        "np_proportion": rng.uniform(0.1, 0.4), "phrases": phrases,
+    }  # fmt: skip
+    probabilities = [rng.random() for _ in range(4)]
+    pairs = [{"from": i, "to": i + 1, "probability": p} for i, p in enumerate(probabilities)]
+    coherence = {"score": sum(probabilities) / 4, "pairs": pairs, "weakest": 0, "model": "bert-nsp"}
+    inter: list[dict[str, object]] = []
+    jaccards: list[float] = []
     for i in range(1, 5):
         now, before = (set(re.findall(r"[a-z]+", sentences[j].lower())) for j in (i, i - 1))
         shared = sorted(now & before)
         if shared:
+            jaccards.append(len(shared) / len(now | before))
             inter.append(
-                InterRepeat(
-                    i, i - 1, len(shared) / len(now | before), tuple(shared),
-                    tuple(sp for w in shared for sp in _spans(sentences[i], w)),
-                    tuple(sp for w in shared for sp in _spans(sentences[i - 1], w)),
-                )
+                {
+                    "sentence": i, "earlier": i - 1, "jaccard": jaccards[-1], "words": shared,
+                    "spans": [list(sp) for w in shared for sp in _spans(sentences[i], w)],
+                    "earlier_spans": [list(sp) for w in shared for sp in _spans(sentences[i - 1], w)],
+                }
             )  # fmt: skip
-    nr = 1 - (sum(r.jaccard for r in inter) / 4) / 2
-    redundancy = RedundancyScores(nr, 1 - nr, None, "paper", 4, (), tuple(inter), ())
+    nr = 1 - (sum(jaccards) / 4) / 2
+    redundancy = {
+        "score": nr, "inter": 1 - nr, "intra": None, "variant": "paper", "n": 4, "notes": [],
+        "inter_repeats": inter, "intra_repeats": [],
+    }  # fmt: skip
+    built: dict[str, object] = {"redundancy": redundancy, "coherence": coherence, "grounding": grounding}
+    types = registry().types
+    metrics: dict[str, MetricScores] = {name: decode(types[name], built[name], f"metrics.{name}") for name in METRICS}
     return StoryScores(
         story_id,
         story_id,
         system,
         sentences,
         tuple(images) or tuple(f"images/{story_id}_{k}.jpg" for k in range(5)),
-        {_name_of(type(r)): r for r in (redundancy, coherence, grounding)},
+        metrics,
         signature=signature,
     )
-
-
-def _name_of(kind: type) -> str:
-    """The registry's name of the metric whose record type is ``kind``."""
-    return next(name for name, t in registry().types.items() if t is kind)
 
 
 def write_scores_file(
@@ -116,7 +119,7 @@ def write_scores_file(
     from vst_core.signature import signature as settings_signature
 
     rng = random.Random(seed)
-    settings = Settings(metrics=(_name_of(RedundancyScores), _name_of(CoherenceScores), _name_of(GroundingScores)))
+    settings = Settings(metrics=METRICS)
     signature: dict[str, object] = settings_signature(settings, {"stories": f"synthetic-{n}-{seed}"})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:

@@ -1,7 +1,7 @@
 """GROOVIST (Surikuchi et al., 2023): noun phrases grounded in image regions with CLIP, θ penalty,
 concreteness weights; with temporal misalignment T and noun-phrase proportion P.
 
-Formula: :mod:`vst_core.metrics.grounding`; wired here (:func:`record`) over the images, regions,
+Formula: :mod:`vst_core.metrics.grounding`; wired here (:func:`image_record`; its record: :mod:`.record`) over the images, regions,
 phrases and cached vectors the image metrics share (:class:`vst_core.grounding.grounder.Grounder`).
 Card: ``docs/metrics/groovist.md``.
 """
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from vst_core.data.index_lines import finite_number
 from vst_core.metric_modules.groovist.html import LEGEND, marks
 from vst_core.metric_modules.groovist.options import OPTIONS, groovist_settings
+from vst_core.metric_modules.groovist.record import GroundingScores, PhraseMatch
 from vst_core.metric_spec import (
     AgainKey,
     Bench,
@@ -32,7 +33,6 @@ from vst_core.metric_spec import (
     Signing,
     Tools,
 )
-from vst_core.records import GroundingScores
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 NAME = "grounding"
 
 
-def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> GroundingScores:
+def image_record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> GroundingScores:
     """GROOVIST over every region of every image (Eq. 1-2), with T and P (Eq. 3, 4): each phrase unit's
     best region, weighted (concreteness, idf or none), penalised below θ, tanh-bounded."""
     import numpy as np
@@ -212,7 +212,7 @@ METRIC = MetricSpec(
     card="docs/metrics/groovist.md",
     computing=Computing(
         needs=frozenset({"images", "clip"}),
-        image_record=record,
+        image_record=image_record,
         load=lambda models: models.clip,
         reaggregate=REAGGREGATION,
     ),
@@ -231,3 +231,5 @@ METRIC = MetricSpec(
     ),
     tools=Tools(bench=Bench(runs=frozenset({"grounding", "warm", "memory", "e2e"}))),
 )
+
+__all__ = ["METRIC", "NAME", "REAGGREGATION", "GroundingScores", "PhraseMatch"]

@@ -1,13 +1,13 @@
 """GROOVIST's result plus where its phrases sit in the text and which region each matched -> its
-record (:class:`vst_core.records.GroundingScores`)."""
+record (:class:`.record.GroundingScores`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vst_core.metric_modules.groovist.record import GroundingScores, PhraseMatch
 from vst_core.metric_spec.contract import BoxLike, PhraseLike
 from vst_core.metrics.grounding import GroovistScore, Misalignment
-from vst_core.records import GroundingScores, PhraseMatch
 
 
 def grounding_scores(

@@ -3,8 +3,8 @@ red below θ), hover giving its score, concreteness and the region it matched.""
 
 from __future__ import annotations
 
+from vst_core.metric_modules.groovist.record import GroundingScores
 from vst_core.metric_spec import LegendEntry, Mark
-from vst_core.records import GroundingScores
 
 
 def contribution_colour(c: float) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from vst_core.metric_modules.groovist.record import GroundingScores
 from vst_core.metrics.grounding import groovist_score
-from vst_core.records import GroundingScores
 
 
 def rescore_grounding(record: GroundingScores, theta: float, *, penalize: bool, weight: bool) -> GroundingScores:

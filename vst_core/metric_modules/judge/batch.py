@@ -1,5 +1,5 @@
 """The rubric judge on stories: prompts from the rubric, answers from the cache or the model in
-batches, G-Eval's rule (:mod:`vst_core.metric_modules.judge.rule`) into :class:`~vst_core.records.JudgeScores`.
+batches, G-Eval's rule (:mod:`vst_core.metric_modules.judge.rule`) into :class:`.record.JudgeScores`.
 
 Every answer is cached (:mod:`vst_core.metric_modules.judge.cache`) by the template's digest, the model's weights
 id, the story's content digest (its sentences, and its image files' sha256 when the model sees

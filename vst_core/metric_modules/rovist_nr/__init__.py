@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from vst_core.metric_modules.rovist_nr.bench import BENCH
 from vst_core.metric_modules.rovist_nr.defaults import NAME, OPTIONS, ngram_of, spans_of, variant_of
 from vst_core.metric_modules.rovist_nr.html import LEGEND, marks
+from vst_core.metric_modules.rovist_nr.record import InterRepeat, IntraRepeat, RedundancyScores
 from vst_core.metric_spec import (
     Card,
     Computing,
@@ -28,7 +29,6 @@ from vst_core.metric_spec import (
     StoryFields,
     Tools,
 )
-from vst_core.records import RedundancyScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -140,3 +140,5 @@ METRIC = MetricSpec(
     ),
     tools=Tools(bench=BENCH),
 )
+
+__all__ = ["METRIC", "NAME", "InterRepeat", "IntraRepeat", "RedundancyScores"]

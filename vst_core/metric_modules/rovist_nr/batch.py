@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from vst_core.config import story_limit_reason
 from vst_core.metric_modules.rovist_nr.builders import redundancy_numbers, redundancy_scores
 from vst_core.metric_modules.rovist_nr.defaults import ngram_of, variant_of
+from vst_core.metric_modules.rovist_nr.record import RedundancyScores
 from vst_core.metric_spec.contract import SettingsLike
 from vst_core.metrics.redundancy import combine_parts, non_redundancy, non_redundancy_scores
 from vst_core.metrics.variants import NRVariant
-from vst_core.records import RedundancyScores
 from vst_core.story import Story
 from vst_core.text.phrases import token_texts, tokenize
 from vst_core.text.public import located_tokens, punkt_sentences, word_tokens

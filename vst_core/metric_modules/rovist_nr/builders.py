@@ -1,19 +1,14 @@
 """RoViST-NR's result plus where its words sit in the text -> its record
-(:class:`vst_core.records.RedundancyScores`). Token indices become character spans here, so every
+(:class:`.record.RedundancyScores`). Token indices become character spans here, so every
 consumer of a record (cards, highlighted text, exports) works on character offsets of the sentences."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vst_core.metric_modules.rovist_nr.record import InterRepeat, IntraRepeat, RedundancyScores, Span
 from vst_core.metrics.redundancy import NonRedundancy
 from vst_core.metrics.variants import NRVariant
-from vst_core.records import (
-    InterRepeat,
-    IntraRepeat,
-    RedundancyScores,
-    Span,
-)
 from vst_core.text.phrases import Token
 
 #: Note on an NR record whose repeated spans a ``--no-spans`` run left out.

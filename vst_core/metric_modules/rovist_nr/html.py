@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from vst_core.metric_modules.rovist_nr.record import RedundancyScores
 from vst_core.metric_spec import LegendEntry, Mark
-from vst_core.records import RedundancyScores
 
 INTER_COLOUR = "#fbd38d"  # repeats an earlier sentence
 INTRA_COLOUR = "#feb2b2"  # repeats the previous n-gram window of the same sentence
@@ -18,7 +18,7 @@ LEGEND = (
 def marks(record: RedundancyScores) -> list[Mark]:
     """A highlight per repeated span (a ``word`` mark: "content words only" hides a function word's).
 
-    >>> from vst_core.records import InterRepeat
+    >>> from vst_core.metric_modules.rovist_nr.record import InterRepeat
     >>> r = RedundancyScores(0.9, 0.1, 0.0, "paper", 4, (), (InterRepeat(1, 0, 0.5, ("dog",), ((4, 7),), ((4, 7),)),), ())
     >>> [(m.sentence, m.start, m.end, m.title) for m in marks(r)]
     [(1, 4, 7, 'repeats sentence 1 (Jaccard 0.50)')]

@@ -2,7 +2,7 @@
 (ViT regions, GloVe nouns), an idf-weighted log-sum-exp S, Eq. 3 in (−1, 1).
 
 Formula: :func:`vst_core.metrics.grounding.rovist_vg`; the model: :mod:`.region2phrase` (its idf table: :mod:`.idf_table`);
-nouns: :mod:`vst_core.text.nouns`; wired here (:func:`record`) over the regions the image metrics' shared
+nouns: :mod:`vst_core.text.nouns`; wired here (:func:`image_record`; its record: :mod:`.record`) over the regions the image metrics' shared
 work chose and the model encoded (:class:`vst_core.grounding.grounder.Grounder`). Card: ``docs/metrics/rovist_vg.md``.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from vst_core.metric_modules.rovist_vg.defaults import VIT
+from vst_core.metric_modules.rovist_vg.record import NounRegion, RovistVGScores
 from vst_core.metric_spec import (
     Card,
     Computing,
@@ -33,7 +34,6 @@ from vst_core.metric_spec import (
     Signing,
     Tools,
 )
-from vst_core.records import RovistVGScores
 
 if TYPE_CHECKING:
     from vst_core.data import Story
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 NAME = "rovist_vg"
 
 
-def record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> RovistVGScores:
+def image_record(grounder: GrounderLike, story: Story, entries: Sequence[ImageEntryLike]) -> RovistVGScores:
     """RoViST-VG with the authors' model, as their ``compute_sim`` and ``vg_score``: each noun's best
     cosine over the regions of each image, the best over the images, idf-weighted log-sum-exp (the
     authors' idf table, else ``vg:`` idf fitted over the set, else 1)."""
@@ -262,7 +262,7 @@ METRIC = MetricSpec(
     card="docs/metrics/rovist_vg.md",
     computing=Computing(
         needs=frozenset({"images", "model", "idf"}),
-        image_record=record,
+        image_record=image_record,
         load=model,
         region_model=model,  # the grounder runs it over the regions CLIP sees
     ),
@@ -319,3 +319,5 @@ METRIC = MetricSpec(
     ),
     tools=Tools(fetch=FETCH),
 )
+
+__all__ = ["METRIC", "NAME", "NounRegion", "RovistVGScores"]

@@ -1,12 +1,12 @@
-"""RoViST-VG's result plus each noun's best region -> its record (:class:`vst_core.records.RovistVGScores`)."""
+"""RoViST-VG's result plus each noun's best region -> its record (:class:`.record.RovistVGScores`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vst_core.metric_modules.rovist_vg.record import NounRegion, RovistVGScores
 from vst_core.metric_spec.contract import BoxLike
 from vst_core.metrics.grounding import RovistVG
-from vst_core.records import NounRegion, RovistVGScores
 
 
 def rovist_vg_scores(

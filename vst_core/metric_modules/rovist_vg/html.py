@@ -4,7 +4,7 @@ from the record escaped)."""
 from __future__ import annotations
 
 from vst_core.metric_modules.rovist_vg.idf_table import idf_source
-from vst_core.records import RovistVGScores
+from vst_core.metric_modules.rovist_vg.record import RovistVGScores
 from vst_core.viz.safe import html_text
 from vst_core.viz.story import format_score
 
