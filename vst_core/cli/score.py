@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from vst_core.cli.common import EXIT_INPUT, EXIT_PARTIAL, EXIT_USAGE, EXIT_WEIGHTS, DefaultsHelp, bar, error, note, wrong_file
 from vst_core.cli.score_options import (
@@ -33,7 +32,6 @@ from vst_core.scoring.runs import (
     shard_stories,
 )
 from vst_core.scoring.story import refused
-from vst_core.terminal import OPTION_DEST
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,22 +64,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     identity_arguments(p)
     metrics_help = "; ".join(f"{name}: {desc}" for name, desc in available_metrics().items())
     p.add_argument("--metrics", default=",".join(DEFAULTS.metrics), help=f"comma-separated metrics. Available: {metrics_help}")
-    _options_first(p)
     add_options(p)
-
-
-def _options_first(p: argparse.ArgumentParser) -> None:
-    """A run flag declared again after a metric's own option declared it (RoViST-NR's --no-spans,
-    which the run's options still list) is left to the option: one flag, read into its setting."""
-    declare = p.add_argument
-
-    def add_argument(*names: Any, **kwargs: Any) -> Any:
-        held = [p._option_string_actions.get(n) for n in names]
-        if names and all(a is not None and a.dest.startswith(OPTION_DEST) for a in held):
-            return held[0]
-        return declare(*names, **kwargs)
-
-    p.add_argument = add_argument  # type: ignore[method-assign]
 
 
 def _read(args: argparse.Namespace, settings: Settings) -> StorySet:

@@ -74,12 +74,6 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
         help="threads decoding and cropping images beside the model (0: one per core, at most 8)",
     )
     p.add_argument(
-        "--no-spans",
-        action="store_true",
-        help="RoViST-NR numbers only, from one vectorised pass per chunk (several times faster); the records "
-        "hold no repeated spans, which the dashboard recomputes for the stories it shows",
-    )
-    p.add_argument(
         "--shard",
         default=None,
         metavar="I/N",

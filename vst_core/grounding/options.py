@@ -52,7 +52,7 @@ COMPONENT = Component(
     title="CLIP and image regions",
     options=(
         Option("clip_model", "ViT-B-32", "open_clip architecture", needs=_CLIP, signed_as="clip_arch", metavar="NAME"),
-        Option("clip_pretrained", "openai", "open_clip pretrained tag", needs=_CLIP, metavar="TAG"),
+        Option("clip_pretrained", "openai", "open_clip pretrained tag", needs=_CLIP, metavar="TAG", nullable=True),
         Option("clip_checkpoint", None, "local CLIP checkpoint file instead of the pretrained tag", kind="file", needs=_CLIP),
         Option("clip_config", None, "open_clip model-config JSON that defines --clip-model", kind="file", needs=_CLIP),
         Option(

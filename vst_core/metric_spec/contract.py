@@ -76,6 +76,10 @@ class ModelsLike(Protocol):
     def clip(self) -> ImageTextEncoder: ...
     @property
     def cache_dir(self) -> Path | None: ...
+    @property
+    def warnings(self) -> Sequence[str]:
+        """The warnings of the records of the run these models score (each metric's summary reads its own)."""
+        ...
 
     def own(self, key: str, build: Callable[[ModelsLike], T]) -> T: ...
 
@@ -213,7 +217,7 @@ ImageRecordHook = Callable[[GrounderLike, Story, Sequence[ImageEntryLike]], obje
 
 class RunLike(Protocol):
     """What a ``score`` hook is given with a batch (:class:`vst_core.scoring.story.ScoringRun`): the
-    settings, the models, the story set's folder, whether NR keeps its spans, the set metrics computed
+    settings, the models, the story set's folder, the set metrics computed
     before the chunks (``together``), a warning for a story's record, and the image work shared by the
     image metrics (``image_records``) and the set metrics' results (``set_records``)."""
 
@@ -223,8 +227,6 @@ class RunLike(Protocol):
     def models(self) -> ModelsLike: ...
     @property
     def root(self) -> Path: ...
-    @property
-    def spans(self) -> bool: ...
     @property
     def together(self) -> Mapping[Key, Mapping[str, object]]: ...
 

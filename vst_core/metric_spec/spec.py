@@ -219,6 +219,9 @@ class Option:
     choices: tuple[str, ...] = ()
     #: an empty value means "not given" (None), as for a server's address left blank
     blank_is_unset: bool = False
+    #: None is a value of its own beside a default that is not None (CLIP's pretrained tag: none, the
+    #: weights coming from a checkpoint file)
+    nullable: bool = False
     #: why a value cannot be used, said after the setting's name ("must be >= 1, got 0"), or None
     check: Callable[[Any], str | None] | None = None
     #: a number's range in the sidebar's slider (low, high); the command line takes any ``check`` allows
@@ -314,7 +317,7 @@ class Option:
             "bool": ((bool,), "true or false"),
         }
         types, words = wanted.get(self.kind, ((str,), "text"))
-        if value is None and self.default is not None:  # unset is its default, never None
+        if value is None and self.default is not None and not self.nullable:  # unset is its default, never None
             return f"{self.setting} must be {words}, got None"
         if value is not None and (not isinstance(value, types) or (self.kind != "bool" and isinstance(value, bool))):
             return f"{self.setting} must be {words}, got {value!r}"

@@ -61,12 +61,6 @@ class ScoringRun:
     _grounder: Grounder | None = None
     _entries: dict[Key, list[ImageEntry] | str] = field(default_factory=dict)
 
-    @property
-    def spans(self) -> bool:
-        """RoViST-NR's option ``spans`` (``--no-spans``), read by an installed metric through
-        :class:`~vst_core.metric_spec.RunLike`, which still names it; RoViST-NR reads its option."""
-        return bool(self.settings.option("spans"))
-
     def warn(self, key: Key, message: str) -> None:
         self.warnings.setdefault(key, []).append(message)
 

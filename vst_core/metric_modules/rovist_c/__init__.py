@@ -95,7 +95,7 @@ def summary(models: ModelsLike) -> tuple[list[str], list[str]]:
     >>> summary(Run())  # type: ignore[arg-type]
     (["warning: coherence: pair 1->2 of story 'a' is longer than the model reads"], [])
     """
-    said: Sequence[str] = getattr(models, "warnings", ())
+    said = models.warnings
     return [f"warning: {w}" for w in said if w.startswith(f"{NAME}:")], []
 
 
