@@ -13,11 +13,16 @@ from typing import Any
 from vst_core.config import DEFAULT_METRICS, Settings, SettingsError, available_metrics
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
+from vst_core.grounding.options import COMPONENT as IMAGE_COMPONENT
+from vst_core.metric_modules.groovist.options import OPTIONS as GROOVIST_OPTIONS
 from vst_core.metric_spec import MetricSpec, Option, registry
 from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
+#: The defaults of the image pipeline's and GROOVIST's options the sidebar's own fields start from,
+#: read from their declarations (without building the registry when this module is imported).
+_DEFAULT: dict[str, Any] = {o.setting: o.default for o in (*IMAGE_COMPONENT.options, *GROOVIST_OPTIONS)}
 
 SAMPLE = "Bundled sample"
 UPLOAD_IMAGES = "Upload images + stories"
@@ -40,19 +45,19 @@ class Choices:
     coherence: bool = True
     coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
     grounding: bool = True
-    clip_arch: str = DEFAULTS.option("clip_model")
-    clip_pretrained: str = DEFAULTS.option("clip_pretrained") or ""
+    clip_arch: str = _DEFAULT["clip_model"]
+    clip_pretrained: str = _DEFAULT["clip_pretrained"] or ""
     clip_checkpoint: str = ""
     clip_config: str = ""
-    regions: str = DEFAULTS.option("regions")
+    regions: str = _DEFAULT["regions"]
     extra_clip: bool = True
     # the metrics' model files as typed, by setting (each metric's model_fields: Vrank's folder turns vrank
     # on, RoViST-VG's checkpoint with a GloVe file rovist_vg); given as a mapping, kept as sorted pairs
     files: tuple[tuple[str, str], ...] = ()
     device: str = DEFAULTS.device
-    theta_name: str = DEFAULTS.option("theta")
+    theta_name: str = _DEFAULT["theta"]
     theta_value: float = 0.6
-    penalize: bool = DEFAULTS.option("penalize")
+    penalize: bool = _DEFAULT["penalize"]
     concreteness: bool = True
     plugins: tuple[str, ...] = ()  # installed metrics (the vst_eval.metrics entry points) turned on
 
@@ -267,10 +272,10 @@ def without_clip(settings: Settings) -> Settings:
 #: label, the value used instead, and what they must name when they name something that exists (a
 #: missing one is left to its loader, which says so, or takes the value as a model name).
 _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
-    "clip_pretrained": ("Pretrained tag", DEFAULTS.option("clip_pretrained") or "", "any"),
+    "clip_pretrained": ("Pretrained tag", _DEFAULT["clip_pretrained"] or "", "any"),
     "clip_checkpoint": ("…or local checkpoint file", "", "file"),
     "clip_config": ("open_clip model config", "", "file"),
-    "regions": ("Regions", DEFAULTS.option("regions"), "file"),
+    "regions": ("Regions", _DEFAULT["regions"], "file"),
 }
 
 

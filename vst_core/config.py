@@ -240,6 +240,8 @@ def _own_options(given: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 def _refused(settings: Settings) -> list[str]:
     """Why ``settings`` cannot be used: the ``check`` hooks of the components and of the metrics whose
     options are set."""
+    if not settings.options:  # every default goes together (and the registry is not built for them)
+        return []
     reg = registry()
     owners: list[Any] = [c.check for c in reg.components.values()]
     if settings.options:
