@@ -403,7 +403,7 @@ def test_with_the_released_idf_dict_every_story_equals_the_authors_scorer(
     from vst_core.metric_modules.rovist_vg.html import rovist_vg_html
     from vst_core.records import read_record
 
-    card = rovist_vg_html(read_record(records[0])[0].rovist_vg)  # type: ignore[union-attr,arg-type]
+    card = rovist_vg_html(read_record(records[0])[0].metrics["rovist_vg"])  # type: ignore[union-attr,arg-type]
     assert "idf from idf_dict.pkl@" in card
     parity.record(
         metric="RoViST-VG with the authors' idf table (`--rovist-vg-idf idf_dict.pkl`)",
