@@ -18,10 +18,10 @@ from vst_core.analysis.meta_eval.identity import keys_of
 from vst_core.analysis.meta_eval.report import narrowed
 from vst_core.analysis.meta_eval.stats import resampled_unit
 from vst_core.analysis.meta_eval.versus import ALPHA, VERSUS_METHODS, VersusSettings, versus_matrix
+from vst_core.contract import registry
 from vst_core.data.csv_out import frame_csv
 from vst_core.hashing import text_digest
 from vst_core.learned.card import held_out_cells, read_card
-from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError
 from vst_core.viz import (
     MIN_INTERVAL_N,

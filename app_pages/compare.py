@@ -13,9 +13,9 @@ from dashboard import loading, session
 from dashboard.frame import page, shown, story_link
 from vst_core.analysis.compare import compare
 from vst_core.config import Settings, settings_from_signature
+from vst_core.contract import registry
 from vst_core.data import StorySet
 from vst_core.hashing import text_digest
-from vst_core.metric_spec import registry
 from vst_core.signature import describe, inputs_of
 from vst_core.viz import comparison_scatter, scores_table
 from vst_core.viz.safe import md

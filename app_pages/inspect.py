@@ -11,10 +11,10 @@ from dashboard import loading, typed
 from dashboard.choices import story_widget_key
 from dashboard.frame import page, shown
 from vst_core.analysis.meta_eval.identity import ratings_of
+from vst_core.contract import registry
 from vst_core.data import Story
 from vst_core.hashing import json_digest
-from vst_core.metric_modules.character_alignment import crop_ref
-from vst_core.metric_spec import registry
+from vst_core.metrics.character_alignment import crop_ref
 from vst_core.records import StoryScores
 from vst_core.scoring.story import completed
 from vst_core.signature import recorded_inputs

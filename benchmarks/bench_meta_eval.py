@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval import MetaSettings, read_judgements, run_meta_eval
-from vst_core.metric_modules.clipscore import ClipScoreScores
-from vst_core.metric_modules.groovist import GroundingScores
-from vst_core.metric_modules.rovist_c import CoherenceScores
-from vst_core.metric_modules.rovist_nr import RedundancyScores
-from vst_core.metric_modules.rovist_vg import RovistVGScores
+from vst_core.metrics.clipscore import ClipScoreScores
+from vst_core.metrics.groovist import GroundingScores
+from vst_core.metrics.rovist_c import CoherenceScores
+from vst_core.metrics.rovist_nr import RedundancyScores
+from vst_core.metrics.rovist_vg import RovistVGScores
 from vst_core.records import MetricScores, StoryScores
 
 WORDS = "the a dog cat beach wave family party cake car tree house sun rain friend park ball city".split()

@@ -24,7 +24,7 @@ from vst_core.bench.inputs import random_clip, synthetic_story_set
 from vst_core.bench.prep import pixel_difference
 from vst_core.config import Settings
 from vst_core.data import StorySet, read_story_set
-from vst_core.grounding.embeddings import EmbeddingCache
+from vst_core.images.embeddings import EmbeddingCache
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.scoring.registry import Models
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from vst_core.analysis.meta_eval.scored import pair_margins, record_margins
 from vst_core.config import Settings
 from vst_core.data.index_build import build_index
-from vst_core.metric_modules.rovist_nr import RedundancyScores
-from vst_core.metric_modules.vrank import Preference, VrankScores
+from vst_core.metrics.rovist_nr import RedundancyScores
+from vst_core.metrics.vrank import Preference, VrankScores
 from vst_core.records import StoryScores
 from vst_core.signature import signature
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.config import DEFAULT_METRICS, Settings, SettingsError, available_metrics
+from vst_core.contract import MetricSpec, Option, registry
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
-from vst_core.grounding.options import COMPONENT as IMAGE_COMPONENT
-from vst_core.metric_modules.groovist.options import OPTIONS as GROOVIST_OPTIONS
-from vst_core.metric_spec import MetricSpec, Option, registry
-from vst_core.metrics.grounding import THETA_PRESETS
+from vst_core.formulas.grounding import THETA_PRESETS
+from vst_core.images.options import COMPONENT as IMAGE_COMPONENT
+from vst_core.metrics.groovist.options import OPTIONS as GROOVIST_OPTIONS
 from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
@@ -109,7 +109,7 @@ class Choices:
         )
 
     def switched_on(self) -> tuple[str, ...]:
-        """The metrics with a section of their own (:class:`~vst_core.metric_spec.Switch`) whose toggle is on."""
+        """The metrics with a section of their own (:class:`~vst_core.contract.Switch`) whose toggle is on."""
         return tuple(name for name in registry().switched if getattr(self, name, False))
 
     def filled(self, spec: MetricSpec) -> bool:
@@ -281,7 +281,7 @@ _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
 
 def path_fields() -> dict[str, tuple[str, str, Want]]:
     """Every sidebar field that may name a server path: label, the value used instead, what it must
-    name; the metrics' own boxes (their :class:`~vst_core.metric_spec.Switch`) first, then the
+    name; the metrics' own boxes (their :class:`~vst_core.contract.Switch`) first, then the
     sidebar's own fields, then the metrics' model files (their ``model_fields``)."""
     boxes: dict[str, tuple[str, str, Want]] = {
         sw.setting: (sw.box, str(DEFAULTS.option(sw.setting)), "any") for sw in registry().switched.values()

@@ -31,8 +31,8 @@ from dashboard.choices import (
 from dashboard.keys import FRAME, LINK_NOTICES, MODEL_STATUS
 from dashboard.sidebar import Input
 from vst_core.config import Settings, settings_from_signature
-from vst_core.grounding.options import image_settings
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
+from vst_core.images.options import image_settings
 from vst_core.models.device import resolve_device
 from vst_core.models.hub import ModelLoadError
 from vst_core.problems import Problem
@@ -61,7 +61,7 @@ class Frame:
 
 def model_keys(settings: Settings) -> dict[str, str]:
     """What identifies each toggled model's request (its sidebar fields; the sidebar builds the same
-    keys): each metric's own box (its :class:`~vst_core.metric_spec.Switch`), and CLIP's fields for
+    keys): each metric's own box (its :class:`~vst_core.contract.Switch`), and CLIP's fields for
     the Grounding toggle."""
     image = image_settings(settings)
     clip = clip_key(image.clip_model, image.clip_pretrained, image.clip_checkpoint, image.clip_config)

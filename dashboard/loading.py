@@ -27,6 +27,7 @@ from vst_core.analysis.meta_eval.scored import record_margins, score_frame, text
 from vst_core.analysis.meta_eval.versus import VersusSettings, versus_accuracy, versus_correlations
 from vst_core.analysis.slice_finder import metric_slices, paired_differences, story_descriptors, system_slices, with_human
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_confined, reason
 from vst_core.data.images import image_size
@@ -35,9 +36,8 @@ from vst_core.data.index import IndexError_, ScoresIndex
 from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import checked_scores, size_text
 from vst_core.data.uploads import place_upload, story_set_from_files
-from vst_core.grounding.options import image_settings
-from vst_core.metric_spec import registry
-from vst_core.metrics.baselines import baseline_scores
+from vst_core.formulas.baselines import baseline_scores
+from vst_core.images.options import image_settings
 from vst_core.models.hub import ModelLoadError
 from vst_core.models.protocols import ImageTextEncoder
 from vst_core.problems import Problem

@@ -1,8 +1,8 @@
 """The dashboard's own keys, collected from its code (``app.py``, ``app_pages/``, ``dashboard/``) with
 :mod:`ast`, so that the list no installed metric's box or control may take
-(:data:`vst_core.metric_spec.DASHBOARD_KEYS`, :data:`~vst_core.metric_spec.DASHBOARD_KEY_PREFIXES`)
+(:data:`vst_core.contract.DASHBOARD_KEYS`, :data:`~vst_core.contract.DASHBOARD_KEY_PREFIXES`)
 is made from the code instead of kept by hand. ``python -m dashboard.own_keys`` writes that list
-(``vst_core/metric_spec/dashboard_keys.py``); ``tests/test_dashboard_keys.py`` fails while it differs.
+(``vst_core/contract/dashboard_keys.py``); ``tests/test_dashboard_keys.py`` fails while it differs.
 
 A key is what the code gives as a widget's ``key`` (by keyword to any call; by position to a
 Streamlit element, where its signature places it, or to a function here that passes a parameter on
@@ -31,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The generated list that registration checks.
-TARGET = ROOT / "vst_core" / "metric_spec" / "dashboard_keys.py"
-#: What a metric's key may be (:data:`vst_core.metric_spec.spec.NAME_PATTERN`, any length): only such
+TARGET = ROOT / "vst_core" / "contract" / "dashboard_keys.py"
+#: What a metric's key may be (:data:`vst_core.contract.spec.NAME_PATTERN`, any length): only such
 #: keys and prefixes can collide with one, so only they are listed.
 WORDS = re.compile(r"[a-z][a-z0-9_]*")
 _STATES = ("session_state", "query_params")
@@ -295,7 +295,7 @@ def dashboard_keys(found: Collected) -> tuple[frozenset[str], tuple[str, ...]]:
     >>> "table" in keys, "variant" in keys, "dl-" in prefixes, prefixes
     (True, False, False, ('measure_', 'meta_', 'slice_range_'))
     """
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     builtin = [s for s in registry().specs.values() if s not in registry().plugins]
     metrics = {k for s in builtin for o in s.signing.options for k in (o.setting, o.control_key)}

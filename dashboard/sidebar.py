@@ -34,12 +34,12 @@ from dashboard.choices import (
 )
 from dashboard.keys import LINK_NOTICES, MODEL_STATUS
 from vst_core.config import settings_from_signature
+from vst_core.contract import registry
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
+from vst_core.formulas.grounding import THETA_PRESETS
 from vst_core.hashing import json_digest
-from vst_core.metric_spec import registry
-from vst_core.metrics.grounding import THETA_PRESETS
 from vst_core.signature import describe_signature
 from vst_core.viz.safe import md, say
 
@@ -309,7 +309,7 @@ def _model_toggle(model: str, key: str, label: str, purpose: str, off: str) -> b
 
 
 def _switches() -> dict[str, Any]:
-    """A section for each metric with one of its own (its :class:`~vst_core.metric_spec.Switch`: a
+    """A section for each metric with one of its own (its :class:`~vst_core.contract.Switch`: a
     text box naming its model and its toggle), then the boxes of the model files of the metrics
     that do not work on the images (their ``model_fields``)."""
     values: dict[str, Any] = {}
@@ -338,7 +338,7 @@ def _plugins() -> dict[str, Any]:
     """The metrics without a control of their own: other packages' (``vst_eval.metrics`` entry
     points, on by default) and built-in ones such as character consistency (off by default: it
     needs stories with named characters); nothing is drawn when there is none."""
-    from vst_core.metric_spec import BUILTIN_METRICS
+    from vst_core.contract import BUILTIN_METRICS
 
     found = plugin_metrics()
     if not found:

@@ -16,10 +16,10 @@ import streamlit as st
 from dashboard import loading
 from dashboard.choices import base_of
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import Story, StorySet
 from vst_core.data.readers import story_from_record
-from vst_core.grounding.options import image_settings
-from vst_core.metric_spec import registry
+from vst_core.images.options import image_settings
 from vst_core.records import StoryScores
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.registry import Models

@@ -69,7 +69,7 @@ def _corpus() -> list[str]:
     lines = []
     for line in SAMPLE.read_text().splitlines():
         lines.extend(json.loads(line).get("sentences", []))
-    rubric = Path(__file__).resolve().parent.parent / "vst_core" / "metric_modules" / "judge" / "rubric_v1.json"
+    rubric = Path(__file__).resolve().parent.parent / "vst_core" / "metrics" / "judge" / "rubric_v1.json"
     lines.extend(rubric.read_text().splitlines())
     return lines * 3
 

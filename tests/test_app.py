@@ -204,7 +204,7 @@ def test_grounded_phrases_and_matched_region(tiny_clip: tuple[Path, Path]) -> No
 def test_theta_and_ablations_rerender_without_models(tiny_clip: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     app = make("dataset", **tiny_clip_widgets(tiny_clip))
     before = dict(zip(table(app)["story"], table(app)["GROOVIST"]))
-    import vst_core.grounding.grounder as grounder
+    import vst_core.images.grounder as grounder
 
     def no_encoding(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model ran")
@@ -643,7 +643,7 @@ def test_human_likeness_from_imported_scores_alone(tmp_path: Path) -> None:
 def test_compare_page_against_imported_released_scores(tmp_path: Path) -> None:
     from vst_core.cli import main
     from vst_core.data import read_story_set
-    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
+    from vst_core.metrics.rovist_nr.batch import redundancy_of
 
     stories = read_story_set(ROOT / "assets/sample/stories.jsonl")
     theirs = tmp_path / "released_R.csv"  # "released" reference-profile NR of the sample, one of them off by 0.1
@@ -665,7 +665,7 @@ def test_the_bundled_second_scores_file_is_current_and_opens_on_compare() -> Non
     """The bundled reference-profile NR equals what ``vst score --nr-variant reference`` gives now,
     and the Compare page opens it with one toggle: every story matched, none equal to the paper's NR."""
     from vst_core.data import load_records, read_story_set
-    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
+    from vst_core.metrics.rovist_nr.batch import redundancy_of
 
     bundled, problems = load_records(ROOT / "assets/sample/scores_nr_reference.jsonl")
     assert not problems and len(bundled) == 8
@@ -852,7 +852,7 @@ def test_a_typed_story_joins_the_sample_sequence_beside_its_four_stories() -> No
     else moves: the four stories' numbers, the footer, the Dataset table."""
     from vst_core.data import StorySet, read_story_set
     from vst_core.data.readers import story_from_record
-    from vst_core.metric_modules.rovist_nr.batch import redundancy_of
+    from vst_core.metrics.rovist_nr.batch import redundancy_of
     from vst_core.signature import signature
 
     app = make("inspect")

@@ -15,8 +15,8 @@ from test_grounding_pipeline import settings_for
 from test_vwp import COLUMNS, vwp_row
 
 from vst_core.data import read_scores, read_story_set
-from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.metrics.characters import mention_alignment
+from vst_core.formulas.characters import mention_alignment
+from vst_core.images.embeddings import EmbeddingCache
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
 

@@ -17,8 +17,8 @@ from test_vwp import write_csv
 from vst_core.cli import main
 from vst_core.data import load_records
 from vst_core.data.types import Story
-from vst_core.metric_modules.characters import record
-from vst_core.metrics.characters import EPSILON, presence_by_names, presence_from_clusters, track, tracks
+from vst_core.formulas.characters import EPSILON, presence_by_names, presence_from_clusters, track, tracks
+from vst_core.metrics.characters import record
 
 NCS = ROOT / "tests" / "data" / "ncs"
 
@@ -115,7 +115,7 @@ def test_the_metric_scores_vwp_stories(tmp_path: Path) -> None:
 def test_introduction_is_where_each_character_first_appears() -> None:
     """The record's introduction: the mean over present characters of (first sentence) / (N − 1)."""
     from vst_core.data import Story
-    from vst_core.metric_modules.characters import record
+    from vst_core.metrics.characters import record
 
     story = Story(
         "s",

@@ -179,7 +179,7 @@ def test_a_torchscript_checkpoint_that_writes_a_file_when_run_never_runs(
     how to convert it), redundancy is scored (exit 6), and no file appears; torch.jit.load on the
     same archive does write it."""
     from vst_core.cli import main
-    from vst_core.metric_modules.rovist_c.scorers import read_rovist_checkpoint
+    from vst_core.metrics.rovist_c.scorers import read_rovist_checkpoint
 
     archive, marker = evil
     out = tmp_path / "scores.jsonl"
@@ -309,8 +309,8 @@ def test_a_clip_checkpoint_with_a_non_finite_weight_is_refused_naming_it_and_red
     import torch
 
     from vst_core.cli import main
-    from vst_core.grounding.memo import FILE_NAME, InputMemo, regular_stamp
     from vst_core.hashing import file_digest
+    from vst_core.images.memo import FILE_NAME, InputMemo, regular_stamp
     from vst_core.models.clip_weights import resolve_clip_weights
 
     config, good = tiny_clip

@@ -16,9 +16,9 @@ from conftest import WORDS, write_jsonl
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import Story, read_scores, read_story_set
-from vst_core.metric_modules import rovist_c
-from vst_core.metric_modules.rovist_c.scorers import CheckpointShapeError, load_pair_scorer, load_rovist_c
-from vst_core.metrics.coherence import coherence
+from vst_core.formulas.coherence import coherence
+from vst_core.metrics import rovist_c
+from vst_core.metrics.rovist_c.scorers import CheckpointShapeError, load_pair_scorer, load_rovist_c
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.scoring.registry import Models
 from vst_core.scoring.story import score_story
@@ -292,7 +292,7 @@ def test_train_sop_loss_falls_and_checkpoint_scores(tiny_bert: Path, tmp_path: P
 
 @pytest.mark.slow  # a tiny model through transformers and torch
 def test_prefix_context_scores_each_sentence_after_the_whole_story_so_far(tiny_bert: Path) -> None:
-    from vst_core.metric_modules.rovist_c.scorers import pairs_of
+    from vst_core.metrics.rovist_c.scorers import pairs_of
 
     sentences = ("We went out.", "It rained.", "We went home.")
     assert pairs_of(sentences, "prefix") == [("We went out.", "It rained."), ("We went out. It rained.", "We went home.")]

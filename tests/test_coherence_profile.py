@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 from vst_core.config import Settings
 from vst_core.data import Story
+from vst_core.formulas.coherence import OVER_LONG_NOTE, coherence, transitions
 from vst_core.hashing import weights_digest
-from vst_core.metric_modules import rovist_c as rovist_c_metric
-from vst_core.metric_modules.rovist_c.albert_tokenizer import SentencePieceAlbertTokenizer, load_slow_albert_tokenizer
-from vst_core.metric_modules.rovist_c.scorers import pair_weights_id, pairs_of
-from vst_core.metrics.coherence import OVER_LONG_NOTE, coherence, transitions
+from vst_core.metrics import rovist_c as rovist_c_metric
+from vst_core.metrics.rovist_c.albert_tokenizer import SentencePieceAlbertTokenizer, load_slow_albert_tokenizer
+from vst_core.metrics.rovist_c.scorers import pair_weights_id, pairs_of
 from vst_core.models.hub import ModelLoadError
 
 if TYPE_CHECKING:  # torch loads in the tests that build a tiny model (all slow)
@@ -340,7 +340,7 @@ def dhm_eval_coherence(stories: dict[str, list[str]], model: Any) -> tuple[list[
 
 @pytest.mark.slow  # a tiny ALBERT through transformers and torch
 def test_reference_profile_loads_the_slow_tokenizer(albert_tokenizer: Path, rovist_c: Path) -> None:
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer
 
     spec = f"rovist-c:{rovist_c}"
     paper = load_pair_scorer(spec, tokenizer=str(albert_tokenizer), device="cpu")

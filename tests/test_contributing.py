@@ -1,6 +1,6 @@
 """CONTRIBUTING.md, the map of the code, kept short and true: its "Adding a metric" a checklist of at
 most 60 lines, every in-page link a heading of it, the metric spec's field reference the one
-``python -m vst_core.metric_spec.reference`` writes, and the cards' index ``docs/metrics/README.md``
+``python -m vst_core.contract.reference`` writes, and the cards' index ``docs/metrics/README.md``
 the registry's built-in metrics, each with its card."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from vst_core.metric_spec import registry
-from vst_core.metric_spec.reference import PAGE, reference
+from vst_core.contract import registry
+from vst_core.contract.reference import PAGE, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
@@ -38,14 +38,14 @@ def section(text: str, heading: str) -> list[str]:
 def test_the_metric_spec_reference_is_the_one_its_module_writes() -> None:
     committed = (ROOT / PAGE).read_text(encoding="utf-8")
     assert "| `needs` |" in committed and "## Option" in committed
-    assert committed == reference(), "run `python -m vst_core.metric_spec.reference` and commit docs/metric-spec-reference.md"
+    assert committed == reference(), "run `python -m vst_core.contract.reference` and commit docs/metric-spec-reference.md"
 
 
 def test_adding_a_metric_is_a_checklist_of_at_most_60_lines() -> None:
     lines = section(CONTRIBUTING.read_text(encoding="utf-8"), "Adding a metric")
     assert 20 <= len(lines) <= 60, len(lines)
     text = "\n".join(lines)
-    for named in ("BUILTIN_METRICS", "vst metrics --markdown", "docs/metrics/README.md", "metric_spec/checks.py"):
+    for named in ("BUILTIN_METRICS", "vst metrics --markdown", "docs/metrics/README.md", "contract/checks.py"):
         assert named in text
     assert "metric-spec-reference.md" in text
 

@@ -20,7 +20,7 @@ from PIL import Image
 from vst_core.cli import EXIT_INPUT, EXIT_WEIGHTS, main
 from vst_core.data import Story, read_story_set
 from vst_core.hashing import file_digest
-from vst_core.metric_modules.cosmic.examples import (
+from vst_core.metrics.cosmic.examples import (
     LABELS,
     TSV_COLUMNS,
     CosmicDataError,
@@ -30,7 +30,7 @@ from vst_core.metric_modules.cosmic.examples import (
     split_by_image,
     url_file_name,
 )
-from vst_core.metric_modules.cosmic.rater import load_cosmic
+from vst_core.metrics.cosmic.rater import load_cosmic
 from vst_core.models.hub import ModelLoadError, WeightsUnavailableError
 
 
@@ -294,8 +294,8 @@ def test_training_writes_the_folder_and_its_card(trained: dict[str, Path]) -> No
 # slow: loads the trained folder and the tiny CLIP
 @pytest.mark.slow
 def test_scores_every_sentence_of_the_sample(trained: dict[str, Path], clip: object) -> None:
-    from vst_core.metric_modules.cosmic import CosmicScores
-    from vst_core.metric_modules.cosmic.rater import cosmic_records
+    from vst_core.metrics.cosmic import CosmicScores
+    from vst_core.metrics.cosmic.rater import cosmic_records
 
     model = load_cosmic(str(trained["out"]), device="cpu")
     jobs, root = sample_jobs()
@@ -317,8 +317,8 @@ def test_scores_every_sentence_of_the_sample(trained: dict[str, Path], clip: obj
 # slow: loads the trained folder and the tiny CLIP
 @pytest.mark.slow
 def test_missing_image_or_reference_gives_notes_not_exceptions(trained: dict[str, Path], clip: object) -> None:
-    from vst_core.metric_modules.cosmic import CosmicScores
-    from vst_core.metric_modules.cosmic.rater import cosmic_records
+    from vst_core.metrics.cosmic import CosmicScores
+    from vst_core.metrics.cosmic.rater import cosmic_records
 
     model = load_cosmic(str(trained["out"]), device="cpu")
     jobs, root = sample_jobs()

@@ -176,9 +176,9 @@ def test_judge_bias_out_carries_no_formula(tmp_path: Path) -> None:
     from conftest import ROOT, SAMPLE
 
     from vst_core.cli import main
-    from vst_core.metric_modules.judge.chat_server import ChatServer, completion, synthetic_logprobs
+    from vst_core.metrics.judge.chat_server import ChatServer, completion, synthetic_logprobs
 
-    rubric = json.loads((ROOT / "vst_core" / "metric_modules" / "judge" / "rubric_v1.json").read_text(encoding="utf-8"))
+    rubric = json.loads((ROOT / "vst_core" / "metrics" / "judge" / "rubric_v1.json").read_text(encoding="utf-8"))
     rubric["aspects"].update({h: ["Is the story good?", "Is the story well told?"] for h in HOSTILE})
     template, out = tmp_path / "rubric.json", tmp_path / "bias.csv"
     template.write_text(json.dumps(rubric), encoding="utf-8")

@@ -19,17 +19,17 @@ from conftest import SAMPLE, WORDS, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import vst_core.metric_modules.judge.cache
+import vst_core.metrics.judge.cache
 import vst_core.models.folders
 import vst_core.stores
-from vst_core.metric_modules.judge.cache import JudgeCache, valid_answer
+from vst_core.metrics.judge.cache import JudgeCache, valid_answer
 from vst_core.models.hub import ModelLoadError
 
 TORCH = pytest.mark.slow  # builds tiny transformers models
 
 
 def test_module_examples_hold() -> None:
-    for module in (vst_core.models.folders, vst_core.stores, vst_core.metric_modules.judge.cache):
+    for module in (vst_core.models.folders, vst_core.stores, vst_core.metrics.judge.cache):
         failed, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert tried and not failed, module.__name__
 
@@ -54,7 +54,7 @@ def make_vrank(folder: Path, tokenizer_dir: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from vst_core.metric_modules.vrank.ranker import ENCODER_DIR, HEAD_FILE, META_FILE
+    from vst_core.metrics.vrank.ranker import ENCODER_DIR, HEAD_FILE, META_FILE
 
     folder.mkdir(parents=True)
     _tiny_bert(folder / ENCODER_DIR, tokenizer_dir)
@@ -68,7 +68,7 @@ def make_cosmic(folder: Path, tokenizer_dir: Path) -> Path:
     import torch
     from safetensors.torch import save_file
 
-    from vst_core.metric_modules.cosmic.rater import CONFIG_FILE, FORMAT, LABELS, WEIGHTS_FILE, _rater_module
+    from vst_core.metrics.cosmic.rater import CONFIG_FILE, FORMAT, LABELS, WEIGHTS_FILE, _rater_module
 
     folder.mkdir(parents=True)
     _tiny_bert(folder, tokenizer_dir)
@@ -180,7 +180,7 @@ VRANK_DAMAGE: list[tuple[str, str, Callable[[Path], None]]] = [
 def test_a_damaged_vrank_folder_is_one_model_load_error(
     case: tuple[str, str, Callable[[Path], None]], good_vrank: Path, tmp_path: Path
 ) -> None:
-    from vst_core.metric_modules.vrank.ranker import load_vrank
+    from vst_core.metrics.vrank.ranker import load_vrank
 
     name, file, damage = case
     bad = _copy(good_vrank, tmp_path / "bad")
@@ -192,7 +192,7 @@ def test_a_damaged_vrank_folder_is_one_model_load_error(
 
 @TORCH
 def test_the_good_vrank_folder_loads(good_vrank: Path) -> None:
-    from vst_core.metric_modules.vrank.ranker import load_vrank
+    from vst_core.metrics.vrank.ranker import load_vrank
 
     model = load_vrank(good_vrank, device="cpu")
     assert all(math.isfinite(v) for v in model.predict([("a dog ran .", "the sun .")]))
@@ -237,7 +237,7 @@ COSMIC_DAMAGE: list[tuple[str, str, Callable[[Path], None]]] = [
 def test_a_damaged_cosmic_folder_is_one_model_load_error(
     case: tuple[str, str, Callable[[Path], None]], good_cosmic: Path, tmp_path: Path
 ) -> None:
-    from vst_core.metric_modules.cosmic.rater import load_cosmic
+    from vst_core.metrics.cosmic.rater import load_cosmic
 
     _name, file, damage = case
     bad = _copy(good_cosmic, tmp_path / "bad")
@@ -249,8 +249,8 @@ def test_a_damaged_cosmic_folder_is_one_model_load_error(
 
 @TORCH
 def test_a_pickle_only_sentence_order_folder_and_judge_folder_are_refused(tmp_path: Path, tokenizer_dir: Path) -> None:
-    from vst_core.metric_modules.judge.local import load_judge
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
+    from vst_core.metrics.judge.local import load_judge
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer
 
     folder = tmp_path / "sop"
     folder.mkdir()
@@ -302,8 +302,8 @@ def _files(folder: Path) -> list[str]:
 def test_random_damage_to_a_model_folder_is_a_load_error_or_finite_numbers(
     good_vrank: Path, good_cosmic: Path, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, how: str, which: str
 ) -> None:
-    from vst_core.metric_modules.cosmic.rater import load_cosmic
-    from vst_core.metric_modules.vrank.ranker import load_vrank
+    from vst_core.metrics.cosmic.rater import load_cosmic
+    from vst_core.metrics.vrank.ranker import load_vrank
 
     good = good_vrank if which == "vrank" else good_cosmic
     bad = _copy(good, tmp_path_factory.mktemp("damaged") / which)
@@ -333,7 +333,7 @@ def test_valid_answers_are_log_probabilities_of_one_distribution() -> None:
 
 def _fill(path: Path, value: str, keys: list[str]) -> None:
     """Store ``value`` under ``keys`` with a valid checksum (as a buggy writer would)."""
-    from vst_core.metric_modules.judge.cache import _checksum
+    from vst_core.metrics.judge.cache import _checksum
 
     with sqlite3.connect(path) as db:
         db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?, ?)", [(k, value, _checksum(k, value)) for k in keys])
@@ -434,7 +434,7 @@ def test_the_embedding_cache_leaves_out_vectors_that_are_not_dim_finite_floats(t
     good ones of every width come back equal to what was stored."""
     import numpy as np
 
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
 
     cache = EmbeddingCache(tmp_path / "embeddings.sqlite")
     good4, good8 = np.arange(4, dtype=np.float32), np.full(8, 2.0, np.float32)

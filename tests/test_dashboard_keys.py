@@ -1,5 +1,5 @@
 """The dashboard's own keys are collected from its code (``dashboard/own_keys.py``) into the list
-registration checks (``vst_core/metric_spec/dashboard_keys.py``): an installed metric can take none
+registration checks (``vst_core/contract/dashboard_keys.py``): an installed metric can take none
 of them for a box or a control, so none can break a page."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from test_metric_plugins import _good_as, _install, plugins  # noqa: F401 (the fixture)
 
 from dashboard.own_keys import TARGET, WORDS, collect, dashboard_keys, module_text
-from vst_core import metric_spec
+from vst_core import contract
 
 #: The keys the dashboard's code computes, each on purpose: (file, function, expression) -> why it
 #: is no key of the dashboard's own.
@@ -38,11 +38,11 @@ def test_the_keys_registration_checks_are_the_ones_the_dashboards_code_names() -
     found = collect()
     keys, prefixes = dashboard_keys(found)
     rerun = "the dashboard's keys changed: run python -m dashboard.own_keys"
-    assert (keys, prefixes) == (metric_spec.DASHBOARD_KEYS, metric_spec.DASHBOARD_KEY_PREFIXES), rerun
+    assert (keys, prefixes) == (contract.DASHBOARD_KEYS, contract.DASHBOARD_KEY_PREFIXES), rerun
     assert TARGET.read_text(encoding="utf-8") == module_text(keys, prefixes), rerun
     assert found.unresolved == set(COMPUTED), sorted(found.unresolved ^ set(COMPUTED))
     # the keys pages give to a table of stories by position, and the sidebar's values' names
-    assert {"table", "dis_stories", "dis_pairs", "system_pairs", "files", "tuned"} <= metric_spec.DASHBOARD_KEYS
+    assert {"table", "dis_stories", "dis_pairs", "system_pairs", "files", "tuned"} <= contract.DASHBOARD_KEYS
 
 
 def test_a_key_given_any_way_the_dashboard_gives_one_is_collected(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_a_key_given_any_way_the_dashboard_gives_one_is_collected(tmp_path: Path
 
 def _keyed(name: str, option: str, model_field: str = "") -> str:
     """A plugin metric ``name`` with one option (and a model file box of its own when given)."""
-    head = "from vst_core.metric_spec import ModelField, Option\n"
+    head = "from vst_core.contract import ModelField, Option\n"
     fields = f", showing=Showing(model_fields=({model_field},))" if model_field else ""
     return head + _good_as(name, f"{name} n", f"signing=Signing(options=({option},)){fields}")
 

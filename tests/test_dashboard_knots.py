@@ -17,8 +17,8 @@ from dashboard.choices import Choices, confined, device_notice, in_sidebar_terms
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
 from vst_core.config import available_metrics
+from vst_core.contract import registry
 from vst_core.data.options import Regions, parse_regions
-from vst_core.metric_spec import registry
 from vst_core.models.hub import ModelLoadError, option
 
 PACKAGES = ("dashboard", "app_pages")
@@ -231,7 +231,7 @@ def test_every_model_field_is_a_setting_and_a_sidebar_choice_and_keys_only_its_m
     from dashboard.choices import model_metrics
     from dashboard.loading import model_key
     from vst_core.config import Settings
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     found = [(spec.name, f.setting) for spec in model_metrics().values() for f in spec.showing.model_fields]
     assert found and all(registry().options[setting][0].name == name for name, setting in found)
@@ -262,7 +262,7 @@ def test_a_metrics_own_section_is_a_sidebar_choice_on_the_link_and_keys_its_mode
     from dashboard.choices import path_fields, url_notices
     from dashboard.loading import model_key
     from vst_core.config import Settings
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     switched = registry().switched
     assert list(switched) == ["coherence"]

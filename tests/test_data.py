@@ -16,7 +16,7 @@ from vst_core.data import (
     read_story_set,
     resolve_image,
 )
-from vst_core.metric_modules.clipscore import ClipScoreScores
+from vst_core.metrics.clipscore import ClipScoreScores
 from vst_core.records import StoryScores
 
 

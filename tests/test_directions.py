@@ -12,7 +12,7 @@ import vst_core.analysis.systems
 from vst_core.analysis.meta_eval.disagreements import pair_disagreements, story_disagreements
 from vst_core.analysis.meta_eval.stats import _oriented, best_per_aspect, pairwise_accuracy
 from vst_core.analysis.systems import win_tie_loss
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 from vst_core.records import direction_of
 
 

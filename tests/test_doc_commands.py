@@ -58,7 +58,7 @@ def _released(*names: str) -> Callable[[], bool]:
 
 def _no_metric(name: str) -> Callable[[], bool]:
     def absent() -> bool:
-        from vst_core.metric_spec import registry
+        from vst_core.contract import registry
 
         return name not in registry().specs
 

@@ -101,7 +101,7 @@ def test_generated_wide_and_pairwise_files_keep_no_non_finite_value(rows: list[t
 
 def test_training_refuses_a_pair_with_a_non_finite_gap(tmp_path: Path) -> None:
     from vst_core.learned.pairs import RankedPair
-    from vst_core.metric_modules.vrank.train import train_vrank
+    from vst_core.metrics.vrank.train import train_vrank
 
     pairs = [
         RankedPair("q", "a", "b", "a dog .", "a cat .", 0.5, None),

@@ -28,7 +28,7 @@ from test_clipscore_parity import MEAN, STD, reference_tokens, tiny_model
 
 from vst_core.cli import main
 from vst_core.data import read_story_set
-from vst_core.metrics.grounding import THETA_PRESETS
+from vst_core.formulas.grounding import THETA_PRESETS
 from vst_core.text.concreteness import brysbaert_norms
 from vst_core.text.wordnet import noun_lemma
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from vst_core.metrics.grounding import (
+from vst_core.formulas.grounding import (
     THETA_PRESETS,
     Misalignment,
     RovistVG,

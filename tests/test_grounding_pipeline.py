@@ -15,8 +15,8 @@ from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
 from vst_core.data.regions import grid_proposals, read_regions_csv, select_regions
-from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.metrics.grounding import groovist_score
+from vst_core.formulas.grounding import groovist_score
+from vst_core.images.embeddings import EmbeddingCache
 from vst_core.models.clip import load_clip
 from vst_core.models.hub import WeightsUnavailableError
 from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
@@ -246,7 +246,7 @@ def test_theta_from_dataset_and_cache_command(
 
 def test_rescore_equals_scoring_with_other_settings(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     from vst_core.data import load_records
-    from vst_core.metric_modules.groovist.rescore import rescore_grounding
+    from vst_core.metrics.groovist.rescore import rescore_grounding
     from vst_core.scoring.reaggregate import reaggregate
 
     cache = EmbeddingCache(None)

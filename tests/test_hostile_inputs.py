@@ -201,7 +201,7 @@ def test_a_large_jpeg_is_decoded_reduced_and_its_boxes_follow(tmp_path: Path, mo
 
     from vst_core.data.images import open_image, reduction, scale_of
     from vst_core.data.regions import Box
-    from vst_core.grounding.grounder import _crop
+    from vst_core.images.grounder import _crop
 
     image = Image.new("RGB", (400, 300), "white")
     image.paste((255, 0, 0), (200, 150, 400, 300))  # the bottom-right quarter is red
@@ -221,7 +221,7 @@ def test_a_large_jpeg_is_decoded_reduced_and_its_boxes_follow(tmp_path: Path, mo
 
 
 def test_grounding_never_opens_a_fifo(tmp_path: Path) -> None:
-    from vst_core.grounding.grounder import ImageEntry, _probe
+    from vst_core.images.grounder import ImageEntry, _probe
 
     os.mkfifo(tmp_path / "x.jpg")
     entry = ImageEntry(tmp_path / "x.jpg")
@@ -580,7 +580,7 @@ def _make_image(folder: Path, name: str, kind: str) -> None:
 @settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(IMAGE_KINDS), min_size=1, max_size=6))
 def test_generated_image_folders_never_hang_or_raise(tmp_path_factory: pytest.TempPathFactory, kinds: list[str]) -> None:
-    from vst_core.grounding.grounder import ImageEntry, _probe
+    from vst_core.images.grounder import ImageEntry, _probe
 
     folder = tmp_path_factory.mktemp("images")
     names = [f"{k}_{kind}.{'jpg' if kind != 'png' else 'png'}" for k, kind in enumerate(kinds)]

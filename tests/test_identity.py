@@ -14,7 +14,7 @@ from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import load_records, read_story_set
 from vst_core.data.types import Story
-from vst_core.metric_modules.rovist_nr.batch import redundancy_of, redundancy_without_spans
+from vst_core.metrics.rovist_nr.batch import redundancy_of, redundancy_without_spans
 
 HUMAN = ["We went to the park.", "The dog ran after the ball.", "Then we ate cake at home."]
 MODEL = ["The park was big.", "The park was big and the park was green.", "The park was big."]

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from vst_core.metric_modules.rovist_vg.idf_table import idf_source, read_idf_table
+from vst_core.metrics.rovist_vg.idf_table import idf_source, read_idf_table
 from vst_core.models.hub import ModelLoadError
 
 
@@ -240,7 +240,7 @@ def crops() -> list[Image.Image]:
 def test_crops_are_preprocessed_as_the_authors_feature_extractor() -> None:
     from transformers import ViTImageProcessor
 
-    from vst_core.metric_modules.rovist_vg.region2phrase import CropPreprocess, feature_extractor_pixels
+    from vst_core.metrics.rovist_vg.region2phrase import CropPreprocess, feature_extractor_pixels
 
     processor = ViTImageProcessor(size={"height": 224, "width": 224}, resample=2, image_mean=[0.5] * 3, image_std=[0.5] * 3)
     steps = CropPreprocess.of(processor)
@@ -256,7 +256,7 @@ def test_crops_are_preprocessed_as_the_authors_feature_extractor() -> None:
 def test_fetch_models_reports_nltks_tagger_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import nltk
 
-    from vst_core.metric_modules.rovist_vg import fetch_plan
+    from vst_core.metrics.rovist_vg import fetch_plan
 
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     asked = {"rovist_vg": True, "rovist_vg_vit": "no-such/vit", "rovist_vg_model": None, "glove": None}

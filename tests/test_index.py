@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from vst_core.analysis.meta_eval.identity import keyed_judgements, keys_of, ratings_of, shared_ids
 from vst_core.analysis.meta_eval.judgements import Judgements
+from vst_core.contract import registry
 from vst_core.data import ScoresWriter, index_build, index_store
 from vst_core.data.importing import imported_records
 from vst_core.data.index import IndexError_, ScoresIndex
@@ -29,10 +30,9 @@ from vst_core.data.index_build import build_index
 from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, is_imported, merge_records
 from vst_core.data.scores_io import load_records
-from vst_core.metric_modules.groovist.record import GroundingScores
-from vst_core.metric_modules.rovist_c.record import CoherenceScores
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
-from vst_core.metric_spec import registry
+from vst_core.metrics.groovist.record import GroundingScores
+from vst_core.metrics.rovist_c.record import CoherenceScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 from vst_core.viz.tables import scores_table
 

@@ -30,7 +30,7 @@ from vst_core.data.index_build import build_index
 from vst_core.data.index_store import index_folder, load_index
 from vst_core.data.merge import Conflict, merge_records
 from vst_core.data.scores_io import load_records
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 
 COMPUTED = {"id": "computed01", "settings": {"metrics": ["redundancy"]}}

@@ -16,9 +16,9 @@ from conftest import SAMPLE
 from vst_core.cli import build_parser
 from vst_core.cli.score import settings_from_args
 from vst_core.config import Settings
-from vst_core.metric_modules.judge import JUDGE_MODEL, JudgeAspect, JudgeScores, rule
-from vst_core.metric_modules.judge.cache import JudgeCache, JudgeKey
-from vst_core.metric_modules.judge.rule import (
+from vst_core.metrics.judge import JUDGE_MODEL, JudgeAspect, JudgeScores, rule
+from vst_core.metrics.judge.cache import JudgeCache, JudgeKey
+from vst_core.metrics.judge.rule import (
     PairVerdict,
     combine,
     first_probability,
@@ -26,11 +26,11 @@ from vst_core.metric_modules.judge.rule import (
     position_bias,
     rating,
 )
-from vst_core.metric_modules.judge.template import REQUIRED_ASPECTS, TemplateError, load_rubric, parse_rubric
+from vst_core.metrics.judge.template import REQUIRED_ASPECTS, TemplateError, load_rubric, parse_rubric
 from vst_core.records import StoryScores, read_record
 from vst_core.signature import signature
 
-RUBRIC = Path(__file__).resolve().parent.parent / "vst_core" / "metric_modules" / "judge" / "rubric_v1.json"
+RUBRIC = Path(__file__).resolve().parent.parent / "vst_core" / "metrics" / "judge" / "rubric_v1.json"
 
 
 def test_the_rule_module_examples_hold() -> None:
@@ -138,7 +138,7 @@ def test_a_users_template_is_checked_and_named_by_its_digest(tmp_path: Path) -> 
 
 def test_a_deeply_nested_template_is_refused_before_parsing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from vst_core.cli import main
-    from vst_core.metric_modules.judge.template import json_depth
+    from vst_core.metrics.judge.template import json_depth
 
     assert json_depth(b'{"a": [1, {"b": "[[[\\"]]"}]}') == 3
     nested = tmp_path / "nested.json"

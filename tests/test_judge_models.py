@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SAMPLE, point_at
 
-from vst_core.metric_modules import judge as judge_metric
+from vst_core.metrics import judge as judge_metric
 
 pytestmark = [pytest.mark.real_layout, pytest.mark.slow]  # builds and loads transformers models
 
@@ -123,7 +123,7 @@ def test_judge_bias_prints_the_pairwise_position_bias_of_the_sample(judge_hub: P
 def test_the_vision_language_judge_sees_the_images(judge_env: Path, tmp_path: Path) -> None:
     from vst_core.config import Settings
     from vst_core.data import read_story_set
-    from vst_core.metric_modules.judge.bias import judge_bias_table
+    from vst_core.metrics.judge.bias import judge_bias_table
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 
@@ -203,7 +203,7 @@ def test_inspect_and_agreement_pages_show_the_judge(judge_hub: Path, tmp_path: P
 
 def test_bench_measures_the_judge_with_the_replica_architecture() -> None:
     from vst_core.bench.inputs import synthetic_sentences
-    from vst_core.metric_modules.judge.throughput import judge_throughput
+    from vst_core.metrics.judge.throughput import judge_throughput
 
     figures = judge_throughput(synthetic_sentences(2), "replica", device="cpu", batch_size=8)
     assert figures["judge_prompts_per_story"] == 12 and figures["judge_model_calls"] == 3  # 24 prompts in batches of 8
@@ -217,7 +217,7 @@ def test_a_damaged_judge_cache_never_fails_a_run_and_gives_the_same_scores(judge
 
     from vst_core.config import Settings
     from vst_core.data import read_story_set
-    from vst_core.metric_modules.judge.cache import _checksum
+    from vst_core.metrics.judge.cache import _checksum
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 

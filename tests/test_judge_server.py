@@ -26,12 +26,12 @@ from conftest import SAMPLE
 from vst_core.cli import main
 from vst_core.config import Settings, SettingsError
 from vst_core.data import read_story_set
-from vst_core.metric_modules.judge import JudgeScores, chat_server
-from vst_core.metric_modules.judge import served as judge_server
-from vst_core.metric_modules.judge.batch import judge_records
-from vst_core.metric_modules.judge.cache import JudgeCache
-from vst_core.metric_modules.judge.chat_server import ChatServer, Reply, completion, synthetic_logprobs
-from vst_core.metric_modules.judge.served import (
+from vst_core.metrics.judge import JudgeScores, chat_server
+from vst_core.metrics.judge import served as judge_server
+from vst_core.metrics.judge.batch import judge_records
+from vst_core.metrics.judge.cache import JudgeCache
+from vst_core.metrics.judge.chat_server import ChatServer, Reply, completion, synthetic_logprobs
+from vst_core.metrics.judge.served import (
     ABSENT,
     JudgeServer,
     JudgeServerError,
@@ -39,7 +39,7 @@ from vst_core.metric_modules.judge.served import (
     load_judge_server,
     rating_body,
 )
-from vst_core.metric_modules.judge.template import JudgePrompt, load_rubric
+from vst_core.metrics.judge.template import JudgePrompt, load_rubric
 from vst_core.models.hub import ModelLoadError
 from vst_core.signature import describe, signature
 
@@ -310,7 +310,7 @@ def qwen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from conftest import point_at
     from judge_layout import QWEN_REPO, build_qwen_judge
 
-    from vst_core.metric_modules.judge.local import load_judge
+    from vst_core.metrics.judge.local import load_judge
 
     hf = tmp_path_factory.mktemp("judge-server-hub")
     build_qwen_judge(hf)
@@ -493,7 +493,7 @@ def dripped_request(head: bytes, slow: bytes, pause: float) -> float:
     import threading
     import time
 
-    from vst_core.metric_modules.judge.served import JudgeServerError
+    from vst_core.metrics.judge.served import JudgeServerError
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -549,7 +549,7 @@ def test_a_server_that_drips_its_status_line_or_headers_is_cut_off_at_the_timeou
 
 @pytest.mark.parametrize("status", [400, 500, 401])
 def test_a_server_that_echoes_the_key_leaves_it_in_no_error_or_record(status: int, tmp_path: Path) -> None:
-    from vst_core.metric_modules.judge.served import JudgeServerError
+    from vst_core.metrics.judge.served import JudgeServerError
 
     key = "sk-echoed-0123456789abcdef"
     echo = json.dumps({"error": {"message": f"invalid request from Bearer {key} (key {key[:-3]}…)" + " " * 300 + key}})
@@ -576,7 +576,7 @@ def test_a_compressed_or_overflowing_answer_is_its_storys_reason(tmp_path: Path)
     each one story's error with its reason, never a traceback or a run that stops."""
     import gzip
 
-    from vst_core.metric_modules.judge.served import JudgeServerError
+    from vst_core.metrics.judge.served import JudgeServerError
 
     answer = completion(synthetic_logprobs({"messages": []})).body
     squeezed = Reply(200, gzip.compress(answer), (("content-encoding", "gzip"), ("content-type", "application/json")))
@@ -592,7 +592,7 @@ def test_a_compressed_or_overflowing_answer_is_its_storys_reason(tmp_path: Path)
 def test_a_sent_rating_token_below_the_absent_value_still_outweighs_the_labels_never_sent() -> None:
     """A label the server sent with a log-probability below -1e30 (the absent labels' value) keeps
     a floor above it: the labels it never sent get none of the mass."""
-    from vst_core.metric_modules.judge.served import ABSENT, PRESENT_FLOOR, label_logprobs
+    from vst_core.metrics.judge.served import ABSENT, PRESENT_FLOOR, label_logprobs
 
     answer = json.loads(completion([("4", -1e300), ("3", -1e35)]).body)
     values = label_logprobs(answer, ["1", "2", "3", "4", "5"])
@@ -602,7 +602,7 @@ def test_a_sent_rating_token_below_the_absent_value_still_outweighs_the_labels_n
 
 
 def test_the_same_token_listed_twice_with_one_value_and_a_dated_snapshot_are_accepted() -> None:
-    from vst_core.metric_modules.judge.served import answering_model, label_logprobs
+    from vst_core.metrics.judge.served import answering_model, label_logprobs
 
     answer = json.loads(completion([("4", -0.2), ("3", -2.0), ("4", -0.2)], model="gpt-4o-2024-08-06").body)
     assert label_logprobs(answer, ["3", "4"]) == [-2.0, -0.2]

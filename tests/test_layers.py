@@ -15,14 +15,14 @@ LAYER = {
     "limits": 0,
     "story": 0,
     "terminal": 1,
-    "metrics": 0,
+    "formulas": 0,
     "records": 0,
-    "metric_spec": 0,
+    "contract": 0,
     "text": 1,
     "config": 1,
     "data": 2,
     "models": 3,
-    "grounding": 4,
+    "images": 4,
     "signature": 5,
     "scoring": 5,
     "analysis": 6,
@@ -31,7 +31,7 @@ LAYER = {
     "study": 7,
     "bench": 8,
     "api": 8,
-    "metric_modules": 8,
+    "metrics": 8,
     "cli": 9,
     "__init__": 10,
     "__main__": 10,
@@ -143,5 +143,5 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_module_imports_another_in_a_circle_not_even_inside_a_function() -> None:
     graph = module_imports()
-    assert len(graph) > 150 and graph["vst_core.metric_spec"] >= {"vst_core.metric_spec.spec"}
+    assert len(graph) > 150 and graph["vst_core.contract"] >= {"vst_core.contract.spec"}
     assert cycles(graph) == []

@@ -36,7 +36,7 @@ from vst_core.analysis.meta_eval import (
 )
 from vst_core.cli import main
 from vst_core.data import load_records
-from vst_core.metrics.baselines import baseline_scores, normalize, reference_sets
+from vst_core.formulas.baselines import baseline_scores, normalize, reference_sets
 from vst_core.records import StoryScores
 
 EXAMPLE = ROOT / "assets" / "sample" / "human_example.csv"
@@ -621,7 +621,7 @@ def test_the_meta_evaluation_signature_names_its_inputs(sample_scores: Path) -> 
 
 @pytest.mark.slow  # starts Java for the PTB tokenizer and METEOR
 def test_baselines_only_for_judged_stories_with_the_ptb_tokenizer_when_java_runs() -> None:
-    from vst_core.metrics.baselines import baseline_tokenizer, tokenize_stories
+    from vst_core.formulas.baselines import baseline_tokenizer, tokenize_stories
 
     records = [
         StoryScores("r1", "s", "reference", ("The dog ran to grandpa's house.",)),

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE
 
-from vst_core import metric_spec
+from vst_core import contract
 from vst_core.config import Settings, SettingsError
-from vst_core.metric_spec import BUILTIN, MetricField, MetricSpec, registry
+from vst_core.contract import BUILTIN, MetricField, MetricSpec, registry
 
 EXAMPLE = ROOT / "examples" / "vst-toy-metric"
 
@@ -35,7 +35,7 @@ def test_vst_metrics_lists_the_builtin_metrics_and_exits_0(capsys: pytest.Captur
 
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("redundancy       RoViST-NR  [text only]  vst_core.metric_modules.rovist_nr")
+    assert out.startswith("redundancy       RoViST-NR  [text only]  vst_core.metrics.rovist_nr")
     assert "    inter                  lower  repetition across sentences" in out
     assert "    --vrank-model                 a folder written by `vst train-vrank`" in out  # each metric's own options
 
@@ -68,12 +68,12 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
     monkeypatch.undo()
-    metric_spec.reload()
+    contract.reload()
 
 
 GOOD = """
 from dataclasses import dataclass
-from vst_core.metric_spec import Computing, MetricField, MetricSpec, Reading, Showing, Signing, Tools
+from vst_core.contract import Computing, MetricField, MetricSpec, Reading, Showing, Signing, Tools
 
 @dataclass(frozen=True)
 class Count:
@@ -102,7 +102,7 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(
     _module(plugins, "column_metric", GOOD.replace('"word_count"', '"other_count"').replace('"words n"', '"NR"'))
     _module(plugins, "not_a_spec", "METRIC = 3\n")
     points = [
-        metadata.EntryPoint(name, value, metric_spec.ENTRY_POINT_GROUP)
+        metadata.EntryPoint(name, value, contract.ENTRY_POINT_GROUP)
         for name, value in [
             ("a", "good_metric:METRIC"),
             ("b", "broken_metric:METRIC"),
@@ -111,12 +111,10 @@ def test_a_broken_or_clashing_plugin_is_left_out_with_its_reason(
             ("e", "not_a_spec:METRIC"),
         ]
     ]
-    monkeypatch.setattr(
-        metric_spec.metadata, "entry_points", lambda group: points if group == metric_spec.ENTRY_POINT_GROUP else []
-    )
-    reg = metric_spec.reload()
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: points if group == contract.ENTRY_POINT_GROUP else [])
+    reg = contract.reload()
     assert "word_count" in reg.specs and reg.spec("word_count").module == "good_metric"
-    assert reg.spec("redundancy").module == "vst_core.metric_modules.rovist_nr"  # a clash never replaces a built-in
+    assert reg.spec("redundancy").module == "vst_core.metrics.rovist_nr"  # a clash never replaces a built-in
     reasons = "\n".join(reg.problems)
     assert len(reg.problems) == 4, reasons
     assert "no weights here" in reasons and "name 'redundancy' is taken" in reasons
@@ -158,9 +156,9 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
 ) -> None:
     """An exception, or sys.exit, in a plugin's hook is each story's error; the run goes on."""
     _module(plugins, module, GOOD.replace("return {s.key", f"{failure}; return {{s.key"))
-    point = metadata.EntryPoint("f", f"{module}:METRIC", metric_spec.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
-    metric_spec.reload()
+    point = metadata.EntryPoint("f", f"{module}:METRIC", contract.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: [point])
+    contract.reload()
     from vst_core.data import read_story_set
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import score_batch
@@ -175,7 +173,7 @@ def test_a_plugin_whose_hook_fails_gives_each_story_the_reason_and_the_others_ar
 BAD = """
 import math
 from dataclasses import dataclass
-from vst_core.metric_spec import Computing, MetricField, MetricSpec, Showing
+from vst_core.contract import Computing, MetricField, MetricSpec, Showing
 
 @dataclass(frozen=True)
 class Odd:
@@ -202,9 +200,9 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
     plugins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _module(plugins, "odd_metric", BAD)
-    point = metadata.EntryPoint("o", "odd_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
-    metric_spec.reload()
+    point = metadata.EntryPoint("o", "odd_metric:METRIC", contract.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: [point])
+    contract.reload()
     from vst_core.data import read_story_set
     from vst_core.scoring.registry import Models
     from vst_core.scoring.story import score_batch
@@ -223,7 +221,7 @@ def test_an_installed_metric_that_returns_garbage_or_cannot_draw_breaks_neither_
 
 DRAWN = """
 from dataclasses import dataclass, replace
-from vst_core.metric_spec import Computing, MetricField, MetricSpec, Showing
+from vst_core.contract import Computing, MetricField, MetricSpec, Showing
 
 @dataclass(frozen=True)
 class Drawn:
@@ -285,13 +283,13 @@ def _long_flags(command: str) -> set[str]:
     return {o for action in parser._actions for o in action.option_strings if o.startswith("--")}
 
 
-def _install(plugins: Path, monkeypatch: pytest.MonkeyPatch, **modules: str) -> metric_spec.Registry:
+def _install(plugins: Path, monkeypatch: pytest.MonkeyPatch, **modules: str) -> contract.Registry:
     """Modules as installed metric packages (one entry point each, named as the module), registry rebuilt."""
     for name, body in modules.items():
         _module(plugins, name, body)
-    points = [metadata.EntryPoint(name, f"{name}:METRIC", metric_spec.ENTRY_POINT_GROUP) for name in modules]
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: points)
-    return metric_spec.reload()
+    points = [metadata.EntryPoint(name, f"{name}:METRIC", contract.ENTRY_POINT_GROUP) for name in modules]
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: points)
+    return contract.reload()
 
 
 def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_refused(
@@ -326,9 +324,7 @@ def test_a_clash_with_the_tables_own_columns_the_baselines_or_another_alias_is_r
         ),
         again=GOOD.replace('"word_count"', '"again"')
         .replace("score=score)", "score=score, reaggregate=REAGGREGATION)")
-        .replace(
-            "from vst_core.metric_spec", "from vst_core.metric_modules.groovist import REAGGREGATION\nfrom vst_core.metric_spec"
-        ),
+        .replace("from vst_core.contract", "from vst_core.metrics.groovist import REAGGREGATION\nfrom vst_core.contract"),
     )
     joined = "\n".join(reg.problems)
     assert len(reg.problems) == 12 and not reg.plugins, joined
@@ -352,7 +348,7 @@ def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_
     )
     _install(plugins, monkeypatch, one_bad=one_bad)
     from vst_core.data import read_story_set
-    from vst_core.metric_modules.rovist_nr import batch as nr
+    from vst_core.metrics.rovist_nr import batch as nr
     from vst_core.scoring import story as scoring
     from vst_core.scoring.registry import Models
 
@@ -387,7 +383,7 @@ def test_one_storys_failure_is_that_storys_error_and_a_failing_model_call_stops_
 HEAVY = """
 import vst_core.viz.story, vst_core.api, vst_core.data.index, vst_core.cli
 from dataclasses import dataclass
-from vst_core.metric_spec import MetricField, MetricSpec
+from vst_core.contract import MetricField, MetricSpec
 
 @dataclass(frozen=True)
 class Heavy:
@@ -404,7 +400,7 @@ def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_
     script = (
         "import json\n"
         "from importlib import metadata\n"
-        "import vst_core.metric_spec as ms\n"
+        "import vst_core.contract as ms\n"
         "points = [metadata.EntryPoint(n, n + ':METRIC', ms.ENTRY_POINT_GROUP) for n in ('heavy_metric', 'asking_metric')]\n"
         "ms.metadata.entry_points = lambda group: points\n"
         "import vst_core.records as records\n"
@@ -421,7 +417,7 @@ def test_a_plugin_that_imports_vst_core_modules_loads_and_one_that_asks_for_the_
 @pytest.mark.slow  # imports every module of the package in a fresh interpreter
 def test_importing_any_module_never_builds_the_registry() -> None:
     script = (
-        "import pkgutil, importlib, vst_core, vst_core.metric_spec as ms\n"
+        "import pkgutil, importlib, vst_core, vst_core.contract as ms\n"
         "for m in pkgutil.walk_packages(vst_core.__path__, 'vst_core.'): importlib.import_module(m.name)\n"
         "import dashboard.choices, dashboard.sidebar, dashboard.loading, dashboard.frame\n"
         "print(ms._current is None)\n"
@@ -445,8 +441,8 @@ def test_an_installed_metric_that_cannot_load_is_not_run_and_what_it_imports_is_
     with pytest.raises(ImportError_, match="its from_score gave a dict, not a Count"):
         metric_record("word_count", 3.0, "imported")
     with_plugin = index_key(["abc"])
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [])
-    metric_spec.reload()
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: [])
+    contract.reload()
     assert index_key(["abc"]) != with_plugin  # a file indexed with other metrics installed is indexed again
 
 
@@ -555,7 +551,7 @@ def test_metric_field_value_ignores_what_is_not_a_number() -> None:
 IMAGE_METRIC = """
 from dataclasses import dataclass
 import numpy as np
-from vst_core.metric_spec import Computing, MetricField, MetricSpec
+from vst_core.contract import Computing, MetricField, MetricSpec
 
 @dataclass(frozen=True)
 class Title:
@@ -590,7 +586,7 @@ def test_an_installed_image_metric_is_scored_over_the_images_the_image_metrics_s
 
     everything = metadata.entry_points
     reg = _install(plugins, monkeypatch, title_metric=IMAGE_METRIC)
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)  # spaCy reads its own (the registry is built)
+    monkeypatch.setattr(contract.metadata, "entry_points", everything)  # spaCy reads its own (the registry is built)
     spec = reg.spec("title_match")
     assert spec.computing.score is not None and "title_match" in reg.with_need("clip")
     config, checkpoint = tiny_clip
@@ -641,7 +637,7 @@ def test_an_image_metric_whose_texts_fail_or_that_writes_into_shared_vectors_har
     no_needs = _image_variant("t_blind", 'needs=frozenset({"images", "clip"}), ', "")
     everything = metadata.entry_points
     reg = _install(plugins, monkeypatch, t_raise=raising, t_numbers=numbers, t_writer=writer, t_blind=no_needs)
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", everything)
+    monkeypatch.setattr(contract.metadata, "entry_points", everything)
     assert "t_blind" not in reg.specs and any("t_blind" in p and "needs" in p for p in reg.problems)
     config, checkpoint = tiny_clip
     clip = dict(clip_model="vst-tiny-clip", clip_checkpoint=str(checkpoint), clip_config=str(config), device="cpu")
@@ -779,7 +775,7 @@ def test_models_takes_a_metrics_own_model_by_its_name_and_refuses_any_other_keyw
     """``Models(settings, vrank=...)`` injects Vrank's model; ``None`` means "load it when used", as
     for CLIP; a keyword that names no metric (a misspelt ``cache``) is a TypeError, not ignored."""
     from vst_core.config import Settings
-    from vst_core.metric_modules import vrank
+    from vst_core.metrics import vrank
     from vst_core.scoring.registry import Models
 
     settings = Settings(metrics=("vrank",), vrank_model="/nowhere/vrank")
@@ -805,11 +801,9 @@ def test_a_plugin_number_outside_its_declared_range_is_that_storys_error(plugins
         "float(len(s.text.split()))", "float(len(s.text.split())) * (1e6 if s.story_id.startswith('space') else 0.1)"
     )
     _module(plugins, "bounded_metric", body)
-    points = [metadata.EntryPoint("b", "bounded_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)]
-    monkeypatch.setattr(
-        metric_spec.metadata, "entry_points", lambda group: points if group == metric_spec.ENTRY_POINT_GROUP else []
-    )
-    metric_spec.reload()
+    points = [metadata.EntryPoint("b", "bounded_metric:METRIC", contract.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: points if group == contract.ENTRY_POINT_GROUP else [])
+    contract.reload()
     import vst_core as vst
 
     records = vst.score_stories(vst.read_story_set(SAMPLE), "word_count")
@@ -834,7 +828,7 @@ def test_no_module_of_a_metric_package_shadows_a_name_of_its_spec_module() -> No
     defines a hook named like one of its modules would lose the hook once that module is imported."""
     import ast
 
-    folder = ROOT / "vst_core" / "metric_modules"
+    folder = ROOT / "vst_core" / "metrics"
     packages = [p for p in folder.iterdir() if (p / "__init__.py").is_file()]
     assert any(p.name == "vrank" for p in packages)
     for package in packages:
@@ -852,9 +846,9 @@ def test_the_example_plugins_own_setting_is_a_flag_a_keyword_a_sidebar_box_and_s
     registry makes it a ``vst score`` option, a ``Settings`` keyword, a sidebar box, and the run's
     signature names the file by its content; no file of vst_core names it."""
     monkeypatch.syspath_prepend(str(EXAMPLE))
-    point = metadata.EntryPoint("lexical_variety", "vst_toy_metric:METRIC", metric_spec.ENTRY_POINT_GROUP)
-    monkeypatch.setattr(metric_spec.metadata, "entry_points", lambda group: [point])
-    reg = metric_spec.reload()
+    point = metadata.EntryPoint("lexical_variety", "vst_toy_metric:METRIC", contract.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(contract.metadata, "entry_points", lambda group: [point])
+    reg = contract.reload()
     assert "lexical_variety" in reg.specs and not reg.problems
     from dashboard.choices import Choices, path_fields, settings_for
     from vst_core.api import score_stories
@@ -925,10 +919,10 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
     import dataclasses
 
     from vst_core.cli import COMMANDS, commands
-    from vst_core.metric_spec.spec import CLI_COMMANDS, RUN_SETTINGS
+    from vst_core.contract.spec import CLI_COMMANDS, RUN_SETTINGS
 
     assert RUN_SETTINGS == {f.name for f in dataclasses.fields(Settings)} and CLI_COMMANDS == set(COMMANDS)
-    option = "from vst_core.metric_spec import Option\n"
+    option = "from vst_core.contract import Option\n"
     reg = _install(
         plugins,
         monkeypatch,
@@ -936,8 +930,8 @@ def test_a_plugins_options_and_commands_cannot_take_what_is_shared_or_another_me
         flagged=option + _good_as("flagged", "s2", "signing=Signing(options=(Option('flag_x', flag='--vrank-model'),))"),
         scored=_good_as("scored", "s3", "tools=Tools(commands={'score': 'x'})"),
         trainer=_good_as("trainer", "s4", "tools=Tools(commands={'train-vrank': 'x'})"),
-        record_import="from vst_core.metric_modules.rovist_c.record import CoherenceScores\n"
-        + "from vst_core.metric_modules.vrank import VrankScores\n"
+        record_import="from vst_core.metrics.rovist_c.record import CoherenceScores\n"
+        + "from vst_core.metrics.vrank import VrankScores\n"
         + _good_as("record_import", "s5"),
         chosen=option
         + _good_as("chosen", "s6", "signing=Signing(options=(Option('chosen_mode', None, choices=('fast', 'exact')),))"),
@@ -959,12 +953,12 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
     from vst_core.cli import build_parser, main
 
     fetch = (
-        "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\n"
+        "from vst_core.contract import Fetch, FetchArgument, FetchPlan\n"
         "def _plan(v):\n"
         "    return FetchPlan(((f'toy model {v[\"toy_model\"]}', True, lambda: 'loads'),), ('a toy note',)) if v['toy_model'] else FetchPlan()\n"
         "FETCH = Fetch((FetchArgument('--toy-model', 'the toy model (100% random)', metavar='NAME', const='toy/base'),), _plan)\n"
     )
-    clash = "from vst_core.metric_spec import Fetch, FetchArgument, FetchPlan\nFETCH = Fetch((FetchArgument('--{}', 'x'),), lambda v: FetchPlan())\n"
+    clash = "from vst_core.contract import Fetch, FetchArgument, FetchPlan\nFETCH = Fetch((FetchArgument('--{}', 'x'),), lambda v: FetchPlan())\n"
     reg = _install(
         plugins,
         monkeypatch,
@@ -979,7 +973,7 @@ def test_a_plugins_fetch_option_is_a_fetch_models_flag_its_plan_runs_and_a_taken
         main(["fetch-models", "--help"])
     shown = capsys.readouterr().out
     assert "--toy-model [NAME]" in shown and "(100% random)" in shown
-    from vst_core.metric_spec.spec import FETCH_FLAGS
+    from vst_core.contract.spec import FETCH_FLAGS
 
     metrics = {a.flag for sp in reg.specs.values() if sp.tools.fetch for a in sp.tools.fetch.arguments}
     assert _long_flags("fetch-models") - metrics == FETCH_FLAGS  # the command's own flags, which no metric may take
@@ -995,7 +989,7 @@ def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_s
 ) -> None:
     from vst_core.cli import build_parser
     from vst_core.cli.models import _metric_plans
-    from vst_core.metric_spec import FetchPlan
+    from vst_core.contract import FetchPlan
     from vst_core.models import fetch
 
     def offline() -> str:
@@ -1014,7 +1008,7 @@ def test_a_broken_fetch_plan_or_check_is_its_own_line_and_every_other_model_is_s
     ]
     assert "note  pass --glove PATH" in report.summary()
     broken = (
-        "from vst_core.metric_spec import Fetch, FetchArgument\n"
+        "from vst_core.contract import Fetch, FetchArgument\n"
         "def _plan(v):\n    raise RuntimeError('no plan')\n"
         "FETCH = Fetch((FetchArgument('--broken-model', 'x'),), _plan)\n"
     )
@@ -1034,18 +1028,16 @@ def test_the_hook_types_are_generic_at_runtime_and_the_contract_loads_no_numpy()
     import sys
     import typing
 
-    from vst_core import metric_spec
+    from vst_core import contract
 
-    hooks = [n for n in metric_spec.__all__ if n.endswith("Hook")]
-    generic = [
-        n for n in hooks if typing.get_args(getattr(metric_spec, n)) and getattr(getattr(metric_spec, n), "__parameters__", ())
-    ]
+    hooks = [n for n in contract.__all__ if n.endswith("Hook")]
+    generic = [n for n in hooks if typing.get_args(getattr(contract, n)) and getattr(getattr(contract, n), "__parameters__", ())]
     for name in generic:
-        getattr(metric_spec, name)[int]  # subscripting a generic alias of the record type works
+        getattr(contract, name)[int]  # subscripting a generic alias of the record type works
     assert {"ScoreHook", "SetHook", "CompleteHook", "ImageRecordHook", "MarginsHook", "ImportHook"} <= set(generic)
-    assert {"computing", "showing"} <= set(typing.get_type_hints(metric_spec.MetricSpec))
-    assert "score" in typing.get_type_hints(metric_spec.Computing)
-    code = "import sys, vst_core.metric_spec, vst_core.records; print('numpy' in sys.modules)"
+    assert {"computing", "showing"} <= set(typing.get_type_hints(contract.MetricSpec))
+    assert "score" in typing.get_type_hints(contract.Computing)
+    code = "import sys, vst_core.contract, vst_core.records; print('numpy' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
@@ -1070,7 +1062,7 @@ def test_a_spec_takes_its_groups_only_and_keeps_what_its_options_imply_through_r
     its ``score`` over the shared image work."""
     from dataclasses import replace
 
-    from vst_core.metric_spec import Computing, Option, Reading, Signing
+    from vst_core.contract import Computing, Option, Reading, Signing
 
     @dataclasses.dataclass(frozen=True)
     class X:
@@ -1108,14 +1100,14 @@ def test_a_plugins_bench_phase_and_sizes_are_vst_bench_flags_and_phases_and_a_ta
     the command itself or of another metric is refused."""
     from vst_core.bench.run import BenchConfig, all_phases, metric_phases
     from vst_core.cli import main
-    from vst_core.metric_spec import BENCH_FLAGS
+    from vst_core.contract import BENCH_FLAGS
 
     bench = (
-        "from vst_core.metric_spec import Bench, BenchPhase, BenchSize\n"
+        "from vst_core.contract import Bench, BenchPhase, BenchSize\n"
         "def _phase(run):\n    return {'toybench_rate': run.config.size('toy_rounds') * 2}\n"
         "BENCH = Bench((BenchPhase('toybench', _phase, targets={'toybench_rate': 1.0}),), (BenchSize('toy_rounds', 3, 'rounds (50%)'),))\n"
     )
-    clash = "from vst_core.metric_spec import Bench, BenchPhase, BenchSize\nBENCH = Bench({})\n"
+    clash = "from vst_core.contract import Bench, BenchPhase, BenchSize\nBENCH = Bench({})\n"
     reg = _install(
         plugins,
         monkeypatch,
@@ -1176,7 +1168,7 @@ def test_a_plugins_number_option_with_bounds_is_a_sidebar_control_and_a_bad_one_
     from dashboard.choices import Choices, controls, settings_for, url_notices
 
     def with_option(name: str, option: str) -> str:
-        return "from vst_core.metric_spec import Option\n" + _good_as(name, f"{name} n", f"signing=Signing(options=({option},))")
+        return "from vst_core.contract import Option\n" + _good_as(name, f"{name} n", f"signing=Signing(options=({option},))")
 
     reg = _install(
         plugins,

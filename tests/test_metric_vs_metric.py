@@ -26,8 +26,8 @@ from vst_core.analysis.meta_eval.versus import (
     williams_test,
 )
 from vst_core.cli import main
-from vst_core.metric_modules.clipscore import ClipScoreScores
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metrics.clipscore import ClipScoreScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 
 

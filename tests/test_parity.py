@@ -18,7 +18,7 @@ from conftest import ROOT, ParityLog
 from benchmarks.reference_code import public_code_nr, reference_nr
 from vst_core.config import Settings
 from vst_core.data import Story
-from vst_core.metric_modules.rovist_nr.batch import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
+from vst_core.metrics.rovist_nr.batch import RESPLIT_NOTE, redundancy_of, redundancy_without_spans
 from vst_core.text.public import UNTRAINED, punkt_sentences, punkt_source, split_story, word_tokens
 
 DHM = ROOT / "tests" / "data" / "dhm"
@@ -265,7 +265,7 @@ def test_reference_crops_round_every_coordinate_as_pillow_does() -> None:
     from PIL import Image
 
     from vst_core.data.regions import Box
-    from vst_core.grounding.grounder import _crop
+    from vst_core.images.grounder import _crop
 
     image = Image.new("RGB", (20, 20))
     box = Box(0.6, 0.6, 10.4, 10.4)

@@ -11,8 +11,8 @@ import pytest
 from conftest import SAMPLE
 
 from vst_core.config import Settings, SettingsError, settings_from_signature
-from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.grounding.options import image_preprocess
+from vst_core.images.embeddings import EmbeddingCache
+from vst_core.images.options import image_preprocess
 from vst_core.scoring.registry import Models
 
 #: Documented bounds (README "Performance", docs/metrics/groovist.md).
@@ -48,7 +48,7 @@ def _crops() -> list[tuple[np.ndarray, tuple[int, int, int, int]]]:
     from PIL import Image
 
     from vst_core.data.regions import grid_proposals
-    from vst_core.grounding.grounder import _pixel_box
+    from vst_core.images.grounder import _pixel_box
 
     out = []
     for path in sorted((SAMPLE.parent / "images").iterdir()):

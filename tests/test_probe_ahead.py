@@ -15,8 +15,8 @@ from PIL import Image
 from test_speed import tiny_settings
 
 from vst_core.data import read_scores, read_story_set
-from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.grounding.image_regions import ImageRegions
+from vst_core.images.embeddings import EmbeddingCache
+from vst_core.images.image_regions import ImageRegions
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
 

@@ -32,7 +32,7 @@ from vst_core.analysis.meta_eval import (
     vist_edit_story_id,
 )
 from vst_core.cli import main
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 
 EXAMPLES = int(os.environ.get("VST_HYPOTHESIS_EXAMPLES", "150"))

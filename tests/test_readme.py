@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vst_core.cli.metrics import markdown_table
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -187,7 +187,7 @@ def test_other_weights_or_activation_change_the_signature_and_the_cache_key(real
 
 
 def test_bert_nsp_by_its_real_name(real_env: RealLayout) -> None:
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer, pair_weights_id
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer, pair_weights_id
 
     scorer = load_pair_scorer("bert-nsp", device="cpu")
     a, b = "we went to the beach .", "the waves were huge ."
@@ -204,7 +204,7 @@ def test_bert_nsp_by_its_real_name(real_env: RealLayout) -> None:
 def test_rovist_c_checkpoint_as_the_authors_save_it(real_env: RealLayout) -> None:
     """numpy 1.x scalars and an argparse.Namespace beside the weights; segment ids as the authors'
     scorer builds them: (len(A)+2) zeros for [CLS] A [SEP], (len(B)+1) ones for B [SEP]."""
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer
 
     path = real_env.rovist_c
     assert "numpy.core.multiarray.scalar" in torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
@@ -230,7 +230,7 @@ def test_rovist_c_checkpoint_as_the_authors_save_it(real_env: RealLayout) -> Non
 
 
 def test_a_checkpoint_with_other_objects_is_refused_unread(real_env: RealLayout, tmp_path: Path) -> None:
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer
     from vst_core.models.hub import ModelLoadError
 
     checkpoint = torch.load(real_env.rovist_c, weights_only=False)

@@ -49,7 +49,7 @@ def test_clip_matches_the_obvious_image(clip_source: str) -> None:
 
 
 def test_bert_nsp_prefers_a_related_next_sentence(bert_source: str) -> None:
-    from vst_core.metric_modules.rovist_c.scorers import load_pair_scorer
+    from vst_core.metrics.rovist_c.scorers import load_pair_scorer
 
     scorer = load_pair_scorer("bert-nsp", device="cpu")
     related, unrelated = scorer.score_pairs(

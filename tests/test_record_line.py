@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import ScoresWriter, read_story_set
 from vst_core.data.scores_io import record_line
 from vst_core.hashing import json_line
-from vst_core.metric_spec import registry
 from vst_core.records import StoryScores, read_record
 from vst_core.scoring.story import score_story
 from vst_core.scoring.synthetic import synthetic_record

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from dashboard.choices import SCORES_FILE, Choices, base_of, settings_for, settings_for_file
 from vst_core.config import Settings, SettingsError, settings_from_signature
+from vst_core.contract import registry
 from vst_core.data import load_records, read_story_set
-from vst_core.metric_modules.groovist.record import GroundingScores, PhraseMatch
-from vst_core.metric_modules.groovist.rescore import rescore_grounding
-from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
-from vst_core.metric_spec import registry
+from vst_core.metrics.groovist.record import GroundingScores, PhraseMatch
+from vst_core.metrics.groovist.rescore import rescore_grounding
+from vst_core.metrics.rovist_c.record import CoherencePair, CoherenceScores
 from vst_core.records import RecordError, StoryScores, decode, read_record
 from vst_core.scoring.reaggregate import reaggregate
 from vst_core.scoring.story import score_story
@@ -116,7 +116,7 @@ def test_any_json_reads_without_raising(value: Any, metric: str) -> None:
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.floats(-1, 1), min_size=1, max_size=6), st.floats(0, 1.5), st.booleans(), st.booleans())
 def test_rescoring_a_record_equals_its_formula(cosines: list[float], theta: float, penalize: bool, weight: bool) -> None:
-    from vst_core.metrics.grounding import groovist_score
+    from vst_core.formulas.grounding import groovist_score
 
     out = rescore_grounding(grounding(*cosines), theta, penalize=penalize, weight=weight)
     want = groovist_score(cosines, [1.0] * len(cosines), theta, penalize=penalize, weight=weight)
@@ -270,7 +270,7 @@ def test_load_records_reports_lines(tmp_path: Path) -> None:
 
 def test_a_variant_outside_its_type_is_a_reported_error_of_that_metric() -> None:
     """The decoder checks Literal fields: an NR variant the code does not know is refused, not kept."""
-    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+    from vst_core.metrics.rovist_nr.record import RedundancyScores
     from vst_core.records import RecordError, decode
 
     good = {"score": 0.9, "inter": 0.1, "intra": 0.1, "variant": "reference", "n": 4}

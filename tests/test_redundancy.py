@@ -7,7 +7,7 @@ import random
 import pytest
 
 from benchmarks.reference_code import reference_nr
-from vst_core.metrics.redundancy import jaccard, non_redundancy
+from vst_core.formulas.redundancy import jaccard, non_redundancy
 from vst_core.text.phrases import tokenize
 
 
@@ -113,7 +113,7 @@ def test_reference_variant_matches_direct_algorithm(seed: int) -> None:
 def test_vectorised_scores_equal_the_per_story_function() -> None:
     import random
 
-    from vst_core.metrics.redundancy import non_redundancy_scores
+    from vst_core.formulas.redundancy import non_redundancy_scores
 
     rng = random.Random(7)
     words = "the a dog Dog cat . , ! sat ran The big -- ...".split()

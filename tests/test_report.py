@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vst_core.cli import main
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 from vst_core.viz.report import (
     CSP,
@@ -488,8 +488,8 @@ def test_what_a_metric_draws_between_sentences_comes_from_its_spec_and_a_record_
     a metric whose hook fails leaves the story drawn."""
     from dataclasses import replace
 
-    from vst_core.metric_modules.rovist_c.record import CoherencePair, CoherenceScores
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
+    from vst_core.metrics.rovist_c.record import CoherencePair, CoherenceScores
     from vst_core.viz.story import annotated_story, between_sentences, story_html
 
     coherence = CoherenceScores(0.5, (CoherencePair(0, 1, 0.9), CoherencePair(1, 2, 0.1)), 1, "<b>m</b>")
@@ -516,8 +516,8 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
     ``in_text`` are escaped wherever they are drawn; a hook that fails or returns garbage marks nothing."""
     from dataclasses import replace
 
-    from vst_core.metric_modules.rovist_nr.record import InterRepeat, RedundancyScores
-    from vst_core.metric_spec import LegendEntry, Mark, registry
+    from vst_core.contract import LegendEntry, Mark, registry
+    from vst_core.metrics.rovist_nr.record import InterRepeat, RedundancyScores
     from vst_core.viz.story import annotated_story, drawn_in_text, legend_html, marks_of, story_html
 
     nr = RedundancyScores(0.8, 0.2, 0.0, "paper", 4, (), (InterRepeat(1, 0, 0.5, ("dog",), ((4, 7),), ((4, 7),)),), ())
@@ -597,7 +597,7 @@ def test_what_a_metric_marks_in_the_text_comes_from_its_spec_escaped_and_a_faili
 def test_a_story_drawn_the_old_ways_still_draws_its_marks() -> None:
     """story_html's earlier keywords (record=, coherence=, grounding=) and a hand-built record under
     another name still draw."""
-    from vst_core.metric_modules.rovist_nr.record import InterRepeat, RedundancyScores
+    from vst_core.metrics.rovist_nr.record import InterRepeat, RedundancyScores
     from vst_core.viz.story import annotated_story, story_html
 
     nr = RedundancyScores(0.8, 0.2, 0.0, "paper", 4, (), (InterRepeat(1, 0, 0.5, ("dog",), ((4, 7),), ((4, 7),)),), ())

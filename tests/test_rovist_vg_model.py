@@ -18,8 +18,8 @@ import pytest
 from conftest import APP, PAGES, ROOT, SAMPLE, ParityLog
 
 from vst_core.hashing import weights_digest
-from vst_core.metric_modules.rovist_vg.record import RovistVGScores
-from vst_core.metric_modules.rovist_vg_clip import RovistVGClipScores
+from vst_core.metrics.rovist_vg.record import RovistVGScores
+from vst_core.metrics.rovist_vg_clip import RovistVGClipScores
 from vst_core.records import StoryScores, read_record
 
 REGIONS_PER_IMAGE = 12  # more than top_b (10): the first ten of each image are used, as their [:num_bbox]
@@ -86,7 +86,7 @@ def test_the_scores_index_reads_an_old_clip_based_record_as_the_reader_does(tmp_
 
 
 def test_a_model_record_round_trips() -> None:
-    from vst_core.metric_modules.rovist_vg.record import NounRegion
+    from vst_core.metrics.rovist_vg.record import NounRegion
 
     vg = RovistVGScores(
         0.5,
@@ -400,7 +400,7 @@ def test_with_the_released_idf_dict_every_story_equals_the_authors_scorer(
     assert moved >= 6  # the released table gives other numbers than a fitted one: the test can tell them apart
     weights = records[0]["signature"]["settings"]["rovist_vg_weights"]
     assert weights.endswith(f"|idf:idf_dict.pkl@{weights_digest(idf_file)}")
-    from vst_core.metric_modules.rovist_vg.html import rovist_vg_html
+    from vst_core.metrics.rovist_vg.html import rovist_vg_html
     from vst_core.records import read_record
 
     card = rovist_vg_html(read_record(records[0])[0].metrics["rovist_vg"])  # type: ignore[union-attr,arg-type]
@@ -470,7 +470,7 @@ def test_a_checkpoint_with_other_objects_is_refused_unread(vg_files: dict[str, P
 
     import torch
 
-    from vst_core.metric_modules.rovist_vg.region2phrase import read_vg_checkpoint
+    from vst_core.metrics.rovist_vg.region2phrase import read_vg_checkpoint
     from vst_core.models.hub import ModelLoadError
 
     bad = tmp_path / "bad.pth.tar"

@@ -17,7 +17,7 @@ from conftest import SAMPLE, write_jsonl
 import vst_core as vst
 from vst_core.cli import main
 from vst_core.config import Settings
-from vst_core.metric_modules.rovist_c.seam import PairScores
+from vst_core.metrics.rovist_c.seam import PairScores
 from vst_core.models.hub import ModelLoadError, cli_words, python_words
 from vst_core.scoring.policy import RunReport, ScoredStories, worded
 from vst_core.scoring.registry import Models

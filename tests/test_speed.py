@@ -16,9 +16,9 @@ from vst_core.bench.harness import BenchConfig, run_bench
 from vst_core.cli import main
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.grounding.embeddings import EmbeddingCache, region_key
+from vst_core.formulas.redundancy import non_redundancy
 from vst_core.hashing import file_digest
-from vst_core.metrics.redundancy import non_redundancy
+from vst_core.images.embeddings import EmbeddingCache, region_key
 from vst_core.models.clip import ClipEncoder, load_clip
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import chunk_size_for, parse_shard, score_story_set, shard_stories
@@ -472,7 +472,7 @@ def test_texts_are_tokenised_once_into_the_tokens_the_tokenizer_gives() -> None:
 def test_a_cold_run_encodes_each_text_of_its_stories_once(tiny_clip: tuple[Path, Path], tmp_path: Path) -> None:
     """What the benchmark's raw text forward runs over is what a cold run sends through the tower,
     each distinct text once across chunks; a rerun over the cache sends none."""
-    from vst_core.grounding.grounder import Grounder
+    from vst_core.images.grounder import Grounder
 
     settings = tiny_settings(tiny_clip, batch_size=3)
     stories = read_story_set(SAMPLE)

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 
 from vst_core.config import MAX_STORY_CHARS, MAX_STORY_SENTENCES, Settings
 from vst_core.data import Story, StorySet
-from vst_core.metric_modules import rovist_nr
-from vst_core.metric_modules.rovist_nr import batch
-from vst_core.metric_modules.rovist_nr.batch import nr_words, redundancy_of
-from vst_core.metrics import redundancy
-from vst_core.metrics.redundancy import CAPPED, MAX_SPANS, non_redundancy
+from vst_core.formulas import redundancy
+from vst_core.formulas.redundancy import CAPPED, MAX_SPANS, non_redundancy
+from vst_core.metrics import rovist_nr
+from vst_core.metrics.rovist_nr import batch
+from vst_core.metrics.rovist_nr.batch import nr_words, redundancy_of
 from vst_core.records import StoryScores
 from vst_core.scoring.runs import score_records
 from vst_core.scoring.story import refused
@@ -180,7 +180,7 @@ def test_a_sequence_metric_never_reads_a_story_over_a_limit(monkeypatch: pytest.
     only the stories that will be scored: a refused story's text reaches no model."""
     from dataclasses import replace
 
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
     from vst_core.scoring import sets
 
     seen: list[str] = []

@@ -26,7 +26,7 @@ from vst_core.data.access import FileIdentity, PathNotAllowed, confine, open_con
 from vst_core.data.index import IndexError_
 from vst_core.data.index_store import load_index
 from vst_core.data.scores_io import LIMIT_ENV, MAX_SCORES_BYTES, checked_scores, max_scores_bytes, read_scores
-from vst_core.metric_modules.rovist_nr.record import RedundancyScores
+from vst_core.metrics.rovist_nr.record import RedundancyScores
 from vst_core.records import StoryScores
 
 EXAMPLES = int(os.environ.get("VST_HYPOTHESIS_EXAMPLES", "150"))

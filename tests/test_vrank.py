@@ -15,7 +15,7 @@ from tests.conftest import WORDS
 from vst_core.analysis.meta_eval.reader import read_judgements
 from vst_core.learned.card import held_out_table, read_card, wilson
 from vst_core.learned.pairs import RankedPair, examples, grouped_split, pairs_of, random_split, stories_of, vhed_texts
-from vst_core.metric_modules.vrank.ranking import story_margins
+from vst_core.metrics.vrank.ranking import story_margins
 
 VHED_COLUMNS = [
     "sent1", "sent2", "label", "story_id", "model_base", "model_comp", "agreement",
@@ -197,7 +197,7 @@ def test_vrank_learns_decidable_pairs_on_held_out_sequences(trained: Path) -> No
 
 @pytest.mark.slow  # trains a tiny BERT twice
 def test_vrank_training_resumes_from_its_checkpoint(tmp_path: Path, tiny_encoder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from vst_core.metric_modules.vrank import command
+    from vst_core.metrics.vrank import command
 
     out = tmp_path / "model"
     seen: list[str] = []
@@ -274,8 +274,8 @@ def test_pair_margins_judge_a_pairwise_metric_instead_of_its_scores() -> None:
 def test_meta_eval_reads_vrank_margins_and_holds_out_its_training_stories() -> None:
     from vst_core.analysis.meta_eval import read_judgements, run_meta_eval
     from vst_core.analysis.meta_eval.settings import MetaSettings
-    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
-    from vst_core.metric_modules.vrank import Preference, VrankScores
+    from vst_core.metrics.rovist_nr.record import RedundancyScores
+    from vst_core.metrics.vrank import Preference, VrankScores
     from vst_core.records import StoryScores
 
     def record(story: str, score: float, prefs: tuple[Preference, ...]) -> StoryScores:
@@ -402,8 +402,8 @@ def test_the_index_reads_one_metric_of_many_rows_as_its_records_do(tmp_path: Pat
     """Vrank's preferences of every row in one pass over the file equal what reading each record
     gives; a story written twice keeps its first line, as merging does; an edited file gives nothing, never wrong data."""
     from vst_core.data.index_build import build_index
-    from vst_core.metric_modules.rovist_nr.record import RedundancyScores
-    from vst_core.metric_modules.vrank import Preference, VrankScores
+    from vst_core.metrics.rovist_nr.record import RedundancyScores
+    from vst_core.metrics.vrank import Preference, VrankScores
     from vst_core.records import StoryScores
 
     def line(story: str, system: str, margin: float) -> str:

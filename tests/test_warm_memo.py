@@ -13,9 +13,9 @@ from conftest import SAMPLE
 
 from vst_core.config import Settings
 from vst_core.data import read_scores, read_story_set
-from vst_core.grounding import grounder as grounder_module
-from vst_core.grounding import image_regions
-from vst_core.grounding.memo import FILE_NAME, InputMemo, file_stamp
+from vst_core.images import grounder as grounder_module
+from vst_core.images import image_regions
+from vst_core.images.memo import FILE_NAME, InputMemo, file_stamp
 from vst_core.scoring.registry import Models
 from vst_core.scoring.runs import score_story_set
 from vst_core.text.phrases import NounPhrase
@@ -103,7 +103,7 @@ def test_a_full_disk_or_an_unusable_folder_is_not_damage(tmp_path: Path) -> None
     a cache folder that cannot be made gives a store in memory, not an error."""
     import sqlite3
 
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
     from vst_core.stores import DAMAGED_SUFFIX
 
     path = tmp_path / "cache" / "embeddings.sqlite"

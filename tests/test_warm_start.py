@@ -153,7 +153,7 @@ def test_a_large_set_is_parsed_ahead_and_scores_as_one_process_does(tiny_clip: t
     def not_here(*args: object, **kwargs: object) -> None:
         raise AssertionError("parsed in this process although the workers had parsed every story")
 
-    from vst_core.grounding import grounder as grounder_module
+    from vst_core.images import grounder as grounder_module
 
     with pytest.MonkeyPatch.context() as patch:  # the workers' phrases are the ones used
         patch.setattr(grounder_module, "noun_phrases_many", not_here)

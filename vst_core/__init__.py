@@ -7,7 +7,7 @@
 (8, True)
 
 The names in ``__all__`` are the documented entry points, imported on first use (so
-``import vst_core`` stays cheap); the pure formulas are in :mod:`vst_core.metrics`, the
+``import vst_core`` stays cheap); the pure formulas are in :mod:`vst_core.formulas`, the
 statistics in :mod:`vst_core.analysis.meta_eval`.
 """
 
@@ -32,11 +32,11 @@ if TYPE_CHECKING:
         show,
     )
     from vst_core.config import Settings
+    from vst_core.contract import MetricField, MetricSpec, registry
     from vst_core.data import Story, StorySet, read_story_set
+    from vst_core.formulas.grounding import THETA_PRESETS
     from vst_core.learned.pairs import grouped_split, pairs_of
-    from vst_core.metric_modules.vrank.train import VrankConfig, train_vrank
-    from vst_core.metric_spec import MetricField, MetricSpec, registry
-    from vst_core.metrics.grounding import THETA_PRESETS
+    from vst_core.metrics.vrank.train import VrankConfig, train_vrank
     from vst_core.records import StoryScores
     from vst_core.scoring.registry import Models
 
@@ -51,7 +51,7 @@ _WHERE = {
     "scores_frame": "vst_core.api",
     "show": "vst_core.api",
     "StoryView": "vst_core.api",
-    "THETA_PRESETS": "vst_core.metrics.grounding",
+    "THETA_PRESETS": "vst_core.formulas.grounding",
     "Settings": "vst_core.config",
     "Story": "vst_core.data",
     "StorySet": "vst_core.data",
@@ -63,13 +63,13 @@ _WHERE = {
     "read_judgements": "vst_core.analysis.meta_eval",
     "Models": "vst_core.scoring.registry",
     "StoryScores": "vst_core.records",
-    "VrankConfig": "vst_core.metric_modules.vrank.train",
-    "train_vrank": "vst_core.metric_modules.vrank.train",
+    "VrankConfig": "vst_core.metrics.vrank.train",
+    "train_vrank": "vst_core.metrics.vrank.train",
     "pairs_of": "vst_core.learned.pairs",
     "grouped_split": "vst_core.learned.pairs",
-    "MetricSpec": "vst_core.metric_spec",
-    "MetricField": "vst_core.metric_spec",
-    "registry": "vst_core.metric_spec",
+    "MetricSpec": "vst_core.contract",
+    "MetricField": "vst_core.contract",
+    "registry": "vst_core.contract",
 }
 
 __all__ = [

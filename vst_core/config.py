@@ -11,11 +11,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from vst_core.contract import BUILTIN_METRICS, DEFAULT_METRICS, MetricSpec, registry
 from vst_core.limits import MAX_STORY_CHARS as MAX_STORY_CHARS
 from vst_core.limits import MAX_STORY_SENTENCES as MAX_STORY_SENTENCES
 from vst_core.limits import story_limit_reason as story_limit_reason
 from vst_core.limits import text_limit_reason as text_limit_reason
-from vst_core.metric_spec import BUILTIN_METRICS, DEFAULT_METRICS, MetricSpec, registry
 
 _log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def parse_metrics(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 #: Run settings in the signature of every run (the components' and metrics' options are signed by
-#: their :class:`~vst_core.metric_spec.Option`'s rule: :meth:`Settings.as_dict`).
+#: their :class:`~vst_core.contract.Option`'s rule: :meth:`Settings.as_dict`).
 ALWAYS_SIGNED: frozenset[str] = frozenset({"metrics"})
 #: Run settings never in the signature: they change speed, not numbers.
 UNSIGNED: frozenset[str] = frozenset({"options", "device", "batch_size", "workers"})
@@ -86,7 +86,7 @@ DEVICE_BATCH: dict[str, int] = {"cuda": 256, "cpu": 32}
 class Settings:
     """Everything that can change a score: the run (which metrics, where, how fast) and ``options``,
     every setting a component (the text side, the image pipeline) or a metric owns, each declared once
-    as an :class:`~vst_core.metric_spec.Option` and given as a keyword. Two runs with equal settings
+    as an :class:`~vst_core.contract.Option` and given as a keyword. Two runs with equal settings
     give equal numbers.
 
     >>> s = Settings(metrics=("grounding",), theta="AESOP", clip_model="ViT-L-14")
@@ -127,7 +127,7 @@ class Settings:
             raise SettingsError(reason)
 
     def option(self, name: str) -> Any:
-        """A component's or a metric's setting (:class:`vst_core.metric_spec.Option`): its value, or its default.
+        """A component's or a metric's setting (:class:`vst_core.contract.Option`): its value, or its default.
 
         >>> Settings(vrank_model="runs/vrank").option("vrank_model"), Settings().option("clipscore_prompt")
         ('runs/vrank', 'A photo depicts ')
@@ -205,7 +205,7 @@ _FIELDS = frozenset(Settings.__dataclass_fields__)
 
 def metric_options() -> dict[str, tuple[Any, Any]]:
     """Every setting a component or a metric owns, by name: (its owner, its
-    :class:`~vst_core.metric_spec.Option`); the registry's."""
+    :class:`~vst_core.contract.Option`); the registry's."""
     return registry().options
 
 

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vst_core.config import Settings, library_versions
+from vst_core.contract import registry
 from vst_core.data import StorySet
-from vst_core.grounding.options import image_settings
+from vst_core.formulas.grounding import resolve_theta
 from vst_core.hashing import json_digest, weights_digest
-from vst_core.metric_spec import registry
-from vst_core.metrics.grounding import resolve_theta
+from vst_core.images.options import image_settings
 from vst_core.models.clip_weights import checkpoint_signature, clip_signature
 from vst_core.models.detector import detector_weights_path
 from vst_core.records import StoryScores

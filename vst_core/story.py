@@ -1,5 +1,5 @@
 """A story: one candidate (or reference) story for an image sequence, as plain data. It lies below
-every other layer, so the metric contract (:mod:`vst_core.metric_spec`) names the type its hooks are
+every other layer, so the metric contract (:mod:`vst_core.contract`) names the type its hooks are
 given (:mod:`vst_core.data` re-exports it, its public home)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import sys
 from typing import Any, Protocol
 
 from vst_core.config import SettingsError, metric_options
-from vst_core.metric_spec import Option, registry
+from vst_core.contract import Option, registry
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3

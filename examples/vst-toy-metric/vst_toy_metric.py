@@ -7,7 +7,7 @@ against people's ratings and the Inspect page draws its card and its evidence (t
 story repeats). Nothing in vst-eval names it: its ``pyproject.toml`` registers :data:`METRIC` in
 the ``vst_eval.metrics`` entry-point group.
 
-It owns one setting, declared once as an :class:`~vst_core.metric_spec.Option`: a file of words
+It owns one setting, declared once as an :class:`~vst_core.contract.Option`: a file of words
 not to count (``--lexical-variety-stopwords FILE`` on the command line,
 ``Settings(lexical_variety_stopwords=FILE)`` in Python, a box in the dashboard's sidebar; the
 signature names the file by its digest, from :func:`identity`).
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vst_core.metric_spec import (
+from vst_core.contract import (
     Computing,
     MetricField,
     MetricSpec,

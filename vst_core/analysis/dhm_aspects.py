@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from vst_core.contract import MetricField, registry
 from vst_core.data.merge import Conflict, merge_records
-from vst_core.metric_spec import MetricField, registry
 from vst_core.records import StoryScores
 
 ASPECTS: tuple[str, ...] = ("G", "C", "R")

@@ -64,7 +64,7 @@ from vst_core.analysis.paired_tests import (
     permutation_p,
     with_tests,
 )
-from vst_core.metric_spec import Direction, registry
+from vst_core.contract import Direction, registry
 from vst_core.records import direction_of
 
 

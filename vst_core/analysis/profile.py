@@ -71,7 +71,7 @@ def human_likeness_profile(
     one :class:`~vst_core.analysis.paired_tests.PermutationBudget` of ``permutation_budget`` draws
     (None: no limit); a test it stops says so (``stopped_early``), and the table's
     ``attrs["permutation_budget"]`` holds the run's budget, what it drew and whether it was reached."""
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     if measures is None:
         measures = [f.column for f in registry().fields if f.column in table and table[f.column].notna().any()]

@@ -144,7 +144,7 @@ def warm_stories_phase(run: BenchRun, settings: Settings) -> Figures:
     every vector cached, each a new run (nothing in memory, a new connection to the cache file, no
     record stored: every story aggregated again)."""
     from vst_core.bench.prep import noop_encoder
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
     from vst_core.scoring.record_store import FILE_NAME as RECORDS_FILE
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
@@ -210,8 +210,8 @@ def _warm_text_tools(settings: Settings | None = None) -> None:
 def _pipeline_texts(run: BenchRun, settings: Settings) -> list[str]:
     """The texts a cold run of the set sends through the text tower (parsed by a grounder of its
     own, with no memo: the timed run parses again)."""
-    from vst_core.grounding.embeddings import EmbeddingCache
-    from vst_core.grounding.grounder import Grounder
+    from vst_core.images.embeddings import EmbeddingCache
+    from vst_core.images.grounder import Grounder
 
     grounder = Grounder(settings, run.clip, root=run.story_set.root, cache=EmbeddingCache(None))
     return grounder.texts_of(list(run.story_set))
@@ -224,7 +224,7 @@ def _cache_name(k: int) -> str:
 
 def _grounding_run(run: BenchRun, settings: Settings, name: str, *, cache: str = "cache") -> float:
     """Seconds of grounding the set into ``name``.jsonl, over the embedding cache in folder ``cache``."""
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 

@@ -86,7 +86,7 @@ from vst_core.bench.run import (  # noqa: F401 - the benchmark's API, here as be
 )
 from vst_core.bench.throughput import text_throughput
 from vst_core.config import DEVICE_BATCH, Settings
-from vst_core.grounding.options import image_preprocess
+from vst_core.images.options import image_preprocess
 from vst_core.models.device import keep_freed_memory
 from vst_core.signature import signature_id
 
@@ -112,7 +112,7 @@ STANDIN_BATCH = 256
 def standin_phase(run: BenchRun, settings: Settings) -> Figures:
     """standin: a cold grounding run of the set with the stand-in accelerator (the CPU's share of a GPU run)."""
     from vst_core.bench.standin import parse_rates, stand_in_encoder
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 

@@ -142,7 +142,7 @@ def ledger_run(photos: int, sizes: Sequence[tuple[int, int]] = SIZES, *, batch_s
     import torch
 
     from vst_core.data.regions import grid_proposals, select_regions, whole_image
-    from vst_core.grounding.image_regions import _pixel_box
+    from vst_core.images.image_regions import _pixel_box
     from vst_core.models.clip import ClipEncoder
     from vst_core.models.clip_preprocess import EvalTransform
 

@@ -39,7 +39,7 @@ def peak_rss(config: BenchConfig, batch_size: int) -> dict[str, Any]:
 
 def rss_worker(payload: str) -> None:
     """Score a synthetic set with every metric (random-weight models) and print the peak RSS."""
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
     from vst_core.scoring.registry import Models
     from vst_core.scoring.runs import score_story_set
 

@@ -108,8 +108,8 @@ def prep_rates(
 ) -> dict[str, Any]:
     """Crops/s of the CPU's share (per preprocessing and number of workers), and of the device-side
     steps on ``source``'s device; each measured over fresh grounders, repeated for ``seconds``."""
-    from vst_core.grounding.embeddings import EmbeddingCache
-    from vst_core.grounding.grounder import Grounder
+    from vst_core.images.embeddings import EmbeddingCache
+    from vst_core.images.grounder import Grounder
 
     stories = [s for s in story_set if s.images]
 
@@ -145,7 +145,7 @@ def pixel_difference(image_paths: Sequence[Path], source: ClipEncoder, boxes_per
 
     from vst_core.data.images import open_image
     from vst_core.data.regions import grid_proposals
-    from vst_core.grounding.grounder import _crop, _pixel_box
+    from vst_core.images.grounder import _crop, _pixel_box
     from vst_core.models.clip_preprocess import _cut, resize_crops
 
     transform = source._tensor

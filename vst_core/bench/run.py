@@ -1,7 +1,7 @@
 """What the phases of one ``vst bench`` run share: its sizes (:class:`BenchConfig`), its state
 (:class:`BenchRun`), its log, the phases and the targets the figures are read against. The shared
 phases are the harness's (:data:`PHASES`); each metric adds its own from its package
-(``spec.tools.bench``, :class:`vst_core.metric_spec.Bench`), read here from the registry."""
+(``spec.tools.bench``, :class:`vst_core.contract.Bench`), read here from the registry."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from vst_core.bench.inputs import MIXED_SIZES, Sizes, synthetic_sentences, synthetic_words
+from vst_core.contract import BENCH_PHASES, Bench, BenchPhase, BenchSize, BenchValue, ReplicaRequest, SharedRun, registry
 from vst_core.data import StorySet
-from vst_core.metric_spec import BENCH_PHASES, Bench, BenchPhase, BenchSize, BenchValue, ReplicaRequest, SharedRun, registry
 from vst_core.models.clip import ClipEncoder
 
 #: Targets the figures are read against (CPU and GPU alike).

@@ -247,12 +247,12 @@ def install_stand_in(crops_per_s: float, texts_per_s: float, clock: _Clock | Non
 
 def trace_stages(clock: _Clock) -> None:
     """Wrap the functions of each stage of a ``vst score`` run with ``clock``."""
-    import vst_core.grounding.grounder as grounder_module
-    import vst_core.grounding.image_regions as regions_module
+    import vst_core.images.grounder as grounder_module
+    import vst_core.images.image_regions as regions_module
     import vst_core.models.clip as clip_module
     import vst_core.scoring.registry as registry_module
+    from vst_core.contract import registry
     from vst_core.data.scores_io import ScoresWriter
-    from vst_core.metric_spec import registry
     from vst_core.scoring import runs as runs_module
 
     regions_module.open_image = clock.timed("decode", regions_module.open_image)

@@ -1,5 +1,5 @@
 """Rates the benchmark measures: the bare CLIP image and text forwards and the text side (a metric's
-own rates are its package's: ``metric_modules/<name>/bench.py``)."""
+own rates are its package's: ``metrics/<name>/bench.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from vst_core.metric_spec import rate
+from vst_core.contract import rate
 from vst_core.models.clip import ClipEncoder
 
 

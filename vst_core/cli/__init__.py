@@ -44,7 +44,7 @@ def _own() -> dict[str, tuple[str, str, str]]:
 def commands() -> dict[str, tuple[str, str, str]]:
     """Each metric's own commands (its spec's ``commands``: full module names), then :data:`COMMANDS`,
     which always win."""
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     metrics = {
         name: (module, "add_parser", "run") for s in registry().specs.values() for name, module in s.tools.commands.items()

@@ -17,7 +17,7 @@ from typing import Any
 
 from vst_core.cli.common import EXIT_PLUGIN, DefaultsHelp
 from vst_core.config import Settings
-from vst_core.metric_spec import MetricSpec, registry
+from vst_core.contract import MetricSpec, registry
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import cast
 
 from vst_core.cli.common import EXIT_WEIGHTS, DefaultsHelp, note
-from vst_core.grounding.options import clip_arguments, clip_from_args
-from vst_core.metric_spec import FetchPlan
+from vst_core.contract import FetchPlan
+from vst_core.images.options import clip_arguments, clip_from_args
 from vst_core.models.hub import ModelLoadError
 
 
@@ -39,7 +39,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def _metric_arguments(fetch: argparse.ArgumentParser) -> None:
     """Each metric's own options of ``fetch-models`` (its spec's ``fetch``); a flag another metric or
     this command already has is left off with a note (the rest keep working)."""
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     for spec in registry().specs.values():
         for a in spec.tools.fetch.arguments if spec.tools.fetch is not None else ():
@@ -75,7 +75,7 @@ def run_fetch(args: argparse.Namespace) -> int:
 def _metric_plans(args: argparse.Namespace) -> list[FetchPlan]:
     """What each metric's package checks of its own models, given its options' values (RoViST-C's
     next-sentence model always; the others when asked for)."""
-    from vst_core.metric_spec import registry
+    from vst_core.contract import registry
 
     plans = []
     for spec in registry().specs.values():
@@ -99,7 +99,7 @@ def _failed(exc: Exception) -> Callable[[], str]:
 
 def run_cache(args: argparse.Namespace) -> int:
     from vst_core.config import default_cache_dir
-    from vst_core.grounding.embeddings import EmbeddingCache
+    from vst_core.images.embeddings import EmbeddingCache
 
     path = (args.cache_dir or default_cache_dir()) / "embeddings.sqlite"
     if not path.exists():

@@ -19,7 +19,7 @@ from vst_core.config import Settings, SettingsError, available_metrics
 from vst_core.data import StorySet, StorySetError, read_story_set
 from vst_core.data.regions import read_regions_csv
 from vst_core.data.scores_io import scored_keys
-from vst_core.grounding.options import image_settings
+from vst_core.images.options import image_settings
 from vst_core.models.hub import ModelLoadError, SettingFileError
 from vst_core.scoring.policy import RunReport
 from vst_core.scoring.registry import Models

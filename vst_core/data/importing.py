@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vst_core.contract import registry
 from vst_core.data.tables import Progress, TableBudget, check_bytes, counted_rows, open_text_budgeted
 from vst_core.hashing import file_digest, json_digest
-from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 from vst_core.records import MetricScores, StoryScores, record_problem
 

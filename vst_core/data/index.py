@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.contract import registry
 from vst_core.data.access import FileIdentity, reason
 from vst_core.data.index_lines import (
     IndexError_,
@@ -44,7 +45,6 @@ from vst_core.data.index_lines import (
 from vst_core.data.merge import Conflict, is_imported, main_attr, merge_story, story_key
 from vst_core.data.scores_io import _score_line
 from vst_core.hashing import json_digest
-from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 from vst_core.records import RecordError, StoryScores, decode, read_record
 
@@ -271,6 +271,6 @@ def index_key(digests: Sequence[str]) -> str:
 
 def _stored_as(metrics: dict[str, Any], metric: str) -> str | None:
     """The key ``metric``'s record is stored under in a line's metrics: its name, or a name an
-    earlier version wrote it under (:meth:`~vst_core.metric_spec.Registry.renamed`); None: absent."""
+    earlier version wrote it under (:meth:`~vst_core.contract.Registry.renamed`); None: absent."""
     reg = registry()
     return next((str(k) for k, v in metrics.items() if (reg.renamed(k, v) if isinstance(v, dict) else k) == metric), None)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from vst_core.contract import registry
 from vst_core.data.access import FileIdentity, reason, shown
 from vst_core.data.index import TAIL_COLUMNS, IndexedFile, Progress, ScoresIndex, main_columns
 from vst_core.data.index_lines import (
@@ -31,7 +32,6 @@ from vst_core.data.index_lines import (
     open_same,
 )
 from vst_core.data.merge import Conflict, conflicts_of, prefer
-from vst_core.metric_spec import registry
 from vst_core.problems import Problem
 
 #: A file read by several processes is read only once this long has passed since its status last
@@ -331,7 +331,7 @@ def _numbers_of(state: Sequence[_Row], chunks: Sequence[_Chunk], present: set[st
 
 def _phrases_of(state: Sequence[_Row], chunks: Sequence[_Chunk]) -> pd.DataFrame:
     """row, cosine, weight of the items each row's record of the re-aggregated metric keeps
-    (GROOVIST's phrases: :attr:`vst_core.metric_spec.Registry.reaggregated`)."""
+    (GROOVIST's phrases: :attr:`vst_core.contract.Registry.reaggregated`)."""
     again = registry().reaggregated
     rows, lines = _used_lines(state, chunks, again[0] if again is not None else "")
     shift = np.concatenate([[0], np.cumsum([len(c[2]) for c in chunks])]).astype(np.int64)

@@ -20,11 +20,11 @@ from typing import Any, Union
 import numpy as np
 import orjson
 
+from vst_core.contract import Registry, registry
 from vst_core.data.access import FileIdentity, PathNotAllowed, open_regular, shown
 from vst_core.data.merge import is_imported
 from vst_core.data.readers import MAX_DEPTH, MAX_LINE_BYTES
 from vst_core.data.scores_io import _score_line
-from vst_core.metric_spec import Registry, registry
 from vst_core.problems import Problem
 from vst_core.records import EXPECTED_FIELDS, SCORES_FORMAT, RecordError, decode
 

@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vst_core.contract import registry
 from vst_core.hashing import json_digest
-from vst_core.metric_spec import registry
 from vst_core.records import MetricScores, StoryScores
 
 #: Two values of one metric closer than this are the same value (JSON round trips, float32 sums).

@@ -251,7 +251,7 @@ def _crop_problems(
 ) -> list[Problem]:
     """A warning per named character whose crop cannot be used. A crop is named relative to the
     folder of the story's first image, where character alignment looks for it
-    (``metric_modules.character_alignment.crop_ref``)."""
+    (``metrics.character_alignment.crop_ref``)."""
     folder = PurePosixPath(images[0]).parent if images else PurePosixPath()
     problems: list[Problem] = []
     for name, crop in characters:

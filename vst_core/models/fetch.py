@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vst_core.metric_spec import FetchPlan
+from vst_core.contract import FetchPlan
 from vst_core.models.clip import clip_cache_dirs, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector, detector_weights_path
 from vst_core.models.hub import ModelLoadError, hf_cache_dir, in_cli_words, torch_hub_dir

@@ -33,7 +33,7 @@ def option(setting: str, placeholder: str = "") -> str:
 
 
 #: The command line's option of each shared setting whose option is not its name with dashes (a
-#: metric's own settings give theirs in their :class:`~vst_core.metric_spec.Option`).
+#: metric's own settings give theirs in their :class:`~vst_core.contract.Option`).
 CLI_OPTIONS = {
     "regions_file": "--regions",
 }
@@ -45,7 +45,7 @@ def cli_words(setting: str, placeholder: str = "") -> str:
     >>> cli_words("glove_file", "PATH"), cli_words("clip_activation", "gelu")
     ('--glove PATH', '--clip-activation gelu')
     """
-    from vst_core.metric_spec import RegistryBusyError, registry
+    from vst_core.contract import RegistryBusyError, registry
 
     try:
         own = registry().options.get(setting)

@@ -1,6 +1,6 @@
 """The seams between scoring and models: what an encoder, a pair scorer and an embedding store
 must offer. The real adapters (:class:`~vst_core.models.clip.ClipEncoder`,
-:class:`~vst_core.grounding.embeddings.EmbeddingCache`)
+:class:`~vst_core.images.embeddings.EmbeddingCache`)
 satisfy them, and so can a tiny model built in a test."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from vst_core.metric_spec.contract import ImageTextEncoder
+from vst_core.contract.protocols import ImageTextEncoder
 
 __all__ = ["CropEncoder", "EmbeddingStore", "ImageTextEncoder"]
 

@@ -10,7 +10,7 @@ Frozen stdlib dataclasses rather than pydantic: no new dependency, mypy checks e
 field, and validation is needed at one boundary only (JSON in), which :func:`decode` does from
 the type hints with a path to the offending field. :func:`fields_of` are the numbers a
 record carries, declared by each metric's module and read by tables, cards, exports and meta-evaluation.
-Each metric's record type lives with its metric (:mod:`vst_core.metric_modules`: GROOVIST's in
+Each metric's record type lives with its metric (:mod:`vst_core.metrics`: GROOVIST's in
 ``groovist/record.py``); the reader finds it by the metric's name in the registry.
 
 One module per job: ``story`` (a scores line), ``codec`` (JSON in and out), ``fields`` (the numbers
@@ -20,7 +20,7 @@ and their directions: ``fields_of``, ``field_by_column``, ``direction_of``, from
 
 from __future__ import annotations
 
-from vst_core.metric_spec import OTHER_DIRECTIONS, Direction, MetricField
+from vst_core.contract import OTHER_DIRECTIONS, Direction, MetricField
 from vst_core.records.codec import RecordError, decode, encode, record_problem
 from vst_core.records.fields import column_help, direction_of, field_by_column, fields_of
 from vst_core.records.reader import EXPECTED_FIELDS, read_record

@@ -1,11 +1,11 @@
-"""The numbers records carry, from the registry (:func:`vst_core.metric_spec.registry`): which
+"""The numbers records carry, from the registry (:func:`vst_core.contract.registry`): which
 way is better for each and what it means, for tables, tooltips and every comparison."""
 
 from __future__ import annotations
 
 import typing
 
-from vst_core.metric_spec import OTHER_DIRECTIONS, Direction, MetricField, registry
+from vst_core.contract import OTHER_DIRECTIONS, Direction, MetricField, registry
 
 
 def field_by_column() -> dict[str, MetricField]:

@@ -7,7 +7,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 from vst_core.problems import Problem
 from vst_core.records.codec import RecordError, _value, decode
 from vst_core.records.story import SCORES_FORMAT, MetricScores, StoryScores

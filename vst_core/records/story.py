@@ -11,7 +11,7 @@ from vst_core.records.codec import encode
 #: Layout version written into every record; bumped when the layout changes.
 SCORES_FORMAT = 1
 #: A metric's record of a story: a frozen dataclass its metric's module declares (its spec's
-#: ``record``; GROOVIST's ``metric_modules/groovist/record.py``), known here only through the
+#: ``record``; GROOVIST's ``metrics/groovist/record.py``), known here only through the
 #: registry, which the reader decodes each record by.
 MetricScores = object
 

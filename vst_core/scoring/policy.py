@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import StorySet
-from vst_core.metric_spec import registry
 from vst_core.models.hub import OptionWords, Phrased, cli_words
 from vst_core.records import StoryScores
 from vst_core.scoring.registry import Models, unloadable_metrics

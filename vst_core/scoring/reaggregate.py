@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from vst_core.config import Settings
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 from vst_core.records import StoryScores
 from vst_core.signature import recorded_inputs, signature
 

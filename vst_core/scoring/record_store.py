@@ -42,14 +42,14 @@ from typing import Any
 import orjson
 
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import Story, StorySet
 from vst_core.data.images import max_bytes, max_pixels
 from vst_core.data.paths import resolve_images
 from vst_core.data.scores_io import record_line, settings_id
-from vst_core.grounding.memo import InputMemo, file_stamp
-from vst_core.grounding.options import image_settings
 from vst_core.hashing import file_digest, json_digest, text_digest
-from vst_core.metric_spec import registry
+from vst_core.images.memo import InputMemo, file_stamp
+from vst_core.images.options import image_settings
 from vst_core.records import SCORES_FORMAT, StoryScores
 from vst_core.stores import SqliteStore, rows_in, write_many
 

@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from vst_core.config import Settings, default_cache_dir, story_limit_reason
+from vst_core.contract import MetricSpec, registry
 from vst_core.data import Problem, Story, StorySet
 from vst_core.data.regions import read_regions_csv
-from vst_core.grounding.embeddings import EmbeddingCache
-from vst_core.grounding.grounder import Ahead, Grounder, parse_ahead
-from vst_core.grounding.memo import FILE_NAME as MEMO_FILE
-from vst_core.grounding.memo import InputMemo, regular_stamp
-from vst_core.grounding.options import image_settings
 from vst_core.hashing import file_digest
-from vst_core.metric_spec import MetricSpec, registry
+from vst_core.images.embeddings import EmbeddingCache
+from vst_core.images.grounder import Ahead, Grounder, parse_ahead
+from vst_core.images.memo import FILE_NAME as MEMO_FILE
+from vst_core.images.memo import InputMemo, regular_stamp
+from vst_core.images.options import image_settings
 from vst_core.models.checkpoints import READ_CHECKS
 from vst_core.models.clip import LazyClipEncoder, load_clip, resolve_clip_weights
 from vst_core.models.detector import Detector
@@ -187,7 +187,7 @@ class Models:
 
     def parse_ahead(self, stories: Sequence[Story]) -> PhrasesAhead | None:
         """Start parsing the noun phrases of ``stories`` that the memo lacks in worker processes
-        (:func:`~vst_core.grounding.grounder.parse_ahead`: one fewer than the cores, at most 8, each
+        (:func:`~vst_core.images.grounder.parse_ahead`: one fewer than the cores, at most 8, each
         for at least 1,000 sentences), before the models load, so the parse runs beside loading CLIP
         and decoding the first images. Whether it started."""
         memo = self.memo

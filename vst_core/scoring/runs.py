@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import orjson
 
 from vst_core.config import Settings
+from vst_core.contract import registry
 from vst_core.data import ScoresWriter, Story, StorySet
 from vst_core.data.scores_io import scored_keys, settings_id
 from vst_core.hashing import bucket
-from vst_core.metric_spec import registry
 from vst_core.models.device import likely_device
 from vst_core.records import StoryScores, read_record
 from vst_core.scoring.policy import RunReport, skip_unloadable, summaries, theta_over_set

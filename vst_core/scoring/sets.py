@@ -1,6 +1,6 @@
 """Metrics of a story that need the other stories of its image sequence (each module's
-``together``: Vrank's pairs in :mod:`vst_core.metric_modules.vrank.sets`, COSMic's reference story
-in :mod:`vst_core.metric_modules.cosmic.sets`): the sequences of a set, and every such metric run.
+``together``: Vrank's pairs in :mod:`vst_core.metrics.vrank.sets`, COSMic's reference story
+in :mod:`vst_core.metrics.cosmic.sets`): the sequences of a set, and every such metric run.
 
 They are computed once per run for the stories to score, before the chunks, from the whole set
 (so a shard or a resumed run compares a story with the same stories a single run would), and
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from vst_core.config import Settings, story_limit_reason
+from vst_core.contract import registry
 from vst_core.data import Story, StorySet
-from vst_core.metric_spec import registry
 from vst_core.records import MetricScores
 
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from vst_core.config import MAX_STORY_CHARS, MAX_STORY_SENTENCES, Settings, story_limit_reason
+from vst_core.contract import MetricSpec, registry
 from vst_core.data import Story, StorySet
-from vst_core.grounding.grounder import Grounder, ImageEntry
-from vst_core.metric_spec import MetricSpec, registry
-from vst_core.metrics.grounding import theta_from_scores
+from vst_core.formulas.grounding import theta_from_scores
+from vst_core.images.grounder import Grounder, ImageEntry
 from vst_core.models.hub import ModelLoadError
 from vst_core.records import (
     MetricScores,
@@ -248,7 +248,7 @@ def score_batch(
     together: Mapping[Key, Mapping[str, MetricScores | str]] | None = None,
 ) -> list[StoryScores]:
     """Score stories together: each metric of ``settings`` is its module's ``score`` hook on the
-    whole batch (:mod:`vst_core.metric_modules`): sentence pairs in one model call, regions and
+    whole batch (:mod:`vst_core.metrics`): sentence pairs in one model call, regions and
     phrases of every story encoded in shared batches. A metric that fails on the batch gives each
     story the reason; a story whose text is empty, or longer than a limit allows (:func:`refused`),
     carries that error for every metric and no hook is given it. A model that cannot load stops the

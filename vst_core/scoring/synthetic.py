@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from vst_core.contract import registry
 from vst_core.hashing import json_line
-from vst_core.metric_spec import registry
 from vst_core.records import MetricScores, StoryScores, decode
 
 _NOUNS = "family beach dog party cake friends park city lake mountain house car street tree dinner game church crowd".split()

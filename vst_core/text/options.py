@@ -7,7 +7,7 @@ sentences and which spaCy pipeline finds noun phrases.
 
 from __future__ import annotations
 
-from vst_core.metric_spec.spec import Component, Option
+from vst_core.contract.spec import Component, Option
 
 #: The text side's settings (signed in every run: no ``needs``).
 COMPONENT = Component(

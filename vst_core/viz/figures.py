@@ -15,7 +15,7 @@ from vst_core.analysis.dhm_aspects import aspect_fields
 from vst_core.analysis.intervals import MIN_INTERVAL_N
 from vst_core.analysis.meta_eval import METHODS
 from vst_core.config import Settings
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 from vst_core.signature import Inputs, describe
 from vst_core.viz.safe import plot_text, redact
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from vst_core.config import DEFAULT_METRICS
-from vst_core.metric_spec import Mark, MetricSpec, StoryRecordLike, is_legend_entry, is_mark, registry
+from vst_core.contract import Mark, MetricSpec, StoryRecordLike, is_legend_entry, is_mark, registry
 from vst_core.records import (
     StoryScores,
 )
@@ -203,7 +203,7 @@ MAX_MARKS = 100_000
 
 
 def _marks(spec: MetricSpec, record: object) -> list[Mark]:
-    """What ``spec`` marks in the text for its ``record``: its well-typed marks (:func:`vst_core.metric_spec.is_mark`),
+    """What ``spec`` marks in the text for its ``record``: its well-typed marks (:func:`vst_core.contract.is_mark`),
     at most :data:`MAX_MARKS`; nothing when it has no ``marks`` or they fail (an installed metric's
     drawing that fails leaves the story drawn)."""
     try:
@@ -299,7 +299,7 @@ def drawn_in_text(metrics: Collection[str] | None = None) -> str:
 
 def legend_html(*, markdown: bool = False, metrics: Collection[str] | None = None) -> str:
     """What the marks in a story mean: each metric's ``legend``, in the registry's order; an entry
-    that is not a well-typed ``LegendEntry`` (:func:`vst_core.metric_spec.is_legend_entry`) is left out. ``markdown``: for a page's markdown,
+    that is not a well-typed ``LegendEntry`` (:func:`vst_core.contract.is_legend_entry`) is left out. ``markdown``: for a page's markdown,
     where the text inside the spans is read as markdown, so each label is escaped for it (:func:`md`)
     instead of for HTML. ``metrics``: the metrics that ran (a run's ``settings.metrics``), whose
     marks alone are listed; None lists every metric's.
@@ -368,7 +368,7 @@ def format_score(value: float | None, digits: int = 3) -> str:
 def story_cards(record: StoryScores, metrics: Sequence[str]) -> list[tuple[str, str, str]]:
     """Score cards (label, value, hover text) of a story: the default metrics (RoViST-NR) always, then
     each metric run in registry order, drawn by its module from the story's record of it, or None when
-    the story has none (:attr:`~vst_core.metric_spec.Showing.cards`); an error shows as such."""
+    the story has none (:attr:`~vst_core.contract.Showing.cards`); an error shows as such."""
     specs = registry().specs
     shown = [*DEFAULT_METRICS, *(name for name in specs if name in metrics and name not in DEFAULT_METRICS)]
     out: list[tuple[str, str, str]] = []

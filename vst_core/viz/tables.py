@@ -12,12 +12,12 @@ import pandas as pd
 
 from vst_core.analysis.intervals import MIN_INTERVAL_N, SMALL_N_MARK
 from vst_core.config import Settings
+from vst_core.contract import AgainKey, registry
 from vst_core.data import Story, StorySet, story_of_record
 from vst_core.data.csv_out import frame_csv
 from vst_core.data.index import ScoresIndex, rows_with_id, story_rows
 from vst_core.data.paths import resolve_image
 from vst_core.hashing import json_digest
-from vst_core.metric_spec import AgainKey, registry
 from vst_core.records import StoryScores, fields_of
 from vst_core.signature import Inputs, describe, describe_signature, inputs_of, recorded_inputs, signature
 

@@ -26,9 +26,9 @@ from vst_core.analysis.meta_eval.stats import (
     tie_calibration_table,
     tied_pairs,
 )
+from vst_core.contract import registry
 from vst_core.data.csv_out import frame_csv
-from vst_core.metric_spec import registry
-from vst_core.metrics.baselines import BASELINES, baseline_scores, baselines_said
+from vst_core.formulas.baselines import BASELINES, baseline_scores, baselines_said
 
 
 def metric_fields() -> dict[str, tuple[str, str]]:
@@ -212,7 +212,7 @@ def run_meta_eval(
 ) -> MetaReport:
     """Join scores with judgements and compute every table of the report.
 
-    ``baselines`` takes a precomputed :func:`~vst_core.metrics.baselines.baseline_scores` result
+    ``baselines`` takes a precomputed :func:`~vst_core.formulas.baselines.baseline_scores` result
     (they depend on the story texts only); by default they are computed when the settings ask.
     ``progress(total)`` may return a bar with ``update(n)`` and ``close()``, advanced per
     metric × aspect cell of the two correlation tables. ``records`` may be a scores table (then

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from vst_core.analysis.meta_eval.identity import keys_of, shared_ids, story_key
-from vst_core.metric_spec import registry
+from vst_core.contract import registry
 from vst_core.records import StoryScores
 from vst_core.story import StoryText
 

@@ -1,0 +1,1 @@
+"""Pure metric functions: numbers and strings in, frozen dataclasses out; no model, no I/O."""
