@@ -14,7 +14,6 @@ from vst_core.config import DEFAULT_METRICS, Settings, SettingsError, available_
 from vst_core.contract import MetricSpec, Option, registry
 from vst_core.data.access import PathNotAllowed, Want, confine, probe, shown
 from vst_core.data.options import parse_regions
-from vst_core.formulas.grounding import THETA_PRESETS
 from vst_core.images.options import COMPONENT as IMAGE_COMPONENT
 from vst_core.metrics.groovist.options import OPTIONS as GROOVIST_OPTIONS
 from vst_core.models.hub import Phrased
@@ -23,6 +22,10 @@ DEFAULTS = Settings()
 #: The defaults of the image pipeline's and GROOVIST's options the sidebar's own fields start from,
 #: read from their declarations (without building the registry when this module is imported).
 _DEFAULT: dict[str, Any] = {o.setting: o.default for o in (*IMAGE_COMPONENT.options, *GROOVIST_OPTIONS)}
+#: GROOVIST's θ as declared (its presets, the slider's range, its label) and its penalty switch.
+THETA: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "theta")
+PENALTY: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "penalize")
+THETA_LOW, THETA_HIGH = THETA.bounds or (0.0, 1.5)
 
 SAMPLE = "Bundled sample"
 UPLOAD_IMAGES = "Upload images + stories"
@@ -359,8 +362,8 @@ URL_VALUES: dict[str, tuple[Callable[[str], bool], str]] = {
     "penalize": (_is_bool, "true or false"),
     "concreteness": (_is_bool, "true or false"),
     "device": (lambda v: v in ("auto", "cpu", "cuda"), "auto, cpu or cuda"),
-    "theta_name": (lambda v: v in (*THETA_PRESETS, SLIDER), f"one of {', '.join((*THETA_PRESETS, SLIDER))}"),
-    "theta_value": (_is_float_in(0.0, 1.5), "a number from 0 to 1.5"),
+    "theta_name": (lambda v: v in (*dict(THETA.presets), SLIDER), f"one of {', '.join((*dict(THETA.presets), SLIDER))}"),
+    "theta_value": (_is_float_in(THETA_LOW, THETA_HIGH), f"a number from {THETA_LOW:g} to {THETA_HIGH:g}"),
 }
 
 

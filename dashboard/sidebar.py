@@ -15,9 +15,13 @@ from dashboard import loading, session
 from dashboard.choices import (
     DEFAULTS,
     GROUNDING,
+    PENALTY,
     SCORES_FILE,
     SLIDER,
     SOURCES,
+    THETA,
+    THETA_HIGH,
+    THETA_LOW,
     UPLOAD_FILE,
     UPLOAD_IMAGES,
     Choices,
@@ -38,7 +42,6 @@ from vst_core.contract import registry
 from vst_core.data import MAX_UPLOAD_IMAGES, StorySet, story_set_from_upload
 from vst_core.data.index import ScoresIndex
 from vst_core.data.paths import IMAGE_SUFFIXES
-from vst_core.formulas.grounding import THETA_PRESETS
 from vst_core.hashing import json_digest
 from vst_core.signature import describe_signature
 from vst_core.viz.safe import md, say
@@ -232,19 +235,19 @@ def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None)
             value = float(recorded)
         except ValueError:
             return f"as the file: {recorded}"
-        presets = [k for k, v in THETA_PRESETS.items() if v is not None and abs(float(v) - value) < 1e-9]
+        presets = [k for k, v in THETA.presets if abs(float(v) - value) < 1e-9]
         if presets and presets[0] == DEFAULTS.option("theta"):
             return name
         return f"as the file: {presets[0]} ({value:g})" if presets else f"as the file: {value:g}"
 
     values["theta_name"] = st.selectbox(
-        "θ preset", [*THETA_PRESETS, SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason, format_func=label
+        THETA.label, [*dict(THETA.presets), SLIDER], key="theta_name", bind=URL, disabled=idle, help=reason, format_func=label
     )
     if values["theta_name"] == SLIDER:
         values["theta_value"] = st.slider(
             "θ",
-            0.0,
-            1.5,
+            THETA_LOW,
+            THETA_HIGH,
             0.6,
             0.005,
             key="theta_value",
@@ -253,7 +256,7 @@ def _theta_controls(idle: bool, reason: str | None, recorded: str | None = None)
             help=reason or "re-renders from cached similarities",
         )
     values["penalize"] = st.checkbox(
-        "Penalty below θ (untick: ablation −P)", value=True, key="penalize", bind=URL, disabled=idle, help=reason
+        PENALTY.label, value=bool(PENALTY.default), key="penalize", bind=URL, disabled=idle, help=reason
     )
     values["concreteness"] = st.checkbox(
         "Concreteness weights (untick: ablation −C)", value=True, key="concreteness", bind=URL, disabled=idle, help=reason

@@ -133,7 +133,7 @@ def test_every_key_the_dashboard_names_is_refused_as_an_installed_metrics_box_or
         assert not reg.plugins and len(reg.problems) == len(keys), (way, [s.name for s in reg.plugins])
         for i, key in enumerate(keys):
             problem = next(p for p in reg.problems if f"'{way}_{i}'" in p)
-            reasons = (f"key {key!r} is not lower-case words", "a setting every metric shares", f"option {key!r} is metric")
+            reasons = (f"key {key!r} is not lower-case words", "a setting of every run", f"option {key!r} is metric")
             assert any(r in problem for r in reasons[: 1 if way == "control" else 3]), problem
 
 
