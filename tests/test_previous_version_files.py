@@ -40,3 +40,12 @@ def test_the_previous_versions_settings_are_read_back_under_their_new_names_and_
     differ = {k for k in recorded.keys() - IDS if again.get(k) != recorded[k]}
     assert differ == {"clip_checkpoint", "clip_pretrained"}, differ
     assert set(again) == recorded.keys() - IDS  # the same names (ids hash them sorted: the order is free)
+
+
+def test_the_earlier_keyword_of_the_clip_model_is_refused_with_its_new_name() -> None:
+    import pytest
+
+    from vst_core.config import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="clip_arch is now clip_model"):
+        Settings(clip_arch="ViT-L-14")
