@@ -24,6 +24,8 @@ DEFAULTS = Settings()
 _DEFAULT: dict[str, Any] = {o.setting: o.default for o in (*IMAGE_COMPONENT.options, *GROOVIST_OPTIONS)}
 #: GROOVIST's θ as declared (its presets, the slider's range, its label) and its penalty switch.
 THETA: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "theta")
+#: The image pipeline's options the sidebar's Grounding section asks for, by setting (their labels, keys).
+IMAGE: dict[str, Option] = {o.setting: o for o in IMAGE_COMPONENT.options}
 PENALTY: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "penalize")
 THETA_LOW, THETA_HIGH = THETA.bounds or (0.0, 1.5)
 
@@ -275,10 +277,10 @@ def without_clip(settings: Settings) -> Settings:
 #: label, the value used instead, and what they must name when they name something that exists (a
 #: missing one is left to its loader, which says so, or takes the value as a model name).
 _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
-    "clip_pretrained": ("Pretrained tag", _DEFAULT["clip_pretrained"] or "", "any"),
-    "clip_checkpoint": ("…or local checkpoint file", "", "file"),
-    "clip_config": ("open_clip model config", "", "file"),
-    "regions": ("Regions", _DEFAULT["regions"], "file"),
+    "clip_pretrained": (IMAGE["clip_pretrained"].label, _DEFAULT["clip_pretrained"] or "", "any"),
+    "clip_checkpoint": (IMAGE["clip_checkpoint"].label, "", "file"),
+    "clip_config": (IMAGE["clip_config"].label, "", "file"),
+    "regions": (IMAGE["regions"].label, _DEFAULT["regions"], "file"),
 }
 
 
@@ -412,13 +414,10 @@ def url_notices(params: Mapping[str, str]) -> list[str]:
 #: The sidebar control of each setting a model's message may name (besides each metric's own boxes,
 #: :func:`sidebar_words`): (setting, value) first, then the setting alone.
 SIDEBAR_CONTROLS: dict[tuple[str, str], str] = {
-    ("clip_checkpoint", "PATH"): "the sidebar's “…or local checkpoint file”",
-    ("clip_checkpoint", ""): "“…or local checkpoint file”",
-    ("clip_model", ""): "“CLIP architecture”",
-    ("clip_config", ""): "“open_clip model config”",
-    ("regions", ""): "“Regions”",
-    ("clip_activation", "quickgelu"): "a “CLIP architecture” ending in -quickgelu",
-    ("clip_activation", "gelu"): "a “CLIP architecture” without -quickgelu",
+    ("clip_checkpoint", "PATH"): f"the sidebar's “{IMAGE['clip_checkpoint'].label}”",
+    **{(name, ""): f"“{IMAGE[name].label}”" for name in ("clip_checkpoint", "clip_model", "clip_config", "regions")},
+    ("clip_activation", "quickgelu"): f"a “{IMAGE['clip_model'].label}” ending in -quickgelu",
+    ("clip_activation", "gelu"): f"a “{IMAGE['clip_model'].label}” without -quickgelu",
     ("device", "cpu"): "“Device” cpu",
     ("device", ""): "“Device”",
 }

@@ -15,6 +15,7 @@ from dashboard import loading, session
 from dashboard.choices import (
     DEFAULTS,
     GROUNDING,
+    IMAGE,
     PENALTY,
     SCORES_FILE,
     SLIDER,
@@ -367,10 +368,12 @@ def _plugins() -> dict[str, Any]:
 def _grounding() -> dict[str, Any]:
     st.header("Grounding")
     values: dict[str, Any] = {
-        "clip_arch": _text_input("CLIP architecture", DEFAULTS.option("clip_model"), key="clip_arch"),
-        "clip_pretrained": _text_input("Pretrained tag", DEFAULTS.option("clip_pretrained") or "", key="clip_pretrained"),
-        "clip_checkpoint": _text_input("…or local checkpoint file", "", key="clip_checkpoint"),
-        "clip_config": _text_input("open_clip model config (JSON, optional)", "", key="clip_config"),
+        IMAGE[name].control_key: _text_input(
+            IMAGE[name].label + (" (JSON, optional)" if name == "clip_config" else ""),
+            str(IMAGE[name].default or ""),
+            key=IMAGE[name].control_key,
+        )
+        for name in ("clip_model", "clip_pretrained", "clip_checkpoint", "clip_config")
     }
     values[GROUNDING] = _model_toggle(
         GROUNDING,
@@ -382,9 +385,9 @@ def _grounding() -> dict[str, Any]:
     idle = not values[GROUNDING]
     reason = "grounding is off: θ, the penalty and the weighting change nothing" if idle else None
     values["regions"] = _text_input(
-        "Regions",
-        DEFAULTS.option("regions"),
-        key="regions",
+        IMAGE["regions"].label,
+        str(IMAGE["regions"].default),
+        key=IMAGE["regions"].control_key,
         disabled=idle,
         help="grid (ten weight-free proposals), detector (Faster R-CNN, needs its weights) or a regions CSV path",
     )

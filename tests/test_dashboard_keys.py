@@ -19,6 +19,8 @@ COMPUTED = {
     ("app_pages/agreement.py", "<module>", "spec.tools.trained_folder"): "a metric's own option",
     ("app_pages/inspect.py", "regions", "story_widget_key(f'region-{name}', *story.key)"): "region-<digest>, never words",
     ("dashboard/sidebar.py", "_controls", "key"): "a metric's control (controls())",
+    ("dashboard/sidebar.py", "_grounding", "IMAGE[name].control_key"): "an image pipeline's box: its option's key",
+    ("dashboard/sidebar.py", "_grounding", "IMAGE['regions'].control_key"): "the regions box: its option's key",
     ("dashboard/sidebar.py", "_model_fields", "f.setting"): "a metric's model file box",
     ("dashboard/sidebar.py", "_plugins", "f.setting"): "a metric's model file box",
     ("dashboard/sidebar.py", "_switches", "name"): "a switched metric's toggle: its name",
