@@ -459,7 +459,8 @@ TextsHook = Callable[[SettingsLike, Story, Sequence[PhraseLike]], Iterable[str]]
 ImageRefsHook = Callable[[Story], Sequence[str]]
 #: A metric over the stories of a sequence together, computed once per run before the chunks from
 #: the whole set: ``(story_set, todo, settings, models, progress) -> {(system, story_id): record or
-#: the reason}`` for the stories of ``todo``; ``score`` then reads the results from ``run.together``.
+#: the reason}`` for the stories of ``todo``. A metric with this hook needs no ``score``: each batch reads
+#: its results back (``RunLike.set_records``).
 SetHook = Callable[
     [StorySetLike, Sequence[Story], SettingsLike, ModelsLike, "Callable[[int], object] | None"], Mapping[Key, R | str]
 ]
@@ -779,6 +780,8 @@ class MetricSpec(Generic[R]):
             object.__setattr__(self, "signing", replace(sign, settings=sign.settings + signed))
         if compute.score is None and compute.image_record is not None:
             object.__setattr__(self, "computing", replace(compute, score=_ImageScore(compute.image_record, self.name)))
+        elif compute.score is None and compute.together is not None:
+            object.__setattr__(self, "computing", replace(compute, score=_SetScore(self.name)))
 
     def default_cards(self, record: R | None) -> list[Card]:
         """One card per reported field (or the first field) of ``record`` (None: no value), its help
@@ -802,6 +805,17 @@ class _ImageScore(Generic[R]):
 
     def __call__(self, stories: Sequence[Story], run: RunLike) -> Mapping[Key, R | str]:
         return cast("Mapping[Key, R | str]", run.image_records(stories, self.build, metric=self.metric))
+
+
+@dataclass(frozen=True)
+class _SetScore(Generic[R]):
+    """The ``score`` hook of a set metric: each story's record of the batch from the results its
+    ``together`` computed over the whole set before the chunks."""
+
+    metric: str
+
+    def __call__(self, stories: Sequence[Story], run: RunLike) -> Mapping[Key, R | str]:
+        return cast("Mapping[Key, R | str]", run.set_records(stories, self.metric))
 
 
 @dataclass(frozen=True)

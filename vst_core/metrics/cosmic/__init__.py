@@ -8,7 +8,7 @@ The model: :mod:`.rater`; training: :mod:`.train`; over the set:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from vst_core.contract import (
     Card,
@@ -18,7 +18,6 @@ from vst_core.contract import (
     MetricSpec,
     ModelsLike,
     Option,
-    RunLike,
     SettingsLike,
     Showing,
     Signing,
@@ -32,11 +31,6 @@ if TYPE_CHECKING:
     from vst_core.metrics.cosmic.rater import CosmicModel
 
 NAME = "cosmic"
-
-
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, CosmicScores | str]:
-    """Each story's record from the set's results (:func:`together`, before the chunks)."""
-    return cast("Mapping[Key, CosmicScores | str]", run.set_records(stories, NAME))
 
 
 def identity(settings: SettingsLike) -> dict[str, str]:
@@ -104,7 +98,6 @@ METRIC = MetricSpec(
     card="docs/metrics/cosmic.md",
     computing=Computing(
         needs=frozenset({"sequence", "clip", "model"}),
-        score=score,
         together=together,
         load=lambda models: (models.clip, model(models)),  # CLIP's image vectors and its own folder
     ),

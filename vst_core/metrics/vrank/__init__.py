@@ -10,7 +10,7 @@ Everything the product knows of Vrank is in this package: the spec (here), its r
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from vst_core.contract import (
     Card,
@@ -24,7 +24,6 @@ from vst_core.contract import (
     ModelsLike,
     Option,
     Reading,
-    RunLike,
     SettingsLike,
     Showing,
     Signing,
@@ -39,11 +38,6 @@ if TYPE_CHECKING:
     from vst_core.metrics.vrank.ranker import VrankModel
 
 NAME = "vrank"
-
-
-def score(stories: Sequence[Story], run: RunLike) -> Mapping[Key, VrankScores | str]:
-    """Each story's record from the set's results (:func:`together`, before the chunks)."""
-    return cast("Mapping[Key, VrankScores | str]", run.set_records(stories, NAME))
 
 
 def identity(settings: SettingsLike) -> dict[str, str]:
@@ -141,7 +135,6 @@ METRIC = MetricSpec(
     card="docs/metrics/vrank.md",
     computing=Computing(
         needs=frozenset({"sequence", "model"}),
-        score=score,
         together=together,
         load=model,
     ),
