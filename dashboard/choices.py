@@ -19,13 +19,11 @@ from vst_core.metrics.groovist.options import OPTIONS as GROOVIST_OPTIONS
 from vst_core.models.hub import Phrased
 
 DEFAULTS = Settings()
-#: The defaults of the image pipeline's and GROOVIST's options the sidebar's own fields start from,
-#: read from their declarations (without building the registry when this module is imported).
-_DEFAULT: dict[str, Any] = {o.setting: o.default for o in (*IMAGE_COMPONENT.options, *GROOVIST_OPTIONS)}
+#: The image pipeline's options the sidebar's Grounding section asks for, by setting (their labels,
+#: keys, defaults), read from their declarations without building the registry at import.
+IMAGE: dict[str, Option] = {o.setting: o for o in IMAGE_COMPONENT.options}
 #: GROOVIST's θ as declared (its presets, the slider's range, its label) and its penalty switch.
 THETA: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "theta")
-#: The image pipeline's options the sidebar's Grounding section asks for, by setting (their labels, keys).
-IMAGE: dict[str, Option] = {o.setting: o for o in IMAGE_COMPONENT.options}
 PENALTY: Option = next(o for o in GROOVIST_OPTIONS if o.setting == "penalize")
 THETA_LOW, THETA_HIGH = THETA.bounds or (0.0, 1.5)
 
@@ -50,19 +48,19 @@ class Choices:
     coherence: bool = True
     coherence_model: str = ""  # RoViST-C's switch box ("": its Option's default pair model)
     grounding: bool = True
-    clip_arch: str = _DEFAULT["clip_model"]
-    clip_pretrained: str = _DEFAULT["clip_pretrained"] or ""
+    clip_arch: str = str(IMAGE["clip_model"].default)
+    clip_pretrained: str = str(IMAGE["clip_pretrained"].default or "")
     clip_checkpoint: str = ""
     clip_config: str = ""
-    regions: str = _DEFAULT["regions"]
+    regions: str = str(IMAGE["regions"].default)
     extra_clip: bool = True
     # the metrics' model files as typed, by setting (each metric's model_fields: Vrank's folder turns vrank
     # on, RoViST-VG's checkpoint with a GloVe file rovist_vg); given as a mapping, kept as sorted pairs
     files: tuple[tuple[str, str], ...] = ()
     device: str = DEFAULTS.device
-    theta_name: str = _DEFAULT["theta"]
+    theta_name: str = str(THETA.default)
     theta_value: float = 0.6
-    penalize: bool = _DEFAULT["penalize"]
+    penalize: bool = bool(PENALTY.default)
     concreteness: bool = True
     plugins: tuple[str, ...] = ()  # installed metrics (the vst_eval.metrics entry points) turned on
 
@@ -277,10 +275,10 @@ def without_clip(settings: Settings) -> Settings:
 #: label, the value used instead, and what they must name when they name something that exists (a
 #: missing one is left to its loader, which says so, or takes the value as a model name).
 _PATH_FIELDS: dict[str, tuple[str, str, Want]] = {
-    "clip_pretrained": (IMAGE["clip_pretrained"].label, _DEFAULT["clip_pretrained"] or "", "any"),
+    "clip_pretrained": (IMAGE["clip_pretrained"].label, str(IMAGE["clip_pretrained"].default or ""), "any"),
     "clip_checkpoint": (IMAGE["clip_checkpoint"].label, "", "file"),
     "clip_config": (IMAGE["clip_config"].label, "", "file"),
-    "regions": (IMAGE["regions"].label, _DEFAULT["regions"], "file"),
+    "regions": (IMAGE["regions"].label, str(IMAGE["regions"].default), "file"),
 }
 
 

@@ -243,11 +243,9 @@ def _refused(settings: Settings) -> list[str]:
     if not settings.options:  # every default goes together (and the registry is not built for them)
         return []
     reg = registry()
-    owners: list[Any] = [c.check for c in reg.components.values()]
-    if settings.options:
-        known = reg.options
-        specs = {owner.name: owner for name, _ in settings.options if isinstance(owner := known[name][0], MetricSpec)}
-        owners += [spec.signing.check for spec in specs.values()]
+    known = reg.options
+    specs = {owner.name: owner for name, _ in settings.options if isinstance(owner := known[name][0], MetricSpec)}
+    owners: list[Any] = [c.check for c in reg.components.values()] + [spec.signing.check for spec in specs.values()]
     return [r for check in owners if check is not None for r in [check(settings)] if r]
 
 

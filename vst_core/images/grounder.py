@@ -195,11 +195,7 @@ class Grounder(ImageRegions):
             return
         self._collect_ahead()
         reference = self.settings.option("grounding_profile") == "reference"
-        name = (
-            reference_spacy_model()
-            if reference and not self.settings.option("spacy_model")
-            else self.settings.option("spacy_model")
-        )
+        name = spacy_name(self.settings)
         keys: dict[tuple[str, str], str] = {}
         nlp: Language | None = None
         if self.memo is not None:
