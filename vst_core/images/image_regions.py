@@ -353,7 +353,8 @@ class ImageRegions:
                 future = decoded.get(id(entry))
                 image = future.result() if future is not None else open_image(entry.path)
                 scale = scale_of(image, entry.size)
-                return np.array(image), [_pixel_box(unique[n][1].scaled(*scale)) for n in rows]
+                # a view of Pillow's bytes, not a second copy: the canvas is the one copy made of it
+                return np.asarray(image), [_pixel_box(unique[n][1].scaled(*scale)) for n in rows]
             except Exception as exc:
                 _failed(entry, exc)
                 return np.zeros((1, 1, 3), np.uint8), [(0, 0, 1, 1)] * len(rows)
