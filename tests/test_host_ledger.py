@@ -46,6 +46,14 @@ def test_one_copy_back_and_no_other_sync_a_chunk(figures: dict[str, float]) -> N
     assert figures["ledger_syncs_per_chunk"] == 1  # the copy back itself
 
 
+def test_a_shape_group_costs_three_kernels(figures: dict[str, float]) -> None:
+    """A group is one gather and two resizes; the passes' roundings and clamps are made once a
+    batch (they were two of each a group: 7 kernels a group, 76 a batch at 24 sizes)."""
+    groups = figures["ledger_groups_per_batch"]
+    assert groups >= 4  # photos of many sizes: many shapes a batch
+    assert figures["ledger_kernels_per_batch"] <= 3 * groups + 15, figures  # a window's canvas, the joins, normalising
+
+
 def test_photos_of_one_size_cost_a_few_kernels_a_batch() -> None:
     from vst_core.bench.ledger import ledger_figures
 

@@ -237,6 +237,7 @@ def ledger_figures(photos: int = 96, sizes: Sequence[tuple[int, int]] = SIZES, *
         "ledger_uploads_per_photo": round((b.uploads - a.uploads) / n, 3),
         "ledger_main_copy_bytes_per_photo": round((b.main_copy_bytes - a.main_copy_bytes) / n),
         "ledger_kernels_per_batch": round(b.main.kernels / b.forwards, 1),
+        "ledger_groups_per_batch": round(b.main.ops["index"] / b.forwards, 1),  # one gather a shape group
         "ledger_torch_calls_per_batch": round(b.main.torch_calls / b.forwards, 1),
         "ledger_uploads_per_batch": round(b.uploads / b.forwards, 2),
         "ledger_d2h_per_chunk": b.collects,

@@ -196,17 +196,59 @@ def resize_gathered(canvases: Any, block: Any, found: Sequence[Any], transform: 
     """(N, 3, H, W) float32 pixel values 0-255 of a batch of crops planned by
     :func:`vst_core.models.crop_plan.batch_indices`: per shape group one gather from its float32
     (rows, W, 3) canvas (``canvases[g.canvas]``) by the rows and columns in the device's index
-    ``block`` (``channels``: ``arange(3)`` shaped (1, 3, 1, 1) on the device), then
-    :func:`resize_group`. Rows follow the batch; the pixels are those of :func:`resize_crops_grouped`
-    on the same crops cut as slices."""
+    ``block`` (``channels``: ``arange(3)`` shaped (1, 3, 1, 1) on the device) and its two resize
+    passes; each pass's rounding and clamping made once for the whole batch, not once a group
+    (they are elementwise: the same values), so a group costs three kernels. Rows follow the batch;
+    the pixels are those of :func:`resize_crops_grouped` (:func:`resize_group`) on the same crops
+    cut as slices."""
     import torch
 
-    parts = []
+    interpolate = torch.nn.functional.interpolate
+    ch, cw = transform.crop
+    widths, sizes = [], []
     for g in found:
         rows = block[g.rows : g.rows + g.n * g.h].view(g.n, 1, g.h, 1)
         cols = block[g.cols : g.cols + g.n * g.w].view(g.n, 1, 1, g.w)
-        parts.append(resize_group(canvases[g.canvas][rows, cols, channels], transform))
-    return parts[0] if len(parts) == 1 else torch.cat(parts)
+        x = canvases[g.canvas][rows, cols, channels]
+        nh, nw = resized_size(g.h, g.w, transform.size)
+        if nw != g.w:  # widths first, as Pillow resizes
+            x = interpolate(x, size=(g.h, nw), mode=transform.mode, align_corners=False, antialias=True)
+        widths.append(x)
+        sizes.append((nh, nw))
+    resized = [k for k, (g, (_, nw)) in enumerate(zip(found, sizes, strict=True)) if nw != g.w]
+    for k, x in zip(resized, _round_together([widths[k] for k in resized]), strict=True):
+        widths[k] = x  # the width pass's rounding, as Pillow's intermediate image keeps it
+    parts = []
+    for x, (nh, nw) in zip(widths, sizes, strict=True):
+        if nh != int(x.shape[-2]):
+            x = interpolate(x, size=(nh, nw), mode=transform.mode, align_corners=False, antialias=True)
+        top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
+        if top < 0 or left < 0:
+            x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
+            top, left = max(top, 0), max(left, 0)
+        parts.append(x[:, :, top : top + ch, left : left + cw])
+    batch = parts[0].contiguous() if len(parts) == 1 else torch.cat(parts)
+    return batch.round_().clamp_(0, 255)  # the height pass's rounding (values already whole are kept)
+
+
+def _round_together(parts: Sequence[Any]) -> list[Any]:
+    """``parts`` rounded and clamped to 0-255 with one rounding and one clamping: in place when
+    there is one, else as views of one joined block (one copy, not one kernel a part).
+
+    >>> import torch
+    >>> [p.tolist() for p in _round_together([torch.tensor([0.4, 300.0]), torch.tensor([[-2.0, 7.6]])])]
+    [[0.0, 255.0], [[0.0, 8.0]]]
+    """
+    import torch
+
+    if len(parts) < 2:
+        return [p.round_().clamp_(0, 255) for p in parts]
+    flat = torch.cat([p.reshape(-1) for p in parts]).round_().clamp_(0, 255)
+    views, at = [], 0
+    for p in parts:
+        views.append(flat[at : at + p.numel()].view(p.shape))
+        at += p.numel()
+    return views
 
 
 def _cut(image: Any, box: PixelBox) -> Any:
