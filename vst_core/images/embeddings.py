@@ -7,7 +7,12 @@ stale vectors and the same image under another name is encoded once.
 
 from __future__ import annotations
 
+import atexit
+import collections
+import logging
 import sqlite3
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,6 +20,8 @@ import numpy as np
 
 from vst_core.hashing import text_digest
 from vst_core.stores import SqliteStore, rows_in, write_many
+
+log = logging.getLogger(__name__)
 
 
 def region_key(model: str, image_hash: str, box_key: str) -> str:
@@ -35,10 +42,26 @@ _WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob'
 
 
 class EmbeddingCache:
-    """A SQLite file of float32 vectors by key (``:memory:``-like when ``path`` is None)."""
+    """A SQLite file of float32 vectors by key (``:memory:``-like when ``path`` is None).
+
+    On disk, :meth:`put_many` hands its vectors to one writer thread and returns: the thread that
+    launches the model's work never waits for SQLite. Vectors queued are read back by
+    :meth:`get_many` meanwhile; :meth:`flush` waits until they are written (the engine flushes at
+    the end of a run, :meth:`size`, :meth:`report` and :meth:`clear` first, and the process at
+    exit).
+
+    >>> cache = EmbeddingCache(None)
+    >>> cache.put_many({"k": np.ones(2, np.float32)}); cache.get_many(["k"])["k"].tolist()
+    [1.0, 1.0]
+    """
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
+        self._queued: dict[str, np.ndarray] = {}  # written by the writer thread, readable meanwhile
+        self._batches: collections.deque[dict[str, np.ndarray]] = collections.deque()
+        self._writing = 0  # batches taken by the writer and not yet written
+        self._cond = threading.Condition()
+        self._writer: threading.Thread | None = None
         # a generous busy timeout (in the store): shards of one run may share the cache file
         self._store = SqliteStore(
             self.path,
@@ -49,8 +72,13 @@ class EmbeddingCache:
         self.misses = 0
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored vectors of ``keys``; an entry whose bytes are not ``dim`` finite float32 values
-        is left out (computed again)."""
+        """The stored (or queued) vectors of ``keys``; an entry whose bytes are not ``dim`` finite
+        float32 values is left out (computed again)."""
+        queued: dict[str, np.ndarray] = {}
+        if self._queued:
+            with self._cond:
+                queued = {k: self._queued[k] for k in keys if k in self._queued}
+            keys = [k for k in keys if k not in queued]
 
         def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
             by_dim: dict[int, tuple[list[str], list[bytes]]] = {}
@@ -69,11 +97,56 @@ class EmbeddingCache:
                     found.update((key, vectors[k]) for k, key in enumerate(names) if finite[k])
             return found
 
-        return self._store.run(query, default={})
+        found: dict[str, np.ndarray] = self._store.run(query, default={}) if keys else {}
+        return {**found, **queued} if queued else found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
+        """Store ``items``: queued for the writer thread when the cache is on disk, else at once."""
+        if not items:
+            return
+        if self.path is None:
+            self._write(items)
+            return
+        with self._cond:
+            self._queued.update(items)
+            self._batches.append(items)
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_queued, name="vst-cache-writer", daemon=True)
+                self._writer.start()
+                _OPEN.add(self)
+
+    def flush(self) -> None:
+        """Wait until every vector queued is written."""
+        with self._cond:
+            while self._batches or self._writing:
+                self._cond.wait()
+
+    def _write(self, items: dict[str, np.ndarray]) -> None:
         rows = [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
         self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows), default=None)
+
+    def _write_queued(self) -> None:
+        """The writer thread: writes what is queued, then ends (the next :meth:`put_many` starts another)."""
+        while True:
+            with self._cond:
+                if not self._batches:
+                    self._writer = None
+                    return
+                batches = list(self._batches)  # what piled up is written in one transaction
+                self._batches.clear()
+                self._writing = len(batches)
+            items = {k: v for batch in batches for k, v in batch.items()}
+            try:
+                self._write(items)
+            except Exception:  # the store says why; the vectors are computed again by a later run
+                log.warning("vectors could not be written to %s", self.path, exc_info=True)
+            finally:
+                with self._cond:
+                    for key, vector in items.items():
+                        if self._queued.get(key) is vector:
+                            del self._queued[key]
+                    self._writing = 0
+                    self._cond.notify_all()
 
     def fetch(self, keys: Sequence[str], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
         """Vectors for ``keys`` in order; ``compute(indices)`` encodes only the missing ones."""
@@ -94,6 +167,7 @@ class EmbeddingCache:
 
     def size(self) -> tuple[int, int]:
         """(number of vectors, bytes on disk)."""
+        self.flush()
         count = self._store.run(lambda db: int(db.execute("SELECT COUNT(*) FROM emb").fetchone()[0]), default=0)
         return count, (self.path.stat().st_size if self.path and self.path.is_file() else 0)
 
@@ -107,9 +181,21 @@ class EmbeddingCache:
         return {"path": str(self.path) if self.path else ":memory:", "entries": count, "bytes": size, "by_dim": by_dim}
 
     def clear(self) -> None:
+        self.flush()
+
         def clear(db: sqlite3.Connection) -> None:
             db.execute("DELETE FROM emb")
             db.commit()
             db.execute("VACUUM")
 
         self._store.run(clear, default=None)
+
+
+#: The caches whose writer thread has started: flushed when the process exits.
+_OPEN: weakref.WeakSet[EmbeddingCache] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_all() -> None:
+    for cache in list(_OPEN):
+        cache.flush()

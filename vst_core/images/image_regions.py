@@ -170,10 +170,14 @@ class ImageRegions:
             return {}
 
     def close(self) -> None:
-        """Stop the background probe thread (a later :meth:`probe_ahead` starts another)."""
+        """Stop the background probe thread (a later :meth:`probe_ahead` starts another) and wait
+        for the cache's writer (the vectors of the run are on disk once its engine returns)."""
         pool, self._probe_pool, self._probing = self._probe_pool, None, None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        flush = getattr(self.cache, "flush", None)
+        if flush is not None:
+            flush()
 
     def pending(self, refs: list[str]) -> list[ImageEntry]:
         """The distinct images of ``refs`` not read yet (no error, no vectors)."""
