@@ -61,3 +61,27 @@ def test_the_process_flushes_at_exit(tmp_path: Path) -> None:
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
     assert EmbeddingCache(tmp_path / "emb.sqlite").size()[0] == 2000
+
+
+def test_a_slow_disk_holds_the_caller_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_QUEUED vectors waiting, put_many waits for the writer instead of memory growing."""
+    monkeypatch.setattr(embeddings, "MAX_QUEUED", 4)
+    gate = threading.Event()
+    real = embeddings.write_many
+
+    def held(*args: object) -> None:
+        gate.wait(10)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embeddings, "write_many", held)
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    cache.put_many(_vectors(5))  # queued: the writer holds them
+    second = threading.Thread(target=cache.put_many, args=(_vectors(2, start=5),))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # over the bound: waiting for the writer
+    gate.set()
+    second.join(10)
+    assert not second.is_alive()
+    cache.flush()
+    assert cache.size()[0] == 7

@@ -41,6 +41,11 @@ def tokens_key(model: str, text: str) -> str:
 _WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob' AND length(vec) = 4 * dim"
 
 
+#: Vectors queued for the writer thread at most before :meth:`EmbeddingCache.put_many` waits for it
+#: (128 MiB at ViT-B-32's width).
+MAX_QUEUED = 65536
+
+
 class EmbeddingCache:
     """A SQLite file of float32 vectors by key (``:memory:``-like when ``path`` is None).
 
@@ -108,6 +113,8 @@ class EmbeddingCache:
             self._write(items)
             return
         with self._cond:
+            while len(self._queued) > MAX_QUEUED and (self._batches or self._writing):
+                self._cond.wait()  # a disk slower than the model: the caller waits rather than memory growing
             self._queued.update(items)
             self._batches.append(items)
             if self._writer is None:
