@@ -84,6 +84,7 @@ class EmbeddingCache:
             with self._cond:
                 queued = {k: self._queued[k] for k in keys if k in self._queued}
             keys = [k for k in keys if k not in queued]
+            queued = {k: v for k, v in queued.items() if np.isfinite(v).all()}  # as a stored one is read back
 
         def query(db: sqlite3.Connection) -> dict[str, np.ndarray]:
             by_dim: dict[int, tuple[list[str], list[bytes]]] = {}
