@@ -85,3 +85,13 @@ def test_a_slow_disk_holds_the_caller_back(tmp_path: Path, monkeypatch: pytest.M
     assert not second.is_alive()
     cache.flush()
     assert cache.size()[0] == 7
+
+
+def test_a_cache_kept_in_memory_keeps_what_its_writer_wrote(tmp_path: Path) -> None:
+    """A cache folder that cannot be made (a file stands there) keeps the run's vectors in memory:
+    the writer writes them there, not into a connection of its own that nobody reads."""
+    (tmp_path / "taken").write_text("a file, not a folder")
+    cache = EmbeddingCache(tmp_path / "taken" / "emb.sqlite")
+    cache.put_many(_vectors(3))
+    cache.flush()
+    assert sorted(cache.get_many(["k0", "k1", "k2"])) == ["k0", "k1", "k2"] and not cache._queued

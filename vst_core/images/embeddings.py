@@ -41,6 +41,9 @@ def tokens_key(model: str, text: str) -> str:
 _WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob' AND length(vec) = 4 * dim"
 
 
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
+_PROBE = "SELECT COUNT(*) FROM emb"
+
 #: Vectors queued for the writer thread at most before :meth:`EmbeddingCache.put_many` waits for it
 #: (128 MiB at ViT-B-32's width).
 MAX_QUEUED = 65536
@@ -67,12 +70,9 @@ class EmbeddingCache:
         self._writing = 0  # batches taken by the writer and not yet written
         self._cond = threading.Condition()
         self._writer: threading.Thread | None = None
+        self._own: SqliteStore | None = None
         # a generous busy timeout (in the store): shards of one run may share the cache file
-        self._store = SqliteStore(
-            self.path,
-            ("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",),
-            probe="SELECT COUNT(*) FROM emb",
-        )
+        self._store = SqliteStore(self.path, _SCHEMA, probe=_PROBE)
         self.hits = 0
         self.misses = 0
 
@@ -129,9 +129,9 @@ class EmbeddingCache:
             while self._batches or self._writing:
                 self._cond.wait()
 
-    def _write(self, items: dict[str, np.ndarray]) -> None:
+    def _write(self, items: dict[str, np.ndarray], store: SqliteStore | None = None) -> None:
         rows = [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
-        self._store.run(lambda db: write_many(db, "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows), default=None)
+        (store or self._store).run(lambda db: write_many(db, "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows), default=None)
 
     def _write_queued(self) -> None:
         """The writer thread: writes what is queued, then ends (the next :meth:`put_many` starts another)."""
@@ -145,7 +145,9 @@ class EmbeddingCache:
                 self._writing = len(batches)
             items = {k: v for batch in batches for k, v in batch.items()}
             try:
-                self._write(items)
+                if self._own is None:  # its own connection: the caller's reads never wait for a write
+                    self._own = SqliteStore(self.path, _SCHEMA, probe=_PROBE) if _on_file(self._store) else self._store
+                self._write(items, self._own)
             except Exception:  # the store says why; the vectors are computed again by a later run
                 log.warning("vectors could not be written to %s", self.path, exc_info=True)
             finally:
@@ -197,6 +199,12 @@ class EmbeddingCache:
             db.execute("VACUUM")
 
         self._store.run(clear, default=None)
+
+
+def _on_file(store: SqliteStore) -> bool:
+    """Whether ``store`` is on its file (not kept in memory after its file could not be used)."""
+    found = store.run(lambda db: db.execute("PRAGMA database_list").fetchone(), default=None)
+    return found is not None and bool(found[2])
 
 
 #: The caches whose writer thread has started: flushed when the process exits.
