@@ -484,3 +484,15 @@ def test_a_cold_run_encodes_each_text_of_its_stories_once(tiny_clip: tuple[Path,
     again = Models(settings, clip=models.clip, cache=EmbeddingCache(tmp_path / "emb.sqlite"))
     score_story_set(stories, settings, tmp_path / "b.jsonl", models=again, chunk_size=2)
     assert models.clip.texts_encoded == len(texts)
+
+
+def test_the_e2e_cold_run_is_cold_in_a_folder_used_before(tmp_path: Path) -> None:
+    """``python -m vst_core.bench.e2e --folder F`` run twice: the second cold run encodes every crop
+    again (its scores file of the first time once made it a resume that encoded nothing)."""
+    from vst_core.bench.e2e import E2EConfig, end_to_end
+
+    config = E2EConfig(sequences=2, images_per_story=2, regions=2, image_size=(64, 48), stand_in="20000")
+    first = end_to_end(config, tmp_path, lambda text: None)
+    again = end_to_end(config, tmp_path, lambda text: None)
+    assert first["e2e_crops"] == again["e2e_crops"] > 0
+    assert again["startup_seconds"] is not None and again["e2e_warm_forwards"] == 0

@@ -211,11 +211,15 @@ def end_to_end(
     for name in ("cold", "warm"):
         trace = folder / f"trace-{name}.json"
         out = folder / f"scores-{name}.jsonl"
+        for stale in (trace, out, out.with_name(out.name + ".lock")):  # a folder used before: not a resume
+            stale.unlink(missing_ok=True)
         say(f"e2e: vst score, {name} ({'empty cache' if name == 'cold' else 'every vector cached, a new --out'})")
         runs[name] = _run(score_command(config, stories, checkpoint, out, cache, trace), trace, hf_home)
         lines = sum(1 for _ in out.open(encoding="utf-8"))
         if lines != config.sequences:
             raise RuntimeError(f"vst score wrote {lines} records of {config.sequences}")
+        if name == "cold" and config.stand_in and not runs[name][1].get("crops"):
+            raise RuntimeError("the cold run encoded no crop: it was not cold")
     shown = score_command(config, Path("stories.jsonl"), Path("clip.pt"), Path("scores.jsonl"), Path("cache"), Path("t"))
     figures["e2e_command"] = " ".join(["vst", *shown[shown.index("--") + 1 :]])
     cold, found = runs["cold"]
