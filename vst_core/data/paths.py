@@ -44,13 +44,19 @@ Resolved = dict[tuple[str, str], str | None]
 
 
 def resolve_images(
-    root: Path, refs: Iterable[str], *, base: Path | None = None, folders: Resolved | None = None
+    root: Path,
+    refs: Iterable[str],
+    *,
+    base: Path | None = None,
+    folders: Resolved | None = None,
+    stats: dict[str, os.stat_result] | None = None,
 ) -> dict[str, str | None]:
     """:func:`resolve_image` of many refs at once, as text (None for a ref it refuses): each folder
     is resolved once, and a file in it that is not a symbolic link is that folder's resolved path
     and its name (the rest go through :func:`resolve_image`), so the paths are the same at a small
     part of the cost: one ``lstat`` a file. ``folders`` keeps the folders (and ``root``) resolved
-    over several calls: the stories of one file.
+    over several calls: the stories of one file. ``stats`` receives the ``lstat`` of each path that
+    is not a symbolic link (its ``stat``, read once).
 
     >>> import tempfile
     >>> top = Path(tempfile.mkdtemp()); (top / "images").mkdir(); _ = (top / "images" / "1.jpg").write_bytes(b"")
@@ -95,7 +101,10 @@ def resolve_images(
             continue
         path = os.path.join(real, name)
         try:
-            link = stat.S_ISLNK(os.lstat(path).st_mode)
+            info = os.lstat(path)
+            link = stat.S_ISLNK(info.st_mode)
+            if stats is not None and not link:
+                stats[path] = info
         except FileNotFoundError:
             link = False  # resolved as written, as resolve_image does
         except OSError:

@@ -265,11 +265,12 @@ class RunKeys:
             self._base = root.resolve()
         stamps: dict[str, str] = {}
         paths: dict[str, str] = {}
-        for ref, path in resolve_images(root, refs, base=self._base).items():
+        read: dict[str, os.stat_result] = {}  # what resolving read of each file that is not a link
+        for ref, path in resolve_images(root, refs, base=self._base, stats=read).items():
             if path is None:
                 continue
             try:
-                info = os.stat(path)
+                info = read.get(path) or os.stat(path)
             except OSError:
                 continue
             if stat.S_ISREG(info.st_mode):
