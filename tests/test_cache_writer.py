@@ -95,3 +95,83 @@ def test_a_cache_kept_in_memory_keeps_what_its_writer_wrote(tmp_path: Path) -> N
     cache.put_many(_vectors(3))
     cache.flush()
     assert sorted(cache.get_many(["k0", "k1", "k2"])) == ["k0", "k1", "k2"] and not cache._queued
+
+
+def test_a_file_set_aside_by_the_run_keeps_the_writer_and_the_reader_on_one_file(tmp_path: Path) -> None:
+    """When the run's connection finds the file damaged and starts a new one, the writer (whose
+    connection still has the old file open) writes into the new file too: the same instance reads
+    back what it wrote after, and the file set aside keeps its rows for the user to look at."""
+    import sqlite3
+
+    path = tmp_path / "emb.sqlite"
+    cache = EmbeddingCache(path)
+    cache.put_many(_vectors(50))
+    cache.flush()
+
+    def damaged(db: object) -> None:
+        exc = sqlite3.DatabaseError("database disk image is malformed")
+        exc.sqlite_errorcode = 11  # type: ignore[attr-defined]
+        raise exc
+
+    cache._store.run(damaged, default=None)  # the run's connection sets the file aside, starts anew
+    cache.put_many({"after": np.full(4, 9.0, np.float32)})
+    cache.flush()
+    assert sorted(cache.get_many(["after"])) == ["after"]
+    aside = sqlite3.connect(tmp_path / "emb.sqlite.damaged")
+    assert aside.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 50
+    assert cache._store.set_aside and len(cache._store.set_aside) == 1
+
+
+def test_no_thread_to_be_had_writes_on_the_caller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread that cannot start (a limit, the interpreter ending) leaves nothing queued for ever."""
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    cache.put_many(_vectors(3))
+    cache.flush()  # returns: nothing waits
+    assert not cache._queued and cache._writer is None
+    assert sorted(EmbeddingCache(tmp_path / "emb.sqlite").get_many(["k0", "k1", "k2"])) == ["k0", "k1", "k2"]
+
+
+def test_a_child_forked_while_the_writer_works_has_a_queue_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parent's writer thread does not exist in a forked child: the child's writes start their
+    own, and its flush returns."""
+    import os
+    import time
+
+    gate = threading.Event()
+    real = embeddings.write_many
+
+    def held(*args: object) -> None:
+        gate.wait(10)
+        real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embeddings, "write_many", held)
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    cache.put_many(_vectors(2))  # the parent's writer holds these
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            gate.set()  # the child's own writer is not held
+            cache.put_many(_vectors(1, start=10))
+            cache.flush()
+            code = 0 if "k10" in cache.get_many(["k10"]) and not cache._queued else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("the forked child's flush hung")
+    gate.set()
+    cache.flush()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert sorted(cache.get_many(["k0", "k1", "k10"])) == ["k0", "k1", "k10"]

@@ -211,7 +211,7 @@ def end_to_end(
     for name in ("cold", "warm"):
         trace = folder / f"trace-{name}.json"
         out = folder / f"scores-{name}.jsonl"
-        for stale in (trace, out, out.with_name(out.name + ".lock")):  # a folder used before: not a resume
+        for stale in (trace, out):  # a folder used before: not a resume (a lock file may be a running one's)
             stale.unlink(missing_ok=True)
         say(f"e2e: vst score, {name} ({'empty cache' if name == 'cold' else 'every vector cached, a new --out'})")
         runs[name] = _run(score_command(config, stories, checkpoint, out, cache, trace), trace, hf_home)

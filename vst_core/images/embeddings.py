@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import collections
 import logging
+import os
 import sqlite3
 import threading
 import weakref
@@ -43,6 +44,7 @@ _WELL_FORMED = "AND typeof(dim) = 'integer' AND dim > 0 AND typeof(vec) = 'blob'
 
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, dim INTEGER, vec BLOB)",)
 _PROBE = "SELECT COUNT(*) FROM emb"
+_INSERT = "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)"
 
 #: Vectors queued for the writer thread at most before :meth:`EmbeddingCache.put_many` waits for it
 #: (128 MiB at ViT-B-32's width).
@@ -70,7 +72,7 @@ class EmbeddingCache:
         self._writing = 0  # batches taken by the writer and not yet written
         self._cond = threading.Condition()
         self._writer: threading.Thread | None = None
-        self._own: SqliteStore | None = None
+        self._own: sqlite3.Connection | None = None  # the writer's connection to the file
         # a generous busy timeout (in the store): shards of one run may share the cache file
         self._store = SqliteStore(self.path, _SCHEMA, probe=_PROBE)
         self.hits = 0
@@ -107,21 +109,34 @@ class EmbeddingCache:
         return {**found, **queued} if queued else found
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
-        """Store ``items``: queued for the writer thread when the cache is on disk, else at once."""
+        """Store ``items``: queued for the writer thread when the cache is on disk, else at once
+        (and at once when no thread can be started)."""
         if not items:
             return
         if self.path is None:
             self._write(items)
             return
+        items = {k: np.asarray(v, dtype=np.float32) for k, v in items.items()}  # the caller's dict is its own
         with self._cond:
             while len(self._queued) > MAX_QUEUED and (self._batches or self._writing):
                 self._cond.wait()  # a disk slower than the model: the caller waits rather than memory growing
             self._queued.update(items)
             self._batches.append(items)
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._write_queued, name="vst-cache-writer", daemon=True)
-                self._writer.start()
+            if self._writer is not None:
+                return  # the running writer takes it
+            writer = threading.Thread(target=self._write_queued, name="vst-cache-writer", daemon=True)
+            try:
+                writer.start()
+            except RuntimeError:  # no thread to be had (a limit, the interpreter ending): written here
+                self._batches.pop()
+                for key, vector in items.items():
+                    if self._queued.get(key) is vector:
+                        del self._queued[key]
+            else:
+                self._writer = writer
                 _OPEN.add(self)
+                return
+        self._write(items)
 
     def flush(self) -> None:
         """Wait until every vector queued is written."""
@@ -129,9 +144,30 @@ class EmbeddingCache:
             while self._batches or self._writing:
                 self._cond.wait()
 
-    def _write(self, items: dict[str, np.ndarray], store: SqliteStore | None = None) -> None:
-        rows = [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
-        (store or self._store).run(lambda db: write_many(db, "INSERT OR REPLACE INTO emb VALUES (?, ?, ?)", rows), default=None)
+    def _write(self, items: dict[str, np.ndarray]) -> None:
+        rows = _rows(items)
+        self._store.run(lambda db: write_many(db, _INSERT, rows), default=None)
+
+    def _write_own(self, items: dict[str, np.ndarray]) -> None:
+        """The writer's write: on a connection of its own to the file, so the run's reads never
+        wait behind it; any refusal (a file set aside and started anew by the run's connection,
+        damage, a full disk) goes to the run's store instead, which says why and recovers, and the
+        next write opens the file at the path again."""
+        rows = _rows(items)
+        if self._own is None and _on_file(self._store):
+            assert self.path is not None
+            try:
+                self._own = sqlite3.connect(str(self.path), check_same_thread=False, timeout=120)
+            except sqlite3.Error:
+                self._own = None
+        if self._own is not None:
+            try:
+                write_many(self._own, _INSERT, rows)
+                return
+            except sqlite3.Error:
+                self._own.close()
+                self._own = None
+        self._store.run(lambda db: write_many(db, _INSERT, rows), default=None)
 
     def _write_queued(self) -> None:
         """The writer thread: writes what is queued, then ends (the next :meth:`put_many` starts another)."""
@@ -145,10 +181,8 @@ class EmbeddingCache:
                 self._writing = len(batches)
             items = {k: v for batch in batches for k, v in batch.items()}
             try:
-                if self._own is None:  # its own connection: the caller's reads never wait for a write
-                    self._own = SqliteStore(self.path, _SCHEMA, probe=_PROBE) if _on_file(self._store) else self._store
-                self._write(items, self._own)
-            except Exception:  # the store says why; the vectors are computed again by a later run
+                self._write_own(items)
+            except Exception:  # the vectors are computed again by a later run
                 log.warning("vectors could not be written to %s", self.path, exc_info=True)
             finally:
                 with self._cond:
@@ -157,6 +191,11 @@ class EmbeddingCache:
                             del self._queued[key]
                     self._writing = 0
                     self._cond.notify_all()
+
+    def _forked(self) -> None:
+        """In a child process: the parent's writer, queue and connection are the parent's."""
+        self._cond = threading.Condition()
+        self._queued, self._batches, self._writing, self._writer, self._own = {}, collections.deque(), 0, None, None
 
     def fetch(self, keys: Sequence[str], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
         """Vectors for ``keys`` in order; ``compute(indices)`` encodes only the missing ones."""
@@ -201,6 +240,10 @@ class EmbeddingCache:
         self._store.run(clear, default=None)
 
 
+def _rows(items: dict[str, np.ndarray]) -> list[tuple[str, int, bytes]]:
+    return [(k, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+
+
 def _on_file(store: SqliteStore) -> bool:
     """Whether ``store`` is on its file (not kept in memory after its file could not be used)."""
     found = store.run(lambda db: db.execute("PRAGMA database_list").fetchone(), default=None)
@@ -215,3 +258,11 @@ _OPEN: weakref.WeakSet[EmbeddingCache] = weakref.WeakSet()
 def _flush_all() -> None:
     for cache in list(_OPEN):
         cache.flush()
+
+
+def _after_fork() -> None:
+    for cache in list(_OPEN):
+        cache._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
