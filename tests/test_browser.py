@@ -273,6 +273,17 @@ def test_a_link_to_a_story_opens_it_at_900_px(server: str) -> None:
         sync_api.expect(page.locator("text=← selected")).to_have_count(1, timeout=90_000)
         _settled(page)
         assert page.locator("text=NR reference n=4").count() >= 1
+        try:  # a loaded machine lays the columns out late: wait for the wrap, then measure
+            page.wait_for_function(
+                """() => {
+                    const w = [...document.querySelectorAll('.st-key-vst-cards [data-testid="stColumn"]')]
+                        .map(c => c.getBoundingClientRect().width).filter(v => v > 0);
+                    return w.length > 0 && Math.min(...w) >= 150;
+                }""",
+                timeout=20_000,
+            )
+        except sync_api.TimeoutError:
+            pass  # measured below, and the assertion says what was found
         widths = page.locator('.st-key-vst-cards [data-testid="stColumn"]').evaluate_all(
             "cols => cols.map(c => c.getBoundingClientRect().width)"
         )
