@@ -20,17 +20,24 @@ def _vectors(n: int, start: int = 0) -> dict[str, np.ndarray]:
     return {f"k{k}": np.full(4, k, np.float32) for k in range(start, start + n)}
 
 
-def test_the_caller_never_writes_and_reads_what_is_queued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    writers: list[str] = []
+def _hold_writes(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, list[str]]:
+    """Every SQLite write of the cache waits for the event (at most 10 s); the list gets the name
+    of each thread that wrote."""
     gate = threading.Event()
+    writers: list[str] = []
     real = embeddings.write_many
 
-    def slow_write(*args: object) -> None:
+    def held(*args: object) -> None:
         writers.append(threading.current_thread().name)
         gate.wait(10)  # the writer is held: what was queued is still only in memory
         real(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(embeddings, "write_many", slow_write)
+    monkeypatch.setattr(embeddings, "write_many", held)
+    return gate, writers
+
+
+def test_the_caller_never_writes_and_reads_what_is_queued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate, writers = _hold_writes(monkeypatch)
     cache = EmbeddingCache(tmp_path / "emb.sqlite")
     cache.put_many(_vectors(3))
     cache.put_many(_vectors(2, start=3))
@@ -66,14 +73,7 @@ def test_the_process_flushes_at_exit(tmp_path: Path) -> None:
 def test_a_slow_disk_holds_the_caller_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past MAX_QUEUED vectors waiting, put_many waits for the writer instead of memory growing."""
     monkeypatch.setattr(embeddings, "MAX_QUEUED", 4)
-    gate = threading.Event()
-    real = embeddings.write_many
-
-    def held(*args: object) -> None:
-        gate.wait(10)
-        real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(embeddings, "write_many", held)
+    gate, _ = _hold_writes(monkeypatch)
     cache = EmbeddingCache(tmp_path / "emb.sqlite")
     cache.put_many(_vectors(5))  # queued: the writer holds them
     second = threading.Thread(target=cache.put_many, args=(_vectors(2, start=5),))
@@ -142,14 +142,7 @@ def test_a_child_forked_while_the_writer_works_has_a_queue_of_its_own(tmp_path: 
     import os
     import time
 
-    gate = threading.Event()
-    real = embeddings.write_many
-
-    def held(*args: object) -> None:
-        gate.wait(10)
-        real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(embeddings, "write_many", held)
+    gate, _ = _hold_writes(monkeypatch)
     cache = EmbeddingCache(tmp_path / "emb.sqlite")
     cache.put_many(_vectors(2))  # the parent's writer holds these
     pid = os.fork()

@@ -153,7 +153,6 @@ class EmbeddingCache:
         wait behind it; any refusal (a file set aside and started anew by the run's connection,
         damage, a full disk) goes to the run's store instead, which says why and recovers, and the
         next write opens the file at the path again."""
-        rows = _rows(items)
         if self._own is None and _on_file(self._store):
             assert self.path is not None
             try:
@@ -162,12 +161,12 @@ class EmbeddingCache:
                 self._own = None
         if self._own is not None:
             try:
-                write_many(self._own, _INSERT, rows)
+                write_many(self._own, _INSERT, _rows(items))
                 return
             except sqlite3.Error:
                 self._own.close()
                 self._own = None
-        self._store.run(lambda db: write_many(db, _INSERT, rows), default=None)
+        self._write(items)
 
     def _write_queued(self) -> None:
         """The writer thread: writes what is queued, then ends (the next :meth:`put_many` starts another)."""

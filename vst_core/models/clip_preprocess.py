@@ -178,13 +178,21 @@ def resize_group(x: Any, transform: TensorTransform) -> Any:
     torchvision's ``CenterCrop`` does."""
     import torch
 
-    ch, cw = transform.crop
     h, w = int(x.shape[-2]), int(x.shape[-1])
     nh, nw = resized_size(h, w, transform.size)
     for size in ((h, nw), (nh, nw)):
         if tuple(x.shape[-2:]) != size:
             x = torch.nn.functional.interpolate(x, size=size, mode=transform.mode, align_corners=False, antialias=True)
             x = x.round_().clamp_(0, 255)
+    return _centre_crop(x, nh, nw, transform)
+
+
+def _centre_crop(x: Any, nh: int, nw: int, transform: TensorTransform) -> Any:
+    """The centre crop of ``transform`` of (n, 3, nh, nw) resized crops, padded with zeros where
+    the crop is larger, as torchvision's ``CenterCrop`` does."""
+    import torch
+
+    ch, cw = transform.crop
     top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
     if top < 0 or left < 0:
         x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
@@ -204,29 +212,24 @@ def resize_gathered(canvases: Any, block: Any, found: Sequence[Any], transform: 
     import torch
 
     interpolate = torch.nn.functional.interpolate
-    ch, cw = transform.crop
-    widths, sizes = [], []
-    for g in found:
+    widths, sizes, resized = [], [], []
+    for k, g in enumerate(found):
         rows = block[g.rows : g.rows + g.n * g.h].view(g.n, 1, g.h, 1)
         cols = block[g.cols : g.cols + g.n * g.w].view(g.n, 1, 1, g.w)
         x = canvases[g.canvas][rows, cols, channels]
         nh, nw = resized_size(g.h, g.w, transform.size)
         if nw != g.w:  # widths first, as Pillow resizes
             x = interpolate(x, size=(g.h, nw), mode=transform.mode, align_corners=False, antialias=True)
+            resized.append(k)
         widths.append(x)
         sizes.append((nh, nw))
-    resized = [k for k, (g, (_, nw)) in enumerate(zip(found, sizes, strict=True)) if nw != g.w]
     for k, x in zip(resized, _round_together([widths[k] for k in resized]), strict=True):
         widths[k] = x  # the width pass's rounding, as Pillow's intermediate image keeps it
     parts = []
     for x, (nh, nw) in zip(widths, sizes, strict=True):
         if nh != int(x.shape[-2]):
             x = interpolate(x, size=(nh, nw), mode=transform.mode, align_corners=False, antialias=True)
-        top, left = int(round((nh - ch) / 2.0)), int(round((nw - cw) / 2.0))
-        if top < 0 or left < 0:
-            x = torch.nn.functional.pad(x, (max(-left, 0), max(cw - nw + left, 0), max(-top, 0), max(ch - nh + top, 0)))
-            top, left = max(top, 0), max(left, 0)
-        parts.append(x[:, :, top : top + ch, left : left + cw])
+        parts.append(_centre_crop(x, nh, nw, transform))
     batch = parts[0].contiguous() if len(parts) == 1 else torch.cat(parts)
     return batch.round_().clamp_(0, 255)  # the height pass's rounding (values already whole are kept)
 
