@@ -56,10 +56,12 @@ def test_placing_a_model_on_the_cpu_keeps_freed_memory_unless_told_not_to() -> N
 @pytest.mark.slow  # a ViT-B-32 forward at batch 32, in two interpreters
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_a_cpu_forward_faults_few_pages_in_again_when_freed_memory_is_kept() -> None:
-    """A ViT-B-32 forward at batch 32 faulted about 1,800 pages in with freed memory kept and
-    37,000-86,000 with glibc's defaults on the build machine (the bench's
-    ``raw_page_faults_per_forward``); the test asks for a tenfold gap with room on both sides."""
+    """A ViT-B-32 forward at batch 32 faulted 0-1,800 pages in with freed memory kept and
+    16,000-86,000 with glibc's defaults (the bench's ``raw_page_faults_per_forward``; the low end
+    is a CI machine's, where glibc's dynamic threshold had already grown). The test asks for
+    a threefold gap over at least 1,000 faults, which both machines clear with room."""
     kept, faults = _python(_FAULTS, {"VST_SYSTEM_MALLOC": ""})
     system, system_faults = _python(_FAULTS, {"VST_SYSTEM_MALLOC": "1"})
     assert (kept, system) == ("True", "False")
-    assert int(faults) < 5_000 < 20_000 < int(system_faults)
+    assert int(faults) < 5_000
+    assert int(system_faults) > 3 * max(int(faults), 1_000)
