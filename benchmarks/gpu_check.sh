@@ -20,18 +20,19 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${OUT:-$(mktemp -d)}
+PYTHON=${PYTHON:-python3}  # the GPU image's python3 holds torch
 mkdir -p "$OUT"
 plan=${1:-"env:30 e2e:260 bench:150 host:120"}
 
 # The packed wheels are CPython 3.12's (the GPU image's Python); another Python uses its own packages.
-if [ -f .whl/site.tar.xz ] && python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
+if [ -f .whl/site.tar.xz ] && "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then
   mkdir -p /tmp/site && tar -xJf .whl/site.tar.xz -C /tmp/site
   export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-vst() { python3 -c 'import sys; from vst_core.cli import main; sys.exit(main())' "$@"; }
+vst() { "$PYTHON" -c 'import sys; from vst_core.cli import main; sys.exit(main())' "$@"; }
 
-if python3 -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+if "$PYTHON" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
   device=cuda sequences=5000 stories=1000 warm=1000 seconds=4
 else
   device=cpu sequences=8 stories=8 warm=40 seconds=1  # the dry pass
@@ -41,7 +42,7 @@ echo "device $device; plan: $plan; out: $OUT"
 phase_env() {
   nvidia-smi -L 2>&1 || true
   nproc
-  python3 - <<'PY'
+  "$PYTHON" - <<'PY'
 import importlib, sys
 print(sys.version)
 missing = []
@@ -75,7 +76,7 @@ phase_host() {
     echo "no .whl/host_check.py: pack with ../shared/gpu beside the repository"
     return 1
   fi
-  python3 .whl/host_check.py --out "$OUT/host_check.json"
+  "$PYTHON" .whl/host_check.py --out "$OUT/host_check.json"
 }
 
 status=0
@@ -83,7 +84,7 @@ for step in $plan; do
   name=${step%%:*} limit=${step#*:}
   echo "== $name (at most $limit s)"
   start=$(date +%s)
-  timeout --kill-after=10 "$limit" bash -c "$(declare -f vst "phase_$name"); device=$device sequences=$sequences stories=$stories warm=$warm seconds=$seconds OUT=$OUT phase_$name" \
+  timeout --kill-after=10 "$limit" bash -c "$(declare -f vst "phase_$name"); PYTHON=$PYTHON device=$device sequences=$sequences stories=$stories warm=$warm seconds=$seconds OUT=$OUT phase_$name" \
     >"$OUT/$name.log" 2>&1
   code=$?
   echo "   exit $code after $(($(date +%s) - start)) s; last lines:"

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ def test_every_packed_wheel_is_pinned_to_one_version() -> None:
 def test_the_env_phase_runs_and_says_what_the_machine_has(tmp_path: Path) -> None:
     done = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "env:300"],
-        env={**os.environ, "OUT": str(tmp_path)},
+        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
         capture_output=True,
         text=True,
         timeout=400,
