@@ -5,24 +5,32 @@
 #     bash benchmarks/gpu_check.sh [PLAN]
 #
 # PLAN is a list of PHASE:SECONDS, run in order, each stopped at its seconds (what it printed and
-# wrote stays). The default fits one 10-minute command:
-#     env:30 e2e:260 bench:150 host:120
-#   env    what the machine is: GPU, torch, the packages the run imports (env.txt)
+# wrote stays). The default, in the order the checks were asked for, fits one 10-minute command
+# (give it timeout_s 600); the bench phase then fits a second call while the machine is warm:
+#     env:20 host:220 e2e:320        then        bench:200
+#   env    what the machine is: GPU, torch, the packages the run imports (env.log)
 #   e2e    `vst bench --device cuda` of the raw forward at batch 256 and the end-to-end phase:
 #          `vst score` as a user types it (default options, weights found in a hub cache) on 5,000
 #          sequences of photos of 24 sizes, cold and cached (bench_e2e.json)
 #   bench  the pipeline, warm-rerun (1,000 stories), stand-in and ledger phases (bench_pipeline.json)
 #   host   ../shared/gpu/host_check.py as packed beside the wheels: CUDA graph, GIL, resize, nvJPEG
 #          (host_check.json; its lines in host.log as it goes)
-# Everything lands in $OUT (a temporary folder when unset): the JSON files, and a log a phase. On a
-# machine without CUDA each phase runs a tiny dry pass on the CPU, to check the script itself.
+# Everything lands in $OUT (a temporary folder when unset): the JSON files and a log a phase, seven
+# files at most (a run returns eight). On a machine without CUDA each phase runs a tiny dry pass on
+# the CPU, to check the script itself.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 OUT=${OUT:-$(mktemp -d)}
 PYTHON=${PYTHON:-python3}  # the GPU image's python3 holds torch
 mkdir -p "$OUT"
-plan=${1:-"env:30 e2e:260 bench:150 host:120"}
+plan=${1:-"env:20 host:220 e2e:320"}
+for step in $plan; do  # a misspelt phase is refused before any time is spent
+  case "$step" in
+    env:[0-9]* | host:[0-9]* | e2e:[0-9]* | bench:[0-9]*) ;;
+    *) echo "unknown step '$step': PHASE:SECONDS with PHASE env, host, e2e or bench" >&2; exit 2 ;;
+  esac
+done
 
 # The packed wheels are CPython 3.12's (the GPU image's Python); another Python uses its own packages.
 if [ -f .whl/site.tar.xz ] && "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; then

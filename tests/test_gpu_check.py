@@ -40,3 +40,16 @@ def test_the_env_phase_runs_and_says_what_the_machine_has(tmp_path: Path) -> Non
     assert "vst score: ok" in log
     assert re.search(r"^torch \S+", log, re.M) and re.search(r"^cuda (True|False)", log, re.M)
     assert "== env" in done.stdout and "exit 0" in done.stdout
+
+
+def test_a_misspelt_phase_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "env:5 hots:100"],
+        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "unknown step 'hots:100'" in done.stderr
+    assert not list(tmp_path.iterdir())  # not even the env phase ran
