@@ -45,6 +45,7 @@ if "$PYTHON" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/
 else
   device=cpu sequences=8 stories=8 warm=40 seconds=1  # the dry pass
 fi
+export PYTHON OUT device sequences stories warm seconds  # what each phase's shell reads
 echo "device $device; plan: $plan; out: $OUT"
 
 phase_env() {
@@ -92,7 +93,7 @@ for step in $plan; do
   name=${step%%:*} limit=${step#*:}
   echo "== $name (at most $limit s)"
   start=$(date +%s)
-  timeout --kill-after=10 "$limit" bash -c "$(declare -f vst "phase_$name"); PYTHON=$PYTHON device=$device sequences=$sequences stories=$stories warm=$warm seconds=$seconds OUT=$OUT phase_$name" \
+  timeout --kill-after=10 "$limit" bash -c "$(declare -f vst "phase_$name"); phase_$name" \
     >"$OUT/$name.log" 2>&1
   code=$?
   echo "   exit $code after $(($(date +%s) - start)) s; last lines:"

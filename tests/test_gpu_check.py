@@ -15,6 +15,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _check(plan: str, out: Path, *, timeout: int) -> subprocess.CompletedProcess[str]:
+    """``benchmarks/gpu_check.sh PLAN`` with this test's Python, writing into ``out``."""
+    return subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), plan],
+        env={**os.environ, "OUT": str(out), "PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def test_every_packed_wheel_is_pinned_to_one_version() -> None:
     lines = [ln.strip() for ln in (ROOT / "benchmarks" / "gpu_wheels.txt").read_text().splitlines()]
     wanted = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -27,14 +39,7 @@ def test_every_packed_wheel_is_pinned_to_one_version() -> None:
 @pytest.mark.slow  # imports torch, spaCy and open_clip in a new process
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="the script stops each phase with coreutils' timeout")
 def test_the_env_phase_runs_and_says_what_the_machine_has(tmp_path: Path) -> None:
-    done = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "env:300"],
-        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=400,
-        check=False,
-    )
+    done = _check("env:300", tmp_path, timeout=400)
     log = (tmp_path / "env.log").read_text()
     assert done.returncode == 0, done.stdout + log
     assert "vst score: ok" in log
@@ -43,13 +48,6 @@ def test_the_env_phase_runs_and_says_what_the_machine_has(tmp_path: Path) -> Non
 
 
 def test_a_misspelt_phase_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    done = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), "env:5 hots:100"],
-        env={**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = _check("env:5 hots:100", tmp_path, timeout=60)
     assert done.returncode == 2 and "unknown step 'hots:100'" in done.stderr
     assert not list(tmp_path.iterdir())  # not even the env phase ran
